@@ -1,0 +1,89 @@
+// Built-in simulation scenarios: what `cnuas run NAME` runs, also used by tests and benchmarks.
+#ifndef CNUAS_HELPERS_SCENARIO_H
+#define CNUAS_HELPERS_SCENARIO_H
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ns3
+{
+
+/// How a scenario is to be run (filled from the command line or a scenario file).
+struct ScenarioOptions
+{
+    std::string name;        ///< scenario name as registered
+    uint64_t seed = 1;       ///< RngSeedManager seed; same seed => byte-identical traces
+    uint64_t run = 1;        ///< RngSeedManager run number
+    std::string pcapDir;     ///< empty: write no pcap; else one trace per attached port here
+    std::string outDir;      ///< where summaries, CSV traces and plots go (created if missing)
+    bool progress = true;    ///< show a progress bar on stderr for long runs
+    bool plots = true;       ///< render PNG plots of the CSV traces (needs /usr/bin/python3)
+    /// Scenario parameters, `--param key=value` or `param key=value` in a scenario file.
+    /// Every scenario documents the keys it reads; an unknown key is an error.
+    std::map<std::string, std::string> params;
+};
+
+/// What a scenario reports back.
+struct ScenarioResult
+{
+    int exitCode = 0; ///< non-zero when the scenario found its own run broken
+    /// Ordered `key: value` lines printed as the end-of-run summary.
+    std::vector<std::pair<std::string, std::string>> summary;
+    /// Files written by the run (pcaps, CSV traces, PNG plots), printed after the summary.
+    std::vector<std::string> artifacts;
+};
+
+/// One documented scenario parameter.
+struct ScenarioParam
+{
+    std::string key;
+    std::string defaultValue;
+    std::string help;
+};
+
+/// A registered scenario.
+struct ScenarioInfo
+{
+    std::string name;
+    std::string description;
+    std::vector<ScenarioParam> params;
+    std::function<ScenarioResult(const ScenarioOptions&)> run;
+};
+
+/// Registry of built-in scenarios (scenarios register from static initializers in libcnuas).
+class ScenarioRegistry
+{
+  public:
+    static bool Register(ScenarioInfo info);
+    static std::vector<ScenarioInfo> All(); ///< sorted by name
+    static const ScenarioInfo* Find(const std::string& name);
+};
+
+/**
+ * Reads a parameter with its documented default; throws std::invalid_argument with a clear
+ * message for a value that does not parse. Scenarios call CheckParams first so that a misspelt
+ * key is refused rather than silently ignored.
+ */
+std::string ScenarioParamString(const ScenarioOptions& o, const ScenarioInfo& info,
+                                const std::string& key);
+double ScenarioParamDouble(const ScenarioOptions& o, const ScenarioInfo& info,
+                           const std::string& key);
+uint64_t ScenarioParamUint(const ScenarioOptions& o, const ScenarioInfo& info,
+                           const std::string& key);
+/// Throws std::invalid_argument naming any key in o.params that info does not document.
+void CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info);
+
+} // namespace ns3
+
+#define CNUAS_SCENARIO_CONCAT2(a, b) a##b
+#define CNUAS_SCENARIO_CONCAT(a, b) CNUAS_SCENARIO_CONCAT2(a, b)
+/// Register a scenario from a .cc file in libcnuas: CNUAS_REGISTER_SCENARIO(MakeInfoFunction());
+#define CNUAS_REGISTER_SCENARIO(infoExpr)                                                          \
+    static const bool CNUAS_SCENARIO_CONCAT(cnuasScenarioRegistered_, __LINE__) =                 \
+        ::ns3::ScenarioRegistry::Register(infoExpr)
+
+#endif
