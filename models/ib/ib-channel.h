@@ -1,0 +1,43 @@
+// A point-to-point InfiniBand cable between two ports.
+#ifndef CNUAS_IB_CHANNEL_H
+#define CNUAS_IB_CHANNEL_H
+
+#include "ns3/channel.h"
+#include "ns3/nstime.h"
+
+namespace ns3
+{
+
+class IbNetDevice;
+
+/**
+ * \brief A cable: two ports, a length, and the propagation delay that follows from it.
+ *
+ * The channel carries no state of its own: a transmitting port computes when each packet's head
+ * and tail reach the far end and schedules exactly one arrival event there.
+ */
+class IbChannel : public Channel
+{
+  public:
+    static TypeId GetTypeId();
+    IbChannel();
+
+    /// Connects a port; the second call completes the cable and brings the link up.
+    void Attach(Ptr<IbNetDevice> device);
+    /// The port at the other end from `device` (null while unconnected).
+    Ptr<IbNetDevice> GetPeer(const IbNetDevice* device) const;
+    /// One-way propagation delay: length x delay per metre.
+    Time GetDelay() const;
+
+    std::size_t GetNDevices() const override;
+    Ptr<NetDevice> GetDevice(std::size_t i) const override;
+
+  private:
+    Ptr<IbNetDevice> m_dev[2];
+    double m_lengthMeters;
+    Time m_delayPerMeter;
+};
+
+} // namespace ns3
+
+#endif

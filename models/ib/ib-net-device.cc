@@ -1,0 +1,1567 @@
+#include "ib-net-device.h"
+
+#include "ib-channel.h"
+#include "ib-crc.h"
+#include "ib-switch.h"
+
+#include "ns3/boolean.h"
+#include "ns3/enum.h"
+#include "ns3/log.h"
+#include "ns3/node.h"
+#include "ns3/simulator.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("IbNetDevice");
+NS_OBJECT_ENSURE_REGISTERED(IbNetDevice);
+
+namespace
+{
+/// FCTBS and FCCL are 12-bit counters, IBA vol. 1 §7.9.4.
+constexpr uint16_t kFcMask = 0x0FFF;
+/// A receiver advertises at most 2048 blocks beyond ABR (half the counter space), §7.9.4.3.
+constexpr uint32_t kFcWindow = 2048;
+/// Link flow-control packets are 6 bytes, §7.9.4.
+constexpr uint32_t kFcPacketBytes = 6;
+
+uint64_t g_nextFrameUid = 1;
+} // namespace
+
+const char*
+IbDropReasonName(IbDropReason r)
+{
+    switch (r)
+    {
+    case IbDropReason::BadVcrc:
+        return "bad-vcrc";
+    case IbDropReason::BadIcrc:
+        return "bad-icrc";
+    case IbDropReason::Malformed:
+        return "malformed";
+    case IbDropReason::UnsupportedLnh:
+        return "unsupported-lnh";
+    case IbDropReason::InvalidVl:
+        return "invalid-vl";
+    case IbDropReason::PortNotActive:
+        return "port-not-active";
+    case IbDropReason::DlidMismatch:
+        return "dlid-mismatch";
+    case IbDropReason::SwitchRelay:
+        return "switch-relay";
+    case IbDropReason::XmitDiscard:
+        return "xmit-discard";
+    case IbDropReason::Vl15Overflow:
+        return "vl15-overflow";
+    case IbDropReason::BufferOverrun:
+        return "buffer-overrun";
+    case IbDropReason::LinkDown:
+        return "link-down";
+    }
+    return "?";
+}
+
+const char*
+IbPortStateName(IbPortState s)
+{
+    switch (s)
+    {
+    case IbPortState::NoChange:
+        return "NoChange";
+    case IbPortState::Down:
+        return "Down";
+    case IbPortState::Init:
+        return "Initializing";
+    case IbPortState::Armed:
+        return "Armed";
+    case IbPortState::Active:
+        return "Active";
+    }
+    return "?";
+}
+
+TypeId
+IbNetDevice::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::IbNetDevice")
+            .SetParent<NetDevice>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<IbNetDevice>()
+            .AddAttribute("LinkWidth",
+                          "Lanes the port supports: 1, 2, 4, 8 or 12.",
+                          UintegerValue(4),
+                          MakeUintegerAccessor(&IbNetDevice::m_linkWidth),
+                          MakeUintegerChecker<uint8_t>(1, 12))
+            .AddAttribute("LinkSpeed",
+                          "Lane speed the port supports (the link trains to the slower end).",
+                          EnumValue(IbLinkSpeed::Hdr),
+                          MakeEnumAccessor(&IbNetDevice::m_linkSpeed),
+                          MakeEnumChecker(IbLinkSpeed::Sdr, "SDR",
+                                          IbLinkSpeed::Ddr, "DDR",
+                                          IbLinkSpeed::Qdr, "QDR",
+                                          IbLinkSpeed::Fdr10, "FDR10",
+                                          IbLinkSpeed::Fdr, "FDR",
+                                          IbLinkSpeed::Edr, "EDR",
+                                          IbLinkSpeed::Hdr, "HDR",
+                                          IbLinkSpeed::Ndr, "NDR",
+                                          IbLinkSpeed::Xdr, "XDR"))
+            .AddAttribute("Mtu",
+                          "Largest transport payload (IBA MTU: 256, 512, 1024, 2048 or 4096 "
+                          "bytes).",
+                          UintegerValue(4096),
+                          MakeUintegerAccessor(&IbNetDevice::SetMtu, &IbNetDevice::GetMtu),
+                          MakeUintegerChecker<uint16_t>(256, 4096))
+            .AddAttribute("VlBufferBytes",
+                          "Receive buffer per data VL, bytes (a multiple of 64; at most 131072 "
+                          "since a receiver can advertise 2048 blocks, IBA vol. 1 §7.9.4.3).",
+                          UintegerValue(65536),
+                          MakeUintegerAccessor(&IbNetDevice::m_vlBufferBytes),
+                          MakeUintegerChecker<uint32_t>(kIbCreditBlockBytes,
+                                                        kFcWindow * kIbCreditBlockBytes))
+            .AddAttribute("Vl15BufferPackets",
+                          "Management (VL15) packets the receive buffer holds; more are dropped "
+                          "and counted in VL15Dropped.",
+                          UintegerValue(4),
+                          MakeUintegerAccessor(&IbNetDevice::m_vl15BufferPackets),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("TxQueuePackets",
+                          "Packets a channel adapter queues per VL before SendIb refuses more.",
+                          UintegerValue(64),
+                          MakeUintegerAccessor(&IbNetDevice::m_txQueuePackets),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("DelimiterBytes",
+                          "Wire bytes a packet's start and end delimiters occupy, bytes.",
+                          UintegerValue(2),
+                          MakeUintegerAccessor(&IbNetDevice::m_delimiterBytes),
+                          MakeUintegerChecker<uint32_t>(0, 64))
+            .AddAttribute("FlowControlRefreshSymbols",
+                          "A flow-control packet goes on every data VL at least this often, in "
+                          "symbol times (IBA vol. 1 §7.9.4.2 requires 65536); 0 disables the "
+                          "refresh (updates then go only on change).",
+                          UintegerValue(65536),
+                          MakeUintegerAccessor(&IbNetDevice::m_fcRefreshSymbols),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("VlCap",
+                          "Data VLs the port implements (PortInfo.VLCap: 1, 2, 4, 8 or 15).",
+                          UintegerValue(8),
+                          MakeUintegerAccessor(&IbNetDevice::m_vlCap),
+                          MakeUintegerChecker<uint8_t>(1, 15))
+            .AddAttribute("TrainingTime",
+                          "Time from cable connection to the physical link being up "
+                          "(PortPhysicalState LinkUp, PortState Init).",
+                          TimeValue(MicroSeconds(1)),
+                          MakeTimeAccessor(&IbNetDevice::m_trainingTime),
+                          MakeTimeChecker())
+            .AddAttribute("AcceptRawPackets",
+                          "Whether a channel adapter port takes raw (LNH 0/1) packets; if not "
+                          "they are discarded and counted.",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&IbNetDevice::m_acceptRaw),
+                          MakeBooleanChecker())
+            .AddTraceSource("Tx",
+                            "A packet starts transmission: (packet, VL).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_txTrace),
+                            "ns3::IbNetDevice::PacketVlCallback")
+            .AddTraceSource("Rx",
+                            "A good packet was received: (packet, VL).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_rxTrace),
+                            "ns3::IbNetDevice::PacketVlCallback")
+            .AddTraceSource("Drop",
+                            "A packet was discarded: (packet or null, IbDropReason).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_dropTrace),
+                            "ns3::IbNetDevice::PacketVlCallback")
+            .AddTraceSource("BufferOccupancy",
+                            "Receive buffer use changed: (VL, blocks used).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_bufferTrace),
+                            "ns3::IbNetDevice::VlValueCallback")
+            .AddTraceSource("Credits",
+                            "Transmit credits changed: (VL, blocks available).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_creditTrace),
+                            "ns3::IbNetDevice::VlValueCallback")
+            .AddTraceSource("FlowControlTx",
+                            "A flow-control packet was sent: (op, VL, FCTBS, FCCL).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_fcTxTrace),
+                            "ns3::IbNetDevice::FlowControlCallback")
+            .AddTraceSource("FlowControlRx",
+                            "A flow-control packet arrived: (op, VL, FCTBS, FCCL).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_fcRxTrace),
+                            "ns3::IbNetDevice::FlowControlCallback")
+            .AddTraceSource("CreditStall",
+                            "Data waited for credit and can now go: (VL, how long it waited).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_stallTrace),
+                            "ns3::IbNetDevice::VlTimeCallback")
+            .AddTraceSource("PortState",
+                            "PortState changed: (old, new) as IbPortState values.",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_stateTrace),
+                            "ns3::IbNetDevice::StateCallback");
+    return tid;
+}
+
+IbNetDevice::IbNetDevice()
+{
+    for (uint8_t sl = 0; sl < 16; ++sl)
+    {
+        m_slToVl[sl] = 0;
+    }
+    for (uint8_t vl = 0; vl < 16; ++vl)
+    {
+        m_rx[vl].queue.rxPort = this;
+        m_rx[vl].queue.vl = vl;
+        m_tx[vl].hcaQueue.vl = vl;
+    }
+    m_arbiter.SetDefault(1);
+}
+
+IbNetDevice::~IbNetDevice() = default;
+
+void
+IbNetDevice::DoInitialize()
+{
+    NetDevice::DoInitialize();
+}
+
+void
+IbNetDevice::DoDispose()
+{
+    m_wake.Cancel();
+    m_fcRefresh.Cancel();
+    m_training.Cancel();
+    for (auto& tx : m_tx)
+    {
+        for (IbFrame* f : tx.hcaQueue.frames)
+        {
+            IbFramePool::Release(f);
+        }
+        tx.hcaQueue.frames.clear();
+        tx.ready.clear();
+    }
+    for (auto& rx : m_rx)
+    {
+        for (IbFrame* f : rx.queue.frames)
+        {
+            IbFramePool::Release(f);
+        }
+        rx.queue.frames.clear();
+    }
+    m_channel = nullptr;
+    m_switch = nullptr;
+    m_node = nullptr;
+    m_ibRx = MakeNullCallback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&>();
+    m_sniffers.clear();
+    NetDevice::DoDispose();
+}
+
+// ---- ns3::NetDevice -----------------------------------------------------------------------
+
+void
+IbNetDevice::SetIfIndex(const uint32_t index)
+{
+    m_ifIndex = index;
+}
+
+uint32_t
+IbNetDevice::GetIfIndex() const
+{
+    return m_ifIndex;
+}
+
+Ptr<Channel>
+IbNetDevice::GetChannel() const
+{
+    return m_channel;
+}
+
+void
+IbNetDevice::SetAddress(Address address)
+{
+    uint8_t buf[2];
+    Mac16Address::ConvertFrom(address).CopyTo(buf);
+    SetLid(static_cast<uint16_t>((buf[0] << 8) | buf[1]));
+}
+
+Address
+IbNetDevice::GetAddress() const
+{
+    uint8_t buf[2] = {static_cast<uint8_t>(m_lid >> 8), static_cast<uint8_t>(m_lid)};
+    Mac16Address a;
+    a.CopyFrom(buf);
+    return a;
+}
+
+bool
+IbNetDevice::SetMtu(const uint16_t mtu)
+{
+    if (mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096)
+    {
+        return false;
+    }
+    m_mtu = mtu;
+    return true;
+}
+
+uint16_t
+IbNetDevice::GetMtu() const
+{
+    return m_mtu;
+}
+
+bool
+IbNetDevice::IsLinkUp() const
+{
+    return m_phys == IbPhysState::LinkUp;
+}
+
+void
+IbNetDevice::AddLinkChangeCallback(Callback<void> callback)
+{
+    m_linkChange.push_back(callback);
+}
+
+bool
+IbNetDevice::IsBroadcast() const
+{
+    return false;
+}
+
+Address
+IbNetDevice::GetBroadcast() const
+{
+    return Mac16Address("ff:ff");
+}
+
+bool
+IbNetDevice::IsMulticast() const
+{
+    return false;
+}
+
+Address
+IbNetDevice::GetMulticast(Ipv4Address) const
+{
+    return Mac16Address("ff:ff");
+}
+
+Address
+IbNetDevice::GetMulticast(Ipv6Address) const
+{
+    return Mac16Address("ff:ff");
+}
+
+bool
+IbNetDevice::IsPointToPoint() const
+{
+    return true;
+}
+
+bool
+IbNetDevice::IsBridge() const
+{
+    return false;
+}
+
+bool
+IbNetDevice::Send(Ptr<Packet> packet, const Address& dest, uint16_t protocolNumber)
+{
+    uint8_t buf[2];
+    Mac16Address::ConvertFrom(dest).CopyTo(buf);
+    return SendIb(packet,
+                  static_cast<uint16_t>((buf[0] << 8) | buf[1]),
+                  0,
+                  static_cast<IbLnh>(protocolNumber & 0x3));
+}
+
+bool
+IbNetDevice::SendFrom(Ptr<Packet>, const Address&, const Address&, uint16_t)
+{
+    return false;
+}
+
+Ptr<Node>
+IbNetDevice::GetNode() const
+{
+    return m_node;
+}
+
+void
+IbNetDevice::SetNode(Ptr<Node> node)
+{
+    m_node = node;
+}
+
+bool
+IbNetDevice::NeedsArp() const
+{
+    return false;
+}
+
+void
+IbNetDevice::SetReceiveCallback(NetDevice::ReceiveCallback cb)
+{
+    m_rx = cb;
+}
+
+void
+IbNetDevice::SetPromiscReceiveCallback(NetDevice::PromiscReceiveCallback cb)
+{
+    m_promiscRx = cb;
+}
+
+bool
+IbNetDevice::SupportsSendFrom() const
+{
+    return false;
+}
+
+// ---- cabling, identity, PortInfo ----------------------------------------------------------
+
+void
+IbNetDevice::Attach(Ptr<IbChannel> channel)
+{
+    m_channel = channel;
+    channel->Attach(this);
+}
+
+Ptr<IbChannel>
+IbNetDevice::GetIbChannel() const
+{
+    return m_channel;
+}
+
+Ptr<IbNetDevice>
+IbNetDevice::GetPeer() const
+{
+    return m_channel ? m_channel->GetPeer(this) : nullptr;
+}
+
+void
+IbNetDevice::NotifyCableConnected()
+{
+    m_cabled = true;
+    if (m_physDisabled)
+    {
+        return;
+    }
+    // Physical training (IBA vol. 2): Polling, then configuration/training, then LinkUp.
+    m_phys = IbPhysState::PortConfigurationTraining;
+    m_training.Cancel();
+    m_training = Simulator::Schedule(m_trainingTime, &IbNetDevice::CompleteTraining, this);
+}
+
+void
+IbNetDevice::CompleteTraining()
+{
+    Ptr<IbNetDevice> peer = GetPeer();
+    if (!peer || m_physDisabled || peer->m_physDisabled)
+    {
+        m_phys = IbPhysState::Polling;
+        return;
+    }
+    m_activeRate = IbLinkRate::Common(GetSupportedRate(), peer->GetSupportedRate());
+    m_symbolTime = m_activeRate.SymbolTime();
+    m_phys = IbPhysState::LinkUp;
+    ResetLinkState();
+    // IBA vol. 1 §7.2: a port whose physical link comes up enters Init; it carries only
+    // subnet management (VL15) until a subnet manager arms and activates it.
+    ChangeState(IbPortState::Init);
+    StartFlowControl();
+    for (auto& cb : m_linkChange)
+    {
+        cb();
+    }
+}
+
+void
+IbNetDevice::SetPhysicalLinkDown()
+{
+    m_physDisabled = true;
+    m_training.Cancel();
+    if (m_phys == IbPhysState::LinkUp)
+    {
+        IbPortCounters::Add(m_counters.linkDownedCounter, 1);
+    }
+    m_phys = IbPhysState::Disabled;
+    DiscardQueued(IbDropReason::LinkDown);
+    ChangeState(IbPortState::Down);
+    m_fcRefresh.Cancel();
+    m_wake.Cancel();
+    for (auto& cb : m_linkChange)
+    {
+        cb();
+    }
+    Ptr<IbNetDevice> peer = GetPeer();
+    if (peer && peer->m_phys == IbPhysState::LinkUp)
+    {
+        // The far end loses signal too; it keeps polling for a partner.
+        IbPortCounters::Add(peer->m_counters.linkDownedCounter, 1);
+        peer->m_phys = IbPhysState::Polling;
+        peer->DiscardQueued(IbDropReason::LinkDown);
+        peer->ChangeState(IbPortState::Down);
+        peer->m_fcRefresh.Cancel();
+        peer->m_wake.Cancel();
+        for (auto& cb : peer->m_linkChange)
+        {
+            cb();
+        }
+    }
+}
+
+void
+IbNetDevice::SetPhysicalLinkUp()
+{
+    m_physDisabled = false;
+    if (!m_cabled)
+    {
+        return;
+    }
+    NotifyCableConnected();
+    Ptr<IbNetDevice> peer = GetPeer();
+    if (peer && !peer->m_physDisabled && peer->m_phys != IbPhysState::LinkUp)
+    {
+        peer->NotifyCableConnected();
+    }
+}
+
+void
+IbNetDevice::ResetLinkState()
+{
+    for (uint8_t vl = 0; vl < 16; ++vl)
+    {
+        m_tx[vl].fctbs = 0;
+        m_tx[vl].fccl = 0;
+        m_tx[vl].stallStartPs = -1;
+        m_rx[vl].abr = 0;
+        m_rx[vl].inflight = 0;
+        m_rx[vl].fcPending = false;
+        m_rx[vl].fcInitPending = false;
+    }
+    m_busyUntil = Simulator::Now();
+}
+
+void
+IbNetDevice::DiscardQueued(IbDropReason reason)
+{
+    for (uint8_t vl = 0; vl < 16; ++vl)
+    {
+        // Queues whose head was waiting for this port: their heads cannot leave any more.
+        auto ready = std::move(m_tx[vl].ready);
+        m_tx[vl].ready.clear();
+        for (IbFrameQueue* q : ready)
+        {
+            q->readyRegistered = false;
+            while (!q->frames.empty() && q->frames.front()->outPort == m_portNumber)
+            {
+                IbFrame* f = q->frames.front();
+                q->frames.pop_front();
+                q->usedBlocks -= f->vl == kIbManagementVl ? 0 : f->blocks;
+                if (q->rxPort)
+                {
+                    q->rxPort->ReleaseReceiveBlocks(q->vl, f->vl == kIbManagementVl ? 0 : f->blocks);
+                    if (q->vl == kIbManagementVl)
+                    {
+                        q->rxPort->ReleaseVl15Slot();
+                    }
+                }
+                IbPortCounters::Add(m_counters.portXmitDiscards, 1);
+                m_drops[static_cast<int>(reason)]++;
+                m_dropTrace(f->packet, static_cast<uint8_t>(reason));
+                IbFramePool::Release(f);
+            }
+            if (!q->frames.empty() && m_switch)
+            {
+                m_switch->NotifyHeadChanged(q);
+            }
+        }
+    }
+}
+
+void
+IbNetDevice::SetSwitch(Ptr<IbSwitch> sw, uint8_t portNumber)
+{
+    m_switch = sw;
+    m_portNumber = portNumber;
+}
+
+Ptr<IbSwitch>
+IbNetDevice::GetSwitch() const
+{
+    return m_switch;
+}
+
+bool
+IbNetDevice::IsSwitchPort() const
+{
+    return m_switch != nullptr;
+}
+
+uint8_t
+IbNetDevice::GetPortNumber() const
+{
+    return m_portNumber;
+}
+
+void
+IbNetDevice::SetPortNumber(uint8_t n)
+{
+    m_portNumber = n;
+}
+
+uint64_t
+IbNetDevice::GetPortGuid() const
+{
+    return m_portGuid;
+}
+
+void
+IbNetDevice::SetPortGuid(uint64_t guid)
+{
+    m_portGuid = guid;
+}
+
+uint16_t
+IbNetDevice::GetLid() const
+{
+    return m_lid;
+}
+
+void
+IbNetDevice::SetLid(uint16_t lid)
+{
+    m_lid = lid;
+}
+
+uint8_t
+IbNetDevice::GetLmc() const
+{
+    return m_lmc;
+}
+
+void
+IbNetDevice::SetLmc(uint8_t lmc)
+{
+    m_lmc = lmc & 0x7;
+}
+
+uint16_t
+IbNetDevice::GetSmLid() const
+{
+    return m_smLid;
+}
+
+void
+IbNetDevice::SetSmLid(uint16_t lid)
+{
+    m_smLid = lid;
+}
+
+IbPortState
+IbNetDevice::GetPortState() const
+{
+    return m_state;
+}
+
+IbPhysState
+IbNetDevice::GetPhysState() const
+{
+    return m_phys;
+}
+
+void
+IbNetDevice::ChangeState(IbPortState next)
+{
+    if (next == m_state)
+    {
+        return;
+    }
+    IbPortState old = m_state;
+    m_state = next;
+    NS_LOG_INFO("port " << +m_portNumber << " " << IbPortStateName(old) << " -> "
+                        << IbPortStateName(next));
+    m_stateTrace(static_cast<uint8_t>(old), static_cast<uint8_t>(next));
+    if (next == IbPortState::Active)
+    {
+        Kick();
+    }
+}
+
+bool
+IbNetDevice::SetPortState(IbPortState next)
+{
+    switch (next)
+    {
+    case IbPortState::NoChange:
+        return true;
+    case IbPortState::Armed:
+        // IBA vol. 1 §7.2.4: Armed only from Init.
+        if (m_state != IbPortState::Init)
+        {
+            return false;
+        }
+        ChangeState(next);
+        return true;
+    case IbPortState::Active:
+        // IBA vol. 1 §7.2.5: Active only from Armed.
+        if (m_state != IbPortState::Armed)
+        {
+            return false;
+        }
+        ChangeState(next);
+        return true;
+    case IbPortState::Down:
+        // The link is taken down and retrains to Init by itself (§7.2.1).
+        if (m_phys == IbPhysState::LinkUp)
+        {
+            SetPhysicalLinkDown();
+            SetPhysicalLinkUp();
+        }
+        return true;
+    case IbPortState::Init:
+        return false;
+    }
+    return false;
+}
+
+bool
+IbNetDevice::SetOperationalVls(uint8_t dataVls)
+{
+    if ((dataVls != 1 && dataVls != 2 && dataVls != 4 && dataVls != 8 && dataVls != 15) ||
+        dataVls > m_vlCap)
+    {
+        return false;
+    }
+    // OperationalVLs may change only while the port is not carrying data (§14.2.5.6 note).
+    if (m_state == IbPortState::Armed || m_state == IbPortState::Active)
+    {
+        return false;
+    }
+    m_opVls = dataVls;
+    m_arbiter.SetDefault(dataVls);
+    if (m_phys == IbPhysState::LinkUp)
+    {
+        StartFlowControl();
+    }
+    return true;
+}
+
+uint8_t
+IbNetDevice::GetOperationalVls() const
+{
+    return m_opVls;
+}
+
+uint8_t
+IbNetDevice::GetVlCap() const
+{
+    return m_vlCap;
+}
+
+IbLinkRate
+IbNetDevice::GetSupportedRate() const
+{
+    IbLinkRate r;
+    r.width = m_linkWidth;
+    r.speed = m_linkSpeed;
+    return r;
+}
+
+IbLinkRate
+IbNetDevice::GetActiveRate() const
+{
+    return m_activeRate;
+}
+
+IbVlArbiter&
+IbNetDevice::GetVlArbiter()
+{
+    return m_arbiter;
+}
+
+void
+IbNetDevice::SetSlToVl(const std::array<uint8_t, 16>& table)
+{
+    m_slToVl = table;
+}
+
+uint8_t
+IbNetDevice::MapSlToVl(uint8_t sl) const
+{
+    return m_slToVl[sl & 0xF];
+}
+
+// ---- flow control -------------------------------------------------------------------------
+
+bool
+IbNetDevice::HasCredit(uint8_t vl, uint16_t blocks) const
+{
+    // IBA vol. 1 §7.9.4.3: a packet of B blocks may go if (FCCL - (FCTBS + B)) mod 4096 <= 2048.
+    const TxVl& tx = m_tx[vl];
+    uint16_t slack = static_cast<uint16_t>((tx.fccl - (tx.fctbs + blocks)) & kFcMask);
+    return slack <= kFcWindow;
+}
+
+uint32_t
+IbNetDevice::GetCreditsAvailable(uint8_t vl) const
+{
+    const TxVl& tx = m_tx[vl];
+    uint16_t diff = static_cast<uint16_t>((tx.fccl - tx.fctbs) & kFcMask);
+    return diff <= kFcWindow ? diff : 0;
+}
+
+uint16_t
+IbNetDevice::AdvertisedFccl(uint8_t vl) const
+{
+    const RxVl& rx = m_rx[vl];
+    uint32_t capacity = GetReceiveBufferBlocks();
+    uint32_t used = rx.queue.usedBlocks;
+    uint32_t free = used >= capacity ? 0 : capacity - used;
+    free = std::min(free, kFcWindow);
+    return static_cast<uint16_t>((rx.abr + free) & kFcMask);
+}
+
+void
+IbNetDevice::StartFlowControl()
+{
+    // Flow-control initialisation (§7.9.4.1): an Init packet on every data VL starts the
+    // credit exchange; until the peer's arrives, the transmitter has no credit.
+    for (uint8_t vl = 0; vl < m_opVls; ++vl)
+    {
+        m_rx[vl].fcInitPending = true;
+    }
+    m_fcRefresh.Cancel();
+    if (m_fcRefreshSymbols > 0)
+    {
+        m_fcRefresh = Simulator::Schedule(m_symbolTime * m_fcRefreshSymbols,
+                                          &IbNetDevice::FlowControlRefresh,
+                                          this);
+    }
+    Kick();
+}
+
+void
+IbNetDevice::FlowControlRefresh()
+{
+    // §7.9.4.2: every data VL gets a flow-control packet at least every 65536 symbol times;
+    // VLs that had one recently (updates on change) are not sent again.
+    const int64_t period = (m_symbolTime * m_fcRefreshSymbols).GetPicoSeconds();
+    const int64_t now = Simulator::Now().GetPicoSeconds();
+    int64_t next = now + period;
+    bool any = false;
+    for (uint8_t vl = 0; vl < m_opVls; ++vl)
+    {
+        RxVl& rx = m_rx[vl];
+        if (rx.lastFcSentPs < 0 || now - rx.lastFcSentPs >= period - period / 16)
+        {
+            rx.fcPending = true;
+            any = true;
+        }
+        else
+        {
+            next = std::min(next, rx.lastFcSentPs + period);
+        }
+    }
+    m_fcRefresh = Simulator::Schedule(PicoSeconds(next - now), &IbNetDevice::FlowControlRefresh, this);
+    if (any)
+    {
+        Kick();
+    }
+}
+
+void
+IbNetDevice::SendFlowControl(uint8_t vl, bool init)
+{
+    RxVl& rx = m_rx[vl];
+    rx.fcPending = false;
+    rx.fcInitPending = false;
+    rx.lastFcSentPs = Simulator::Now().GetPicoSeconds();
+    uint8_t op = init ? 1 : 0;
+    uint16_t fctbs = m_tx[vl].fctbs;
+    uint16_t fccl = AdvertisedFccl(vl);
+    Time txTime = m_activeRate.SerializationTime(kFcPacketBytes + m_delimiterBytes);
+    m_busyUntil = Simulator::Now() + txTime;
+    m_fcSent++;
+    m_fcTxTrace(op, vl, fctbs, fccl);
+    Ptr<IbNetDevice> peer = GetPeer();
+    Simulator::Schedule(txTime + m_channel->GetDelay(),
+                        &IbNetDevice::ReceiveFlowControlEvent,
+                        PeekPointer(peer),
+                        op,
+                        vl,
+                        fctbs,
+                        fccl);
+}
+
+void
+IbNetDevice::ReceiveFlowControlEvent(uint8_t op, uint8_t vl, uint16_t fctbs, uint16_t fccl)
+{
+    if (m_phys != IbPhysState::LinkUp || vl >= 15)
+    {
+        return;
+    }
+    m_fcRxTrace(op, vl, fctbs, fccl);
+    // Receive side: ABR := FCTBS repairs blocks lost to discarded packets (§7.9.4.3). Packets
+    // the peer sent before this flow-control packet but that this model has not yet delivered
+    // (their arrival events are pending) are still in flight and are excluded.
+    RxVl& rx = m_rx[vl];
+    rx.abr = static_cast<uint16_t>((fctbs - rx.inflight) & kFcMask);
+    // Transmit side: the peer's credit limit.
+    m_tx[vl].fccl = fccl;
+    NoteCreditsChanged(vl);
+    Kick();
+}
+
+void
+IbNetDevice::NoteCreditsChanged(uint8_t vl)
+{
+    m_creditTrace(vl, GetCreditsAvailable(vl));
+}
+
+void
+IbNetDevice::ReleaseReceiveBlocks(uint8_t vl, uint16_t blocks)
+{
+    if (vl == kIbManagementVl)
+    {
+        return;
+    }
+    RxVl& rx = m_rx[vl];
+    rx.queue.usedBlocks -= std::min<uint32_t>(blocks, rx.queue.usedBlocks);
+    m_bufferTrace(vl, rx.queue.usedBlocks);
+    // Freed space raises FCCL: an update goes out at the next opportunity (§7.9.4.2, "on
+    // change"); while one is pending it will carry the newest value, so updates coalesce.
+    if (m_phys == IbPhysState::LinkUp && !rx.fcPending)
+    {
+        rx.fcPending = true;
+        Kick();
+    }
+}
+
+// ---- transmit -----------------------------------------------------------------------------
+
+void
+IbNetDevice::ScheduleWake(Time at)
+{
+    if (m_wake.IsRunning())
+    {
+        if (Time(m_wake.GetTs()) <= at)
+        {
+            return;
+        }
+        m_wake.Cancel();
+    }
+    m_wake = Simulator::Schedule(at - Simulator::Now(), &IbNetDevice::Kick, this);
+}
+
+void
+IbNetDevice::Kick()
+{
+    if (m_phys != IbPhysState::LinkUp)
+    {
+        return;
+    }
+    const Time now = Simulator::Now();
+    if (now < m_busyUntil)
+    {
+        ScheduleWake(m_busyUntil);
+        return;
+    }
+    // Link packets first: flow control keeps the peer's transmitter going.
+    for (uint8_t vl = 0; vl < m_opVls; ++vl)
+    {
+        RxVl& rx = m_rx[vl];
+        if (rx.fcInitPending || rx.fcPending)
+        {
+            SendFlowControl(vl, rx.fcInitPending);
+            ScheduleWake(m_busyUntil);
+            return;
+        }
+    }
+    // VL15 has absolute priority over data VLs and needs no credit (§7.6.4, §7.9.4).
+    TxVl& mgmt = m_tx[kIbManagementVl];
+    if (!mgmt.ready.empty())
+    {
+        IbFrameQueue* q = mgmt.ready.front();
+        mgmt.ready.pop_front();
+        q->readyRegistered = false;
+        TransmitFrame(q->frames.front(), q, kIbManagementVl);
+        return;
+    }
+    // Data VLs only leave an Active port (Armed may receive but not send, §7.2.4).
+    if (m_state != IbPortState::Active)
+    {
+        return;
+    }
+    Time earliest = Time::Max();
+    bool waiting = false;
+    const int64_t nowPs = now.GetPicoSeconds();
+    auto eligible = [&](uint8_t vl) {
+        if (vl >= m_opVls)
+        {
+            return false;
+        }
+        TxVl& tx = m_tx[vl];
+        if (tx.ready.empty())
+        {
+            return false;
+        }
+        waiting = true;
+        IbFrame* head = tx.ready.front()->frames.front();
+        if (!HasCredit(vl, head->blocks))
+        {
+            if (tx.stallStartPs < 0)
+            {
+                tx.stallStartPs = nowPs;
+            }
+            return false;
+        }
+        // Cut-through cannot outrun the packet's own arrival: the output may start only when
+        // its last byte would not leave before it has come in.
+        Time out = m_activeRate.SerializationTime(head->bytes + m_delimiterBytes);
+        if (head->tailArrival - out > now)
+        {
+            earliest = std::min(earliest, head->tailArrival - out);
+            return false;
+        }
+        return true;
+    };
+    int vl = m_arbiter.Select(eligible);
+    if (vl < 0)
+    {
+        if (earliest != Time::Max())
+        {
+            ScheduleWake(earliest);
+        }
+        if (waiting && m_portWaitStartPs < 0)
+        {
+            m_portWaitStartPs = nowPs;
+        }
+        return;
+    }
+    TxVl& tx = m_tx[vl];
+    IbFrameQueue* q = tx.ready.front();
+    tx.ready.pop_front();
+    q->readyRegistered = false;
+    TransmitFrame(q->frames.front(), q, static_cast<uint8_t>(vl));
+}
+
+void
+IbNetDevice::EndStall(uint8_t vl)
+{
+    TxVl& tx = m_tx[vl];
+    if (tx.stallStartPs >= 0)
+    {
+        int64_t d = Simulator::Now().GetPicoSeconds() - tx.stallStartPs;
+        tx.stallTotalPs += d;
+        tx.stallStartPs = -1;
+        m_stallTrace(vl, PicoSeconds(d));
+    }
+}
+
+void
+IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
+{
+    const Time now = Simulator::Now();
+    from->frames.pop_front();
+    const bool data = vl != kIbManagementVl;
+    if (data)
+    {
+        EndStall(vl);
+    }
+    if (m_portWaitStartPs >= 0)
+    {
+        // PortXmitWait counts ticks with data waiting and nothing sent; a tick here is one
+        // symbol time of the active rate.
+        int64_t waited = now.GetPicoSeconds() - m_portWaitStartPs;
+        IbPortCounters::Add(m_counters.portXmitWait,
+                            static_cast<uint64_t>(waited / std::max<int64_t>(1, m_symbolTime.GetPicoSeconds())));
+        m_portWaitStartPs = -1;
+    }
+    // The frame leaves the queue it sat in: a switch input buffer frees its blocks (and will
+    // return the credit upstream), a CA transmit queue gains room.
+    if (from->rxPort)
+    {
+        if (from->vl == kIbManagementVl)
+        {
+            from->rxPort->ReleaseVl15Slot();
+        }
+        else
+        {
+            from->rxPort->ReleaseReceiveBlocks(from->vl, frame->blocks);
+        }
+        if (!from->frames.empty())
+        {
+            m_switch->NotifyHeadChanged(from);
+        }
+    }
+    else
+    {
+        bool wasFull = from->frames.size() + 1 >= m_txQueuePackets;
+        if (!from->frames.empty())
+        {
+            RegisterReadyQueue(from);
+        }
+        if (wasFull && !m_txReady.IsNull())
+        {
+            m_txReady(this);
+        }
+    }
+
+    frame->vl = vl;
+    if (frame->verifyBytes)
+    {
+        // Bytes that may be corrupt travel as bytes: this hop's VL and a fresh VCRC go into them
+        // (a switch regenerates the VCRC, §7.8.2); the ICRC stays as received.
+        frame->Materialize(m_scratch);
+        frame->packet = Create<Packet>(m_scratch.data(), static_cast<uint32_t>(m_scratch.size()));
+    }
+    const Time txTime = m_activeRate.SerializationTime(frame->bytes + m_delimiterBytes);
+    const Time delay = m_channel->GetDelay();
+    frame->tailArrival = now + txTime + delay;
+    m_busyUntil = now + txTime;
+    if (data)
+    {
+        m_tx[vl].fctbs = static_cast<uint16_t>((m_tx[vl].fctbs + frame->blocks) & kFcMask);
+        NoteCreditsChanged(vl);
+    }
+    m_counters.CountXmit(frame->bytes - kIbVcrcBytes, false);
+    m_txTrace(frame->packet, vl);
+    if (!m_sniffers.empty())
+    {
+        Sniff(frame, true);
+    }
+    Ptr<IbNetDevice> peer = GetPeer();
+    IbNetDevice* peerRaw = PeekPointer(peer);
+    if (data)
+    {
+        peerRaw->m_rx[vl].inflight += frame->blocks;
+        frame->countedInFlight = true;
+    }
+    Simulator::Schedule(peerRaw->ArrivalDelay(txTime, delay, frame->bytes),
+                        &IbNetDevice::ReceiveFrameEvent,
+                        peerRaw,
+                        frame);
+    // Wake at the end of this packet only if something else is waiting.
+    bool more = false;
+    for (uint8_t v = 0; v < 16 && !more; ++v)
+    {
+        more = !m_tx[v].ready.empty() || (v < m_opVls && (m_rx[v].fcPending || m_rx[v].fcInitPending));
+    }
+    if (more)
+    {
+        ScheduleWake(m_busyUntil);
+    }
+}
+
+Time
+IbNetDevice::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes) const
+{
+    if (m_switch)
+    {
+        return m_switch->ArrivalDelay(txTime, propagation, bytes, m_activeRate, m_delimiterBytes);
+    }
+    // A channel adapter takes the packet when its last byte is in.
+    return txTime + propagation;
+}
+
+void
+IbNetDevice::RegisterReadyQueue(IbFrameQueue* queue)
+{
+    if (queue->readyRegistered || queue->frames.empty())
+    {
+        return;
+    }
+    queue->readyRegistered = true;
+    IbFrame* head = queue->frames.front();
+    uint8_t vl = m_switch ? head->outVl : head->vl;
+    m_tx[vl].ready.push_back(queue);
+    Kick();
+}
+
+bool
+IbNetDevice::CanSend(uint8_t sl) const
+{
+    uint8_t vl = MapSlToVl(sl);
+    return m_state == IbPortState::Active && vl < m_opVls &&
+           m_tx[vl].hcaQueue.frames.size() < m_txQueuePackets;
+}
+
+bool
+IbNetDevice::SendIb(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, IbLnh lnh)
+{
+    NS_ABORT_MSG_IF(m_switch, "SendIb is for channel-adapter ports");
+    uint8_t vl = MapSlToVl(sl);
+    if (m_state != IbPortState::Active || vl >= m_opVls)
+    {
+        IbPortCounters::Add(m_counters.portXmitDiscards, 1);
+        m_drops[static_cast<int>(IbDropReason::XmitDiscard)]++;
+        m_dropTrace(packet, static_cast<uint8_t>(IbDropReason::XmitDiscard));
+        return false;
+    }
+    IbFrameQueue& q = m_tx[vl].hcaQueue;
+    if (q.frames.size() >= m_txQueuePackets)
+    {
+        return false;
+    }
+    const bool iba = lnh == IbLnh::IbaLocal || lnh == IbLnh::IbaGlobal;
+    const uint32_t body = packet->GetSize();
+    const uint32_t words = (IbLrhHeader::kSize + body + (iba ? kIbIcrcBytes : 0)) / 4;
+    if (body % 4 != 0 || words > IbLrhHeader::kMaxPktLenWords)
+    {
+        return false; // the transport pads to 4 bytes (BTH.PadCnt); IBA MTU bounds the size
+    }
+    IbLrhHeader lrh;
+    lrh.SetVl(vl);
+    lrh.SetSl(sl);
+    lrh.SetLnh(lnh);
+    lrh.SetDlid(dlid);
+    lrh.SetSlid(m_lid);
+    lrh.SetPktLenWords(static_cast<uint16_t>(words));
+    packet->AddHeader(lrh);
+    packet->AddPaddingAtEnd((iba ? kIbIcrcBytes : 0) + kIbVcrcBytes);
+
+    IbFrame* f = IbFramePool::Allocate();
+    f->packet = packet;
+    f->bytes = packet->GetSize();
+    f->blocks = IbFrame::BlocksFor(f->bytes);
+    f->dlid = dlid;
+    f->slid = m_lid;
+    f->sl = sl;
+    f->vl = vl;
+    f->lnh = lnh;
+    f->uid = g_nextFrameUid++;
+    q.frames.push_back(f);
+    if (q.frames.size() == 1)
+    {
+        RegisterReadyQueue(&q);
+    }
+    return true;
+}
+
+void
+IbNetDevice::SetIbReceiveCallback(IbReceiveCallback cb)
+{
+    m_ibRx = cb;
+}
+
+void
+IbNetDevice::SetTxReadyCallback(Callback<void, Ptr<IbNetDevice>> cb)
+{
+    m_txReady = cb;
+}
+
+// ---- receive ------------------------------------------------------------------------------
+
+void
+IbNetDevice::DropFrame(IbFrame* frame, IbDropReason reason)
+{
+    switch (reason)
+    {
+    case IbDropReason::BadVcrc:
+    case IbDropReason::BadIcrc:
+    case IbDropReason::Malformed:
+    case IbDropReason::UnsupportedLnh:
+    case IbDropReason::InvalidVl:
+    case IbDropReason::DlidMismatch:
+    case IbDropReason::PortNotActive:
+        IbPortCounters::Add(m_counters.portRcvErrors, 1);
+        break;
+    case IbDropReason::SwitchRelay:
+        IbPortCounters::Add(m_counters.portRcvSwitchRelayErrors, 1);
+        break;
+    case IbDropReason::XmitDiscard:
+    case IbDropReason::LinkDown:
+        IbPortCounters::Add(m_counters.portXmitDiscards, 1);
+        break;
+    case IbDropReason::Vl15Overflow:
+        IbPortCounters::Add(m_counters.vl15Dropped, 1);
+        break;
+    case IbDropReason::BufferOverrun:
+        IbPortCounters::Add(m_counters.excessiveBufferOverrunErrors, 1, 4);
+        break;
+    }
+    m_drops[static_cast<int>(reason)]++;
+    NS_LOG_INFO("port " << +m_portNumber << " drops packet " << frame->uid << ": "
+                        << IbDropReasonName(reason));
+    m_dropTrace(frame->packet, static_cast<uint8_t>(reason));
+    IbFramePool::Release(frame);
+}
+
+bool
+IbNetDevice::VerifyFrameBytes(IbFrame* frame)
+{
+    // What a receiver's packet checks see (IBA vol. 1 §7.8 and the receive rules of §7.7):
+    // length, LVer, PktLen, VCRC at every port; the ICRC at the destination channel adapter.
+    const uint32_t len = frame->packet->GetSize();
+    m_scratch.resize(len);
+    frame->packet->CopyData(m_scratch.data(), len);
+    frame->bytes = len;
+    frame->blocks = IbFrame::BlocksFor(len);
+    if (len < IbLrhHeader::kSize + kIbVcrcBytes)
+    {
+        DropFrame(frame, IbDropReason::Malformed);
+        return false;
+    }
+    IbLrhHeader lrh;
+    lrh.ReadFrom(m_scratch.data());
+    frame->vl = lrh.GetVl();
+    frame->sl = lrh.GetSl();
+    frame->dlid = lrh.GetDlid();
+    frame->slid = lrh.GetSlid();
+    frame->lnh = lrh.GetLnh();
+    if (lrh.GetLver() != 0 || uint32_t(lrh.GetPktLenWords()) * 4 + kIbVcrcBytes != len ||
+        (frame->HasIcrc() && len < IbLrhHeader::kSize + kIbIcrcBytes + kIbVcrcBytes))
+    {
+        DropFrame(frame, IbDropReason::Malformed);
+        return false;
+    }
+    IbCrcCheck check = IbCheckCrcs(m_scratch.data(), len);
+    if (!check.vcrcOk)
+    {
+        // A VCRC error is a local physical error (PortRcvErrors); the symbol error that caused
+        // it is counted too, as the receiver saw bad symbols.
+        IbPortCounters::Add(m_counters.symbolErrorCounter, 1);
+        DropFrame(frame, IbDropReason::BadVcrc);
+        return false;
+    }
+    if (check.hasIcrc)
+    {
+        frame->icrcKnown = true;
+        frame->icrc = IbLoadIcrc(m_scratch.data() + len - kIbVcrcBytes - kIbIcrcBytes);
+        // Switches do not check the ICRC; the destination does (§7.8.1).
+        if (!m_switch && !check.icrcOk)
+        {
+            DropFrame(frame, IbDropReason::BadIcrc);
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+IbNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
+{
+    IbFrame* f = IbFramePool::Allocate();
+    f->packet = Create<Packet>(bytes, length);
+    f->bytes = length;
+    f->blocks = IbFrame::BlocksFor(length);
+    f->verifyBytes = true;
+    f->uid = g_nextFrameUid++;
+    f->tailArrival = Simulator::Now();
+    // Header fields are not trusted: VerifyFrameBytes parses them from the bytes.
+    ReceiveFrameEvent(f);
+}
+
+void
+IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
+{
+    if (frame->countedInFlight)
+    {
+        RxVl& rx = m_rx[frame->vl];
+        rx.inflight -= std::min<uint32_t>(rx.inflight, frame->blocks);
+        frame->countedInFlight = false;
+    }
+    if (!m_sniffers.empty())
+    {
+        Sniff(frame, false);
+    }
+    if (m_phys != IbPhysState::LinkUp)
+    {
+        DropFrame(frame, IbDropReason::LinkDown);
+        return;
+    }
+    if (frame->verifyBytes && !VerifyFrameBytes(frame))
+    {
+        return; // counted
+    }
+    const uint8_t vl = frame->vl;
+    if (vl == kIbManagementVl)
+    {
+        if (m_vl15Queued >= m_vl15BufferPackets)
+        {
+            DropFrame(frame, IbDropReason::Vl15Overflow);
+            return;
+        }
+    }
+    else
+    {
+        if (vl >= m_opVls)
+        {
+            DropFrame(frame, IbDropReason::InvalidVl);
+            return;
+        }
+        // §7.2: a port in Init drops data packets; an Armed port accepts one and becomes
+        // Active.
+        if (m_state == IbPortState::Armed)
+        {
+            ChangeState(IbPortState::Active);
+        }
+        else if (m_state != IbPortState::Active)
+        {
+            DropFrame(frame, IbDropReason::PortNotActive);
+            return;
+        }
+        RxVl& rx = m_rx[vl];
+        rx.abr = static_cast<uint16_t>((rx.abr + frame->blocks) & kFcMask);
+        if (rx.queue.usedBlocks + frame->blocks > GetReceiveBufferBlocks())
+        {
+            // Only a transmitter ignoring credit can get here (§7.9.4.3).
+            DropFrame(frame, IbDropReason::BufferOverrun);
+            return;
+        }
+        rx.queue.usedBlocks += frame->blocks;
+        rx.maxUsed = std::max(rx.maxUsed, rx.queue.usedBlocks);
+        m_bufferTrace(vl, rx.queue.usedBlocks);
+    }
+    m_counters.CountRcv(frame->bytes - kIbVcrcBytes, false);
+    m_rxTrace(frame->packet, vl);
+
+    if (m_switch)
+    {
+        if (vl == kIbManagementVl)
+        {
+            m_vl15Queued++;
+        }
+        m_switch->Forward(this, frame);
+        return;
+    }
+    // Channel adapter: check it is for us, hand it up, free the buffer at once.
+    const uint16_t mask = static_cast<uint16_t>(~((1u << m_lmc) - 1));
+    bool forUs = frame->dlid == IbLrhHeader::kPermissiveLid ||
+                 (m_lid != 0 && (frame->dlid & mask) == (m_lid & mask));
+    IbDropReason reason = IbDropReason::DlidMismatch;
+    if (forUs && !m_acceptRaw && !frame->HasIcrc())
+    {
+        forUs = false;
+        reason = IbDropReason::UnsupportedLnh;
+    }
+    if (!forUs)
+    {
+        ReleaseReceiveBlocks(vl, vl == kIbManagementVl ? 0 : frame->blocks);
+        DropFrame(frame, reason);
+        return;
+    }
+    IbRxInfo info;
+    info.slid = frame->slid;
+    info.dlid = frame->dlid;
+    info.sl = frame->sl;
+    info.vl = vl;
+    info.lnh = frame->lnh;
+    info.bytes = frame->bytes;
+    Ptr<const Packet> p = frame->packet;
+    ReleaseReceiveBlocks(vl, vl == kIbManagementVl ? 0 : frame->blocks);
+    IbFramePool::Release(frame);
+    if (!m_ibRx.IsNull())
+    {
+        m_ibRx(this, p, info);
+    }
+    if (!m_rx.IsNull())
+    {
+        m_rx(this, p, static_cast<uint16_t>(info.lnh), GetAddress());
+    }
+}
+
+// ---- observation --------------------------------------------------------------------------
+
+void
+IbNetDevice::Sniff(IbFrame* frame, bool transmit)
+{
+    if (!transmit && frame->verifyBytes)
+    {
+        // Received bytes that may be corrupt are recorded exactly as they came in.
+        m_scratch.resize(frame->packet->GetSize());
+        frame->packet->CopyData(m_scratch.data(), static_cast<uint32_t>(m_scratch.size()));
+    }
+    else
+    {
+        frame->Materialize(m_scratch);
+    }
+    for (auto& cb : m_sniffers)
+    {
+        cb(Simulator::Now(), m_scratch.data(), static_cast<uint32_t>(m_scratch.size()), transmit);
+    }
+}
+
+void
+IbNetDevice::AddSniffer(SnifferCallback cb)
+{
+    m_sniffers.push_back(cb);
+}
+
+void
+IbNetDevice::ReleaseVl15Slot()
+{
+    if (m_vl15Queued > 0)
+    {
+        m_vl15Queued--;
+    }
+}
+
+IbFrameQueue&
+IbNetDevice::GetReceiveQueue(uint8_t vl)
+{
+    return m_rx[vl & 0xF].queue;
+}
+
+const IbPortCounters&
+IbNetDevice::GetCounters() const
+{
+    return m_counters;
+}
+
+IbPortCounters&
+IbNetDevice::GetCountersForUpdate()
+{
+    return m_counters;
+}
+
+uint32_t
+IbNetDevice::GetReceiveBufferBlocks() const
+{
+    return m_vlBufferBytes / kIbCreditBlockBytes;
+}
+
+uint32_t
+IbNetDevice::GetReceiveBufferUsed(uint8_t vl) const
+{
+    return m_rx[vl & 0xF].queue.usedBlocks;
+}
+
+uint32_t
+IbNetDevice::GetMaxReceiveBufferUsed(uint8_t vl) const
+{
+    return m_rx[vl & 0xF].maxUsed;
+}
+
+uint16_t
+IbNetDevice::GetFctbs(uint8_t vl) const
+{
+    return m_tx[vl & 0xF].fctbs;
+}
+
+uint16_t
+IbNetDevice::GetFccl(uint8_t vl) const
+{
+    return m_tx[vl & 0xF].fccl;
+}
+
+Time
+IbNetDevice::GetCreditStallTime(uint8_t vl) const
+{
+    return PicoSeconds(m_tx[vl & 0xF].stallTotalPs);
+}
+
+uint64_t
+IbNetDevice::GetDropCount(IbDropReason r) const
+{
+    return m_drops[static_cast<int>(r)];
+}
+
+uint64_t
+IbNetDevice::GetFlowControlPacketsSent() const
+{
+    return m_fcSent;
+}
+
+} // namespace ns3

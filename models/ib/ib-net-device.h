@@ -1,0 +1,347 @@
+// An InfiniBand port: the link layer of one end of a cable, on an HCA or on a switch.
+#ifndef CNUAS_IB_NET_DEVICE_H
+#define CNUAS_IB_NET_DEVICE_H
+
+#include "ib-frame.h"
+#include "ib-link-rate.h"
+#include "ib-lrh-header.h"
+#include "ib-port-counters.h"
+#include "ib-vl-arbiter.h"
+
+#include "ns3/callback.h"
+#include "ns3/event-id.h"
+#include "ns3/mac16-address.h"
+#include "ns3/net-device.h"
+#include "ns3/nstime.h"
+#include "ns3/traced-callback.h"
+
+#include <array>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+class IbChannel;
+class IbSwitch;
+
+/// PortInfo.PortState, IBA vol. 1 §7.2 and §14.2.5.6.
+enum class IbPortState : uint8_t
+{
+    NoChange = 0,
+    Down = 1,
+    Init = 2,
+    Armed = 3,
+    Active = 4,
+};
+
+/// PortInfo.PortPhysicalState, IBA vol. 1 §14.2.5.6.
+enum class IbPhysState : uint8_t
+{
+    Sleep = 1,
+    Polling = 2,
+    Disabled = 3,
+    PortConfigurationTraining = 4,
+    LinkUp = 5,
+    LinkErrorRecovery = 6,
+};
+
+/// Why a port discarded a packet (the trace source "Drop" reports one of these).
+enum class IbDropReason : uint8_t
+{
+    BadVcrc,          ///< VCRC mismatch: PortRcvErrors (IBA vol. 1 §7.8.2)
+    BadIcrc,          ///< ICRC mismatch at the destination CA: PortRcvErrors (§7.8.1)
+    Malformed,        ///< truncated, LVer != 0, PktLen disagreeing with the length: PortRcvErrors
+    UnsupportedLnh,   ///< raw / non-IBA packet at a CA that does not take them: PortRcvErrors
+    InvalidVl,        ///< data packet on a VL above OperationalVLs: PortRcvErrors (§7.6.3)
+    PortNotActive,    ///< data packet while the port is not Armed/Active (§7.2)
+    DlidMismatch,     ///< DLID not this CA port's LID range: PortRcvErrors
+    SwitchRelay,      ///< no LFT entry / bad port / SL2VL to an unused VL: PortRcvSwitchRelayErrors
+    XmitDiscard,      ///< output port down or not Active: PortXmitDiscards
+    Vl15Overflow,     ///< VL15 buffer full: VL15Dropped (§7.6.4: SMPs may be dropped)
+    BufferOverrun,    ///< more data than advertised credit: ExcessiveBufferOverrunErrors
+    LinkDown,         ///< the cable went down with the packet in flight or queued
+};
+
+const char* IbDropReasonName(IbDropReason r);
+const char* IbPortStateName(IbPortState s);
+
+/// What a CA port tells the layer above about a received packet.
+struct IbRxInfo
+{
+    uint16_t slid = 0;
+    uint16_t dlid = 0;
+    uint8_t sl = 0;
+    uint8_t vl = 0;
+    IbLnh lnh = IbLnh::IbaLocal;
+    uint32_t bytes = 0; ///< LRH through VCRC
+};
+
+/**
+ * \brief One InfiniBand port (IBA vol. 1 ch. 7, the link layer): transmit side with VL
+ * arbitration and credit-based flow control, receive side with per-VL buffers counted in 64-byte
+ * blocks, the port state machine, and the PortCounters.
+ *
+ * A port belongs either to a channel adapter (it then has its own per-VL transmit queues and
+ * delivers to the layer above) or to an IbSwitch (the switch's crossbar feeds its transmitter and
+ * takes what it receives).
+ *
+ * Event economy: a packet costs one event per hop (its arrival at the next port). The
+ * transmitter schedules a wake-up only when work is waiting behind a packet on the wire;
+ * flow-control packets cost one arrival event each and are coalesced while one is pending.
+ */
+class IbNetDevice : public NetDevice
+{
+  public:
+    static TypeId GetTypeId();
+    IbNetDevice();
+    ~IbNetDevice() override;
+
+    // ---- ns3::NetDevice --------------------------------------------------------------------
+    void SetIfIndex(const uint32_t index) override;
+    uint32_t GetIfIndex() const override;
+    Ptr<Channel> GetChannel() const override;
+    void SetAddress(Address address) override;
+    Address GetAddress() const override;
+    bool SetMtu(const uint16_t mtu) override;
+    uint16_t GetMtu() const override;
+    bool IsLinkUp() const override;
+    void AddLinkChangeCallback(Callback<void> callback) override;
+    bool IsBroadcast() const override;
+    Address GetBroadcast() const override;
+    bool IsMulticast() const override;
+    Address GetMulticast(Ipv4Address multicastGroup) const override;
+    Address GetMulticast(Ipv6Address addr) const override;
+    bool IsPointToPoint() const override;
+    bool IsBridge() const override;
+    /// Sends `packet` (which starts after the LRH, without ICRC/VCRC) to the LID in `dest`
+    /// (a Mac16Address) on SL 0; protocolNumber is the LNH.
+    bool Send(Ptr<Packet> packet, const Address& dest, uint16_t protocolNumber) override;
+    bool SendFrom(Ptr<Packet> packet,
+                  const Address& source,
+                  const Address& dest,
+                  uint16_t protocolNumber) override;
+    Ptr<Node> GetNode() const override;
+    void SetNode(Ptr<Node> node) override;
+    bool NeedsArp() const override;
+    void SetReceiveCallback(NetDevice::ReceiveCallback cb) override;
+    void SetPromiscReceiveCallback(NetDevice::PromiscReceiveCallback cb) override;
+    bool SupportsSendFrom() const override;
+
+    // ---- cabling and identity --------------------------------------------------------------
+    void Attach(Ptr<IbChannel> channel);
+    Ptr<IbChannel> GetIbChannel() const;
+    Ptr<IbNetDevice> GetPeer() const;
+    /// Called by the channel once both ends are connected: physical training, then Init.
+    void NotifyCableConnected();
+    /// Takes the physical link down (cable pulled / port disabled): queued and in-flight
+    /// packets are discarded, PortState goes Down, LinkDownedCounter counts it.
+    void SetPhysicalLinkDown();
+    /// Brings a downed link back: both ends retrain to Init.
+    void SetPhysicalLinkUp();
+    /// Makes this a switch port (port numbers 1..N; port 0 is the switch's management port).
+    void SetSwitch(Ptr<IbSwitch> sw, uint8_t portNumber);
+    Ptr<IbSwitch> GetSwitch() const;
+    bool IsSwitchPort() const;
+    uint8_t GetPortNumber() const;
+    void SetPortNumber(uint8_t n);
+    uint64_t GetPortGuid() const;
+    void SetPortGuid(uint64_t guid);
+
+    // ---- PortInfo fields (what a subnet manager Gets and Sets, IBA vol. 1 §14.2.5.6) -------
+    uint16_t GetLid() const;
+    void SetLid(uint16_t lid);
+    uint8_t GetLmc() const;
+    void SetLmc(uint8_t lmc);
+    uint16_t GetSmLid() const;
+    void SetSmLid(uint16_t lid);
+    IbPortState GetPortState() const;
+    IbPhysState GetPhysState() const;
+    /**
+     * A PortState change as a SubnSet(PortInfo) requests it (IBA vol. 1 §7.2): Init->Armed,
+     * Armed->Active, anything->Down (the link retrains to Init). Returns false, changing
+     * nothing, for any other transition.
+     */
+    bool SetPortState(IbPortState next);
+    /// Data VLs in use (1, 2, 4, 8 or 15, per OperationalVLs); only while Down or Init.
+    bool SetOperationalVls(uint8_t dataVls);
+    uint8_t GetOperationalVls() const;
+    uint8_t GetVlCap() const;
+    /// The width x speed this port supports (enabled).
+    IbLinkRate GetSupportedRate() const;
+    /// The width x speed the link trained to (common to both ends); valid when linked.
+    IbLinkRate GetActiveRate() const;
+    IbVlArbiter& GetVlArbiter();
+    /// SLtoVLMappingTable of a CA port (switches keep theirs per port pair in IbSwitch).
+    void SetSlToVl(const std::array<uint8_t, 16>& table);
+    uint8_t MapSlToVl(uint8_t sl) const;
+
+    // ---- channel-adapter data path ---------------------------------------------------------
+    /**
+     * Sends a packet from this CA port: `packet` holds everything after the LRH (GRH/BTH and
+     * payload including pad, a multiple of 4 bytes) without ICRC/VCRC; the port adds the LRH, the
+     * ICRC (LNH 2/3) and the VCRC. Returns false if the port is not Active (counted in
+     * PortXmitDiscards), the VL's transmit queue is full, or the packet is malformed.
+     */
+    bool SendIb(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, IbLnh lnh = IbLnh::IbaLocal);
+    /// True if a packet on `sl` would be queued now.
+    bool CanSend(uint8_t sl) const;
+    typedef Callback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&> IbReceiveCallback;
+    /// Receives every good packet addressed to this CA port (the whole wire packet).
+    void SetIbReceiveCallback(IbReceiveCallback cb);
+    /// Called when a full transmit queue has room again.
+    void SetTxReadyCallback(Callback<void, Ptr<IbNetDevice>> cb);
+    /**
+     * A packet arriving from outside the model (a real host, a fuzzer, a test): raw wire bytes
+     * LRH..VCRC, checked like any packet whose bytes may be corrupt.
+     */
+    void InjectReceivedBytes(const uint8_t* bytes, uint32_t length);
+
+    // ---- used by IbSwitch ------------------------------------------------------------------
+    /// A queue whose head frame leaves through this port on `outVl` (frame->outVl).
+    void RegisterReadyQueue(IbFrameQueue* queue);
+    /// Frees receive-buffer blocks (the frame left the switch or was consumed).
+    void ReleaseReceiveBlocks(uint8_t vl, uint16_t blocks);
+    IbFrameQueue& GetReceiveQueue(uint8_t vl);
+    /// A VL15 packet held in the receive buffer has left it.
+    void ReleaseVl15Slot();
+    /// Discards a frame this port had accepted (counting it as `reason` on this port).
+    void DropFrame(IbFrame* frame, IbDropReason reason);
+
+    // ---- observation -----------------------------------------------------------------------
+    const IbPortCounters& GetCounters() const;
+    IbPortCounters& GetCountersForUpdate();
+    uint32_t GetReceiveBufferBlocks() const;
+    uint32_t GetReceiveBufferUsed(uint8_t vl) const;
+    uint32_t GetMaxReceiveBufferUsed(uint8_t vl) const;
+    /// Blocks the transmitter may still send on `vl` before it needs more credit.
+    uint32_t GetCreditsAvailable(uint8_t vl) const;
+    uint16_t GetFctbs(uint8_t vl) const;
+    uint16_t GetFccl(uint8_t vl) const;
+    /// Total time this port had data for `vl` but no credit to send it.
+    Time GetCreditStallTime(uint8_t vl) const;
+    uint64_t GetDropCount(IbDropReason r) const;
+    uint64_t GetFlowControlPacketsSent() const;
+    /// A callback that receives every packet's wire bytes on this port (tx and rx) with its
+    /// time; attaching one makes the port materialize CRCs (used by pcap writers).
+    typedef Callback<void, Time, const uint8_t*, uint32_t, bool> SnifferCallback;
+    void AddSniffer(SnifferCallback cb);
+    /// Arrival of a frame (scheduled by the peer's transmitter).
+    void ReceiveFrameEvent(IbFrame* frame);
+    /// Arrival of a flow-control packet (IBA vol. 1 §7.9.4).
+    void ReceiveFlowControlEvent(uint8_t op, uint8_t vl, uint16_t fctbs, uint16_t fccl);
+
+  protected:
+    void DoDispose() override;
+    void DoInitialize() override;
+
+  private:
+    struct TxVl
+    {
+        uint16_t fctbs = 0;              ///< blocks sent since link init, mod 4096
+        uint16_t fccl = 0;               ///< last credit limit received, mod 4096
+        std::deque<IbFrameQueue*> ready; ///< queues whose head goes out on this VL
+        int64_t stallStartPs = -1;       ///< data waiting without credit since
+        int64_t stallTotalPs = 0;
+        IbFrameQueue hcaQueue;           ///< a CA's own transmit queue
+    };
+    struct RxVl
+    {
+        uint16_t abr = 0;      ///< adjusted blocks received, mod 4096
+        uint32_t inflight = 0; ///< blocks the peer sent that have not arrived yet
+        uint32_t maxUsed = 0;
+        bool fcPending = false;
+        bool fcInitPending = false;
+        int64_t lastFcSentPs = -1;
+        IbFrameQueue queue;    ///< the receive buffer (switch ports hold frames here)
+    };
+
+    void Kick();
+    void ScheduleWake(Time at);
+    bool HasCredit(uint8_t vl, uint16_t blocks) const;
+    uint16_t AdvertisedFccl(uint8_t vl) const;
+    void SendFlowControl(uint8_t vl, bool init);
+    void TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl);
+    void FlowControlRefresh();
+    void StartFlowControl();
+    void ResetLinkState();
+    void DiscardQueued(IbDropReason reason);
+    void ChangeState(IbPortState next);
+    void CompleteTraining();
+    /// Checks bytes of a frame that may be corrupt; returns false after counting the drop.
+    bool VerifyFrameBytes(IbFrame* frame);
+    void Sniff(IbFrame* frame, bool transmit);
+    Time ArrivalDelay(Time txTime, Time propagation, uint32_t bytes) const;
+    void EndStall(uint8_t vl);
+    void NoteCreditsChanged(uint8_t vl);
+
+    // configuration
+    Ptr<Node> m_node;
+    Ptr<IbChannel> m_channel;
+    Ptr<IbSwitch> m_switch;
+    uint32_t m_ifIndex = 0;
+    uint16_t m_mtu = 4096;
+    uint8_t m_portNumber = 1;
+    uint64_t m_portGuid = 0;
+    uint8_t m_linkWidth = 4;
+    IbLinkSpeed m_linkSpeed = IbLinkSpeed::Hdr;
+    uint32_t m_vlBufferBytes = 65536;
+    uint32_t m_vl15BufferPackets = 4;
+    uint32_t m_txQueuePackets = 64;
+    uint32_t m_delimiterBytes = 2;
+    uint32_t m_fcRefreshSymbols = 65536;
+    uint8_t m_vlCap = 8;
+    uint8_t m_opVls = 1;
+    Time m_trainingTime;
+    bool m_acceptRaw = false;
+
+    // PortInfo state
+    uint16_t m_lid = 0;
+    uint8_t m_lmc = 0;
+    uint16_t m_smLid = 0;
+    IbPortState m_state = IbPortState::Down;
+    IbPhysState m_phys = IbPhysState::Polling;
+    bool m_cabled = false;
+    bool m_physDisabled = false;
+    IbLinkRate m_activeRate;
+    Time m_symbolTime;
+    std::array<uint8_t, 16> m_slToVl{};
+    IbVlArbiter m_arbiter;
+
+    // data path
+    std::array<TxVl, 16> m_tx;
+    std::array<RxVl, 16> m_rx;
+    uint32_t m_vl15Queued = 0; ///< VL15 packets held in the receive buffer
+    Time m_busyUntil;
+    EventId m_wake;
+    EventId m_fcRefresh;
+    EventId m_training;
+    int64_t m_portWaitStartPs = -1;
+    IbPortCounters m_counters;
+    std::array<uint64_t, 12> m_drops{};
+    uint64_t m_fcSent = 0;
+    std::vector<SnifferCallback> m_sniffers;
+    std::vector<uint8_t> m_scratch;
+
+    IbReceiveCallback m_ibRx;
+    NetDevice::ReceiveCallback m_rx;
+    NetDevice::PromiscReceiveCallback m_promiscRx;
+    Callback<void, Ptr<IbNetDevice>> m_txReady;
+    std::vector<Callback<void>> m_linkChange;
+
+    // trace sources
+    TracedCallback<Ptr<const Packet>, uint8_t> m_txTrace;
+    TracedCallback<Ptr<const Packet>, uint8_t> m_rxTrace;
+    TracedCallback<Ptr<const Packet>, uint8_t> m_dropTrace; ///< packet (may be null), reason
+    TracedCallback<uint8_t, uint32_t> m_bufferTrace;        ///< vl, blocks used
+    TracedCallback<uint8_t, uint32_t> m_creditTrace;        ///< vl, credits available (blocks)
+    TracedCallback<uint8_t, uint8_t, uint16_t, uint16_t> m_fcTxTrace; ///< op, vl, fctbs, fccl
+    TracedCallback<uint8_t, uint8_t, uint16_t, uint16_t> m_fcRxTrace;
+    TracedCallback<uint8_t, Time> m_stallTrace;        ///< vl, length of a finished stall
+    TracedCallback<uint8_t, uint8_t> m_stateTrace;     ///< old, new PortState
+};
+
+} // namespace ns3
+
+#endif

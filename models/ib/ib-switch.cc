@@ -1,0 +1,307 @@
+#include "ib-switch.h"
+
+#include "ib-net-device.h"
+
+#include "ns3/enum.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("IbSwitch");
+NS_OBJECT_ENSURE_REGISTERED(IbSwitch);
+
+namespace
+{
+/// Linear forwarding table size (LinearFDBCap): the unicast LID space 1..0xBFFF (§4.1.3).
+constexpr uint16_t kLinearFdbCap = 0xC000;
+constexpr uint8_t kNoRoute = 255;
+} // namespace
+
+TypeId
+IbSwitch::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::IbSwitch")
+            .SetParent<Object>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<IbSwitch>()
+            .AddAttribute("ForwardingMode",
+                          "CutThrough starts forwarding once the routing header is in; "
+                          "StoreAndForward waits for the whole packet.",
+                          EnumValue(IbForwardingMode::CutThrough),
+                          MakeEnumAccessor(&IbSwitch::m_mode),
+                          MakeEnumChecker(IbForwardingMode::CutThrough, "CutThrough",
+                                          IbForwardingMode::StoreAndForward, "StoreAndForward"))
+            .AddAttribute("Latency",
+                          "Port-to-port forwarding latency added to every packet (lookup, "
+                          "crossbar), beyond the bytes' own time on the wire.",
+                          TimeValue(NanoSeconds(100)),
+                          MakeTimeAccessor(&IbSwitch::m_latency),
+                          MakeTimeChecker())
+            .AddAttribute("CutThroughBytes",
+                          "Bytes of a packet that must be in before a cut-through switch can "
+                          "route it (the LRH carries the DLID).",
+                          UintegerValue(8),
+                          MakeUintegerAccessor(&IbSwitch::m_cutThroughBytes),
+                          MakeUintegerChecker<uint32_t>(1, 4200))
+            .AddTraceSource("Forward",
+                            "A packet was routed: (packet, input port, output port).",
+                            MakeTraceSourceAccessor(&IbSwitch::m_forwardTrace),
+                            "ns3::IbSwitch::ForwardCallback");
+    return tid;
+}
+
+IbSwitch::IbSwitch()
+    : m_lft(kLinearFdbCap, kNoRoute),
+      m_latency(NanoSeconds(100))
+{
+    m_ports.push_back(nullptr);
+}
+
+IbSwitch::~IbSwitch() = default;
+
+uint8_t
+IbSwitch::AddPort(Ptr<IbNetDevice> port)
+{
+    NS_ABORT_MSG_IF(m_ports.size() > 254, "IbSwitch: at most 254 ports");
+    uint8_t n = static_cast<uint8_t>(m_ports.size());
+    m_ports.push_back(port);
+    port->SetSwitch(this, n);
+    // Default SL-to-VL: identity (SL s on VL s), folded onto the VLs the output port runs.
+    size_t dim = m_ports.size();
+    m_slToVl.assign(dim * dim, std::array<uint8_t, 16>{});
+    for (auto& t : m_slToVl)
+    {
+        for (uint8_t sl = 0; sl < 16; ++sl)
+        {
+            t[sl] = sl;
+        }
+    }
+    return n;
+}
+
+uint8_t
+IbSwitch::GetNPorts() const
+{
+    return static_cast<uint8_t>(m_ports.size() - 1);
+}
+
+Ptr<IbNetDevice>
+IbSwitch::GetPort(uint8_t number) const
+{
+    return number >= 1 && number < m_ports.size() ? m_ports[number] : nullptr;
+}
+
+uint16_t
+IbSwitch::GetLid() const
+{
+    return m_lid;
+}
+
+void
+IbSwitch::SetLid(uint16_t lid)
+{
+    m_lid = lid;
+}
+
+uint8_t
+IbSwitch::GetLmc() const
+{
+    return m_lmc;
+}
+
+void
+IbSwitch::SetLmc(uint8_t lmc)
+{
+    m_lmc = lmc & 0x7;
+}
+
+uint16_t
+IbSwitch::GetLinearFdbCap() const
+{
+    return kLinearFdbCap;
+}
+
+uint16_t
+IbSwitch::GetLinearFdbTop() const
+{
+    return m_lftTop;
+}
+
+void
+IbSwitch::SetLinearFdbTop(uint16_t top)
+{
+    m_lftTop = std::min<uint16_t>(top, kLinearFdbCap - 1);
+}
+
+bool
+IbSwitch::SetLftBlock(uint16_t block, const uint8_t entries[64])
+{
+    if (uint32_t(block) * 64 >= kLinearFdbCap)
+    {
+        return false;
+    }
+    std::memcpy(&m_lft[block * 64], entries, 64);
+    return true;
+}
+
+void
+IbSwitch::GetLftBlock(uint16_t block, uint8_t entries[64]) const
+{
+    if (uint32_t(block) * 64 >= kLinearFdbCap)
+    {
+        std::memset(entries, kNoRoute, 64);
+        return;
+    }
+    std::memcpy(entries, &m_lft[block * 64], 64);
+}
+
+uint8_t
+IbSwitch::GetLftEntry(uint16_t lid) const
+{
+    return lid < kLinearFdbCap ? m_lft[lid] : kNoRoute;
+}
+
+void
+IbSwitch::SetSlToVl(uint8_t inPort, uint8_t outPort, const std::array<uint8_t, 16>& table)
+{
+    size_t dim = m_ports.size();
+    if (inPort < dim && outPort < dim)
+    {
+        m_slToVl[inPort * dim + outPort] = table;
+    }
+}
+
+uint8_t
+IbSwitch::MapSlToVl(uint8_t inPort, uint8_t outPort, uint8_t sl) const
+{
+    size_t dim = m_ports.size();
+    return m_slToVl[inPort * dim + outPort][sl & 0xF];
+}
+
+uint64_t
+IbSwitch::GetNodeGuid() const
+{
+    return m_nodeGuid;
+}
+
+void
+IbSwitch::SetNodeGuid(uint64_t guid)
+{
+    m_nodeGuid = guid;
+}
+
+void
+IbSwitch::SetManagementCallback(ManagementCallback cb)
+{
+    m_management = cb;
+}
+
+Time
+IbSwitch::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, const IbLinkRate& rate,
+                       uint32_t delimiterBytes) const
+{
+    if (m_mode == IbForwardingMode::StoreAndForward || bytes <= m_cutThroughBytes)
+    {
+        return txTime + propagation + m_latency;
+    }
+    // The routing decision needs the start delimiter and the first header bytes.
+    return rate.SerializationTime(m_cutThroughBytes + delimiterBytes / 2) + propagation +
+           m_latency;
+}
+
+void
+IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
+{
+    const uint8_t inPort = in->GetPortNumber();
+    const uint16_t dlid = frame->dlid;
+    const uint16_t mask = static_cast<uint16_t>(~((1u << m_lmc) - 1));
+    const bool isMgmt = frame->vl == kIbManagementVl;
+    // A packet that will not be queued gives its receive-buffer space back at once: data
+    // blocks (which returns credit upstream) or a VL15 slot.
+    auto release = [&]() {
+        if (isMgmt)
+        {
+            in->ReleaseVl15Slot();
+        }
+        else
+        {
+            in->ReleaseReceiveBlocks(frame->vl, frame->blocks);
+        }
+    };
+
+    if (m_lid != 0 && (dlid & mask) == (m_lid & mask))
+    {
+        // For the switch itself (port 0): its management agent.
+        Ptr<const Packet> p = frame->packet;
+        release();
+        IbFramePool::Release(frame);
+        if (!m_management.IsNull())
+        {
+            m_management(in, p, 0);
+        }
+        return;
+    }
+    uint8_t out = dlid <= m_lftTop ? m_lft[dlid] : kNoRoute;
+    // IBA vol. 1 §18.2.4.3: a DLID with no valid LFT entry, or one that names a port that does
+    // not exist, cannot be relayed (PortRcvSwitchRelayErrors); neither is a packet sent back out
+    // of the port it came in on.
+    if (out == kNoRoute || out == 0 || out >= m_ports.size() || out == inPort)
+    {
+        release();
+        in->DropFrame(frame, IbDropReason::SwitchRelay);
+        return;
+    }
+    Ptr<IbNetDevice> outDev = m_ports[out];
+    uint8_t outVl = isMgmt ? kIbManagementVl : MapSlToVl(inPort, out, frame->sl);
+    if (!isMgmt && outVl >= outDev->GetOperationalVls())
+    {
+        // SL2VL mapping to a VL the output does not run: dropped (§7.6.6, VL15 mapping of a
+        // data SL means discard).
+        release();
+        in->DropFrame(frame, IbDropReason::SwitchRelay);
+        return;
+    }
+    if (outDev->GetPhysState() != IbPhysState::LinkUp ||
+        (!isMgmt && outDev->GetPortState() != IbPortState::Active))
+    {
+        release();
+        outDev->DropFrame(frame, IbDropReason::XmitDiscard);
+        return;
+    }
+    frame->outPort = out;
+    frame->outVl = outVl;
+    m_forwarded++;
+    m_forwardTrace(frame->packet, inPort, out);
+    IbFrameQueue& q = in->GetReceiveQueue(frame->vl);
+    q.frames.push_back(frame);
+    if (q.frames.size() == 1)
+    {
+        outDev->RegisterReadyQueue(&q);
+    }
+}
+
+void
+IbSwitch::NotifyHeadChanged(IbFrameQueue* queue)
+{
+    if (queue->frames.empty() || queue->readyRegistered)
+    {
+        return;
+    }
+    m_ports[queue->frames.front()->outPort]->RegisterReadyQueue(queue);
+}
+
+uint64_t
+IbSwitch::GetForwardedPackets() const
+{
+    return m_forwarded;
+}
+
+} // namespace ns3

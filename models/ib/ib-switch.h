@@ -1,0 +1,109 @@
+// An InfiniBand switch: N ports, per-port per-VL input buffers, a crossbar, and forwarding by
+// destination LID through a linear forwarding table (IBA vol. 1 §18.2).
+#ifndef CNUAS_IB_SWITCH_H
+#define CNUAS_IB_SWITCH_H
+
+#include "ib-frame.h"
+#include "ib-link-rate.h"
+
+#include "ns3/callback.h"
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/traced-callback.h"
+
+#include <vector>
+
+namespace ns3
+{
+
+class IbNetDevice;
+class Node;
+
+/// How a switch forwards: as soon as the header is in (the usual IB switch) or after the whole
+/// packet is in.
+enum class IbForwardingMode : uint8_t
+{
+    CutThrough,
+    StoreAndForward,
+};
+
+/**
+ * \brief The relay function of an InfiniBand switch.
+ *
+ * Aggregated to a Node that holds the switch's IbNetDevice ports. A packet arriving on port i,
+ * VL v waits in i's receive buffer for v (credit-controlled by the upstream port) until it is the
+ * head of that buffer and its output port and output VL can take it: head-of-line blocking, as
+ * input-buffered IB switches have. The output is chosen by the DLID's LFT entry, the output VL
+ * by the SL-to-VL table for the (input, output) port pair. The switch never drops a data packet
+ * for lack of buffer: credits stop the upstream port instead, and congestion spreads back.
+ */
+class IbSwitch : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    IbSwitch();
+    ~IbSwitch() override;
+
+    /// Adds a port; ports are numbered from 1 in the order added.
+    uint8_t AddPort(Ptr<IbNetDevice> port);
+    uint8_t GetNPorts() const;
+    /// Port 1..N.
+    Ptr<IbNetDevice> GetPort(uint8_t number) const;
+
+    // ---- what a subnet manager programs (SwitchInfo, LinearForwardingTable, SLtoVL) ------
+    /// The switch's own LID (that of management port 0, IBA vol. 1 §18.2.4.1).
+    uint16_t GetLid() const;
+    void SetLid(uint16_t lid);
+    uint8_t GetLmc() const;
+    void SetLmc(uint8_t lmc);
+    uint16_t GetLinearFdbCap() const;
+    uint16_t GetLinearFdbTop() const;
+    void SetLinearFdbTop(uint16_t top);
+    /// Sets LFT block `block` (LIDs 64*block .. 64*block+63) as a SubnSet(LinearForwardingTable)
+    /// does (§14.2.5.10); entries are port numbers, 255 = no route. False if out of range.
+    bool SetLftBlock(uint16_t block, const uint8_t entries[64]);
+    void GetLftBlock(uint16_t block, uint8_t entries[64]) const;
+    /// LFT entry for one LID (255 = none).
+    uint8_t GetLftEntry(uint16_t lid) const;
+    /// SLtoVLMappingTable for packets from inPort leaving by outPort (§7.6.6).
+    void SetSlToVl(uint8_t inPort, uint8_t outPort, const std::array<uint8_t, 16>& table);
+    uint8_t MapSlToVl(uint8_t inPort, uint8_t outPort, uint8_t sl) const;
+    uint64_t GetNodeGuid() const;
+    void SetNodeGuid(uint64_t guid);
+
+    /// Packets for the switch itself (DLID = its LID, or directed-route SMPs) go here: the
+    /// subnet management agent of a later layer. The callback takes ownership of nothing: the
+    /// packet is copied out before the frame is freed.
+    typedef Callback<void, Ptr<IbNetDevice>, Ptr<const Packet>, uint8_t> ManagementCallback;
+    void SetManagementCallback(ManagementCallback cb);
+
+    // ---- used by IbNetDevice ---------------------------------------------------------------
+    /// A frame accepted into `in`'s receive buffer: route it and queue it.
+    void Forward(IbNetDevice* in, IbFrame* frame);
+    /// The head of `queue` changed: register it with its output port.
+    void NotifyHeadChanged(IbFrameQueue* queue);
+    /// Delay from the upstream port's transmission start to the arrival event here.
+    Time ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, const IbLinkRate& rate,
+                      uint32_t delimiterBytes) const;
+
+    uint64_t GetForwardedPackets() const;
+
+  private:
+    std::vector<Ptr<IbNetDevice>> m_ports; ///< index 0 unused (management port)
+    std::vector<uint8_t> m_lft;
+    uint16_t m_lftTop = 0;
+    uint16_t m_lid = 0;
+    uint8_t m_lmc = 0;
+    uint64_t m_nodeGuid = 0;
+    std::vector<std::array<uint8_t, 16>> m_slToVl; ///< [in * (N+1) + out]
+    IbForwardingMode m_mode = IbForwardingMode::CutThrough;
+    Time m_latency;
+    uint32_t m_cutThroughBytes = 8;
+    uint64_t m_forwarded = 0;
+    ManagementCallback m_management;
+    TracedCallback<Ptr<const Packet>, uint8_t, uint8_t> m_forwardTrace; ///< packet, in, out
+};
+
+} // namespace ns3
+
+#endif
