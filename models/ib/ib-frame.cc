@@ -23,6 +23,7 @@ IbFramePool::Allocate()
     }
     IbFrame* f = list.back();
     list.pop_back();
+    *f = IbFrame(); // no field of a previous life may leak into this one
     return f;
 }
 
@@ -30,9 +31,6 @@ void
 IbFramePool::Release(IbFrame* frame)
 {
     frame->packet = nullptr; // drop the packet's bytes now, keep the frame for reuse
-    frame->verifyBytes = false;
-    frame->icrcKnown = false;
-    frame->countedInFlight = false;
     FreeList().push_back(frame);
 }
 

@@ -99,17 +99,17 @@ IbNetDevice::GetTypeId()
                           MakeUintegerChecker<uint8_t>(1, 12))
             .AddAttribute("LinkSpeed",
                           "Lane speed the port supports (the link trains to the slower end).",
-                          EnumValue(IbLinkSpeed::Hdr),
+                          EnumValue(static_cast<int>(IbLinkSpeed::Hdr)),
                           MakeEnumAccessor(&IbNetDevice::m_linkSpeed),
-                          MakeEnumChecker(IbLinkSpeed::Sdr, "SDR",
-                                          IbLinkSpeed::Ddr, "DDR",
-                                          IbLinkSpeed::Qdr, "QDR",
-                                          IbLinkSpeed::Fdr10, "FDR10",
-                                          IbLinkSpeed::Fdr, "FDR",
-                                          IbLinkSpeed::Edr, "EDR",
-                                          IbLinkSpeed::Hdr, "HDR",
-                                          IbLinkSpeed::Ndr, "NDR",
-                                          IbLinkSpeed::Xdr, "XDR"))
+                          MakeEnumChecker(static_cast<int>(IbLinkSpeed::Sdr), "SDR",
+                                          static_cast<int>(IbLinkSpeed::Ddr), "DDR",
+                                          static_cast<int>(IbLinkSpeed::Qdr), "QDR",
+                                          static_cast<int>(IbLinkSpeed::Fdr10), "FDR10",
+                                          static_cast<int>(IbLinkSpeed::Fdr), "FDR",
+                                          static_cast<int>(IbLinkSpeed::Edr), "EDR",
+                                          static_cast<int>(IbLinkSpeed::Hdr), "HDR",
+                                          static_cast<int>(IbLinkSpeed::Ndr), "NDR",
+                                          static_cast<int>(IbLinkSpeed::Xdr), "XDR"))
             .AddAttribute("Mtu",
                           "Largest transport payload (IBA MTU: 256, 512, 1024, 2048 or 4096 "
                           "bytes).",
@@ -402,7 +402,7 @@ IbNetDevice::NeedsArp() const
 void
 IbNetDevice::SetReceiveCallback(NetDevice::ReceiveCallback cb)
 {
-    m_rx = cb;
+    m_netRx = cb;
 }
 
 void
@@ -764,7 +764,7 @@ IbNetDevice::GetSupportedRate() const
 {
     IbLinkRate r;
     r.width = m_linkWidth;
-    r.speed = m_linkSpeed;
+    r.speed = static_cast<IbLinkSpeed>(m_linkSpeed);
     return r;
 }
 
@@ -1074,12 +1074,49 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
         // PortXmitWait counts ticks with data waiting and nothing sent; a tick here is one
         // symbol time of the active rate.
         int64_t waited = now.GetPicoSeconds() - m_portWaitStartPs;
-        IbPortCounters::Add(m_counters.portXmitWait,
-                            static_cast<uint64_t>(waited / std::max<int64_t>(1, m_symbolTime.GetPicoSeconds())));
+        int64_t tick = std::max<int64_t>(1, m_symbolTime.GetPicoSeconds());
+        IbPortCounters::Add(m_counters.portXmitWait, static_cast<uint64_t>(waited / tick));
         m_portWaitStartPs = -1;
     }
-    // The frame leaves the queue it sat in: a switch input buffer frees its blocks (and will
-    // return the credit upstream), a CA transmit queue gains room.
+
+    // The packet goes on the wire first: the link is busy from now on, so anything the
+    // bookkeeping below sets in motion (credit returns, refills) queues behind it.
+    frame->vl = vl;
+    if (frame->verifyBytes)
+    {
+        // Bytes that may be corrupt travel as bytes: this hop's VL and a fresh VCRC go into them
+        // (a switch regenerates the VCRC, §7.8.2); the ICRC stays as received.
+        frame->Materialize(m_scratch);
+        frame->packet = Create<Packet>(m_scratch.data(), static_cast<uint32_t>(m_scratch.size()));
+    }
+    const Time txTime = m_activeRate.SerializationTime(frame->bytes + m_delimiterBytes);
+    const Time delay = m_channel->GetDelay();
+    frame->tailArrival = now + txTime + delay;
+    m_busyUntil = now + txTime;
+    if (data)
+    {
+        m_tx[vl].fctbs = static_cast<uint16_t>((m_tx[vl].fctbs + frame->blocks) & kFcMask);
+        NoteCreditsChanged(vl);
+    }
+    m_counters.CountXmit(frame->bytes - kIbVcrcBytes, false);
+    m_txTrace(frame->packet, vl);
+    if (!m_sniffers.empty())
+    {
+        Sniff(frame, true);
+    }
+    IbNetDevice* peer = PeekPointer(GetPeer());
+    if (data)
+    {
+        peer->m_rx[vl].inflight += frame->blocks;
+        frame->countedInFlight = true;
+    }
+    Simulator::Schedule(peer->ArrivalDelay(txTime, delay, frame->bytes),
+                        &IbNetDevice::ReceiveFrameEvent,
+                        peer,
+                        frame);
+
+    // The frame has left the queue it sat in: a switch input buffer frees its blocks (and
+    // returns the credit upstream), a CA transmit queue gains room.
     if (from->rxPort)
     {
         if (from->vl == kIbManagementVl)
@@ -1107,46 +1144,12 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
             m_txReady(this);
         }
     }
-
-    frame->vl = vl;
-    if (frame->verifyBytes)
-    {
-        // Bytes that may be corrupt travel as bytes: this hop's VL and a fresh VCRC go into them
-        // (a switch regenerates the VCRC, §7.8.2); the ICRC stays as received.
-        frame->Materialize(m_scratch);
-        frame->packet = Create<Packet>(m_scratch.data(), static_cast<uint32_t>(m_scratch.size()));
-    }
-    const Time txTime = m_activeRate.SerializationTime(frame->bytes + m_delimiterBytes);
-    const Time delay = m_channel->GetDelay();
-    frame->tailArrival = now + txTime + delay;
-    m_busyUntil = now + txTime;
-    if (data)
-    {
-        m_tx[vl].fctbs = static_cast<uint16_t>((m_tx[vl].fctbs + frame->blocks) & kFcMask);
-        NoteCreditsChanged(vl);
-    }
-    m_counters.CountXmit(frame->bytes - kIbVcrcBytes, false);
-    m_txTrace(frame->packet, vl);
-    if (!m_sniffers.empty())
-    {
-        Sniff(frame, true);
-    }
-    Ptr<IbNetDevice> peer = GetPeer();
-    IbNetDevice* peerRaw = PeekPointer(peer);
-    if (data)
-    {
-        peerRaw->m_rx[vl].inflight += frame->blocks;
-        frame->countedInFlight = true;
-    }
-    Simulator::Schedule(peerRaw->ArrivalDelay(txTime, delay, frame->bytes),
-                        &IbNetDevice::ReceiveFrameEvent,
-                        peerRaw,
-                        frame);
     // Wake at the end of this packet only if something else is waiting.
     bool more = false;
     for (uint8_t v = 0; v < 16 && !more; ++v)
     {
-        more = !m_tx[v].ready.empty() || (v < m_opVls && (m_rx[v].fcPending || m_rx[v].fcInitPending));
+        more = !m_tx[v].ready.empty() ||
+               (v < m_opVls && (m_rx[v].fcPending || m_rx[v].fcInitPending));
     }
     if (more)
     {
@@ -1456,9 +1459,9 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
     {
         m_ibRx(this, p, info);
     }
-    if (!m_rx.IsNull())
+    if (!m_netRx.IsNull())
     {
-        m_rx(this, p, static_cast<uint16_t>(info.lnh), GetAddress());
+        m_netRx(this, p, static_cast<uint16_t>(info.lnh), GetAddress());
     }
 }
 

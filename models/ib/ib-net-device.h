@@ -285,7 +285,7 @@ class IbNetDevice : public NetDevice
     uint8_t m_portNumber = 1;
     uint64_t m_portGuid = 0;
     uint8_t m_linkWidth = 4;
-    IbLinkSpeed m_linkSpeed = IbLinkSpeed::Hdr;
+    int m_linkSpeed = static_cast<int>(IbLinkSpeed::Hdr); ///< an IbLinkSpeed (EnumValue holds int)
     uint32_t m_vlBufferBytes = 65536;
     uint32_t m_vl15BufferPackets = 4;
     uint32_t m_txQueuePackets = 64;
@@ -325,7 +325,7 @@ class IbNetDevice : public NetDevice
     std::vector<uint8_t> m_scratch;
 
     IbReceiveCallback m_ibRx;
-    NetDevice::ReceiveCallback m_rx;
+    NetDevice::ReceiveCallback m_netRx;
     NetDevice::PromiscReceiveCallback m_promiscRx;
     Callback<void, Ptr<IbNetDevice>> m_txReady;
     std::vector<Callback<void>> m_linkChange;

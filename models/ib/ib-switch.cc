@@ -35,10 +35,11 @@ IbSwitch::GetTypeId()
             .AddAttribute("ForwardingMode",
                           "CutThrough starts forwarding once the routing header is in; "
                           "StoreAndForward waits for the whole packet.",
-                          EnumValue(IbForwardingMode::CutThrough),
+                          EnumValue(static_cast<int>(IbForwardingMode::CutThrough)),
                           MakeEnumAccessor(&IbSwitch::m_mode),
-                          MakeEnumChecker(IbForwardingMode::CutThrough, "CutThrough",
-                                          IbForwardingMode::StoreAndForward, "StoreAndForward"))
+                          MakeEnumChecker(static_cast<int>(IbForwardingMode::CutThrough), "CutThrough",
+                                          static_cast<int>(IbForwardingMode::StoreAndForward),
+                                          "StoreAndForward"))
             .AddAttribute("Latency",
                           "Port-to-port forwarding latency added to every packet (lookup, "
                           "crossbar), beyond the bytes' own time on the wire.",
@@ -208,7 +209,7 @@ Time
 IbSwitch::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, const IbLinkRate& rate,
                        uint32_t delimiterBytes) const
 {
-    if (m_mode == IbForwardingMode::StoreAndForward || bytes <= m_cutThroughBytes)
+    if (m_mode == static_cast<int>(IbForwardingMode::StoreAndForward) || bytes <= m_cutThroughBytes)
     {
         return txTime + propagation + m_latency;
     }

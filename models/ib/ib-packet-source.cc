@@ -1,0 +1,291 @@
+#include "ib-packet-source.h"
+
+#include "ib-net-device.h"
+
+#include "models/rdma/ib-bth-header.h"
+#include "models/rdma/ib-deth-header.h"
+
+#include "ns3/log.h"
+#include "ns3/node.h"
+#include "ns3/packet.h"
+#include "ns3/simulator.h"
+#include "ns3/uinteger.h"
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("IbPacketSource");
+NS_OBJECT_ENSURE_REGISTERED(IbPacketSource);
+NS_OBJECT_ENSURE_REGISTERED(IbPacketSink);
+
+namespace
+{
+/// UD SEND Only, IBA vol. 1 §9.2 table 36 (transport UD 0x60 + SEND Only 0x04).
+constexpr uint8_t kUdSendOnly = 0x64;
+
+Ptr<IbNetDevice>
+FirstPort(Ptr<Node> node)
+{
+    for (uint32_t i = 0; i < node->GetNDevices(); ++i)
+    {
+        if (Ptr<IbNetDevice> d = DynamicCast<IbNetDevice>(node->GetDevice(i)))
+        {
+            return d;
+        }
+    }
+    return nullptr;
+}
+} // namespace
+
+TypeId
+IbPacketSource::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::IbPacketSource")
+            .SetParent<Application>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<IbPacketSource>()
+            .AddAttribute("DestinationLid",
+                          "DLID of the packets.",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&IbPacketSource::m_dlid),
+                          MakeUintegerChecker<uint16_t>())
+            .AddAttribute("ServiceLevel",
+                          "SL of the packets (mapped to a VL by the SL-to-VL tables).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&IbPacketSource::m_sl),
+                          MakeUintegerChecker<uint8_t>(0, 15))
+            .AddAttribute("PayloadBytes",
+                          "Payload per packet, bytes (at most the port MTU; padded to 4).",
+                          UintegerValue(4096),
+                          MakeUintegerAccessor(&IbPacketSource::m_payload),
+                          MakeUintegerChecker<uint32_t>(0, 4096))
+            .AddAttribute("MaxBytes",
+                          "Stop after this many payload bytes (0: no limit).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&IbPacketSource::m_maxBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("DataRate",
+                          "Payload sending rate; 0 sends greedily, as fast as credits allow.",
+                          DataRateValue(DataRate(0)),
+                          MakeDataRateAccessor(&IbPacketSource::m_rate),
+                          MakeDataRateChecker())
+            .AddAttribute("DestinationQp",
+                          "DestQP in the BTH.",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&IbPacketSource::m_destQp),
+                          MakeUintegerChecker<uint32_t>(0, 0xFFFFFF))
+            .AddAttribute("SourceQp",
+                          "SrcQP in the DETH.",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&IbPacketSource::m_srcQp),
+                          MakeUintegerChecker<uint32_t>(0, 0xFFFFFF));
+    return tid;
+}
+
+IbPacketSource::IbPacketSource() = default;
+
+void
+IbPacketSource::StartApplication()
+{
+    m_port = FirstPort(GetNode());
+    NS_ABORT_MSG_IF(!m_port, "IbPacketSource: node has no InfiniBand port");
+    m_running = true;
+    if (m_rate.GetBitRate() == 0)
+    {
+        m_port->SetTxReadyCallback(MakeCallback(&IbPacketSource::OnTxReady, this));
+        Fill();
+    }
+    else
+    {
+        SendPaced();
+    }
+}
+
+void
+IbPacketSource::StopApplication()
+{
+    m_running = false;
+    m_next.Cancel();
+}
+
+bool
+IbPacketSource::SendOne()
+{
+    if (m_maxBytes > 0 && m_payloadSent >= m_maxBytes)
+    {
+        return false;
+    }
+    uint32_t pad = (4 - m_payload % 4) % 4;
+    Ptr<Packet> p = Create<Packet>(m_payload + pad);
+    IbDethHeader deth;
+    deth.SetQkey(0x11111111);
+    deth.SetSrcQp(m_srcQp);
+    p->AddHeader(deth);
+    IbBthHeader bth;
+    bth.SetOpCode(kUdSendOnly);
+    bth.SetPadCnt(static_cast<uint8_t>(pad));
+    bth.SetPkey(0xFFFF);
+    bth.SetDestQp(m_destQp);
+    bth.SetPsn(m_psn);
+    p->AddHeader(bth);
+    if (!m_port->SendIb(p, m_dlid, m_sl, IbLnh::IbaLocal))
+    {
+        return false;
+    }
+    m_psn = (m_psn + 1) & 0xFFFFFF;
+    m_packetsSent++;
+    m_payloadSent += m_payload;
+    return true;
+}
+
+void
+IbPacketSource::OnTxReady(Ptr<IbNetDevice>)
+{
+    Fill();
+}
+
+void
+IbPacketSource::Fill()
+{
+    while (m_running && m_port->CanSend(m_sl) && SendOne())
+    {
+    }
+}
+
+void
+IbPacketSource::SendPaced()
+{
+    if (!m_running)
+    {
+        return;
+    }
+    SendOne();
+    Time gap = m_rate.CalculateBytesTxTime(m_payload);
+    m_next = Simulator::Schedule(gap, &IbPacketSource::SendPaced, this);
+}
+
+TypeId
+IbPacketSink::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::IbPacketSink")
+                            .SetParent<Application>()
+                            .SetGroupName("Cnuas")
+                            .AddConstructor<IbPacketSink>()
+                            .AddAttribute("SampleInterval",
+                                          "Bin width of the throughput time series.",
+                                          TimeValue(MicroSeconds(1)),
+                                          MakeTimeAccessor(&IbPacketSink::m_interval),
+                                          MakeTimeChecker());
+    return tid;
+}
+
+IbPacketSink::IbPacketSink() = default;
+
+void
+IbPacketSink::StartApplication()
+{
+    Ptr<IbNetDevice> port = FirstPort(GetNode());
+    NS_ABORT_MSG_IF(!port, "IbPacketSink: node has no InfiniBand port");
+    port->SetIbReceiveCallback(MakeCallback(&IbPacketSink::Receive, this));
+}
+
+void
+IbPacketSink::StopApplication()
+{
+}
+
+void
+IbPacketSink::Receive(Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo& info)
+{
+    Time now = Simulator::Now();
+    Flow& f = m_flows[info.slid];
+    if (f.packets == 0)
+    {
+        f.first = now;
+    }
+    f.packets++;
+    f.wireBytes += info.bytes;
+    f.last = now;
+    size_t bin = static_cast<size_t>(now.GetPicoSeconds() / m_interval.GetPicoSeconds());
+    auto& bins = m_bins[info.slid];
+    if (bins.size() <= bin)
+    {
+        bins.resize(bin + 1, 0);
+    }
+    bins[bin] += info.bytes;
+    if (m_allBins.size() <= bin)
+    {
+        m_allBins.resize(bin + 1, 0);
+    }
+    m_allBins[bin] += info.bytes;
+}
+
+uint64_t
+IbPacketSink::GetTotalWireBytes() const
+{
+    uint64_t t = 0;
+    for (auto& [lid, f] : m_flows)
+    {
+        t += f.wireBytes;
+    }
+    return t;
+}
+
+uint64_t
+IbPacketSink::GetTotalPackets() const
+{
+    uint64_t t = 0;
+    for (auto& [lid, f] : m_flows)
+    {
+        t += f.packets;
+    }
+    return t;
+}
+
+uint64_t
+IbPacketSink::GetWireBytesBetween(Time from, Time to, uint16_t slid) const
+{
+    const std::vector<uint64_t>* bins = &m_allBins;
+    if (slid != 0)
+    {
+        auto it = m_bins.find(slid);
+        if (it == m_bins.end())
+        {
+            return 0;
+        }
+        bins = &it->second;
+    }
+    int64_t w = m_interval.GetPicoSeconds();
+    uint64_t t = 0;
+    for (size_t i = static_cast<size_t>(from.GetPicoSeconds() / w);
+         i < bins->size() && int64_t(i) * w < to.GetPicoSeconds();
+         ++i)
+    {
+        t += (*bins)[i];
+    }
+    return t;
+}
+
+std::vector<std::pair<Time, uint64_t>>
+IbPacketSink::GetSeries(uint16_t slid) const
+{
+    std::vector<std::pair<Time, uint64_t>> out;
+    const std::vector<uint64_t>* bins = &m_allBins;
+    if (slid != 0)
+    {
+        auto it = m_bins.find(slid);
+        if (it == m_bins.end())
+        {
+            return out;
+        }
+        bins = &it->second;
+    }
+    for (size_t i = 0; i < bins->size(); ++i)
+    {
+        out.emplace_back(m_interval * int64_t(i), (*bins)[i]);
+    }
+    return out;
+}
+
+} // namespace ns3
