@@ -5,6 +5,8 @@
 
 #include "helpers/ib-static-subnet-helper.h"
 #include "helpers/topology.h"
+#include "models/ib/ib-channel.h"
+#include "models/ib/ib-net-device.h"
 
 #include "ns3/node-container.h"
 #include "ns3/object-factory.h"

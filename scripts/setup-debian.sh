@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package Cnuas needs to build, test and run its demo. Idempotent: it
+# asks apt only for what is missing. Run as root (or with sudo). No network beyond apt.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  build-essential cmake pkg-config
+  # ns-3 3.37 (libns3-dev's CMake files also reference the binaries shipped in `ns3`)
+  libns3-dev ns3 libgsl-dev libxml2-dev libsqlite3-dev python3-dev
+  # chosen libraries
+  libboost-dev zlib1g-dev libpcap-dev libgtest-dev libbenchmark-dev pybind11-dev
+  # tests and plots: trace decoding and figures
+  tshark python3-matplotlib python3-numpy
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+# tshark asks whether non-root users may capture; answer for it.
+echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
