@@ -1,0 +1,160 @@
+// Builders of complete InfiniBand packets for the wire and trace-check tests.
+#ifndef CNUAS_TESTS_IB_TEST_PACKETS_H
+#define CNUAS_TESTS_IB_TEST_PACKETS_H
+
+#include "models/ib/ib-crc.h"
+#include "models/ib/ib-gid.h"
+#include "models/ib/ib-grh-header.h"
+#include "models/ib/ib-lrh-header.h"
+#include "models/rdma/ib-bth-header.h"
+#include "models/rdma/ib-deth-header.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <sys/wait.h>
+#include <string>
+#include <vector>
+
+namespace cnuas_test
+{
+
+/// What goes into a test packet.
+struct TestPacketSpec
+{
+    bool global = false; ///< LNH 3 (LRH + GRH) instead of LNH 2
+    bool withDeth = true;
+    uint8_t vl = 0;
+    uint8_t sl = 0;
+    uint16_t dlid = 4;
+    uint16_t slid = 5;
+    uint8_t opCode = 0x64; ///< UD SEND Only
+    uint16_t pkey = 0xFFFF;
+    uint32_t destQp = 0x11;
+    uint32_t psn = 0;
+    bool fecn = false;
+    uint32_t qkey = 0x80010000;
+    uint32_t srcQp = 1;
+    uint8_t tClass = 0;
+    uint32_t flowLabel = 0;
+    uint8_t hopLmt = 64;
+    ns3::IbGid sgid = ns3::IbMakeGid(ns3::kIbDefaultSubnetPrefix, 0x0002C90300000005ULL);
+    ns3::IbGid dgid = ns3::IbMakeGid(ns3::kIbDefaultSubnetPrefix, 0x0002C90300000004ULL);
+    std::vector<uint8_t> payload;
+};
+
+/// LRH [GRH] BTH [DETH] payload pad ICRC VCRC, every length field and both CRCs filled in.
+inline std::vector<uint8_t>
+BuildPacket(const TestPacketSpec& s)
+{
+    const size_t pad = (4 - s.payload.size() % 4) % 4; // IBA vol. 1 §9.2: PadCnt to 4 bytes
+    const size_t headers = ns3::IbLrhHeader::kSize + (s.global ? ns3::IbGrhHeader::kSize : 0) +
+                           ns3::IbBthHeader::kSize + (s.withDeth ? ns3::IbDethHeader::kSize : 0);
+    const size_t len = headers + s.payload.size() + pad + ns3::kIbIcrcSize + ns3::kIbVcrcSize;
+    std::vector<uint8_t> pkt(len, 0);
+
+    ns3::IbLrhHeader lrh;
+    lrh.SetVl(s.vl);
+    lrh.SetSl(s.sl);
+    lrh.SetLnh(s.global ? ns3::IbLnh::IbaGlobal : ns3::IbLnh::IbaLocal);
+    lrh.SetDlid(s.dlid);
+    lrh.SetSlid(s.slid);
+    lrh.SetPktLenWords(static_cast<uint16_t>((len - ns3::kIbVcrcSize) / 4));
+    lrh.WriteTo(pkt.data());
+    size_t off = ns3::IbLrhHeader::kSize;
+    if (s.global)
+    {
+        ns3::IbGrhHeader grh;
+        grh.SetTClass(s.tClass);
+        grh.SetFlowLabel(s.flowLabel);
+        grh.SetPayLen(static_cast<uint16_t>(len - off - ns3::IbGrhHeader::kSize -
+                                            ns3::kIbVcrcSize));
+        grh.SetHopLmt(s.hopLmt);
+        grh.SetSgid(s.sgid);
+        grh.SetDgid(s.dgid);
+        grh.WriteTo(pkt.data() + off);
+        off += ns3::IbGrhHeader::kSize;
+    }
+    ns3::IbBthHeader bth;
+    bth.SetOpCode(s.opCode);
+    bth.SetPadCnt(static_cast<uint8_t>(pad));
+    bth.SetPkey(s.pkey);
+    bth.SetFecn(s.fecn);
+    bth.SetDestQp(s.destQp);
+    bth.SetPsn(s.psn);
+    bth.WriteTo(pkt.data() + off);
+    off += ns3::IbBthHeader::kSize;
+    if (s.withDeth)
+    {
+        ns3::IbDethHeader deth;
+        deth.SetQkey(s.qkey);
+        deth.SetSrcQp(s.srcQp);
+        deth.WriteTo(pkt.data() + off);
+        off += ns3::IbDethHeader::kSize;
+    }
+    for (uint8_t b : s.payload)
+    {
+        pkt[off++] = b;
+    }
+    ns3::IbFillCrcs(pkt.data(), pkt.size());
+    return pkt;
+}
+
+/// A deterministic payload of n bytes.
+inline std::vector<uint8_t>
+Payload(size_t n, uint8_t seed = 1)
+{
+    std::vector<uint8_t> p(n);
+    uint32_t x = seed * 2654435761u + 1;
+    for (auto& b : p)
+    {
+        x = x * 1103515245u + 12345u;
+        b = static_cast<uint8_t>(x >> 16);
+    }
+    return p;
+}
+
+/// Lower-case hex of a byte string (for passing packets to the Python cross-checks).
+inline std::string
+ToHex(const uint8_t* p, size_t n)
+{
+    std::string s;
+    char buf[3];
+    for (size_t i = 0; i < n; ++i)
+    {
+        std::snprintf(buf, sizeof(buf), "%02x", p[i]);
+        s += buf;
+    }
+    return s;
+}
+
+/// Run a shell command and return its standard output; exitStatus gets the exit status.
+inline std::string
+RunCommand(const std::string& cmd, int* exitStatus = nullptr)
+{
+    std::string out;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr)
+    {
+        if (exitStatus)
+        {
+            *exitStatus = -1;
+        }
+        return out;
+    }
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+    {
+        out.append(buf, n);
+    }
+    const int st = pclose(p);
+    if (exitStatus)
+    {
+        *exitStatus = (st >= 0 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
+    }
+    return out;
+}
+
+} // namespace cnuas_test
+
+#endif
