@@ -2,6 +2,10 @@
 #ifndef CNUAS_HELPERS_SCENARIO_H
 #define CNUAS_HELPERS_SCENARIO_H
 
+#include "helpers/topology.h"
+
+#include "ns3/nstime.h"
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -76,6 +80,22 @@ uint64_t ScenarioParamUint(const ScenarioOptions& o, const ScenarioInfo& info,
                            const std::string& key);
 /// Throws std::invalid_argument naming any key in o.params that info does not document.
 void CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info);
+
+/**
+ * Reads a duration parameter: a number with an ns-3 time unit ("10ms", "1.5us", "200ns",
+ * "2s"; units s ms us ns ps fs min h d y), a bare number meaning seconds. Throws
+ * std::invalid_argument on a value that does not parse.
+ */
+Time ScenarioParamTime(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key);
+/// Builds the fabric named by the documented `topology` parameter (BuildTopologyFromSpec).
+Topology ScenarioParamTopology(const ScenarioOptions& o, const ScenarioInfo& info);
+
+/**
+ * Parses a duration in the syntax ns-3 accepts for Time attributes (see ScenarioParamTime).
+ * Returns false (leaving *out alone) on anything ns-3 would reject or abort on, or on a value
+ * outside the representable range.
+ */
+bool ParseTimeString(const std::string& text, Time* out);
 
 } // namespace ns3
 

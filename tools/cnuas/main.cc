@@ -1,3 +1,113 @@
+// `cnuas SUBCOMMAND ...`: the command-line front end of Cnuas. Subcommands live in their own
+// files under tools/cnuas and register themselves (see command.h).
+#include "command.h"
+
 #include "models/common/cnuas-init.h"
+#include "ns3-module/cnuas-module.h"
+
+#include "ns3/version-defines.h"
+
 #include <cstdio>
-int main(){ ns3::CnuasInit(); std::puts("cnuas placeholder"); return 0; }
+#include <exception>
+#include <string>
+#include <vector>
+
+namespace
+{
+
+void
+PrintHelp(std::FILE* out)
+{
+    std::fprintf(out,
+                 "usage: cnuas SUBCOMMAND [ARGS...]\n"
+                 "       cnuas help SUBCOMMAND | cnuas --help | cnuas --version\n"
+                 "\n"
+                 "Cnuas: packet-accurate emulation of InfiniBand/RoCE cluster fabrics on ns-3.\n"
+                 "\n"
+                 "subcommands:\n");
+    size_t width = 0;
+    for (const cnuas::Command& c : cnuas::Commands())
+    {
+        width = std::max(width, c.name.size());
+    }
+    for (const cnuas::Command& c : cnuas::Commands())
+    {
+        std::fprintf(out, "  %-*s  %s\n", static_cast<int>(width), c.name.c_str(),
+                     c.summary.c_str());
+    }
+    std::fprintf(out, "\n'cnuas SUBCOMMAND --help' describes a subcommand.\n");
+}
+
+const cnuas::Command*
+FindCommand(const std::vector<cnuas::Command>& commands, const std::string& name)
+{
+    for (const cnuas::Command& c : commands)
+    {
+        if (c.name == name)
+        {
+            return &c;
+        }
+    }
+    return nullptr;
+}
+
+int
+Dispatch(const std::string& name, const std::vector<std::string>& args)
+{
+    std::vector<cnuas::Command> commands = cnuas::Commands();
+    const cnuas::Command* command = FindCommand(commands, name);
+    if (command == nullptr)
+    {
+        std::fprintf(stderr,
+                     "cnuas: unknown subcommand '%s'; 'cnuas --help' lists the subcommands\n",
+                     name.c_str());
+        return 2;
+    }
+    return command->run(args);
+}
+
+} // namespace
+
+int
+main(int argc, char** argv)
+{
+    // Before anything creates a Time: fixes the picosecond resolution.
+    ns3::CnuasInit();
+    std::vector<std::string> args(argv + 1, argv + argc);
+    try
+    {
+        if (args.empty())
+        {
+            PrintHelp(stderr);
+            return 2;
+        }
+        const std::string& first = args[0];
+        if (first == "--help" || first == "-h" || (first == "help" && args.size() == 1))
+        {
+            PrintHelp(stdout);
+            return 0;
+        }
+        if (first == "help")
+        {
+            return Dispatch(args[1], {"--help"});
+        }
+        if (first == "--version")
+        {
+            std::printf("cnuas %s (ns-3 %d.%d)\n", ns3::CnuasVersion(), NS3_VERSION_MAJOR,
+                        NS3_VERSION_MINOR);
+            return 0;
+        }
+        if (!first.empty() && first[0] == '-')
+        {
+            std::fprintf(stderr, "cnuas: unknown option '%s'; 'cnuas --help' shows the usage\n",
+                         first.c_str());
+            return 2;
+        }
+        return Dispatch(first, std::vector<std::string>(args.begin() + 1, args.end()));
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "cnuas: error: %s\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,237 @@
+#include "scenario.h"
+
+#include "parse-util.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace ns3
+{
+
+namespace
+{
+
+// Scenarios register from static initializers in other translation units, whose order is
+// unspecified; a function-local static is constructed on first use, so it exists in time.
+std::map<std::string, ScenarioInfo>&
+Registry()
+{
+    static std::map<std::string, ScenarioInfo> registry;
+    return registry;
+}
+
+const ScenarioParam&
+Documented(const ScenarioInfo& info, const std::string& key)
+{
+    for (const ScenarioParam& p : info.params)
+    {
+        if (p.key == key)
+        {
+            return p;
+        }
+    }
+    // A scenario reading a key it does not document is a bug in the scenario, but it reaches
+    // the user as an error message rather than a crash.
+    throw std::invalid_argument("scenario '" + info.name + "' reads parameter '" + key +
+                                "', which it does not document");
+}
+
+std::string
+BadValue(const ScenarioInfo& info, const std::string& key, const std::string& value,
+         const std::string& expected)
+{
+    return "scenario '" + info.name + "': parameter " + key + "='" + value + "' is not " +
+           expected;
+}
+
+} // namespace
+
+bool
+ScenarioRegistry::Register(ScenarioInfo info)
+{
+    if (info.name.empty() || !info.run)
+    {
+        std::fprintf(stderr, "cnuas: ignoring a scenario registered without a name or body\n");
+        return false;
+    }
+    std::string name = info.name;
+    if (!Registry().emplace(name, std::move(info)).second)
+    {
+        std::fprintf(stderr, "cnuas: scenario '%s' registered twice; keeping the first\n",
+                     name.c_str());
+        return false;
+    }
+    return true;
+}
+
+std::vector<ScenarioInfo>
+ScenarioRegistry::All()
+{
+    std::vector<ScenarioInfo> all;
+    for (const auto& [name, info] : Registry())
+    {
+        all.push_back(info); // std::map iterates in name order
+    }
+    return all;
+}
+
+const ScenarioInfo*
+ScenarioRegistry::Find(const std::string& name)
+{
+    auto it = Registry().find(name);
+    return it == Registry().end() ? nullptr : &it->second;
+}
+
+std::string
+ScenarioParamString(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
+{
+    const ScenarioParam& p = Documented(info, key);
+    auto it = o.params.find(key);
+    return it == o.params.end() ? p.defaultValue : it->second;
+}
+
+double
+ScenarioParamDouble(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
+{
+    std::string s = ScenarioParamString(o, info, key);
+    const char* begin = s.c_str();
+    char* end = nullptr;
+    errno = 0;
+    double v = std::strtod(begin, &end);
+    if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    {
+        throw std::invalid_argument(BadValue(info, key, s, "a finite number"));
+    }
+    return v;
+}
+
+uint64_t
+ScenarioParamUint(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
+{
+    std::string s = ScenarioParamString(o, info, key);
+    uint64_t v = 0;
+    bool ok = ParseDecimalUint(s, UINT64_MAX, &v);
+    if (!ok)
+    {
+        throw std::invalid_argument(BadValue(info, key, s, "a whole number >= 0"));
+    }
+    return v;
+}
+
+void
+CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info)
+{
+    std::string unknown;
+    bool topology = false;
+    for (const auto& [key, value] : o.params)
+    {
+        bool known = false;
+        for (const ScenarioParam& p : info.params)
+        {
+            known = known || p.key == key;
+        }
+        if (!known)
+        {
+            topology = topology || key == "topology";
+            unknown += (unknown.empty() ? "'" : ", '") + key + "'";
+        }
+    }
+    if (unknown.empty())
+    {
+        return;
+    }
+    std::string takes;
+    for (const ScenarioParam& p : info.params)
+    {
+        takes += (takes.empty() ? "" : ", ") + p.key;
+    }
+    std::string message = "scenario '" + info.name + "' has no parameter " + unknown;
+    if (topology)
+    {
+        // `topology` is also a scenario-file directive, so say plainly what is wrong.
+        message += "; it builds its own fabric and does not take a topology";
+    }
+    message += takes.empty() ? " (it takes no parameters)" : " (it takes: " + takes + ")";
+    throw std::invalid_argument(message);
+}
+
+bool
+ParseTimeString(const std::string& text, Time* out)
+{
+    // ns-3's Time(string) reads the longest prefix of "+-0123456789.eE" as the number and the
+    // remainder as the unit, aborting the process on an unknown unit; accept only what it reads
+    // cleanly.
+    size_t n = text.find_first_not_of("+-0123456789.eE");
+    std::string number = text.substr(0, n);
+    std::string unit = n == std::string::npos ? "s" : text.substr(n);
+    if (number.empty())
+    {
+        return false;
+    }
+    const char* begin = number.c_str();
+    char* end = nullptr;
+    errno = 0;
+    double v = std::strtod(begin, &end);
+    if (*end != '\0' || errno == ERANGE || !std::isfinite(v))
+    {
+        return false;
+    }
+    struct UnitInfo
+    {
+        const char* name;
+        Time::Unit unit;
+        double seconds;
+    };
+    static const UnitInfo kUnits[] = {
+        {"y", Time::Y, 365 * 86400.0}, {"d", Time::D, 86400.0}, {"h", Time::H, 3600.0},
+        {"min", Time::MIN, 60.0},      {"s", Time::S, 1.0},     {"ms", Time::MS, 1e-3},
+        {"us", Time::US, 1e-6},        {"ns", Time::NS, 1e-9},  {"ps", Time::PS, 1e-12},
+        {"fs", Time::FS, 1e-15},
+    };
+    double resolutionSeconds = 0;
+    for (const UnitInfo& u : kUnits)
+    {
+        if (u.unit == Time::GetResolution())
+        {
+            resolutionSeconds = u.seconds;
+        }
+    }
+    for (const UnitInfo& u : kUnits)
+    {
+        if (unit == u.name)
+        {
+            // Time counts resolution steps in an int64_t: refuse what would overflow it.
+            if (resolutionSeconds > 0 && std::fabs(v) * u.seconds / resolutionSeconds >= 9.2e18)
+            {
+                return false;
+            }
+            *out = Time::FromDouble(v, u.unit);
+            return true;
+        }
+    }
+    return false;
+}
+
+Time
+ScenarioParamTime(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
+{
+    std::string s = ScenarioParamString(o, info, key);
+    Time t;
+    if (!ParseTimeString(s, &t))
+    {
+        throw std::invalid_argument(
+            BadValue(info, key, s, "a duration (a number with a unit s ms us ns ps, e.g. 10ms)"));
+    }
+    return t;
+}
+
+Topology
+ScenarioParamTopology(const ScenarioOptions& o, const ScenarioInfo& info)
+{
+    return BuildTopologyFromSpec(ScenarioParamString(o, info, "topology"));
+}
+
+} // namespace ns3
