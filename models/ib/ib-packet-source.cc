@@ -71,13 +71,14 @@ IbPacketSource::GetTypeId()
                           MakeDataRateAccessor(&IbPacketSource::m_rate),
                           MakeDataRateChecker())
             .AddAttribute("DestinationQp",
-                          "DestQP in the BTH.",
-                          UintegerValue(1),
+                          "DestQP in the BTH (QP0 and QP1 are the management QPs, so data uses "
+                          "others).",
+                          UintegerValue(0x100),
                           MakeUintegerAccessor(&IbPacketSource::m_destQp),
                           MakeUintegerChecker<uint32_t>(0, 0xFFFFFF))
             .AddAttribute("SourceQp",
                           "SrcQP in the DETH.",
-                          UintegerValue(1),
+                          UintegerValue(0x100),
                           MakeUintegerAccessor(&IbPacketSource::m_srcQp),
                           MakeUintegerChecker<uint32_t>(0, 0xFFFFFF));
     return tid;

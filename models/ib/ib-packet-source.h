@@ -48,8 +48,8 @@ class IbPacketSource : public Application
     uint32_t m_payload = 4096;
     uint64_t m_maxBytes = 0;
     DataRate m_rate;
-    uint32_t m_destQp = 1;
-    uint32_t m_srcQp = 1;
+    uint32_t m_destQp = 0x100;
+    uint32_t m_srcQp = 0x100;
     uint32_t m_psn = 0;
     bool m_running = false;
     uint64_t m_packetsSent = 0;
