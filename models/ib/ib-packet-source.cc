@@ -130,9 +130,14 @@ IbPacketSource::SendOne()
     bth.SetDestQp(m_destQp);
     bth.SetPsn(m_psn);
     p->AddHeader(bth);
-    if (!m_port->SendIb(p, m_dlid, m_sl, IbLnh::IbaLocal))
+    uint16_t dlid = m_destinations.empty() ? m_dlid : m_destinations[m_nextDestination];
+    if (!m_port->SendIb(p, dlid, m_sl, IbLnh::IbaLocal))
     {
         return false;
+    }
+    if (!m_destinations.empty())
+    {
+        m_nextDestination = (m_nextDestination + 1) % m_destinations.size();
     }
     m_psn = (m_psn + 1) & 0xFFFFFF;
     m_packetsSent++;

@@ -32,6 +32,9 @@ class IbPacketSource : public Application
     IbPacketSource();
 
     uint64_t GetPacketsSent() const { return m_packetsSent; }
+    /// Send to these LIDs in turn, one packet each (overrides DestinationLid): all-to-all
+    /// traffic from one source.
+    void SetDestinations(std::vector<uint16_t> lids) { m_destinations = std::move(lids); }
     uint64_t GetPayloadBytesSent() const { return m_payloadSent; }
 
   private:
@@ -44,6 +47,8 @@ class IbPacketSource : public Application
 
     Ptr<IbNetDevice> m_port;
     uint16_t m_dlid = 0;
+    std::vector<uint16_t> m_destinations;
+    size_t m_nextDestination = 0;
     uint8_t m_sl = 0;
     uint32_t m_payload = 4096;
     uint64_t m_maxBytes = 0;

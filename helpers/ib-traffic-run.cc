@@ -1,0 +1,271 @@
+#include "ib-traffic-run.h"
+
+#include "helpers/ib-fabric-helper.h"
+#include "helpers/ib-static-subnet-helper.h"
+#include "helpers/ib-trace-helper.h"
+#include "helpers/sim-progress.h"
+#include "helpers/topology.h"
+#include "models/ib/ib-net-device.h"
+#include "models/ib/ib-packet-source.h"
+
+#include "ns3/node.h"
+#include "ns3/simulator.h"
+#include "ns3/uinteger.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+
+namespace ns3
+{
+
+namespace
+{
+/// Runs a plotting script from tools/plot with Debian's python3; true if it wrote `png`.
+bool
+Plot(const std::string& script, const std::string& csv, const std::string& png,
+     const std::string& title)
+{
+    const std::string cmd = std::string("/usr/bin/python3 '") + CNUAS_SOURCE_TREE +
+                            "/tools/plot/" + script + "' '" + csv + "' '" + png + "' '" + title +
+                            "' >/dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0 && std::filesystem::exists(png);
+}
+} // namespace
+
+IbTrafficStats
+RunIbTraffic(const IbTrafficSpec& spec)
+{
+    using Pattern = IbTrafficSpec::Pattern;
+    if (spec.duration <= Time(0))
+    {
+        throw std::invalid_argument("the traffic duration must be positive");
+    }
+    Topology topo = BuildTopologyFromSpec(spec.topology);
+    IbFabricHelper fh;
+    fh.SetDefaultRate(spec.rate);
+    IbFabric f = fh.Build(topo);
+    IbStaticSubnetHelper subnet;
+    subnet.SetOperationalVls(spec.vls);
+    subnet.Configure(f.nodes);
+
+    const Time start = MicroSeconds(5);
+    const Time stop = start + spec.duration;
+    const uint32_t nHosts = f.hosts.GetN();
+    if (nHosts < 2)
+    {
+        throw std::invalid_argument("the topology needs at least two hosts");
+    }
+    auto hostName = [&](uint32_t i) { return topo.nodes[topo.Hosts()[i]].name; };
+    std::vector<Ptr<IbPacketSink>> sinks(nHosts);
+    for (uint32_t i = 0; i < nHosts; ++i)
+    {
+        sinks[i] = CreateObject<IbPacketSink>();
+        f.hosts.Get(i)->AddApplication(sinks[i]);
+        sinks[i]->SetStartTime(Seconds(0));
+    }
+    std::vector<Ptr<IbPacketSource>> sources;
+    auto addSource = [&](uint32_t from) {
+        Ptr<IbPacketSource> s = CreateObject<IbPacketSource>();
+        s->SetAttribute("PayloadBytes", UintegerValue(spec.payloadBytes));
+        f.hosts.Get(from)->AddApplication(s);
+        s->SetStartTime(start);
+        s->SetStopTime(stop);
+        sources.push_back(s);
+        return s;
+    };
+    auto addFlow = [&](uint32_t from, uint32_t to) {
+        addSource(from)->SetAttribute("DestinationLid",
+                                      UintegerValue(subnet.GetLid(f.hosts.Get(to))));
+    };
+    uint32_t hot = 1;
+    int victimSrc = -1;
+    int victimDst = -1;
+    switch (spec.pattern)
+    {
+    case Pattern::Pair:
+        addFlow(0, 1);
+        break;
+    case Pattern::Incast:
+        if (spec.senders + (spec.victim ? 3 : 1) > nHosts)
+        {
+            throw std::invalid_argument("the topology has " + std::to_string(nHosts) +
+                                        " hosts, too few for " + std::to_string(spec.senders) +
+                                        " senders" + (spec.victim ? " and a victim flow" : ""));
+        }
+        hot = spec.victim ? nHosts - 2 : nHosts - 1;
+        for (uint32_t i = 0; i < spec.senders; ++i)
+        {
+            addFlow(i, hot);
+        }
+        if (spec.victim)
+        {
+            victimSrc = static_cast<int>(spec.senders);
+            victimDst = static_cast<int>(nHosts - 1);
+            addFlow(victimSrc, victimDst);
+        }
+        break;
+    case Pattern::Shift:
+        for (uint32_t i = 0; i < nHosts; ++i)
+        {
+            addFlow(i, (i + nHosts / 2) % nHosts);
+        }
+        break;
+    case Pattern::AllToAll:
+        for (uint32_t i = 0; i < nHosts; ++i)
+        {
+            // Each host starts its round at a different peer, so that no destination is
+            // everybody's first target at once.
+            std::vector<uint16_t> lids;
+            for (uint32_t k = 1; k < nHosts; ++k)
+            {
+                lids.push_back(subnet.GetLid(f.hosts.Get((i + k) % nHosts)));
+            }
+            addSource(i)->SetDestinations(lids);
+        }
+        break;
+    }
+
+    IbTrafficStats st;
+    IbPcapHelper pcap;
+    if (!spec.pcapDir.empty())
+    {
+        std::filesystem::create_directories(spec.pcapDir);
+        for (uint32_t i = 0; i < nHosts; ++i)
+        {
+            const std::string path = spec.pcapDir + "/" + hostName(i) + ".pcap";
+            if (!pcap.Enable(f.HostPort(i), path))
+            {
+                throw std::runtime_error("cannot write " + path);
+            }
+            st.artifacts.push_back(path);
+        }
+    }
+    IbCreditTraceHelper credits;
+    std::string creditCsv;
+    if (!spec.outDir.empty())
+    {
+        std::filesystem::create_directories(spec.outDir);
+        creditCsv = spec.outDir + "/credits.csv";
+        if (!credits.Open(creditCsv))
+        {
+            throw std::runtime_error("cannot write " + creditCsv);
+        }
+        credits.Trace(f.HostPort(0), hostName(0));
+        st.artifacts.push_back(creditCsv);
+    }
+
+    auto countReceived = [&]() {
+        uint64_t n = 0;
+        for (auto& s : sinks)
+        {
+            n += s->GetTotalPackets();
+        }
+        return n;
+    };
+    auto countSent = [&]() {
+        uint64_t n = 0;
+        for (auto& s : sources)
+        {
+            n += s->GetPacketsSent();
+        }
+        return n;
+    };
+    const auto wallStart = std::chrono::steady_clock::now();
+    SimProgress progress(stop, spec.progress);
+    progress.Start();
+    Simulator::Stop(stop);
+    Simulator::Run();
+    progress.Finish();
+    // The sources stopped at `stop`; let what they queued drain (bounded) so that "sent" and
+    // "received" compare like with like.
+    for (int i = 0; i < 1000 && countReceived() < countSent(); ++i)
+    {
+        Simulator::Stop(MicroSeconds(10));
+        Simulator::Run();
+    }
+    st.wallSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
+    pcap.Close();
+    credits.Close();
+
+    // ---- measurements ----
+    const Time from = start + (stop - start) / 4; // the first quarter is warm-up
+    const double window = (stop - from).GetSeconds();
+    st.topology = topo.name;
+    st.hosts = nHosts;
+    st.switches = f.switches.GetN();
+    st.linkDataRate = f.HostPort(0)->GetActiveRate().DataRate();
+    st.packetsSent = countSent();
+    st.packetsReceived = countReceived();
+    st.events = Simulator::GetEventCount();
+    st.simulated = Simulator::Now();
+    for (auto& p : f.AllPorts())
+    {
+        for (int reason = 0; reason <= static_cast<int>(IbDropReason::LinkDown); ++reason)
+        {
+            st.drops += p->GetDropCount(static_cast<IbDropReason>(reason));
+        }
+        for (uint8_t vl = 0; vl < spec.vls; ++vl)
+        {
+            st.maxBufferUsed = std::max(st.maxBufferUsed, p->GetMaxReceiveBufferUsed(vl));
+        }
+        st.bufferCapacity = p->GetReceiveBufferBlocks();
+        st.packetHops += p->GetCounters().extXmitPkts;
+    }
+    st.hotName = hostName(hot);
+    st.hotGbps = sinks[hot]->GetWireBytesBetween(from, stop) * 8 / window / 1e9;
+    if (victimSrc >= 0)
+    {
+        st.victimName = hostName(victimSrc) + " -> " + hostName(victimDst);
+        st.victimGbps = sinks[victimDst]->GetWireBytesBetween(
+                            from, stop, subnet.GetLid(f.hosts.Get(victimSrc))) *
+                        8 / window / 1e9;
+    }
+    for (auto& s : sinks)
+    {
+        st.aggregateGbps += s->GetWireBytesBetween(from, stop) * 8 / window / 1e9;
+    }
+    st.creditStall = f.HostPort(0)->GetCreditStallTime(0);
+
+    if (!spec.outDir.empty())
+    {
+        const std::string tputCsv = spec.outDir + "/throughput.csv";
+        std::ofstream t(tputCsv);
+        t << "time_us,flow,gbps\n";
+        for (auto& [tm, bytes] : sinks[hot]->GetSeries())
+        {
+            t << tm.GetSeconds() * 1e6 << ",into-" << st.hotName << "," << bytes * 8 / 1e-6 / 1e9
+              << "\n";
+        }
+        if (victimSrc >= 0)
+        {
+            for (auto& [tm, bytes] :
+                 sinks[victimDst]->GetSeries(subnet.GetLid(f.hosts.Get(victimSrc))))
+            {
+                t << tm.GetSeconds() * 1e6 << ",victim " << st.victimName << ","
+                  << bytes * 8 / 1e-6 / 1e9 << "\n";
+            }
+        }
+        t.close();
+        st.artifacts.push_back(tputCsv);
+        if (spec.plots)
+        {
+            if (Plot("plot-throughput.py", tputCsv, spec.outDir + "/throughput.png",
+                     spec.title + ": throughput (1 us bins)"))
+            {
+                st.artifacts.push_back(spec.outDir + "/throughput.png");
+            }
+            if (Plot("plot-credits.py", creditCsv, spec.outDir + "/credits.png",
+                     spec.title + ": credits of " + hostName(0)))
+            {
+                st.artifacts.push_back(spec.outDir + "/credits.png");
+            }
+        }
+    }
+    Simulator::Destroy();
+    return st;
+}
+
+} // namespace ns3
