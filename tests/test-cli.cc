@@ -387,7 +387,7 @@ TEST_F(Cli, ScenarioFileEndToEnd)
     WriteFile(m_dir / "scn/badset.scn", "scenario selftest-timer\nset Nope::X=1\n");
     CliResult badset = Run("run scn/badset.scn");
     EXPECT_EQ(badset.status, 2);
-    EXPECT_TRUE(Contains(badset.err, "scn/badset.scn:2 Nope::X=1: no ns-3 class")) << badset.err;
+    EXPECT_TRUE(Contains(badset.err, "scn/badset.scn:2: set Nope::X=1: no ns-3 class")) << badset.err;
     CliResult missing = Run("run scn/absent.scn");
     EXPECT_EQ(missing.status, 2);
     EXPECT_TRUE(Contains(missing.err, "scn/absent.scn: cannot open scenario file")) << missing.err;

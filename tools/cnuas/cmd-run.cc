@@ -412,7 +412,10 @@ Run(const std::vector<std::string>& args)
         std::string problem = ns3::ApplyAttributeSetting(s.name, s.value);
         if (!problem.empty())
         {
-            return UsageError(s.where + " " + s.name + "=" + s.value + ": " + problem);
+            // "--set A=V: problem" from the command line, "file.scn:7: set A=V: problem" from a
+            // scenario file.
+            std::string origin = s.where == "--set" ? "--set" : s.where + ": set";
+            return UsageError(origin + " " + s.name + "=" + s.value + ": " + problem);
         }
     }
     // After the settings: an explicit --seed/--run beats `--set RngSeed=...`.
