@@ -444,6 +444,8 @@ TEST(TopologyFile, ClearErrorsWithLineNumbers)
                   "unknown link rate '4xQQR'");
     ExpectBadFile("Switch 2 \"sw\"\n[1] \"a\"[1] length=10ft\nHca 1 \"a\"\n", 2,
                   "bad cable length '10ft'");
+    ExpectBadFile("Switch 2 \"sw\"\n[1] \"a\"[1] length=0x10m\nHca 1 \"a\"\n", 2,
+                  "bad cable length '0x10m'");
     ExpectBadFile("[1] \"a\"[1]\n", 1, "before any Switch/Hca/Ca header");
     ExpectBadFile("Swtich 2 \"sw\"\n", 1, "unrecognised line");
     ExpectBadFile("Switch 2 \"sw\"\n[1] \"a\"[1]\n[1] \"b\"[1]\nHca 1 \"a\"\nHca 1 \"b\"\n", 3,
