@@ -219,10 +219,9 @@ TEST_F(Cli, ProgressOutput)
 {
     CliResult with = Run("run selftest-timer --param events=5000");
     EXPECT_EQ(with.status, 0) << with.err;
-    EXPECT_TRUE(std::regex_search(with.err,
-                                  std::regex(R"(\[##########\] 100% sim 10 ms / 10 ms, wall [0-9.]+ s, )"
-                                             R"(done, [0-9.]+ (k |M )?events/s)")))
-        << with.err;
+    std::regex finalLine(R"(\[##########\] 100% sim 10 ms / 10 ms, wall [0-9.]+ s, )"
+                         R"(done, [0-9.]+ (k |M )?events/s)");
+    EXPECT_TRUE(std::regex_search(with.err, finalLine)) << with.err;
     CliResult without = Run("run selftest-timer --param events=5000 --no-progress");
     EXPECT_EQ(without.status, 0);
     EXPECT_EQ(without.err, "");
@@ -387,7 +386,8 @@ TEST_F(Cli, ScenarioFileEndToEnd)
     WriteFile(m_dir / "scn/badset.scn", "scenario selftest-timer\nset Nope::X=1\n");
     CliResult badset = Run("run scn/badset.scn");
     EXPECT_EQ(badset.status, 2);
-    EXPECT_TRUE(Contains(badset.err, "scn/badset.scn:2: set Nope::X=1: no ns-3 class")) << badset.err;
+    EXPECT_TRUE(Contains(badset.err, "scn/badset.scn:2: set Nope::X=1: no ns-3 class"))
+        << badset.err;
     CliResult missing = Run("run scn/absent.scn");
     EXPECT_EQ(missing.status, 2);
     EXPECT_TRUE(Contains(missing.err, "scn/absent.scn: cannot open scenario file")) << missing.err;

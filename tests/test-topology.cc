@@ -432,7 +432,8 @@ TEST(TopologyFile, NameAndLevelExtensions)
 
 TEST(TopologyFile, ClearErrorsWithLineNumbers)
 {
-    const std::string pair = "Switch 2 \"sw\"\n[1] \"a\"[1]\n[2] \"b\"[1]\nHca 1 \"a\"\nHca 1 \"b\"\n";
+    const std::string pair =
+        "Switch 2 \"sw\"\n[1] \"a\"[1]\n[2] \"b\"[1]\nHca 1 \"a\"\nHca 1 \"b\"\n";
     ExpectBadFile("Switch 2 \"sw\"\n[1] \"a\"[1]\n[2] \"ghost\"[1]\nHca 1 \"a\"\n", 3,
                   "unknown node 'ghost'");
     ExpectBadFile("Switch 2 \"sw\"\n[3] \"a\"[1]\nHca 1 \"a\"\n", 2, "port 3 out of range");
@@ -488,7 +489,8 @@ TEST(TopologyFile, IncludeRelativeToIncludingFile)
 {
     std::filesystem::path dir = TestDir();
     std::filesystem::create_directories(dir / "parts");
-    WriteFile(dir / "parts" / "hosts.topo", "Hca 1 \"a\"\n[1] \"sw\"[1]\nHca 1 \"b\"\n[1] \"sw\"[2]\n");
+    WriteFile(dir / "parts" / "hosts.topo",
+              "Hca 1 \"a\"\n[1] \"sw\"[1]\nHca 1 \"b\"\n[1] \"sw\"[2]\n");
     WriteFile(dir / "parts" / "fabric.topo", "Switch 2 \"sw\"\ninclude hosts.topo\n");
     WriteFile(dir / "main.topo", "name fab\ninclude parts/fabric.topo\n");
     Topology t = ParseTopologyFile((dir / "main.topo").string());
