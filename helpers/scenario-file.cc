@@ -184,7 +184,9 @@ ResolveTopologySpec(const std::string& spec, const std::string& baseDir)
 }
 
 ScenarioFile
-ParseScenarioText(const std::string& text, const std::string& sourceName, const std::string& baseDir)
+ParseScenarioText(const std::string& text,
+                  const std::string& sourceName,
+                  const std::string& baseDir)
 {
     ScenarioFile f;
     f.path = sourceName;
@@ -245,7 +247,8 @@ ParseScenarioText(const std::string& text, const std::string& sourceName, const 
                 // RngSeedManager seeds are 32-bit and must not be zero; run numbers are 64-bit.
                 uint64_t v = 0;
                 bool isSeed = directive == "seed";
-                if (!ParseDecimalUint(arg, isSeed ? 4294967295u : UINT64_MAX, &v) || (isSeed && v == 0))
+                uint64_t max = isSeed ? 4294967295u : UINT64_MAX;
+                if (!ParseDecimalUint(arg, max, &v) || (isSeed && v == 0))
                 {
                     fail(directive + " must be a whole number " +
                          (isSeed ? "in 1..4294967295" : ">= 0") + ", got '" + arg + "'");

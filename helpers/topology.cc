@@ -10,9 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <limits>
 #include <map>
-#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -457,7 +455,10 @@ ParseLength(const std::string& s, double* meters)
     char* end = nullptr;
     errno = 0;
     double v = std::strtod(begin, &end);
-    if (end == begin || errno != 0 || !std::isfinite(v) || v < 0)
+    // Plain decimal notation only: strtod would also take "inf", "nan" and hex floats.
+    if (end == begin || errno != 0 || !std::isfinite(v) || v < 0 ||
+        s.substr(0, static_cast<size_t>(end - begin)).find_first_not_of("0123456789.eE+-") !=
+            std::string::npos)
     {
         return false;
     }

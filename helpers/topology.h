@@ -21,7 +21,7 @@ struct TopoNode
 {
     std::string name;
     TopoNodeKind kind;
-    uint32_t ports; ///< port count; ports are numbered 1..ports (port 0 is a switch's management port)
+    uint32_t ports; ///< port count; ports are numbered 1..ports (0 is a switch's management port)
     int level = -1; ///< fat-tree/leaf-spine tier: 0 host, 1 leaf/edge, 2 spine/aggregation, 3 core
 };
 

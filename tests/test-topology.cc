@@ -432,7 +432,8 @@ TEST(TopologyFile, NameAndLevelExtensions)
 
 TEST(TopologyFile, ClearErrorsWithLineNumbers)
 {
-    const std::string pair = "Switch 2 \"sw\"\n[1] \"a\"[1]\n[2] \"b\"[1]\nHca 1 \"a\"\nHca 1 \"b\"\n";
+    const std::string pair =
+        "Switch 2 \"sw\"\n[1] \"a\"[1]\n[2] \"b\"[1]\nHca 1 \"a\"\nHca 1 \"b\"\n";
     ExpectBadFile("Switch 2 \"sw\"\n[1] \"a\"[1]\n[2] \"ghost\"[1]\nHca 1 \"a\"\n", 3,
                   "unknown node 'ghost'");
     ExpectBadFile("Switch 2 \"sw\"\n[3] \"a\"[1]\nHca 1 \"a\"\n", 2, "port 3 out of range");
@@ -444,6 +445,8 @@ TEST(TopologyFile, ClearErrorsWithLineNumbers)
                   "unknown link rate '4xQQR'");
     ExpectBadFile("Switch 2 \"sw\"\n[1] \"a\"[1] length=10ft\nHca 1 \"a\"\n", 2,
                   "bad cable length '10ft'");
+    ExpectBadFile("Switch 2 \"sw\"\n[1] \"a\"[1] length=0x10m\nHca 1 \"a\"\n", 2,
+                  "bad cable length '0x10m'");
     ExpectBadFile("[1] \"a\"[1]\n", 1, "before any Switch/Hca/Ca header");
     ExpectBadFile("Swtich 2 \"sw\"\n", 1, "unrecognised line");
     ExpectBadFile("Switch 2 \"sw\"\n[1] \"a\"[1]\n[1] \"b\"[1]\nHca 1 \"a\"\nHca 1 \"b\"\n", 3,
@@ -486,7 +489,8 @@ TEST(TopologyFile, IncludeRelativeToIncludingFile)
 {
     std::filesystem::path dir = TestDir();
     std::filesystem::create_directories(dir / "parts");
-    WriteFile(dir / "parts" / "hosts.topo", "Hca 1 \"a\"\n[1] \"sw\"[1]\nHca 1 \"b\"\n[1] \"sw\"[2]\n");
+    WriteFile(dir / "parts" / "hosts.topo",
+              "Hca 1 \"a\"\n[1] \"sw\"[1]\nHca 1 \"b\"\n[1] \"sw\"[2]\n");
     WriteFile(dir / "parts" / "fabric.topo", "Switch 2 \"sw\"\ninclude hosts.topo\n");
     WriteFile(dir / "main.topo", "name fab\ninclude parts/fabric.topo\n");
     Topology t = ParseTopologyFile((dir / "main.topo").string());

@@ -300,7 +300,8 @@ ParseArgs(const std::vector<std::string>& args, Request* r)
 bool
 EndsWith(const std::string& s, const std::string& suffix)
 {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 void
@@ -412,7 +413,10 @@ Run(const std::vector<std::string>& args)
         std::string problem = ns3::ApplyAttributeSetting(s.name, s.value);
         if (!problem.empty())
         {
-            return UsageError(s.where + " " + s.name + "=" + s.value + ": " + problem);
+            // "--set A=V: problem" from the command line, "file.scn:7: set A=V: problem" from a
+            // scenario file.
+            std::string origin = s.where == "--set" ? "--set" : s.where + ": set";
+            return UsageError(origin + " " + s.name + "=" + s.value + ": " + problem);
         }
     }
     // After the settings: an explicit --seed/--run beats `--set RngSeed=...`.
