@@ -113,6 +113,41 @@ Payload(size_t n, uint8_t seed = 1)
     return p;
 }
 
+/**
+ * A RoCEv2 CNP captured on a Mellanox ConnectX-4 Lx, as an Ethernet frame (hex dump published
+ * with scapy's RoCE regression tests, test/contrib/roce.uts). Its last 4 bytes, 82 fd 00 2a, are
+ * the ICRC the hardware computed: real-world evidence for the masking and the byte order.
+ */
+inline std::vector<uint8_t>
+HardwareCnpFrame()
+{
+    const char* hex = "e41d 2dab 2bc2 7cfe 9064 3b32 0800 45c2"
+                      "003c 718c 4000 4011 9161 0a00 1101 0a00"
+                      "1201 0000 12b7 0028 0000 8100 ffff 4000"
+                      "0118 0000 0000 0000 0000 0000 0000 0000"
+                      "0000 0000 0000 82fd 002a";
+    std::vector<uint8_t> b;
+    int hi = -1;
+    for (const char* c = hex; *c; ++c)
+    {
+        if (*c == ' ')
+        {
+            continue;
+        }
+        const int v = (*c <= '9') ? *c - '0' : *c - 'a' + 10;
+        if (hi < 0)
+        {
+            hi = v;
+        }
+        else
+        {
+            b.push_back(static_cast<uint8_t>(hi * 16 + v));
+            hi = -1;
+        }
+    }
+    return b;
+}
+
 /// Lower-case hex of a byte string (for passing packets to the Python cross-checks).
 inline std::string
 ToHex(const uint8_t* p, size_t n)

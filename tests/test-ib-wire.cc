@@ -522,29 +522,7 @@ TEST(IbCrc, IcrcOfShortInputsStaysInBounds)
 
 namespace
 {
-/// A RoCEv2 CNP captured on a Mellanox ConnectX-4 Lx (hex dump published with scapy's RoCE
-/// regression tests, test/contrib/roce.uts). The last 4 bytes are the hardware's ICRC.
-const Bytes kConnectX4LxCnp = [] {
-    const char* hex = "e41d 2dab 2bc2 7cfe 9064 3b32 0800 45c2"
-                      "003c 718c 4000 4011 9161 0a00 1101 0a00"
-                      "1201 0000 12b7 0028 0000 8100 ffff 4000"
-                      "0118 0000 0000 0000 0000 0000 0000 0000"
-                      "0000 0000 0000 82fd 002a";
-    Bytes b;
-    std::string h;
-    for (const char* c = hex; *c; ++c)
-    {
-        if (*c != ' ')
-        {
-            h.push_back(*c);
-        }
-    }
-    for (size_t i = 0; i + 1 < h.size(); i += 2)
-    {
-        b.push_back(static_cast<uint8_t>(std::stoul(h.substr(i, 2), nullptr, 16)));
-    }
-    return b;
-}();
+const Bytes kConnectX4LxCnp = cnuas_test::HardwareCnpFrame();
 } // namespace
 
 TEST(IbCrc, RoceIcrcMatchesRealHardwareCapture)

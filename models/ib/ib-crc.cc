@@ -141,7 +141,10 @@ IbComputeIcrc(const uint8_t* pkt, size_t lenBeforeIcrc)
                              : (lnh == 2) ? kLrhSize + kBthSize
                                           : kLrhSize;
     const size_t copied = std::min(prefixLen, lenBeforeIcrc);
-    std::memcpy(prefix, pkt, copied);
+    if (copied > 0)
+    {
+        std::memcpy(prefix, pkt, copied); // pkt may be null when the length is 0
+    }
 
     if (lnh == 3)
     {
@@ -194,7 +197,10 @@ IbComputeRoceIcrc(const uint8_t* ipHeader, size_t lenBeforeIcrc)
     }
     const size_t prefixLen = ipLen + kUdpSize + kBthSize;
     const size_t copied = std::min(prefixLen, lenBeforeIcrc);
-    std::memcpy(masked, ipHeader, copied);
+    if (copied > 0)
+    {
+        std::memcpy(masked, ipHeader, copied); // ipHeader may be null when the length is 0
+    }
 
     if (v6)
     {
