@@ -73,6 +73,11 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     add("events", std::to_string(st.events) + " (" +
                       Fixed(double(st.events) / std::max<uint64_t>(1, st.packetHops), 2) +
                       " per packet-hop, " + std::to_string(st.packetHops) + " packet-hops)");
+    add("event breakdown", std::to_string(st.packetHops) + " arrivals, " +
+                               std::to_string(st.wakeEvents) + " transmitter wake-ups, " +
+                               std::to_string(st.flowControlEvents) + " flow-control arrivals (" +
+                               std::to_string(st.flowControlStashed) + " more applied lazily), " +
+                               std::to_string(st.refreshEvents) + " refresh timers");
     add("max VL buffer use", std::to_string(st.maxBufferUsed) + " of " +
                                  std::to_string(st.bufferCapacity) + " blocks (64 B)");
     if (pattern == IbTrafficSpec::Pattern::Incast || pattern == IbTrafficSpec::Pattern::Pair)

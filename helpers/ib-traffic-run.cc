@@ -213,6 +213,10 @@ RunIbTraffic(const IbTrafficSpec& spec)
         }
         st.bufferCapacity = p->GetReceiveBufferBlocks();
         st.packetHops += p->GetCounters().extXmitPkts;
+        st.wakeEvents += p->GetWakeEvents();
+        st.flowControlEvents += p->GetFlowControlEvents();
+        st.flowControlStashed += p->GetFlowControlStashed();
+        st.refreshEvents += p->GetRefreshEvents();
     }
     st.hotName = hostName(hot);
     st.hotGbps = sinks[hot]->GetWireBytesBetween(from, stop) * 8 / window / 1e9;

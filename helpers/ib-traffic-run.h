@@ -49,6 +49,10 @@ struct IbTrafficStats
     uint64_t drops = 0;
     uint64_t packetHops = 0;   ///< packets transmitted summed over all ports (every cable crossing)
     uint64_t events = 0;       ///< ns-3 events executed
+    uint64_t wakeEvents = 0;   ///< transmitter wake-ups scheduled (packets queued behind others)
+    uint64_t flowControlEvents = 0;  ///< flow-control packets processed as arrival events
+    uint64_t flowControlStashed = 0; ///< flow-control packets applied without an event
+    uint64_t refreshEvents = 0;      ///< periodic flow-control refresh timers
     Time simulated;            ///< simulated time at the end (including the drain)
     double wallSeconds = 0;    ///< wall-clock time of the simulation proper
     uint32_t maxBufferUsed = 0;

@@ -49,7 +49,8 @@ struct IbFrame
     IbLnh lnh = IbLnh::IbaLocal;
     bool verifyBytes = false; ///< bytes may be corrupt: receivers must parse and check CRCs
     bool icrcKnown = false;   ///< `icrc` holds the packet's ICRC
-    bool countedInFlight = false; ///< the receiver counts its blocks as in flight
+    bool fromPeer = false;    ///< sent by the cabled peer's transmitter (it charged credit)
+    uint16_t fctbsAfter = 0;  ///< the sender's FCTBS right after this packet (mod 4096)
     uint32_t icrc = 0;
 
     // Per-hop timing, set by the transmitting port.

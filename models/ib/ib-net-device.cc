@@ -535,7 +535,9 @@ IbNetDevice::ResetLinkState()
         m_tx[vl].fccl = 0;
         m_tx[vl].stallStartPs = -1;
         m_rx[vl].abr = 0;
-        m_rx[vl].inflight = 0;
+        m_rx[vl].lastArrivedPos = 0;
+        m_rx[vl].lostSinceSync = 0;
+        m_tx[vl].stash.clear();
         m_rx[vl].fcPending = false;
         m_rx[vl].fcInitPending = false;
     }
@@ -804,8 +806,9 @@ IbNetDevice::HasCredit(uint8_t vl, uint16_t blocks) const
 }
 
 uint32_t
-IbNetDevice::GetCreditsAvailable(uint8_t vl) const
+IbNetDevice::GetCreditsAvailable(uint8_t vl)
 {
+    ApplyStashedFlowControl(vl);
     const TxVl& tx = m_tx[vl];
     uint16_t diff = static_cast<uint16_t>((tx.fccl - tx.fctbs) & kFcMask);
     return diff <= kFcWindow ? diff : 0;
@@ -863,6 +866,7 @@ IbNetDevice::FlowControlRefresh()
             next = std::min(next, rx.lastFcSentPs + period);
         }
     }
+    m_refreshes++;
     m_fcRefresh = Simulator::Schedule(PicoSeconds(next - now), &IbNetDevice::FlowControlRefresh, this);
     if (any)
     {
@@ -884,10 +888,17 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init)
     m_busyUntil = Simulator::Now() + txTime;
     m_fcSent++;
     m_fcTxTrace(op, vl, fctbs, fccl);
-    Ptr<IbNetDevice> peer = GetPeer();
-    Simulator::Schedule(txTime + m_channel->GetDelay(),
+    IbNetDevice* peer = PeekPointer(GetPeer());
+    const Time arrival = txTime + m_channel->GetDelay();
+    if (!init && !peer->NeedsFlowControlEvent(vl))
+    {
+        peer->m_tx[vl].stash.push_back({(Simulator::Now() + arrival).GetPicoSeconds(), fccl});
+        peer->m_fcStashed++;
+        return;
+    }
+    Simulator::Schedule(arrival,
                         &IbNetDevice::ReceiveFlowControlEvent,
-                        PeekPointer(peer),
+                        peer,
                         op,
                         vl,
                         fctbs,
@@ -901,16 +912,44 @@ IbNetDevice::ReceiveFlowControlEvent(uint8_t op, uint8_t vl, uint16_t fctbs, uin
     {
         return;
     }
+    m_fcEvents++;
+    ApplyStashedFlowControl(vl); // older packets first
     m_fcRxTrace(op, vl, fctbs, fccl);
-    // Receive side: ABR := FCTBS repairs blocks lost to discarded packets (§7.9.4.3). Packets
-    // the peer sent before this flow-control packet but that this model has not yet delivered
-    // (their arrival events are pending) are still in flight and are excluded.
+    // Receive side, IBA vol. 1 §7.9.4.3: ABR := FCTBS, which gives back the blocks of packets
+    // the peer sent but this port discarded. Packets the peer sent before this flow-control
+    // packet whose arrival this model has not processed yet (their events are still pending)
+    // will add their blocks when they do, so ABR is set to the peer's count as of the last
+    // packet that did arrive: exactly FCTBS once those are in.
     RxVl& rx = m_rx[vl];
-    rx.abr = static_cast<uint16_t>((fctbs - rx.inflight) & kFcMask);
+    rx.abr = rx.lastArrivedPos;
+    rx.lostSinceSync = 0;
     // Transmit side: the peer's credit limit.
     m_tx[vl].fccl = fccl;
     NoteCreditsChanged(vl);
     Kick();
+}
+
+bool
+IbNetDevice::NeedsFlowControlEvent(uint8_t vl) const
+{
+    // An arrival event is needed when the packet changes something at its arrival time: the
+    // transmitter is waiting for this credit, an ABR repair is due, or someone traces credits.
+    // Otherwise its only effect, a higher FCCL, can be applied when the transmitter next asks,
+    // which changes no decision and saves an event per update.
+    return m_tx[vl].stallStartPs >= 0 || m_rx[vl].lostSinceSync > 0 ||
+           !m_fcRxTrace.IsEmpty() || !m_creditTrace.IsEmpty() || m_phys != IbPhysState::LinkUp;
+}
+
+void
+IbNetDevice::ApplyStashedFlowControl(uint8_t vl)
+{
+    auto& stash = m_tx[vl].stash;
+    const int64_t now = Simulator::Now().GetPicoSeconds();
+    while (!stash.empty() && stash.front().arrivalPs <= now)
+    {
+        m_tx[vl].fccl = stash.front().fccl;
+        stash.pop_front();
+    }
 }
 
 void
@@ -951,7 +990,68 @@ IbNetDevice::ScheduleWake(Time at)
         }
         m_wake.Cancel();
     }
-    m_wake = Simulator::Schedule(at - Simulator::Now(), &IbNetDevice::Kick, this);
+    m_wake = Simulator::Schedule(at - Simulator::Now(), &IbNetDevice::WakeUp, this);
+}
+
+void
+IbNetDevice::WakeUp()
+{
+    m_wakes++;
+    Kick();
+}
+
+bool
+IbNetDevice::HasPendingWork(Time at)
+{
+    // Link packets and VL15 always warrant a wake-up.
+    for (uint8_t v = 0; v < m_opVls; ++v)
+    {
+        if (m_rx[v].fcPending || m_rx[v].fcInitPending)
+        {
+            return true;
+        }
+    }
+    if (!m_tx[kIbManagementVl].ready.empty())
+    {
+        return true;
+    }
+    if (m_state != IbPortState::Active)
+    {
+        return false;
+    }
+    // Data: worth waking for only if some VL will have credit. A VL with neither credit nor a
+    // flow-control packet on its way is stalled from `at` on; the peer then sends its next
+    // update as an event, which kicks this transmitter, so no wake-up is needed.
+    bool waiting = false;
+    for (uint8_t v = 0; v < m_opVls; ++v)
+    {
+        TxVl& tx = m_tx[v];
+        if (tx.ready.empty())
+        {
+            continue;
+        }
+        waiting = true;
+        ApplyStashedFlowControl(v);
+        if (!tx.stash.empty() || HasCredit(v, tx.ready.front()->frames.front()->blocks))
+        {
+            return true;
+        }
+    }
+    if (waiting)
+    {
+        for (uint8_t v = 0; v < m_opVls; ++v)
+        {
+            if (!m_tx[v].ready.empty() && m_tx[v].stallStartPs < 0)
+            {
+                m_tx[v].stallStartPs = at.GetPicoSeconds();
+            }
+        }
+        if (m_portWaitStartPs < 0)
+        {
+            m_portWaitStartPs = at.GetPicoSeconds();
+        }
+    }
+    return false;
 }
 
 void
@@ -974,7 +1074,10 @@ IbNetDevice::Kick()
         if (rx.fcInitPending || rx.fcPending)
         {
             SendFlowControl(vl, rx.fcInitPending);
-            ScheduleWake(m_busyUntil);
+            if (HasPendingWork(m_busyUntil))
+            {
+                ScheduleWake(m_busyUntil);
+            }
             return;
         }
     }
@@ -1008,11 +1111,17 @@ IbNetDevice::Kick()
         }
         waiting = true;
         IbFrame* head = tx.ready.front()->frames.front();
+        ApplyStashedFlowControl(vl);
         if (!HasCredit(vl, head->blocks))
         {
             if (tx.stallStartPs < 0)
             {
                 tx.stallStartPs = nowPs;
+            }
+            if (!tx.stash.empty())
+            {
+                // Credit is already on its way: wake when it lands.
+                earliest = std::min(earliest, PicoSeconds(tx.stash.front().arrivalPs));
             }
             return false;
         }
@@ -1053,9 +1162,12 @@ IbNetDevice::EndStall(uint8_t vl)
     if (tx.stallStartPs >= 0)
     {
         int64_t d = Simulator::Now().GetPicoSeconds() - tx.stallStartPs;
-        tx.stallTotalPs += d;
         tx.stallStartPs = -1;
-        m_stallTrace(vl, PicoSeconds(d));
+        if (d > 0)
+        {
+            tx.stallTotalPs += d;
+            m_stallTrace(vl, PicoSeconds(d));
+        }
     }
 }
 
@@ -1105,11 +1217,8 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
         Sniff(frame, true);
     }
     IbNetDevice* peer = PeekPointer(GetPeer());
-    if (data)
-    {
-        peer->m_rx[vl].inflight += frame->blocks;
-        frame->countedInFlight = true;
-    }
+    frame->fromPeer = data;
+    frame->fctbsAfter = m_tx[vl].fctbs;
     Simulator::Schedule(peer->ArrivalDelay(txTime, delay, frame->bytes),
                         &IbNetDevice::ReceiveFrameEvent,
                         peer,
@@ -1144,14 +1253,8 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
             m_txReady(this);
         }
     }
-    // Wake at the end of this packet only if something else is waiting.
-    bool more = false;
-    for (uint8_t v = 0; v < 16 && !more; ++v)
-    {
-        more = !m_tx[v].ready.empty() ||
-               (v < m_opVls && (m_rx[v].fcPending || m_rx[v].fcInitPending));
-    }
-    if (more)
+    // Wake at the end of this packet only if something else can go then.
+    if (HasPendingWork(m_busyUntil))
     {
         ScheduleWake(m_busyUntil);
     }
@@ -1359,23 +1462,38 @@ IbNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
 void
 IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
 {
-    if (frame->countedInFlight)
+    const bool fromPeer = frame->fromPeer;
+    const uint8_t wireVl = frame->vl;
+    frame->fromPeer = false;
+    if (fromPeer)
     {
-        RxVl& rx = m_rx[frame->vl];
-        rx.inflight -= std::min<uint32_t>(rx.inflight, frame->blocks);
-        frame->countedInFlight = false;
+        // Where the peer's block count stood after this packet: ABR without losses.
+        m_rx[wireVl].lastArrivedPos = frame->fctbsAfter;
     }
+    // A data packet discarded before it is counted in ABR leaves the two ends' counts apart
+    // until the next flow-control packet repairs them (§7.9.4.3).
+    auto lose = [&](IbDropReason reason) {
+        if (fromPeer && wireVl < kIbManagementVl)
+        {
+            m_rx[wireVl].lostSinceSync++;
+        }
+        DropFrame(frame, reason);
+    };
     if (!m_sniffers.empty())
     {
         Sniff(frame, false);
     }
     if (m_phys != IbPhysState::LinkUp)
     {
-        DropFrame(frame, IbDropReason::LinkDown);
+        lose(IbDropReason::LinkDown);
         return;
     }
     if (frame->verifyBytes && !VerifyFrameBytes(frame))
     {
+        if (fromPeer && wireVl < kIbManagementVl)
+        {
+            m_rx[wireVl].lostSinceSync++;
+        }
         return; // counted
     }
     const uint8_t vl = frame->vl;
@@ -1391,7 +1509,7 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
     {
         if (vl >= m_opVls)
         {
-            DropFrame(frame, IbDropReason::InvalidVl);
+            lose(IbDropReason::InvalidVl);
             return;
         }
         // §7.2: a port in Init drops data packets; an Armed port accepts one and becomes
@@ -1402,7 +1520,7 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
         }
         else if (m_state != IbPortState::Active)
         {
-            DropFrame(frame, IbDropReason::PortNotActive);
+            lose(IbDropReason::PortNotActive);
             return;
         }
         RxVl& rx = m_rx[vl];
@@ -1544,8 +1662,9 @@ IbNetDevice::GetFctbs(uint8_t vl) const
 }
 
 uint16_t
-IbNetDevice::GetFccl(uint8_t vl) const
+IbNetDevice::GetFccl(uint8_t vl)
 {
+    ApplyStashedFlowControl(vl & 0xF);
     return m_tx[vl & 0xF].fccl;
 }
 

@@ -216,9 +216,15 @@ class IbNetDevice : public NetDevice
     uint32_t GetReceiveBufferUsed(uint8_t vl) const;
     uint32_t GetMaxReceiveBufferUsed(uint8_t vl) const;
     /// Blocks the transmitter may still send on `vl` before it needs more credit.
-    uint32_t GetCreditsAvailable(uint8_t vl) const;
+    uint32_t GetCreditsAvailable(uint8_t vl);
     uint16_t GetFctbs(uint8_t vl) const;
-    uint16_t GetFccl(uint8_t vl) const;
+    uint16_t GetFccl(uint8_t vl);
+    /// Flow-control packets received and processed at their arrival (events) and applied
+    /// lazily (no event), for the performance accounting.
+    uint64_t GetFlowControlEvents() const { return m_fcEvents; }
+    uint64_t GetFlowControlStashed() const { return m_fcStashed; }
+    uint64_t GetWakeEvents() const { return m_wakes; }
+    uint64_t GetRefreshEvents() const { return m_refreshes; }
     /// Total time this port had data for `vl` but no credit to send it.
     Time GetCreditStallTime(uint8_t vl) const;
     uint64_t GetDropCount(IbDropReason r) const;
@@ -244,12 +250,23 @@ class IbNetDevice : public NetDevice
         std::deque<IbFrameQueue*> ready; ///< queues whose head goes out on this VL
         int64_t stallStartPs = -1;       ///< data waiting without credit since
         int64_t stallTotalPs = 0;
+        /// Flow-control packets from the peer that arrive while nothing here is waiting for
+        /// them: applied when this port next looks at its credits (see ApplyStashedFlowControl).
+        struct StashedFc
+        {
+            int64_t arrivalPs;
+            uint16_t fccl;
+        };
+        std::deque<StashedFc> stash;
         IbFrameQueue hcaQueue;           ///< a CA's own transmit queue
     };
     struct RxVl
     {
         uint16_t abr = 0;      ///< adjusted blocks received, mod 4096
-        uint32_t inflight = 0; ///< blocks the peer sent that have not arrived yet
+        /// The peer's FCTBS after the last data packet that reached this port (good or not):
+        /// what ABR would be had nothing been lost.
+        uint16_t lastArrivedPos = 0;
+        uint32_t lostSinceSync = 0; ///< data packets discarded here since the last ABR sync
         uint32_t maxUsed = 0;
         bool fcPending = false;
         bool fcInitPending = false;
@@ -258,6 +275,9 @@ class IbNetDevice : public NetDevice
     };
 
     void Kick();
+    void WakeUp();
+    /// Whether a wake-up at `at` (the end of the current transmission) has work to do.
+    bool HasPendingWork(Time at);
     void ScheduleWake(Time at);
     bool HasCredit(uint8_t vl, uint16_t blocks) const;
     uint16_t AdvertisedFccl(uint8_t vl) const;
@@ -275,6 +295,10 @@ class IbNetDevice : public NetDevice
     Time ArrivalDelay(Time txTime, Time propagation, uint32_t bytes) const;
     void EndStall(uint8_t vl);
     void NoteCreditsChanged(uint8_t vl);
+    void ApplyStashedFlowControl(uint8_t vl);
+    /// Whether a flow-control packet for `vl` must be processed as an event on arrival here.
+    bool NeedsFlowControlEvent(uint8_t vl) const;
+    void CountPeerPacketLost(IbFrame* frame);
 
     // configuration
     Ptr<Node> m_node;
@@ -321,6 +345,10 @@ class IbNetDevice : public NetDevice
     IbPortCounters m_counters;
     std::array<uint64_t, 12> m_drops{};
     uint64_t m_fcSent = 0;
+    uint64_t m_fcEvents = 0;
+    uint64_t m_fcStashed = 0;
+    uint64_t m_wakes = 0;
+    uint64_t m_refreshes = 0;
     std::vector<SnifferCallback> m_sniffers;
     std::vector<uint8_t> m_scratch;
 
