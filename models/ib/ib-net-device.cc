@@ -8,6 +8,7 @@
 #include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/node.h"
+#include "ns3/pointer.h"
 #include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
 #include "ns3/uinteger.h"
@@ -163,6 +164,13 @@ IbNetDevice::GetTypeId()
                           BooleanValue(false),
                           MakeBooleanAccessor(&IbNetDevice::m_acceptRaw),
                           MakeBooleanChecker())
+            .AddAttribute("ReceiveErrorModel",
+                          "Corrupts received packets on the wire (an ns3::ErrorModel such as "
+                          "RateErrorModel): a hit flips one bit of the packet, which the VCRC "
+                          "check then catches as a hardware receiver would.",
+                          PointerValue(),
+                          MakePointerAccessor(&IbNetDevice::m_receiveErrorModel),
+                          MakePointerChecker<ErrorModel>())
             .AddTraceSource("Tx",
                             "A packet starts transmission: (packet, VL).",
                             MakeTraceSourceAccessor(&IbNetDevice::m_txTrace),
@@ -1479,6 +1487,15 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
         }
         DropFrame(frame, reason);
     };
+    if (m_receiveErrorModel && frame->packet && m_receiveErrorModel->IsCorrupt(frame->packet))
+    {
+        // A bit error on the wire: the bytes as they arrive, one bit flipped past the LRH.
+        frame->Materialize(m_scratch);
+        size_t bit = (frame->uid * 2654435761u) % ((m_scratch.size() - IbLrhHeader::kSize) * 8);
+        m_scratch[IbLrhHeader::kSize + bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+        frame->packet = Create<Packet>(m_scratch.data(), static_cast<uint32_t>(m_scratch.size()));
+        frame->verifyBytes = true;
+    }
     if (!m_sniffers.empty())
     {
         Sniff(frame, false);

@@ -9,6 +9,7 @@
 #include "ib-vl-arbiter.h"
 
 #include "ns3/callback.h"
+#include "ns3/error-model.h"
 #include "ns3/event-id.h"
 #include "ns3/mac16-address.h"
 #include "ns3/net-device.h"
@@ -304,6 +305,7 @@ class IbNetDevice : public NetDevice
     Ptr<Node> m_node;
     Ptr<IbChannel> m_channel;
     Ptr<IbSwitch> m_switch;
+    Ptr<ErrorModel> m_receiveErrorModel;
     uint32_t m_ifIndex = 0;
     uint16_t m_mtu = 4096;
     uint8_t m_portNumber = 1;
