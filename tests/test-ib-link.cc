@@ -457,3 +457,114 @@ TEST(IbLink, CorruptedPacketsAreCountedAndTheirCreditRepaired)
     EXPECT_GT(gbps, 0.9 * 200 * (1 - 0.05) - 10);
     Simulator::Destroy();
 }
+
+namespace
+{
+/// Share of VL1 traffic (from h1, SL1) at h2 when h0 (SL0 -> VL0) and h1 (SL1 -> VL1) both
+/// send greedily through one switch output arbitrated by the given tables.
+double
+Vl1Share(std::vector<IbVlArbEntry> high, std::vector<IbVlArbEntry> low, uint8_t limit)
+{
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeStar(3));
+    IbStaticSubnetHelper subnet;
+    subnet.SetOperationalVls(2);
+    subnet.Configure(f.nodes);
+    std::array<uint8_t, 16> slToVl{};
+    slToVl[1] = 1;
+    f.HostPort(1)->SetSlToVl(slToVl);
+    f.HostPort(0)->SetSlToVl(slToVl);
+    Ptr<IbNetDevice> out = f.HostPort(2)->GetPeer();
+    out->GetVlArbiter().SetTables(high, low, limit);
+    const uint16_t dst = subnet.GetLid(f.hosts.Get(2));
+    AddSource(f.hosts.Get(0), dst, MicroSeconds(5), MicroSeconds(205));
+    auto s1 = AddSource(f.hosts.Get(1), dst, MicroSeconds(5), MicroSeconds(205));
+    s1->SetAttribute("ServiceLevel", UintegerValue(1));
+    auto sink = AddSink(f.hosts.Get(2));
+    Simulator::Stop(MicroSeconds(210));
+    Simulator::Run();
+    const Time from = MicroSeconds(50);
+    const Time to = MicroSeconds(200);
+    double vl1 = sink->GetWireBytesBetween(from, to, subnet.GetLid(f.hosts.Get(1)));
+    double all = sink->GetWireBytesBetween(from, to);
+    EXPECT_EQ(TotalDrops(f), 0u);
+    Simulator::Destroy();
+    return vl1 / all;
+}
+} // namespace
+
+// VL arbitration, IBA vol. 1 §7.6.9: weights split the output; the high-priority table wins
+// while LimitOfHighPriority allows.
+TEST(IbLink, VlArbitrationWeightsAndPriority)
+{
+    double equal = Vl1Share({}, {{0, 64}, {1, 64}}, 255);
+    double oneToThree = Vl1Share({}, {{0, 192}, {1, 64}}, 255);
+    double highUnlimited = Vl1Share({{1, 64}}, {{0, 64}}, 255);
+    double highOnePacket = Vl1Share({{1, 64}}, {{0, 64}}, 0);
+    std::cout << "VL1 share: equal " << equal << ", 1:3 " << oneToThree << ", high "
+              << highUnlimited << ", high limited to one packet " << highOnePacket << std::endl;
+    EXPECT_NEAR(equal, 0.5, 0.02);
+    EXPECT_NEAR(oneToThree, 0.25, 0.02);
+    EXPECT_GT(highUnlimited, 0.97);
+    EXPECT_NEAR(highOnePacket, 0.5, 0.02);
+}
+
+// Port state machine (IBA vol. 1 §7.2): only Init->Armed->Active by request; a link that goes
+// down drops to Down, counts LinkDowned, and retrains to Init (not Active) when it comes back.
+TEST(IbLink, PortStateMachineAndLinkDown)
+{
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
+    Ptr<IbNetDevice> ca = f.HostPort(0);
+    EXPECT_EQ(ca->GetPortState(), IbPortState::Down); // not trained yet
+    Simulator::Stop(MicroSeconds(5));
+    Simulator::Run();
+    EXPECT_EQ(ca->GetPortState(), IbPortState::Init);
+    EXPECT_FALSE(ca->SetPortState(IbPortState::Active)); // Init -> Active is not allowed
+    EXPECT_EQ(ca->GetPortState(), IbPortState::Init);
+    EXPECT_TRUE(ca->SetPortState(IbPortState::Armed));
+    EXPECT_FALSE(ca->SetOperationalVls(2)); // not while Armed
+    EXPECT_FALSE(ca->SetPortState(IbPortState::Armed));
+    EXPECT_TRUE(ca->SetPortState(IbPortState::Active));
+    EXPECT_EQ(ca->GetPortState(), IbPortState::Active);
+
+    ca->SetPhysicalLinkDown();
+    EXPECT_EQ(ca->GetPortState(), IbPortState::Down);
+    EXPECT_EQ(ca->GetPeer()->GetPortState(), IbPortState::Down);
+    EXPECT_EQ(ca->GetCounters().linkDownedCounter, 1);
+    EXPECT_EQ(ca->GetPeer()->GetCounters().linkDownedCounter, 1);
+    EXPECT_FALSE(ca->IsLinkUp());
+    ca->SetPhysicalLinkUp();
+    Simulator::Stop(MicroSeconds(5));
+    Simulator::Run();
+    EXPECT_TRUE(ca->IsLinkUp());
+    EXPECT_EQ(ca->GetPortState(), IbPortState::Init);
+    EXPECT_EQ(ca->GetPeer()->GetPortState(), IbPortState::Init);
+    Simulator::Destroy();
+}
+
+// A link that fails under traffic: the packets queued for it are discarded and counted, the
+// rest of the fabric keeps working, nothing crashes or hangs.
+TEST(IbLink, LinkFailureUnderLoadDiscardsAndCounts)
+{
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeStar(3));
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(f.nodes);
+    const uint16_t dst = subnet.GetLid(f.hosts.Get(2));
+    AddSource(f.hosts.Get(0), dst, MicroSeconds(5), MicroSeconds(100));
+    AddSource(f.hosts.Get(1), dst, MicroSeconds(5), MicroSeconds(100));
+    auto sink = AddSink(f.hosts.Get(2));
+    Ptr<IbNetDevice> cut = f.HostPort(1);
+    Simulator::Schedule(MicroSeconds(40), &IbNetDevice::SetPhysicalLinkDown, cut);
+    Simulator::Stop(MicroSeconds(150));
+    Simulator::Run();
+    EXPECT_GT(sink->GetFlows().size(), 0u);
+    EXPECT_GT(cut->GetCounters().portXmitDiscards, 10); // h1's queued packets
+    EXPECT_EQ(cut->GetPeer()->GetDropCount(IbDropReason::BufferOverrun), 0u);
+    // h0 kept sending after the cut: its traffic reached the sink until the end.
+    auto it = sink->GetFlows().find(subnet.GetLid(f.hosts.Get(0)));
+    ASSERT_NE(it, sink->GetFlows().end());
+    EXPECT_GT(it->second.last, MicroSeconds(95));
+    Simulator::Destroy();
+}

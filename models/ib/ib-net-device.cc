@@ -563,7 +563,9 @@ IbNetDevice::DiscardQueued(IbDropReason reason)
         for (IbFrameQueue* q : ready)
         {
             q->readyRegistered = false;
-            while (!q->frames.empty() && q->frames.front()->outPort == m_portNumber)
+            // A CA's own queue empties completely; a switch input buffer loses the packets
+            // routed here, up to the first one bound elsewhere.
+            while (!q->frames.empty() && (!q->rxPort || q->frames.front()->outPort == m_portNumber))
             {
                 IbFrame* f = q->frames.front();
                 q->frames.pop_front();
@@ -1160,6 +1162,7 @@ IbNetDevice::Kick()
     IbFrameQueue* q = tx.ready.front();
     tx.ready.pop_front();
     q->readyRegistered = false;
+    m_arbiter.Commit(static_cast<uint8_t>(vl), q->frames.front()->bytes);
     TransmitFrame(q->frames.front(), q, static_cast<uint8_t>(vl));
 }
 
