@@ -124,7 +124,7 @@ IbStaticSubnetHelper::Configure(const NodeContainer& nodes)
         }
     }
     std::map<uint32_t, std::vector<uint8_t>> lft; // switch node id -> LFT
-    std::map<uint32_t, std::vector<uint32_t>> portLoad;
+    std::map<uint32_t, std::vector<uint64_t>> portLoad;
     for (auto& [id, sw] : switches)
     {
         lft[id].assign(nextLid, 255);
@@ -181,18 +181,47 @@ IbStaticSubnetHelper::Configure(const NodeContainer& nodes)
                 }
             }
         }
-        // Each switch picks, among ports leading one hop closer, the least loaded so far.
+        // Each switch picks, among ports leading one hop closer, the one that carries the
+        // least traffic so far. Traffic is counted as the number of channel adapters whose
+        // route to this destination passes the port (all-to-all weighting), and switches are
+        // handled farthest first so that a switch knows how many routes its upstream
+        // neighbours sent through it. Counting routes rather than LFT entries keeps
+        // destinations that share an upstream choice from also sharing the next one (the
+        // collisions a plain per-entry balance produces on fat-trees).
+        std::vector<std::pair<int, uint32_t>> order;
+        for (auto& [sid, d] : dist)
+        {
+            order.emplace_back(-d, sid);
+        }
+        std::sort(order.begin(), order.end());
+        std::map<uint32_t, uint64_t> through; // routes entering each switch for this LID
         for (auto& [sid, sw] : switches)
         {
-            if (!dist.count(sid) || lft[sid][lid] != 255 || dist[sid] == 0)
+            uint64_t hostsHere = 0;
+            for (uint8_t pn = 1; pn <= sw->GetNPorts(); ++pn)
             {
-                if (dist.count(sid) && dist[sid] == 0)
+                Ptr<IbNetDevice> peer = sw->GetPort(pn)->GetPeer();
+                if (peer && !peer->IsSwitchPort() && peer->GetNode() != dstNode)
                 {
-                    lft[sid][lid] = 0; // the switch itself
+                    hostsHere++;
                 }
+            }
+            through[sid] = hostsHere;
+        }
+        for (auto& [negDist, sid] : order)
+        {
+            Ptr<IbSwitch> sw = switches[sid];
+            if (dist[sid] == 0)
+            {
+                lft[sid][lid] = 0; // the switch itself
                 continue;
             }
+            if (lft[sid][lid] != 255)
+            {
+                continue; // the switch the destination CA hangs off
+            }
             int best = -1;
+            uint32_t bestNext = 0;
             for (uint8_t pn = 1; pn <= sw->GetNPorts(); ++pn)
             {
                 Ptr<IbNetDevice> peer = sw->GetPort(pn)->GetPeer();
@@ -205,12 +234,17 @@ IbStaticSubnetHelper::Configure(const NodeContainer& nodes)
                     (best < 0 || portLoad[sid][pn] < portLoad[sid][best]))
                 {
                     best = pn;
+                    bestNext = nid;
                 }
             }
             if (best > 0)
             {
                 lft[sid][lid] = static_cast<uint8_t>(best);
-                portLoad[sid][best]++;
+                // Every switch carries at least its own entry's worth, so that destinations
+                // nobody routes through here yet still spread.
+                uint64_t w = std::max<uint64_t>(1, through[sid]);
+                portLoad[sid][best] += w;
+                through[bestNext] += through[sid];
             }
         }
     }

@@ -1,0 +1,103 @@
+// Whole-simulation benchmarks of the InfiniBand fabric: simulated packets per wall-clock second,
+// ns-3 events per packet-hop and peak memory, on the built-in traffic experiments.
+//
+//   build/bin/fabric-bench --benchmark_filter=FatTreeAllToAll/8
+//
+// Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
+#include "helpers/ib-traffic-run.h"
+#include "models/common/cnuas-init.h"
+
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+using namespace ns3;
+
+namespace
+{
+double
+PeakRssMb()
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0; // kilobytes on Linux
+}
+
+void
+Report(benchmark::State& state, const IbTrafficStats& st)
+{
+    state.SetIterationTime(st.wallSeconds);
+    state.counters["hosts"] = st.hosts;
+    state.counters["sim_us"] = st.simulated.GetSeconds() * 1e6;
+    state.counters["packets"] = double(st.packetsReceived);
+    state.counters["packet_hops"] = double(st.packetHops);
+    state.counters["packets_per_wall_s"] = st.packetsReceived / st.wallSeconds;
+    state.counters["packet_hops_per_wall_s"] = st.packetHops / st.wallSeconds;
+    state.counters["events_per_packet_hop"] = double(st.events) / double(st.packetHops);
+    state.counters["events_per_wall_s"] = st.events / st.wallSeconds;
+    state.counters["aggregate_gbps"] = st.aggregateGbps;
+    state.counters["drops"] = double(st.drops);
+    state.counters["peak_rss_mb"] = PeakRssMb();
+}
+
+/// k-ary fat-tree (k^3/4 hosts), every host sending to every other host in turn.
+void
+FatTreeAllToAll(benchmark::State& state)
+{
+    for (auto _ : state)
+    {
+        IbTrafficSpec spec;
+        spec.topology = "fat-tree:k=" + std::to_string(state.range(0));
+        spec.pattern = IbTrafficSpec::Pattern::AllToAll;
+        spec.duration = MicroSeconds(state.range(1));
+        Report(state, RunIbTraffic(spec));
+    }
+}
+BENCHMARK(FatTreeAllToAll)
+    ->Args({4, 200})
+    ->Args({8, 100})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+/// The demo's incast: 8 senders to one host plus a victim flow, across a dumbbell.
+void
+Incast(benchmark::State& state)
+{
+    for (auto _ : state)
+    {
+        IbTrafficSpec spec;
+        spec.topology = "dumbbell:left=9,right=2";
+        spec.pattern = IbTrafficSpec::Pattern::Incast;
+        spec.duration = MicroSeconds(1000);
+        Report(state, RunIbTraffic(spec));
+    }
+}
+BENCHMARK(Incast)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+/// Small packets stress the per-packet cost: 256-byte payloads on a k=4 fat-tree.
+void
+FatTreeSmallPackets(benchmark::State& state)
+{
+    for (auto _ : state)
+    {
+        IbTrafficSpec spec;
+        spec.topology = "fat-tree:k=4";
+        spec.pattern = IbTrafficSpec::Pattern::AllToAll;
+        spec.payloadBytes = 256;
+        spec.duration = MicroSeconds(100);
+        Report(state, RunIbTraffic(spec));
+    }
+}
+BENCHMARK(FatTreeSmallPackets)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+int
+main(int argc, char** argv)
+{
+    CnuasInit();
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
