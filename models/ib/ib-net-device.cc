@@ -237,6 +237,7 @@ void
 IbNetDevice::DoDispose()
 {
     m_wake.Cancel();
+    m_wakeAtPs = -1;
     m_fcRefresh.Cancel();
     m_training.Cancel();
     for (auto& tx : m_tx)
@@ -497,6 +498,7 @@ IbNetDevice::SetPhysicalLinkDown()
     ChangeState(IbPortState::Down);
     m_fcRefresh.Cancel();
     m_wake.Cancel();
+    m_wakeAtPs = -1;
     for (auto& cb : m_linkChange)
     {
         cb();
@@ -511,6 +513,7 @@ IbNetDevice::SetPhysicalLinkDown()
         peer->ChangeState(IbPortState::Down);
         peer->m_fcRefresh.Cancel();
         peer->m_wake.Cancel();
+        peer->m_wakeAtPs = -1;
         for (auto& cb : peer->m_linkChange)
         {
             cb();
@@ -992,20 +995,24 @@ IbNetDevice::ReleaseReceiveBlocks(uint8_t vl, uint16_t blocks)
 void
 IbNetDevice::ScheduleWake(Time at)
 {
-    if (m_wake.IsRunning())
+    // One pending wake-up at most; an earlier one replaces a later one.
+    const int64_t atPs = at.GetPicoSeconds();
+    if (m_wakeAtPs >= 0)
     {
-        if (Time(m_wake.GetTs()) <= at)
+        if (m_wakeAtPs <= atPs)
         {
             return;
         }
         m_wake.Cancel();
     }
+    m_wakeAtPs = atPs;
     m_wake = Simulator::Schedule(at - Simulator::Now(), &IbNetDevice::WakeUp, this);
 }
 
 void
 IbNetDevice::WakeUp()
 {
+    m_wakeAtPs = -1;
     m_wakes++;
     Kick();
 }
@@ -1137,11 +1144,14 @@ IbNetDevice::Kick()
         }
         // Cut-through cannot outrun the packet's own arrival: the output may start only when
         // its last byte would not leave before it has come in.
-        Time out = m_activeRate.SerializationTime(head->bytes + m_delimiterBytes);
-        if (head->tailArrival - out > now)
+        if (head->tailArrival > now)
         {
-            earliest = std::min(earliest, head->tailArrival - out);
-            return false;
+            Time out = m_activeRate.SerializationTime(head->bytes + m_delimiterBytes);
+            if (head->tailArrival - out > now)
+            {
+                earliest = std::min(earliest, head->tailArrival - out);
+                return false;
+            }
         }
         return true;
     };

@@ -341,6 +341,7 @@ class IbNetDevice : public NetDevice
     uint32_t m_vl15Queued = 0; ///< VL15 packets held in the receive buffer
     Time m_busyUntil;
     EventId m_wake;
+    int64_t m_wakeAtPs = -1; ///< when m_wake fires (-1: none pending)
     EventId m_fcRefresh;
     EventId m_training;
     int64_t m_portWaitStartPs = -1;

@@ -43,7 +43,8 @@ class IbVlArbiter
      * go now (data and credit); returns -1 if none. Does not change state: call Commit() with the
      * chosen VL and the packet's size once it is sent.
      */
-    int Select(const std::function<bool(uint8_t)>& eligible) const;
+    template <typename Eligible>
+    int Select(Eligible&& eligible) const;
     /// Account a packet of `bytes` sent on `vl` (which Select returned).
     void Commit(uint8_t vl, uint32_t bytes);
 
@@ -55,8 +56,9 @@ class IbVlArbiter
         bool fresh = true;     ///< `remaining` not yet loaded for `index`
     };
     /// First eligible entry from the table's current position, or -1.
-    int Scan(const std::vector<IbVlArbEntry>& table, const TableState& st,
-             const std::function<bool(uint8_t)>& eligible, size_t* entry) const;
+    template <typename Eligible>
+    int Scan(const std::vector<IbVlArbEntry>& table, const TableState& st, Eligible& eligible,
+             size_t* entry) const;
     void Advance(const std::vector<IbVlArbEntry>& table, TableState& st, size_t entry,
                  uint32_t bytes);
 
@@ -69,6 +71,64 @@ class IbVlArbiter
     mutable bool m_lastFromHigh = false;
     mutable size_t m_lastEntry = 0;
 };
+
+template <typename Eligible>
+int
+IbVlArbiter::Scan(const std::vector<IbVlArbEntry>& table, const TableState& st,
+                  Eligible& eligible, size_t* entry) const
+{
+    const size_t n = table.size();
+    for (size_t i = 0; i < n; ++i)
+    {
+        size_t idx = (st.index + i) % n;
+        const IbVlArbEntry& e = table[idx];
+        if (e.weight == 0 || e.vl >= 15)
+        {
+            continue;
+        }
+        // The current entry keeps the turn only while weight remains; any other entry starts
+        // with its full weight.
+        if (i == 0 && !st.fresh && st.remaining <= 0)
+        {
+            continue;
+        }
+        if (eligible(e.vl))
+        {
+            *entry = idx;
+            return e.vl;
+        }
+    }
+    return -1;
+}
+
+template <typename Eligible>
+int
+IbVlArbiter::Select(Eligible&& eligible) const
+{
+    size_t entry = 0;
+    int lowVl = Scan(m_low, m_lowState, eligible, &entry);
+    size_t lowEntry = entry;
+    // High priority is served unless it has used its allowance while low-priority data waits.
+    bool highAllowed = m_limit == 255 || lowVl < 0 ||
+                       (m_limit == 0 ? m_highBytesSinceLow == 0
+                                     : m_highBytesSinceLow < uint64_t(m_limit) * 4096);
+    if (highAllowed && !m_high.empty())
+    {
+        int highVl = Scan(m_high, m_highState, eligible, &entry);
+        if (highVl >= 0)
+        {
+            m_lastFromHigh = true;
+            m_lastEntry = entry;
+            return highVl;
+        }
+    }
+    if (lowVl >= 0)
+    {
+        m_lastFromHigh = false;
+        m_lastEntry = lowEntry;
+    }
+    return lowVl;
+}
 
 } // namespace ns3
 
