@@ -957,6 +957,10 @@ void
 IbNetDevice::ApplyStashedFlowControl(uint8_t vl)
 {
     auto& stash = m_tx[vl].stash;
+    if (stash.empty())
+    {
+        return;
+    }
     const int64_t now = Simulator::Now().GetPicoSeconds();
     while (!stash.empty() && stash.front().arrivalPs <= now)
     {
