@@ -99,13 +99,19 @@ IbErfPcapWriter::EncodeErfHeader(uint8_t* out, Time t, uint8_t erfType, uint16_t
 void
 IbErfPcapWriter::Write(Time t, const uint8_t* pkt, uint32_t len)
 {
+    Write(t, pkt, len, kErfTypeInfiniband);
+}
+
+void
+IbErfPcapWriter::Write(Time t, const uint8_t* pkt, uint32_t len, uint8_t erfType)
+{
     NS_ABORT_MSG_IF(len > kMaxPacket, "InfiniBand packet of " << len << " bytes exceeds ERF rlen");
     if (!m_file)
     {
         return;
     }
     m_record.resize(kErfHeaderSize + len);
-    EncodeErfHeader(m_record.data(), t, kErfTypeInfiniband, static_cast<uint16_t>(len));
+    EncodeErfHeader(m_record.data(), t, erfType, static_cast<uint16_t>(len));
     std::memcpy(m_record.data() + kErfHeaderSize, pkt, len);
     m_file->Write(t, m_record.data(), static_cast<uint32_t>(m_record.size()));
 }

@@ -52,6 +52,8 @@ class IbErfPcapWriter
     bool Open(const std::string& path);
     /// Append one packet (LRH .. VCRC, len bytes, at most kMaxPacket) captured at time t.
     void Write(Time t, const uint8_t* pkt, uint32_t len);
+    /// Write a record of another ERF type (25: an InfiniBand link flow-control packet).
+    void Write(Time t, const uint8_t* pkt, uint32_t len, uint8_t erfType);
     /// Flush and close the file; further Write calls are ignored until the next Open.
     void Close();
     /// Whether a file is open.

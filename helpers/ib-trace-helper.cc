@@ -1,6 +1,7 @@
 #include "ib-trace-helper.h"
 
 #include "helpers/ib-pcap-writer.h"
+#include "models/ib/ib-flow-control-header.h"
 #include "models/ib/ib-net-device.h"
 
 #include "ns3/callback.h"
@@ -16,7 +17,33 @@ WriteToPcap(IbErfPcapWriter* w, Time t, const uint8_t* bytes, uint32_t len, bool
 {
     w->Write(t, bytes, len);
 }
+void
+WriteFlowControl(IbErfPcapWriter* w, uint8_t op, uint8_t vl, uint16_t fctbs, uint16_t fccl)
+{
+    IbFlowControlHeader fc;
+    fc.SetOp(static_cast<IbFlowControlOp>(op));
+    fc.SetVl(vl);
+    fc.SetFctbs(fctbs);
+    fc.SetFccl(fccl);
+    uint8_t bytes[IbFlowControlHeader::kSize];
+    fc.WriteTo(bytes);
+    w->Write(Simulator::Now(), bytes, sizeof bytes, IbErfPcapWriter::kErfTypeInfinibandLink);
+}
 } // namespace
+
+bool
+IbPcapHelper::EnableFlowControl(Ptr<IbNetDevice> port, const std::string& path)
+{
+    auto writer = std::make_shared<IbErfPcapWriter>();
+    if (!writer->Open(path))
+    {
+        return false;
+    }
+    port->TraceConnectWithoutContext("FlowControlTx",
+                                     MakeBoundCallback(&WriteFlowControl, writer.get()));
+    m_writers.push_back(writer);
+    return true;
+}
 
 bool
 IbPcapHelper::Enable(Ptr<IbNetDevice> port, const std::string& path)

@@ -24,6 +24,12 @@ class IbPcapHelper
   public:
     /// `path` is created (truncated); returns false if it cannot be opened.
     bool Enable(Ptr<IbNetDevice> port, const std::string& path);
+    /**
+     * A separate trace of the link flow-control packets `port` sends (ERF type 25, LPCRC
+     * filled in). Kept out of the main trace because Wireshark 4.0 marks every flow-control
+     * record malformed (a dissector bug); `cnuas pcap check` verifies them.
+     */
+    bool EnableFlowControl(Ptr<IbNetDevice> port, const std::string& path);
     /// Flushes and closes every file.
     void Close();
     ~IbPcapHelper();

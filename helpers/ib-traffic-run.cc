@@ -141,6 +141,13 @@ RunIbTraffic(const IbTrafficSpec& spec)
             }
             st.artifacts.push_back(path);
         }
+        // Host 0's link flow-control packets, in their own trace (see IbPcapHelper).
+        const std::string fcPath = spec.pcapDir + "/" + hostName(0) + "-flow-control.pcap";
+        if (!pcap.EnableFlowControl(f.HostPort(0), fcPath))
+        {
+            throw std::runtime_error("cannot write " + fcPath);
+        }
+        st.artifacts.push_back(fcPath);
     }
     IbCreditTraceHelper credits;
     std::string creditCsv;

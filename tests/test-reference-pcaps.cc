@@ -39,7 +39,7 @@ TEST(ReferencePcaps, IbPairMatchesReferenceByteForByte)
     std::filesystem::remove_all(dir);
     ASSERT_EQ(RunCommand(cnuas + kPairArgs + " --pcap " + dir + "/a --out " + dir + "/out-a"), 0);
     ASSERT_EQ(RunCommand(cnuas + kPairArgs + " --pcap " + dir + "/b --out " + dir + "/out-b"), 0);
-    for (const char* host : {"h0", "h1"})
+    for (const char* host : {"h0", "h1", "h0-flow-control"})
     {
         auto a = ReadAll(dir + "/a/" + host + ".pcap");
         auto b = ReadAll(dir + "/b/" + host + ".pcap");
