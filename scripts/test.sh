@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# Builds Cnuas (Release) and runs the whole test suite with ctest. Used by README and .ci/run.
+# Builds Cnuas and runs the whole test suite with ctest, twice: a Release build, then a Debug
+# build with AddressSanitizer and UndefinedBehaviorSanitizer (which also turns on NS_ASSERT and
+# NS_LOG in Cnuas's own code). Used by README and .ci/run. Set CNUAS_SKIP_SANITIZERS=1 to run
+# only the Release pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-debian.sh
+jobs=$(nproc)
+
+echo "== Release build and tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)"
-cd build
-ctest --output-on-failure -j"$(nproc)"
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs")
+
+if [ "${CNUAS_SKIP_SANITIZERS:-0}" != "1" ]; then
+  echo "== Debug build with sanitizers, and tests"
+  cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  cmake --build build-debug -j"$jobs"
+  (cd build-debug && ctest --output-on-failure -j"$jobs")
+fi
