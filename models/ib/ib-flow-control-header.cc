@@ -17,17 +17,7 @@ IbFlowControlHeader::GetTypeId()
     return tid;
 }
 
-TypeId
-IbFlowControlHeader::GetInstanceTypeId() const
-{
-    return GetTypeId();
-}
 
-uint32_t
-IbFlowControlHeader::GetSerializedSize() const
-{
-    return kSize;
-}
 
 void
 IbFlowControlHeader::WriteFields(uint8_t* out) const
@@ -63,22 +53,7 @@ IbFlowControlHeader::ReadFrom(const uint8_t* in)
     m_lpcrc = IbLoadVcrc(in + 4);
 }
 
-void
-IbFlowControlHeader::Serialize(Buffer::Iterator start) const
-{
-    uint8_t raw[kSize];
-    WriteTo(raw);
-    start.Write(raw, kSize);
-}
 
-uint32_t
-IbFlowControlHeader::Deserialize(Buffer::Iterator start)
-{
-    uint8_t raw[kSize];
-    start.Read(raw, kSize);
-    ReadFrom(raw);
-    return kSize;
-}
 
 void
 IbFlowControlHeader::Print(std::ostream& os) const

@@ -3,7 +3,7 @@
 #ifndef CNUAS_IB_FLOW_CONTROL_HEADER_H
 #define CNUAS_IB_FLOW_CONTROL_HEADER_H
 
-#include "ns3/header.h"
+#include "models/common/fixed-size-header.h"
 
 #include <cstdint>
 
@@ -28,18 +28,13 @@ enum class IbFlowControlOp : uint8_t
  * WriteTo()/Serialize() always compute the LPCRC; ReadFrom()/Deserialize() keep the received
  * one so that IsLpcrcValid() can tell a corrupted packet.
  */
-class IbFlowControlHeader : public Header
+class IbFlowControlHeader : public FixedSizeHeader<IbFlowControlHeader, 6>
 {
   public:
-    static constexpr uint32_t kSize = 6;
-    /// Modulus of FCTBS and FCCL (12-bit fields).
+        /// Modulus of FCTBS and FCCL (12-bit fields).
     static constexpr uint16_t kBlockModulus = 4096;
 
     static TypeId GetTypeId();
-    TypeId GetInstanceTypeId() const override;
-    uint32_t GetSerializedSize() const override;
-    void Serialize(Buffer::Iterator start) const override;
-    uint32_t Deserialize(Buffer::Iterator start) override;
     void Print(std::ostream& os) const override;
 
     /// Serialize into 6 raw bytes, computing the LPCRC.

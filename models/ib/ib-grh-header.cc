@@ -17,17 +17,7 @@ IbGrhHeader::GetTypeId()
     return tid;
 }
 
-TypeId
-IbGrhHeader::GetInstanceTypeId() const
-{
-    return GetTypeId();
-}
 
-uint32_t
-IbGrhHeader::GetSerializedSize() const
-{
-    return kSize;
-}
 
 void
 IbGrhHeader::WriteTo(uint8_t* out) const
@@ -63,22 +53,7 @@ IbGrhHeader::ReadFrom(const uint8_t* in)
     std::memcpy(m_dgid.data(), in + 24, 16);
 }
 
-void
-IbGrhHeader::Serialize(Buffer::Iterator start) const
-{
-    uint8_t raw[kSize];
-    WriteTo(raw);
-    start.Write(raw, kSize);
-}
 
-uint32_t
-IbGrhHeader::Deserialize(Buffer::Iterator start)
-{
-    uint8_t raw[kSize];
-    start.Read(raw, kSize);
-    ReadFrom(raw);
-    return kSize;
-}
 
 void
 IbGrhHeader::Print(std::ostream& os) const

@@ -5,7 +5,7 @@
 
 #include "ib-gid.h"
 
-#include "ns3/header.h"
+#include "models/common/fixed-size-header.h"
 
 #include <cstdint>
 
@@ -21,11 +21,10 @@ namespace ns3
  * PayLen counts the bytes after the GRH up to and including the ICRC (the VCRC excluded),
  * IBA vol. 1 §8.3.
  */
-class IbGrhHeader : public Header
+class IbGrhHeader : public FixedSizeHeader<IbGrhHeader, 40>
 {
   public:
-    static constexpr uint32_t kSize = 40;
-    /// IPVer of a GRH, IBA vol. 1 §8.3: 6, as in IPv6.
+        /// IPVer of a GRH, IBA vol. 1 §8.3: 6, as in IPv6.
     static constexpr uint8_t kIpVer = 6;
     /// NxtHdr for an IBA transport header (BTH), IBA vol. 1 §8.3.
     static constexpr uint8_t kNxtHdrIba = 0x1B;
@@ -33,10 +32,6 @@ class IbGrhHeader : public Header
     static constexpr uint32_t kMaxFlowLabel = 0xFFFFF;
 
     static TypeId GetTypeId();
-    TypeId GetInstanceTypeId() const override;
-    uint32_t GetSerializedSize() const override;
-    void Serialize(Buffer::Iterator start) const override;
-    uint32_t Deserialize(Buffer::Iterator start) override;
     void Print(std::ostream& os) const override;
 
     /// Serialize into 40 raw bytes (the hot path that does not go through a Buffer).

@@ -15,17 +15,7 @@ IbLrhHeader::GetTypeId()
     return tid;
 }
 
-TypeId
-IbLrhHeader::GetInstanceTypeId() const
-{
-    return GetTypeId();
-}
 
-uint32_t
-IbLrhHeader::GetSerializedSize() const
-{
-    return kSize;
-}
 
 void
 IbLrhHeader::WriteTo(uint8_t* out) const
@@ -52,22 +42,7 @@ IbLrhHeader::ReadFrom(const uint8_t* in)
     m_slid = static_cast<uint16_t>((in[6] << 8) | in[7]);
 }
 
-void
-IbLrhHeader::Serialize(Buffer::Iterator start) const
-{
-    uint8_t raw[kSize];
-    WriteTo(raw);
-    start.Write(raw, kSize);
-}
 
-uint32_t
-IbLrhHeader::Deserialize(Buffer::Iterator start)
-{
-    uint8_t raw[kSize];
-    start.Read(raw, kSize);
-    ReadFrom(raw);
-    return kSize;
-}
 
 void
 IbLrhHeader::Print(std::ostream& os) const

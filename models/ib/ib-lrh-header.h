@@ -3,7 +3,7 @@
 #ifndef CNUAS_IB_LRH_HEADER_H
 #define CNUAS_IB_LRH_HEADER_H
 
-#include "ns3/header.h"
+#include "models/common/fixed-size-header.h"
 
 #include <cstdint>
 
@@ -27,20 +27,15 @@ enum class IbLnh : uint8_t
  * PktLen counts 4-byte words from the first LRH byte through the ICRC (the VCRC excluded),
  * IBA vol. 1 §7.7.8.
  */
-class IbLrhHeader : public Header
+class IbLrhHeader : public FixedSizeHeader<IbLrhHeader, 8>
 {
   public:
-    static constexpr uint32_t kSize = 8;
-    /// Permissive LID, IBA vol. 1 §4.1.3: accepted by any port, used by directed-route SMPs.
+        /// Permissive LID, IBA vol. 1 §4.1.3: accepted by any port, used by directed-route SMPs.
     static constexpr uint16_t kPermissiveLid = 0xFFFF;
     /// Largest PktLen the 11-bit field holds (words).
     static constexpr uint16_t kMaxPktLenWords = 0x7FF;
 
     static TypeId GetTypeId();
-    TypeId GetInstanceTypeId() const override;
-    uint32_t GetSerializedSize() const override;
-    void Serialize(Buffer::Iterator start) const override;
-    uint32_t Deserialize(Buffer::Iterator start) override;
     void Print(std::ostream& os) const override;
 
     /// Serialize into 8 raw bytes (the hot path that does not go through a Buffer).

@@ -17,17 +17,7 @@ IbBthHeader::GetTypeId()
     return tid;
 }
 
-TypeId
-IbBthHeader::GetInstanceTypeId() const
-{
-    return GetTypeId();
-}
 
-uint32_t
-IbBthHeader::GetSerializedSize() const
-{
-    return kSize;
-}
 
 void
 IbBthHeader::WriteTo(uint8_t* out) const
@@ -62,22 +52,7 @@ IbBthHeader::ReadFrom(const uint8_t* in)
     m_psn = (static_cast<uint32_t>(in[9]) << 16) | (static_cast<uint32_t>(in[10]) << 8) | in[11];
 }
 
-void
-IbBthHeader::Serialize(Buffer::Iterator start) const
-{
-    uint8_t raw[kSize];
-    WriteTo(raw);
-    start.Write(raw, kSize);
-}
 
-uint32_t
-IbBthHeader::Deserialize(Buffer::Iterator start)
-{
-    uint8_t raw[kSize];
-    start.Read(raw, kSize);
-    ReadFrom(raw);
-    return kSize;
-}
 
 void
 IbBthHeader::Print(std::ostream& os) const

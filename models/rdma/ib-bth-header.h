@@ -3,7 +3,7 @@
 #ifndef CNUAS_IB_BTH_HEADER_H
 #define CNUAS_IB_BTH_HEADER_H
 
-#include "ns3/header.h"
+#include "models/common/fixed-size-header.h"
 
 #include <cstdint>
 
@@ -21,11 +21,10 @@ namespace ns3
  * the byte is masked out of the ICRC (IBA vol. 1 §7.8.1). The 7 reserved bits after AckReq are
  * written as zero and ignored on read.
  */
-class IbBthHeader : public Header
+class IbBthHeader : public FixedSizeHeader<IbBthHeader, 12>
 {
   public:
-    static constexpr uint32_t kSize = 12;
-    /// Transport header version of this spec level, IBA vol. 1 §9.2: 0.
+        /// Transport header version of this spec level, IBA vol. 1 §9.2: 0.
     static constexpr uint8_t kTver = 0;
     /// Default partition key: the default partition, full membership (IBA vol. 1 ch. 10).
     static constexpr uint16_t kDefaultPkey = 0xFFFF;
@@ -37,10 +36,6 @@ class IbBthHeader : public Header
     static constexpr uint32_t kMax24 = 0xFFFFFF;
 
     static TypeId GetTypeId();
-    TypeId GetInstanceTypeId() const override;
-    uint32_t GetSerializedSize() const override;
-    void Serialize(Buffer::Iterator start) const override;
-    uint32_t Deserialize(Buffer::Iterator start) override;
     void Print(std::ostream& os) const override;
 
     /// Serialize into 12 raw bytes (the hot path that does not go through a Buffer).

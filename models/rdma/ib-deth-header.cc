@@ -15,17 +15,7 @@ IbDethHeader::GetTypeId()
     return tid;
 }
 
-TypeId
-IbDethHeader::GetInstanceTypeId() const
-{
-    return GetTypeId();
-}
 
-uint32_t
-IbDethHeader::GetSerializedSize() const
-{
-    return kSize;
-}
 
 void
 IbDethHeader::WriteTo(uint8_t* out) const
@@ -48,22 +38,7 @@ IbDethHeader::ReadFrom(const uint8_t* in)
     m_srcQp = (static_cast<uint32_t>(in[5]) << 16) | (static_cast<uint32_t>(in[6]) << 8) | in[7];
 }
 
-void
-IbDethHeader::Serialize(Buffer::Iterator start) const
-{
-    uint8_t raw[kSize];
-    WriteTo(raw);
-    start.Write(raw, kSize);
-}
 
-uint32_t
-IbDethHeader::Deserialize(Buffer::Iterator start)
-{
-    uint8_t raw[kSize];
-    start.Read(raw, kSize);
-    ReadFrom(raw);
-    return kSize;
-}
 
 void
 IbDethHeader::Print(std::ostream& os) const

@@ -3,7 +3,7 @@
 #ifndef CNUAS_IB_DETH_HEADER_H
 #define CNUAS_IB_DETH_HEADER_H
 
-#include "ns3/header.h"
+#include "models/common/fixed-size-header.h"
 
 #include <cstdint>
 
@@ -15,20 +15,15 @@ namespace ns3
  *
  * Layout: bytes 0-3 Q_Key; byte 4 reserved (written as zero, ignored on read); bytes 5-7 SrcQP.
  */
-class IbDethHeader : public Header
+class IbDethHeader : public FixedSizeHeader<IbDethHeader, 8>
 {
   public:
-    static constexpr uint32_t kSize = 8;
-    /// Well-known Q_Key of the General Services QP (QP1) (IBA vol. 1 ch. 13, GSI).
+        /// Well-known Q_Key of the General Services QP (QP1) (IBA vol. 1 ch. 13, GSI).
     static constexpr uint32_t kGsiQkey = 0x80010000;
     /// Largest value of the 24-bit SrcQP field.
     static constexpr uint32_t kMaxQpn = 0xFFFFFF;
 
     static TypeId GetTypeId();
-    TypeId GetInstanceTypeId() const override;
-    uint32_t GetSerializedSize() const override;
-    void Serialize(Buffer::Iterator start) const override;
-    uint32_t Deserialize(Buffer::Iterator start) override;
     void Print(std::ostream& os) const override;
 
     /// Serialize into 8 raw bytes (the hot path that does not go through a Buffer).
