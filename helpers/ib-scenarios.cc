@@ -86,10 +86,24 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
             Fixed(st.hotGbps, 2) + " Gb/s (" + Fixed(100 * st.hotGbps * 1e9 / st.linkDataRate, 1) +
                 "% of the link's data rate, headers included)");
     }
-    if (st.victimGbps >= 0)
+    if (pattern == IbTrafficSpec::Pattern::Incast || pattern == IbTrafficSpec::Pattern::Pair)
     {
+        for (const auto& fl : st.flows)
+        {
+            add("flow " + fl.name, Fixed(fl.gbps, 2) + " Gb/s");
+        }
+    }
+    if (st.victimGbps >= 0 && !st.flows.empty())
+    {
+        // Max-min fair share of the inter-switch link the victim shares with flow 0, which the
+        // hot spot holds to its own share: what the victim would get without head-of-line
+        // blocking.
+        const double linkGbps = st.linkDataRate / 1e9;
+        const double fair = linkGbps - st.flows.front().gbps;
         add("victim flow " + st.victimName,
-            Fixed(st.victimGbps, 2) + " Gb/s (to an idle host; congestion spreading)");
+            Fixed(st.victimGbps, 2) + " Gb/s to an idle host; without head-of-line blocking " +
+                Fixed(fair, 1) + " Gb/s (congestion spreading costs it " +
+                Fixed(100 * (1 - st.victimGbps / fair), 0) + "%)");
     }
     add("aggregate throughput", Fixed(st.aggregateGbps, 1) + " Gb/s");
     add("credit stall at host 0", Fixed(st.creditStall.GetSeconds() * 1e6, 2) + " us");
@@ -114,11 +128,14 @@ IncastInfo()
     ScenarioInfo i;
     i.name = "ib-incast";
     i.description = "InfiniBand N-to-1 incast with a victim flow: credit flow control keeps it "
-                    "lossless and spreads the congestion";
-    i.params = CommonParams("dumbbell:left=9,right=2", "200");
-    i.params.push_back({"senders", "8", "hosts sending to the hot spot"});
-    i.params.push_back(
-        {"victim", "1", "1: add a flow to an idle host that shares the inter-switch link"});
+                    "lossless and spreads the congestion to a flow bound elsewhere";
+    i.params = CommonParams("dumbbell:left=2,right=9", "200");
+    i.params.push_back({"senders", "8",
+                        "hosts sending to the hot spot (the last host): host 0 across the "
+                        "inter-switch link, the others beside the hot spot"});
+    i.params.push_back({"victim", "1",
+                        "1: host 1 sends to the idle host before the hot spot, across the "
+                        "inter-switch link host 0 also uses"});
     i.run = [](const ScenarioOptions& o) {
         return RunScenario(o, "ib-incast", IbTrafficSpec::Pattern::Incast);
     };

@@ -75,9 +75,11 @@ RunIbTraffic(const IbTrafficSpec& spec)
         sources.push_back(s);
         return s;
     };
+    std::vector<std::pair<uint32_t, uint32_t>> flows; // (source host, destination host)
     auto addFlow = [&](uint32_t from, uint32_t to) {
         addSource(from)->SetAttribute("DestinationLid",
                                       UintegerValue(subnet.GetLid(f.hosts.Get(to))));
+        flows.emplace_back(from, to);
     };
     uint32_t hot = 1;
     int victimSrc = -1;
@@ -88,24 +90,32 @@ RunIbTraffic(const IbTrafficSpec& spec)
         addFlow(0, 1);
         break;
     case Pattern::Incast:
-        if (spec.senders + (spec.victim ? 3 : 1) > nHosts)
+    {
+        // Hosts: 0 and 1 on one side of the fabric (a dumbbell's left switch), the rest on the
+        // other. Host 0 and hosts 2..senders send to the hot spot (the last host); with a victim,
+        // host 1 sends to the idle host before it, across the same inter-switch link as host 0.
+        // Host 0's packets, throttled by the hot spot, then sit in the input buffer the victim's
+        // packets share: head-of-line blocking spreads the hot spot's congestion to the victim.
+        const uint32_t needed = spec.senders + 3;
+        if (needed > nHosts)
         {
             throw std::invalid_argument("the topology has " + std::to_string(nHosts) +
                                         " hosts, too few for " + std::to_string(spec.senders) +
-                                        " senders" + (spec.victim ? " and a victim flow" : ""));
+                                        " senders (" + std::to_string(needed) + " needed)");
         }
-        hot = spec.victim ? nHosts - 2 : nHosts - 1;
+        hot = nHosts - 1;
         for (uint32_t i = 0; i < spec.senders; ++i)
         {
-            addFlow(i, hot);
+            addFlow(i == 0 ? 0 : i + 1, hot);
         }
         if (spec.victim)
         {
-            victimSrc = static_cast<int>(spec.senders);
-            victimDst = static_cast<int>(nHosts - 1);
+            victimSrc = 1;
+            victimDst = static_cast<int>(nHosts - 2);
             addFlow(victimSrc, victimDst);
         }
         break;
+    }
     case Pattern::Shift:
         for (uint32_t i = 0; i < nHosts; ++i)
         {
@@ -198,8 +208,17 @@ RunIbTraffic(const IbTrafficSpec& spec)
     credits.Close();
 
     // ---- measurements ----
-    const Time from = start + (stop - start) / 4; // the first quarter is warm-up
-    const double window = (stop - from).GetSeconds();
+    // The first quarter is warm-up; the window is whole sink bins (1 us), so that no partial
+    // bin inflates a rate.
+    const int64_t binPs = MicroSeconds(1).GetPicoSeconds();
+    const Time from = PicoSeconds(((start + (stop - start) / 4).GetPicoSeconds() + binPs - 1) /
+                                  binPs * binPs);
+    const Time until = PicoSeconds(stop.GetPicoSeconds() / binPs * binPs);
+    if (until <= from)
+    {
+        throw std::invalid_argument("the traffic duration is too short to measure (< 2 us)");
+    }
+    const double window = (until - from).GetSeconds();
     st.topology = topo.name;
     st.hosts = nHosts;
     st.switches = f.switches.GetN();
@@ -226,17 +245,28 @@ RunIbTraffic(const IbTrafficSpec& spec)
         st.refreshEvents += p->GetRefreshEvents();
     }
     st.hotName = hostName(hot);
-    st.hotGbps = sinks[hot]->GetWireBytesBetween(from, stop) * 8 / window / 1e9;
+    st.hotGbps = sinks[hot]->GetWireBytesBetween(from, until) * 8 / window / 1e9;
     if (victimSrc >= 0)
     {
         st.victimName = hostName(victimSrc) + " -> " + hostName(victimDst);
         st.victimGbps = sinks[victimDst]->GetWireBytesBetween(
-                            from, stop, subnet.GetLid(f.hosts.Get(victimSrc))) *
+                            from, until, subnet.GetLid(f.hosts.Get(victimSrc))) *
                         8 / window / 1e9;
     }
     for (auto& s : sinks)
     {
-        st.aggregateGbps += s->GetWireBytesBetween(from, stop) * 8 / window / 1e9;
+        st.aggregateGbps += s->GetWireBytesBetween(from, until) * 8 / window / 1e9;
+    }
+    if (flows.size() <= 64)
+    {
+        for (auto& [a, b] : flows)
+        {
+            IbTrafficStats::Flow fl;
+            fl.name = hostName(a) + " -> " + hostName(b);
+            fl.gbps = sinks[b]->GetWireBytesBetween(from, until, subnet.GetLid(f.hosts.Get(a))) *
+                      8 / window / 1e9;
+            st.flows.push_back(fl);
+        }
     }
     st.creditStall = f.HostPort(0)->GetCreditStallTime(0);
 

@@ -18,7 +18,7 @@ struct IbTrafficSpec
     enum class Pattern
     {
         Pair,     ///< host 0 -> host 1
-        Incast,   ///< `senders` hosts -> one hot spot, plus an optional victim flow
+        Incast,   ///< `senders` hosts -> the last host, plus an optional victim flow (see .cc)
         Shift,    ///< host i -> host (i + n/2) mod n
         AllToAll, ///< every host sends to every other host in turn, packet by packet
     };
@@ -63,6 +63,12 @@ struct IbTrafficStats
     double victimGbps = -1;    ///< victim flow throughput (-1: none)
     double aggregateGbps = 0;  ///< all sinks together
     Time creditStall;          ///< host 0's time waiting for credit
+    struct Flow
+    {
+        std::string name; ///< "h0 -> h10"
+        double gbps = 0;  ///< wire-byte throughput in the measurement window
+    };
+    std::vector<Flow> flows;   ///< every flow, when there are at most 64
     std::vector<std::string> artifacts;
 };
 

@@ -262,10 +262,12 @@ IbPacketSink::GetWireBytesBetween(Time from, Time to, uint16_t slid) const
         }
         bins = &it->second;
     }
-    int64_t w = m_interval.GetPicoSeconds();
+    // Only bins wholly inside [from, to): a bin cut by the window's edge would count bytes
+    // from outside it.
+    const int64_t w = m_interval.GetPicoSeconds();
     uint64_t t = 0;
-    for (size_t i = static_cast<size_t>(from.GetPicoSeconds() / w);
-         i < bins->size() && int64_t(i) * w < to.GetPicoSeconds();
+    for (size_t i = static_cast<size_t>((from.GetPicoSeconds() + w - 1) / w);
+         i < bins->size() && (int64_t(i) + 1) * w <= to.GetPicoSeconds();
          ++i)
     {
         t += (*bins)[i];

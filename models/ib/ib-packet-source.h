@@ -81,7 +81,8 @@ class IbPacketSink : public Application
     const std::map<uint16_t, Flow>& GetFlows() const { return m_flows; }
     uint64_t GetTotalWireBytes() const;
     uint64_t GetTotalPackets() const;
-    /// Wire bytes received in [from, to) by source LID (0 = all sources).
+    /// Wire bytes received in the SampleInterval bins lying wholly inside [from, to), by source
+    /// LID (0 = all sources).
     uint64_t GetWireBytesBetween(Time from, Time to, uint16_t slid = 0) const;
     /// Bins of `SampleInterval`: (bin start, wire bytes) for one source (0 = all).
     std::vector<std::pair<Time, uint64_t>> GetSeries(uint16_t slid = 0) const;
