@@ -6,7 +6,7 @@
 #include "helpers/sim-progress.h"
 #include "helpers/topology.h"
 #include "models/ib/ib-net-device.h"
-#include "models/ib/ib-packet-source.h"
+#include "helpers/ib-packet-source.h"
 
 #include "ns3/node.h"
 #include "ns3/simulator.h"

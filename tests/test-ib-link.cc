@@ -5,7 +5,7 @@
 #include "models/ib/ib-channel.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-net-device.h"
-#include "models/ib/ib-packet-source.h"
+#include "helpers/ib-packet-source.h"
 #include "models/ib/ib-switch.h"
 
 #include "ns3/config.h"

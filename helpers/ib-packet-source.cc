@@ -1,6 +1,6 @@
 #include "ib-packet-source.h"
 
-#include "ib-net-device.h"
+#include "models/ib/ib-net-device.h"
 
 #include "models/rdma/ib-bth-header.h"
 #include "models/rdma/ib-deth-header.h"
