@@ -80,20 +80,25 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
                                std::to_string(st.refreshEvents) + " refresh timers");
     add("max VL buffer use", std::to_string(st.maxBufferUsed) + " of " +
                                  std::to_string(st.bufferCapacity) + " blocks (64 B)");
-    if (pattern == IbTrafficSpec::Pattern::Incast || pattern == IbTrafficSpec::Pattern::Pair)
+    if (!st.ratesMeasured)
+    {
+        add("throughput", "not measured: the traffic lasted less than two whole 1 us bins");
+    }
+    else if (pattern == IbTrafficSpec::Pattern::Incast || pattern == IbTrafficSpec::Pattern::Pair)
     {
         add("throughput into " + st.hotName,
             Fixed(st.hotGbps, 2) + " Gb/s (" + Fixed(100 * st.hotGbps * 1e9 / st.linkDataRate, 1) +
                 "% of the link's data rate, headers included)");
     }
-    if (pattern == IbTrafficSpec::Pattern::Incast || pattern == IbTrafficSpec::Pattern::Pair)
+    if (st.ratesMeasured &&
+        (pattern == IbTrafficSpec::Pattern::Incast || pattern == IbTrafficSpec::Pattern::Pair))
     {
         for (const auto& fl : st.flows)
         {
             add("flow " + fl.name, Fixed(fl.gbps, 2) + " Gb/s");
         }
     }
-    if (st.victimGbps >= 0 && !st.flows.empty())
+    if (st.ratesMeasured && st.victimGbps >= 0 && !st.flows.empty())
     {
         // Max-min fair share of the inter-switch link the victim shares with flow 0, which the
         // hot spot holds to its own share: what the victim would get without head-of-line
@@ -105,7 +110,10 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
                 Fixed(fair, 1) + " Gb/s (congestion spreading costs it " +
                 Fixed(100 * (1 - st.victimGbps / fair), 0) + "%)");
     }
-    add("aggregate throughput", Fixed(st.aggregateGbps, 1) + " Gb/s");
+    if (st.ratesMeasured)
+    {
+        add("aggregate throughput", Fixed(st.aggregateGbps, 1) + " Gb/s");
+    }
     add("credit stall at host 0", Fixed(st.creditStall.GetSeconds() * 1e6, 2) + " us");
     r.artifacts = st.artifacts;
     r.exitCode = (st.drops == 0 && st.packetsReceived == st.packetsSent) ? 0 : 1;

@@ -63,6 +63,7 @@ struct IbTrafficStats
     double victimGbps = -1;    ///< victim flow throughput (-1: none)
     double aggregateGbps = 0;  ///< all sinks together
     Time creditStall;          ///< host 0's time waiting for credit
+    bool ratesMeasured = true; ///< false if the traffic was too short for a rate window
     struct Flow
     {
         std::string name; ///< "h0 -> h10"

@@ -28,6 +28,13 @@ class IbChannel : public Channel
     Ptr<IbNetDevice> GetPeer(const IbNetDevice* device) const;
     /// One-way propagation delay: length x delay per metre.
     Time GetDelay() const;
+    /**
+     * Link generation: advanced each time the link goes down. Packets and flow-control packets
+     * carry the generation they were sent in; one that arrives in a later generation was on
+     * the cable when it went down and is lost, whatever the cable's length.
+     */
+    uint32_t GetGeneration() const { return m_generation; }
+    void NextGeneration() { m_generation++; }
 
     std::size_t GetNDevices() const override;
     Ptr<NetDevice> GetDevice(std::size_t i) const override;
@@ -36,6 +43,7 @@ class IbChannel : public Channel
     Ptr<IbNetDevice> m_dev[2];
     double m_lengthMeters;
     Time m_delayPerMeter;
+    uint32_t m_generation = 0;
 };
 
 } // namespace ns3

@@ -51,6 +51,7 @@ struct IbFrame
     bool icrcKnown = false;   ///< `icrc` holds the packet's ICRC
     bool fromPeer = false;    ///< sent by the cabled peer's transmitter (it charged credit)
     uint16_t fctbsAfter = 0;  ///< the sender's FCTBS right after this packet (mod 4096)
+    uint32_t linkGeneration = 0; ///< IbChannel generation the packet was sent in
     uint32_t icrc = 0;
 
     // Per-hop timing, set by the transmitting port.

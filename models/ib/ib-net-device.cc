@@ -494,6 +494,10 @@ IbNetDevice::SetPhysicalLinkDown()
         IbPortCounters::Add(m_counters.linkDownedCounter, 1);
     }
     m_phys = IbPhysState::Disabled;
+    if (m_channel)
+    {
+        m_channel->NextGeneration();
+    }
     DiscardQueued(IbDropReason::LinkDown);
     ChangeState(IbPortState::Down);
     m_fcRefresh.Cancel();
@@ -589,6 +593,10 @@ IbNetDevice::DiscardQueued(IbDropReason reason)
             if (!q->frames.empty() && m_switch)
             {
                 m_switch->NotifyHeadChanged(q);
+            }
+            if (!q->rxPort && !m_txReady.IsNull())
+            {
+                m_txReady(this); // the CA's queue has room again
             }
         }
     }
@@ -700,6 +708,11 @@ IbNetDevice::ChangeState(IbPortState next)
     if (next == IbPortState::Active)
     {
         Kick();
+        // A channel adapter's consumer may have given up while the port could not send.
+        if (!m_switch && !m_txReady.IsNull())
+        {
+            m_txReady(this);
+        }
     }
 }
 
@@ -799,12 +812,15 @@ void
 IbNetDevice::SetSlToVl(const std::array<uint8_t, 16>& table)
 {
     m_slToVl = table;
+    m_slToVlSet = true;
 }
 
 uint8_t
 IbNetDevice::MapSlToVl(uint8_t sl) const
 {
-    return m_slToVl[sl & 0xF];
+    // Until a table is set, SL s travels on VL (s mod OperationalVLs), the same default a
+    // switch applies, so that every SL reaches every destination on an unconfigured fabric.
+    return m_slToVlSet ? m_slToVl[sl & 0xF] : static_cast<uint8_t>((sl & 0xF) % m_opVls);
 }
 
 // ---- flow control -------------------------------------------------------------------------
@@ -915,15 +931,18 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init)
                         op,
                         vl,
                         fctbs,
-                        fccl);
+                        fccl,
+                        m_channel->GetGeneration());
 }
 
 void
-IbNetDevice::ReceiveFlowControlEvent(uint8_t op, uint8_t vl, uint16_t fctbs, uint16_t fccl)
+IbNetDevice::ReceiveFlowControlEvent(uint8_t op, uint8_t vl, uint16_t fctbs, uint16_t fccl,
+                                     uint32_t linkGeneration)
 {
-    if (m_phys != IbPhysState::LinkUp || vl >= 15)
+    if (m_phys != IbPhysState::LinkUp || vl >= 15 ||
+        linkGeneration != m_channel->GetGeneration())
     {
-        return;
+        return; // sent before the link went down: lost with it
     }
     m_fcEvents++;
     ApplyStashedFlowControl(vl); // older packets first
@@ -1106,6 +1125,16 @@ IbNetDevice::Kick()
     TxVl& mgmt = m_tx[kIbManagementVl];
     if (!mgmt.ready.empty())
     {
+        IbFrame* head = mgmt.ready.front()->frames.front();
+        if (head->tailArrival > now)
+        {
+            Time out = m_activeRate.SerializationTime(head->bytes + m_delimiterBytes);
+            if (head->tailArrival - out > now)
+            {
+                ScheduleWake(head->tailArrival - out); // as for data below
+                return;
+            }
+        }
         IbFrameQueue* q = mgmt.ready.front();
         mgmt.ready.pop_front();
         q->readyRegistered = false;
@@ -1244,6 +1273,7 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
     IbNetDevice* peer = PeekPointer(GetPeer());
     frame->fromPeer = data;
     frame->fctbsAfter = m_tx[vl].fctbs;
+    frame->linkGeneration = m_channel->GetGeneration();
     Simulator::Schedule(peer->ArrivalDelay(txTime, delay, frame->bytes),
                         &IbNetDevice::ReceiveFrameEvent,
                         peer,
@@ -1402,8 +1432,11 @@ IbNetDevice::DropFrame(IbFrame* frame, IbDropReason reason)
         IbPortCounters::Add(m_counters.portRcvSwitchRelayErrors, 1);
         break;
     case IbDropReason::XmitDiscard:
-    case IbDropReason::LinkDown:
         IbPortCounters::Add(m_counters.portXmitDiscards, 1);
+        break;
+    case IbDropReason::LinkDown:
+        // A packet on a cable that went down was never received: no receive counter applies
+        // (queued packets discarded at the sender count as PortXmitDiscards there).
         break;
     case IbDropReason::Vl15Overflow:
         IbPortCounters::Add(m_counters.vl15Dropped, 1);
@@ -1487,6 +1520,13 @@ IbNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
 void
 IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
 {
+    if (frame->fromPeer && frame->linkGeneration != m_channel->GetGeneration())
+    {
+        // On the cable when it went down: lost with the link, before any accounting.
+        frame->fromPeer = false;
+        DropFrame(frame, IbDropReason::LinkDown);
+        return;
+    }
     const bool fromPeer = frame->fromPeer;
     const uint8_t wireVl = frame->vl;
     frame->fromPeer = false;

@@ -237,7 +237,8 @@ class IbNetDevice : public NetDevice
     /// Arrival of a frame (scheduled by the peer's transmitter).
     void ReceiveFrameEvent(IbFrame* frame);
     /// Arrival of a flow-control packet (IBA vol. 1 §7.9.4).
-    void ReceiveFlowControlEvent(uint8_t op, uint8_t vl, uint16_t fctbs, uint16_t fccl);
+    void ReceiveFlowControlEvent(uint8_t op, uint8_t vl, uint16_t fctbs, uint16_t fccl,
+                                 uint32_t linkGeneration);
 
   protected:
     void DoDispose() override;
@@ -333,6 +334,7 @@ class IbNetDevice : public NetDevice
     IbLinkRate m_activeRate;
     Time m_symbolTime;
     std::array<uint8_t, 16> m_slToVl{};
+    bool m_slToVlSet = false;
     IbVlArbiter m_arbiter;
 
     // data path

@@ -75,16 +75,10 @@ IbSwitch::AddPort(Ptr<IbNetDevice> port)
     uint8_t n = static_cast<uint8_t>(m_ports.size());
     m_ports.push_back(port);
     port->SetSwitch(this, n);
-    // Default SL-to-VL: identity (SL s on VL s), folded onto the VLs the output port runs.
+    // SL-to-VL tables per (input, output) pair; unset pairs use the default in MapSlToVl.
     size_t dim = m_ports.size();
     m_slToVl.assign(dim * dim, std::array<uint8_t, 16>{});
-    for (auto& t : m_slToVl)
-    {
-        for (uint8_t sl = 0; sl < 16; ++sl)
-        {
-            t[sl] = sl;
-        }
-    }
+    m_slToVlSet.assign(dim * dim, false);
     return n;
 }
 
@@ -177,6 +171,7 @@ IbSwitch::SetSlToVl(uint8_t inPort, uint8_t outPort, const std::array<uint8_t, 1
     if (inPort < dim && outPort < dim)
     {
         m_slToVl[inPort * dim + outPort] = table;
+        m_slToVlSet[inPort * dim + outPort] = true;
     }
 }
 
@@ -184,7 +179,13 @@ uint8_t
 IbSwitch::MapSlToVl(uint8_t inPort, uint8_t outPort, uint8_t sl) const
 {
     size_t dim = m_ports.size();
-    return m_slToVl[inPort * dim + outPort][sl & 0xF];
+    size_t pair = inPort * dim + outPort;
+    if (!m_slToVlSet[pair])
+    {
+        // Unconfigured: SL s on VL (s mod the output's OperationalVLs).
+        return static_cast<uint8_t>((sl & 0xF) % m_ports[outPort]->GetOperationalVls());
+    }
+    return m_slToVl[pair][sl & 0xF];
 }
 
 uint64_t
@@ -238,9 +239,11 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
         }
     };
 
-    if (m_lid != 0 && (dlid & mask) == (m_lid & mask))
+    // For the switch itself (port 0): its LID, or the permissive LID that directed-route SMPs
+    // carry (IBA vol. 1 ch. 14: they follow their path, not the LFT; the management agent of a
+    // later layer forwards them).
+    if (dlid == IbLrhHeader::kPermissiveLid || (m_lid != 0 && (dlid & mask) == (m_lid & mask)))
     {
-        // For the switch itself (port 0): its management agent.
         Ptr<const Packet> p = frame->packet;
         release();
         IbFramePool::Release(frame);

@@ -96,6 +96,7 @@ class IbSwitch : public Object
     uint8_t m_lmc = 0;
     uint64_t m_nodeGuid = 0;
     std::vector<std::array<uint8_t, 16>> m_slToVl; ///< [in * (N+1) + out]
+    std::vector<bool> m_slToVlSet;                 ///< that pair's table was set
     int m_mode = static_cast<int>(IbForwardingMode::CutThrough); ///< an IbForwardingMode
     Time m_latency;
     uint32_t m_cutThroughBytes = 8;
