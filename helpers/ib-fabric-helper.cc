@@ -77,7 +77,7 @@ void
 IbFabricHelper::SetDefaultRate(const std::string& rate)
 {
     IbLinkRate r;
-    if (!IbLinkRate::Parse(rate, r))
+    if (!rate.empty() && !IbLinkRate::Parse(rate, r))
     {
         throw std::invalid_argument("invalid InfiniBand link rate '" + rate +
                                     "' (expected e.g. 4xHDR, 1xSDR, 12xNDR)");
@@ -134,7 +134,7 @@ IbFabricHelper::Build(const Topology& topology) const
     {
         IbLinkRate rate;
         const std::string& text = l.rate.empty() ? m_defaultRate : l.rate;
-        if (!IbLinkRate::Parse(text, rate))
+        if (!text.empty() && !IbLinkRate::Parse(text, rate))
         {
             throw std::invalid_argument("invalid link rate '" + text + "' on " +
                                         topology.PortName(l.a, l.aPort));
@@ -146,10 +146,15 @@ IbFabricHelper::Build(const Topology& topology) const
         }
         Ptr<IbNetDevice> a = fabric.Port(l.a, l.aPort);
         Ptr<IbNetDevice> b = fabric.Port(l.b, l.bPort);
-        for (auto& d : {a, b})
+        // A rate named by the link or the helper sets both ends; otherwise the ports keep their
+        // LinkWidth/LinkSpeed attributes (so `--set ns3::IbNetDevice::LinkSpeed=EDR` applies).
+        if (!text.empty())
         {
-            d->SetAttribute("LinkWidth", UintegerValue(rate.width));
-            d->SetAttribute("LinkSpeed", EnumValue(static_cast<int>(rate.speed)));
+            for (auto& d : {a, b})
+            {
+                d->SetAttribute("LinkWidth", UintegerValue(rate.width));
+                d->SetAttribute("LinkSpeed", EnumValue(static_cast<int>(rate.speed)));
+            }
         }
         a->Attach(cable);
         b->Attach(cable);

@@ -43,7 +43,7 @@ struct IbFabric
  * Port, switch and cable parameters come from the ns-3 attribute defaults (so `--set
  * ns3::IbNetDevice::VlBufferBytes=...` applies) and can be overridden here per helper. A link's
  * rate in the topology ("4xHDR") sets both ends' LinkWidth/LinkSpeed; otherwise the helper's
- * default rate applies. GUIDs are deterministic: node i gets 0x0002c90300000000 + (i+1) << 8,
+ * default rate, if one is set, and else the ports' own attributes. GUIDs are deterministic: node i gets 0x0002c90300000000 + (i+1) << 8,
  * its ports that + port number.
  */
 class IbFabricHelper
@@ -53,7 +53,8 @@ class IbFabricHelper
     void SetPortAttribute(const std::string& name, const AttributeValue& value);
     void SetSwitchAttribute(const std::string& name, const AttributeValue& value);
     void SetCableAttribute(const std::string& name, const AttributeValue& value);
-    /// Rate for links that do not name one, e.g. "4xHDR".
+    /// Rate for links that do not name one, e.g. "4xHDR"; "" leaves such links to the ports'
+    /// LinkWidth and LinkSpeed attributes (4x HDR unless changed).
     void SetDefaultRate(const std::string& rate);
     /// Builds the fabric; throws std::invalid_argument if the topology is invalid.
     IbFabric Build(const Topology& topology) const;
@@ -62,7 +63,7 @@ class IbFabricHelper
     ObjectFactory m_portFactory;
     ObjectFactory m_switchFactory;
     ObjectFactory m_cableFactory;
-    std::string m_defaultRate = "4xHDR";
+    std::string m_defaultRate;
 };
 
 } // namespace ns3

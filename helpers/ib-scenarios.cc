@@ -64,7 +64,8 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     auto add = [&](const std::string& k, const std::string& v) { r.summary.emplace_back(k, v); };
     add("topology", spec.topology + " (" + std::to_string(st.hosts) + " hosts, " +
                         std::to_string(st.switches) + " switches)");
-    add("link rate", spec.rate + " (" + Fixed(st.linkDataRate / 1e9, 1) + " Gb/s data)");
+    add("link rate", "host 0 trained to " + st.linkRateName + " (" +
+                         Fixed(st.linkDataRate / 1e9, 1) + " Gb/s data)");
     add("simulated", Fixed(st.simulated.GetSeconds() * 1e6, 1) + " us in " +
                          Fixed(st.wallSeconds, 2) + " s wall");
     add("packets", std::to_string(st.packetsSent) + " sent, " +
@@ -124,7 +125,8 @@ std::vector<ScenarioParam>
 CommonParams(const std::string& topology, const std::string& duration)
 {
     return {{"topology", topology, "fabric (see docs/cli.md)"},
-            {"rate", "4xHDR", "default link rate (1x..12x, SDR..XDR)"},
+            {"rate", "", "link rate for links the topology leaves open, e.g. 4xNDR (default: "
+                         "the IbNetDevice LinkWidth/LinkSpeed attributes, 4x HDR)"},
             {"duration-us", duration, "how long the sources send, microseconds"},
             {"vls", "1", "operational data VLs (1, 2, 4, 8, 15)"},
             {"payload", "4096", "payload bytes per packet (<= 4096)"}};

@@ -221,6 +221,7 @@ RunIbTraffic(const IbTrafficSpec& spec)
     st.hosts = nHosts;
     st.switches = f.switches.GetN();
     st.linkDataRate = f.HostPort(0)->GetActiveRate().DataRate();
+    st.linkRateName = f.HostPort(0)->GetActiveRate().ToString();
     st.packetsSent = countSent();
     st.packetsReceived = countReceived();
     st.events = Simulator::GetEventCount();

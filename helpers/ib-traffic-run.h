@@ -23,7 +23,7 @@ struct IbTrafficSpec
         AllToAll, ///< every host sends to every other host in turn, packet by packet
     };
     std::string topology = "pair"; ///< a topology spec (helpers/topology.h)
-    std::string rate = "4xHDR";    ///< default link rate
+    std::string rate;              ///< default link rate; "" = the ports' attributes
     Time duration = MicroSeconds(10);
     uint8_t vls = 1;
     Pattern pattern = Pattern::Pair;
@@ -43,7 +43,8 @@ struct IbTrafficStats
     std::string topology;
     uint32_t hosts = 0;
     uint32_t switches = 0;
-    double linkDataRate = 0; ///< bit/s
+    double linkDataRate = 0; ///< bit/s, of host 0's link
+    std::string linkRateName; ///< "4xHDR"
     uint64_t packetsSent = 0;
     uint64_t packetsReceived = 0;
     uint64_t drops = 0;

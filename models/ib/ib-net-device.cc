@@ -14,6 +14,8 @@
 #include "ns3/uinteger.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace ns3
 {
@@ -115,7 +117,8 @@ IbNetDevice::GetTypeId()
                           "Largest transport payload (IBA MTU: 256, 512, 1024, 2048 or 4096 "
                           "bytes).",
                           UintegerValue(4096),
-                          MakeUintegerAccessor(&IbNetDevice::SetMtu, &IbNetDevice::GetMtu),
+                          MakeUintegerAccessor(&IbNetDevice::SetMtuAttribute,
+                                               &IbNetDevice::GetMtu),
                           MakeUintegerChecker<uint16_t>(256, 4096))
             .AddAttribute("VlBufferBytes",
                           "Receive buffer per data VL, bytes (a multiple of 64; at most 131072 "
@@ -182,7 +185,7 @@ IbNetDevice::GetTypeId()
             .AddTraceSource("Drop",
                             "A packet was discarded: (packet or null, IbDropReason).",
                             MakeTraceSourceAccessor(&IbNetDevice::m_dropTrace),
-                            "ns3::IbNetDevice::PacketVlCallback")
+                            "ns3::IbNetDevice::PacketReasonCallback")
             .AddTraceSource("BufferOccupancy",
                             "Receive buffer use changed: (VL, blocks used).",
                             MakeTraceSourceAccessor(&IbNetDevice::m_bufferTrace),
@@ -311,6 +314,17 @@ IbNetDevice::SetMtu(const uint16_t mtu)
     }
     m_mtu = mtu;
     return true;
+}
+
+void
+IbNetDevice::SetMtuAttribute(uint16_t mtu)
+{
+    if (!SetMtu(mtu))
+    {
+        throw std::invalid_argument("ns3::IbNetDevice::Mtu must be 256, 512, 1024, 2048 or 4096 "
+                                    "(the InfiniBand MTUs), not " +
+                                    std::to_string(mtu));
+    }
 }
 
 uint16_t
@@ -966,8 +980,12 @@ IbNetDevice::NeedsFlowControlEvent(uint8_t vl) const
 {
     // An arrival event is needed when the packet changes something at its arrival time: the
     // transmitter is waiting for this credit, an ABR repair is due, or someone traces credits.
-    // Otherwise its only effect, a higher FCCL, can be applied when the transmitter next asks,
-    // which changes no decision and saves an event per update.
+    // Otherwise its only effect, a higher FCCL, can be applied when the transmitter next asks:
+    // every credit check sees exactly the credit that had arrived by then, and an event per
+    // update is saved. What can differ from processing every update as an event is the order
+    // of simultaneous events (a credit landing at the very instant a decision is made), which
+    // ns-3 leaves to insertion order anyway; in symmetric all-to-all runs such ties shift the
+    // results by about as much as a centimetre more cable does (docs/ib-link.md).
     return m_tx[vl].stallStartPs >= 0 || m_rx[vl].lostSinceSync > 0 ||
            !m_fcRxTrace.IsEmpty() || !m_creditTrace.IsEmpty() || m_phys != IbPhysState::LinkUp;
 }

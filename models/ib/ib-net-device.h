@@ -130,6 +130,20 @@ class IbNetDevice : public NetDevice
     void SetPromiscReceiveCallback(NetDevice::PromiscReceiveCallback cb) override;
     bool SupportsSendFrom() const override;
 
+    // ---- trace signatures ----
+    /// Tx, Rx: (packet, VL).
+    typedef void (*PacketVlCallback)(Ptr<const Packet> packet, uint8_t vl);
+    /// Drop: (packet or null, IbDropReason).
+    typedef void (*PacketReasonCallback)(Ptr<const Packet> packet, uint8_t reason);
+    /// BufferOccupancy, Credits: (VL, blocks).
+    typedef void (*VlValueCallback)(uint8_t vl, uint32_t blocks);
+    /// FlowControlTx, FlowControlRx: (op, VL, FCTBS, FCCL).
+    typedef void (*FlowControlCallback)(uint8_t op, uint8_t vl, uint16_t fctbs, uint16_t fccl);
+    /// CreditStall: (VL, how long data waited).
+    typedef void (*VlTimeCallback)(uint8_t vl, Time duration);
+    /// PortState: (old, new) IbPortState values.
+    typedef void (*StateCallback)(uint8_t oldState, uint8_t newState);
+
     // ---- cabling and identity --------------------------------------------------------------
     void Attach(Ptr<IbChannel> channel);
     Ptr<IbChannel> GetIbChannel() const;
@@ -245,6 +259,9 @@ class IbNetDevice : public NetDevice
     void DoInitialize() override;
 
   private:
+    /// The Mtu attribute's setter: an invalid value is an error, not silently ignored.
+    void SetMtuAttribute(uint16_t mtu);
+
     struct TxVl
     {
         uint16_t fctbs = 0;              ///< blocks sent since link init, mod 4096

@@ -87,6 +87,8 @@ class IbSwitch : public Object
                       uint32_t delimiterBytes) const;
 
     uint64_t GetForwardedPackets() const;
+    /// Forward trace: (packet, input port, output port).
+    typedef void (*ForwardCallback)(Ptr<const Packet> packet, uint8_t inPort, uint8_t outPort);
 
   private:
     std::vector<Ptr<IbNetDevice>> m_ports; ///< index 0 unused (management port)
