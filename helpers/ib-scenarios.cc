@@ -2,6 +2,7 @@
 #include "helpers/ib-traffic-run.h"
 #include "helpers/scenario.h"
 
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -29,7 +30,7 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     spec.pattern = pattern;
     spec.topology = ScenarioParamString(o, info, "topology");
     spec.rate = ScenarioParamString(o, info, "rate");
-    spec.duration = MicroSeconds(ScenarioParamDouble(o, info, "duration-us"));
+    spec.duration = PicoSeconds(std::llround(ScenarioParamDouble(o, info, "duration-us") * 1e6));
     spec.vls = static_cast<uint8_t>(ScenarioParamUint(o, info, "vls"));
     spec.payloadBytes = static_cast<uint32_t>(ScenarioParamUint(o, info, "payload"));
     if (pattern == IbTrafficSpec::Pattern::Incast)

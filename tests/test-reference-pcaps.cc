@@ -27,28 +27,62 @@ RunCommand(const std::string& cmd)
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-const std::string kPairArgs =
-    " run ib-pair --param duration-us=1 --set ns3::IbNetDevice::TxQueuePackets=4 --no-progress "
-    "--no-plots";
+/// Every built-in scenario's reference trace and the arguments that made it (pcaps/README.md).
+struct Reference
+{
+    const char* scenario;
+    const char* args;
+};
+
+const Reference kReferences[] = {
+    {"ib-pair", " --param duration-us=1 --set ns3::IbNetDevice::TxQueuePackets=4"},
+    {"ib-incast",
+     " --param duration-us=0.2 --param payload=256 --set ns3::IbNetDevice::TxQueuePackets=2"},
+    {"ib-fat-tree",
+     " --param duration-us=0.2 --param payload=256 --set ns3::IbNetDevice::TxQueuePackets=2"},
+};
 } // namespace
 
-TEST(ReferencePcaps, IbPairMatchesReferenceByteForByte)
+TEST(ReferencePcaps, EveryScenarioMatchesItsReferenceByteForByte)
 {
     const std::string cnuas = std::string(CNUAS_BINARY_DIR) + "/bin/cnuas";
-    const std::string dir = std::string(CNUAS_BINARY_DIR) + "/test-out/ref-ib-pair";
-    std::filesystem::remove_all(dir);
-    ASSERT_EQ(RunCommand(cnuas + kPairArgs + " --pcap " + dir + "/a --out " + dir + "/out-a"), 0);
-    ASSERT_EQ(RunCommand(cnuas + kPairArgs + " --pcap " + dir + "/b --out " + dir + "/out-b"), 0);
-    for (const char* host : {"h0", "h1", "h0-flow-control"})
+    for (const Reference& ref : kReferences)
     {
-        auto a = ReadAll(dir + "/a/" + host + ".pcap");
-        auto b = ReadAll(dir + "/b/" + host + ".pcap");
-        auto ref = ReadAll(std::string(CNUAS_SOURCE_DIR) + "/pcaps/ib-pair/" + host + ".pcap");
-        ASSERT_GT(a.size(), 24u + 16 + 16 + 6) << host << ": no record in the trace";
-        EXPECT_TRUE(a == b) << host << ": two runs with the same seed differ";
-        EXPECT_TRUE(a == ref) << host << ": differs from pcaps/ib-pair/" << host
-                              << ".pcap (regenerate it with the command in pcaps/README.md "
-                                 "if the model change is intended)";
+        const std::string dir = std::string(CNUAS_BINARY_DIR) + "/test-out/ref-" + ref.scenario;
+        const std::string refDir = std::string(CNUAS_SOURCE_DIR) + "/pcaps/" + ref.scenario;
+        std::filesystem::remove_all(dir);
+        const std::string base = cnuas + " run " + ref.scenario + ref.args +
+                                 " --no-progress --no-plots --pcap " + dir;
+        ASSERT_EQ(RunCommand(base + "/a --out " + dir + "/out-a"), 0) << ref.scenario;
+        ASSERT_EQ(RunCommand(base + "/b --out " + dir + "/out-b"), 0) << ref.scenario;
+        size_t compared = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(refDir))
+        {
+            if (entry.path().extension() != ".pcap")
+            {
+                continue;
+            }
+            const std::string name = entry.path().filename().string();
+            auto a = ReadAll(dir + "/a/" + name);
+            auto b = ReadAll(dir + "/b/" + name);
+            auto expected = ReadAll(entry.path().string());
+            ASSERT_GT(a.size(), 24u + 16 + 16 + 6) << name << ": no record in the trace";
+            EXPECT_TRUE(a == b) << ref.scenario << "/" << name
+                                << ": two runs with the same seed differ";
+            EXPECT_TRUE(a == expected)
+                << ref.scenario << "/" << name << " differs from pcaps/" << ref.scenario << "/"
+                << name << " (regenerate it with the command in pcaps/README.md if the model "
+                << "change is intended)";
+            compared++;
+        }
+        EXPECT_GE(compared, 3u) << ref.scenario;
+        // Every trace the run wrote has a reference: none is forgotten.
+        size_t written = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(dir + "/a"))
+        {
+            written += entry.path().extension() == ".pcap";
+        }
+        EXPECT_EQ(written, compared) << ref.scenario;
     }
 }
 
