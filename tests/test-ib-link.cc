@@ -1,6 +1,7 @@
 // InfiniBand link layer: port states, credits, incast, congestion spreading, bad input.
 #include "helpers/ib-fabric-helper.h"
 #include "helpers/ib-traffic-run.h"
+#include "models/ib/ib-switch.h"
 #include "helpers/topology.h"
 #include "models/ib/ib-channel.h"
 #include "models/ib/ib-crc.h"
@@ -635,5 +636,33 @@ TEST(IbLink, LinkFlapOnALongCableLeaksNoCreditAndTrafficResumes)
     EXPECT_EQ(ca->GetPeer()->GetReceiveBufferUsed(0), 0u);
     EXPECT_GT(ca->GetPeer()->GetDropCount(IbDropReason::LinkDown), 0u);
     EXPECT_EQ(ca->GetPeer()->GetCounters().portXmitDiscards, 0); // it transmitted nothing
+    Simulator::Destroy();
+}
+
+// Before any subnet manager: ports are Init with LID 0, data cannot pass, but management
+// packets on VL15 do (IBA vol. 1 §7.2): they are how a subnet manager will reach the ports.
+TEST(IbLink, Vl15ManagementPassesWhilePortsAreInit)
+{
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
+    Ptr<IbNetDevice> ca = f.HostPort(0);
+    Ptr<IbSwitch> sw = f.switches.Get(0)->GetObject<IbSwitch>();
+    std::vector<std::pair<uint8_t, uint32_t>> got; // (arrival port, bytes)
+    sw->SetManagementCallback(MakeCallback(
+        +[](std::vector<std::pair<uint8_t, uint32_t>>* v, Ptr<IbNetDevice> in,
+            Ptr<const Packet> p, uint8_t) { v->emplace_back(in->GetPortNumber(), p->GetSize()); })
+                                  .Bind(&got));
+    Simulator::Stop(MicroSeconds(5));
+    Simulator::Run();
+    ASSERT_EQ(ca->GetPortState(), IbPortState::Init);
+    EXPECT_FALSE(ca->SendIb(Create<Packet>(256), 1, 0));          // data: refused
+    EXPECT_TRUE(ca->SendManagement(Create<Packet>(12 + 256), 0xFFFF)); // a 256-byte MAD
+    Simulator::Stop(MicroSeconds(5));
+    Simulator::Run();
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].first, 1);                              // it came in on switch port 1
+    EXPECT_EQ(got[0].second, 8u + 12 + 256 + 4 + 2);         // LRH BTH MAD ICRC VCRC
+    EXPECT_EQ(ca->GetPeer()->GetCounters().portRcvPkts, 1u); // counted as received
+    EXPECT_EQ(ca->GetFctbs(0), 0);                           // and no data credit was used
     Simulator::Destroy();
 }

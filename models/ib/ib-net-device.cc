@@ -1378,6 +1378,23 @@ IbNetDevice::SendIb(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, IbLnh lnh)
         m_dropTrace(packet, static_cast<uint8_t>(IbDropReason::XmitDiscard));
         return false;
     }
+    return Enqueue(packet, dlid, sl, vl, lnh);
+}
+
+bool
+IbNetDevice::SendManagement(Ptr<Packet> packet, uint16_t dlid)
+{
+    NS_ABORT_MSG_IF(m_switch, "SendManagement is for channel-adapter ports");
+    if (m_phys != IbPhysState::LinkUp)
+    {
+        return false;
+    }
+    return Enqueue(packet, dlid, 0, kIbManagementVl, IbLnh::IbaLocal);
+}
+
+bool
+IbNetDevice::Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, IbLnh lnh)
+{
     IbFrameQueue& q = m_tx[vl].hcaQueue;
     if (q.frames.size() >= m_txQueuePackets)
     {
@@ -1394,8 +1411,11 @@ IbNetDevice::SendIb(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, IbLnh lnh)
     lrh.SetVl(vl);
     lrh.SetSl(sl);
     lrh.SetLnh(lnh);
+    // A port without a LID sends management packets from the permissive LID (IBA vol. 1 ch. 14,
+    // directed-route SMPs).
+    const uint16_t slid = (m_lid == 0 && vl == kIbManagementVl) ? IbLrhHeader::kPermissiveLid : m_lid;
     lrh.SetDlid(dlid);
-    lrh.SetSlid(m_lid);
+    lrh.SetSlid(slid);
     lrh.SetPktLenWords(static_cast<uint16_t>(words));
     packet->AddHeader(lrh);
     packet->AddPaddingAtEnd((iba ? kIbIcrcBytes : 0) + kIbVcrcBytes);
@@ -1405,7 +1425,7 @@ IbNetDevice::SendIb(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, IbLnh lnh)
     f->bytes = packet->GetSize();
     f->blocks = IbFrame::BlocksFor(f->bytes);
     f->dlid = dlid;
-    f->slid = m_lid;
+    f->slid = slid;
     f->sl = sl;
     f->vl = vl;
     f->lnh = lnh;

@@ -200,6 +200,19 @@ class IbNetDevice : public NetDevice
      * PortXmitDiscards), the VL's transmit queue is full, or the packet is malformed.
      */
     bool SendIb(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, IbLnh lnh = IbLnh::IbaLocal);
+
+  private:
+    /// Builds the frame (LRH, CRC placeholders) and queues it on `vl`.
+    bool Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, IbLnh lnh);
+
+  public:
+    /**
+     * Sends a subnet-management packet on VL15 (`packet` starts at the BTH, as for SendIb). VL15
+     * needs no credit and no Active port: it is what flows while a port is still Init, before a
+     * subnet manager has given it a LID (IBA vol. 1 §7.2, §7.6.4). Returns false if the physical
+     * link is down or the VL15 queue is full.
+     */
+    bool SendManagement(Ptr<Packet> packet, uint16_t dlid);
     /// True if a packet on `sl` would be queued now.
     bool CanSend(uint8_t sl) const;
     typedef Callback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&> IbReceiveCallback;
