@@ -66,7 +66,7 @@ Incast(benchmark::State& state)
     for (auto _ : state)
     {
         IbTrafficSpec spec;
-        spec.topology = "dumbbell:left=9,right=2";
+        spec.topology = "dumbbell:left=2,right=9";
         spec.pattern = IbTrafficSpec::Pattern::Incast;
         spec.duration = MicroSeconds(1000);
         Report(state, RunIbTraffic(spec));
