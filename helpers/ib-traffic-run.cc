@@ -293,7 +293,7 @@ RunIbTraffic(const IbTrafficSpec& spec)
         if (spec.plots)
         {
             if (Plot("plot-throughput.py", tputCsv, spec.outDir + "/throughput.png",
-                     spec.title + ": throughput (1 us bins)"))
+                     spec.title + ": throughput"))
             {
                 st.artifacts.push_back(spec.outDir + "/throughput.png");
             }
