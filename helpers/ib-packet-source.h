@@ -84,6 +84,7 @@ class IbPacketSink : public Application
     /// Wire bytes received in the SampleInterval bins lying wholly inside [from, to), by source
     /// LID (0 = all sources).
     uint64_t GetWireBytesBetween(Time from, Time to, uint16_t slid = 0) const;
+    Time GetSampleInterval() const { return m_interval; }
     /// Bins of `SampleInterval`: (bin start, wire bytes) for one source (0 = all).
     std::vector<std::pair<Time, uint64_t>> GetSeries(uint16_t slid = 0) const;
 

@@ -84,7 +84,8 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
                                  std::to_string(st.bufferCapacity) + " blocks (64 B)");
     if (!st.ratesMeasured)
     {
-        add("throughput", "not measured: the traffic lasted less than two whole 1 us bins");
+        add("throughput", "not measured: after the warm-up quarter the traffic covered no whole "
+                          "sample bin (ns3::IbPacketSink::SampleInterval)");
     }
     else if (pattern == IbTrafficSpec::Pattern::Incast || pattern == IbTrafficSpec::Pattern::Pair)
     {
@@ -100,17 +101,24 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
             add("flow " + fl.name, Fixed(fl.gbps, 2) + " Gb/s");
         }
     }
-    if (st.ratesMeasured && st.victimGbps >= 0 && !st.flows.empty())
+    if (st.ratesMeasured && st.victimGbps >= 0)
     {
-        // Max-min fair share of the inter-switch link the victim shares with flow 0, which the
-        // hot spot holds to its own share: what the victim would get without head-of-line
-        // blocking.
-        const double linkGbps = st.linkDataRate / 1e9;
-        const double fair = linkGbps - st.flows.front().gbps;
-        add("victim flow " + st.victimName,
-            Fixed(st.victimGbps, 2) + " Gb/s to an idle host; without head-of-line blocking " +
-                Fixed(fair, 1) + " Gb/s (congestion spreading costs it " +
-                Fixed(100 * (1 - st.victimGbps / fair), 0) + "%)");
+        std::string text = Fixed(st.victimGbps, 2) + " Gb/s to an idle host";
+        if (st.sharedWithVictim >= 0 && size_t(st.sharedWithVictim) < st.flows.size())
+        {
+            // Max-min fair share of the link the victim shares with host 0's flow, which the
+            // hot spot holds to its own share: what the victim would get without head-of-line
+            // blocking (on a path where that link is the victim's bottleneck).
+            const double fair = st.linkDataRate / 1e9 - st.flows[st.sharedWithVictim].gbps;
+            text += "; max-min fair share of the link it shares with " +
+                    st.flows[st.sharedWithVictim].name + ": " + Fixed(fair, 1) + " Gb/s";
+            if (st.victimGbps < 0.95 * fair)
+            {
+                text += " (congestion spreading costs it " +
+                        Fixed(100 * (1 - st.victimGbps / fair), 0) + "%)";
+            }
+        }
+        add("victim flow " + st.victimName, text);
     }
     if (st.ratesMeasured)
     {

@@ -295,51 +295,58 @@ IbStaticSubnetHelper::GetLid(Ptr<Node> node) const
     return it == m_nodeLid.end() ? 0 : it->second;
 }
 
-int
-IbStaticSubnetHelper::GetRouteHops(uint16_t fromLid, uint16_t toLid) const
+std::vector<IbRouteHop>
+IbStaticSubnetHelper::GetRoute(uint16_t fromLid, uint16_t toLid) const
 {
+    std::vector<IbRouteHop> route;
     auto it = m_lidNode.find(fromLid);
     if (it == m_lidNode.end())
     {
-        return -1;
+        return {};
     }
     Ptr<Node> n = it->second;
-    int hops = 0;
     if (!n->GetObject<IbSwitch>())
     {
         auto ports = IbPortsOf(n);
         if (ports.empty() || !ports[0]->GetPeer())
         {
-            return -1;
+            return {};
         }
+        route.push_back({n->GetId(), ports[0]->GetPortNumber()});
         n = ports[0]->GetPeer()->GetNode();
-        hops = 1;
     }
     for (int guard = 0; guard < 64; ++guard)
     {
         Ptr<IbSwitch> sw = n->GetObject<IbSwitch>();
         if (!sw)
         {
-            return -1;
+            return {};
         }
         if (sw->GetLid() == toLid)
         {
-            return hops;
+            return route;
         }
         uint8_t out = sw->GetLftEntry(toLid);
         if (out == 255 || out == 0 || !sw->GetPort(out) || !sw->GetPort(out)->GetPeer())
         {
-            return -1;
+            return {};
         }
+        route.push_back({n->GetId(), out});
         Ptr<IbNetDevice> peer = sw->GetPort(out)->GetPeer();
-        hops++;
         if (!peer->IsSwitchPort())
         {
-            return peer->GetLid() == toLid ? hops : -1;
+            return peer->GetLid() == toLid ? route : std::vector<IbRouteHop>{};
         }
         n = peer->GetNode();
     }
-    return -1; // a loop
+    return {}; // a loop
+}
+
+int
+IbStaticSubnetHelper::GetRouteHops(uint16_t fromLid, uint16_t toLid) const
+{
+    auto route = GetRoute(fromLid, toLid);
+    return route.empty() ? -1 : static_cast<int>(route.size());
 }
 
 } // namespace ns3

@@ -15,6 +15,14 @@ namespace ns3
 class IbNetDevice;
 class IbSwitch;
 
+/// One cable a route crosses: leaving node `node` (an ns-3 node id) by port `port`.
+struct IbRouteHop
+{
+    uint32_t node;
+    uint8_t port;
+    bool operator==(const IbRouteHop& o) const { return node == o.node && port == o.port; }
+};
+
 /**
  * \brief Brings a fabric to Active the way a subnet manager would, for data-path work before
  * (or instead of) the management plane.
@@ -38,6 +46,9 @@ class IbStaticSubnetHelper
     uint16_t GetLid(Ptr<Node> node) const;
     /// Hop count between two LIDs' nodes along the programmed routes (-1 if unreachable).
     int GetRouteHops(uint16_t fromLid, uint16_t toLid) const;
+    /// The cables the programmed route from one LID to another crosses, in order (empty if it
+    /// does not arrive or loops).
+    std::vector<IbRouteHop> GetRoute(uint16_t fromLid, uint16_t toLid) const;
 
   private:
     void Activate();

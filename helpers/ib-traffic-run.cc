@@ -12,6 +12,7 @@
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,7 @@ RunIbTraffic(const IbTrafficSpec& spec)
     uint32_t hot = 1;
     int victimSrc = -1;
     int victimDst = -1;
+    int sharedWithVictim = -1; // the flow index crossing the victim's shared link
     switch (spec.pattern)
     {
     case Pattern::Pair:
@@ -96,7 +98,8 @@ RunIbTraffic(const IbTrafficSpec& spec)
         // host 1 sends to the idle host before it, across the same inter-switch link as host 0.
         // Host 0's packets, throttled by the hot spot, then sit in the input buffer the victim's
         // packets share: head-of-line blocking spreads the hot spot's congestion to the victim.
-        const uint32_t needed = spec.senders + 3;
+        // Senders use hosts 0, 2, 3, ...; a victim needs host 1 and the host before the hot spot.
+        const uint32_t needed = spec.victim ? spec.senders + 3 : spec.senders + 1;
         if (needed > nHosts)
         {
             throw std::invalid_argument("the topology has " + std::to_string(nHosts) +
@@ -106,10 +109,25 @@ RunIbTraffic(const IbTrafficSpec& spec)
         hot = nHosts - 1;
         for (uint32_t i = 0; i < spec.senders; ++i)
         {
-            addFlow(i == 0 ? 0 : i + 1, hot);
+            addFlow(i == 0 || !spec.victim ? i : i + 1, hot);
         }
         if (spec.victim)
         {
+            // Host 0's flow matters to the victim only if their routes share a cable.
+            if (spec.senders > 0)
+            {
+                auto a = subnet.GetRoute(subnet.GetLid(f.hosts.Get(0)),
+                                         subnet.GetLid(f.hosts.Get(hot)));
+                auto b = subnet.GetRoute(subnet.GetLid(f.hosts.Get(1)),
+                                         subnet.GetLid(f.hosts.Get(nHosts - 2)));
+                for (const auto& hop : b)
+                {
+                    if (std::find(a.begin(), a.end(), hop) != a.end())
+                    {
+                        sharedWithVictim = 0;
+                    }
+                }
+            }
             victimSrc = 1;
             victimDst = static_cast<int>(nHosts - 2);
             addFlow(victimSrc, victimDst);
@@ -208,15 +226,16 @@ RunIbTraffic(const IbTrafficSpec& spec)
     credits.Close();
 
     // ---- measurements ----
-    // The first quarter is warm-up; the window is whole sink bins (1 us), so that no partial
-    // bin inflates a rate.
-    const int64_t binPs = MicroSeconds(1).GetPicoSeconds();
+    // The first quarter is warm-up; the window is whole sink bins (SampleInterval), so that no
+    // partial bin inflates a rate.
+    const int64_t binPs = sinks[0]->GetSampleInterval().GetPicoSeconds();
     const Time from = PicoSeconds(((start + (stop - start) / 4).GetPicoSeconds() + binPs - 1) /
                                   binPs * binPs);
     const Time until = PicoSeconds(stop.GetPicoSeconds() / binPs * binPs);
     st.ratesMeasured = until > from;
-    // With no whole bin to measure over (traffic shorter than about 2 us), rates read 0.
+    // With no whole bin to measure over, rates read 0 (and the summary says "not measured").
     const double window = st.ratesMeasured ? (until - from).GetSeconds() : 1e300;
+    st.sharedWithVictim = sharedWithVictim;
     st.topology = topo.name;
     st.hosts = nHosts;
     st.switches = f.switches.GetN();

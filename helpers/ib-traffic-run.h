@@ -71,6 +71,8 @@ struct IbTrafficStats
         double gbps = 0;  ///< wire-byte throughput in the measurement window
     };
     std::vector<Flow> flows;   ///< every flow, when there are at most 64
+    /// Index in `flows` of the hot-spot flow that crosses the victim's shared link (-1: none).
+    int sharedWithVictim = -1;
     std::vector<std::string> artifacts;
 };
 

@@ -666,3 +666,21 @@ TEST(IbLink, Vl15ManagementPassesWhilePortsAreInit)
     EXPECT_EQ(ca->GetFctbs(0), 0);                           // and no data credit was used
     Simulator::Destroy();
 }
+
+// SL-to-VL tables a subnet manager set stay in place when the switch gains ports later.
+TEST(IbLink, SwitchSlToVlTablesSurviveAddingPorts)
+{
+    Ptr<IbSwitch> sw = CreateObject<IbSwitch>();
+    for (int i = 0; i < 2; ++i)
+    {
+        sw->AddPort(CreateObject<IbNetDevice>());
+    }
+    std::array<uint8_t, 16> table{};
+    table[3] = 0;
+    table[5] = 0;
+    sw->SetSlToVl(1, 2, table);
+    sw->AddPort(CreateObject<IbNetDevice>());
+    sw->GetPort(2)->SetOperationalVls(8);
+    EXPECT_EQ(sw->MapSlToVl(1, 2, 5), 0); // the table set before the third port
+    EXPECT_EQ(sw->MapSlToVl(3, 2, 5), 5); // an unset pair: SL 5 folds onto 8 VLs as VL 5
+}

@@ -64,6 +64,8 @@ IbSwitch::IbSwitch()
       m_latency(NanoSeconds(100))
 {
     m_ports.push_back(nullptr);
+    m_slToVl.assign(1, std::array<uint8_t, 16>{});
+    m_slToVlSet.assign(1, false);
 }
 
 IbSwitch::~IbSwitch() = default;
@@ -75,10 +77,22 @@ IbSwitch::AddPort(Ptr<IbNetDevice> port)
     uint8_t n = static_cast<uint8_t>(m_ports.size());
     m_ports.push_back(port);
     port->SetSwitch(this, n);
-    // SL-to-VL tables per (input, output) pair; unset pairs use the default in MapSlToVl.
-    size_t dim = m_ports.size();
-    m_slToVl.assign(dim * dim, std::array<uint8_t, 16>{});
-    m_slToVlSet.assign(dim * dim, false);
+    // SL-to-VL tables per (input, output) pair; unset pairs use the default in MapSlToVl. The
+    // matrix grows by a row and a column; tables already set keep their (input, output) place.
+    const size_t dim = m_ports.size();
+    const size_t oldDim = dim - 1;
+    std::vector<std::array<uint8_t, 16>> tables(dim * dim, std::array<uint8_t, 16>{});
+    std::vector<bool> set(dim * dim, false);
+    for (size_t in = 0; in < oldDim; ++in)
+    {
+        for (size_t out = 0; out < oldDim; ++out)
+        {
+            tables[in * dim + out] = m_slToVl[in * oldDim + out];
+            set[in * dim + out] = m_slToVlSet[in * oldDim + out];
+        }
+    }
+    m_slToVl = std::move(tables);
+    m_slToVlSet = std::move(set);
     return n;
 }
 
