@@ -116,7 +116,10 @@ constexpr Row kRows[] = {
 
     // Unreliable Datagram: every message is one packet, addressed by its DETH.
     {kUdSendOnly, "UD Send Only", kUd, kRequest | kSendData | kOnly | kDeth},
-    {kUdSendOnlyWithImm, "UD Send Only Immediate", kUd, kRequest | kSendData | kOnly | kDeth | kImmDt},
+    {kUdSendOnlyWithImm,
+     "UD Send Only Immediate",
+     kUd,
+     kRequest | kSendData | kOnly | kDeth | kImmDt},
 
     // RoCEv2 CNP (annex A17): addressed to the QP whose packets were marked, whatever its type.
     {IbOpcode::kCnp, "CNP", kRc | kUc | kUd, IbOpFlag::kCnp},
