@@ -162,6 +162,7 @@ struct IbOpcodeInfo
     /// starts, counted from the first BTH byte.
     uint8_t headerLength;
 
+    /// Whether every IbOpFlag bit of flag is set.
     bool Has(uint32_t flag) const { return (flags & flag) == flag; }
     bool Carries(IbExtHeader h) const
     {
