@@ -1206,7 +1206,8 @@ TEST(RdmaMr, LocalAndRemoteRangeChecksAtTheBoundaries)
     EXPECT_EQ(ro->CheckLocal(a, n, true), C::ACCESS_DENIED);
     EXPECT_EQ(ro->CheckRemote(a, n, RDMA_ACCESS_REMOTE_READ), C::ACCESS_DENIED);
     Ptr<RdmaMr> all = h.dev->RegMr(h.pd, a, n, 0xF);
-    for (uint32_t r : {RDMA_ACCESS_REMOTE_READ, RDMA_ACCESS_REMOTE_WRITE, RDMA_ACCESS_REMOTE_ATOMIC})
+    for (uint32_t r :
+         {RDMA_ACCESS_REMOTE_READ, RDMA_ACCESS_REMOTE_WRITE, RDMA_ACCESS_REMOTE_ATOMIC})
     {
         EXPECT_EQ(all->CheckRemote(a, 8, r), C::OK);
     }

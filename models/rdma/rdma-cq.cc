@@ -123,8 +123,8 @@ RdmaCq::Push(const RdmaWc& wc, bool solicited)
     m_ring->Push(wc);
     // IBA vol. 1 §11.4.2.2: "solicited" notification fires on a solicited completion or on an
     // unsuccessful one.
-    const bool fire = m_arm == Arm::NEXT ||
-                      (m_arm == Arm::SOLICITED && (solicited || wc.status != RdmaWcStatus::SUCCESS));
+    const bool wakesSolicited = solicited || wc.status != RdmaWcStatus::SUCCESS;
+    const bool fire = m_arm == Arm::NEXT || (m_arm == Arm::SOLICITED && wakesSolicited);
     if (fire)
     {
         m_arm = Arm::NONE;
