@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <sstream>
 #include <sys/wait.h>
 #include <string>
 #include <vector>
@@ -188,6 +189,43 @@ RunCommand(const std::string& cmd, int* exitStatus = nullptr)
         *exitStatus = (st >= 0 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;
     }
     return out;
+}
+
+/// Runs `tshark -r PATH OPTIONS -T fields -e F...` and splits its output into rows of fields
+/// (tab-separated, first occurrence of each field). `exitStatus` receives tshark's status.
+inline std::vector<std::vector<std::string>>
+TsharkFieldRows(const std::string& path,
+                const std::vector<std::string>& fields,
+                const std::string& options,
+                int* exitStatus)
+{
+    std::string cmd = "tshark -r '" + path + "' " + options +
+                      " -T fields -E separator=/t -E occurrence=f";
+    for (const auto& f : fields)
+    {
+        cmd += " -e " + f;
+    }
+    const std::string out = RunCommand(cmd + " 2>/dev/null", exitStatus);
+    std::vector<std::vector<std::string>> rows;
+    std::istringstream lines(out);
+    std::string line;
+    while (std::getline(lines, line))
+    {
+        std::vector<std::string> row;
+        size_t start = 0;
+        while (true)
+        {
+            const size_t tab = line.find('\t', start);
+            row.push_back(line.substr(start, tab == std::string::npos ? tab : tab - start));
+            if (tab == std::string::npos)
+            {
+                break;
+            }
+            start = tab + 1;
+        }
+        rows.push_back(row);
+    }
+    return rows;
 }
 
 } // namespace cnuas_test

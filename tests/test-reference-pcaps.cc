@@ -1,5 +1,7 @@
 // Reproducibility: the same scenario with the same seed writes byte-identical traces, equal to
 // the reference traces kept in pcaps/.
+#include "ib-test-packets.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -20,11 +22,13 @@ ReadAll(const std::string& path)
     return std::vector<char>(std::istreambuf_iterator<char>(in), {});
 }
 
+/// Runs a command quietly; its exit status.
 int
-RunCommand(const std::string& cmd)
+RunQuietly(const std::string& cmd)
 {
-    int rc = std::system((cmd + " >/dev/null 2>&1").c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    int status = -1;
+    cnuas_test::RunCommand(cmd + " >/dev/null 2>&1", &status);
+    return status;
 }
 
 /// Every built-in scenario's reference trace and the arguments that made it (pcaps/README.md).
@@ -53,8 +57,8 @@ TEST(ReferencePcaps, EveryScenarioMatchesItsReferenceByteForByte)
         std::filesystem::remove_all(dir);
         const std::string base = cnuas + " run " + ref.scenario + ref.args +
                                  " --no-progress --no-plots --pcap " + dir;
-        ASSERT_EQ(RunCommand(base + "/a --out " + dir + "/out-a"), 0) << ref.scenario;
-        ASSERT_EQ(RunCommand(base + "/b --out " + dir + "/out-b"), 0) << ref.scenario;
+        ASSERT_EQ(RunQuietly(base + "/a --out " + dir + "/out-a"), 0) << ref.scenario;
+        ASSERT_EQ(RunQuietly(base + "/b --out " + dir + "/out-b"), 0) << ref.scenario;
         size_t compared = 0;
         for (const auto& entry : std::filesystem::directory_iterator(refDir))
         {
@@ -88,25 +92,11 @@ TEST(ReferencePcaps, EveryScenarioMatchesItsReferenceByteForByte)
 
 namespace
 {
+/// Runs a command; its standard output and error together.
 std::string
 Capture(const std::string& cmd, int* status)
 {
-    std::string out;
-    FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-    if (!p)
-    {
-        *status = -1;
-        return out;
-    }
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    {
-        out.append(buf, n);
-    }
-    int rc = pclose(p);
-    *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-    return out;
+    return cnuas_test::RunCommand(cmd + " 2>&1", status);
 }
 } // namespace
 

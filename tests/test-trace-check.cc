@@ -760,33 +760,9 @@ TsharkAvailable()
 std::vector<std::vector<std::string>>
 TsharkFields(const std::string& path, const std::vector<std::string>& fields)
 {
-    std::string cmd = "tshark -r '" + path + "' -T fields -E separator=/t -E occurrence=f";
-    for (const auto& f : fields)
-    {
-        cmd += " -e " + f;
-    }
     int status = -1;
-    const std::string out = RunCommand(cmd + " 2>/dev/null", &status);
-    EXPECT_EQ(status, 0) << cmd;
-    std::vector<std::vector<std::string>> rows;
-    std::istringstream lines(out);
-    std::string line;
-    while (std::getline(lines, line))
-    {
-        std::vector<std::string> row;
-        size_t start = 0;
-        while (true)
-        {
-            const size_t tab = line.find('\t', start);
-            row.push_back(line.substr(start, tab == std::string::npos ? tab : tab - start));
-            if (tab == std::string::npos)
-            {
-                break;
-            }
-            start = tab + 1;
-        }
-        rows.push_back(row);
-    }
+    auto rows = cnuas_test::TsharkFieldRows(path, fields, "", &status);
+    EXPECT_EQ(status, 0) << "tshark on " << path;
     return rows;
 }
 

@@ -685,19 +685,7 @@ RdmaQp::PostSend(const RdmaSendWr& wr)
 int
 RdmaQp::PostSend(const std::vector<RdmaSendWr>& wrs, std::size_t* badWr)
 {
-    for (std::size_t i = 0; i < wrs.size(); ++i)
-    {
-        const int r = PostSend(wrs[i]);
-        if (r != 0)
-        {
-            if (badWr)
-            {
-                *badWr = i;
-            }
-            return r;
-        }
-    }
-    return 0;
+    return RdmaPostEach(wrs, badWr, [this](const RdmaSendWr& wr) { return PostSend(wr); });
 }
 
 int
@@ -743,19 +731,7 @@ RdmaQp::PostRecv(const RdmaRecvWr& wr)
 int
 RdmaQp::PostRecv(const std::vector<RdmaRecvWr>& wrs, std::size_t* badWr)
 {
-    for (std::size_t i = 0; i < wrs.size(); ++i)
-    {
-        const int r = PostRecv(wrs[i]);
-        if (r != 0)
-        {
-            if (badWr)
-            {
-                *badWr = i;
-            }
-            return r;
-        }
-    }
-    return 0;
+    return RdmaPostEach(wrs, badWr, [this](const RdmaRecvWr& wr) { return PostRecv(wr); });
 }
 
 } // namespace ns3

@@ -6,6 +6,8 @@
 #include "ns3/ptr.h"
 
 #include <cstdint>
+#include <cstddef>
+#include <vector>
 
 namespace ns3
 {
@@ -49,6 +51,30 @@ class RdmaResource : public Object
 
     friend class RdmaDevice;
 };
+
+/**
+ * Posts a list of work requests one by one, stopping at the first refused, as ibv_post_send and
+ * ibv_post_recv do with their linked lists: returns that request's errno and its index in
+ * `badWr`, or 0 when all were posted.
+ */
+template <typename Wr, typename PostOne>
+int
+RdmaPostEach(const std::vector<Wr>& wrs, std::size_t* badWr, PostOne&& postOne)
+{
+    for (std::size_t i = 0; i < wrs.size(); ++i)
+    {
+        const int r = postOne(wrs[i]);
+        if (r != 0)
+        {
+            if (badWr)
+            {
+                *badWr = i;
+            }
+            return r;
+        }
+    }
+    return 0;
+}
 
 } // namespace ns3
 

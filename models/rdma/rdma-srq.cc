@@ -72,19 +72,7 @@ RdmaSrq::PostRecv(const RdmaRecvWr& wr)
 int
 RdmaSrq::PostRecv(const std::vector<RdmaRecvWr>& wrs, std::size_t* badWr)
 {
-    for (std::size_t i = 0; i < wrs.size(); ++i)
-    {
-        const int r = PostRecv(wrs[i]);
-        if (r != 0)
-        {
-            if (badWr)
-            {
-                *badWr = i;
-            }
-            return r;
-        }
-    }
-    return 0;
+    return RdmaPostEach(wrs, badWr, [this](const RdmaRecvWr& wr) { return PostRecv(wr); });
 }
 
 int
