@@ -619,7 +619,7 @@ IbNetDevice::DiscardQueued(IbDropReason reason)
 void
 IbNetDevice::SetSwitch(Ptr<IbSwitch> sw, uint8_t portNumber)
 {
-    m_switch = sw;
+    m_switch = PeekPointer(sw);
     m_portNumber = portNumber;
 }
 

@@ -335,7 +335,7 @@ class IbNetDevice : public NetDevice
     // configuration
     Ptr<Node> m_node;
     Ptr<IbChannel> m_channel;
-    Ptr<IbSwitch> m_switch;
+    IbSwitch* m_switch = nullptr; ///< the switch that owns this port (not owned: no cycle)
     Ptr<ErrorModel> m_receiveErrorModel;
     uint32_t m_ifIndex = 0;
     uint16_t m_mtu = 4096;

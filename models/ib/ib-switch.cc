@@ -70,6 +70,14 @@ IbSwitch::IbSwitch()
 
 IbSwitch::~IbSwitch() = default;
 
+void
+IbSwitch::DoDispose()
+{
+    m_ports.clear();
+    m_management = ManagementCallback();
+    Object::DoDispose();
+}
+
 uint8_t
 IbSwitch::AddPort(Ptr<IbNetDevice> port)
 {

@@ -90,6 +90,9 @@ class IbSwitch : public Object
     /// Forward trace: (packet, input port, output port).
     typedef void (*ForwardCallback)(Ptr<const Packet> packet, uint8_t inPort, uint8_t outPort);
 
+  protected:
+    void DoDispose() override;
+
   private:
     std::vector<Ptr<IbNetDevice>> m_ports; ///< index 0 unused (management port)
     std::vector<uint8_t> m_lft;
