@@ -522,6 +522,73 @@ TEST(ModbusMasterSlave, ExceptionResponses)
     Simulator::Destroy();
 }
 
+namespace
+{
+/// A device that is busy for holding-register reads.
+class BusyBank : public ModbusMemoryRegisterBank
+{
+  public:
+    ModbusExceptionCode ReadHoldingRegisters(uint16_t, uint16_t, std::vector<uint16_t>&) override
+    {
+        return ModbusExceptionCode::ServerDeviceBusy;
+    }
+};
+} // namespace
+
+TEST(ModbusMasterSlave, BusyDeviceAnswersException06)
+{
+    Rig r = MakeRig(Fmt(19200), {1});
+    r.slaves[0]->SetRegisterBank(CreateObject<BusyBank>());
+    r.master->Submit(1, ModbusRequest::ReadHoldingRegisters(0, 1), r.Cb());
+    Simulator::Run();
+    ASSERT_EQ(r.res.t.size(), 1u);
+    EXPECT_EQ(r.res.t[0].status, ModbusResultStatus::Exception);
+    EXPECT_EQ(r.res.t[0].response.exception, ModbusExceptionCode::ServerDeviceBusy);
+    EXPECT_EQ(r.slaves[0]->GetDiagnostics().serverBusyCount, 1u);
+    EXPECT_EQ(r.slaves[0]->GetDiagnostics().busExceptionErrorCount, 1u);
+    Simulator::Destroy();
+}
+
+// A master talking at the wrong baud rate gets no answer (the slave hears errors only); after
+// switching to the slave's rate it does. Per-request options give the probe its own timeout.
+TEST(ModbusMasterSlave, WrongBaudRateGetsNoAnswerUntilTheMasterSwitches)
+{
+    Rig r = MakeRig(Fmt(19200), {0x40});
+    r.dev[0]->SetFormat(Fmt(115200));
+    ModbusSubmitOptions probe;
+    probe.responseTimeout = MilliSeconds(70);
+    probe.retries = 0;
+    auto onProbe = [&r](const ModbusTransaction& t) {
+        r.res.Add(t);
+        if (t.status == ModbusResultStatus::Timeout && r.res.t.size() == 1)
+        {
+            r.master->SetLineFormat(Fmt(19200));
+            r.master->Submit(0x40, ModbusRequest::ReadHoldingRegisters(8, 8), r.Cb());
+        }
+    };
+    std::function<void(const ModbusTransaction&)> fn = onProbe;
+    // 10 ms in: the slave has left its power-up wait (t3.5 at 19200 is longer than the
+    // master's 1.75 ms at 115200; a request inside it would just be discarded).
+    Simulator::Schedule(MilliSeconds(10), [&]() {
+        r.master->Submit(
+            0x40,
+            ModbusRequest::ReadHoldingRegisters(8, 8),
+            MakeCallback(&std::function<void(const ModbusTransaction&)>::operator(), &fn),
+            probe);
+    });
+    Simulator::Run();
+    ASSERT_EQ(r.res.t.size(), 2u);
+    EXPECT_EQ(r.res.t[0].status, ModbusResultStatus::Timeout);
+    EXPECT_EQ(r.res.t[0].attempts, 1u);
+    EXPECT_EQ(r.res.t[0].completed - r.res.t[0].requestEnd, MilliSeconds(70));
+    EXPECT_EQ(r.res.t[1].status, ModbusResultStatus::Ok);
+    EXPECT_EQ(r.res.t[1].response.registers.size(), 8u);
+    EXPECT_EQ(r.slaves[0]->GetFramerCounters().characterError, 1u);
+    EXPECT_EQ(r.slaves[0]->GetFramerCounters().initialDiscarded, 0u);
+    EXPECT_EQ(r.dev[1]->GetCounters().rxFormatMismatch, 8u);
+    Simulator::Destroy();
+}
+
 TEST(ModbusMasterSlave, BroadcastWriteGetsNoResponse)
 {
     Rig r = MakeRig(Fmt(19200), {1, 2, 3});

@@ -120,7 +120,17 @@ ModbusMaster::StopApplication()
 uint64_t
 ModbusMaster::Submit(uint8_t unit, const ModbusRequest& request, ResultCallback cb)
 {
+    return Submit(unit, request, cb, ModbusSubmitOptions());
+}
+
+uint64_t
+ModbusMaster::Submit(uint8_t unit,
+                     const ModbusRequest& request,
+                     ResultCallback cb,
+                     const ModbusSubmitOptions& options)
+{
     Pending p;
+    p.options = options;
     p.t.id = m_nextId++;
     p.t.unit = unit;
     p.t.request = request;
@@ -212,8 +222,9 @@ ModbusMaster::TransmitComplete()
         return;
     }
     m_state = State::WaitingReply;
-    m_timeoutEvent =
-        Simulator::Schedule(m_responseTimeout, &ModbusMaster::ResponseTimeout, this);
+    const Time timeout =
+        p.options.responseTimeout.IsZero() ? m_responseTimeout : p.options.responseTimeout;
+    m_timeoutEvent = Simulator::Schedule(timeout, &ModbusMaster::ResponseTimeout, this);
 }
 
 void
@@ -238,7 +249,9 @@ ModbusMaster::AttemptFailed(ModbusResultStatus status)
 {
     m_timeoutEvent.Cancel();
     Pending& p = m_queue.front();
-    if (p.t.attempts <= m_retries)
+    const uint32_t retries =
+        p.options.retries < 0 ? m_retries : static_cast<uint32_t>(p.options.retries);
+    if (p.t.attempts <= retries)
     {
         m_lastCompleted = Simulator::Now();
         ScheduleNext(); // §2.4.1: back to Idle, "enabling a retry of the request"

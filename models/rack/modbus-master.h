@@ -46,6 +46,14 @@ struct ModbusTransaction
     std::string detail;         ///< why a response was invalid
 };
 
+/// Per-request overrides of the master's attributes (e.g. rackmon probes an absent address
+/// with a 70 ms timeout and no retry, but commands with 300 ms).
+struct ModbusSubmitOptions
+{
+    Time responseTimeout; ///< zero: the ResponseTimeout attribute
+    int32_t retries = -1; ///< negative: the Retries attribute
+};
+
 /// Master-side counters.
 struct ModbusMasterCounters
 {
@@ -91,6 +99,11 @@ class ModbusMaster : public ModbusRtuEndpoint
 
     /// Queues a request to `unit` (0 = broadcast); returns the transaction id.
     uint64_t Submit(uint8_t unit, const ModbusRequest& request, ResultCallback cb = ResultCallback());
+    /// The same with a timeout and retry count for this request only.
+    uint64_t Submit(uint8_t unit,
+                    const ModbusRequest& request,
+                    ResultCallback cb,
+                    const ModbusSubmitOptions& options);
     /// Transactions waiting or in progress.
     std::size_t GetPending() const;
     bool IsIdle() const;
@@ -116,6 +129,7 @@ class ModbusMaster : public ModbusRtuEndpoint
     {
         ModbusTransaction t;
         ResultCallback cb;
+        ModbusSubmitOptions options;
     };
 
     void ScheduleNext();

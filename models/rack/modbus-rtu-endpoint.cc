@@ -87,6 +87,18 @@ ModbusRtuEndpoint::GetTiming() const
     return t;
 }
 
+void
+ModbusRtuEndpoint::SetLineFormat(const Rs485Format& f)
+{
+    NS_ABORT_MSG_IF(!m_device, "ModbusRtuEndpoint::SetLineFormat: no device");
+    m_device->SetFormat(f);
+    m_framer.SetTiming(GetTiming());
+    if (m_running)
+    {
+        m_framer.Start(); // a receiver reconfigured mid-frame loses the frame
+    }
+}
+
 const ModbusRtuFramerCounters&
 ModbusRtuEndpoint::GetFramerCounters() const
 {

@@ -46,6 +46,12 @@ class ModbusRtuEndpoint : public Application
     Ptr<Rs485Device> GetDevice() const;
     /// t1.5 and t3.5 in use.
     ModbusRtuTiming GetTiming() const;
+    /**
+     * Changes the line format (baud rate, parity...) of the device and the framer's timing with
+     * it, as a master that scans devices at 19200 and 115200 does. Any frame being received is
+     * dropped; takes effect for the next character.
+     */
+    void SetLineFormat(const Rs485Format& f);
     const ModbusRtuFramerCounters& GetFramerCounters() const;
     /// Echo characters that differed from what was sent (or came with an error).
     uint64_t GetEchoErrors() const { return m_echoErrors; }
