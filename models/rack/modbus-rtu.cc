@@ -8,23 +8,50 @@ namespace ns3
 
 NS_LOG_COMPONENT_DEFINE("ModbusRtu");
 
+namespace
+{
+/// The eight shift/XOR steps of Modbus over serial line v1.02 §6.2.2 (steps 3-5) applied to one
+/// register value.
+uint16_t
+CrcShift8(uint16_t crc)
+{
+    for (int bit = 0; bit < 8; ++bit)
+    {
+        const bool lsb = (crc & 1u) != 0;
+        crc = static_cast<uint16_t>(crc >> 1);
+        if (lsb)
+        {
+            crc ^= 0xA001; // the polynomial value of step 4
+        }
+    }
+    return crc;
+}
+
+/// Those steps for each possible low byte, computed once: the byte-at-a-time form.
+struct CrcTable
+{
+    uint16_t t[256];
+    CrcTable()
+    {
+        for (int i = 0; i < 256; ++i)
+        {
+            t[i] = CrcShift8(static_cast<uint16_t>(i));
+        }
+    }
+};
+} // namespace
+
 uint16_t
 ModbusCrc16(const uint8_t* data, std::size_t n)
 {
-    // Modbus over serial line v1.02 §6.2.2, steps 1-7.
+    // Modbus over serial line v1.02 §6.2.2: preset 0xFFFF (step 1), XOR each byte into the low
+    // byte (step 2), eight shifts with the polynomial (steps 3-5). The high byte only shifts
+    // down, so the eight steps equal (crc >> 8) XOR table[low byte].
+    static const CrcTable table;
     uint16_t crc = 0xFFFF;
     for (std::size_t i = 0; i < n; ++i)
     {
-        crc ^= data[i];
-        for (int bit = 0; bit < 8; ++bit)
-        {
-            const bool lsb = (crc & 1u) != 0;
-            crc = static_cast<uint16_t>(crc >> 1);
-            if (lsb)
-            {
-                crc ^= 0xA001;
-            }
-        }
+        crc = static_cast<uint16_t>((crc >> 8) ^ table.t[(crc ^ data[i]) & 0xFF]);
     }
     return crc;
 }
@@ -222,15 +249,26 @@ ModbusRtuFramer::Receive(const Rs485Character& c)
         m_frame.end = c.end;
     }
     m_lastEnd = std::max(m_lastEnd, c.end);
-    m_t35.Cancel();
-    m_t35 = Simulator::Schedule(m_lastEnd + m_timing.t35 - Simulator::Now(),
-                                &ModbusRtuFramer::T35Expired,
-                                this);
+    // "init. and start t3.5": the timer runs from this character's end. One event at a time:
+    // if one is pending it re-arms itself for the remainder when it fires, which costs one
+    // event per t3.5 rather than one per character and receiver.
+    if (!m_t35.IsRunning())
+    {
+        m_t35 = Simulator::Schedule(m_lastEnd + m_timing.t35 - Simulator::Now(),
+                                    &ModbusRtuFramer::T35Expired,
+                                    this);
+    }
 }
 
 void
 ModbusRtuFramer::T35Expired()
 {
+    const Time due = m_lastEnd + m_timing.t35;
+    if (Simulator::Now() < due)
+    {
+        m_t35 = Simulator::Schedule(due - Simulator::Now(), &ModbusRtuFramer::T35Expired, this);
+        return;
+    }
     if (Arriving())
     {
         // A start bit came before the silence reached t3.5: the character's delivery restarts

@@ -534,12 +534,19 @@ Rs485Device::ReceiveFromChannel(const Rs485WireCharacter& w,
                                 Time endHere,
                                 bool own)
 {
-    for (auto it = m_arriving.begin(); it != m_arriving.end(); ++it)
+    if (!m_arriving.empty() && m_arriving.front().seq == w.seq)
     {
-        if (it->seq == w.seq)
+        m_arriving.pop_front(); // the usual case: characters arrive in the order they started
+    }
+    else
+    {
+        for (auto it = m_arriving.begin(); it != m_arriving.end(); ++it)
         {
-            m_arriving.erase(it);
-            break;
+            if (it->seq == w.seq)
+            {
+                m_arriving.erase(it);
+                break;
+            }
         }
     }
     m_lastRxEnd = std::max(m_lastRxEnd, endHere);
@@ -572,14 +579,17 @@ Rs485Device::ReceiveFromChannel(const Rs485WireCharacter& w,
         c.cause = Rs485RxCause::FormatMismatch;
         m_counters.rxFormatMismatch++;
     }
+    else if (own || (m_bitErrorRate <= 0.0 && !m_errorModel))
+    {
+        c.byte = w.lineByte; // a clean line and a matching format: the byte as sent
+        c.status = Rs485RxStatus::Ok;
+    }
     else
     {
-        uint32_t wave = Rs485EncodeWaveform(w.format, w.lineByte);
         bool flipped = false;
-        if (!own)
-        {
-            wave = ApplyNoise(wave, w.format.BitsPerCharacter(), &flipped);
-        }
+        const uint32_t wave = ApplyNoise(Rs485EncodeWaveform(w.format, w.lineByte),
+                                         w.format.BitsPerCharacter(),
+                                         &flipped);
         const Rs485Decoded d = Rs485DecodeWaveform(wave, w.format, rx);
         c.byte = d.byte;
         c.status = d.status;
