@@ -153,8 +153,9 @@ ModbusBusCapture::Open(const std::string& path, Ptr<Rs485Channel> bus, const Rs4
     m_bus = bus;
     m_timing = ModbusRtuTiming::ForFormat(format);
     m_frame.clear();
-    m_connected = bus->TraceConnectWithoutContext("Character",
-                                                  MakeCallback(&ModbusBusCapture::OnCharacter, this));
+    m_connected =
+        bus->TraceConnectWithoutContext("Character",
+                                        MakeCallback(&ModbusBusCapture::OnCharacter, this));
     NS_ABORT_MSG_IF(!m_connected, "ModbusBusCapture: no Character trace on the bus");
     // Write the last frame when the run ends; the Ptr held by the event keeps this alive.
     Simulator::ScheduleDestroy(&ModbusBusCapture::Close, Ptr<ModbusBusCapture>(this));

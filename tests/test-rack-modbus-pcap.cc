@@ -278,7 +278,8 @@ TEST(ModbusPcap, TsharkDecodesEveryFrame)
             }
         }
         const std::string expert =
-            ShellOutput("tshark -r '" + path + "' -o mbrtu.crc_verification:TRUE -q -z expert,error",
+            ShellOutput("tshark -r '" + path +
+                            "' -o mbrtu.crc_verification:TRUE -q -z expert,error",
                 &status);
         EXPECT_EQ(status, 0);
         EXPECT_EQ(expert.find("Malformed"), std::string::npos) << expert;
@@ -310,7 +311,8 @@ TEST(ModbusPcap, BadCrcFrameIsCapturedAsItWas)
     CaptureExchange(path, 19200, true);
     int status = -1;
     const std::string out =
-        ShellOutput("tshark -r '" + path + "' -o mbrtu.crc_verification:TRUE -T fields -E separator=/t"
+        ShellOutput("tshark -r '" + path +
+                    "' -o mbrtu.crc_verification:TRUE -T fields -E separator=/t"
                                    " -e mbrtu.unit_id -e mbrtu.crc16.status",
             &status);
     ASSERT_EQ(status, 0) << out;

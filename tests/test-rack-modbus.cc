@@ -281,8 +281,10 @@ TEST(ModbusPdu, ResponsesDecodeAgainstTheirRequest)
     EXPECT_TRUE(ModbusResponse::Decode(wr, echo.data(), echo.size(), r));
     EXPECT_FALSE(ModbusResponse::Decode(wr, wrong.data(), wrong.size(), r));
     // Device identification objects must stay inside the PDU.
-    const ModbusRequest id = ModbusRequest::ReadDeviceIdentification(ModbusReadDeviceIdCode::Basic, 0);
-    const std::vector<uint8_t> idOk = {0x2B, 0x0E, 0x01, 0x81, 0x00, 0x00, 0x01, 0x00, 0x02, 'h', 'i'};
+    const ModbusRequest id =
+        ModbusRequest::ReadDeviceIdentification(ModbusReadDeviceIdCode::Basic, 0);
+    const std::vector<uint8_t> idOk =
+        {0x2B, 0x0E, 0x01, 0x81, 0x00, 0x00, 0x01, 0x00, 0x02, 'h', 'i'};
     ASSERT_TRUE(ModbusResponse::Decode(id, idOk.data(), idOk.size(), r));
     ASSERT_EQ(r.objects.size(), 1u);
     EXPECT_EQ(r.objects[0].value, "hi");
@@ -344,7 +346,8 @@ TEST(ModbusFraming, GapAboveT15InsideAFrameDiscardsIt)
     {
         Rig r = MakeRig(Fmt(19200), {1}, true, 0.0);
         const Rs485Format f = Fmt(19200);
-        const std::vector<uint8_t> adu = ModbusRtuBuildAdu(1, ModbusRequest::ReadHoldingRegisters(0, 2).Encode());
+        const std::vector<uint8_t> adu =
+            ModbusRtuBuildAdu(1, ModbusRequest::ReadHoldingRegisters(0, 2).Encode());
         const Time t0 = MilliSeconds(10);
         const Time gap = gc.exactlyT15 ? ModbusRtuTiming::ForFormat(f).t15
                                        : PicoSeconds(static_cast<int64_t>(
@@ -437,7 +440,8 @@ TEST(ModbusMasterSlave, EveryFunctionCodeRoundTrips)
     // Extended objects long enough to need two transactions (More Follows).
     for (uint8_t id = 0x80; id < 0x84; ++id)
     {
-        bank->SetDeviceIdentificationObject(id, std::string(80, static_cast<char>('A' + id - 0x80)));
+        bank->SetDeviceIdentificationObject(id,
+                                            std::string(80, static_cast<char>('A' + id - 0x80)));
     }
     auto m = r.master;
     m->Submit(1, ModbusRequest::ReadCoils(0, 10), r.Cb());
@@ -449,10 +453,11 @@ TEST(ModbusMasterSlave, EveryFunctionCodeRoundTrips)
     m->Submit(1, ModbusRequest::WriteMultipleCoils(16, {1, 0, 1, 1, 0, 0, 1, 0, 1}), r.Cb());
     m->Submit(1, ModbusRequest::WriteMultipleRegisters(20, {1, 2, 3}), r.Cb());
     m->Submit(1, ModbusRequest::ReadWriteMultipleRegisters(20, 3, 21, {9}), r.Cb());
-    m->Submit(1, ModbusRequest::ReadDeviceIdentification(ModbusReadDeviceIdCode::Basic, 0), r.Cb());
-    m->Submit(1, ModbusRequest::ReadDeviceIdentification(ModbusReadDeviceIdCode::Regular, 0), r.Cb());
-    m->Submit(1, ModbusRequest::ReadDeviceIdentification(ModbusReadDeviceIdCode::Individual, 5), r.Cb());
-    m->Submit(1, ModbusRequest::ReadDeviceIdentification(ModbusReadDeviceIdCode::Extended, 0), r.Cb());
+    using Id = ModbusReadDeviceIdCode;
+    m->Submit(1, ModbusRequest::ReadDeviceIdentification(Id::Basic, 0), r.Cb());
+    m->Submit(1, ModbusRequest::ReadDeviceIdentification(Id::Regular, 0), r.Cb());
+    m->Submit(1, ModbusRequest::ReadDeviceIdentification(Id::Individual, 5), r.Cb());
+    m->Submit(1, ModbusRequest::ReadDeviceIdentification(Id::Extended, 0), r.Cb());
     Simulator::Run();
     ASSERT_EQ(r.res.t.size(), 13u);
     for (const auto& t : r.res.t)
@@ -498,8 +503,10 @@ TEST(ModbusMasterSlave, ExceptionResponses)
     r.master->Submit(1, ModbusRequest::ReadHoldingRegisters(98, 4), r.Cb());     // 02 (partly)
     r.master->Submit(1, ModbusRequest::ReadHoldingRegisters(0, 126), r.Cb());    // 03
     r.master->Submit(1, ModbusRequest::Raw(0x05, {0x00, 0x01, 0x12, 0x34}), r.Cb()); // 03
-    r.master->Submit(1, ModbusRequest::ReadDeviceIdentification(ModbusReadDeviceIdCode::Individual, 0x42),
-                     r.Cb());                                                    // 02
+    r.master->Submit(
+        1,
+        ModbusRequest::ReadDeviceIdentification(ModbusReadDeviceIdCode::Individual, 0x42),
+        r.Cb()); // 02
     r.master->Submit(1, ModbusRequest::WriteMultipleRegisters(99, {1, 2}), r.Cb()); // 02
     r.master->Submit(2, ModbusRequest::ReadHoldingRegisters(0, 1), r.Cb());      // 04
     Simulator::Run();

@@ -261,7 +261,9 @@ TEST(Rs485Bus, OverlappingDriversCorruptTheOverlappingCharacters)
     // 2.5c, so dev0's character 2 is hit as well).
     b.dev[0]->Send(std::vector<uint8_t>{0x11, 0x22, 0x33, 0x44});
     const Time t1 = PicoSeconds(f.CharactersTime(5).GetPicoSeconds() / 2);
-    Simulator::Schedule(t1, [&]() { b.dev[1]->Send(std::vector<uint8_t>{0xF0, 0xF1, 0xF2, 0xF3}); });
+    Simulator::Schedule(t1, [&]() {
+        b.dev[1]->Send(std::vector<uint8_t>{0xF0, 0xF1, 0xF2, 0xF3});
+    });
     Simulator::Run();
     ASSERT_EQ(s2.chars.size(), 8u);
     size_t collided = 0;

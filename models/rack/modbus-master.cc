@@ -234,9 +234,13 @@ ModbusMaster::ResponseTimeout()
     {
         return;
     }
-    if (m_framer.IsReceiving() || GetDevice()->IsCharacterArriving())
+    const ModbusRtuFramer::State fs = m_framer.GetState();
+    const bool frameOpen = fs == ModbusRtuFramer::State::Reception ||
+                           fs == ModbusRtuFramer::State::ControlAndWaiting;
+    if (frameOpen || (fs == ModbusRtuFramer::State::Idle && GetDevice()->IsCharacterArriving()))
     {
-        // A frame began in time: receive it to its end, then decide.
+        // A frame began in time: receive it to its end, then decide. (A framer still in its
+        // Initial wait will not make a frame of it: that is a timeout.)
         m_timeoutExpired = true;
         return;
     }

@@ -98,7 +98,9 @@ class ModbusMaster : public ModbusRtuEndpoint
     typedef void (*TransactionCallback)(const ModbusTransaction& t);
 
     /// Queues a request to `unit` (0 = broadcast); returns the transaction id.
-    uint64_t Submit(uint8_t unit, const ModbusRequest& request, ResultCallback cb = ResultCallback());
+    uint64_t Submit(uint8_t unit,
+                    const ModbusRequest& request,
+                    ResultCallback cb = ResultCallback());
     /// The same with a timeout and retry count for this request only.
     uint64_t Submit(uint8_t unit,
                     const ModbusRequest& request,

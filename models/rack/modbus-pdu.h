@@ -24,7 +24,7 @@ enum class ModbusFunction : uint8_t
     WriteMultipleCoils = 0x0F,         ///< §6.11
     WriteMultipleRegisters = 0x10,     ///< §6.12
     ReadWriteMultipleRegisters = 0x17, ///< §6.17
-    EncapsulatedInterface = 0x2B,      ///< §6.19; MEI type 0x0E = read device identification §6.21
+    EncapsulatedInterface = 0x2B,      ///< §6.19; MEI type 0x0E: read device identification
 };
 
 /// Exception codes (MODBUS Application Protocol V1.1b3 §7). None = no exception.

@@ -21,7 +21,7 @@ struct ModbusSlaveDiagnostics
 {
     uint64_t busMessageCount = 0;            ///< CPT1: frames with a good CRC, any address
     uint64_t busCommunicationErrorCount = 0; ///< CPT2: CRC, character, length, incomplete errors
-    uint64_t busExceptionErrorCount = 0;     ///< CPT3: exceptions detected (sent or, broadcast, not)
+    uint64_t busExceptionErrorCount = 0;     ///< CPT3: exceptions (sent, or not for a broadcast)
     uint64_t serverMessageCount = 0;         ///< CPT4: frames for this address or broadcast
     uint64_t serverNoResponseCount = 0;      ///< CPT5: of those, answered with nothing
     uint64_t serverNakCount = 0;             ///< CPT6
