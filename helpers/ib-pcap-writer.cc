@@ -1,5 +1,7 @@
 #include "ib-pcap-writer.h"
 
+#include "helpers/pcap-file-open.h"
+
 #include "ns3/abort.h"
 #include "ns3/boolean.h"
 #include "ns3/log.h"
@@ -20,22 +22,10 @@ bool
 IbErfPcapWriter::Open(const std::string& path)
 {
     Close();
-    Ptr<PcapFileWrapper> file = CreateObject<PcapFileWrapper>();
-    // Nanosecond pcap timestamps (magic a1b23c4d): ns-3 runs at picosecond resolution and
-    // back-to-back packets on a fast link are a few nanoseconds apart.
-    file->SetAttribute("NanosecMode", BooleanValue(true));
-    file->Open(path, std::ios::out);
-    if (file->Fail())
+    // snaplen 65535: the largest record either encapsulation's length fields describe.
+    Ptr<PcapFileWrapper> file = OpenNanosecondPcap(path, kLinkTypeErf);
+    if (!file)
     {
-        NS_LOG_WARN("cannot open " << path << " for writing");
-        return false;
-    }
-    // snaplen 65535 is the largest record ERF's 16-bit rlen can describe anyway.
-    file->Init(kLinkTypeErf, 65535, 0);
-    if (file->Fail())
-    {
-        NS_LOG_WARN("cannot write the pcap header of " << path);
-        file->Close();
         return false;
     }
     m_file = file;

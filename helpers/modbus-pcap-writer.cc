@@ -2,6 +2,8 @@
 
 #include "models/rack/rs485-device.h"
 
+#include "helpers/pcap-file-open.h"
+
 #include "ns3/abort.h"
 #include "ns3/boolean.h"
 #include "ns3/log.h"
@@ -47,20 +49,10 @@ bool
 ModbusPcapWriter::Open(const std::string& path)
 {
     Close();
-    Ptr<PcapFileWrapper> file = CreateObject<PcapFileWrapper>();
-    // Nanosecond timestamps (magic a1b23c4d): a character at 115200 baud lasts 95.5 us and the
-    // simulator runs in picoseconds.
-    file->SetAttribute("NanosecMode", BooleanValue(true));
-    file->Open(path, std::ios::out);
-    if (file->Fail())
+    // snaplen 65535: the largest record either encapsulation's length fields describe.
+    Ptr<PcapFileWrapper> file = OpenNanosecondPcap(path, kLinkTypeUpperPdu);
+    if (!file)
     {
-        NS_LOG_WARN("cannot open " << path << " for writing");
-        return false;
-    }
-    file->Init(kLinkTypeUpperPdu, 65535, 0);
-    if (file->Fail())
-    {
-        file->Close();
         return false;
     }
     m_file = file;

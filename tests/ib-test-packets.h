@@ -191,6 +191,24 @@ RunCommand(const std::string& cmd, int* exitStatus = nullptr)
     return out;
 }
 
+/// The tab-separated fields of one line of `tshark -T fields` output.
+inline std::vector<std::string>
+SplitTabs(const std::string& line)
+{
+    std::vector<std::string> row;
+    size_t start = 0;
+    while (true)
+    {
+        const size_t tab = line.find('\t', start);
+        row.push_back(line.substr(start, tab == std::string::npos ? tab : tab - start));
+        if (tab == std::string::npos)
+        {
+            return row;
+        }
+        start = tab + 1;
+    }
+}
+
 /// Runs `tshark -r PATH OPTIONS -T fields -e F...` and splits its output into rows of fields
 /// (tab-separated, first occurrence of each field). `exitStatus` receives tshark's status.
 inline std::vector<std::vector<std::string>>
@@ -211,19 +229,7 @@ TsharkFieldRows(const std::string& path,
     std::string line;
     while (std::getline(lines, line))
     {
-        std::vector<std::string> row;
-        size_t start = 0;
-        while (true)
-        {
-            const size_t tab = line.find('\t', start);
-            row.push_back(line.substr(start, tab == std::string::npos ? tab : tab - start));
-            if (tab == std::string::npos)
-            {
-                break;
-            }
-            start = tab + 1;
-        }
-        rows.push_back(row);
+        rows.push_back(SplitTabs(line));
     }
     return rows;
 }

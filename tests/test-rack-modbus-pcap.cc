@@ -1,5 +1,7 @@
 // Modbus RTU pcap (link type 252, "mbrtu"): record layout, what the capture records, and what
 // tshark 4.0 makes of it.
+#include "ib-test-packets.h"
+
 #include "helpers/modbus-helper.h"
 #include "helpers/modbus-pcap-writer.h"
 #include "helpers/rs485-bus-helper.h"
@@ -67,19 +69,7 @@ Rows(const std::string& text)
         {
             continue;
         }
-        std::vector<std::string> row;
-        size_t start = 0;
-        while (true)
-        {
-            const size_t tab = line.find('\t', start);
-            row.push_back(line.substr(start, tab == std::string::npos ? tab : tab - start));
-            if (tab == std::string::npos)
-            {
-                break;
-            }
-            start = tab + 1;
-        }
-        rows.push_back(row);
+        rows.push_back(cnuas_test::SplitTabs(line));
     }
     return rows;
 }

@@ -507,11 +507,24 @@ IbNetDevice::SetPhysicalLinkDown()
     {
         IbPortCounters::Add(m_counters.linkDownedCounter, 1);
     }
-    m_phys = IbPhysState::Disabled;
     if (m_channel)
     {
         m_channel->NextGeneration();
     }
+    LoseLink(IbPhysState::Disabled);
+    Ptr<IbNetDevice> peer = GetPeer();
+    if (peer && peer->m_phys == IbPhysState::LinkUp)
+    {
+        // The far end loses signal too; it keeps polling for a partner.
+        IbPortCounters::Add(peer->m_counters.linkDownedCounter, 1);
+        peer->LoseLink(IbPhysState::Polling);
+    }
+}
+
+void
+IbNetDevice::LoseLink(IbPhysState phys)
+{
+    m_phys = phys;
     DiscardQueued(IbDropReason::LinkDown);
     ChangeState(IbPortState::Down);
     m_fcRefresh.Cancel();
@@ -520,22 +533,6 @@ IbNetDevice::SetPhysicalLinkDown()
     for (auto& cb : m_linkChange)
     {
         cb();
-    }
-    Ptr<IbNetDevice> peer = GetPeer();
-    if (peer && peer->m_phys == IbPhysState::LinkUp)
-    {
-        // The far end loses signal too; it keeps polling for a partner.
-        IbPortCounters::Add(peer->m_counters.linkDownedCounter, 1);
-        peer->m_phys = IbPhysState::Polling;
-        peer->DiscardQueued(IbDropReason::LinkDown);
-        peer->ChangeState(IbPortState::Down);
-        peer->m_fcRefresh.Cancel();
-        peer->m_wake.Cancel();
-        peer->m_wakeAtPs = -1;
-        for (auto& cb : peer->m_linkChange)
-        {
-            cb();
-        }
     }
 }
 

@@ -318,6 +318,8 @@ class IbNetDevice : public NetDevice
     void FlowControlRefresh();
     void StartFlowControl();
     void ResetLinkState();
+    /// This end's side of a link going down: physical state, queues, PortState, timers.
+    void LoseLink(IbPhysState phys);
     void DiscardQueued(IbDropReason reason);
     void ChangeState(IbPortState next);
     void CompleteTraining();
