@@ -12,6 +12,10 @@ PACKAGES=(
   libboost-dev zlib1g-dev libpcap-dev libgtest-dev libbenchmark-dev pybind11-dev
   # tests and plots: trace decoding and figures
   tshark python3-matplotlib python3-numpy
+  # real peers the tests drive: Modbus masters, InfiniBand management tools
+  mbpoll libmodbus-dev python3-pymodbus opensm infiniband-diags
+  # optional: faster rebuilds
+  ccache
 )
 
 missing=()
