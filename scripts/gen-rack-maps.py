@@ -58,7 +58,7 @@ def access_for(dev, addr, name, unix_reg):
             return "WP"
         return "RO"
     if dev.endswith("_BBU"):
-        if addr >= 288: return "WP"
+        if addr >= 288: return "RW"  # no write-enable bit in the BBU maps
         return "RO"
     return "RO"
 
