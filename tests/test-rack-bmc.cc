@@ -70,8 +70,9 @@ Attach(Rack& r, Log& log)
         }).Bind(&log));
     r.bmc->TraceConnectWithoutContext(
         "Changed",
-        MakeCallback(+[](Log* l, uint8_t a, const std::string& n) { l->changed.emplace_back(a, n); })
-            .Bind(&log));
+        MakeCallback(+[](Log* l, uint8_t a, const std::string& n) {
+            l->changed.emplace_back(a, n);
+        }).Bind(&log));
 }
 
 /**
