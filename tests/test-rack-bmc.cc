@@ -5,10 +5,12 @@
 
 #include "ns3/double.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 #include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -397,4 +399,60 @@ TEST(RackBmc, HprShelfControllerReportsItsModules)
     EXPECT_EQ(read(93), 1 << 5) << "Module5_Modbus_Fault";
     EXPECT_EQ(r.pmms[1]->GetMap().name, "ORV3_HPR_PMM_BBU");
     Simulator::Destroy();
+}
+
+// A BMC that also knows the HPR maps probes their addresses at 115200 on a 19200 segment, as
+// rackmon switches rates while it scans: the ORv3 devices hear the fast probes as garbage
+// (counted, not answered) and are still all found at 19200.
+TEST(RackBmc, ScanningAtTwoRatesFindsOnlyTheDevicesThatAnswer)
+{
+    RackHelper h;
+    Rack r = h.Build(RackConfig());
+    std::vector<uint32_t> rates;
+    r.master->TraceConnectWithoutContext(
+        "Transaction",
+        MakeCallback(+[](std::vector<uint32_t>* v, Rack* rk, const ModbusTransaction&) {
+            v->push_back(rk->master->GetDevice()->GetFormat().baudRate);
+        }).Bind(&rates, &r));
+    for (const char* t : {"ORV3_HPR_PSU", "ORV3_HPR_BBU"})
+    {
+        r.bmc->AddMap(RackRegisterMap::LoadType(t));
+    }
+    Simulator::Stop(Seconds(120));
+    Simulator::Run();
+    EXPECT_EQ(r.bmc->GetInventory().size(), 18u);
+    for (const auto& d : r.bmc->GetInventory())
+    {
+        EXPECT_TRUE(d.type == "ORV3_PSU" || d.type == "ORV3_BBU") << d.name;
+    }
+    EXPECT_GT(std::count(rates.begin(), rates.end(), 115200u), 100);
+    EXPECT_GT(std::count(rates.begin(), rates.end(), 19200u), 100);
+    uint64_t mismatched = 0;
+    for (auto& s : r.slaves)
+    {
+        mismatched += s->GetDevice()->GetCounters().rxFormatMismatch;
+    }
+    EXPECT_GT(mismatched, 0u) << "the 115200 probes reached the 19200 devices as garbage";
+    EXPECT_EQ(r.bmc->GetCounters().readFailures, 0u);
+    Simulator::Destroy();
+}
+
+// Settings that cannot work are refused with a message, before anything runs.
+TEST(RackBmcDeathTest, InvalidSettingsAreRefusedWithAReason)
+{
+    ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+    EXPECT_DEATH(
+        {
+            Ptr<RackElectricalModel> m = CreateObject<RackElectricalModel>();
+            m->SetAttribute("EfficiencyCurve", StringValue("0.5:1.7"));
+        },
+        "EfficiencyCurve: bad pair '0.5:1.7'");
+    EXPECT_DEATH(
+        {
+            RackConfig c;
+            c.psuShelves = 3; // pins 6: openbmc's ORV3_PSU ranges hold only 240-242
+            RackHelper().Build(c);
+        },
+        "ORV3_PSU at address 243 is outside the map's scan ranges");
+    EXPECT_DEATH(RackRegisterMap::LoadType("NO_SUCH_DEVICE"), "no_such_device.map: cannot open");
 }
