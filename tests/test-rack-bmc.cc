@@ -1,6 +1,9 @@
 // The BMC poller on a whole rack: discovery, poll-cycle wire time against the character and gap
 // arithmetic (computed here from frame sizes, independently of the model), values against the
 // electrical model, dead and chattering devices.
+#include "ib-test-packets.h"
+
+#include "helpers/modbus-pcap-writer.h"
 #include "helpers/rack-helper.h"
 
 #include "ns3/double.h"
@@ -12,12 +15,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <iostream>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 using namespace ns3;
+using cnuas_test::RunCommand;
+using cnuas_test::TsharkFieldRows;
 
 namespace
 {
@@ -455,4 +462,76 @@ TEST(RackBmcDeathTest, InvalidSettingsAreRefusedWithAReason)
         },
         "ORV3_PSU at address 243 is outside the map's scan ranges");
     EXPECT_DEATH(RackRegisterMap::LoadType("NO_SUCH_DEVICE"), "no_such_device.map: cannot open");
+}
+
+// The BMC's session on a full ORv3 rack, captured and decoded by tshark 4.0: every frame is
+// Modbus RTU with a good CRC, the probes, time writes and span reads are all there, and the
+// PSU output voltage Wireshark decodes from the wire is 51.0 V (52224 at 2^-10).
+TEST(RackBmc, TsharkDecodesTheBmcSession)
+{
+    int status = -1;
+    RunCommand("tshark --version 2>/dev/null", &status);
+    ASSERT_EQ(status, 0) << "tshark is required (Debian package tshark 4.0.x)";
+    const std::string path = std::string(CNUAS_BINARY_DIR) + "/test-rack-bmc-session.pcap";
+    {
+        RackHelper h;
+        h.SetBmcAttribute("MonitorInterval", TimeValue(Seconds(30)));
+        Rack r = h.Build(RackConfig());
+        Ptr<ModbusBusCapture> cap =
+            ModbusPcapHelper::EnablePcap(path, r.bus, {r.master->GetDevice()});
+        Simulator::Stop(Seconds(20));
+        Simulator::Run();
+        cap->Close();
+        Simulator::Destroy();
+    }
+    const std::string prefs = "-o mbrtu.crc_verification:TRUE -o mbrtu.tcp.port:502";
+    const auto rows = TsharkFieldRows(
+        path,
+        {"mbrtu.unit_id", "modbus.func_code", "mbrtu.crc16.status", "_ws.col.Info"},
+        prefs,
+        &status);
+    ASSERT_EQ(status, 0);
+    // 54 probes of which 36 go unanswered, 18 answered; 18 time writes and 12 x 4 + 6 x 9 span
+    // reads, each with its response.
+    const std::size_t frames = 54 + 18 + 2 * (18 + 12 * 4 + 6 * 9);
+    ASSERT_EQ(rows.size(), frames);
+    std::size_t fc16 = 0;
+    for (const auto& row : rows)
+    {
+        ASSERT_GE(row.size(), 4u);
+        EXPECT_EQ(row[2], "1") << "CRC good: " << row[3];
+        fc16 += row[1] == "16";
+    }
+    EXPECT_EQ(fc16, 2u * 18) << "Unix-time writes and their echoes";
+    // Every register of the response: the numbers and the values, comma-separated, in order.
+    const std::string out = RunCommand("tshark -r '" + path + "' " + prefs +
+                                           " -Y 'mbrtu.unit_id==200 && modbus.regnum16==79'"
+                                           " -T fields -E occurrence=a -e modbus.regnum16"
+                                           " -e modbus.regval_uint16 2>/dev/null",
+                                       &status);
+    std::vector<std::vector<std::string>> span;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);)
+    {
+        span.push_back(cnuas_test::SplitTabs(line));
+    }
+    ASSERT_EQ(span.size(), 1u) << "one read of the span with register 79: " << out;
+    ASSERT_EQ(span[0].size(), 2u);
+    auto split = [](const std::string& s) {
+        std::vector<std::string> out;
+        std::istringstream in(s);
+        for (std::string x; std::getline(in, x, ',');)
+        {
+            out.push_back(x);
+        }
+        return out;
+    };
+    const auto numbers = split(span[0][0]);
+    const auto values = split(span[0][1]);
+    ASSERT_EQ(numbers.size(), 24u) << span[0][0];
+    ASSERT_EQ(values.size(), 24u) << span[0][1];
+    EXPECT_EQ(numbers[0], "67");
+    EXPECT_EQ(numbers[79 - 67], "79");
+    EXPECT_EQ(values[79 - 67], "52224");
+    std::remove(path.c_str());
 }
