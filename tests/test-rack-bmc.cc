@@ -231,6 +231,10 @@ TEST(RackBmc, DiscoversTheRackAndReadsWhatTheElectricalModelSays)
     // rackmon2's full scan: pass 1 probes all 30 candidates, passes 2 and 3 the 12 unanswered.
     EXPECT_EQ(r.bmc->GetCounters().probes, 30u + 12u + 12u);
     EXPECT_EQ(r.bmc->GetCounters().probeAnswers, 18u);
+    ASSERT_GE(log.cycles.size(), 2u);
+    std::cout << "[ orv3 rack] start-up scan " << std::get<1>(log.cycles[0]).GetSeconds()
+              << " s; first reload (register by register) "
+              << (std::get<2>(log.cycles[0]) - std::get<1>(log.cycles[0])).GetSeconds() << " s\n";
 
     const auto inv = r.bmc->GetInventory();
     ASSERT_EQ(inv.size(), 18u);
@@ -475,11 +479,11 @@ TEST(RackBmc, TsharkDecodesTheBmcSession)
     const std::string path = std::string(CNUAS_BINARY_DIR) + "/test-rack-bmc-session.pcap";
     {
         RackHelper h;
-        h.SetBmcAttribute("MonitorInterval", TimeValue(Seconds(30)));
+        h.SetBmcAttribute("MonitorInterval", TimeValue(Seconds(100)));
         Rack r = h.Build(RackConfig());
         Ptr<ModbusBusCapture> cap =
             ModbusPcapHelper::EnablePcap(path, r.bus, {r.master->GetDevice()});
-        Simulator::Stop(Seconds(20));
+        Simulator::Stop(Seconds(60));
         Simulator::Run();
         cap->Close();
         Simulator::Destroy();
@@ -491,9 +495,10 @@ TEST(RackBmc, TsharkDecodesTheBmcSession)
         prefs,
         &status);
     ASSERT_EQ(status, 0);
-    // 54 probes of which 36 go unanswered, 18 answered; 18 time writes and 12 x 4 + 6 x 9 span
-    // reads, each with its response.
-    const std::size_t frames = 54 + 18 + 2 * (18 + 12 * 4 + 6 * 9);
+    // 54 probes of which 36 go unanswered, 18 answered; 18 time writes; the first reload reads
+    // every register separately: 50 per PSU (rackmon: "50 transactions for an ORv3 PSU"), 106
+    // per BBU (the rows of the ORV3_BBU table); each with its response.
+    const std::size_t frames = 54 + 18 + 2 * (18 + 12 * 50 + 6 * 106);
     ASSERT_EQ(rows.size(), frames);
     std::size_t fc16 = 0;
     for (const auto& row : rows)
@@ -515,7 +520,35 @@ TEST(RackBmc, TsharkDecodesTheBmcSession)
     {
         span.push_back(cnuas_test::SplitTabs(line));
     }
-    ASSERT_EQ(span.size(), 1u) << "one read of the span with register 79: " << out;
+    ASSERT_EQ(span.size(), 1u) << "one read of register 79: " << out;
+    ASSERT_EQ(span[0].size(), 2u);
+    EXPECT_EQ(span[0][0], "79");
+    EXPECT_EQ(span[0][1], "52224");
+    // The first span read of that PSU, in a second capture with the reload done by then.
+    {
+        RackHelper h;
+        h.SetBmcAttribute("MonitorInterval", TimeValue(Seconds(40)));
+        Rack r = h.Build(RackConfig());
+        Simulator::Stop(Seconds(50));
+        Ptr<ModbusBusCapture> cap =
+            ModbusPcapHelper::EnablePcap(path, r.bus, {r.master->GetDevice()});
+        Simulator::Run();
+        cap->Close();
+        Simulator::Destroy();
+    }
+    const std::string out2 = RunCommand("tshark -r '" + path + "' " + prefs +
+                                            " -Y 'mbrtu.unit_id==200 && modbus.regnum16==79'"
+                                            " -T fields -E occurrence=a -e modbus.regnum16"
+                                            " -e modbus.regval_uint16 2>/dev/null",
+                                        &status);
+    span.clear();
+    std::istringstream lines2(out2);
+    for (std::string line; std::getline(lines2, line);)
+    {
+        span.push_back(cnuas_test::SplitTabs(line));
+    }
+    ASSERT_FALSE(span.empty()) << out2;
+    span.erase(span.begin(), span.end() - 1); // the last one: the span read
     ASSERT_EQ(span[0].size(), 2u);
     auto split = [](const std::string& s) {
         std::vector<std::string> out;
@@ -534,4 +567,49 @@ TEST(RackBmc, TsharkDecodesTheBmcSession)
     EXPECT_EQ(numbers[79 - 67], "79");
     EXPECT_EQ(values[79 - 67], "52224");
     std::remove(path.c_str());
+}
+
+// A full HPR rack as Meta's Ventura2 (4 PSU shelves, 4 BBU shelves, a PMM each: 56 devices) at
+// 115200: the BMC finds every device of every type, reads every register, and nothing fails.
+TEST(RackBmc, DiscoversAFullHprRack)
+{
+    RackHelper h;
+    h.SetBmcAttribute("MonitorInterval", TimeValue(Seconds(120)));
+    RackConfig c;
+    c.hpr = true;
+    c.psuShelves = 4;
+    c.bbuShelves = 4;
+    Rack r = h.Build(c);
+    Log log;
+    Attach(r, log);
+    Simulator::Stop(Seconds(400));
+    Simulator::Run();
+    ASSERT_EQ(r.devices.size(), 56u);
+    const auto inv = r.bmc->GetInventory();
+    ASSERT_EQ(inv.size(), 56u);
+    std::map<std::string, int> types;
+    for (const auto& d : inv)
+    {
+        types[d.type]++;
+        EXPECT_FALSE(d.dormant);
+        EXPECT_EQ(d.failures, 0u);
+        EXPECT_EQ(d.type, r.Find(d.address)->GetMap().name);
+        for (const auto& reg : d.registers)
+        {
+            EXPECT_TRUE(reg.valid) << d.name << " " << reg.name;
+        }
+    }
+    EXPECT_EQ(types["ORV3_HPR_PSU"], 24);
+    EXPECT_EQ(types["ORV3_HPR_BBU"], 24);
+    EXPECT_EQ(types["ORV3_HPR_PMM_PSU"], 4);
+    EXPECT_EQ(types["ORV3_HPR_PMM_BBU"], 4);
+    ASSERT_GE(log.cycles.size(), 3u);
+    const Time scan = std::get<1>(log.cycles[0]);
+    const Time reload = std::get<2>(log.cycles[0]) - std::get<1>(log.cycles[0]);
+    const Time steady = std::get<2>(log.cycles[1]) - std::get<1>(log.cycles[1]);
+    std::cout << "[ hpr rack ] " << r.bmc->GetCounters().probes << " probes, start-up scan "
+              << scan.GetSeconds() << " s; first reload " << reload.GetSeconds()
+              << " s; steady cycle " << steady.GetSeconds() << " s\n";
+    EXPECT_EQ(r.bus->GetContentionCount(), 0u);
+    Simulator::Destroy();
 }
