@@ -542,3 +542,55 @@ TEST_F(PtyBridgeTest, AResponseWithCharacterErrorsReachesTheClientAsTermiosSays)
     EXPECT_LE(dropped.size(), 2u);
     EXPECT_GE(k.rxErrorsDropped, 5u);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A poller like OpenBMC's rackmond on a mixed bus
+
+TEST_F(PtyBridgeTest, ARackmonStylePollerSwitchesBaudRatePerDevice)
+{
+    // rackmond's UART handling (notes §2.1): termios built from zero and applied with
+    // TCSAFLUSH whenever the baud rate changes, tcflush(TCIOFLUSH) before every request, reads
+    // by expected length; ORv3 PSUs at 19200 and HPR PSUs at 115200 share one port (notes
+    // §1.3, §2.3: rackmond switches between the two every ~70 ms while it scans).
+    PtySegment seg;
+    seg.Build(Format(19200), {200, 150});
+    seg.slaves[1]->SetLineFormat(Format(115200)); // the HPR PSU
+    ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
+    constexpr int kRounds = 3;
+    int answered = 0, probesSilent = 0, setFailures = 0;
+    seg.Run([&]() {
+        RawClient c;
+        RawSettings s;
+        ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), s), 0);
+        for (int round = 0; round < kRounds; ++round)
+        {
+            for (const auto& [speed, unit] : {std::pair<speed_t, uint8_t>{B19200, 200},
+                                              std::pair<speed_t, uint8_t>{B115200, 150}})
+            {
+                s.speed = speed;
+                setFailures += c.Configure(s) != 0;
+                tcflush(c.Fd(), TCIOFLUSH);
+                c.Write(ReadHoldingAdu(unit, 79, 2));
+                answered += ParseReadHoldingResponse(c.Read(9, 300), unit, 2).size() == 2;
+                // A probe of an empty address at this speed: 70 ms of silence (rackmon's
+                // probe timeout), then on.
+                tcflush(c.Fd(), TCIOFLUSH);
+                c.Write(ReadHoldingAdu(static_cast<uint8_t>(unit + 1), 8, 1));
+                probesSilent += c.Read(1, 70).empty();
+                SleepMs(3); // rackmon's min_delay
+            }
+        }
+    });
+    EXPECT_EQ(setFailures, 0);
+    EXPECT_EQ(answered, 2 * kRounds);
+    EXPECT_EQ(probesSilent, 2 * kRounds);
+    EXPECT_EQ(seg.slaves[0]->GetResponsesSent(), static_cast<uint64_t>(kRounds));
+    EXPECT_EQ(seg.slaves[1]->GetResponsesSent(), static_cast<uint64_t>(kRounds));
+    // Each device heard the other speed's traffic as characters in a foreign format: per
+    // round a request (8), its answer (9) and a probe (8).
+    EXPECT_EQ(seg.slaves[0]->GetDevice()->GetCounters().rxFormatMismatch,
+              static_cast<uint64_t>(kRounds * 25));
+    EXPECT_EQ(seg.slaves[1]->GetDevice()->GetCounters().rxFormatMismatch,
+              static_cast<uint64_t>(kRounds * 25));
+    EXPECT_GE(seg.bridge->GetCounters().formatChanges, static_cast<uint64_t>(2 * kRounds - 1));
+}
