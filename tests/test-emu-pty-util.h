@@ -192,6 +192,7 @@ struct RawSettings
     bool inpck = true;   ///< INPCK (libmodbus and rackmon set it with parity)
     bool ignpar = false; ///< IGNPAR
     bool twoStop = false;
+    uint8_t vmin = 1; ///< VMIN (rackmon 1, phosphor-modbus 0), VTIME is 0
 };
 
 /**
@@ -244,7 +245,7 @@ class RawClient
         {
             t.c_iflag |= IGNPAR;
         }
-        t.c_cc[VMIN] = 1;
+        t.c_cc[VMIN] = s.vmin;
         t.c_cc[VTIME] = 0;
         const int r = tcsetattr(m_fd, TCSAFLUSH, &t);
         if (err)

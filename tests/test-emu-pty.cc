@@ -599,3 +599,35 @@ TEST_F(PtyBridgeTest, ARackmonStylePollerSwitchesBaudRatePerDevice)
               static_cast<uint64_t>(kRounds * 25));
     EXPECT_GE(seg.bridge->GetCounters().formatChanges, static_cast<uint64_t>(2 * kRounds - 1));
 }
+
+TEST_F(PtyBridgeTest, APhosphorModbusStylePollerReopensAndFlushes)
+{
+    // phosphor-modbus's serial handling (notes §2.4): termios from zero with CS8|CLOCAL|CREAD,
+    // VMIN=0/VTIME=0, TCSAFLUSH, tcflush(TCIOFLUSH) before each write; an HPR
+    // PSU at 115200 8E1. The port is closed and reopened between polls (a service restart).
+    PtySegment seg;
+    seg.Build(Format(115200), {0x90});
+    ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
+    constexpr int kOpens = 5;
+    int configured = 0, answered = 0;
+    seg.Run([&]() {
+        RawSettings s;
+        s.speed = B115200;
+        s.vmin = 0;
+        for (int i = 0; i < kOpens; ++i)
+        {
+            RawClient c;
+            configured += c.Open(seg.bridge->GetPortPath(), s) == 0;
+            for (int poll = 0; poll < 2; ++poll)
+            {
+                tcflush(c.Fd(), TCIOFLUSH);
+                c.Write(ReadHoldingAdu(0x90, 8, 8)); // the model string (probe register)
+                answered += ParseReadHoldingResponse(c.Read(21), 0x90, 8).size() == 8;
+            }
+        }
+    });
+    EXPECT_EQ(configured, kOpens);
+    EXPECT_EQ(answered, 2 * kOpens);
+    EXPECT_EQ(seg.slaves[0]->GetResponsesSent(), static_cast<uint64_t>(2 * kOpens));
+    EXPECT_EQ(seg.bridge->GetDevice()->GetFormat().ToString(), "115200 8E1");
+}
