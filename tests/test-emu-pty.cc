@@ -394,7 +394,7 @@ TEST_F(PtyBridgeTest, BusCharactersAreNotQueuedForTheNextClient)
         c.Write(ReadHoldingAdu(200, 0, 100)); // a 205-byte answer: about 117 ms at 19200 8E1
         SleepMs(2);
         c.Close();
-        SleepMs(300);
+        SleepMs(600); // the answer ends about 125 ms after the request, in simulated time
         ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), RawSettings()), 0);
         stale = c.Read(1, 200);
     });
@@ -510,7 +510,7 @@ TEST_F(PtyBridgeTest, AResponseWithCharacterErrorsReachesTheClientAsTermiosSays)
     seg.Build(Format(19200), {200});
     seg.slaves[0]->GetDevice()->SetFormat(Format(19200, Rs485Parity::None));
     // Room between the request's end and the answer for the client to switch to INPCK.
-    seg.slaves[0]->SetAttribute("ResponseDelay", TimeValue(MilliSeconds(30)));
+    seg.slaves[0]->SetAttribute("ResponseDelay", TimeValue(MilliSeconds(150)));
     ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
     // The client talks 8N1 so that the slave understands it, but checks parity on what it
     // reads: not possible on one UART, so the test flips INPCK between request and response.
@@ -523,11 +523,13 @@ TEST_F(PtyBridgeTest, AResponseWithCharacterErrorsReachesTheClientAsTermiosSays)
         for (bool ignpar : {false, true})
         {
             c.Write(ReadHoldingAdu(200, 79, 1));
-            SleepMs(10); // the request has left (8 x 521 us); the answer comes 30 ms later
+            SleepMs(20); // the request has left (8 x 521 us); the answer comes 150 ms later
             s.parity = s.inpck = true;
             s.ignpar = ignpar;
             ASSERT_EQ(c.Configure(s), 0);
-            (ignpar ? dropped : marked) = c.Read(7, 300);
+            // Wait for the whole answer (or, when its characters are dropped, for a silence far
+            // longer than it): the next request must not collide with its tail.
+            (ignpar ? dropped : marked) = c.Read(7, 1000, 500);
             s.parity = s.inpck = s.ignpar = false;
             ASSERT_EQ(c.Configure(s), 0);
         }
