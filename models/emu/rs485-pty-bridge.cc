@@ -251,8 +251,9 @@ Rs485PtyBridge::Start()
     }
     m_slavePath = name;
 
-    // Raw mode at the bus's rate until a client configures the port: no echo of what the bus
-    // writes (a fresh pty echoes, and the echo would come back to the master as client data).
+    // Raw mode until a client configures the port: no echo of what the bus writes (a fresh pty
+    // echoes, and the echo would come back to the master as client data). RefreshFormat below
+    // then adds the parity-trap sentinel.
     struct termios t;
     if (tcgetattr(m_master, &t) == 0)
     {
