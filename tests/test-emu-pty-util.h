@@ -193,6 +193,7 @@ struct RawSettings
     bool ignpar = false; ///< IGNPAR
     bool twoStop = false;
     uint8_t vmin = 1; ///< VMIN (rackmon 1, phosphor-modbus 0), VTIME is 0
+    bool parmrk = false; ///< PARMRK
 };
 
 /**
@@ -244,6 +245,10 @@ class RawClient
         if (s.ignpar)
         {
             t.c_iflag |= IGNPAR;
+        }
+        if (s.parmrk)
+        {
+            t.c_iflag |= PARMRK;
         }
         t.c_cc[VMIN] = s.vmin;
         t.c_cc[VTIME] = 0;

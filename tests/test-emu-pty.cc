@@ -633,3 +633,39 @@ TEST_F(PtyBridgeTest, APhosphorModbusStylePollerReopensAndFlushes)
     EXPECT_EQ(seg.slaves[0]->GetResponsesSent(), static_cast<uint64_t>(2 * kOpens));
     EXPECT_EQ(seg.bridge->GetDevice()->GetFormat().ToString(), "115200 8E1");
 }
+
+TEST_F(PtyBridgeTest, ParmrkEscapesA0xFFDataByteAsARealUartDoes)
+{
+    // POSIX termios (and Linux n_tty): with PARMRK set and ISTRIP clear, a valid 0xFF byte is
+    // read as 0xFF 0xFF, so that the 0xFF 0x00 error mark stays unambiguous. A client that asks
+    // for PARMRK on the pty gets that from the slave's line discipline, as from a UART.
+    PtySegment seg;
+    seg.Build(Format(19200), {200});
+    seg.banks[0]->SetHoldingRegister(90, 0xFF12);
+    ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
+    std::vector<uint8_t> plain, marked;
+    seg.Run([&]() {
+        RawClient c;
+        RawSettings s;
+        ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), s), 0);
+        c.Write(ReadHoldingAdu(200, 90, 1));
+        plain = c.Read(7);
+        s.parmrk = true;
+        ASSERT_EQ(c.Configure(s), 0);
+        c.Write(ReadHoldingAdu(200, 90, 1));
+        marked = c.Read(plain.size() + std::count(plain.begin(), plain.end(), 0xFF));
+    });
+    ASSERT_EQ(ParseReadHoldingResponse(plain, 200, 1), (std::vector<uint16_t>{0xFF12}));
+    // The same answer with every 0xFF doubled (the register's high byte, and the CRC's if any).
+    std::vector<uint8_t> escaped;
+    for (uint8_t b : plain)
+    {
+        escaped.push_back(b);
+        if (b == 0xFF)
+        {
+            escaped.push_back(0xFF);
+        }
+    }
+    EXPECT_EQ(marked, escaped);
+    EXPECT_EQ(seg.bridge->GetCounters().rxErrors, 0u);
+}
