@@ -137,6 +137,7 @@ class PtySegment
             banks.push_back(MakePsuBank(static_cast<uint16_t>(1000 * (i + 1))));
             slaves.push_back(mh.InstallSlave(d, addresses[i], banks.back()));
         }
+        bridgeHelper.SetFormat(busFormat);
         bridge = bridgeHelper.Install(nodes.Get(addresses.size()), bus);
     }
 

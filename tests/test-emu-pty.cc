@@ -331,6 +331,13 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
     constexpr int kOpens = 8;
     std::vector<int> setResult(kOpens, -2);
     std::vector<size_t> answers(kOpens, 0);
+    struct StateLog
+    {
+        std::vector<bool> v; // the Client trace, in the simulation thread
+        void Add(bool open) { v.push_back(open); }
+    } states;
+    seg.bridge->TraceConnectWithoutContext("Client", MakeCallback(&StateLog::Add, &states));
+    const std::vector<bool>& clientStates = states.v;
     seg.Run([&]() {
         for (int i = 0; i < kOpens; ++i)
         {
@@ -345,6 +352,7 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
                 SleepMs(20); // half the reopens quick, half after the bridge has seen the close
             }
         }
+        SleepMs(50);
     });
     for (int i = 0; i < kOpens; ++i)
     {
@@ -355,6 +363,14 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
     EXPECT_EQ(c.clientOpens, static_cast<uint64_t>(kOpens));
     EXPECT_EQ(c.clientCloses, static_cast<uint64_t>(kOpens));
     EXPECT_GE(c.termiosResets, 1u);
+    // Open/closed alternate (a quick close-reopen may be seen as one open session); at least
+    // the four slow reopens are seen as separate sessions, and the port ends closed.
+    ASSERT_GE(clientStates.size(), 8u);
+    for (size_t i = 0; i < clientStates.size(); ++i)
+    {
+        EXPECT_EQ(clientStates[i], i % 2 == 0) << "Client trace entry " << i;
+    }
+    EXPECT_FALSE(clientStates.back());
 }
 
 TEST_F(PtyBridgeTest, NoBusyLoopWhileNoClientHasThePort)
@@ -451,6 +467,13 @@ TEST_F(PtyBridgeTest, WrongBaudRateGivesFramingErrorsThenTheRightOneWorks)
     seg.Build(Format(19200), {200});
     ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
     std::vector<uint8_t> at9600, at19200;
+    struct FormatLog
+    {
+        std::vector<std::string> v;
+        void Add(const Rs485Format& f) { v.push_back(f.ToString()); }
+    } formats;
+    seg.bridge->TraceConnectWithoutContext("FormatChange",
+                                           MakeCallback(&FormatLog::Add, &formats));
     seg.Run([&]() {
         RawClient c;
         RawSettings s;
@@ -468,7 +491,9 @@ TEST_F(PtyBridgeTest, WrongBaudRateGivesFramingErrorsThenTheRightOneWorks)
     const Rs485DeviceCounters& d = seg.slaves[0]->GetDevice()->GetCounters();
     EXPECT_EQ(d.rxFormatMismatch, 8u);
     EXPECT_EQ(d.rxParityErrors + d.rxFramingErrors, 8u);
-    EXPECT_GE(seg.bridge->GetCounters().formatChanges, 2u);
+    // The bus saw the client's rates in turn (the request at 9600, then at 19200).
+    EXPECT_EQ(formats.v, (std::vector<std::string>{"9600 8E1", "19200 8E1"}));
+    EXPECT_EQ(seg.bridge->GetCounters().formatChanges, 2u);
     EXPECT_EQ(seg.slaves[0]->GetFramerCounters().characterError, 1u);
 }
 
@@ -668,4 +693,39 @@ TEST_F(PtyBridgeTest, ParmrkEscapesA0xFFDataByteAsARealUartDoes)
     }
     EXPECT_EQ(marked, escaped);
     EXPECT_EQ(seg.bridge->GetCounters().rxErrors, 0u);
+}
+
+TEST_F(PtyBridgeTest, AClientThatNeverConfiguresThePortTalksAtTheBusFormat)
+{
+    // The pty starts in raw mode at the segment's own format (here 115200 8O1), so a client that
+    // opens it and writes at once is understood, and nothing counts as a format change.
+    PtySegment seg;
+    seg.Build(Format(115200, Rs485Parity::Odd), {200});
+    ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
+    std::vector<uint8_t> got;
+    seg.Run([&]() {
+        const int fd = open(seg.bridge->GetPortPath().c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ASSERT_GE(fd, 0);
+        const std::vector<uint8_t> req = ReadHoldingAdu(200, 79, 2);
+        ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+        while (got.size() < 9)
+        {
+            pollfd p = {fd, POLLIN, 0};
+            uint8_t buf[64];
+            if (poll(&p, 1, 1000) <= 0)
+            {
+                break;
+            }
+            const ssize_t n = read(fd, buf, sizeof buf);
+            if (n <= 0)
+            {
+                break;
+            }
+            got.insert(got.end(), buf, buf + n);
+        }
+        close(fd);
+    });
+    EXPECT_EQ(ParseReadHoldingResponse(got, 200, 2).size(), 2u);
+    EXPECT_EQ(seg.bridge->GetCounters().formatChanges, 0u);
+    EXPECT_EQ(seg.bridge->GetDevice()->GetFormat().ToString(), "115200 8O1");
 }

@@ -118,6 +118,7 @@ main(int argc, char** argv)
             mh.InstallSlave(bh.Install(nodes.Get(i), bus), addresses[i], PsuBank(addresses[i])));
     }
     Rs485PtyBridgeHelper ph;
+    ph.SetFormat(f);
     ph.SetBridgeAttribute("LinkPath", StringValue(link));
     ph.SetBridgeAttribute("LocalEcho", BooleanValue(localEcho));
     Ptr<Rs485PtyBridge> bridge = ph.Install(nodes.Get(addresses.size()), bus);
