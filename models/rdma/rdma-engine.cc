@@ -444,13 +444,8 @@ RdmaEngine::SchedulePump()
 void
 RdmaEngine::OnTxReady()
 {
-    for (auto& [qpn, c] : m_ctx)
-    {
-        if (c->reqState == RdmaReqState::WaitPort)
-        {
-            Kick(*c);
-        }
-    }
+    // The QPs that found the port full are still on the ready list (the first of them at its
+    // head): the pump resumes with them.
     SchedulePump();
 }
 
@@ -499,6 +494,14 @@ RdmaEngine::Pump()
             c->queued = true;
             c->reqState = RdmaReqState::Ready;
             m_ready.push_back(qpn);
+        }
+        else if (c->reqState == RdmaReqState::WaitPort)
+        {
+            // The port's queue is full: every QP behind would find the same. Keep this one
+            // first in line and wait for the port's TxReady (one event, not one per QP).
+            c->queued = true;
+            m_ready.push_front(qpn);
+            return;
         }
         if (!m_responses.empty())
         {
