@@ -300,6 +300,53 @@ TEST(MgmtAgents, SwitchTablesSetAndReadBack)
     }
 }
 
+TEST(MgmtAgents, ChannelAdapterTablesAndLoopbackToOwnSma)
+{
+    Line l;
+    // P_KeyTable block 0 of h1: the default entry is the full-member default partition.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PKeyTable, 0, kToH1), MicroSeconds(5));
+    IbPKeyTableBlock pk;
+    pk.ReadFrom(l.got[0].smp.Data());
+    EXPECT_EQ(pk.pkey[0], 0xFFFF);
+    pk.pkey[1] = 0x8001;
+    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PKeyTable, 0, kToH1);
+    pk.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(30));
+    // GUIDInfo: entry 0 is the port GUID and stays so; entry 1 takes an alias.
+    IbGuidInfoBlock g;
+    g.guid[0] = 0x1111;
+    g.guid[1] = 0xA11A5;
+    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::GuidInfo, 0, kToH1);
+    g.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(55));
+    // SLtoVL of a CA port: SL i -> VL i mod 2.
+    IbSlToVlTable t;
+    for (int i = 0; i < 16; ++i)
+    {
+        t.vl[i] = static_cast<uint8_t>(i % 2);
+    }
+    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::SlToVlMappingTable, 0, kToH1);
+    t.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(80));
+    ASSERT_EQ(l.got.size(), 4u);
+    pk.ReadFrom(l.got[1].smp.Data());
+    EXPECT_EQ(pk.pkey[1], 0x8001);
+    g.ReadFrom(l.got[2].smp.Data());
+    EXPECT_EQ(g.guid[0], l.H1Port()->GetPortGuid());
+    EXPECT_EQ(g.guid[1], 0xA11A5u);
+    EXPECT_EQ(l.H1Port()->MapSlToVl(3), 1);
+    EXPECT_EQ(l.H1Port()->MapSlToVl(4), 0);
+    // Hop count 0: the SM's own node (what opensm does first, §14.2.2): never on the wire.
+    const uint64_t sent = l.f.HostPort(0)->GetCounters().portXmitPkts;
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, {}), MicroSeconds(105));
+    ASSERT_EQ(l.got.size(), 5u);
+    IbNodeInfo ni;
+    ni.ReadFrom(l.got[4].smp.Data());
+    EXPECT_EQ(ni.portGuid, l.f.HostPort(0)->GetPortGuid());
+    EXPECT_EQ(l.got[4].smp.GetSmpStatus(), 0);
+    EXPECT_EQ(l.f.HostPort(0)->GetCounters().portXmitPkts, sent);
+}
+
 TEST(MgmtAgents, BadInputGetsTheSpecStatus)
 {
     Line l;
@@ -576,6 +623,13 @@ TEST(MgmtAgents, PmaCountersAfterTrafficWithResetSemantics)
     subnet.Configure(l.f.nodes);
     const uint16_t h1Lid = subnet.GetLid(l.f.hosts.Get(1));
     l.RunUntil(MicroSeconds(5));
+    // What h1's data consumer (the RDMA engine's receive path) sees: never the MADs.
+    uint32_t dataPackets = 0;
+    l.H1Port()->SetIbReceiveCallback(
+        Callback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&>(
+            [&dataPackets](Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&) {
+                dataPackets++;
+            }));
     // Ten UD packets of 1024 payload bytes h0 -> h1 (to a data QP, not to the agents).
     const int kPackets = 10;
     Ptr<IbNetDevice> h0Port = l.f.HostPort(0);
@@ -620,6 +674,7 @@ TEST(MgmtAgents, PmaCountersAfterTrafficWithResetSemantics)
     EXPECT_EQ(c.portRcvData, kPackets * dataWords + gmpWords);
     EXPECT_EQ(c.portXmitPkts, 0u); // nothing sent yet: the answer is counted when it leaves
     EXPECT_EQ(c.portSelect, 1);
+    EXPECT_EQ(dataPackets, static_cast<uint32_t>(kPackets));
 
     // Set with PortRcvData and PortRcvPkts selected: those two clear, nothing else does.
     req.counterSelect = IbCounterSelect::PortRcvData | IbCounterSelect::PortRcvPkts;
