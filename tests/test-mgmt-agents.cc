@@ -23,7 +23,9 @@
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <random>
+#include <set>
 #include <unistd.h>
 #include <vector>
 
@@ -154,6 +156,86 @@ TEST(MgmtAgents, DirectedRouteNodeInfoThroughTwoSwitchesBeforeAnySubnetSetup)
     // The two switches forwarded each SMP both ways.
     EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwL())->GetDrForwarded(), 6u);
     EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwR())->GetDrForwarded(), 4u);
+}
+
+// The first step of every SM sweep, done with nothing but directed-route NodeInfo Gets from
+// h0: breadth first over the switches' ports, every node of a leaf-spine fabric is found once,
+// with LIDs all 0 and every port in Init.
+TEST(MgmtAgents, DirectedRouteDiscoveryFindsEveryNode)
+{
+    IbFabric f = IbFabricHelper().Build(MakeLeafSpine(3, 2, 2));
+    IbMgmtHelper().Install(f);
+    Ptr<IbMadDispatcher> sm = IbMgmtHelper::GetDispatcher(f.hosts.Get(0));
+    std::vector<IbReceivedMad> got;
+    sm->SetManagerHandler(Callback<void, const IbReceivedMad&>(
+        [&got](const IbReceivedMad& m) { got.push_back(m); }));
+    std::set<uint64_t> seen;
+    uint32_t switches = 0;
+    uint32_t hosts = 0;
+    uint32_t queries = 0;
+    uint32_t longest = 0;
+    std::deque<std::vector<uint8_t>> todo{{}}; // hop count 0: h0 itself
+    Time t = MicroSeconds(5);
+    while (!todo.empty())
+    {
+        std::vector<uint8_t> path = todo.front();
+        todo.pop_front();
+        IbSmp smp = IbSmp::MakeDirected(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, ++queries,
+                                        path.data(), static_cast<uint8_t>(path.size()));
+        Simulator::Schedule(t - Simulator::Now(), [sm, smp]() { sm->SendDirectedSmp(smp); });
+        t += MicroSeconds(10);
+        Simulator::Stop(t - Simulator::Now());
+        Simulator::Run();
+        if (got.empty())
+        {
+            continue; // the path ran into an unlinked port: no answer
+        }
+        IbNodeInfo ni;
+        ni.ReadFrom(got.back().smp.Data());
+        got.clear();
+        if (!seen.insert(ni.nodeGuid).second)
+        {
+            continue;
+        }
+        longest = std::max<uint32_t>(longest, static_cast<uint32_t>(path.size()));
+        if (ni.nodeType == IbNodeType::Switch)
+        {
+            switches++;
+            for (uint8_t p = 1; p <= ni.numPorts; ++p)
+            {
+                if (p != ni.localPortNum)
+                {
+                    auto next = path;
+                    next.push_back(p);
+                    todo.push_back(next);
+                }
+            }
+        }
+        else
+        {
+            hosts++;
+            if (path.empty())
+            {
+                todo.push_back({1}); // out of h0's port
+            }
+        }
+    }
+    EXPECT_EQ(switches, f.switches.GetN());
+    EXPECT_EQ(hosts, f.hosts.GetN());
+    std::set<uint64_t> real;
+    for (uint32_t i = 0; i < f.switches.GetN(); ++i)
+    {
+        real.insert(f.switches.Get(i)->GetObject<IbSwitch>()->GetNodeGuid());
+    }
+    for (uint32_t i = 0; i < f.hosts.GetN(); ++i)
+    {
+        real.insert(f.HostPort(i)->GetPortGuid() - 1);
+    }
+    EXPECT_EQ(seen, real);
+    EXPECT_EQ(longest, 4u); // h0 -> leaf -> spine -> leaf -> host
+    std::cout << "discovery: " << seen.size() << " nodes, " << queries << " DR NodeInfo Gets, "
+              << "longest path " << longest << " hops" << std::endl;
+    Simulator::Destroy();
 }
 
 TEST(MgmtAgents, SetPortInfoAssignsLidAndMovesPortStateAsAnSmWould)
@@ -734,6 +816,43 @@ TEST(MgmtAgents, PmaCountersAfterTrafficWithResetSemantics)
     s.payload.assign(mad, mad + 256);
     Inject(l.H1Port(), cnuas_test::BuildPacket(s));
     EXPECT_EQ(h1->GetDropCount(IbMadDropReason::BadQkey), 1u);
+}
+
+TEST(MgmtAgents, SwitchPmaAnswersThroughItsForwardingTable)
+{
+    Line l;
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(l.f.nodes);
+    const uint16_t swRLid = subnet.GetLid(l.SwR());
+    l.RunUntil(MicroSeconds(5));
+    // A switch's PMA is reached at its LID (port 0) and answers from port 0 through its LFT,
+    // on a data VL (§16.1, §17.2.1.1): PortCounters of swR's port 2, the link to swL.
+    IbPerfMgtMad m = IbPerfMgtMad::Make(IbMadMethod::Get, IbPerfAttr::PortCounters, 0, 77);
+    IbPortCountersAttr a;
+    a.portSelect = 2;
+    a.WriteTo(m.Data());
+    uint8_t mad[256];
+    m.WriteTo(mad);
+    std::vector<uint8_t> bytes(mad, mad + 256);
+    Simulator::Schedule(NanoSeconds(1),
+                        [&l, bytes, swRLid]() { l.h0->SendGmp(1, bytes.data(), swRLid, 1, 0); });
+    l.RunUntil(MicroSeconds(30));
+    ASSERT_EQ(l.got.size(), 1u);
+    EXPECT_EQ(l.got[0].view.lrh.GetSlid(), swRLid);
+    EXPECT_EQ(l.got[0].vl, 0); // a GMP travels on a data VL, not VL15
+    IbPerfMgtMad r;
+    r.ReadFrom(l.got[0].view.mad.data());
+    EXPECT_EQ(r.Mad().GetStatus(), 0);
+    EXPECT_EQ(r.Mad().GetTransactionId(), 77u);
+    IbPortCountersAttr c;
+    c.ReadFrom(r.Data());
+    // Port 2 received the request (the only packet that crossed swL -> swR since activation
+    // apart from link packets, which are not counted) and had sent nothing yet.
+    const IbPortCounters& real = l.SwR()->GetObject<IbSwitch>()->GetPort(2)->GetCounters();
+    EXPECT_EQ(c.portRcvPkts, 1u);
+    EXPECT_EQ(c.portRcvData, (8u + 12 + 8 + 256 + 4) / 4);
+    EXPECT_EQ(c.portXmitPkts, 0u);
+    EXPECT_EQ(real.portXmitPkts, 1u); // and then the answer left by it
 }
 
 TEST(MgmtAgents, SwitchSendsTrap128WhenAPortChangesState)
