@@ -9,6 +9,7 @@
 #include "helpers/ib-trace-helper.h"
 #include "helpers/mgmt-helper.h"
 #include "helpers/topology.h"
+#include "helpers/trace-check.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-net-device.h"
 #include "models/ib/ib-switch.h"
@@ -20,6 +21,7 @@
 #include "models/mgmt/ib-smp-attributes.h"
 
 #include "ns3/simulator.h"
+#include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
 
@@ -900,6 +902,57 @@ TEST(MgmtAgents, SwitchSendsTrap128WhenAPortChangesState)
     EXPECT_FALSE(si.portStateChange);
 }
 
+TEST(MgmtAgents, TrapRepeatsUntilRepressed)
+{
+    for (bool repress : {false, true})
+    {
+        Line l;
+        Ptr<IbSmaAgent> swRSma = IbMgmtHelper::GetSma(l.SwR());
+        swRSma->SetAttribute("TrapRepeatInterval", TimeValue(MicroSeconds(5)));
+        swRSma->SetAttribute("TrapRepeats", UintegerValue(3));
+        IbStaticSubnetHelper subnet;
+        subnet.Configure(l.f.nodes);
+        const uint16_t h0Lid = subnet.GetLid(l.f.hosts.Get(0));
+        const uint16_t swRLid = subnet.GetLid(l.SwR());
+        l.RunUntil(MicroSeconds(5));
+        l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToSwR), MicroSeconds(6));
+        IbPortInfo p0;
+        p0.ReadFrom(l.got[0].smp.Data());
+        p0.masterSmLid = h0Lid;
+        IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToSwR);
+        p0.WriteTo(set.Data());
+        l.Dr(set, MicroSeconds(30));
+        l.got.clear();
+        if (repress)
+        {
+            // The SM acknowledges every trap it gets with a TrapRepress of the same TID.
+            l.h0->SetManagerHandler(Callback<void, const IbReceivedMad&>(
+                [&l, swRLid](const IbReceivedMad& m) {
+                    l.got.push_back(m);
+                    if (m.smp.Mad().GetMethod() == IbMadMethod::Trap)
+                    {
+                        IbSmp r = m.smp;
+                        r.Mad().SetMethod(IbMadMethod::TrapRepress);
+                        Simulator::ScheduleNow(
+                            [&l, r, swRLid]() { l.h0->SendLidRoutedSmp(1, r, swRLid); });
+                    }
+                }));
+        }
+        Simulator::Schedule(MicroSeconds(1), [&]() { l.H1Port()->SetPhysicalLinkDown(); });
+        l.RunUntil(MicroSeconds(100));
+        // Unrepressed: the first trap and three repetitions, one TransactionID.
+        const size_t want = repress ? 1 : 4;
+        ASSERT_EQ(l.got.size(), want) << "repress=" << repress;
+        for (auto& g : l.got)
+        {
+            EXPECT_EQ(g.smp.Mad().GetMethod(), IbMadMethod::Trap);
+            EXPECT_EQ(g.smp.Mad().GetTransactionId(), l.got[0].smp.Mad().GetTransactionId());
+        }
+        EXPECT_EQ(swRSma->GetTrapsSent(), want);
+        EXPECT_EQ(swRSma->GetTrapsRepressed(), repress ? 1u : 0u);
+    }
+}
+
 // What an SM sweep looks like in a trace: h0's pcap decodes in tshark as SMPs with their
 // attributes and directed-route paths, and nothing is malformed.
 TEST(MgmtAgents, SweepTraceDecodesInTshark)
@@ -913,11 +966,20 @@ TEST(MgmtAgents, SweepTraceDecodesInTshark)
         Line l;
         IbPcapHelper pcap;
         ASSERT_TRUE(pcap.Enable(l.f.HostPort(0), path));
+        // A switch port too: the SMPs swL forwards are its own packets (SendManagementPacket).
+        ASSERT_TRUE(pcap.Enable(l.f.Port(2, 2), path + ".swL"));
         l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1), MicroSeconds(5));
         l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(30));
         l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SwitchInfo, 0, kToSwR), MicroSeconds(55));
         ASSERT_EQ(l.got.size(), 3u);
         pcap.Close();
+    }
+    // Every CRC of both traces is right (the checker recomputes ICRC and VCRC).
+    for (const std::string& p : {path, path + ".swL"})
+    {
+        TraceCheckReport rep = CheckTrace(p);
+        EXPECT_TRUE(rep.ok()) << rep.Summary();
+        EXPECT_EQ(rep.packets, 6u); // three requests and three answers cross both ports
     }
     int st = -1;
     auto rows = cnuas_test::TsharkFieldRows(
@@ -947,4 +1009,5 @@ TEST(MgmtAgents, SweepTraceDecodesInTshark)
     EXPECT_NE(v.find("Initial Path: 00010201000000"), std::string::npos) << v;
     EXPECT_NE(v.find("Return Path: 00010201000000"), std::string::npos) << v;
     unlink(path.c_str());
+    unlink((path + ".swL").c_str());
 }
