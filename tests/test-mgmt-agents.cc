@@ -862,6 +862,104 @@ TEST(MgmtAgents, PmaCountersAfterTrafficWithResetSemantics)
     s.payload.assign(mad, mad + 256);
     Inject(l.H1Port(), cnuas_test::BuildPacket(s));
     EXPECT_EQ(h1->GetDropCount(IbMadDropReason::BadQkey), 1u);
+
+    // ClassPortInfo: what perfquery asks first, to learn which counters exist.
+    query(IbPerfAttr::ClassPortInfo, IbMadMethod::Get, buf, 0, MicroSeconds(200));
+    ASSERT_EQ(l.got.size(), 8u);
+    r.ReadFrom(l.got[7].view.mad.data());
+    EXPECT_EQ(r.Mad().GetStatus(), 0);
+    IbClassPortInfo cpi;
+    cpi.ReadFrom(r.Data());
+    EXPECT_EQ(cpi.classVersion, 1);
+    EXPECT_EQ(cpi.capabilityMask, (1u << 9) | (1u << 12)); // 64-bit counters, PortXmitWait
+    // PortXmitWait is reset by CounterSelect2 bit 0, not by any CounterSelect bit.
+    l.H1Port()->GetCountersForUpdate().portXmitWait = 1234;
+    req.portSelect = 1;
+    req.counterSelect = 0xFFFF;
+    req.counterSelect2 = 0;
+    req.WriteTo(buf);
+    query(IbPerfAttr::PortCounters, IbMadMethod::Set, buf, sizeof(buf), MicroSeconds(225));
+    r.ReadFrom(l.got[8].view.mad.data());
+    c.ReadFrom(r.Data());
+    EXPECT_EQ(c.portXmitWait, 1234u);
+    EXPECT_EQ(c.portRcvPkts, 0u);
+    req.counterSelect = 0;
+    req.counterSelect2 = IbCounterSelect::PortXmitWait;
+    req.WriteTo(buf);
+    query(IbPerfAttr::PortCounters, IbMadMethod::Set, buf, sizeof(buf), MicroSeconds(250));
+    r.ReadFrom(l.got[9].view.mad.data());
+    c.ReadFrom(r.Data());
+    EXPECT_EQ(c.portXmitWait, 0u);
+    EXPECT_GT(c.portRcvPkts, 0u);
+    // PortCountersExtended Set: bit 3 (PortRcvPkts) clears that counter only.
+    ereq.counterSelect = 1u << 3;
+    ereq.WriteTo(ebuf);
+    query(IbPerfAttr::PortCountersExtended, IbMadMethod::Set, ebuf, sizeof(ebuf),
+          MicroSeconds(275));
+    ASSERT_EQ(l.got.size(), 11u);
+    r.ReadFrom(l.got[10].view.mad.data());
+    e.ReadFrom(r.Data());
+    EXPECT_EQ(e.portRcvPkts, 0u);
+    EXPECT_GT(e.portRcvData, 0u);
+    EXPECT_GT(e.portXmitPkts, 0u);
+}
+
+// A channel adapter with two ports is one node with one SMA (§14.2.5.3: NumPorts 2); what it
+// answers depends on the port the SMP came in by.
+TEST(MgmtAgents, TwoPortChannelAdapter)
+{
+    Topology t;
+    const uint32_t h0 = t.AddNode("h0", TopoNodeKind::Host, 1, 0);
+    const uint32_t h1 = t.AddNode("h1", TopoNodeKind::Host, 2, 0);
+    const uint32_t sw = t.AddNode("sw", TopoNodeKind::Switch, 3, 1);
+    t.AddLink(h0, 1, sw, 1);
+    t.AddLink(h1, 1, sw, 2);
+    t.AddLink(h1, 2, sw, 3);
+    IbFabric f = IbFabricHelper().Build(t);
+    IbMgmtHelper().Install(f);
+    Ptr<IbMadDispatcher> sm = IbMgmtHelper::GetDispatcher(f.hosts.Get(0));
+    std::vector<IbReceivedMad> got;
+    sm->SetManagerHandler(Callback<void, const IbReceivedMad&>(
+        [&got](const IbReceivedMad& m) { got.push_back(m); }));
+    f.Port(h1, 1)->SetLid(11); // so that the two ports' PortInfo can be told apart
+    f.Port(h1, 2)->SetLid(12);
+    auto dr = [&](uint16_t attr, uint32_t mod, std::vector<uint8_t> path, Time at) {
+        IbSmp smp = IbSmp::MakeDirected(IbMadMethod::Get, attr, mod, 1, path.data(),
+                                        static_cast<uint8_t>(path.size()));
+        Simulator::Schedule(at - Simulator::Now(), [sm, smp]() { sm->SendDirectedSmp(smp); });
+        Simulator::Stop(at + MicroSeconds(20) - Simulator::Now());
+        Simulator::Run();
+    };
+    dr(IbSmAttr::NodeInfo, 0, {1, 2}, MicroSeconds(5));  // in by h1's port 1
+    dr(IbSmAttr::NodeInfo, 0, {1, 3}, MicroSeconds(30)); // in by h1's port 2
+    dr(IbSmAttr::PortInfo, 0, {1, 3}, MicroSeconds(55)); // modifier 0: the arrival port
+    dr(IbSmAttr::PortInfo, 1, {1, 3}, MicroSeconds(80)); // modifier 1: port 1
+    dr(IbSmAttr::PortInfo, 3, {1, 3}, MicroSeconds(105)); // no port 3
+    ASSERT_EQ(got.size(), 5u);
+    IbNodeInfo a;
+    IbNodeInfo b;
+    a.ReadFrom(got[0].smp.Data());
+    b.ReadFrom(got[1].smp.Data());
+    Ptr<IbNetDevice> p1 = f.Port(h1, 1);
+    Ptr<IbNetDevice> p2 = f.Port(h1, 2);
+    EXPECT_EQ(a.numPorts, 2);
+    EXPECT_EQ(a.nodeGuid, b.nodeGuid); // one node
+    EXPECT_EQ(a.localPortNum, 1);
+    EXPECT_EQ(b.localPortNum, 2);
+    EXPECT_EQ(a.portGuid, p1->GetPortGuid());
+    EXPECT_EQ(b.portGuid, p2->GetPortGuid());
+    IbPortInfo pa;
+    IbPortInfo pb;
+    pa.ReadFrom(got[2].smp.Data());
+    pb.ReadFrom(got[3].smp.Data());
+    EXPECT_EQ(pa.localPortNum, 2);
+    EXPECT_EQ(pb.localPortNum, 2); // LocalPortNum is where the SMP came in
+    EXPECT_EQ(pa.lid, 12);
+    EXPECT_EQ(pb.lid, 11);
+    EXPECT_EQ(got[2].smp.GetSmpStatus(), 0);
+    EXPECT_EQ(got[3].smp.GetSmpStatus(), 0);
+    EXPECT_EQ(got[4].smp.GetSmpStatus(), IbMadStatus::InvalidField);
+    Simulator::Destroy();
 }
 
 TEST(MgmtAgents, SwitchPmaAnswersThroughItsForwardingTable)
