@@ -543,7 +543,10 @@ void
 IbSmaAgent::FillPortInfo(uint8_t port, uint8_t localPort, bool hideMKey, IbPortInfo& pi) const
 {
     const bool sw = m_disp->IsSwitch();
-    const PortState& st = const_cast<IbSmaAgent*>(this)->State(port);
+    // Install() made a state for every port (and a switch's port 0).
+    static const PortState kNone{};
+    auto found = m_state.find(port);
+    const PortState& st = found != m_state.end() ? found->second : kNone;
     pi.gidPrefix = kDefaultGidPrefix;
     pi.mKey = hideMKey ? 0 : st.mKey;
     pi.mKeyProtectBits = st.mKeyProtect;
