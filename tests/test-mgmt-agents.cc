@@ -20,6 +20,7 @@
 #include "models/mgmt/ib-sma-agent.h"
 #include "models/mgmt/ib-smp-attributes.h"
 
+#include "ns3/config.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
@@ -43,6 +44,7 @@ struct Line
     IbFabric f;
     Ptr<IbMadDispatcher> h0;
     std::vector<IbReceivedMad> got;
+    std::vector<Time> gotAt; ///< when each answer reached h0's manager
     uint64_t tid = 100;
 
     Line()
@@ -53,7 +55,10 @@ struct Line
         EXPECT_EQ(mh.Install(f), 4u);
         h0 = IbMgmtHelper::GetDispatcher(f.hosts.Get(0));
         h0->SetManagerHandler(Callback<void, const IbReceivedMad&>(
-            [this](const IbReceivedMad& m) { got.push_back(m); }));
+            [this](const IbReceivedMad& m) {
+                got.push_back(m);
+                gotAt.push_back(Simulator::Now());
+            }));
     }
     ~Line() { Simulator::Destroy(); }
 
@@ -155,6 +160,17 @@ TEST(MgmtAgents, DirectedRouteNodeInfoThroughTwoSwitchesBeforeAnySubnetSetup)
     IbNodeDescription nd;
     nd.ReadFrom(l.got[2].smp.Data());
     EXPECT_EQ(nd.text, "cnuas node " + std::to_string(l.f.hosts.Get(1)->GetId()));
+    // The round trip cannot beat the wire: six hops of a 292-byte packet (LRH..VCRC, 290,
+    // plus the 2 delimiter bytes the port counts) at the trained rate, plus six cable delays.
+    const Time rtt = l.gotAt[0] - MicroSeconds(5);
+    const Time perHop = l.H1Port()->GetActiveRate().SerializationTime(290 + 2) +
+                        l.f.cables[0]->GetDelay();
+    EXPECT_GE(rtt, 6 * perHop);
+    EXPECT_LT(rtt, MicroSeconds(5)); // and nothing waits anywhere on an idle fabric
+    std::cout << "DR Get(NodeInfo) over 3 hops and back: " << rtt.GetNanoSeconds()
+              << " ns (wire and cable floor " << (6 * perHop).GetNanoSeconds() << " ns)"
+              << std::endl;
+
     // The two switches forwarded each SMP both ways.
     EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwL())->GetDrForwarded(), 6u);
     EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwR())->GetDrForwarded(), 4u);
@@ -254,6 +270,49 @@ INSTANTIATE_TEST_SUITE_P(Fabrics,
                                                           4u),
                                            std::make_pair(std::string("fat-tree:k=4"), 6u),
                                            std::make_pair(std::string("fat-tree:k=8"), 6u)));
+
+TEST(MgmtAgents, ProcessingDelayAddsOncePerNodeOnThePath)
+{
+    auto roundTrip = [](Time delay) {
+        Config::SetDefault("ns3::IbMadDispatcher::ProcessingDelay", TimeValue(delay));
+        Line l;
+        Config::SetDefault("ns3::IbMadDispatcher::ProcessingDelay", TimeValue(Seconds(0)));
+        l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1), MicroSeconds(5));
+        EXPECT_EQ(l.gotAt.size(), 1u);
+        return l.gotAt.empty() ? Time() : l.gotAt[0] - MicroSeconds(5);
+    };
+    const Time fast = roundTrip(Seconds(0));
+    const Time slow = roundTrip(MicroSeconds(1));
+    // Six nodes take the MAD from the wire (swL, swR, h1, swR, swL, h0): on an idle fabric the
+    // round trip grows by exactly six processing delays.
+    EXPECT_EQ(slow - fast, MicroSeconds(6));
+}
+
+// A cut-through switch relays data from a packet's first bytes, but its management port
+// (§17.2.1.1) takes an SMP only once it is all in: on a slow link with no switch latency each of
+// the four hops of a DR Get to swR and back costs at least a whole packet time.
+TEST(MgmtAgents, SwitchAgentsTakeWholePackets)
+{
+    IbFabricHelper fh;
+    fh.SetDefaultRate("1xSDR");
+    fh.SetSwitchAttribute("Latency", TimeValue(Seconds(0)));
+    IbFabric f = fh.Build(MakeDumbbell(1, 1));
+    IbMgmtHelper().Install(f);
+    Ptr<IbMadDispatcher> sm = IbMgmtHelper::GetDispatcher(f.hosts.Get(0));
+    Time at;
+    sm->SetManagerHandler(Callback<void, const IbReceivedMad&>(
+        [&at](const IbReceivedMad&) { at = Simulator::Now(); }));
+    IbSmp smp = IbSmp::MakeDirected(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, 1,
+                                    kToSwR.data(), 2);
+    Simulator::Schedule(MicroSeconds(5), [sm, smp]() { sm->SendDirectedSmp(smp); });
+    Simulator::Stop(MicroSeconds(50));
+    Simulator::Run();
+    ASSERT_TRUE(at.IsStrictlyPositive());
+    const Time packet = f.HostPort(0)->GetActiveRate().SerializationTime(290 + 2);
+    const Time cable = f.cables[0]->GetDelay();
+    EXPECT_GE(at - MicroSeconds(5), 4 * (packet + cable));
+    Simulator::Destroy();
+}
 
 TEST(MgmtAgents, SetPortInfoAssignsLidAndMovesPortStateAsAnSmWould)
 {
