@@ -636,6 +636,81 @@ TEST(MgmtAgents, MKeyLeaseExpiresWithoutTheOwningSm)
     EXPECT_EQ(now.mKey, 0x77u); // the key itself stays; only the protection lapsed
 }
 
+// A bad M_Key is a security event the SM hears about: Trap 256 from the port that was hit,
+// naming who tried what with which key, decoded by tshark field by field.
+TEST(MgmtAgents, BadMKeyTrap256ReachesTheSm)
+{
+    const std::string path = "/tmp/cnuas-mgmt-trap256-" + std::to_string(getpid()) + ".pcap";
+    {
+        Line l;
+        IbPcapHelper pcap;
+        ASSERT_TRUE(pcap.Enable(l.f.HostPort(0), path));
+        IbStaticSubnetHelper subnet;
+        subnet.Configure(l.f.nodes);
+        const uint16_t h0Lid = subnet.GetLid(l.f.hosts.Get(0));
+        const uint16_t h1Lid = subnet.GetLid(l.f.hosts.Get(1));
+        l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(6));
+        IbPortInfo pi;
+        pi.ReadFrom(l.got[0].smp.Data());
+        pi.mKey = 0xABCD;
+        pi.mKeyProtectBits = 2;
+        pi.masterSmLid = h0Lid;
+        pi.linkWidthEnabled = 0;
+        pi.linkSpeedEnabled = 0;
+        IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+        pi.WriteTo(set.Data());
+        l.Dr(set, MicroSeconds(30));
+        ASSERT_EQ(l.got.size(), 2u);
+        ASSERT_EQ(l.got[1].smp.GetSmpStatus(), 0);
+        IbSmp bad = l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1);
+        bad.SetMKey(0xDEAD);
+        l.Dr(bad, MicroSeconds(55));
+        pcap.Close();
+        ASSERT_EQ(l.got.size(), 3u); // no answer, but a trap
+        const IbReceivedMad& t = l.got[2];
+        EXPECT_EQ(t.smp.Mad().GetMethod(), IbMadMethod::Trap);
+        EXPECT_EQ(t.view.lrh.GetSlid(), h1Lid);
+        IbNotice n;
+        n.ReadFrom(t.smp.Data());
+        EXPECT_EQ(n.trapNumber, 256);
+        EXPECT_EQ(n.type, 2);         // security
+        EXPECT_EQ(n.producerType, 1u); // channel adapter
+        EXPECT_EQ(n.issuerLid, h1Lid);
+        const uint8_t* d = n.dataDetails.data();
+        EXPECT_EQ((d[2] << 8) | d[3], 0xFFFF); // LIDADDR: a DR SMP comes from the permissive LID
+        EXPECT_EQ((d[4] << 8) | d[5], 0xFFFF); // DRSLID of the offending SMP
+        EXPECT_EQ(d[6], IbMadMethod::Get);
+        EXPECT_EQ((d[8] << 8) | d[9], IbSmAttr::NodeInfo);
+        EXPECT_EQ((d[20] << 8) | d[21], 0xDEAD);
+        EXPECT_EQ(d[22], 0);        // the byte before the DR flags is reserved
+        EXPECT_EQ(d[23], 0x80 | 3); // DRNotice, hop count 3
+        EXPECT_EQ(d[24 + 1], 1);    // the return path: swL port 1, swR port 2, h1 port 1
+        EXPECT_EQ(d[24 + 2], 2);
+        EXPECT_EQ(d[24 + 3], 1);
+    }
+    if (system("command -v tshark >/dev/null 2>&1") == 0)
+    {
+        int st = -1;
+        auto rows = cnuas_test::TsharkFieldRows(
+            path,
+            {"infiniband.notice.trapnumberdeviceid", "infiniband.trap.method",
+             "infiniband.trap.attributeid", "infiniband.trap.mkey", "infiniband.trap.drhopcount",
+             "_ws.malformed", "infiniband.trap.drslid"},
+            "-Y infiniband.notice.trapnumberdeviceid", &st);
+        ASSERT_EQ(st, 0);
+        ASSERT_EQ(rows.size(), 1u);
+        ASSERT_EQ(rows[0].size(), 7u);
+        EXPECT_EQ(rows[0][0], "0x0100");
+        EXPECT_EQ(rows[0][1], "0x01");
+        EXPECT_EQ(rows[0][2], "0x0011");
+        EXPECT_EQ(rows[0][3], "0x000000000000dead");
+        EXPECT_EQ(rows[0][4], "0x03");
+        EXPECT_EQ(rows[0][5], "");
+        EXPECT_EQ(rows[0][6], "0xffff");
+    }
+    unlink(path.c_str());
+}
+
 TEST(MgmtAgents, MalformedSmpsAreCountedDropsNeverCrashes)
 {
     Line l;
