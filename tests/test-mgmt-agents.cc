@@ -1135,7 +1135,10 @@ TEST(MgmtAgents, SwitchPmaAnswersThroughItsForwardingTable)
 
 TEST(MgmtAgents, SwitchSendsTrap128WhenAPortChangesState)
 {
+    const std::string path = "/tmp/cnuas-mgmt-trap128-" + std::to_string(getpid()) + ".pcap";
     Line l;
+    IbPcapHelper pcap;
+    ASSERT_TRUE(pcap.Enable(l.f.HostPort(0), path));
     IbStaticSubnetHelper subnet;
     subnet.Configure(l.f.nodes);
     const uint16_t h0Lid = subnet.GetLid(l.f.hosts.Get(0));
@@ -1176,6 +1179,22 @@ TEST(MgmtAgents, SwitchSendsTrap128WhenAPortChangesState)
     l.Dr(clear, MicroSeconds(125));
     si.ReadFrom(l.got.back().smp.Data());
     EXPECT_FALSE(si.portStateChange);
+    pcap.Close();
+    if (system("command -v tshark >/dev/null 2>&1") == 0)
+    {
+        // tshark reads the trap as Trap 128 with the switch's LID as LIDADDR.
+        int st = -1;
+        auto rows = cnuas_test::TsharkFieldRows(
+            path, {"infiniband.notice.trapnumberdeviceid", "infiniband.trap.lidaddr",
+                   "infiniband.notice.issuerlid", "_ws.malformed"},
+            "-Y infiniband.notice.trapnumberdeviceid", &st);
+        ASSERT_EQ(st, 0);
+        ASSERT_EQ(rows.size(), 1u);
+        char lid[8];
+        std::snprintf(lid, sizeof(lid), "0x%04x", swRLid);
+        EXPECT_EQ(rows[0], (std::vector<std::string>{"0x0080", lid, lid, ""}));
+    }
+    unlink(path.c_str());
 }
 
 TEST(MgmtAgents, TrapRepeatsUntilRepressed)
@@ -1279,6 +1298,21 @@ TEST(MgmtAgents, SweepTraceDecodesInTshark)
     EXPECT_EQ(rows[0][1], "0x03");
     EXPECT_EQ(rows[1][3], "0x01");
     EXPECT_EQ(rows[3][4], "0x02"); // Init: no SM has run
+    // The PortInfo and SwitchInfo answers as Wireshark reads their fields: 4x active out of
+    // 1x/2x/4x supported, VL0-7 capable with VL0 operational, MTU 4096, QDR base speed (HDR is
+    // an extended speed), capability mask IsSLMappingSupported | IsSystemImageGUIDSupported |
+    // IsExtendedSpeedsSupported; the switch's LinearFDBCap 0xC000.
+    auto info = cnuas_test::TsharkFieldRows(
+        path,
+        {"infiniband.portinfo.linkwidthactive", "infiniband.portinfo.linkwidthsupported",
+         "infiniband.portinfo.vlcap", "infiniband.portinfo.operationalvls",
+         "infiniband.portinfo.neighbormtu", "infiniband.portinfo.linkspeedactive",
+         "infiniband.portinfo.capabilitymask", "infiniband.switchinfo.linearfdbcap"},
+        "", &st);
+    ASSERT_EQ(info.size(), 6u);
+    EXPECT_EQ(info[3], (std::vector<std::string>{"0x02", "0x13", "0x04", "0x01", "0x05", "0x04",
+                                                 "0x00004840", ""}));
+    EXPECT_EQ(info[5][7], "0xc000");
     const std::string v =
         cnuas_test::RunCommand("tshark -r '" + path + "' -V -Y frame.number==2 2>/dev/null");
     // The answer's paths: out 1,2,1 and back in on 1,2,1.
