@@ -1,0 +1,113 @@
+#include "ib-mad-packet.h"
+
+#include "models/ib/ib-frame.h"
+#include "models/ib/ib-grh-header.h"
+
+#include <vector>
+
+namespace ns3
+{
+
+Ptr<Packet>
+IbMakeMadPacket(const uint8_t* mad, uint32_t destQp, uint32_t srcQp, uint32_t qkey,
+                uint16_t pkey, uint32_t psn)
+{
+    uint8_t buf[IbBthHeader::kSize + IbDethHeader::kSize + kIbMadBytes];
+    IbBthHeader bth;
+    bth.SetOpCode(kIbUdSendOnly);
+    bth.SetPkey(pkey);
+    bth.SetDestQp(destQp);
+    bth.SetPsn(psn);
+    bth.WriteTo(buf);
+    IbDethHeader deth;
+    deth.SetQkey(qkey);
+    deth.SetSrcQp(srcQp);
+    deth.WriteTo(buf + IbBthHeader::kSize);
+    std::copy(mad, mad + kIbMadBytes, buf + IbBthHeader::kSize + IbDethHeader::kSize);
+    return Create<Packet>(buf, sizeof(buf));
+}
+
+namespace
+{
+/// Offset of the BTH in a packet that starts with an LRH of this LNH (-1: no BTH).
+int
+BthOffset(IbLnh lnh)
+{
+    switch (lnh)
+    {
+    case IbLnh::IbaLocal:
+        return static_cast<int>(IbLrhHeader::kSize);
+    case IbLnh::IbaGlobal:
+        return static_cast<int>(IbLrhHeader::kSize + IbGrhHeader::kSize);
+    default:
+        return -1;
+    }
+}
+} // namespace
+
+int64_t
+IbPeekDestQp(Ptr<const Packet> packet)
+{
+    uint8_t head[IbLrhHeader::kSize + IbGrhHeader::kSize + IbBthHeader::kSize];
+    const uint32_t n = packet->CopyData(head, sizeof(head));
+    if (n < IbLrhHeader::kSize)
+    {
+        return -1;
+    }
+    IbLrhHeader lrh;
+    lrh.ReadFrom(head);
+    const int off = BthOffset(lrh.GetLnh());
+    if (off < 0 || n < static_cast<uint32_t>(off) + IbBthHeader::kSize)
+    {
+        return -1;
+    }
+    IbBthHeader bth;
+    bth.ReadFrom(head + off);
+    return bth.GetDestQp();
+}
+
+bool
+IbParseMadPacket(Ptr<const Packet> packet, IbMadPacketView& out, std::string* why)
+{
+    auto fail = [why](const char* w) {
+        if (why)
+        {
+            *why = w;
+        }
+        return false;
+    };
+    const uint32_t size = packet->GetSize();
+    std::vector<uint8_t> bytes(size);
+    packet->CopyData(bytes.data(), size);
+    if (size < IbLrhHeader::kSize)
+    {
+        return fail("shorter than an LRH");
+    }
+    out.lrh.ReadFrom(bytes.data());
+    const int off = BthOffset(out.lrh.GetLnh());
+    if (off < 0)
+    {
+        return fail("not an IBA transport packet (LNH 0 or 1)");
+    }
+    const uint32_t expect = static_cast<uint32_t>(off) + IbBthHeader::kSize +
+                            IbDethHeader::kSize + kIbMadBytes + kIbIcrcBytes + kIbVcrcBytes;
+    if (size != expect)
+    {
+        return fail("length is not that of one 256-byte MAD in a UD packet");
+    }
+    out.bth.ReadFrom(bytes.data() + off);
+    if (out.bth.GetOpCode() != kIbUdSendOnly)
+    {
+        return fail("not a UD SEND Only");
+    }
+    if (out.bth.GetPadCnt() != 0)
+    {
+        return fail("PadCnt of a MAD must be 0");
+    }
+    out.deth.ReadFrom(bytes.data() + off + IbBthHeader::kSize);
+    const uint8_t* mad = bytes.data() + off + IbBthHeader::kSize + IbDethHeader::kSize;
+    std::copy(mad, mad + kIbMadBytes, out.mad.begin());
+    return true;
+}
+
+} // namespace ns3
