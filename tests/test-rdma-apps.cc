@@ -103,3 +103,104 @@ TEST_F(RdmaAppsTest, ClosedLoopOneOutstandingWriteCompletesOnceEveryRoundTrip)
     EXPECT_EQ(g->GetBytesCompleted(), uint64_t(n) * size);
     EXPECT_EQ(g->GetPostErrors(), 0u);
 }
+
+namespace
+{
+struct PingCase
+{
+    RdmaQpType type;
+    RdmaWrOpcode op;
+    uint32_t size;
+};
+
+std::string
+PingName(const ::testing::TestParamInfo<PingCase>& p)
+{
+    const char* t = p.param.type == RdmaQpType::RC ? "Rc" : p.param.type == RdmaQpType::UC ? "Uc"
+                                                                                          : "Ud";
+    const char* o = p.param.op == RdmaWrOpcode::SEND            ? "Send"
+                    : p.param.op == RdmaWrOpcode::SEND_WITH_IMM ? "SendImm"
+                                                                : "WriteImm";
+    return std::string(t) + o + std::to_string(p.param.size);
+}
+} // namespace
+
+class RdmaAppsPingPong : public RdmaAppsTest, public ::testing::WithParamInterface<PingCase>
+{
+};
+
+TEST_P(RdmaAppsPingPong, RoundTripEqualsTheWireArithmetic)
+{
+    const PingCase c = GetParam();
+    Build();
+    RdmaConnectOptions o;
+    o.type = c.type;
+    traffic->SetOptions(o);
+    auto [a, b] = traffic->Connect(0, 1);
+    Ptr<RdmaPingPong> client = CreateObject<RdmaPingPong>();
+    Ptr<RdmaPingPong> server = CreateObject<RdmaPingPong>();
+    client->SetEndpoint(a);
+    server->SetEndpoint(b);
+    server->SetAttribute("Role", EnumValue(RdmaPingPong::SERVER));
+    for (auto app : {client, server})
+    {
+        app->SetAttribute("Operation", EnumValue(static_cast<int>(c.op)));
+    }
+    const uint32_t iterations = 20;
+    client->SetAttribute("MessageSize", UintegerValue(c.size));
+    client->SetAttribute("Iterations", UintegerValue(iterations));
+    hcas[0].node->AddApplication(client);
+    hcas[1].node->AddApplication(server);
+    server->SetStartTime(MicroSeconds(15) - Simulator::Now());
+    client->SetStartTime(MicroSeconds(20) - Simulator::Now());
+    RunUntil(MicroSeconds(200));
+
+    // The packet each way (IBA vol. 1 §9.2 header sequence per opcode, Only packets since the
+    // message fits one MTU): BTH, then DETH on UD, RETH for an RDMA WRITE, ImmDt with an
+    // immediate.
+    uint32_t transport = kBth + c.size;
+    if (c.type == RdmaQpType::UD)
+    {
+        transport += kDeth;
+    }
+    if (c.op == RdmaWrOpcode::RDMA_WRITE_WITH_IMM)
+    {
+        transport += kReth;
+    }
+    if (c.op != RdmaWrOpcode::SEND)
+    {
+        transport += kImm;
+    }
+    // A host answers a packet after the credit update it owes (kFcPs) and, on RC, after the
+    // ACK of what it received (the responder's ACK is queued before the application polls).
+    const int64_t turnaround = kFcPs + (c.type == RdmaQpType::RC ? SerPs(kBth + kAeth) : 0);
+    const int64_t first = 2 * OneWayPs(transport) + turnaround;
+    // From the second round on, the client's own turnaround after the pong delays the ping.
+    const int64_t steady = first + turnaround;
+    const auto& rtts = client->GetRtts();
+    ASSERT_EQ(rtts.size(), iterations);
+    EXPECT_EQ(rtts[0].GetPicoSeconds(), first);
+    for (uint32_t i = 1; i < iterations; ++i)
+    {
+        EXPECT_EQ(rtts[i].GetPicoSeconds(), steady) << "round " << i;
+    }
+    EXPECT_EQ(server->GetSent(), iterations);
+    EXPECT_EQ(client->GetPostErrors() + server->GetPostErrors(), 0u);
+    EXPECT_EQ(client->GetErrorCompletions() + server->GetErrorCompletions(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops,
+                         RdmaAppsPingPong,
+                         ::testing::Values(PingCase{RdmaQpType::RC, RdmaWrOpcode::SEND, 64},
+                                           PingCase{RdmaQpType::RC, RdmaWrOpcode::SEND, 4096},
+                                           PingCase{RdmaQpType::RC, RdmaWrOpcode::SEND_WITH_IMM,
+                                                    1},
+                                           PingCase{RdmaQpType::RC,
+                                                    RdmaWrOpcode::RDMA_WRITE_WITH_IMM, 1000},
+                                           PingCase{RdmaQpType::UC, RdmaWrOpcode::SEND, 64},
+                                           PingCase{RdmaQpType::UC,
+                                                    RdmaWrOpcode::RDMA_WRITE_WITH_IMM, 333},
+                                           PingCase{RdmaQpType::UD, RdmaWrOpcode::SEND, 64},
+                                           PingCase{RdmaQpType::UD, RdmaWrOpcode::SEND_WITH_IMM,
+                                                    2000}),
+                         PingName);
