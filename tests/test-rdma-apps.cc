@@ -14,7 +14,10 @@
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <set>
 
 using namespace ns3;
 using namespace cnuas_test;
@@ -204,3 +207,319 @@ INSTANTIATE_TEST_SUITE_P(Ops,
                                            PingCase{RdmaQpType::UD, RdmaWrOpcode::SEND_WITH_IMM,
                                                     2000}),
                          PingName);
+
+namespace
+{
+struct OpCase
+{
+    RdmaQpType type;
+    RdmaWrOpcode op;
+};
+
+std::string
+OpName(const ::testing::TestParamInfo<OpCase>& p)
+{
+    const char* t = p.param.type == RdmaQpType::RC ? "Rc" : p.param.type == RdmaQpType::UC ? "Uc"
+                                                                                          : "Ud";
+    std::string o = RdmaWrOpcodeName(p.param.op);
+    o.erase(std::remove(o.begin(), o.end(), '_'), o.end());
+    return t + o;
+}
+
+/// Deterministic test bytes.
+std::vector<uint8_t>
+Pattern(size_t n, uint32_t seed)
+{
+    std::vector<uint8_t> v(n);
+    uint32_t x = seed * 2654435761u + 1;
+    for (auto& b : v)
+    {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        b = static_cast<uint8_t>(x);
+    }
+    return v;
+}
+} // namespace
+
+class RdmaAppsOps : public RdmaAppsTest, public ::testing::WithParamInterface<OpCase>
+{
+};
+
+TEST_P(RdmaAppsOps, GeneratorCarriesEveryOperationTheQpTypeAllows)
+{
+    const OpCase c = GetParam();
+    Build("pair", /*realMemory=*/true, /*bufferBytes=*/1 << 20);
+    RdmaConnectOptions o;
+    o.type = c.type;
+    o.mtu = RdmaMtu::MTU_1024; // multi-packet messages on RC and UC
+    traffic->SetOptions(o);
+    auto [a, b] = traffic->Connect(0, 1);
+    const uint32_t size = c.type == RdmaQpType::UD ? 1000 : 3000;
+    const auto srcData = Pattern(size, 1);
+    const auto peerData = Pattern(size, 2);
+    Ptr<RdmaMemory> ma = traffic->GetMemory(0);
+    Ptr<RdmaMemory> mb = traffic->GetMemory(1);
+    ASSERT_TRUE(ma->Write(a.localAddr, srcData.data(), size));
+    ASSERT_TRUE(mb->Write(b.localAddr, peerData.data(), size));
+    const uint64_t one = 1;
+    const bool atomic =
+        c.op == RdmaWrOpcode::ATOMIC_CMP_AND_SWP || c.op == RdmaWrOpcode::ATOMIC_FETCH_AND_ADD;
+    if (atomic)
+    {
+        // The target word starts at 1 (host byte order is the simulated memory's).
+        ASSERT_TRUE(mb->Write(b.localAddr, reinterpret_cast<const uint8_t*>(&one), 8));
+    }
+
+    Ptr<RdmaFctRecorder> rec = CreateObject<RdmaFctRecorder>();
+    Ptr<RdmaMessageGenerator> g = MakeGenerator(a, c.op, size);
+    const uint32_t n = 5;
+    g->SetAttribute("MaxMessages", UintegerValue(n));
+    g->SetAttribute("Outstanding", UintegerValue(2));
+    g->SetRecorder(rec);
+    hcas[0].node->AddApplication(g);
+    Ptr<RdmaMessageSink> sink = CreateObject<RdmaMessageSink>();
+    sink->SetEndpoint(b);
+    hcas[1].node->AddApplication(sink);
+    sink->SetStartTime(MicroSeconds(15) - Simulator::Now());
+    g->SetStartTime(MicroSeconds(20) - Simulator::Now());
+    RunUntil(MicroSeconds(300));
+
+    EXPECT_EQ(g->GetIssued(), n);
+    EXPECT_EQ(g->GetCompleted(), n);
+    EXPECT_EQ(g->GetPostErrors(), 0u);
+    EXPECT_EQ(g->GetErrorCompletions(), 0u);
+    EXPECT_EQ(rec->GetStarted(), n);
+    EXPECT_EQ(rec->GetCompleted(), n);
+    EXPECT_EQ(rec->GetBadCompletions(), 0u);
+    const bool twoSided = c.op == RdmaWrOpcode::SEND || c.op == RdmaWrOpcode::SEND_WITH_IMM ||
+                          c.op == RdmaWrOpcode::RDMA_WRITE_WITH_IMM;
+    // One-sided operations never show at the peer's receive queue (seed 000 §3).
+    EXPECT_EQ(sink->GetMessages(), twoSided ? n : 0u);
+    // UD receive buffers start with 40 bytes for the GRH (IBA vol. 1 §11.4.1.2).
+    const uint32_t grh = c.type == RdmaQpType::UD ? 40 : 0;
+    EXPECT_EQ(sink->GetBytes(), twoSided ? uint64_t(n) * (size + grh) : 0u);
+
+    std::vector<uint8_t> got(size);
+    uint64_t word = 0;
+    switch (c.op)
+    {
+    case RdmaWrOpcode::SEND:
+    case RdmaWrOpcode::SEND_WITH_IMM:
+    case RdmaWrOpcode::RDMA_WRITE:
+    case RdmaWrOpcode::RDMA_WRITE_WITH_IMM:
+        ASSERT_TRUE(mb->Read(b.localAddr + grh, got.data(), size));
+        EXPECT_EQ(got, srcData);
+        break;
+    case RdmaWrOpcode::RDMA_READ:
+        ASSERT_TRUE(ma->Read(a.localAddr, got.data(), size));
+        EXPECT_EQ(got, peerData);
+        break;
+    case RdmaWrOpcode::ATOMIC_FETCH_AND_ADD:
+        // Five adds of 1 (compare_add) to 1.
+        ASSERT_TRUE(mb->Read(b.localAddr, reinterpret_cast<uint8_t*>(&word), 8));
+        EXPECT_EQ(word, 1u + n);
+        break;
+    case RdmaWrOpcode::ATOMIC_CMP_AND_SWP:
+        // The first compare (1) matches and swaps in wr_id 0; the next four find 0 and leave it.
+        ASSERT_TRUE(mb->Read(b.localAddr, reinterpret_cast<uint8_t*>(&word), 8));
+        EXPECT_EQ(word, 0u);
+        break;
+    default:
+        FAIL();
+    }
+    // Every message is recorded once, in issue order, with its size and operation.
+    std::set<uint64_t> ids;
+    for (const auto& r : rec->GetRecords())
+    {
+        EXPECT_TRUE(r.done);
+        EXPECT_EQ(r.status, RdmaWcStatus::SUCCESS);
+        EXPECT_EQ(r.size, atomic ? 8u : size);
+        EXPECT_EQ(r.opcode, c.op);
+        EXPECT_EQ(r.src, 0u);
+        EXPECT_EQ(r.dst, 1u);
+        // RC completes at the acknowledgment (or response), after a round trip; the engine
+        // completes UC and UD sends when the last packet is handed to the port, which is the
+        // instant of the post when the port queue has room.
+        if (c.type == RdmaQpType::RC)
+        {
+            EXPECT_GT(r.end, r.start);
+        }
+        else
+        {
+            EXPECT_GE(r.end, r.start);
+        }
+        ids.insert(r.id);
+    }
+    EXPECT_EQ(ids.size(), n);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Ops,
+    RdmaAppsOps,
+    ::testing::Values(OpCase{RdmaQpType::RC, RdmaWrOpcode::SEND},
+                      OpCase{RdmaQpType::RC, RdmaWrOpcode::SEND_WITH_IMM},
+                      OpCase{RdmaQpType::RC, RdmaWrOpcode::RDMA_WRITE},
+                      OpCase{RdmaQpType::RC, RdmaWrOpcode::RDMA_WRITE_WITH_IMM},
+                      OpCase{RdmaQpType::RC, RdmaWrOpcode::RDMA_READ},
+                      OpCase{RdmaQpType::RC, RdmaWrOpcode::ATOMIC_CMP_AND_SWP},
+                      OpCase{RdmaQpType::RC, RdmaWrOpcode::ATOMIC_FETCH_AND_ADD},
+                      OpCase{RdmaQpType::UC, RdmaWrOpcode::SEND},
+                      OpCase{RdmaQpType::UC, RdmaWrOpcode::SEND_WITH_IMM},
+                      OpCase{RdmaQpType::UC, RdmaWrOpcode::RDMA_WRITE},
+                      OpCase{RdmaQpType::UC, RdmaWrOpcode::RDMA_WRITE_WITH_IMM},
+                      OpCase{RdmaQpType::UD, RdmaWrOpcode::SEND},
+                      OpCase{RdmaQpType::UD, RdmaWrOpcode::SEND_WITH_IMM}),
+    OpName);
+
+TEST_F(RdmaAppsTest, OperationsTheQpTypeForbidsAreRefusedAndCounted)
+{
+    // UC has no READ or atomics, UD only SEND (IBA vol. 1 §9.4, table "operations per service"):
+    // the QP refuses the WR; the generator counts it and records no completion.
+    for (auto [type, op] : {std::pair{RdmaQpType::UC, RdmaWrOpcode::RDMA_READ},
+                            std::pair{RdmaQpType::UC, RdmaWrOpcode::ATOMIC_FETCH_AND_ADD},
+                            std::pair{RdmaQpType::UD, RdmaWrOpcode::RDMA_WRITE}})
+    {
+        Build();
+        RdmaConnectOptions o;
+        o.type = type;
+        traffic->SetOptions(o);
+        auto [a, b] = traffic->Connect(0, 1);
+        Ptr<RdmaMessageGenerator> g = MakeGenerator(a, op, 100);
+        g->SetAttribute("MaxMessages", UintegerValue(3));
+        Ptr<RdmaFctRecorder> rec = CreateObject<RdmaFctRecorder>();
+        g->SetRecorder(rec);
+        hcas[0].node->AddApplication(g);
+        g->SetStartTime(MicroSeconds(20) - Simulator::Now());
+        RunUntil(MicroSeconds(100));
+        EXPECT_EQ(g->GetPostErrors(), 1u) << RdmaWrOpcodeName(op);
+        EXPECT_EQ(g->GetCompleted(), 0u);
+        EXPECT_EQ(rec->GetCompleted(), 0u);
+        TearDown();
+    }
+}
+
+TEST_F(RdmaAppsTest, UdMessageLargerThanTheMtuIsRefusedNotCut)
+{
+    Build();
+    RdmaConnectOptions o;
+    o.type = RdmaQpType::UD;
+    traffic->SetOptions(o);
+    auto [a, b] = traffic->Connect(0, 1);
+    Ptr<RdmaMessageGenerator> g = MakeGenerator(a, RdmaWrOpcode::SEND, 4097);
+    g->SetAttribute("MaxMessages", UintegerValue(2));
+    g->SetAttribute("Outstanding", UintegerValue(2));
+    hcas[0].node->AddApplication(g);
+    Ptr<RdmaMessageSink> sink = CreateObject<RdmaMessageSink>();
+    sink->SetEndpoint(b);
+    hcas[1].node->AddApplication(sink);
+    g->SetStartTime(MicroSeconds(20) - Simulator::Now());
+    RunUntil(MicroSeconds(100));
+    EXPECT_EQ(g->GetIssued(), 2u);
+    EXPECT_EQ(g->GetCompleted() + g->GetErrorCompletions() + g->GetPostErrors(), 2u);
+    EXPECT_EQ(g->GetCompleted(), 0u);
+    EXPECT_EQ(sink->GetMessages(), 0u);
+}
+
+TEST(RdmaAppsFctRecorder, EachMessageOnceBadCompletionsCountedCsvRows)
+{
+    Ptr<RdmaFctRecorder> r = CreateObject<RdmaFctRecorder>();
+    uint64_t ids[3];
+    Simulator::Schedule(NanoSeconds(10), [&]() {
+        ids[0] = r->Start(0, 1, 7, RdmaWrOpcode::RDMA_WRITE, 1000);
+        ids[1] = r->Start(2, 1, 8, RdmaWrOpcode::SEND, 64);
+        ids[2] = r->Start(3, 1, 9, RdmaWrOpcode::RDMA_READ, 5);
+    });
+    Simulator::Schedule(NanoSeconds(250), [&]() {
+        EXPECT_TRUE(r->Complete(ids[1], RdmaWcStatus::SUCCESS));
+        EXPECT_FALSE(r->Complete(ids[1], RdmaWcStatus::SUCCESS)); // twice
+        EXPECT_FALSE(r->Complete(99, RdmaWcStatus::SUCCESS));     // never started
+    });
+    Simulator::Schedule(NanoSeconds(1010), [&]() {
+        EXPECT_TRUE(r->Complete(ids[0], RdmaWcStatus::RETRY_EXC_ERR));
+    });
+    Simulator::Run();
+    Simulator::Destroy();
+    EXPECT_EQ(r->GetStarted(), 3u);
+    EXPECT_EQ(r->GetCompleted(), 2u);
+    EXPECT_EQ(r->GetFailed(), 1u);
+    EXPECT_EQ(r->GetBadCompletions(), 2u);
+    EXPECT_EQ(r->GetRecords()[ids[1]].end - r->GetRecords()[ids[1]].start, NanoSeconds(240));
+
+    const std::string path = std::string(CNUAS_BINARY_DIR) + "/test-fct-recorder.csv";
+    ASSERT_TRUE(r->WriteCsv(path, [](const RdmaFctRecorder::Record& rec) {
+        return NanoSeconds(rec.size / 10); // any ideal: 100 ns and 6 ns here
+    }));
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);)
+    {
+        lines.push_back(l);
+    }
+    ASSERT_EQ(lines.size(), 4u);
+    EXPECT_EQ(lines[0], "id,src,dst,qpn,opcode,size_bytes,start_ns,end_ns,fct_ns,ideal_ns,"
+                        "slowdown,status");
+    EXPECT_EQ(lines[1], "0,0,1,7,RDMA_WRITE,1000,10.000,1010.000,1000.000,100.000,10.0000,"
+                        "transport retry counter exceeded");
+    EXPECT_EQ(lines[2], "1,2,1,8,SEND,64,10.000,250.000,240.000,6.000,40.0000,success");
+    EXPECT_EQ(lines[3], "# 1 messages issued and not completed");
+}
+
+TEST_F(RdmaAppsTest, OpenLoopFixedIntervalIssuesOnScheduleAndEachFindsAnIdlePath)
+{
+    Build();
+    auto [a, b] = traffic->Connect(0, 1);
+    const uint32_t size = 512;
+    Ptr<RdmaMessageGenerator> g = MakeGenerator(a, RdmaWrOpcode::RDMA_WRITE, size);
+    g->SetAttribute("Mode", EnumValue(RdmaMessageGenerator::OPEN_LOOP));
+    g->SetAttribute("InterArrival", StringValue("ns3::ConstantRandomVariable[Constant=1e-6]"));
+    Ptr<RdmaFctRecorder> rec = CreateObject<RdmaFctRecorder>();
+    g->SetRecorder(rec);
+    hcas[0].node->AddApplication(g);
+    const Time start = MicroSeconds(20);
+    g->SetStartTime(start - Simulator::Now());
+    g->SetStopTime(start + NanoSeconds(29500) - Simulator::Now());
+    RunUntil(MicroSeconds(60));
+    // Arrivals at 0, 1, ..., 29 us after the start; each finds h0 idle (no credit update owed:
+    // the previous ACK's went out long before), so its FCT is the bare round trip.
+    ASSERT_EQ(rec->GetStarted(), 30u);
+    const int64_t rtt = OneWayPs(kBth + kReth + size) + kFcPs + OneWayPs(kBth + kAeth);
+    for (const auto& r : rec->GetRecords())
+    {
+        EXPECT_EQ((r.start - start).GetPicoSeconds(), int64_t(r.id) * 1000000);
+        ASSERT_TRUE(r.done);
+        EXPECT_EQ((r.end - r.start).GetPicoSeconds(), rtt) << r.id;
+    }
+}
+
+TEST_F(RdmaAppsTest, OpenLoopPoissonArrivalsHaveTheConfiguredMean)
+{
+    Build();
+    auto [a, b] = traffic->Connect(0, 1);
+    Ptr<RdmaMessageGenerator> g = MakeGenerator(a, RdmaWrOpcode::RDMA_WRITE, 64);
+    g->SetAttribute("Mode", EnumValue(RdmaMessageGenerator::OPEN_LOOP));
+    g->SetAttribute("InterArrival", StringValue("ns3::ExponentialRandomVariable[Mean=2e-6]"));
+    g->SetAttribute("MaxMessages", UintegerValue(3000));
+    g->AssignStreams(17);
+    Ptr<RdmaFctRecorder> rec = CreateObject<RdmaFctRecorder>();
+    g->SetRecorder(rec);
+    hcas[0].node->AddApplication(g);
+    g->SetStartTime(MicroSeconds(20) - Simulator::Now());
+    RunUntil(MilliSeconds(10));
+    const auto& recs = rec->GetRecords();
+    ASSERT_EQ(recs.size(), 3000u);
+    EXPECT_EQ(rec->GetCompleted(), 3000u);
+    const double span = (recs.back().start - recs.front().start).GetSeconds();
+    const double mean = span / double(recs.size() - 1);
+    // Exponential gaps: the mean of 2999 has a standard deviation of 2 us / sqrt(2999).
+    EXPECT_NEAR(mean, 2e-6, 5 * 2e-6 / std::sqrt(2999.0));
+    // Memorylessness shows as a coefficient of variation near 1 (a fixed interval gives 0).
+    double sq = 0;
+    for (size_t i = 1; i < recs.size(); ++i)
+    {
+        const double gap = (recs[i].start - recs[i - 1].start).GetSeconds();
+        sq += (gap - mean) * (gap - mean);
+    }
+    EXPECT_NEAR(std::sqrt(sq / double(recs.size() - 2)) / mean, 1.0, 0.1);
+}
