@@ -481,13 +481,14 @@ TEST_F(RdmaAppsTest, OpenLoopFixedIntervalIssuesOnScheduleAndEachFindsAnIdlePath
     g->SetStartTime(start - Simulator::Now());
     g->SetStopTime(start + NanoSeconds(29500) - Simulator::Now());
     RunUntil(MicroSeconds(60));
-    // Arrivals at 0, 1, ..., 29 us after the start; each finds h0 idle (no credit update owed:
-    // the previous ACK's went out long before), so its FCT is the bare round trip.
-    ASSERT_EQ(rec->GetStarted(), 30u);
+    // Arrivals at 1, 2, ..., 29 us after the start (the first a gap after it); each finds h0
+    // idle (no credit update owed: the previous ACK's went out long before), so its FCT is the
+    // bare round trip.
+    ASSERT_EQ(rec->GetStarted(), 29u);
     const int64_t rtt = OneWayPs(kBth + kReth + size) + kFcPs + OneWayPs(kBth + kAeth);
     for (const auto& r : rec->GetRecords())
     {
-        EXPECT_EQ((r.start - start).GetPicoSeconds(), int64_t(r.id) * 1000000);
+        EXPECT_EQ((r.start - start).GetPicoSeconds(), int64_t(r.id + 1) * 1000000);
         ASSERT_TRUE(r.done);
         EXPECT_EQ((r.end - r.start).GetPicoSeconds(), rtt) << r.id;
     }

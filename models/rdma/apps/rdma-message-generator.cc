@@ -135,8 +135,20 @@ RdmaMessageGenerator::OnStart()
     }
     else
     {
-        Arrival();
+        // A Poisson process started at the application's start has its first arrival one
+        // drawn gap later, like every other (arrivals at the start instant from many
+        // generators would otherwise be a synchronized burst).
+        ScheduleNextArrival();
     }
+}
+
+void
+RdmaMessageGenerator::ScheduleNextArrival()
+{
+    const double gap = m_interArrival->GetValue();
+    NS_ABORT_MSG_IF(!(gap >= 0), "RdmaMessageGenerator: negative inter-arrival time " << gap);
+    m_arrival = Simulator::Schedule(PicoSeconds(std::llround(gap * 1e12)),
+                                    &RdmaMessageGenerator::Arrival, this);
 }
 
 void
@@ -155,12 +167,9 @@ RdmaMessageGenerator::Arrival()
     }
     Issue();
     PostWaiting();
-    const double gap = m_interArrival->GetValue();
-    NS_ABORT_MSG_IF(!(gap >= 0), "RdmaMessageGenerator: negative inter-arrival time " << gap);
     if (!Done())
     {
-        m_arrival = Simulator::Schedule(PicoSeconds(std::llround(gap * 1e12)),
-                                        &RdmaMessageGenerator::Arrival, this);
+        ScheduleNextArrival();
     }
 }
 

@@ -18,7 +18,8 @@ namespace ns3
 /**
  * \brief Issues messages on an endpoint's QP and records when each completes.
  *
- * A message is *issued* when it becomes due (open loop: at its arrival time; closed loop: at
+ * A message is *issued* when it becomes due (open loop: at its arrival time, the first one a
+ * drawn gap after the start; closed loop: at
  * the start and whenever one of the N outstanding messages completes) and *posted* when the
  * send queue has room (at most MaxPosted WRs posted at once); open-loop messages that find the
  * queue full wait in order in the application, and that wait is part of their completion
@@ -80,6 +81,7 @@ class RdmaMessageGenerator : public RdmaTrafficApp
     };
 
     void Arrival();
+    void ScheduleNextArrival();
     void Issue();
     void PostWaiting();
     bool Done() const;
