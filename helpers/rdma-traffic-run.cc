@@ -68,6 +68,12 @@ Percentile(std::vector<double> v, double p)
 }
 } // namespace
 
+std::string
+RdmaShippedCdf(const std::string& name)
+{
+    return std::string(CNUAS_SOURCE_TREE) + "/data/cdf/" + name;
+}
+
 Time
 RdmaIdealFct(uint64_t size, RdmaWrOpcode op, uint32_t mtu, int hops, const IbLinkRate& rate,
              Time propagation, Time switchLatency, uint32_t cutThroughBytes,

@@ -77,6 +77,9 @@ struct RdmaTrafficStats
     std::vector<std::string> artifacts;
 };
 
+/// The path of a CDF file shipped in data/cdf/ of the source tree ("websearch.cdf").
+std::string RdmaShippedCdf(const std::string& name);
+
 /// Runs the experiment (calls Simulator::Destroy at the end). Throws std::invalid_argument for
 /// an impossible spec (bad topology, too few hosts, unreadable CDF) with the reason.
 RdmaTrafficStats RunRdmaTraffic(const RdmaTrafficSpec& spec);

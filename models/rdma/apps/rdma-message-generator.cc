@@ -84,8 +84,8 @@ RdmaMessageGenerator::GetTypeId()
 
 RdmaMessageGenerator::RdmaMessageGenerator()
 {
-    // A generator posts no receives unless told to: its peer's sink takes the messages.
-    m_recvDepth = 0;
+    // A generator posts no receives: its peer's sink takes the messages.
+    m_postsReceives = false;
 }
 
 RdmaMessageGenerator::~RdmaMessageGenerator() = default;

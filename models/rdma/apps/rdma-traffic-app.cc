@@ -24,7 +24,7 @@ RdmaTrafficApp::GetTypeId()
             .SetGroupName("Cnuas")
             .AddAttribute("ReceiveDepth",
                           "Receive WQEs the application keeps posted (replaced as they "
-                          "complete), WQEs; 0 posts none.",
+                          "complete), WQEs; 0 posts none. A message generator posts none.",
                           UintegerValue(16),
                           MakeUintegerAccessor(&RdmaTrafficApp::m_recvDepth),
                           MakeUintegerChecker<uint32_t>())
@@ -78,7 +78,10 @@ RdmaTrafficApp::StartApplication()
         m_ep.sendCq->TraceDisconnectWithoutContext("CompletionEvent",
                                                    MakeCallback(&RdmaTrafficApp::OnCqEvent, this));
     }
-    PostReceives(m_recvDepth, m_recvBytes);
+    if (m_postsReceives)
+    {
+        PostReceives(m_recvDepth, m_recvBytes);
+    }
     OnStart();
 }
 
@@ -163,7 +166,7 @@ RdmaTrafficApp::PollNow()
                 }
                 if (recv && m_ep.sendCq == m_ep.recvCq)
                 {
-                    if (m_running && m_recvDepth > 0 &&
+                    if (m_running && m_postsReceives && m_recvDepth > 0 &&
                         wcs[i].status == RdmaWcStatus::SUCCESS)
                     {
                         PostReceives(1, m_recvBytes);
@@ -186,7 +189,7 @@ RdmaTrafficApp::PollNow()
                     {
                         m_errorCompletions++;
                     }
-                    else if (m_running && m_recvDepth > 0)
+                    else if (m_running && m_postsReceives && m_recvDepth > 0)
                     {
                         PostReceives(1, m_recvBytes);
                     }

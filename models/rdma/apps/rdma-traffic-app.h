@@ -75,6 +75,9 @@ class RdmaTrafficApp : public Application
     RdmaAppEndpoint m_ep;
     uint64_t m_recvBytes; ///< attribute ReceiveBytes: receive buffer per WQE, bytes
     uint32_t m_recvDepth; ///< attribute ReceiveDepth: receive WQEs kept posted
+    /// Whether this application keeps receives posted at all (not an attribute: a subclass
+    /// decides in its constructor, which attribute defaults would otherwise override).
+    bool m_postsReceives{true};
     uint64_t m_postErrors{0};
     uint64_t m_errorCompletions{0};
     TracedCallback<const RdmaWc&> m_wcTrace;
