@@ -77,6 +77,9 @@ MakeGenerator(const RdmaAppEndpoint& ep, RdmaWrOpcode op, uint64_t size)
 TEST_F(RdmaAppsTest, ClosedLoopOneOutstandingWriteCompletesOnceEveryRoundTrip)
 {
     Build();
+    RdmaConnectOptions o;
+    o.rqDepth = 1; // a generator posts no receives: a receive queue of one is never overrun
+    traffic->SetOptions(o);
     auto [a, b] = traffic->Connect(0, 1);
     const uint32_t size = 1000;
     Ptr<RdmaMessageGenerator> g = MakeGenerator(a, RdmaWrOpcode::RDMA_WRITE, size);
