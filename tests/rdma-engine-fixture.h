@@ -221,8 +221,14 @@ class RdmaPairTest : public ::testing::Test
     /// Put a ReceiveErrorModel on both hosts' ports (losses in both directions).
     void SetLoss(Ptr<ErrorModel> toB, Ptr<ErrorModel> toA)
     {
-        fabric.HostPort(1)->SetAttribute("ReceiveErrorModel", PointerValue(toB));
-        fabric.HostPort(0)->SetAttribute("ReceiveErrorModel", PointerValue(toA));
+        if (toB)
+        {
+            fabric.HostPort(1)->SetAttribute("ReceiveErrorModel", PointerValue(toB));
+        }
+        if (toA)
+        {
+            fabric.HostPort(0)->SetAttribute("ReceiveErrorModel", PointerValue(toA));
+        }
     }
 
     RdmaSendWr Wr(uint64_t id, RdmaWrOpcode op, std::vector<RdmaSge> sgl) const
