@@ -94,7 +94,8 @@ RdmaEngine::OnRnrTimerExpired(uint32_t qpn, uint32_t psn)
         return;
     }
     c->reqState = RdmaReqState::Idle;
-    Rewind(*c, psn);
+    // The refused PSN, or an earlier one if a READ before it still misses responses.
+    Rewind(*c, RdmaPsnDiff(c->unackedPsn, psn) < 0 ? c->unackedPsn : psn);
 }
 
 void
@@ -436,7 +437,8 @@ RdmaEngine::CompleterReceive(RdmaQpContext& c, const IbTransportHeaders& h,
                 return;
             }
             c.retryLeft--;
-            Rewind(c, psn);
+            // Normally the NAK's PSN; earlier when a READ before it still misses responses.
+            Rewind(c, c.unackedPsn);
             return;
         }
         FailHead(c, NakStatus(aeth.GetNakCode()));
