@@ -51,10 +51,10 @@ struct NakLog
 };
 } // namespace
 
-/// (loss rate, action)
-class RdmaEngineLoss
-    : public RdmaPairTest,
-      public ::testing::WithParamInterface<std::tuple<double, PacketLossModel::Action>>
+/// (loss rate, action, mode)
+using LossParam = std::tuple<double, PacketLossModel::Action, PacketLossModel::Mode>;
+
+class RdmaEngineLoss : public RdmaPairTest, public ::testing::WithParamInterface<LossParam>
 {
 };
 
@@ -62,16 +62,18 @@ TEST_P(RdmaEngineLoss, RcDeliversEveryMessageIntactAndInOrder)
 {
     const double rate = std::get<0>(GetParam());
     const auto action = std::get<1>(GetParam());
+    const auto mode = std::get<2>(GetParam());
     QpOptions o;
     o.timeout = 4; // 65.5 us
     o.retryCnt = 7;
     o.mtu = RdmaMtu::MTU_1024;
     Setup(o);
-    auto toB = Loss(PacketLossModel::RANDOM, action, rate, "", 11);
-    auto toA = Loss(PacketLossModel::RANDOM, action, rate, "", 12);
+    auto toB = Loss(mode, action, rate, "", 11);
+    auto toA = Loss(mode, action, rate, "", 12);
     SetLoss(toB, toA);
 
-    // A mix of SENDs (checked through the receive side), WRITEs and READs.
+    // A mix of SENDs (checked through the receive side), WRITEs, READs and FETCH_ADDs (each
+    // on its own 8-byte target holding a known value).
     std::mt19937 rng(7);
     const uint32_t n = 150;
     std::vector<uint32_t> len(n);
@@ -82,14 +84,21 @@ TEST_P(RdmaEngineLoss, RcDeliversEveryMessageIntactAndInOrder)
     for (uint32_t i = 0; i < n; ++i)
     {
         len[i] = 1 + rng() % 12000;
-        const uint32_t k = rng() % 4;
-        op[i] = k < 2 ? RdmaWrOpcode::SEND : k == 2 ? RdmaWrOpcode::RDMA_WRITE
-                                                    : RdmaWrOpcode::RDMA_READ;
+        const uint32_t k = rng() % 5;
+        op[i] = k < 2    ? RdmaWrOpcode::SEND
+                : k == 2 ? RdmaWrOpcode::RDMA_WRITE
+                : k == 3 ? RdmaWrOpcode::RDMA_READ
+                         : RdmaWrOpcode::ATOMIC_FETCH_AND_ADD;
+        off = (off + 7) & ~uint64_t(7);
         srcOff[i] = off;
         dstOff[i] = off;
+        if (op[i] == RdmaWrOpcode::ATOMIC_FETCH_AND_ADD)
+        {
+            len[i] = 8;
+        }
         off += len[i] + 8;
         ASSERT_LT(off, kRegionBytes);
-        if (op[i] == RdmaWrOpcode::RDMA_READ)
+        if (op[i] == RdmaWrOpcode::RDMA_READ || op[i] == RdmaWrOpcode::ATOMIC_FETCH_AND_ADD)
         {
             b.Write(srcOff[i], TestBytes(len[i], 1000 + i));
         }
@@ -107,7 +116,14 @@ TEST_P(RdmaEngineLoss, RcDeliversEveryMessageIntactAndInOrder)
             ++recvs;
         }
         RdmaSendWr w;
-        if (op[i] == RdmaWrOpcode::RDMA_READ)
+        if (op[i] == RdmaWrOpcode::ATOMIC_FETCH_AND_ADD)
+        {
+            w = Wr(i, op[i], {a.Sge(dstOff[i], 8)});
+            w.atomic.remote_addr = kRegionBase + srcOff[i];
+            w.atomic.rkey = b.mr->GetRkey();
+            w.atomic.compare_add = i + 1;
+        }
+        else if (op[i] == RdmaWrOpcode::RDMA_READ)
         {
             w = Wr(i, op[i], {a.Sge(dstOff[i], len[i])});
             w.rdma.remote_addr = kRegionBase + srcOff[i];
@@ -134,6 +150,17 @@ TEST_P(RdmaEngineLoss, RcDeliversEveryMessageIntactAndInOrder)
     for (uint32_t i = 0; i < n; ++i)
     {
         const auto want = TestBytes(len[i], 1000 + i);
+        if (op[i] == RdmaWrOpcode::ATOMIC_FETCH_AND_ADD)
+        {
+            // Executed exactly once: the original value came back, the target grew by i+1.
+            uint64_t orig;
+            uint64_t now;
+            std::memcpy(&orig, want.data(), 8);
+            std::memcpy(&now, b.Read(srcOff[i], 8).data(), 8);
+            EXPECT_EQ(a.Read(dstOff[i], 8), want) << "FETCH_ADD " << i;
+            EXPECT_EQ(now, orig + i + 1) << "FETCH_ADD " << i;
+            continue;
+        }
         if (op[i] == RdmaWrOpcode::RDMA_READ)
         {
             EXPECT_EQ(a.Read(dstOff[i], len[i]), want) << "READ " << i;
@@ -160,12 +187,14 @@ TEST_P(RdmaEngineLoss, RcDeliversEveryMessageIntactAndInOrder)
 INSTANTIATE_TEST_SUITE_P(
     Rates,
     RdmaEngineLoss,
-    ::testing::Values(std::make_tuple(0.01, PacketLossModel::CORRUPT),
-                      std::make_tuple(0.05, PacketLossModel::CORRUPT),
-                      std::make_tuple(0.01, PacketLossModel::DROP),
-                      std::make_tuple(0.05, PacketLossModel::DROP)),
-    [](const ::testing::TestParamInfo<std::tuple<double, PacketLossModel::Action>>& p) {
-        return std::string(std::get<1>(p.param) == PacketLossModel::DROP ? "Drop" : "Corrupt") +
+    ::testing::Values(LossParam(0.01, PacketLossModel::CORRUPT, PacketLossModel::RANDOM),
+                      LossParam(0.05, PacketLossModel::CORRUPT, PacketLossModel::RANDOM),
+                      LossParam(0.01, PacketLossModel::DROP, PacketLossModel::RANDOM),
+                      LossParam(0.05, PacketLossModel::DROP, PacketLossModel::RANDOM),
+                      LossParam(0.05, PacketLossModel::DROP, PacketLossModel::BURST)),
+    [](const ::testing::TestParamInfo<LossParam>& p) {
+        return std::string(std::get<2>(p.param) == PacketLossModel::BURST ? "Burst" : "") +
+               (std::get<1>(p.param) == PacketLossModel::DROP ? "Drop" : "Corrupt") +
                std::to_string(int(std::get<0>(p.param) * 100)) + "Percent";
     });
 

@@ -22,6 +22,13 @@ struct AccessCase
     uint32_t qpAccess;     ///< the target QP's qp_access_flags
 };
 
+/// gtest prints a case by its name.
+void
+PrintTo(const AccessCase& c, std::ostream* os)
+{
+    *os << c.name;
+}
+
 constexpr uint32_t kAllMr = RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE |
                             RDMA_ACCESS_REMOTE_READ | RDMA_ACCESS_REMOTE_ATOMIC;
 constexpr uint32_t kAllQp = kAllMr;
