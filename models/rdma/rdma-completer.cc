@@ -94,7 +94,8 @@ RdmaEngine::OnRnrTimerExpired(uint32_t qpn, uint32_t psn)
         return;
     }
     c->reqState = RdmaReqState::Idle;
-    Rewind(*c, psn);
+    // The refused PSN, or an earlier one if a READ before it still misses responses.
+    Rewind(*c, RdmaPsnDiff(c->unackedPsn, psn) < 0 ? c->unackedPsn : psn);
 }
 
 void
@@ -243,6 +244,11 @@ RdmaEngine::CompleteInOrder(RdmaQpContext& c)
         {
             c.sendOp--;
         }
+        else
+        {
+            // A late ACK completed the WR the requester was resending: go on with the next.
+            c.sendPkt = 0;
+        }
         PushSendWc(c, wc, signaled);
         if (c.dead)
         {
@@ -312,6 +318,20 @@ RdmaEngine::CompleterReceive(RdmaQpContext& c, const IbTransportHeaders& h,
         {
             Drop(c.qpn, RdmaDropReason::Duplicate);
             return;
+        }
+        // Responses arrive in PSN order: while an earlier READ/atomic still misses its
+        // response, this one cannot be taken (its own is lost; IBA vol. 1 §9.7.5.1.5). Ask
+        // again from the missing PSN; the responder still holds that request's resource
+        // because at most max_rd_atomic are outstanding.
+        for (uint32_t i = 0; i < index; ++i)
+        {
+            const RdmaSendOp& e = c.sendOps[i];
+            if (e.readLike && !e.done && e.status == RdmaWcStatus::SUCCESS)
+            {
+                Drop(c.qpn, RdmaDropReason::OutOfSequence);
+                AckThrough(c, psn, now);
+                return;
+            }
         }
         const uint32_t expected = RdmaPsnAdd(op->firstPsn, op->respNext);
         const int32_t gap = RdmaPsnDiff(psn, expected);
@@ -436,7 +456,8 @@ RdmaEngine::CompleterReceive(RdmaQpContext& c, const IbTransportHeaders& h,
                 return;
             }
             c.retryLeft--;
-            Rewind(c, psn);
+            // Normally the NAK's PSN; earlier when a READ before it still misses responses.
+            Rewind(c, c.unackedPsn);
             return;
         }
         FailHead(c, NakStatus(aeth.GetNakCode()));

@@ -456,8 +456,6 @@ RdmaEngine::Pump()
         {
             return; // TxReady resumes
         }
-        const IbBthHeader* unused = nullptr;
-        (void)unused;
         const uint8_t opcode = p.bytes[0];
         uint32_t psn = (uint32_t(p.bytes[9]) << 16) | (uint32_t(p.bytes[10]) << 8) | p.bytes[11];
         m_counters.packetsSent++;
@@ -494,15 +492,7 @@ RdmaEngine::Pump()
     if (!m_ready.empty() || !m_responses.empty())
     {
         // More work: continue in a fresh event so that arrivals at this time interleave.
-        bool anyPort = false;
-        for (auto& p : m_ports)
-        {
-            anyPort = anyPort || p->IsActive();
-        }
-        if (anyPort)
-        {
-            SchedulePump();
-        }
+        SchedulePump();
     }
 }
 

@@ -266,7 +266,6 @@ RdmaEngine::RequesterStep(RdmaQpContext& c)
             return false;
         }
     }
-    (void)psn;
     return true;
 }
 

@@ -204,9 +204,11 @@ RdmaEngine::ResponderData(RdmaQpContext& c, const IbTransportHeaders& h, const u
         if (reliable)
         {
             // IBA vol. 1 §9.7.5.2.8: no receive WQE: RNR NAK with the QP's min_rnr_timer; the
-            // PSN does not advance, the requester retries this packet.
+            // PSN does not advance, the requester retries this packet. The packets behind it
+            // are dropped without another NAK, as after a sequence error NAK.
             SendNak(c, psn,
                     IbAethHeader::MakeRnrNak(c.msn, qp->GetAttr().min_rnr_timer).GetSyndrome());
+            c.nakSent = true;
         }
         else
         {
