@@ -221,10 +221,10 @@ TEST(RdmaAppsScenarios, BadCdfFileAndBadParametersAreRefusedWithTheReason)
 
     // Through the command: the message and a non-zero exit status.
     int st = 0;
-    const std::string msg = RunCommand(std::string(CNUAS_BINARY_DIR) +
-                                           "/bin/cnuas run rdma-fct --no-progress --out " + out + "/cli --param cdf=" +
-                                           out + "/bad.cdf 2>&1",
-                                       &st);
+    const std::string cmd = std::string(CNUAS_BINARY_DIR) + "/bin/cnuas run rdma-fct " +
+                            "--no-progress --out " + out + "/cli --param cdf=" + out +
+                            "/bad.cdf 2>&1";
+    const std::string msg = RunCommand(cmd, &st);
     EXPECT_NE(st, 0);
     EXPECT_NE(msg.find("sizes must not decrease"), std::string::npos) << msg;
 }
