@@ -41,7 +41,7 @@ RdmaTrafficApp::GetTypeId()
             .AddTraceSource("PostError",
                             "The QP refused a work request: (errno).",
                             MakeTraceSourceAccessor(&RdmaTrafficApp::m_postErrorTrace),
-                            "ns3::TracedValueCallback::Int32");
+                            "ns3::RdmaTrafficApp::ErrnoCallback");
     return tid;
 }
 
@@ -57,6 +57,16 @@ RdmaTrafficApp::SetEndpoint(const RdmaAppEndpoint& ep)
 void
 RdmaTrafficApp::DoDispose()
 {
+    // The CQs may outlive the application (they belong to the device): they must not call
+    // back into it.
+    for (Ptr<RdmaCq> cq : {m_ep.sendCq, m_ep.recvCq})
+    {
+        if (cq)
+        {
+            cq->TraceDisconnectWithoutContext("CompletionEvent",
+                                              MakeCallback(&RdmaTrafficApp::OnCqEvent, this));
+        }
+    }
     m_ep = RdmaAppEndpoint();
     Application::DoDispose();
 }

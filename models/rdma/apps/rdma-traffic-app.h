@@ -30,6 +30,8 @@ class RdmaTrafficApp : public Application
 
     /// (work completion).
     typedef void (*WcCallback)(const RdmaWc& wc);
+    /// (errno of a refused work request).
+    typedef void (*ErrnoCallback)(int err);
 
     void SetEndpoint(const RdmaAppEndpoint& ep);
     const RdmaAppEndpoint& GetEndpoint() const
