@@ -246,6 +246,8 @@ FctInfo()
     i.description = "RDMA flow completion times: every host sends WRITEs to every other with "
                     "Poisson arrivals and sizes from a CDF; FCT CSV and slowdown plot";
     i.params = CommonParams("fat-tree:k=4", "write");
+    i.params[2].help = "QP type: rc only (FCT ends at the acknowledgment)";
+    i.params[3].help = "operation: write, write-imm, send or send-imm";
     i.params.push_back({"cdf", std::string(CNUAS_SOURCE_TREE) + "/data/cdf/websearch.cdf",
                         "message-size CDF file (format: data/cdf/README.md)"});
     i.params.push_back({"load", "0.3", "offered load per host, fraction of its link rate"});
@@ -255,6 +257,19 @@ FctInfo()
         const ScenarioInfo& info = *ScenarioRegistry::Find("rdma-fct");
         RdmaTrafficSpec s = CommonSpec(o, info, false);
         s.pattern = RdmaTrafficSpec::Pattern::Fct;
+        // A flow completes with its acknowledgment: only RC has one (UC and UD sends complete
+        // when handed to the port), and the ideal is worked out for data that flows from the
+        // requester (SEND, WRITE), not for READ responses or atomics.
+        if (s.qpType != RdmaQpType::RC)
+        {
+            throw std::invalid_argument("rdma-fct measures completion at the acknowledgment: "
+                                        "qp must be rc");
+        }
+        if (s.op != RdmaWrOpcode::RDMA_WRITE && s.op != RdmaWrOpcode::RDMA_WRITE_WITH_IMM &&
+            s.op != RdmaWrOpcode::SEND && s.op != RdmaWrOpcode::SEND_WITH_IMM)
+        {
+            throw std::invalid_argument("rdma-fct needs op write, write-imm, send or send-imm");
+        }
         s.cdf = ScenarioParamString(o, info, "cdf");
         s.load = ScenarioParamDouble(o, info, "load");
         s.duration = PicoSeconds(std::llround(ScenarioParamDouble(o, info, "duration-us") * 1e6));

@@ -212,6 +212,9 @@ TEST(RdmaAppsScenarios, BadCdfFileAndBadParametersAreRefusedWithTheReason)
     Simulator::Destroy();
     EXPECT_THROW(RunNamed("rdma-fct", {{"load", "1.5"}}, out), std::invalid_argument);
     Simulator::Destroy();
+    EXPECT_THROW(RunNamed("rdma-fct", {{"qp", "ud"}, {"op", "send"}}, out),
+                 std::invalid_argument);
+    EXPECT_THROW(RunNamed("rdma-fct", {{"op", "read"}}, out), std::invalid_argument);
     EXPECT_THROW(RunNamed("rdma-pingpong", {{"op", "read"}}, out), std::invalid_argument);
     EXPECT_THROW(RunNamed("rdma-incast", {{"qp", "xrc"}}, out), std::invalid_argument);
     EXPECT_THROW(RunNamed("rdma-incast", {{"mtu", "1500"}}, out), std::invalid_argument);
