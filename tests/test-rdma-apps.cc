@@ -6,6 +6,7 @@
 #include "models/rdma/apps/rdma-fct-recorder.h"
 #include "models/rdma/apps/rdma-message-generator.h"
 #include "models/rdma/apps/rdma-message-sink.h"
+#include "models/rdma/apps/rdma-null-memory.h"
 #include "models/rdma/apps/rdma-ping-pong.h"
 
 #include "ns3/double.h"
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -526,4 +528,52 @@ TEST_F(RdmaAppsTest, OpenLoopPoissonArrivalsHaveTheConfiguredMean)
         sq += (gap - mean) * (gap - mean);
     }
     EXPECT_NEAR(std::sqrt(sq / double(recs.size() - 2)) / mean, 1.0, 0.1);
+}
+
+TEST(RdmaAppsNullMemory, WindowReadsZerosDiscardsWritesAndFaultsOutside)
+{
+    Ptr<RdmaNullMemory> m = CreateObject<RdmaNullMemory>();
+    m->SetAttribute("Base", UintegerValue(0x1000));
+    m->SetAttribute("Size", UintegerValue(0x100));
+    uint8_t buf[0x101];
+    std::memset(buf, 0xAB, sizeof(buf));
+    EXPECT_TRUE(m->Write(0x1000, buf, 0x100));
+    EXPECT_EQ(m->GetBytesWritten(), 0x100u);
+    EXPECT_TRUE(m->Read(0x1000, buf, 0x100));
+    EXPECT_EQ(std::count(buf, buf + 0x100, 0), 0x100);
+    EXPECT_EQ(buf[0x100], 0xAB); // nothing past the requested length
+    // One byte before, one byte after, straddling the end, a range that wraps: all fault and
+    // change nothing.
+    EXPECT_FALSE(m->IsMapped(0xFFF, 1));
+    EXPECT_FALSE(m->IsMapped(0x1100, 1));
+    EXPECT_FALSE(m->Write(0x10FF, buf, 2));
+    EXPECT_FALSE(m->Read(0x10FF, buf, 2));
+    EXPECT_FALSE(m->IsMapped(UINT64_MAX, 2));
+    EXPECT_TRUE(m->IsMapped(0x10FF, 1));
+    EXPECT_TRUE(m->IsMapped(0x1100, 0)); // an empty range at the end
+    EXPECT_EQ(m->GetBytesWritten(), 0x100u);
+}
+
+TEST_F(RdmaAppsTest, HelperRefusesAnUnknownHostWithItsReason)
+{
+    Build();
+    try
+    {
+        traffic->Connect(0, 7);
+        FAIL() << "host 7 of 2 accepted";
+    }
+    catch (const std::invalid_argument& e)
+    {
+        EXPECT_NE(std::string(e.what()).find("no host 7 (2 hosts)"), std::string::npos)
+            << e.what();
+    }
+}
+
+TEST_F(RdmaAppsTest, GeneratorWithoutEndpointStopsWithAMessage)
+{
+    Build();
+    Ptr<RdmaMessageGenerator> g = CreateObject<RdmaMessageGenerator>();
+    hcas[0].node->AddApplication(g);
+    g->SetStartTime(MicroSeconds(1));
+    EXPECT_DEATH(RunUntil(MicroSeconds(20)), "no endpoint set");
 }
