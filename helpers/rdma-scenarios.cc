@@ -231,6 +231,19 @@ IncastInfo()
                                    Fixed(100 * st.goodputGbps * 1e9 / st.linkDataRate, 1) +
                                    "% of the link's data rate), " +
                                    Fixed(st.messagesPerSecond / 1e6, 3) + " M messages/s");
+        // Jain's fairness index of the senders' goodputs: 1 when the link is shared equally.
+        double sum = 0, sq = 0;
+        for (const auto& [name, gbps] : st.connectionGbps)
+        {
+            r.summary.emplace_back("sender " + name, Fixed(gbps, 2) + " Gb/s");
+            sum += gbps;
+            sq += gbps * gbps;
+        }
+        if (!st.connectionGbps.empty() && sq > 0)
+        {
+            r.summary.emplace_back("fairness (Jain's index)",
+                                   Fixed(sum * sum / (double(st.connectionGbps.size()) * sq), 4));
+        }
         r.artifacts = st.artifacts;
         r.exitCode = ExitCode(st);
         return r;

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <stdexcept>
 
@@ -199,6 +200,8 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
     Ptr<RdmaPingPong> server;
     uint64_t windowMessages = 0;
     uint64_t windowBytes = 0;
+    // Per connection; a deque keeps the counters' addresses stable for the trace sinks.
+    std::deque<std::pair<std::string, uint64_t>> perConnection;
     int64_t stream = 100;
 
     auto addGenerator = [&](uint32_t s, uint32_t d, Ptr<RandomVariableStream> size,
@@ -225,15 +228,18 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
         {
             g->SetRecorder(recorder);
         }
+        perConnection.emplace_back(hostName(s) + " -> " + hostName(d), 0);
         g->TraceConnectWithoutContext(
             "Message",
-            MakeCallback(+[](uint64_t* n, uint64_t* bytes, Time end, uint64_t size, Time) {
+            MakeCallback(+[](uint64_t* n, uint64_t* bytes, uint64_t* mine, Time end,
+                             uint64_t size, Time) {
                 if (Simulator::Now() <= end)
                 {
                     (*n)++;
                     *bytes += size;
+                    *mine += size;
                 }
-            }).Bind(&windowMessages, &windowBytes, stop));
+            }).Bind(&windowMessages, &windowBytes, &perConnection.back().second, stop));
         hcas[s].node->AddApplication(g);
         g->SetStartTime(start - Simulator::Now());
         g->SetStopTime(stop - Simulator::Now());
@@ -380,6 +386,14 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
         st.messagesCompleted = st.rtts.size();
         st.postErrors = client->GetPostErrors() + server->GetPostErrors();
         st.messagesFailed = client->GetErrorCompletions() + server->GetErrorCompletions();
+    }
+    if (perConnection.size() <= 64)
+    {
+        for (const auto& [name, bytes] : perConnection)
+        {
+            st.connectionGbps.emplace_back(name,
+                                           double(bytes) * 8 / spec.duration.GetSeconds() / 1e9);
+        }
     }
     st.messagesPerSecond = double(windowMessages) / spec.duration.GetSeconds();
     st.goodputGbps = double(windowBytes) * 8 / spec.duration.GetSeconds() / 1e9;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ns3
@@ -72,6 +73,9 @@ struct RdmaTrafficStats
     uint64_t events = 0;
     Time simulated;
     double wallSeconds = 0;
+    /// Goodput of each connection in the window, Gb/s (when there are at most 64), named
+    /// "h0 -> h8".
+    std::vector<std::pair<std::string, double>> connectionGbps;
     std::vector<Time> rtts;    ///< PingPong
     double fctP50 = 0, fctP95 = 0, fctP99 = 0; ///< slowdown percentiles (Fct)
     std::vector<std::string> artifacts;
