@@ -136,6 +136,22 @@ TEST(RdmaAppsScenarios, IncastGoodputIsTheLinkCapacityForItsPackets)
     // Eight senders with four messages each keep the hot link busy from the first round trip
     // on (the window includes that start).
     EXPECT_GE(gbps, 0.9 * capacity) << g;
+    // Eight senders listed, their goodputs adding up to the hot spot's; credit flow control and
+    // the switch's round robin share the link equally (Jain's index 1 for equal shares).
+    double sum = 0;
+    int senders = 0;
+    for (const auto& [k, v] : r.summary)
+    {
+        if (k.rfind("sender h", 0) == 0)
+        {
+            senders++;
+            sum += std::stod(v);
+            EXPECT_NE(k.find(" -> h8"), std::string::npos) << k;
+        }
+    }
+    EXPECT_EQ(senders, 8);
+    EXPECT_NEAR(sum, gbps, 0.01 * 8);
+    EXPECT_GE(std::stod(Summary(r, "fairness (Jain's index)")), 0.99);
 }
 
 TEST(RdmaAppsScenarios, FctCsvHasEveryMessageOnceAndNoneBeatsTheIdeal)
