@@ -147,6 +147,14 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
     {
         throw std::invalid_argument("the topology has fewer than two hosts");
     }
+    if ((spec.pattern == Pattern::Incast || spec.pattern == Pattern::Qps) &&
+        spec.qpType != RdmaQpType::RC && !TwoSided(spec.op))
+    {
+        // A UC WRITE completes when handed to the port and nothing tells an application at
+        // the target that it arrived: its goodput cannot be measured.
+        throw std::invalid_argument("on UC only operations the target sees (send, send-imm, "
+                                    "write-imm) have a measurable goodput");
+    }
     if (spec.pattern == Pattern::Incast && (spec.senders < 1 || spec.senders >= nHosts))
     {
         throw std::invalid_argument("incast needs 1.." + std::to_string(nHosts - 1) +
@@ -229,17 +237,24 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
             g->SetRecorder(recorder);
         }
         perConnection.emplace_back(hostName(s) + " -> " + hostName(d), 0);
-        g->TraceConnectWithoutContext(
-            "Message",
-            MakeCallback(+[](uint64_t* n, uint64_t* bytes, uint64_t* mine, Time end,
-                             uint64_t size, Time) {
-                if (Simulator::Now() <= end)
-                {
-                    (*n)++;
-                    *bytes += size;
-                    *mine += size;
-                }
-            }).Bind(&windowMessages, &windowBytes, &perConnection.back().second, stop));
+        uint64_t* mine = &perConnection.back().second;
+        // Goodput is counted where delivery is known: at the receiver's completion for the
+        // operations that consume a receive WQE, at the requester's for one-sided ones (RC: it
+        // comes with the acknowledgment or the response).
+        if (!TwoSided(spec.op))
+        {
+            g->TraceConnectWithoutContext(
+                "Message",
+                MakeCallback(+[](uint64_t* n, uint64_t* bytes, uint64_t* mine, Time end,
+                                 uint64_t size, Time) {
+                    if (Simulator::Now() <= end)
+                    {
+                        (*n)++;
+                        *bytes += size;
+                        *mine += size;
+                    }
+                }).Bind(&windowMessages, &windowBytes, mine, stop));
+        }
         hcas[s].node->AddApplication(g);
         g->SetStartTime(start - Simulator::Now());
         g->SetStopTime(stop - Simulator::Now());
@@ -255,6 +270,20 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
             hcas[d].node->AddApplication(k);
             k->SetStartTime(MicroSeconds(15) - Simulator::Now());
             sinks.push_back(k);
+            // UD receive completions count the 40-byte GRH area (IBA vol. 1 §11.4.1.2).
+            const uint32_t grh = spec.qpType == RdmaQpType::UD ? 40 : 0;
+            k->TraceConnectWithoutContext(
+                "Rx",
+                MakeCallback(+[](uint64_t* n, uint64_t* bytes, uint64_t* mine, Time end,
+                                 uint32_t grh, const RdmaWc& wc) {
+                    if (Simulator::Now() <= end)
+                    {
+                        (*n)++;
+                        const uint64_t b = wc.byte_len >= grh ? wc.byte_len - grh : 0;
+                        *bytes += b;
+                        *mine += b;
+                    }
+                }).Bind(&windowMessages, &windowBytes, mine, stop, grh));
         }
     };
     auto constSize = [&]() {

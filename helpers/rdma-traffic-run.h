@@ -65,8 +65,11 @@ struct RdmaTrafficStats
     uint64_t postErrors = 0;
     uint64_t bytesCompleted = 0;
     Time window;               ///< the measurement window (issue period)
-    double messagesPerSecond = 0; ///< simulated, completions in the window
-    double goodputGbps = 0;    ///< message bytes completed in the window (into the hot spot)
+    /// Messages delivered in the window per simulated second: counted at the receiver's
+    /// completion for SEND and WRITE with immediate, at the requester's completion for
+    /// one-sided operations (RC only: acknowledged or answered).
+    double messagesPerSecond = 0;
+    double goodputGbps = 0;    ///< their message bytes (headers excluded), Gb/s
     uint64_t transportPackets = 0;   ///< packets the engines sent (requests and responses)
     uint64_t retransmissions = 0;
     uint64_t packetHops = 0;   ///< packets over all cables (PortXmitPkts summed)
