@@ -266,6 +266,9 @@ FctInfo()
     i.params.push_back({"load", "0.3", "offered load per host, fraction of its link rate"});
     i.params.push_back({"duration-us", "1000", "how long messages arrive, microseconds"});
     i.params.push_back({"drain-us", "20000", "longest wait for the last messages, microseconds"});
+    i.params.push_back({"qps-per-pair", "1",
+                        "RC QPs per (source, destination) pair, each with its share of the "
+                        "arrivals (messages on one QP complete in order)"});
     i.run = [](const ScenarioOptions& o) {
         const ScenarioInfo& info = *ScenarioRegistry::Find("rdma-fct");
         RdmaTrafficSpec s = CommonSpec(o, info, false);
@@ -287,6 +290,11 @@ FctInfo()
         s.load = ScenarioParamDouble(o, info, "load");
         s.duration = PicoSeconds(std::llround(ScenarioParamDouble(o, info, "duration-us") * 1e6));
         s.drain = PicoSeconds(std::llround(ScenarioParamDouble(o, info, "drain-us") * 1e6));
+        s.qps = static_cast<uint32_t>(ScenarioParamUint(o, info, "qps-per-pair"));
+        if (s.qps == 0 || s.qps > 64)
+        {
+            throw std::invalid_argument("qps-per-pair must be 1 .. 64");
+        }
         RdmaTrafficStats st = RunRdmaTraffic(s);
         ScenarioResult r;
         AddCommonSummary(r, s, st);

@@ -329,24 +329,25 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
     case Pattern::Fct: {
         // Poisson arrivals at each host with uniformly random destinations are the same process
         // as an independent Poisson stream per (source, destination) pair at 1/(N-1) of the rate
-        // (splitting a Poisson process), which needs no per-message choice of QP.
+        // (splitting a Poisson process), which needs no per-message choice of QP; `qps` QPs
+        // per pair split it once more (messages on different QPs do not wait for each other).
         const double hostRate = f.HostPort(0)->GetActiveRate().DataRate();
         const double perHostMsgsPerSec = spec.load * hostRate / (8.0 * cdf->Mean());
-        const double pairMean = double(nHosts - 1) / perHostMsgsPerSec;
+        const uint32_t perPair = std::max<uint32_t>(1, spec.qps);
+        const double qpMean = double(nHosts - 1) * perPair / perHostMsgsPerSec;
         for (uint32_t s = 0; s < nHosts; ++s)
         {
             for (uint32_t d = 0; d < nHosts; ++d)
             {
-                if (s == d)
+                for (uint32_t q = 0; q < perPair && s != d; ++q)
                 {
-                    continue;
+                    Ptr<EmpiricalSizeDistribution> sz = CreateObject<EmpiricalSizeDistribution>();
+                    std::string err;
+                    sz->SetPoints(cdf->GetPoints(), &err);
+                    Ptr<ExponentialRandomVariable> gap = CreateObject<ExponentialRandomVariable>();
+                    gap->SetAttribute("Mean", DoubleValue(qpMean));
+                    addGenerator(s, d, sz, gap);
                 }
-                Ptr<EmpiricalSizeDistribution> sz = CreateObject<EmpiricalSizeDistribution>();
-                std::string err;
-                sz->SetPoints(cdf->GetPoints(), &err);
-                Ptr<ExponentialRandomVariable> gap = CreateObject<ExponentialRandomVariable>();
-                gap->SetAttribute("Mean", DoubleValue(pairMean));
-                addGenerator(s, d, sz, gap);
             }
         }
         break;

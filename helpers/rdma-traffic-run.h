@@ -37,7 +37,7 @@ struct RdmaTrafficSpec
     std::string cdf;               ///< Fct: size CDF file
     double load = 0.3;             ///< Fct: offered load per host, fraction of its link rate
     uint32_t senders = 8;          ///< Incast
-    uint32_t qps = 1;              ///< Qps
+    uint32_t qps = 1;              ///< Qps: QPs from host 0 to host 1; Fct: QPs per pair
     uint32_t outstanding = 1;      ///< closed loops: messages in flight per QP
     uint32_t iterations = 1000;    ///< PingPong
     Time duration = MicroSeconds(100); ///< how long messages are issued
