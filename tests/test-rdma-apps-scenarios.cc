@@ -182,9 +182,11 @@ TEST(RdmaAppsScenarios, FctCsvHasEveryMessageOnceAndNoneBeatsTheIdeal)
         "rdma-fct",
         {{"cdf", std::string(CNUAS_SOURCE_DIR) + "/data/cdf/fb-hadoop.cdf"},
          {"load", "0.1"},
-         {"duration-us", "300"}},
+         {"duration-us", "300"},
+         {"qps-per-pair", "2"}},
         out);
     ASSERT_EQ(r.exitCode, 0) << Summary(r, "messages");
+    EXPECT_EQ(Summary(r, "connections"), "480 QP pairs"); // 16 x 15 pairs, 2 QPs each
     const auto rows = ReadCsv(out + "/fct.csv");
     ASSERT_GT(rows.size(), 50u);
     std::set<std::string> ids;
@@ -251,6 +253,7 @@ TEST(RdmaAppsScenarios, BadCdfFileAndBadParametersAreRefusedWithTheReason)
     EXPECT_THROW(RunNamed("rdma-fct", {{"qp", "ud"}, {"op", "send"}}, out),
                  std::invalid_argument);
     EXPECT_THROW(RunNamed("rdma-fct", {{"op", "read"}}, out), std::invalid_argument);
+    EXPECT_THROW(RunNamed("rdma-fct", {{"qps-per-pair", "0"}}, out), std::invalid_argument);
     EXPECT_THROW(RunNamed("rdma-pingpong", {{"op", "read"}}, out), std::invalid_argument);
     EXPECT_THROW(RunNamed("rdma-incast", {{"qp", "xrc"}}, out), std::invalid_argument);
     EXPECT_THROW(RunNamed("rdma-incast", {{"mtu", "1500"}}, out), std::invalid_argument);
