@@ -1,6 +1,6 @@
 // One RDMA traffic experiment over InfiniBand, end to end: build the fabric, bring it up, put an
 // HCA on every host, connect QPs, run the traffic applications, measure. The rdma-* scenarios
-// of `cnuas run` and bench/rdma-bench.cc share it.
+// of `cnuas run` and bench/rdma-traffic-bench.cc share it.
 #ifndef CNUAS_RDMA_TRAFFIC_RUN_H
 #define CNUAS_RDMA_TRAFFIC_RUN_H
 

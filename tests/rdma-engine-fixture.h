@@ -40,6 +40,7 @@ struct QpOptions
                         RDMA_ACCESS_REMOTE_READ | RDMA_ACCESS_REMOTE_ATOMIC;
     uint32_t sqPsn = 0x00FFF0; ///< close to the 24-bit wrap, so tests cross it
     uint32_t qkey = 0x11111111;
+    bool global = false;       ///< RC/UC address vectors with a GRH (LNH 3)
     uint32_t sqDepth = 512;
     uint32_t rqDepth = 512;
 };
@@ -173,6 +174,19 @@ class RdmaPairTest : public ::testing::Test
         {
             a.ah_attr.dlid = dlid;
             a.ah_attr.port_num = 1;
+            if (o.global)
+            {
+                // The destination GID: the peer port's (subnet prefix + port GUID).
+                a.ah_attr.is_global = 1;
+                a.ah_attr.grh.hop_limit = 8;
+                for (auto& h : hcas)
+                {
+                    if (h.port->GetLid() == dlid)
+                    {
+                        h.port->GetGid(0, a.ah_attr.grh.dgid);
+                    }
+                }
+            }
             a.path_mtu = o.mtu;
             a.dest_qp_num = destQpn;
             a.rq_psn = rqPsn;

@@ -1,6 +1,8 @@
 // PacketLossModel: each mode picks the packets it says, the rates come out as configured, bad
 // configuration is an error, and on an IbNetDevice a Drop hit vanishes while a Corrupt hit is
 // caught by the VCRC and counted.
+#include "rdma-engine-fixture.h"
+
 #include "models/common/packet-loss-model.h"
 
 #include "ns3/double.h"
@@ -93,3 +95,53 @@ TEST(PacketLossModel, ABadIndexListIsAnErrorNotIgnored)
     Ptr<PacketLossModel> m = CreateObject<PacketLossModel>();
     EXPECT_FALSE(m->SetAttributeFailSafe("Rate", DoubleValue(1.5)));
 }
+
+// On an IbNetDevice: a Drop hit vanishes (InjectedLoss, no PortCounters counter), a Corrupt hit
+// arrives with a flipped bit and the VCRC check discards it (BadVcrc, PortRcvErrors).
+class PacketLossOnIbPort : public cnuas_test::RdmaPairTest,
+                           public ::testing::WithParamInterface<PacketLossModel::Action>
+{
+};
+
+TEST_P(PacketLossOnIbPort, HitsAreDroppedOrCaughtByTheVcrcAndCounted)
+{
+    using namespace cnuas_test;
+    QpOptions o;
+    o.type = RdmaQpType::UD;
+    Setup(o);
+    Ptr<PacketLossModel> m = CreateObject<PacketLossModel>();
+    m->SetAttribute("Mode", EnumValue(PacketLossModel::LIST));
+    m->SetAttribute("Indices", StringValue("1,3,4"));
+    m->SetAttribute("Action", EnumValue(GetParam()));
+    SetLoss(m, nullptr);
+    RdmaAhAttr av;
+    av.dlid = b.lid;
+    av.port_num = 1;
+    Ptr<RdmaAh> ah = a.hca.device->CreateAh(a.pd, av);
+    for (uint32_t i = 0; i < 8; ++i)
+    {
+        ASSERT_EQ(b.PostRecv(i, i * 256, 256), 0);
+        RdmaSendWr w = Wr(i, RdmaWrOpcode::SEND, {a.Sge(0, 100)});
+        w.ud.ah = PeekPointer(ah);
+        w.ud.remote_qpn = b.qp->GetQpNum();
+        w.ud.remote_qkey = o.qkey;
+        ASSERT_EQ(a.qp->PostSend(w), 0);
+    }
+    const uint64_t rcvErrors0 = fabric.HostPort(1)->GetCounters().portRcvErrors;
+    RunFor(MilliSeconds(1));
+    EXPECT_EQ(m->GetHits(), 3u);
+    EXPECT_EQ(b.PollRecv().size(), 5u);
+    Ptr<IbNetDevice> port = fabric.HostPort(1);
+    const bool drop = GetParam() == PacketLossModel::DROP;
+    EXPECT_EQ(port->GetDropCount(IbDropReason::InjectedLoss), drop ? 3u : 0u);
+    EXPECT_EQ(port->GetDropCount(IbDropReason::BadVcrc), drop ? 0u : 3u);
+    EXPECT_EQ(port->GetCounters().portRcvErrors - rcvErrors0, drop ? 0u : 3u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Actions,
+                         PacketLossOnIbPort,
+                         ::testing::Values(PacketLossModel::DROP, PacketLossModel::CORRUPT),
+                         [](const ::testing::TestParamInfo<PacketLossModel::Action>& p) {
+                             return std::string(p.param == PacketLossModel::DROP ? "Drop"
+                                                                                 : "Corrupt");
+                         });

@@ -2,6 +2,7 @@
 // and enforces the rate and the window it returns (per QP).
 #include "rdma-engine-fixture.h"
 
+#include "ns3/nstime.h"
 #include "ns3/uinteger.h"
 
 #include <map>
@@ -177,4 +178,21 @@ TEST_F(RdmaEngineCc, TheWindowBoundsThePacketsInFlight)
         }
         Simulator::Destroy();
     }
+}
+
+TEST_F(RdmaEngineCc, RxProcessingDelayAddsToEveryPacketsHandling)
+{
+    // A 100-byte WRITE is one request and one ACK: each is processed RxProcessingDelay later,
+    // so the completion comes 2 x 5 us later than without the delay (within a few ns: the
+    // link's flow-control packets fall differently against the shifted traffic).
+    Time t[2];
+    for (int i = 0; i < 2; ++i)
+    {
+        RdmaHelper h;
+        h.SetEngineAttribute("RxProcessingDelay", TimeValue(MicroSeconds(i * 5)));
+        Setup(QpOptions(), h);
+        t[i] = WriteTime(*this, a, b, 100);
+        Simulator::Destroy();
+    }
+    EXPECT_NEAR((t[1] - t[0]).GetNanoSeconds(), 10000, 5);
 }

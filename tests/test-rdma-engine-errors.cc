@@ -98,3 +98,54 @@ TEST_F(RdmaEngineErrors, MalformedAndMisdirectedPacketsAreCountedDropsThatChange
     ASSERT_EQ(b.PollRecv().size(), 1u);
     EXPECT_EQ(b.Read(0, 64), TestBytes(64, 3));
 }
+
+TEST_F(RdmaEngineErrors, SqdLetsStartedWrsFinishHoldsTheRestAndResumesInRts)
+{
+    Setup();
+    std::vector<RdmaAsyncEvent> events;
+    struct Ev
+    {
+        std::vector<RdmaAsyncEvent>* v;
+
+        void On(const RdmaAsyncEvent& e)
+        {
+            v->push_back(e);
+        }
+    } ev{&events};
+    a.hca.device->TraceConnectWithoutContext("AsyncEvent", MakeCallback(&Ev::On, &ev));
+    a.Write(0, TestBytes(200000, 4));
+    auto write = [&](uint64_t id, uint32_t len) {
+        RdmaSendWr w = Wr(id, RdmaWrOpcode::RDMA_WRITE, {a.Sge(0, len)});
+        w.rdma.remote_addr = kRegionBase;
+        w.rdma.rkey = b.mr->GetRkey();
+        return a.qp->PostSend(w);
+    };
+    ASSERT_EQ(write(1, 200000), 0);
+    RunFor(MicroSeconds(1)); // the first WRITE is under way
+    ASSERT_EQ(write(2, 100), 0);
+    ASSERT_EQ(write(3, 100), 0);
+    RdmaQpAttr attr;
+    attr.qp_state = RdmaQpState::SQD;
+    attr.en_sqd_async_notify = 1;
+    ASSERT_EQ(a.qp->Modify(attr, RDMA_QP_STATE | RDMA_QP_EN_SQD_ASYNC_NOTIFY), 0)
+        << a.hca.device->GetLastError();
+    RunFor(MilliSeconds(1));
+    auto sc = a.PollSend();
+    ASSERT_EQ(sc.size(), 1u); // only the WR in progress finished
+    EXPECT_EQ(sc[0].wr_id, 1u);
+    EXPECT_FALSE(a.qp->IsSqDraining());
+    bool drained = false;
+    for (auto& e : events)
+    {
+        drained |= e.event_type == RdmaEventType::SQ_DRAINED;
+    }
+    EXPECT_TRUE(drained);
+    attr.qp_state = RdmaQpState::RTS;
+    ASSERT_EQ(a.qp->Modify(attr, RDMA_QP_STATE), 0) << a.hca.device->GetLastError();
+    RunFor(MilliSeconds(1));
+    sc = a.PollSend();
+    ASSERT_EQ(sc.size(), 2u);
+    EXPECT_EQ(sc[0].wr_id, 2u);
+    EXPECT_EQ(sc[1].wr_id, 3u);
+    EXPECT_EQ(b.Read(0, 200000), TestBytes(200000, 4));
+}

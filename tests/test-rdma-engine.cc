@@ -468,3 +468,34 @@ TEST_F(RdmaEngineOps, AThousandQpsEachSendingOneMessageAllComplete)
     // Idle QPs hold no timers: nothing is left pending once everything is acknowledged.
     EXPECT_EQ(a.hca.engine->GetCounters().timeouts, 0u);
 }
+
+TEST_F(RdmaEngineOps, RcOverAGlobalRouteCarriesAGrhAndWorks)
+{
+    QpOptions o;
+    o.global = true;
+    Setup(o);
+    uint64_t global = 0;
+    struct Lnh
+    {
+        uint64_t* n;
+
+        void On(Time, const uint8_t* bytes, uint32_t len, bool tx)
+        {
+            // LRH byte 1, bits 1:0: LNH (IBA vol. 1 §7.7); 3 = GRH follows.
+            if (tx && len > 8 && (bytes[1] & 0x3) == 3)
+            {
+                ++*n;
+            }
+        }
+    } lnh{&global};
+    fabric.HostPort(0)->AddSniffer(MakeCallback(&Lnh::On, &lnh));
+    a.Write(0, TestBytes(5000, 21));
+    ASSERT_EQ(b.PostRecv(1, 0, 5000), 0);
+    ASSERT_EQ(a.qp->PostSend(Wr(1, RdmaWrOpcode::SEND, {a.Sge(0, 5000)})), 0);
+    RunFor(MilliSeconds(1));
+    auto sc = a.PollSend();
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, RdmaWcStatus::SUCCESS);
+    EXPECT_EQ(b.Read(0, 5000), TestBytes(5000, 21));
+    EXPECT_EQ(global, 5u); // 5 request packets at MTU 1024, each with a GRH
+}

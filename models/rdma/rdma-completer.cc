@@ -363,7 +363,8 @@ RdmaEngine::CompleterReceive(RdmaQpContext& c, const IbTransportHeaders& h,
         {
             const uint32_t mtu = PathMtu(c);
             const uint64_t offset = uint64_t(op->respNext) * mtu;
-            const uint64_t want = std::min<uint64_t>(mtu, op->length - std::min(op->length, offset));
+            const uint64_t left = op->length - std::min(op->length, offset);
+            const uint64_t want = std::min<uint64_t>(mtu, left);
             if (h.payloadLength != want)
             {
                 // IBA vol. 1 §9.7.5.1.3: a READ response of the wrong length is a bad response.

@@ -379,6 +379,12 @@ RdmaEngine::OnQpState(Ptr<RdmaQp> qp, RdmaQpState from, RdmaQpState to)
         }
         break;
     }
+    case RdmaQpState::SQD:
+        // IBA vol. 1 §10.3.1 (SQ Drain): no new WR starts; the QP has drained once the WRs in
+        // progress complete. Checked after the QP has applied the state (it sets its draining
+        // flag after this notification).
+        Simulator::ScheduleNow(&RdmaEngine::CheckSqDrained, this, qp);
+        break;
     case RdmaQpState::RTS: {
         // Entering or resuming RTS: a requester stopped by SQE starts again where the queue
         // now is; WRs posted before RTS (none can be) or during SQD go out now.
@@ -392,6 +398,16 @@ RdmaEngine::OnQpState(Ptr<RdmaQp> qp, RdmaQpState from, RdmaQpState to)
     }
     default:
         break;
+    }
+}
+
+void
+RdmaEngine::CheckSqDrained(Ptr<RdmaQp> qp)
+{
+    RdmaQpContext* c = FindContext(qp->GetQpNum());
+    if (qp->GetState() == RdmaQpState::SQD && (!c || c->sendOps.empty()))
+    {
+        qp->NotifySqDrained();
     }
 }
 
@@ -428,13 +444,8 @@ RdmaEngine::SchedulePump()
 void
 RdmaEngine::OnTxReady()
 {
-    for (auto& [qpn, c] : m_ctx)
-    {
-        if (c->reqState == RdmaReqState::WaitPort)
-        {
-            Kick(*c);
-        }
-    }
+    // The QPs that found the port full are still on the ready list (the first of them at its
+    // head): the pump resumes with them.
     SchedulePump();
 }
 
@@ -483,6 +494,14 @@ RdmaEngine::Pump()
             c->queued = true;
             c->reqState = RdmaReqState::Ready;
             m_ready.push_back(qpn);
+        }
+        else if (c->reqState == RdmaReqState::WaitPort)
+        {
+            // The port's queue is full: every QP behind would find the same. Keep this one
+            // first in line and wait for the port's TxReady (one event, not one per QP).
+            c->queued = true;
+            m_ready.push_front(qpn);
+            return;
         }
         if (!m_responses.empty())
         {

@@ -152,6 +152,7 @@ class RdmaEngine : public Object
     void OnDoorbell(Ptr<RdmaQp> qp);
     void OnQpState(Ptr<RdmaQp> qp, RdmaQpState from, RdmaQpState to);
     void OnQpDestroy(Ptr<RdmaQp> qp);
+    void CheckSqDrained(Ptr<RdmaQp> qp);
     void DropContext(uint32_t qpn);
     void Kick(RdmaQpContext& c);
     void SchedulePump();
