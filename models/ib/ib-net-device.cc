@@ -264,6 +264,7 @@ IbNetDevice::DoDispose()
     m_switch = nullptr;
     m_node = nullptr;
     m_ibRx = MakeNullCallback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&>();
+    m_mgmtRx = MakeNullCallback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&>();
     m_sniffers.clear();
     NetDevice::DoDispose();
 }
@@ -1390,7 +1391,26 @@ IbNetDevice::SendManagement(Ptr<Packet> packet, uint16_t dlid)
 }
 
 bool
-IbNetDevice::Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, IbLnh lnh)
+IbNetDevice::SendManagementPacket(Ptr<Packet> packet, uint16_t dlid, uint16_t slid, uint8_t sl,
+                                  uint8_t vl)
+{
+    if (m_phys != IbPhysState::LinkUp)
+    {
+        return false;
+    }
+    if (vl != kIbManagementVl && (m_state != IbPortState::Active || vl >= m_opVls))
+    {
+        IbPortCounters::Add(m_counters.portXmitDiscards, 1);
+        m_drops[static_cast<int>(IbDropReason::XmitDiscard)]++;
+        m_dropTrace(packet, static_cast<uint8_t>(IbDropReason::XmitDiscard));
+        return false;
+    }
+    return Enqueue(packet, dlid, sl, vl, IbLnh::IbaLocal, slid);
+}
+
+bool
+IbNetDevice::Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, IbLnh lnh,
+                     int32_t slidOverride)
 {
     IbFrameQueue& q = m_tx[vl].hcaQueue;
     if (q.frames.size() >= m_txQueuePackets)
@@ -1410,7 +1430,9 @@ IbNetDevice::Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, 
     lrh.SetLnh(lnh);
     // A port without a LID sends management packets from the permissive LID (IBA vol. 1 ch. 14,
     // directed-route SMPs).
-    const uint16_t slid = (m_lid == 0 && vl == kIbManagementVl) ? IbLrhHeader::kPermissiveLid : m_lid;
+    const uint16_t slid = slidOverride >= 0 ? static_cast<uint16_t>(slidOverride)
+                          : (m_lid == 0 && vl == kIbManagementVl) ? IbLrhHeader::kPermissiveLid
+                                                                  : m_lid;
     lrh.SetDlid(dlid);
     lrh.SetSlid(slid);
     lrh.SetPktLenWords(static_cast<uint16_t>(words));
@@ -1427,6 +1449,10 @@ IbNetDevice::Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, 
     f->vl = vl;
     f->lnh = lnh;
     f->uid = g_nextFrameUid++;
+    // A switch port's transmitter looks at outVl (a frame from the crossbar has one); a frame
+    // the switch's own agent sends through this port must say the same.
+    f->outVl = vl;
+    f->outPort = m_portNumber;
     q.frames.push_back(f);
     if (q.frames.size() == 1)
     {
@@ -1439,6 +1465,12 @@ void
 IbNetDevice::SetIbReceiveCallback(IbReceiveCallback cb)
 {
     m_ibRx = cb;
+}
+
+void
+IbNetDevice::SetManagementReceiveCallback(IbReceiveCallback cb)
+{
+    m_mgmtRx = cb;
 }
 
 void
@@ -1682,6 +1714,27 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
     Ptr<const Packet> p = frame->packet;
     ReleaseReceiveBlocks(vl, vl == kIbManagementVl ? 0 : frame->blocks);
     IbFramePool::Release(frame);
+    if (!m_mgmtRx.IsNull())
+    {
+        // Management traffic (IBA vol. 1 §13.5.1: SMPs on VL15 to QP0, GMPs to QP1) goes to the
+        // node's agents and never reaches the data consumer.
+        int64_t qp = vl == kIbManagementVl ? 0 : -1;
+        if (qp < 0 && (info.lnh == IbLnh::IbaLocal || info.lnh == IbLnh::IbaGlobal))
+        {
+            const uint32_t bth = info.lnh == IbLnh::IbaLocal ? 8 : 48;
+            uint8_t head[60];
+            if (p->CopyData(head, bth + 12) == bth + 12)
+            {
+                qp = (static_cast<int64_t>(head[bth + 5]) << 16) | (head[bth + 6] << 8) |
+                     head[bth + 7];
+            }
+        }
+        if (qp == 0 || qp == 1)
+        {
+            m_mgmtRx(this, p, info);
+            return;
+        }
+    }
     if (!m_ibRx.IsNull())
     {
         m_ibRx(this, p, info);

@@ -203,7 +203,9 @@ class IbNetDevice : public NetDevice
 
   private:
     /// Builds the frame (LRH, CRC placeholders) and queues it on `vl`.
-    bool Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, IbLnh lnh);
+    /// `slid` < 0: the port's LID (permissive on VL15 while the LID is 0).
+    bool Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, IbLnh lnh,
+                 int32_t slid = -1);
 
   public:
     /**
@@ -213,11 +215,27 @@ class IbNetDevice : public NetDevice
      * link is down or the VL15 queue is full.
      */
     bool SendManagement(Ptr<Packet> packet, uint16_t dlid);
+    /**
+     * Sends a packet a management agent of this node generated, from a channel-adapter port or
+     * from a switch port (a switch's management port 0 sends through its physical ports,
+     * IBA vol. 1 §17.2.1): `packet` starts at the BTH, the LRH carries `dlid` and `slid` as
+     * given (directed-route SMPs use the permissive LID for both, §14.2.2). VL15 needs neither
+     * credit nor an Active port; a data VL (a GMP's) needs an Active port and a VL below
+     * OperationalVLs, else the packet is counted in PortXmitDiscards. False if not queued.
+     */
+    bool SendManagementPacket(Ptr<Packet> packet, uint16_t dlid, uint16_t slid, uint8_t sl,
+                              uint8_t vl);
     /// True if a packet on `sl` would be queued now.
     bool CanSend(uint8_t sl) const;
     typedef Callback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&> IbReceiveCallback;
     /// Receives every good packet addressed to this CA port (the whole wire packet).
     void SetIbReceiveCallback(IbReceiveCallback cb);
+    /**
+     * Receives, instead of the IbReceiveCallback, the packets for this CA port's management
+     * agents: everything on VL15 and every packet whose BTH DestQP is 0 (SMI) or 1 (GSI),
+     * IBA vol. 1 §13.5.1. Unset, they go to the IbReceiveCallback like any other packet.
+     */
+    void SetManagementReceiveCallback(IbReceiveCallback cb);
     /// Called when a full transmit queue has room again.
     void SetTxReadyCallback(Callback<void, Ptr<IbNetDevice>> cb);
     /**
@@ -390,6 +408,7 @@ class IbNetDevice : public NetDevice
     std::vector<uint8_t> m_scratch;
 
     IbReceiveCallback m_ibRx;
+    IbReceiveCallback m_mgmtRx; ///< VL15 and QP0/QP1 packets, when set
     NetDevice::ReceiveCallback m_netRx;
     NetDevice::PromiscReceiveCallback m_promiscRx;
     Callback<void, Ptr<IbNetDevice>> m_txReady;

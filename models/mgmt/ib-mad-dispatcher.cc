@@ -1,0 +1,634 @@
+#include "ib-mad-dispatcher.h"
+
+#include "models/ib/ib-net-device.h"
+#include "models/ib/ib-switch.h"
+
+#include "ns3/log.h"
+#include "ns3/node.h"
+#include "ns3/simulator.h"
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("IbMadDispatcher");
+NS_OBJECT_ENSURE_REGISTERED(IbMadDispatcher);
+
+namespace
+{
+constexpr uint16_t kPermissive = IbLrhHeader::kPermissiveLid;
+
+/// A request is what an agent answers; responses, traps and reports go to a manager
+/// (IBA vol. 1 §13.4.5: the R bit marks responses; Trap and Report are agent-to-manager sends).
+bool
+ForManager(uint8_t method)
+{
+    return (method & IbMadMethod::ResponseBit) != 0 || method == IbMadMethod::Trap ||
+           method == IbMadMethod::Report;
+}
+} // namespace
+
+const char*
+IbMadDropReasonName(IbMadDropReason r)
+{
+    switch (r)
+    {
+    case IbMadDropReason::NotAMad:
+        return "NotAMad";
+    case IbMadDropReason::SmpNotOnVl15:
+        return "SmpNotOnVl15";
+    case IbMadDropReason::WrongClassOnQp0:
+        return "WrongClassOnQp0";
+    case IbMadDropReason::BadQkey:
+        return "BadQkey";
+    case IbMadDropReason::BadHopPointer:
+        return "BadHopPointer";
+    case IbMadDropReason::BadHopCount:
+        return "BadHopCount";
+    case IbMadDropReason::NotASwitch:
+        return "NotASwitch";
+    case IbMadDropReason::BadPathPort:
+        return "BadPathPort";
+    case IbMadDropReason::DrLidRoutedPart:
+        return "DrLidRoutedPart";
+    case IbMadDropReason::NoRoute:
+        return "NoRoute";
+    case IbMadDropReason::NoAgent:
+        return "NoAgent";
+    case IbMadDropReason::SendFailed:
+        return "SendFailed";
+    }
+    return "?";
+}
+
+TypeId
+IbMadDispatcher::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::IbMadDispatcher")
+            .SetParent<Object>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<IbMadDispatcher>()
+            .AddTraceSource("MadRx",
+                            "A MAD packet reached this node's SMI/GSI: (packet, arrival port).",
+                            MakeTraceSourceAccessor(&IbMadDispatcher::m_rxTrace),
+                            "ns3::IbMadDispatcher::PacketPortCallback")
+            .AddTraceSource("MadDrop",
+                            "The SMI/GSI discarded a packet: (packet, IbMadDropReason).",
+                            MakeTraceSourceAccessor(&IbMadDispatcher::m_dropTrace),
+                            "ns3::IbMadDispatcher::PacketPortCallback");
+    return tid;
+}
+
+IbMadDispatcher::IbMadDispatcher() = default;
+IbMadDispatcher::~IbMadDispatcher() = default;
+
+void
+IbMadDispatcher::DoDispose()
+{
+    m_node = nullptr;
+    m_switch = nullptr;
+    m_ports.clear();
+    m_sma = MadHandler();
+    m_manager = MadHandler();
+    m_gsi.clear();
+    Object::DoDispose();
+}
+
+void
+IbMadDispatcher::Install(Ptr<Node> node)
+{
+    m_node = node;
+    m_switch = node->GetObject<IbSwitch>();
+    m_ports.clear();
+    if (m_switch)
+    {
+        for (uint8_t n = 1; n <= m_switch->GetNPorts(); ++n)
+        {
+            m_ports[n] = m_switch->GetPort(n);
+        }
+        // Switch management port 0 (IBA vol. 1 §17.2.1.1): what the relay function hands up.
+        m_switch->SetManagementCallback(MakeCallback(&IbMadDispatcher::ReceiveAtSwitch, this));
+        return;
+    }
+    for (uint32_t i = 0; i < node->GetNDevices(); ++i)
+    {
+        Ptr<IbNetDevice> d = DynamicCast<IbNetDevice>(node->GetDevice(i));
+        if (d)
+        {
+            m_ports[d->GetPortNumber()] = d;
+            d->SetManagementReceiveCallback(
+                MakeCallback(&IbMadDispatcher::ReceiveFromCaPort, this));
+        }
+    }
+}
+
+Ptr<Node>
+IbMadDispatcher::GetNode() const
+{
+    return m_node;
+}
+
+bool
+IbMadDispatcher::IsSwitch() const
+{
+    return m_switch != nullptr;
+}
+
+Ptr<IbSwitch>
+IbMadDispatcher::GetSwitch() const
+{
+    return m_switch;
+}
+
+Ptr<IbNetDevice>
+IbMadDispatcher::GetPort(uint8_t number) const
+{
+    auto it = m_ports.find(number);
+    return it == m_ports.end() ? nullptr : it->second;
+}
+
+uint8_t
+IbMadDispatcher::GetNumPorts() const
+{
+    return static_cast<uint8_t>(m_ports.size());
+}
+
+std::vector<Ptr<IbNetDevice>>
+IbMadDispatcher::GetPorts() const
+{
+    std::vector<Ptr<IbNetDevice>> v;
+    for (auto& [n, p] : m_ports)
+    {
+        v.push_back(p);
+    }
+    return v;
+}
+
+void
+IbMadDispatcher::SetSmaHandler(MadHandler h)
+{
+    m_sma = h;
+}
+
+void
+IbMadDispatcher::SetGsiHandler(uint8_t mgmtClass, MadHandler h)
+{
+    m_gsi[mgmtClass] = h;
+}
+
+void
+IbMadDispatcher::SetManagerHandler(MadHandler h)
+{
+    m_manager = h;
+}
+
+uint64_t
+IbMadDispatcher::GetDropCount(IbMadDropReason r) const
+{
+    return m_drops[static_cast<size_t>(r)];
+}
+
+uint16_t
+IbMadDispatcher::GetLid(uint8_t port) const
+{
+    if (m_switch)
+    {
+        return m_switch->GetLid();
+    }
+    Ptr<IbNetDevice> p = GetPort(port);
+    return p ? p->GetLid() : 0;
+}
+
+void
+IbMadDispatcher::Drop(Ptr<const Packet> p, IbMadDropReason r)
+{
+    NS_LOG_LOGIC("node " << (m_node ? m_node->GetId() : 0) << " drops a MAD: "
+                         << IbMadDropReasonName(r));
+    m_drops[static_cast<size_t>(r)]++;
+    m_dropTrace(p, static_cast<uint8_t>(r));
+}
+
+// ---- receiving ------------------------------------------------------------------------------
+
+void
+IbMadDispatcher::ReceiveFromCaPort(Ptr<IbNetDevice> port, Ptr<const Packet> p,
+                                   const IbRxInfo& info)
+{
+    Receive(port, p, info.vl);
+}
+
+void
+IbMadDispatcher::ReceiveAtSwitch(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t)
+{
+    // The relay function does not say which VL the packet came on; the LRH does (VL15 is never
+    // remapped, and a data VL only matters as "not 15" here).
+    uint8_t b0 = 0;
+    p->CopyData(&b0, 1);
+    Receive(in, p, static_cast<uint8_t>(b0 >> 4));
+}
+
+void
+IbMadDispatcher::Receive(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t vl)
+{
+    IbReceivedMad m;
+    m.port = in;
+    m.portNumber = in->GetPortNumber();
+    m.vl = vl;
+    m_rxTrace(p, m.portNumber);
+    std::string why;
+    if (!IbParseMadPacket(p, m.view, &why))
+    {
+        NS_LOG_LOGIC("not a MAD: " << why);
+        Drop(p, IbMadDropReason::NotAMad);
+        return;
+    }
+    const uint32_t qp = m.view.bth.GetDestQp();
+    const uint8_t cls = m.view.mad[1];
+    if (qp == kIbSmiQp)
+    {
+        // §13.5.1: QP0 is reached only on VL15 and carries only the subnet management classes;
+        // its Q_Key is not checked.
+        if (vl != kIbManagementVl)
+        {
+            Drop(p, IbMadDropReason::SmpNotOnVl15);
+            return;
+        }
+        if (cls != IbMgmtClass::SubnLid && cls != IbMgmtClass::SubnDirected)
+        {
+            Drop(p, IbMadDropReason::WrongClassOnQp0);
+            return;
+        }
+        m.smp.ReadFrom(m.view.mad.data());
+        if (cls == IbMgmtClass::SubnDirected)
+        {
+            ReceiveDirected(m, p);
+            return;
+        }
+        Deliver(m, p);
+        return;
+    }
+    if (vl == kIbManagementVl)
+    {
+        Drop(p, IbMadDropReason::SmpNotOnVl15); // VL15 is for QP0 only
+        return;
+    }
+    if (qp == kIbGsiQp)
+    {
+        if (m.view.deth.GetQkey() != IbDethHeader::kGsiQkey)
+        {
+            Drop(p, IbMadDropReason::BadQkey);
+            return;
+        }
+        Deliver(m, p);
+        return;
+    }
+    Drop(p, IbMadDropReason::NoAgent);
+}
+
+void
+IbMadDispatcher::ReceiveDirected(IbReceivedMad& m, Ptr<const Packet> p)
+{
+    IbSmp& s = m.smp;
+    const uint8_t hc = s.GetHopCount();
+    const uint8_t hp = s.GetHopPointer();
+    if (hc > IbSmp::kMaxHops)
+    {
+        Drop(p, IbMadDropReason::BadHopCount);
+        return;
+    }
+    if (!s.GetDirection())
+    {
+        // Outbound, IBA vol. 1 §14.2.2.2 (C14-9), as a receiver.
+        if (hp == 0 && hc != 0)
+        {
+            Drop(p, IbMadDropReason::BadHopPointer); // the sender must have moved it to 1
+            return;
+        }
+        if (hp > 0 && hp < hc)
+        {
+            // Part way along the path: only a switch forwards, recording where the SMP came
+            // in so that the answer can retrace the path.
+            if (!m_switch)
+            {
+                Drop(p, IbMadDropReason::NotASwitch);
+                return;
+            }
+            s.ReturnPath()[hp] = m.portNumber;
+            s.SetHopPointer(static_cast<uint8_t>(hp + 1));
+            const uint8_t out = s.InitialPath()[hp + 1];
+            if (!PortUsable(out))
+            {
+                Drop(p, IbMadDropReason::BadPathPort);
+                return;
+            }
+            m_drForwarded++;
+            if (!SendSmpOut(out, s, kPermissive, kPermissive))
+            {
+                Drop(p, IbMadDropReason::SendFailed);
+            }
+            return;
+        }
+        if (hp == hc)
+        {
+            // The end of the directed part: with a permissive DrDLID this node is the target.
+            if (s.GetDrDlid() != kPermissive)
+            {
+                Drop(p, IbMadDropReason::DrLidRoutedPart);
+                return;
+            }
+            if (hc != 0)
+            {
+                s.ReturnPath()[hp] = m.portNumber;
+            }
+            s.SetHopPointer(static_cast<uint8_t>(hp + 1));
+            Deliver(m, p);
+            return;
+        }
+        // hp == hc + 1 arrives only after a LID-routed tail (not modelled); beyond is invalid.
+        Drop(p, IbMadDropReason::BadHopPointer);
+        return;
+    }
+    // Returning, IBA vol. 1 §14.2.2.3 (C14-13), as a receiver.
+    if (hc != 0 && hp == hc + 1)
+    {
+        Drop(p, IbMadDropReason::BadHopPointer); // the responder must have moved it back
+        return;
+    }
+    if (hp >= 2 && hp <= hc)
+    {
+        if (!m_switch)
+        {
+            Drop(p, IbMadDropReason::NotASwitch);
+            return;
+        }
+        s.SetHopPointer(static_cast<uint8_t>(hp - 1));
+        const uint8_t out = s.ReturnPath()[hp - 1];
+        if (!PortUsable(out))
+        {
+            Drop(p, IbMadDropReason::BadPathPort);
+            return;
+        }
+        m_drForwarded++;
+        if (!SendSmpOut(out, s, kPermissive, kPermissive))
+        {
+            Drop(p, IbMadDropReason::SendFailed);
+        }
+        return;
+    }
+    if (hp == 1)
+    {
+        // Back at the originator (a permissive DrSLID: no LID-routed head).
+        if (s.GetDrSlid() != kPermissive)
+        {
+            Drop(p, IbMadDropReason::DrLidRoutedPart);
+            return;
+        }
+        s.SetHopPointer(0);
+        Deliver(m, p);
+        return;
+    }
+    Drop(p, IbMadDropReason::BadHopPointer);
+}
+
+void
+IbMadDispatcher::Deliver(const IbReceivedMad& m, Ptr<const Packet> p)
+{
+    const uint8_t method = m.view.mad[3];
+    const uint8_t cls = m.view.mad[1];
+    const bool smp = m.view.bth.GetDestQp() == kIbSmiQp;
+    MadHandler h;
+    if (ForManager(method))
+    {
+        h = m_manager;
+    }
+    else if (smp)
+    {
+        h = m_sma;
+    }
+    else
+    {
+        auto it = m_gsi.find(cls);
+        if (it != m_gsi.end())
+        {
+            h = it->second;
+        }
+    }
+    if (h.IsNull())
+    {
+        Drop(p, IbMadDropReason::NoAgent);
+        return;
+    }
+    h(m);
+}
+
+// ---- sending --------------------------------------------------------------------------------
+
+bool
+IbMadDispatcher::PortUsable(uint8_t n) const
+{
+    Ptr<IbNetDevice> p = GetPort(n);
+    return p && p->GetPhysState() == IbPhysState::LinkUp;
+}
+
+uint8_t
+IbMadDispatcher::RouteFromSwitch(uint16_t dlid) const
+{
+    const uint8_t e = m_switch->GetLftEntry(dlid);
+    if (e == 0 || e > m_switch->GetNPorts())
+    {
+        return 0; // 255 (no entry), 0 (ourselves) or a port that does not exist
+    }
+    return e;
+}
+
+bool
+IbMadDispatcher::SendSmpOut(uint8_t out, const IbSmp& smp, uint16_t dlid, uint16_t slid)
+{
+    Ptr<IbNetDevice> port = GetPort(out);
+    if (!port)
+    {
+        return false;
+    }
+    uint8_t bytes[kIbMadBytes];
+    smp.WriteTo(bytes);
+    // QP0 to QP0; the SMI ignores the Q_Key (§13.5.1), sent as 0.
+    Ptr<Packet> pkt = IbMakeMadPacket(bytes, kIbSmiQp, kIbSmiQp, 0, IbBthHeader::kDefaultPkey,
+                                      m_psn++ & IbBthHeader::kMax24);
+    return port->SendManagementPacket(pkt, dlid, slid, 0, kIbManagementVl);
+}
+
+bool
+IbMadDispatcher::SendSmpResponse(const IbReceivedMad& request, IbSmp smp)
+{
+    if (smp.IsDirectedRoute())
+    {
+        const uint8_t hc = smp.GetHopCount();
+        const uint8_t hp = smp.GetHopPointer();
+        if (hc == 0)
+        {
+            // A hop count of 0 addresses this node's own SMA (§14.2.2): the answer never leaves.
+            IbReceivedMad r = request;
+            smp.SetHopPointer(0);
+            r.smp = smp;
+            smp.WriteTo(r.view.mad.data());
+            if (m_manager.IsNull())
+            {
+                Drop(nullptr, IbMadDropReason::NoAgent);
+                return false;
+            }
+            Simulator::ScheduleNow([h = m_manager, r]() { h(r); });
+            return true;
+        }
+        if (hp != hc + 1)
+        {
+            Drop(nullptr, IbMadDropReason::BadHopPointer);
+            return false;
+        }
+        // C14-13: the responder moves the hop pointer back and leaves by ReturnPath[hc], which
+        // at a CA is the port the request came in on.
+        smp.SetHopPointer(hc);
+        const uint8_t out = smp.ReturnPath()[hc];
+        if (!PortUsable(out) || (!m_switch && out != request.portNumber))
+        {
+            Drop(nullptr, IbMadDropReason::BadPathPort);
+            return false;
+        }
+        if (!SendSmpOut(out, smp, kPermissive, kPermissive))
+        {
+            Drop(nullptr, IbMadDropReason::SendFailed);
+            return false;
+        }
+        return true;
+    }
+    const uint16_t dlid = request.view.lrh.GetSlid();
+    uint8_t out = request.portNumber;
+    if (m_switch)
+    {
+        out = RouteFromSwitch(dlid);
+    }
+    if (out == 0 || dlid == kPermissive || dlid == 0)
+    {
+        Drop(nullptr, IbMadDropReason::NoRoute);
+        return false;
+    }
+    const uint16_t lid = GetLid(request.portNumber);
+    if (!SendSmpOut(out, smp, dlid, lid == 0 ? kPermissive : lid))
+    {
+        Drop(nullptr, IbMadDropReason::SendFailed);
+        return false;
+    }
+    return true;
+}
+
+bool
+IbMadDispatcher::SendGmp(uint8_t port, const uint8_t* mad, uint16_t dlid, uint32_t destQp,
+                         uint8_t sl)
+{
+    uint8_t out = port;
+    uint8_t vl = 0;
+    if (m_switch)
+    {
+        out = RouteFromSwitch(dlid);
+        if (out == 0)
+        {
+            Drop(nullptr, IbMadDropReason::NoRoute);
+            return false;
+        }
+        vl = m_switch->MapSlToVl(0, out, sl);
+    }
+    Ptr<IbNetDevice> dev = GetPort(out);
+    if (!dev)
+    {
+        Drop(nullptr, IbMadDropReason::NoRoute);
+        return false;
+    }
+    if (!m_switch)
+    {
+        vl = dev->MapSlToVl(sl);
+    }
+    Ptr<Packet> pkt = IbMakeMadPacket(mad, destQp, kIbGsiQp, IbDethHeader::kGsiQkey,
+                                      IbBthHeader::kDefaultPkey, m_psn++ & IbBthHeader::kMax24);
+    if (!dev->SendManagementPacket(pkt, dlid, GetLid(out), sl, vl))
+    {
+        Drop(nullptr, IbMadDropReason::SendFailed);
+        return false;
+    }
+    return true;
+}
+
+bool
+IbMadDispatcher::SendGmpResponse(const IbReceivedMad& request, const uint8_t* mad)
+{
+    // §13.5.3.2: a response goes back to the requester's LID and QP.
+    return SendGmp(request.portNumber, mad, request.view.lrh.GetSlid(),
+                   request.view.deth.GetSrcQp(), request.view.lrh.GetSl());
+}
+
+bool
+IbMadDispatcher::SendDirectedSmp(IbSmp smp)
+{
+    if (smp.GetDrSlid() != kPermissive || smp.GetDrDlid() != kPermissive)
+    {
+        Drop(nullptr, IbMadDropReason::DrLidRoutedPart);
+        return false;
+    }
+    if (smp.GetHopCount() > IbSmp::kMaxHops)
+    {
+        Drop(nullptr, IbMadDropReason::BadHopCount);
+        return false;
+    }
+    smp.SetDirection(false);
+    if (smp.GetHopCount() == 0)
+    {
+        // To this node's own SMA, through the SMI's loopback.
+        if (m_sma.IsNull() || m_ports.empty())
+        {
+            Drop(nullptr, IbMadDropReason::NoAgent);
+            return false;
+        }
+        IbReceivedMad r;
+        r.port = m_ports.begin()->second;
+        r.portNumber = m_switch ? 0 : m_ports.begin()->first;
+        r.vl = kIbManagementVl;
+        smp.SetHopPointer(1);
+        r.smp = smp;
+        smp.WriteTo(r.view.mad.data());
+        r.view.bth.SetDestQp(kIbSmiQp);
+        Simulator::ScheduleNow([h = m_sma, r]() { h(r); });
+        return true;
+    }
+    // C14-9 at the originator: hop pointer to 1, out of InitialPath[1].
+    smp.SetHopPointer(1);
+    const uint8_t out = smp.InitialPath()[1];
+    if (!PortUsable(out))
+    {
+        Drop(nullptr, IbMadDropReason::BadPathPort);
+        return false;
+    }
+    if (!SendSmpOut(out, smp, kPermissive, kPermissive))
+    {
+        Drop(nullptr, IbMadDropReason::SendFailed);
+        return false;
+    }
+    return true;
+}
+
+bool
+IbMadDispatcher::SendLidRoutedSmp(uint8_t port, const IbSmp& smp, uint16_t dlid)
+{
+    uint8_t out = m_switch ? RouteFromSwitch(dlid) : port;
+    if (out == 0 || !GetPort(out))
+    {
+        Drop(nullptr, IbMadDropReason::NoRoute);
+        return false;
+    }
+    const uint16_t lid = GetLid(out);
+    if (!SendSmpOut(out, smp, dlid, lid == 0 ? kPermissive : lid))
+    {
+        Drop(nullptr, IbMadDropReason::SendFailed);
+        return false;
+    }
+    return true;
+}
+
+} // namespace ns3

@@ -1,0 +1,161 @@
+// The management interfaces of one node: the SMI (QP0, VL15, with the directed-route rules of
+// IBA vol. 1 §14.2.2) and the GSI (QP1), which hand MADs to the node's agents (SMA, PMA) and to
+// a manager application (a subnet manager) running there.
+#ifndef CNUAS_IB_MAD_DISPATCHER_H
+#define CNUAS_IB_MAD_DISPATCHER_H
+
+#include "ib-mad-packet.h"
+#include "ib-smp.h"
+
+#include "ns3/callback.h"
+#include "ns3/object.h"
+#include "ns3/traced-callback.h"
+
+#include <array>
+#include <map>
+#include <vector>
+
+namespace ns3
+{
+
+class IbNetDevice;
+class IbSwitch;
+class Node;
+
+/// Why the SMI or GSI of a node discarded a packet (trace source "MadDrop").
+enum class IbMadDropReason : uint8_t
+{
+    NotAMad,          ///< not one 256-byte MAD in a UD SEND Only (length, opcode, LNH)
+    SmpNotOnVl15,     ///< QP0 packet on a data VL, or a VL15 packet not for QP0 (§13.5.1)
+    WrongClassOnQp0,  ///< QP0 carries only the subnet management classes (§13.5.1)
+    BadQkey,          ///< GMP whose Q_Key is not the GSI's 0x80010000 (§13.5.1)
+    BadHopPointer,    ///< directed route: hop pointer outside the rules of §14.2.2
+    BadHopCount,      ///< directed route: hop count above 63
+    NotASwitch,       ///< directed route would need a CA to forward (§14.2.2.1)
+    BadPathPort,      ///< directed route names a port that does not exist or is not linked
+    DrLidRoutedPart,  ///< DrSLID/DrDLID not permissive: LID-routed DR segments not modelled
+    NoRoute,          ///< a switch has no LFT entry for a response's DLID
+    NoAgent,          ///< no agent or manager for this class / direction
+    SendFailed,       ///< the port refused the packet (link down, queue full, not Active)
+};
+
+const char* IbMadDropReasonName(IbMadDropReason r);
+
+/// A MAD as it reached a node: where it came in and its headers.
+struct IbReceivedMad
+{
+    Ptr<IbNetDevice> port; ///< arrival port (a CA port, or the switch's physical port)
+    uint8_t portNumber = 0;
+    uint8_t vl = 0;
+    IbMadPacketView view;
+    /// For a directed-route SMP delivered locally: the SMP with hop pointer and return path as
+    /// the SMI updated them (the agent answers from this).
+    IbSmp smp;
+};
+
+/**
+ * \brief The SMI and GSI of one node (a channel adapter with its ports, or a switch).
+ *
+ * Receiving: every CA port's management receive path (IbNetDevice::SetManagementReceiveCallback)
+ * or the switch's management port 0 (IbSwitch::SetManagementCallback) feeds this object. QP0
+ * packets must be on VL15 and carry a subnet management class; directed-route SMPs go through
+ * the receive rules of §14.2.2 (C14-9 outbound, C14-13 returning): a switch in the middle of a
+ * path records the arrival port in ReturnPath, moves the hop pointer and forwards the SMP out of
+ * the next port itself, never showing it to its agents; at the end of the path the SMP is
+ * delivered locally. Requests (Get, Set, TrapRepress and unknown methods) go to the SMA
+ * (QP0) or to the GSI agent registered for the class (QP1); responses and traps go to the
+ * manager callback (a subnet manager on this node). Everything discarded is counted with its
+ * reason and reported by the "MadDrop" trace source.
+ *
+ * Sending: agents answer with SendSmpResponse/SendGmpResponse, which apply the send rules
+ * (return path for a directed route, LID routing through the switch's LFT for a switch's own
+ * packets); a manager sends requests with SendDirectedSmp, SendLidRoutedSmp and SendGmp.
+ */
+class IbMadDispatcher : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    IbMadDispatcher();
+    ~IbMadDispatcher() override;
+
+    /// Attach to `node`: its IbSwitch if it has one, else every IbNetDevice port of it.
+    void Install(Ptr<Node> node);
+    Ptr<Node> GetNode() const;
+    bool IsSwitch() const;
+    Ptr<IbSwitch> GetSwitch() const;
+    /// Physical ports by number (a CA's ports, or the switch's 1..N).
+    Ptr<IbNetDevice> GetPort(uint8_t number) const;
+    uint8_t GetNumPorts() const;
+    std::vector<Ptr<IbNetDevice>> GetPorts() const;
+
+    typedef Callback<void, const IbReceivedMad&> MadHandler;
+    /// The SMA: SMP requests that reached this node's end of their path.
+    void SetSmaHandler(MadHandler h);
+    /// A GSI agent for management class `mgmtClass` (requests to QP1).
+    void SetGsiHandler(uint8_t mgmtClass, MadHandler h);
+    /// A manager on this node: SMP and GMP responses and traps that arrive here.
+    void SetManagerHandler(MadHandler h);
+
+    // ---- sending ------------------------------------------------------------------------------
+    /**
+     * The answer to `request` (as delivered to a handler): for a directed-route SMP `smp` must
+     * carry the D bit and the request's path; it goes out of ReturnPath[hop count] per C14-13 (a
+     * hop count of 0 is a loopback to this node's manager). A LID-routed SMP goes to the
+     * request's SLID, by the switch's LFT if this is a switch.
+     */
+    bool SendSmpResponse(const IbReceivedMad& request, IbSmp smp);
+    /// The answer to a GMP request: 256 bytes to the requester's SLID and SrcQP on its SL.
+    bool SendGmpResponse(const IbReceivedMad& request, const uint8_t* mad);
+    /**
+     * A directed-route SMP from this node (the originator, C14-9): hop pointer 0 -> 1 and out
+     * of InitialPath[1] (a CA: which must be that CA port's number). A hop count of 0 goes to
+     * this node's own SMA. DrSLID and DrDLID must be permissive (pure directed route).
+     */
+    bool SendDirectedSmp(IbSmp smp);
+    /// A LID-routed SMP from `port` (a CA port number, or 0 at a switch: routed by its LFT).
+    bool SendLidRoutedSmp(uint8_t port, const IbSmp& smp, uint16_t dlid);
+    /// A GMP to `dlid`, QP `destQp` (1 for GSI agents), on `sl`, from CA port `port` (or 0).
+    bool SendGmp(uint8_t port, const uint8_t* mad, uint16_t dlid, uint32_t destQp, uint8_t sl);
+
+    /// Packets this node's SMI/GSI discarded for `r`.
+    uint64_t GetDropCount(IbMadDropReason r) const;
+    /// SMPs a switch forwarded along their directed route.
+    uint64_t GetDrForwarded() const { return m_drForwarded; }
+    /// This node's LID: the switch's, or the CA port's.
+    uint16_t GetLid(uint8_t port) const;
+
+    /// MadRx: (packet, arrival port number); MadDrop: (packet, IbMadDropReason).
+    typedef void (*PacketPortCallback)(Ptr<const Packet> packet, uint8_t port);
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    void ReceiveFromCaPort(Ptr<IbNetDevice> port, Ptr<const Packet> p, const struct IbRxInfo& i);
+    void ReceiveAtSwitch(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t unused);
+    void Receive(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t vl);
+    void ReceiveDirected(IbReceivedMad& mad, Ptr<const Packet> p);
+    void Deliver(const IbReceivedMad& mad, Ptr<const Packet> p);
+    void Drop(Ptr<const Packet> p, IbMadDropReason r);
+    /// Sends SMP bytes out of physical port `out` on VL15 with the given LIDs.
+    bool SendSmpOut(uint8_t out, const IbSmp& smp, uint16_t dlid, uint16_t slid);
+    /// Port a switch's own LID-routed packet leaves by (0: none).
+    uint8_t RouteFromSwitch(uint16_t dlid) const;
+    bool PortUsable(uint8_t n) const;
+
+    Ptr<Node> m_node;
+    Ptr<IbSwitch> m_switch;
+    std::map<uint8_t, Ptr<IbNetDevice>> m_ports;
+    MadHandler m_sma;
+    MadHandler m_manager;
+    std::map<uint8_t, MadHandler> m_gsi;
+    std::array<uint64_t, 12> m_drops{};
+    uint64_t m_drForwarded = 0;
+    uint32_t m_psn = 0;
+    TracedCallback<Ptr<const Packet>, uint8_t> m_rxTrace;
+    TracedCallback<Ptr<const Packet>, uint8_t> m_dropTrace;
+};
+
+} // namespace ns3
+
+#endif

@@ -1,0 +1,142 @@
+// The subnet management agent of a node (IBA vol. 1 §14.2): answers SubnGet/SubnSet of the SMA
+// attributes through the same port and switch setters a subnet manager's sweep uses, checks the
+// M_Key, and sends traps to the subnet manager.
+#ifndef CNUAS_IB_SMA_AGENT_H
+#define CNUAS_IB_SMA_AGENT_H
+
+#include "ib-mad-dispatcher.h"
+#include "ib-smp-attributes.h"
+
+#include "ns3/object.h"
+#include "ns3/traced-callback.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+/// Why the SMA discarded an SMP without answering (trace source "SmpDropped").
+enum class IbSmaDropReason : uint8_t
+{
+    BadMKey,     ///< M_Key check failed (§14.2.4.1): discarded, M_KeyViolations counted
+    TrapRepress, ///< a TrapRepress needs no answer (§13.4.9); counted, not an error
+    SendFailed,  ///< the answer could not be sent (port down, no route)
+};
+
+/**
+ * \brief The SMA of one node: a channel adapter (serving each of its ports) or a switch (its
+ * management port 0, §17.2.1).
+ *
+ * Attributes served (IBA vol. 1 §14.2.5): NodeInfo, NodeDescription (Get); SwitchInfo (switch),
+ * PortInfo, P_KeyTable, GUIDInfo, SLtoVLMappingTable, VLArbitrationTable, LinearForwardingTable
+ * (switch) (Get and Set). A Set is checked as a whole first: one invalid field answers status 7
+ * (InvalidField) and changes nothing; then it is applied through the IbNetDevice / IbSwitch
+ * setters and answered with the new values read back. Other statuses: bad base or class version
+ * (1), a method other than Get/Set (2), an attribute this node does not have or a Set of a
+ * read-only one (3).
+ *
+ * M_Key (§14.2.4): a port whose M_Key is non-zero accepts an SMP whose M_Key differs only for a
+ * Get with protection bits 0 or 1 (with bits 1 a PortInfo Get returns M_Key 0); otherwise the
+ * SMP is discarded unanswered and M_KeyViolations counts it. The lease timer is not modelled.
+ *
+ * Traps: a switch whose external ports change PortState sets SwitchInfo.PortStateChange and
+ * sends Trap 128 (Notice, urgent, producer switch, LIDADDR = its LID) to its SM LID when both
+ * LIDs are set (§14.2.5.1, Table 121 trap 128). Traps are sent once (no repeat timer).
+ */
+class IbSmaAgent : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    IbSmaAgent();
+    ~IbSmaAgent() override;
+
+    /// Serve the node `dispatcher` is installed on (registers as its SMA).
+    void Install(Ptr<IbMadDispatcher> dispatcher);
+    /// Sets PortInfo.CapabilityMask.IsSM of a CA port (a subnet manager runs behind it).
+    void SetIsSm(uint8_t port, bool isSm);
+
+    /// SMPs answered with `status` (the MAD status value, D bit excluded).
+    uint64_t GetAnsweredCount(uint16_t status) const;
+    uint64_t GetDropCount(IbSmaDropReason r) const;
+    uint64_t GetTrapsSent() const { return m_trapsSent; }
+    /// PortInfo.M_KeyViolations of a port (0 for a switch's management port).
+    uint16_t GetMKeyViolations(uint8_t port) const;
+
+    /// SmpAnswered: (attribute ID, method of the request, status).
+    typedef void (*AnsweredCallback)(uint16_t attrId, uint8_t method, uint16_t status);
+    /// SmpDropped: (attribute ID, IbSmaDropReason).
+    typedef void (*DroppedCallback)(uint16_t attrId, uint8_t reason);
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /// What the SMA keeps per port beyond the link layer's own state (§14.2.5.6 fields the
+    /// IbNetDevice has no use for, and the tables of §14.2.5.5 and §14.2.5.7).
+    struct PortState
+    {
+        uint64_t mKey = 0;
+        uint8_t mKeyProtect = 0;
+        uint16_t mKeyLease = 0;
+        uint16_t mKeyViolations = 0;
+        uint8_t widthEnabled = 0xFF; ///< 0xFF: all supported
+        uint8_t speedEnabled = 0x0F;
+        uint8_t speedExtEnabled = 0x1F;
+        uint8_t masterSmSl = 0;
+        uint8_t subnetTimeOut = 0;
+        bool clientReregister = false;
+        uint8_t linkDownDefault = 2; ///< Polling
+        uint8_t hoqLife = 19;
+        uint8_t vlStallCount = 7;
+        bool isSm = false;
+        std::vector<uint16_t> pkeys;
+        std::vector<uint64_t> guids;
+    };
+
+    void HandleSmp(const IbReceivedMad& req);
+    /// Fills `data` for a Get, or validates (apply=false) / applies (apply=true) a Set.
+    /// Returns the MAD status.
+    uint16_t Attribute(const IbReceivedMad& req, IbSmp& smp, bool set);
+    uint16_t DoPortInfo(const IbReceivedMad& req, IbSmp& smp, bool set);
+    uint16_t DoSwitchInfo(IbSmp& smp, bool set);
+    uint16_t DoPKeyTable(const IbReceivedMad& req, IbSmp& smp, bool set);
+    uint16_t DoGuidInfo(const IbReceivedMad& req, IbSmp& smp, bool set);
+    uint16_t DoLft(IbSmp& smp, bool set);
+    uint16_t DoSlToVl(const IbReceivedMad& req, IbSmp& smp, bool set);
+    uint16_t DoVlArb(const IbReceivedMad& req, IbSmp& smp, bool set);
+    void FillNodeInfo(const IbReceivedMad& req, uint8_t* data) const;
+    void FillPortInfo(uint8_t port, uint8_t localPort, bool hideMKey, IbPortInfo& pi) const;
+    /// The port whose M_Key guards this SMP: the switch's port 0, or the CA arrival port.
+    PortState& KeyPort(const IbReceivedMad& req);
+    bool MKeyCheck(const IbReceivedMad& req, bool* hideMKey);
+    PortState& State(uint8_t port);
+    uint64_t NodeGuid() const;
+    void PortStateChanged(uint8_t port, uint8_t oldState, uint8_t newState);
+    void SendTrap128();
+
+    Ptr<IbMadDispatcher> m_disp;
+    std::map<uint8_t, PortState> m_state;
+    std::string m_description;
+    uint64_t m_nodeGuid = 0;
+    uint64_t m_systemImageGuid = 0;
+    uint32_t m_vendorId = 0x0002C9;
+    uint16_t m_deviceId = 0;
+    uint32_t m_revision = 0;
+    uint16_t m_pkeyBlocks = 1;
+    bool m_trapsEnabled = true;
+    uint8_t m_lifeTime = 0;
+    bool m_portStateChange = false;
+    uint16_t m_switchSmLid = 0;
+    uint64_t m_nextTid = 1;
+    uint64_t m_trapsSent = 0;
+    std::map<uint16_t, uint64_t> m_answered;
+    std::array<uint64_t, 3> m_drops{};
+    TracedCallback<uint16_t, uint8_t, uint16_t> m_answeredTrace;
+    TracedCallback<uint16_t, uint8_t> m_droppedTrace;
+};
+
+} // namespace ns3
+
+#endif

@@ -1,0 +1,776 @@
+// The SMI, SMA and PMA on a simulated fabric: directed-route SMPs through switches before any
+// subnet setup, Sets that change a port's LID and state, LID-routed SMPs, PMA counters after
+// traffic with the spec's reset rules, traps, and bad input that must be answered with the
+// spec's status or counted as a drop, never crash the agent.
+#include "ib-test-packets.h"
+
+#include "helpers/ib-fabric-helper.h"
+#include "helpers/ib-static-subnet-helper.h"
+#include "helpers/ib-trace-helper.h"
+#include "helpers/mgmt-helper.h"
+#include "helpers/topology.h"
+#include "models/ib/ib-crc.h"
+#include "models/ib/ib-net-device.h"
+#include "models/ib/ib-switch.h"
+#include "models/mgmt/ib-gmp.h"
+#include "models/mgmt/ib-mad-dispatcher.h"
+#include "models/mgmt/ib-perf-attributes.h"
+#include "models/mgmt/ib-pma-agent.h"
+#include "models/mgmt/ib-sma-agent.h"
+#include "models/mgmt/ib-smp-attributes.h"
+
+#include "ns3/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <unistd.h>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+/// h0 - swL - swR - h1 (a dumbbell of one host a side), agents on every node, and a manager
+/// on h0 that records what comes back.
+struct Line
+{
+    IbFabric f;
+    Ptr<IbMadDispatcher> h0;
+    std::vector<IbReceivedMad> got;
+    uint64_t tid = 100;
+
+    Line()
+    {
+        IbFabricHelper fh;
+        f = fh.Build(MakeDumbbell(1, 1));
+        IbMgmtHelper mh;
+        EXPECT_EQ(mh.Install(f), 4u);
+        h0 = IbMgmtHelper::GetDispatcher(f.hosts.Get(0));
+        h0->SetManagerHandler(Callback<void, const IbReceivedMad&>(
+            [this](const IbReceivedMad& m) { got.push_back(m); }));
+    }
+    ~Line() { Simulator::Destroy(); }
+
+    Ptr<Node> SwL() const { return f.switches.Get(0); }
+    Ptr<Node> SwR() const { return f.switches.Get(1); }
+    Ptr<IbNetDevice> H1Port() const { return f.HostPort(1); }
+
+    /// Runs the simulation until `t` (absolute).
+    void RunUntil(Time t)
+    {
+        Simulator::Stop(t - Simulator::Now());
+        Simulator::Run();
+    }
+    /// Sends a directed-route SMP from h0 at `at` and runs 20 us more.
+    void Dr(IbSmp smp, Time at)
+    {
+        Simulator::Schedule(at - Simulator::Now(), [this, smp]() { h0->SendDirectedSmp(smp); });
+        RunUntil(at + MicroSeconds(20));
+    }
+    IbSmp DrSmp(uint8_t method, uint16_t attr, uint32_t mod, std::vector<uint8_t> path)
+    {
+        return IbSmp::MakeDirected(method, attr, mod, tid++, path.data(),
+                                   static_cast<uint8_t>(path.size()));
+    }
+};
+
+/// h0 -> swL (port 2) -> swR (port 1) -> h1: the path of the dumbbell.
+const std::vector<uint8_t> kToH1 = {1, 2, 1};
+const std::vector<uint8_t> kToSwR = {1, 2};
+
+/// Injects raw bytes as if they had arrived on `port` from its cable.
+void
+Inject(Ptr<IbNetDevice> port, std::vector<uint8_t> bytes)
+{
+    ns3::IbFillCrcs(bytes.data(), bytes.size());
+    port->InjectReceivedBytes(bytes.data(), static_cast<uint32_t>(bytes.size()));
+}
+
+std::vector<uint8_t>
+SmpPacket(const IbSmp& smp, uint8_t vl = 15, uint32_t qp = 0, uint16_t dlid = 0xFFFF,
+          uint16_t slid = 0xFFFF)
+{
+    uint8_t mad[256];
+    smp.WriteTo(mad);
+    cnuas_test::TestPacketSpec s;
+    s.vl = vl;
+    s.destQp = qp;
+    s.srcQp = qp;
+    s.qkey = 0;
+    s.dlid = dlid;
+    s.slid = slid;
+    s.payload.assign(mad, mad + 256);
+    return cnuas_test::BuildPacket(s);
+}
+
+} // namespace
+
+TEST(MgmtAgents, DirectedRouteNodeInfoThroughTwoSwitchesBeforeAnySubnetSetup)
+{
+    Line l;
+    // No LIDs anywhere yet: the seed's "Base lid: 0" state, ports in Init after training.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1), MicroSeconds(5));
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToSwR), MicroSeconds(30));
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeDescription, 0, kToH1), MicroSeconds(55));
+    ASSERT_EQ(l.got.size(), 3u);
+    EXPECT_EQ(l.H1Port()->GetLid(), 0);
+    EXPECT_EQ(l.H1Port()->GetPortState(), IbPortState::Init);
+
+    // 1: h1's NodeInfo, as h1's own objects say.
+    const IbSmp& a = l.got[0].smp;
+    EXPECT_EQ(a.Mad().GetMethod(), IbMadMethod::GetResp);
+    EXPECT_TRUE(a.GetDirection());
+    EXPECT_EQ(a.GetSmpStatus(), 0);
+    EXPECT_EQ(a.GetHopPointer(), 0); // back at the originator
+    EXPECT_EQ(a.GetHopCount(), 3);
+    EXPECT_EQ(a.Mad().GetTransactionId(), 100u);
+    // ReturnPath: the ports each hop came in on: swL port 1, swR port 2, h1 port 1.
+    EXPECT_EQ(a.ReturnPath()[1], 1);
+    EXPECT_EQ(a.ReturnPath()[2], 2);
+    EXPECT_EQ(a.ReturnPath()[3], 1);
+    IbNodeInfo ni;
+    ni.ReadFrom(a.Data());
+    EXPECT_EQ(ni.nodeType, IbNodeType::ChannelAdapter);
+    EXPECT_EQ(ni.numPorts, 1);
+    EXPECT_EQ(ni.portGuid, l.H1Port()->GetPortGuid());
+    EXPECT_EQ(ni.nodeGuid, l.H1Port()->GetPortGuid() - 1);
+    EXPECT_EQ(ni.localPortNum, 1);
+
+    // 2: swR's NodeInfo: a switch, reached on its port 2.
+    IbNodeInfo sw;
+    sw.ReadFrom(l.got[1].smp.Data());
+    EXPECT_EQ(sw.nodeType, IbNodeType::Switch);
+    Ptr<IbSwitch> swR = l.SwR()->GetObject<IbSwitch>();
+    EXPECT_EQ(sw.numPorts, swR->GetNPorts());
+    EXPECT_EQ(sw.nodeGuid, swR->GetNodeGuid());
+    EXPECT_EQ(sw.portGuid, swR->GetNodeGuid());
+    EXPECT_EQ(sw.localPortNum, 2);
+
+    IbNodeDescription nd;
+    nd.ReadFrom(l.got[2].smp.Data());
+    EXPECT_EQ(nd.text, "cnuas node " + std::to_string(l.f.hosts.Get(1)->GetId()));
+    // The two switches forwarded each SMP both ways.
+    EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwL())->GetDrForwarded(), 6u);
+    EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwR())->GetDrForwarded(), 4u);
+}
+
+TEST(MgmtAgents, SetPortInfoAssignsLidAndMovesPortStateAsAnSmWould)
+{
+    Line l;
+    IbSmp get = l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1);
+    l.Dr(get, MicroSeconds(5));
+    ASSERT_EQ(l.got.size(), 1u);
+    IbPortInfo pi;
+    pi.ReadFrom(l.got[0].smp.Data());
+    EXPECT_EQ(pi.lid, 0);
+    EXPECT_EQ(pi.portState, 2);         // Init
+    EXPECT_EQ(pi.portPhysicalState, 5); // LinkUp
+    EXPECT_EQ(pi.localPortNum, 1);
+    const IbLinkRate rate = l.H1Port()->GetActiveRate();
+    EXPECT_EQ(rate.width, 4);
+    EXPECT_EQ(pi.linkWidthActive, 2);   // 4x
+    EXPECT_EQ(pi.linkSpeedExtActive, 4); // HDR
+    EXPECT_EQ(pi.operationalVls, 1);    // VL0 only, as the port starts
+    EXPECT_EQ(pi.vlCap, 4);             // VL0-7
+
+    // Set: LID 7, LMC 0, SM LID 1, OperationalVLs VL0-3, and Armed (from Init).
+    pi.lid = 7;
+    pi.masterSmLid = 1;
+    pi.operationalVls = 3;
+    pi.portState = 3;
+    pi.portPhysicalState = 0;
+    pi.linkWidthEnabled = 0;
+    pi.linkSpeedEnabled = 0;
+    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    pi.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(30));
+    ASSERT_EQ(l.got.size(), 2u);
+    EXPECT_EQ(l.got[1].smp.GetSmpStatus(), 0);
+    EXPECT_EQ(l.H1Port()->GetLid(), 7);
+    EXPECT_EQ(l.H1Port()->GetSmLid(), 1);
+    EXPECT_EQ(l.H1Port()->GetOperationalVls(), 4);
+    EXPECT_EQ(l.H1Port()->GetPortState(), IbPortState::Armed);
+    IbPortInfo back;
+    back.ReadFrom(l.got[1].smp.Data()); // the answer carries the values now in force
+    EXPECT_EQ(back.lid, 7);
+    EXPECT_EQ(back.portState, 3);
+    EXPECT_EQ(back.operationalVls, 3);
+
+    // Active from Armed; then Armed again is not a legal transition (§7.2): status 7 and
+    // nothing changes.
+    pi.portState = 4;
+    pi.operationalVls = 0;
+    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    pi.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(55));
+    EXPECT_EQ(l.H1Port()->GetPortState(), IbPortState::Active);
+    pi.portState = 3;
+    pi.lid = 9;
+    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    pi.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(80));
+    ASSERT_EQ(l.got.size(), 4u);
+    EXPECT_EQ(l.got[3].smp.GetSmpStatus(), IbMadStatus::InvalidField);
+    EXPECT_EQ(l.H1Port()->GetLid(), 7); // the invalid Set changed nothing
+    EXPECT_EQ(l.H1Port()->GetPortState(), IbPortState::Active);
+
+    // A switch's LID is its port 0's: Set PortInfo on swR with AttributeModifier 0.
+    IbSmp swGet = l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToSwR);
+    l.Dr(swGet, MicroSeconds(105));
+    IbPortInfo p0;
+    p0.ReadFrom(l.got[4].smp.Data());
+    p0.lid = 3;
+    p0.masterSmLid = 1;
+    IbSmp swSet = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToSwR);
+    p0.WriteTo(swSet.Data());
+    l.Dr(swSet, MicroSeconds(130));
+    EXPECT_EQ(l.SwR()->GetObject<IbSwitch>()->GetLid(), 3);
+    // PortInfo of switch port 2 (AttributeModifier 2): the link to swL, trained to 4x HDR.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 2, kToSwR), MicroSeconds(155));
+    ASSERT_EQ(l.got.size(), 7u);
+    IbPortInfo p2;
+    p2.ReadFrom(l.got[6].smp.Data());
+    EXPECT_EQ(p2.localPortNum, 2);
+    EXPECT_EQ(p2.portState, 2);
+    EXPECT_EQ(p2.linkWidthActive, 2);
+}
+
+TEST(MgmtAgents, SwitchTablesSetAndReadBack)
+{
+    Line l;
+    Ptr<IbSwitch> swR = l.SwR()->GetObject<IbSwitch>();
+    // LinearForwardingTable block 0: LIDs 0..63.
+    IbLftBlock lft;
+    lft.port.fill(255);
+    lft.port[5] = 1;
+    lft.port[9] = 2;
+    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::LinearForwardingTable, 0, kToSwR);
+    lft.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(5));
+    EXPECT_EQ(swR->GetLftEntry(5), 1);
+    EXPECT_EQ(swR->GetLftEntry(9), 2);
+    EXPECT_EQ(swR->GetLftEntry(6), 255);
+    // SwitchInfo: LinearFDBTop.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SwitchInfo, 0, kToSwR), MicroSeconds(30));
+    IbSwitchInfo si;
+    si.ReadFrom(l.got[1].smp.Data());
+    EXPECT_EQ(si.linearFdbCap, swR->GetLinearFdbCap());
+    si.linearFdbTop = 9;
+    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::SwitchInfo, 0, kToSwR);
+    si.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(55));
+    EXPECT_EQ(swR->GetLinearFdbTop(), 9);
+    // SLtoVL for (in 2, out 1).
+    IbSlToVlTable t;
+    for (int i = 0; i < 16; ++i)
+    {
+        t.vl[i] = static_cast<uint8_t>(i % 4);
+    }
+    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::SlToVlMappingTable, (2u << 8) | 1u, kToSwR);
+    t.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(80));
+    EXPECT_EQ(swR->MapSlToVl(2, 1, 7), 3);
+    EXPECT_EQ(swR->MapSlToVl(2, 1, 5), 1);
+    // VLArbitration low table, block 1, of port 1.
+    IbVlArbTableBlock va;
+    va.vl[0] = 0;
+    va.weight[0] = 10;
+    va.vl[1] = 1;
+    va.weight[1] = 20;
+    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::VlArbitrationTable, (1u << 16) | 1u, kToSwR);
+    va.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(105));
+    const auto& low = swR->GetPort(1)->GetVlArbiter().Low();
+    ASSERT_EQ(low.size(), 2u);
+    EXPECT_EQ(low[1].vl, 1);
+    EXPECT_EQ(low[1].weight, 20);
+    // LFT Get of the block reads back what the table holds.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::LinearForwardingTable, 0, kToSwR),
+         MicroSeconds(130));
+    ASSERT_EQ(l.got.size(), 6u);
+    IbLftBlock back;
+    back.ReadFrom(l.got[5].smp.Data());
+    EXPECT_EQ(back.port[9], 2);
+    EXPECT_EQ(back.port[5], 1);
+    for (auto& g : l.got)
+    {
+        EXPECT_EQ(g.smp.GetSmpStatus(), 0);
+    }
+}
+
+TEST(MgmtAgents, BadInputGetsTheSpecStatus)
+{
+    Line l;
+    Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(l.f.hosts.Get(1));
+    IbSmp v = l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1);
+    v.Mad().SetClassVersion(2);
+    l.Dr(v, MicroSeconds(5));
+    IbSmp unknownAttr = l.DrSmp(IbMadMethod::Get, 0x00FF, 0, kToH1);
+    l.Dr(unknownAttr, MicroSeconds(30));
+    IbSmp badMethod = l.DrSmp(0x10, IbSmAttr::NodeInfo, 0, kToH1);
+    l.Dr(badMethod, MicroSeconds(55));
+    IbSmp setRo = l.DrSmp(IbMadMethod::Set, IbSmAttr::NodeInfo, 0, kToH1);
+    l.Dr(setRo, MicroSeconds(80));
+    IbSmp badLid = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    IbPortInfo pi;
+    pi.lid = 0xC001; // a multicast LID is not a port's LID
+    pi.WriteTo(badLid.Data());
+    l.Dr(badLid, MicroSeconds(105));
+    IbSmp swOnly = l.DrSmp(IbMadMethod::Get, IbSmAttr::SwitchInfo, 0, kToH1); // h1 is a CA
+    l.Dr(swOnly, MicroSeconds(130));
+    IbSmp badPort = l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 9, kToSwR);
+    l.Dr(badPort, MicroSeconds(155));
+    IbSmp badBlock = l.DrSmp(IbMadMethod::Get, IbSmAttr::LinearForwardingTable, 0xC000 / 64,
+                             kToSwR);
+    l.Dr(badBlock, MicroSeconds(180));
+    ASSERT_EQ(l.got.size(), 8u);
+    // IBA vol. 1 §13.4.7 Table 110.
+    EXPECT_EQ(l.got[0].smp.GetSmpStatus(), IbMadStatus::BadVersion);
+    EXPECT_EQ(l.got[1].smp.GetSmpStatus(), IbMadStatus::UnsupportedMethodAttr);
+    EXPECT_EQ(l.got[2].smp.GetSmpStatus(), IbMadStatus::UnsupportedMethod);
+    EXPECT_EQ(l.got[3].smp.GetSmpStatus(), IbMadStatus::UnsupportedMethodAttr);
+    EXPECT_EQ(l.got[4].smp.GetSmpStatus(), IbMadStatus::InvalidField);
+    EXPECT_EQ(l.got[5].smp.GetSmpStatus(), IbMadStatus::UnsupportedMethodAttr);
+    EXPECT_EQ(l.got[6].smp.GetSmpStatus(), IbMadStatus::InvalidField);
+    EXPECT_EQ(l.got[7].smp.GetSmpStatus(), IbMadStatus::InvalidField);
+    for (auto& g : l.got)
+    {
+        EXPECT_TRUE(g.smp.GetDirection()); // every answer is a response with the D bit
+        EXPECT_EQ(g.smp.Mad().GetMethod(), IbMadMethod::GetResp);
+    }
+    EXPECT_EQ(l.H1Port()->GetLid(), 0);
+    EXPECT_EQ(sma->GetAnsweredCount(IbMadStatus::InvalidField), 1u);
+    EXPECT_EQ(sma->GetAnsweredCount(IbMadStatus::UnsupportedMethodAttr), 3u);
+}
+
+TEST(MgmtAgents, MKeyProtectsThePort)
+{
+    Line l;
+    Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(l.f.hosts.Get(1));
+    // The SM sets an M_Key with protection bits 2: from now on Gets need the key too.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(5));
+    IbPortInfo pi;
+    pi.ReadFrom(l.got[0].smp.Data());
+    pi.mKey = 0x1122334455667788ULL;
+    pi.mKeyProtectBits = 2;
+    pi.linkWidthEnabled = 0;
+    pi.linkSpeedEnabled = 0;
+    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    pi.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(30));
+    ASSERT_EQ(l.got.size(), 2u);
+    ASSERT_EQ(l.got[1].smp.GetSmpStatus(), 0);
+    // Wrong key: discarded, no answer, counted (§14.2.4.1).
+    IbSmp wrong = l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1);
+    wrong.SetMKey(0xDEAD);
+    l.Dr(wrong, MicroSeconds(55));
+    EXPECT_EQ(l.got.size(), 2u);
+    EXPECT_EQ(sma->GetDropCount(IbSmaDropReason::BadMKey), 1u);
+    EXPECT_EQ(sma->GetMKeyViolations(1), 1);
+    // The right key works.
+    IbSmp right = l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1);
+    right.SetMKey(0x1122334455667788ULL);
+    l.Dr(right, MicroSeconds(80));
+    ASSERT_EQ(l.got.size(), 3u);
+    IbPortInfo now;
+    now.ReadFrom(l.got[2].smp.Data());
+    EXPECT_EQ(now.mKey, 0x1122334455667788ULL);
+    EXPECT_EQ(now.mKeyViolations, 1);
+    // Protection bits 1: a Get with a wrong key passes but PortInfo.M_Key reads 0; Sets fail.
+    now.mKeyProtectBits = 1;
+    now.linkWidthEnabled = 0;
+    now.linkSpeedEnabled = 0;
+    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    set.SetMKey(0x1122334455667788ULL);
+    now.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(105));
+    IbSmp peek = l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1);
+    l.Dr(peek, MicroSeconds(130));
+    ASSERT_EQ(l.got.size(), 5u);
+    IbPortInfo hidden;
+    hidden.ReadFrom(l.got[4].smp.Data());
+    EXPECT_EQ(hidden.mKey, 0u);
+    EXPECT_EQ(hidden.mKeyProtectBits, 1);
+    IbSmp setNoKey = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    hidden.lid = 5;
+    hidden.WriteTo(setNoKey.Data());
+    l.Dr(setNoKey, MicroSeconds(155));
+    EXPECT_EQ(l.got.size(), 5u);
+    EXPECT_EQ(l.H1Port()->GetLid(), 0);
+    EXPECT_EQ(sma->GetMKeyViolations(1), 2);
+}
+
+TEST(MgmtAgents, MalformedSmpsAreCountedDropsNeverCrashes)
+{
+    Line l;
+    l.RunUntil(MicroSeconds(5)); // links up
+    Ptr<IbNetDevice> swLIn = l.f.Port(2, 1); // swL's port facing h0
+    Ptr<IbMadDispatcher> swL = IbMgmtHelper::GetDispatcher(l.SwL());
+    // Hop pointer 0 with a non-zero hop count at a receiver: the sender did not move it (C14-9).
+    IbSmp s = l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1);
+    Inject(swLIn, SmpPacket(s));
+    // Hop pointer beyond hop count + 1.
+    s.SetHopPointer(7);
+    Inject(swLIn, SmpPacket(s));
+    // Hop count above 63.
+    s.SetHopCount(64);
+    s.SetHopPointer(1);
+    Inject(swLIn, SmpPacket(s));
+    // A path that names a port the switch does not have.
+    IbSmp badPath = l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, {1, 9, 1});
+    badPath.SetHopPointer(1);
+    Inject(swLIn, SmpPacket(badPath));
+    // An SMP for QP0 on a data VL; a VL15 packet for QP1; a GSI class on QP0.
+    IbSmp good = l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToSwR);
+    good.SetHopPointer(1);
+    IbPerfMgtMad pm = IbPerfMgtMad::Make(IbMadMethod::Get, IbPerfAttr::PortCounters, 0, 1);
+    uint8_t raw[256];
+    pm.WriteTo(raw);
+    IbSmp asSmp;
+    asSmp.ReadFrom(raw);
+    Inject(swLIn, SmpPacket(good, 15, 1));
+    Inject(swLIn, SmpPacket(asSmp, 15, 0));
+    // A MAD cut short.
+    std::vector<uint8_t> shortPkt = SmpPacket(good);
+    cnuas_test::TestPacketSpec sp;
+    sp.vl = 15;
+    sp.destQp = 0;
+    sp.qkey = 0;
+    sp.dlid = 0xFFFF;
+    sp.slid = 0xFFFF;
+    sp.payload.assign(200, 0x81);
+    Inject(swLIn, cnuas_test::BuildPacket(sp));
+    // A returning SMP arriving where it should already have been turned round.
+    IbSmp ret = good;
+    ret.SetDirection(true);
+    ret.SetHopPointer(3);
+    Inject(swLIn, SmpPacket(ret));
+    l.RunUntil(MicroSeconds(30));
+    EXPECT_EQ(swL->GetDropCount(IbMadDropReason::BadHopPointer), 3u);
+    EXPECT_EQ(swL->GetDropCount(IbMadDropReason::BadHopCount), 1u);
+    EXPECT_EQ(swL->GetDropCount(IbMadDropReason::BadPathPort), 1u);
+    EXPECT_EQ(swL->GetDropCount(IbMadDropReason::SmpNotOnVl15), 1u);
+    EXPECT_EQ(swL->GetDropCount(IbMadDropReason::WrongClassOnQp0), 1u);
+    EXPECT_EQ(swL->GetDropCount(IbMadDropReason::NotAMad), 1u);
+    // A CA in the middle of a path does not forward (§14.2.2).
+    IbSmp viaCa = l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, {1, 2, 1, 1});
+    l.Dr(viaCa, MicroSeconds(35));
+    EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.f.hosts.Get(1))->GetDropCount(
+                  IbMadDropReason::NotASwitch),
+              1u);
+    // And the agents still answer afterwards.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1), MicroSeconds(60));
+    ASSERT_EQ(l.got.size(), 1u);
+    EXPECT_EQ(l.got[0].smp.GetSmpStatus(), 0);
+}
+
+TEST(MgmtAgents, FuzzedSmpsAlwaysHaveAnOutcome)
+{
+    Line l;
+    l.RunUntil(MicroSeconds(5));
+    Ptr<IbNetDevice> swLIn = l.f.Port(2, 1);
+    Ptr<IbMadDispatcher> swL = IbMgmtHelper::GetDispatcher(l.SwL());
+    Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(l.SwL());
+    uint64_t rx = 0; // SMPs arriving from h0's side (the answers come back on port 2)
+    swL->TraceConnectWithoutContext(
+        "MadRx", Callback<void, Ptr<const Packet>, uint8_t>([&rx](Ptr<const Packet>, uint8_t in) {
+            rx += in == 1 ? 1 : 0;
+        }));
+    std::mt19937 rng(7);
+    IbSmp base = l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1);
+    base.SetHopPointer(1);
+    const int n = 500;
+    for (int i = 0; i < n; ++i)
+    {
+        uint8_t mad[256];
+        base.WriteTo(mad);
+        // Flip a few bytes of the header, the DR fields and the paths.
+        for (int k = 0; k < 3; ++k)
+        {
+            const int off = std::uniform_int_distribution<int>(0, 255)(rng);
+            mad[off] = static_cast<uint8_t>(rng());
+        }
+        IbSmp s;
+        s.ReadFrom(mad);
+        std::vector<uint8_t> pkt = SmpPacket(s);
+        // ReadFrom drops the DR fields of a non-DR class: put the fuzzed bytes back.
+        std::copy(mad, mad + 256, pkt.begin() + 28);
+        Simulator::Schedule(NanoSeconds(200 * i), [swLIn, pkt]() { Inject(swLIn, pkt); });
+    }
+    l.RunUntil(MicroSeconds(400));
+    EXPECT_EQ(rx, static_cast<uint64_t>(n));
+    // Every injected SMP ends exactly once: as an answer back at h0, or as a counted drop at
+    // some node's SMI, SMA or port (an answer that cannot be sent is counted by the SMI).
+    uint64_t drops = 0;
+    uint64_t smaDrops = 0;
+    uint64_t linkDrops = 0;
+    for (uint32_t i = 0; i < l.f.nodes.GetN(); ++i)
+    {
+        Ptr<Node> node = l.f.nodes.Get(i);
+        Ptr<IbMadDispatcher> d = IbMgmtHelper::GetDispatcher(node);
+        for (int r = 0; r <= static_cast<int>(IbMadDropReason::SendFailed); ++r)
+        {
+            drops += d->GetDropCount(static_cast<IbMadDropReason>(r));
+        }
+        Ptr<IbSmaAgent> a = IbMgmtHelper::GetSma(node);
+        smaDrops += a->GetDropCount(IbSmaDropReason::BadMKey) +
+                    a->GetDropCount(IbSmaDropReason::TrapRepress);
+        for (auto& p : IbPortsOf(node))
+        {
+            for (int r = 0; r <= static_cast<int>(IbDropReason::LinkDown); ++r)
+            {
+                linkDrops += p->GetDropCount(static_cast<IbDropReason>(r));
+            }
+        }
+    }
+    const uint64_t answered = l.got.size();
+    std::cout << "fuzz: " << n << " SMPs: " << answered << " answers back at h0, " << drops
+              << " SMI drops, " << smaDrops << " SMA drops, " << linkDrops << " link drops; "
+              << swL->GetDrForwarded() << " forwarded by swL" << std::endl;
+    EXPECT_EQ(answered + drops + smaDrops + linkDrops, static_cast<uint64_t>(n));
+    EXPECT_GT(answered, 0u);
+    EXPECT_GT(drops, 0u);
+}
+
+TEST(MgmtAgents, LidRoutedSmpAfterSubnetSetup)
+{
+    Line l;
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(l.f.nodes);
+    const uint16_t h1Lid = subnet.GetLid(l.f.hosts.Get(1));
+    const uint16_t swRLid = subnet.GetLid(l.SwR());
+    l.RunUntil(MicroSeconds(5));
+    IbSmp get = IbSmp::MakeLidRouted(IbMadMethod::Get, IbSmAttr::PortInfo, 0, 1);
+    Simulator::Schedule(NanoSeconds(1), [&]() { l.h0->SendLidRoutedSmp(1, get, h1Lid); });
+    IbSmp lft = IbSmp::MakeLidRouted(IbMadMethod::Get, IbSmAttr::LinearForwardingTable, 0, 2);
+    Simulator::Schedule(NanoSeconds(2), [&]() { l.h0->SendLidRoutedSmp(1, lft, swRLid); });
+    l.RunUntil(MicroSeconds(30));
+    ASSERT_EQ(l.got.size(), 2u);
+    // The switch is nearer: its answer may come first. Match answers by transaction ID.
+    const IbReceivedMad& gp = l.got[0].smp.Mad().GetTransactionId() == 1 ? l.got[0] : l.got[1];
+    const IbReceivedMad& gl = l.got[0].smp.Mad().GetTransactionId() == 2 ? l.got[0] : l.got[1];
+    IbPortInfo pi;
+    pi.ReadFrom(gp.smp.Data());
+    EXPECT_EQ(gp.smp.Mad().GetAttributeId(), IbSmAttr::PortInfo);
+    EXPECT_EQ(gl.smp.Mad().GetAttributeId(), IbSmAttr::LinearForwardingTable);
+    EXPECT_EQ(gp.view.lrh.GetSlid(), h1Lid);
+    EXPECT_EQ(gl.view.lrh.GetSlid(), swRLid);
+    EXPECT_EQ(pi.lid, h1Lid);
+    EXPECT_EQ(pi.portState, 4);
+    EXPECT_EQ(pi.masterSmLid, l.H1Port()->GetSmLid());
+    IbLftBlock b;
+    b.ReadFrom(gl.smp.Data());
+    Ptr<IbSwitch> swR = l.SwR()->GetObject<IbSwitch>();
+    for (int lid = 0; lid < 64; ++lid)
+    {
+        EXPECT_EQ(b.port[lid], swR->GetLftEntry(static_cast<uint16_t>(lid))) << lid;
+    }
+}
+
+TEST(MgmtAgents, PmaCountersAfterTrafficWithResetSemantics)
+{
+    Line l;
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(l.f.nodes);
+    const uint16_t h1Lid = subnet.GetLid(l.f.hosts.Get(1));
+    l.RunUntil(MicroSeconds(5));
+    // Ten UD packets of 1024 payload bytes h0 -> h1 (to a data QP, not to the agents).
+    const int kPackets = 10;
+    Ptr<IbNetDevice> h0Port = l.f.HostPort(0);
+    for (int i = 0; i < kPackets; ++i)
+    {
+        cnuas_test::TestPacketSpec s;
+        s.destQp = 0x11;
+        s.payload.assign(1024, static_cast<uint8_t>(i));
+        std::vector<uint8_t> b = cnuas_test::BuildPacket(s);
+        // BuildPacket made LRH..VCRC; SendIb takes what follows the LRH, without the CRCs.
+        Ptr<Packet> p = Create<Packet>(b.data() + 8, static_cast<uint32_t>(b.size() - 8 - 6));
+        ASSERT_TRUE(h0Port->SendIb(p, h1Lid, 0));
+    }
+    l.RunUntil(MicroSeconds(20));
+    auto query = [&](uint16_t attr, uint8_t method, const uint8_t* attrBytes, size_t n,
+                     Time at) {
+        IbPerfMgtMad m = IbPerfMgtMad::Make(method, attr, 0, 500);
+        std::copy(attrBytes, attrBytes + n, m.Data());
+        uint8_t mad[256];
+        m.WriteTo(mad);
+        std::vector<uint8_t> copy(mad, mad + 256);
+        Simulator::Schedule(at - Simulator::Now(),
+                            [&l, copy, h1Lid]() { l.h0->SendGmp(1, copy.data(), h1Lid, 1, 0); });
+        l.RunUntil(at + MicroSeconds(20));
+    };
+    IbPortCountersAttr req;
+    req.portSelect = 1;
+    uint8_t buf[IbPortCountersAttr::kSize];
+    req.WriteTo(buf);
+    query(IbPerfAttr::PortCounters, IbMadMethod::Get, buf, sizeof(buf), MicroSeconds(25));
+    ASSERT_EQ(l.got.size(), 1u);
+    IbPerfMgtMad r;
+    r.ReadFrom(l.got[0].view.mad.data());
+    EXPECT_EQ(r.Mad().GetStatus(), 0);
+    IbPortCountersAttr c;
+    c.ReadFrom(r.Data());
+    // PortRcvData counts 4-byte words LRH..ICRC (§16.1.3.5): a data packet is
+    // 8 + 12 + 8 + 1024 + 4 bytes, the GMP that asked 8 + 12 + 8 + 256 + 4.
+    const uint32_t dataWords = (8 + 12 + 8 + 1024 + 4) / 4;
+    const uint32_t gmpWords = (8 + 12 + 8 + 256 + 4) / 4;
+    EXPECT_EQ(c.portRcvPkts, static_cast<uint32_t>(kPackets + 1));
+    EXPECT_EQ(c.portRcvData, kPackets * dataWords + gmpWords);
+    EXPECT_EQ(c.portXmitPkts, 0u); // nothing sent yet: the answer is counted when it leaves
+    EXPECT_EQ(c.portSelect, 1);
+
+    // Set with PortRcvData and PortRcvPkts selected: those two clear, nothing else does.
+    req.counterSelect = IbCounterSelect::PortRcvData | IbCounterSelect::PortRcvPkts;
+    req.WriteTo(buf);
+    query(IbPerfAttr::PortCounters, IbMadMethod::Set, buf, sizeof(buf), MicroSeconds(50));
+    ASSERT_EQ(l.got.size(), 2u);
+    r.ReadFrom(l.got[1].view.mad.data());
+    c.ReadFrom(r.Data());
+    EXPECT_EQ(c.portRcvPkts, 0u);
+    EXPECT_EQ(c.portRcvData, 0u);
+    EXPECT_EQ(c.portXmitPkts, 1u); // the first answer
+    EXPECT_EQ(c.portXmitData, gmpWords);
+    // The extended set is independent of a PortCounters reset (§16.1.4.11).
+    IbPortCountersExtendedAttr ereq;
+    ereq.portSelect = 1;
+    uint8_t ebuf[IbPortCountersExtendedAttr::kSize];
+    ereq.WriteTo(ebuf);
+    query(IbPerfAttr::PortCountersExtended, IbMadMethod::Get, ebuf, sizeof(ebuf),
+          MicroSeconds(75));
+    ASSERT_EQ(l.got.size(), 3u);
+    r.ReadFrom(l.got[2].view.mad.data());
+    IbPortCountersExtendedAttr e;
+    e.ReadFrom(r.Data());
+    EXPECT_EQ(e.portRcvPkts, static_cast<uint64_t>(kPackets + 3));
+    EXPECT_EQ(e.portRcvData, uint64_t{kPackets} * dataWords + 3u * gmpWords);
+    EXPECT_EQ(e.portUnicastRcvPkts, static_cast<uint64_t>(kPackets + 3));
+    // Saturation: a 32-bit PortRcvPkts stops at its maximum; the 64-bit one keeps counting.
+    l.H1Port()->GetCountersForUpdate().portRcvPkts = 0xFFFFFFFEu;
+    req.counterSelect = 0;
+    req.WriteTo(buf);
+    query(IbPerfAttr::PortCounters, IbMadMethod::Get, buf, sizeof(buf), MicroSeconds(100));
+    query(IbPerfAttr::PortCounters, IbMadMethod::Get, buf, sizeof(buf), MicroSeconds(125));
+    ASSERT_EQ(l.got.size(), 5u);
+    r.ReadFrom(l.got[4].view.mad.data());
+    c.ReadFrom(r.Data());
+    EXPECT_EQ(c.portRcvPkts, 0xFFFFFFFFu);
+    // Bad input to the PMA: an unknown port, an unknown attribute, a wrong class version.
+    req.portSelect = 7;
+    req.WriteTo(buf);
+    query(IbPerfAttr::PortCounters, IbMadMethod::Get, buf, sizeof(buf), MicroSeconds(150));
+    query(0x0099, IbMadMethod::Get, buf, sizeof(buf), MicroSeconds(175));
+    ASSERT_EQ(l.got.size(), 7u);
+    r.ReadFrom(l.got[5].view.mad.data());
+    EXPECT_EQ(r.Mad().GetStatus(), IbMadStatus::InvalidField);
+    r.ReadFrom(l.got[6].view.mad.data());
+    EXPECT_EQ(r.Mad().GetStatus(), IbMadStatus::UnsupportedMethodAttr);
+    // A GMP whose Q_Key is wrong never reaches the PMA (§13.5.1).
+    Ptr<IbMadDispatcher> h1 = IbMgmtHelper::GetDispatcher(l.f.hosts.Get(1));
+    IbPerfMgtMad m = IbPerfMgtMad::Make(IbMadMethod::Get, IbPerfAttr::PortCounters, 0, 1);
+    uint8_t mad[256];
+    m.WriteTo(mad);
+    cnuas_test::TestPacketSpec s;
+    s.destQp = 1;
+    s.qkey = 0x1234;
+    s.dlid = h1Lid;
+    s.slid = subnet.GetLid(l.f.hosts.Get(0));
+    s.payload.assign(mad, mad + 256);
+    Inject(l.H1Port(), cnuas_test::BuildPacket(s));
+    EXPECT_EQ(h1->GetDropCount(IbMadDropReason::BadQkey), 1u);
+}
+
+TEST(MgmtAgents, SwitchSendsTrap128WhenAPortChangesState)
+{
+    Line l;
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(l.f.nodes);
+    const uint16_t h0Lid = subnet.GetLid(l.f.hosts.Get(0));
+    const uint16_t swRLid = subnet.GetLid(l.SwR());
+    l.RunUntil(MicroSeconds(5));
+    // The SM tells swR where it is (PortInfo Set of port 0, MasterSMLID).
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToSwR), MicroSeconds(6));
+    IbPortInfo p0;
+    p0.ReadFrom(l.got[0].smp.Data());
+    p0.masterSmLid = h0Lid;
+    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToSwR);
+    p0.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(30));
+    ASSERT_EQ(l.got.size(), 2u);
+    // h1's cable is pulled: swR's port 1 goes Down.
+    Simulator::Schedule(MicroSeconds(1), [&]() { l.H1Port()->SetPhysicalLinkDown(); });
+    l.RunUntil(MicroSeconds(80));
+    ASSERT_GE(l.got.size(), 3u);
+    const IbReceivedMad& t = l.got[2];
+    EXPECT_EQ(t.smp.Mad().GetMethod(), IbMadMethod::Trap);
+    EXPECT_EQ(t.smp.Mad().GetAttributeId(), IbSmAttr::Notice);
+    EXPECT_EQ(t.view.lrh.GetSlid(), swRLid);
+    IbNotice n;
+    n.ReadFrom(t.smp.Data());
+    EXPECT_TRUE(n.isGeneric);
+    EXPECT_EQ(n.trapNumber, 128);
+    EXPECT_EQ(n.producerType, 2u);
+    EXPECT_EQ(n.issuerLid, swRLid);
+    EXPECT_EQ((n.dataDetails[0] << 8) | n.dataDetails[1], swRLid);
+    EXPECT_EQ(IbMgmtHelper::GetSma(l.SwR())->GetTrapsSent(), 1u);
+    // SwitchInfo.PortStateChange is set until the SM writes 1 to it.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SwitchInfo, 0, kToSwR), MicroSeconds(100));
+    IbSwitchInfo si;
+    si.ReadFrom(l.got.back().smp.Data());
+    EXPECT_TRUE(si.portStateChange);
+    IbSmp clear = l.DrSmp(IbMadMethod::Set, IbSmAttr::SwitchInfo, 0, kToSwR);
+    si.WriteTo(clear.Data());
+    l.Dr(clear, MicroSeconds(125));
+    si.ReadFrom(l.got.back().smp.Data());
+    EXPECT_FALSE(si.portStateChange);
+}
+
+// What an SM sweep looks like in a trace: h0's pcap decodes in tshark as SMPs with their
+// attributes and directed-route paths, and nothing is malformed.
+TEST(MgmtAgents, SweepTraceDecodesInTshark)
+{
+    if (system("command -v tshark >/dev/null 2>&1") != 0)
+    {
+        GTEST_SKIP() << "tshark not installed";
+    }
+    const std::string path = "/tmp/cnuas-mgmt-sweep-" + std::to_string(getpid()) + ".pcap";
+    {
+        Line l;
+        IbPcapHelper pcap;
+        ASSERT_TRUE(pcap.Enable(l.f.HostPort(0), path));
+        l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1), MicroSeconds(5));
+        l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(30));
+        l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SwitchInfo, 0, kToSwR), MicroSeconds(55));
+        ASSERT_EQ(l.got.size(), 3u);
+        pcap.Close();
+    }
+    int st = -1;
+    auto rows = cnuas_test::TsharkFieldRows(
+        path,
+        {"_ws.col.Info", "infiniband.smpdirected.hopcount", "infiniband.smpdirected.smpstatus",
+         "infiniband.nodeinfo.localportnum", "infiniband.portinfo.portstate",
+         "_ws.malformed"},
+        "", &st);
+    ASSERT_EQ(st, 0);
+    ASSERT_EQ(rows.size(), 6u);
+    const char* want[] = {"SubnGet(NodeInfo)",   "SubnGetResp(NodeInfo)",
+                          "SubnGet(PortInfo)",   "SubnGetResp(PortInfo)",
+                          "SubnGet(SwitchInfo)", "SubnGetResp(SwitchInfo)"};
+    for (size_t i = 0; i < rows.size(); ++i)
+    {
+        ASSERT_EQ(rows[i].size(), 6u);
+        EXPECT_NE(rows[i][0].find(want[i]), std::string::npos) << rows[i][0];
+        EXPECT_EQ(rows[i][5], "") << "malformed: " << rows[i][0];
+        EXPECT_EQ(rows[i][2], i % 2 == 0 ? "0x0000" : "0x8000"); // D bit on the answers
+    }
+    EXPECT_EQ(rows[0][1], "0x03");
+    EXPECT_EQ(rows[1][3], "0x01");
+    EXPECT_EQ(rows[3][4], "0x02"); // Init: no SM has run
+    const std::string v =
+        cnuas_test::RunCommand("tshark -r '" + path + "' -V -Y frame.number==2 2>/dev/null");
+    // The answer's paths: out 1,2,1 and back in on 1,2,1.
+    EXPECT_NE(v.find("Initial Path: 00010201000000"), std::string::npos) << v;
+    EXPECT_NE(v.find("Return Path: 00010201000000"), std::string::npos) << v;
+    unlink(path.c_str());
+}
