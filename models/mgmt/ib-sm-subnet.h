@@ -28,6 +28,9 @@ struct IbSmPort
     int32_t peerNode = -1; ///< index of the node at the other end of the cable, -1: none
     uint8_t peerPort = 0;
     bool hasInfo = false; ///< a PortInfo was read in this sweep
+    /// A CA port: the directed route that enters the CA through this port (a CA does not
+    /// forward, so each of its ports has its own route, IBA vol. 1 §14.2.2.1).
+    std::vector<uint8_t> path;
     IbPortInfo info;      ///< the last PortInfo read (what a Set starts from)
 };
 
