@@ -210,3 +210,194 @@ INSTANTIATE_TEST_SUITE_P(Fabrics,
                              }
                              return out;
                          });
+
+namespace
+{
+/// A k=4 fat-tree brought up by an SM on h0 that sweeps every 50 us.
+struct UpFabric
+{
+    IbFabric f;
+    Ptr<IbSubnetManager> sm;
+};
+
+UpFabric
+BringUp(const std::string& spec, Time sweep = MicroSeconds(50))
+{
+    UpFabric u;
+    u.f = IbFabricHelper().Build(BuildTopologyFromSpec(spec));
+    IbSmHelper smh;
+    smh.SetSmAttribute("SweepInterval", TimeValue(sweep));
+    u.sm = smh.Install(u.f, u.f.hosts.Get(0), MicroSeconds(2));
+    RunUntil([&]() { return u.sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(50));
+    return u;
+}
+
+/// Routes from every host to every other host that cross only LinkUp ports.
+uint32_t
+BrokenRoutes(const IbFabric& f)
+{
+    uint32_t broken = 0;
+    for (uint32_t a = 0; a < f.hosts.GetN(); ++a)
+    {
+        for (uint32_t b = 0; b < f.hosts.GetN(); ++b)
+        {
+            if (a == b)
+            {
+                continue;
+            }
+            const uint16_t dlid = f.HostPort(b)->GetLid();
+            Ptr<IbNetDevice> at = f.HostPort(a)->GetPeer();
+            bool ok = false;
+            for (int guard = 0; guard < 16 && at; ++guard)
+            {
+                if (!at->IsSwitchPort())
+                {
+                    ok = at->GetLid() == dlid;
+                    break;
+                }
+                Ptr<IbSwitch> sw = at->GetNode()->GetObject<IbSwitch>();
+                const uint8_t out = sw->GetLftEntry(dlid);
+                if (out == 0 || out > sw->GetNPorts() ||
+                    sw->GetPort(out)->GetPhysState() != IbPhysState::LinkUp)
+                {
+                    break;
+                }
+                at = sw->GetPort(out)->GetPeer();
+            }
+            broken += ok ? 0 : 1;
+        }
+    }
+    return broken;
+}
+} // namespace
+
+class SmSweep : public ::testing::Test
+{
+  protected:
+    void TearDown() override { Simulator::Destroy(); }
+};
+
+TEST_F(SmSweep, ALinkGoingDownIsRoutedAroundAndComingBackIsActivated)
+{
+    UpFabric u = BringUp("fat-tree:k=4");
+    ASSERT_EQ(u.sm->GetPhase(), IbSweepPhase::Up);
+    ASSERT_EQ(BrokenRoutes(u.f), 0u);
+    const uint64_t heavy = u.sm->GetHeavySweeps();
+    // edge0_0's uplink to agg0_0 (fat-tree ports: edge port k/2+1 = 3).
+    const uint32_t edge = *u.f.topology.Find("edge0_0");
+    Ptr<IbNetDevice> up = u.f.Port(edge, 3);
+    Ptr<IbNetDevice> peer = up->GetPeer();
+    up->SetPhysicalLinkDown();
+    EXPECT_GT(BrokenRoutes(u.f), 0u); // the old tables send some traffic into the dead link
+    RunUntil([&]() { return u.sm->GetHeavySweeps() > heavy &&
+                            u.sm->GetPhase() == IbSweepPhase::Up; },
+             MilliSeconds(5));
+    EXPECT_EQ(u.sm->GetPhase(), IbSweepPhase::Up);
+    EXPECT_EQ(BrokenRoutes(u.f), 0u);
+    const IbSmSubnet& s = u.sm->GetSubnet();
+    const int32_t edgeIdx = s.Find(u.f.nodes.Get(edge)->GetObject<IbSwitch>()->GetNodeGuid());
+    ASSERT_GE(edgeIdx, 0);
+    EXPECT_LT(s.Node(edgeIdx).ports[3].peerNode, 0); // the SM no longer sees that cable
+    // Traffic flows again, all of it.
+    auto sinks = AllToAll(u.f, Simulator::Now() + MicroSeconds(1));
+    RunUntil([]() { return false; }, MicroSeconds(500));
+    for (uint32_t i = 0; i < u.f.hosts.GetN(); ++i)
+    {
+        EXPECT_EQ(sinks[i]->GetTotalPackets(), u.f.hosts.GetN() - 1) << "host " << i;
+    }
+
+    // The cable comes back: it trains to Init, and the SM arms and activates both ends.
+    const uint64_t heavy2 = u.sm->GetHeavySweeps();
+    up->SetPhysicalLinkUp();
+    RunUntil([&]() { return u.sm->GetHeavySweeps() > heavy2 &&
+                            u.sm->GetPhase() == IbSweepPhase::Up &&
+                            up->GetPortState() == IbPortState::Active; },
+             MilliSeconds(5));
+    EXPECT_EQ(up->GetPortState(), IbPortState::Active);
+    EXPECT_EQ(peer->GetPortState(), IbPortState::Active);
+    EXPECT_EQ(u.sm->GetSubnet().Node(edgeIdx).ports[3].peerNode >= 0, true);
+}
+
+// ---- the SM's transaction layer against a node that misbehaves --------------------------------
+
+namespace
+{
+/// A sender that records what the SM sends and answers nothing.
+struct Silent
+{
+    std::vector<IbSmp> sent;
+    bool Send(IbSmp smp)
+    {
+        sent.push_back(smp);
+        return true;
+    }
+};
+} // namespace
+
+TEST_F(SmSweep, UnansweredSmpsAreRetriedThenGivenUpWithoutHanging)
+{
+    Silent node;
+    Ptr<IbSubnetManager> sm = CreateObject<IbSubnetManager>();
+    sm->SetAttribute("SmpTimeout", TimeValue(MicroSeconds(10)));
+    sm->SetAttribute("SmpRetries", UintegerValue(2));
+    sm->SetAttribute("SweepInterval", TimeValue(MilliSeconds(1)));
+    sm->SetSmpSender(MakeCallback(&Silent::Send, &node));
+    sm->SetGuid(0x1234);
+    Simulator::Schedule(MicroSeconds(1), &IbSubnetManager::Start, sm);
+    Simulator::Stop(MicroSeconds(100));
+    Simulator::Run();
+    // One NodeInfo to hop 0, sent 1 + 2 times, then given up: the sweep ends empty (Idle).
+    ASSERT_EQ(node.sent.size(), 3u);
+    for (const IbSmp& s : node.sent)
+    {
+        EXPECT_EQ(s.Mad().GetAttributeId(), IbSmAttr::NodeInfo);
+        EXPECT_EQ(s.GetHopCount(), 0);
+        EXPECT_EQ(s.Mad().GetTransactionId(), node.sent[0].Mad().GetTransactionId());
+    }
+    EXPECT_EQ(sm->GetSmpsTimedOut(), 3u);
+    EXPECT_EQ(sm->GetSmpsFailed(), 1u);
+    EXPECT_EQ(sm->GetPhase(), IbSweepPhase::Idle);
+    // It tries again a sweep interval later.
+    Simulator::Stop(MilliSeconds(1));
+    Simulator::Run();
+    EXPECT_EQ(node.sent.size(), 6u);
+    sm->Stop();
+}
+
+TEST_F(SmSweep, ForgedAndMismatchedResponsesAreCountedNotTrusted)
+{
+    Silent node;
+    Ptr<IbSubnetManager> sm = CreateObject<IbSubnetManager>();
+    sm->SetSmpSender(MakeCallback(&Silent::Send, &node));
+    sm->SetGuid(0x1234);
+    sm->Start();
+    ASSERT_EQ(node.sent.size(), 1u);
+    const IbSmp req = node.sent[0];
+    // An answer with a TID nobody asked for.
+    IbSmp forged = req;
+    forged.Mad().SetMethod(IbMadMethod::GetResp);
+    forged.Mad().SetTransactionId(req.Mad().GetTransactionId() + 99);
+    sm->ReceiveSmp(forged);
+    // The right TID but another attribute.
+    IbSmp wrongAttr = req;
+    wrongAttr.Mad().SetMethod(IbMadMethod::GetResp);
+    wrongAttr.Mad().SetAttributeId(IbSmAttr::PortInfo);
+    sm->ReceiveSmp(wrongAttr);
+    // A request (not a response) arriving at the manager.
+    sm->ReceiveSmp(req);
+    EXPECT_EQ(sm->GetBadResponses(), 3u);
+    EXPECT_EQ(sm->GetSubnet().NodeCount(), 0);
+    EXPECT_EQ(sm->GetPhase(), IbSweepPhase::Discover); // still waiting for the real answer
+    // A NodeInfo answer that claims a router: counted, not added.
+    IbSmp router = req;
+    router.Mad().SetMethod(IbMadMethod::GetResp);
+    router.SetDirection(true);
+    IbNodeInfo ni;
+    ni.nodeType = IbNodeType::Router;
+    ni.numPorts = 2;
+    ni.nodeGuid = 0x99;
+    ni.WriteTo(router.Data());
+    sm->ReceiveSmp(router);
+    EXPECT_EQ(sm->GetBadResponses(), 4u);
+    sm->Stop();
+}
