@@ -4,6 +4,8 @@
 #include "helpers/ib-fabric-helper.h"
 #include "helpers/ib-packet-source.h"
 #include "helpers/ib-sm-helper.h"
+#include "helpers/ib-trace-helper.h"
+#include "ib-test-packets.h"
 #include "helpers/mgmt-helper.h"
 #include "models/ib/ib-switch.h"
 #include "models/mgmt/ib-mad-dispatcher.h"
@@ -17,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <unistd.h>
 
 using namespace ns3;
 
@@ -400,4 +403,76 @@ TEST_F(SmSweep, ForgedAndMismatchedResponsesAreCountedNotTrusted)
     sm->ReceiveSmp(router);
     EXPECT_EQ(sm->GetBadResponses(), 4u);
     sm->Stop();
+}
+
+// The sweep as a trace: the SM's port's pcap decodes in tshark as directed-route SMPs (Gets and
+// Sets of the attributes a sweep uses), every request answered, paths as long as the fabric is
+// deep, nothing malformed.
+TEST_F(SmSweep, SweepTraceDecodesInTsharkAsDirectedRouteSmps)
+{
+    if (system("command -v tshark >/dev/null 2>&1") != 0)
+    {
+        GTEST_SKIP() << "tshark not installed";
+    }
+    const std::string path = "/tmp/cnuas-sm-sweep-" + std::to_string(getpid()) + ".pcap";
+    {
+        IbFabric f = IbFabricHelper().Build(BuildTopologyFromSpec("fat-tree:k=4"));
+        IbPcapHelper pcap;
+        ASSERT_TRUE(pcap.Enable(f.HostPort(0), path));
+        Ptr<IbSubnetManager> sm = IbSmHelper().Install(f, f.hosts.Get(0), MicroSeconds(2));
+        RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(50));
+        ASSERT_EQ(sm->GetPhase(), IbSweepPhase::Up);
+        pcap.Close();
+    }
+    int st = -1;
+    auto rows = cnuas_test::TsharkFieldRows(
+        path,
+        {"_ws.col.Info", "infiniband.smpdirected.hopcount", "infiniband.smpdirected.smpstatus",
+         "infiniband.smpdirected.initialpath", "infiniband.mad.transactionid", "_ws.malformed",
+         "_ws.expert"},
+        "", &st);
+    ASSERT_EQ(st, 0);
+    ASSERT_GT(rows.size(), 100u);
+    std::map<std::string, int> requests; // Info column of requests: how many
+    std::map<std::string, int> pending;  // TID -> requests minus answers
+    int maxHops = 0;
+    bool sawPath = false;
+    for (const auto& r : rows)
+    {
+        ASSERT_EQ(r.size(), 7u);
+        EXPECT_EQ(r[5], "") << "malformed: " << r[0];
+        if (r[0].find("SubnTrap") != std::string::npos)
+        {
+            continue; // trap 128 from a switch whose ports the SM armed
+        }
+        ASSERT_NE(r[1], "") << "not a directed-route SMP: " << r[0];
+        const bool answer = r[0].find("Resp") != std::string::npos;
+        // D bit (0x8000) on the way back, and status 0 both ways (§14.2.1.2).
+        EXPECT_EQ(r[2], answer ? "0x8000" : "0x0000") << r[0];
+        pending[r[4]] += answer ? -1 : 1;
+        if (!answer)
+        {
+            const size_t at = r[0].find("Subn");
+            ASSERT_NE(at, std::string::npos) << r[0];
+            requests[r[0].substr(at, r[0].find(')', at) + 1 - at)]++;
+            maxHops = std::max(maxHops, std::stoi(r[1], nullptr, 16));
+            // Every path starts at the SM's port 1.
+            EXPECT_EQ(r[3].substr(0, 4), "0001") << r[0] << " path " << r[3];
+            sawPath = sawPath || r[3].size() >= 8;
+        }
+    }
+    for (const auto& [tid, n] : pending)
+    {
+        EXPECT_EQ(n, 0) << "transaction " << tid;
+    }
+    EXPECT_TRUE(sawPath);
+    // h0 -> edge -> agg -> core -> agg -> edge -> a host of another pod: 6 hops.
+    EXPECT_EQ(maxHops, 6);
+    for (const char* want : {"SubnGet(NodeInfo)", "SubnGet(NodeDescription)", "SubnGet(PortInfo)",
+                             "SubnGet(SwitchInfo)", "SubnSet(PortInfo)", "SubnSet(SwitchInfo)",
+                             "SubnSet(LinearForwardingTable)"})
+    {
+        EXPECT_GT(requests[want], 0) << want;
+    }
+    unlink(path.c_str());
 }
