@@ -8,6 +8,10 @@
 #include "models/ib/ib-switch.h"
 
 #include "ns3/simulator.h"
+
+#include <chrono>
+#include <set>
+#include <stdexcept>
 #include "ns3/uinteger.h"
 
 namespace ns3
@@ -123,6 +127,68 @@ Ptr<IbSubnetManager>
 IbSmHelper::GetSm(Ptr<Node> node)
 {
     return node->GetObject<IbSubnetManager>();
+}
+
+IbSmBringUp
+IbBringUpWithSm(const IbFabric& fabric, uint8_t vls, Time limit)
+{
+    IbSmBringUp r;
+    IbSmHelper h;
+    h.SetSmAttribute("OperationalVls", UintegerValue(vls));
+    r.sm = h.Install(fabric, fabric.hosts.Get(0), MicroSeconds(2));
+    const auto wallStart = std::chrono::steady_clock::now();
+    // Stop the run at the end of the first heavy sweep that brings the subnet up.
+    Ptr<IbSubnetManager> sm = r.sm;
+    const Time end = Simulator::Now() + limit;
+    while (sm->GetLastSubnetUp() < Seconds(0) && Simulator::Now() < end)
+    {
+        Simulator::Stop(MicroSeconds(10));
+        Simulator::Run();
+    }
+    r.wallSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
+    if (sm->GetLastSubnetUp() < Seconds(0))
+    {
+        throw std::runtime_error("the subnet manager did not bring the subnet up within " +
+                                 std::to_string(limit.GetSeconds()) + " s (phase " +
+                                 IbSweepPhaseName(sm->GetPhase()) + ")");
+    }
+    r.upAt = sm->GetLastSubnetUp();
+    r.smps = sm->GetSmpsSent();
+    return r;
+}
+
+std::vector<IbRouteHop>
+IbFabricRoute(const IbFabric& fabric, uint32_t fromHost, uint16_t dlid)
+{
+    Ptr<IbNetDevice> src = fabric.HostPort(fromHost);
+    if (!src || !src->GetPeer())
+    {
+        return {};
+    }
+    std::vector<IbRouteHop> route{{src->GetNode()->GetId(), src->GetPortNumber()}};
+    Ptr<IbNetDevice> at = src->GetPeer();
+    std::set<uint32_t> seen;
+    while (at->IsSwitchPort())
+    {
+        Ptr<IbSwitch> sw = at->GetNode()->GetObject<IbSwitch>();
+        if (sw->GetLid() == dlid)
+        {
+            return route;
+        }
+        if (!seen.insert(at->GetNode()->GetId()).second)
+        {
+            return {};
+        }
+        const uint8_t out = sw->GetLftEntry(dlid);
+        if (out == 0 || out > sw->GetNPorts() || !sw->GetPort(out)->GetPeer())
+        {
+            return {};
+        }
+        route.push_back({at->GetNode()->GetId(), out});
+        at = sw->GetPort(out)->GetPeer();
+    }
+    return at->GetLid() == dlid ? route : std::vector<IbRouteHop>{};
 }
 
 } // namespace ns3

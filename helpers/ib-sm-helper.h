@@ -3,8 +3,10 @@
 #ifndef CNUAS_IB_SM_HELPER_H
 #define CNUAS_IB_SM_HELPER_H
 
+#include "helpers/ib-static-subnet-helper.h"
 #include "helpers/topology.h"
 #include "models/mgmt/ib-sm-subnet.h"
+#include "models/mgmt/ib-subnet-manager.h"
 
 #include "ns3/node.h"
 #include "ns3/nstime.h"
@@ -15,7 +17,6 @@
 namespace ns3
 {
 
-class IbSubnetManager;
 struct IbFabric;
 
 /// The node GUID IbFabricHelper gives topology node `index` (its ports: that + port number).
@@ -51,6 +52,30 @@ class IbSmHelper
   private:
     ObjectFactory m_factory;
 };
+
+/// What bringing a fabric up with the built-in SM took.
+struct IbSmBringUp
+{
+    Time upAt;                ///< simulated time at which the first sweep had every port Active
+    uint64_t smps = 0;        ///< SMPs the SM sent until then
+    double wallSeconds = 0;   ///< wall-clock time of that part of the simulation
+    Ptr<IbSubnetManager> sm;
+};
+
+/**
+ * Puts an SM (SetSmAttribute defaults; OperationalVls = `vls`) on host 0 of `fabric`, runs the
+ * simulation until its first heavy sweep has finished with the subnet up, and returns when and
+ * at what cost. Throws std::runtime_error if the subnet is not up within `limit` of simulated
+ * time (the simulation is left where it stopped).
+ */
+IbSmBringUp IbBringUpWithSm(const IbFabric& fabric, uint8_t vls, Time limit = Seconds(1));
+
+/**
+ * The cables a packet from host `fromHost` to `dlid` crosses through the switches' LFTs as they
+ * are now, in order, the host's own port first (as IbStaticSubnetHelper::GetRoute gives them);
+ * empty if the route dead-ends, loops or ends at another port.
+ */
+std::vector<IbRouteHop> IbFabricRoute(const IbFabric& fabric, uint32_t fromHost, uint16_t dlid);
 
 } // namespace ns3
 
