@@ -9,7 +9,11 @@
 
 #include "ns3/simulator.h"
 
+#include "ns3/string.h"
+
 #include <chrono>
+#include <cstdio>
+#include <sstream>
 #include <set>
 #include <stdexcept>
 #include "ns3/uinteger.h"
@@ -94,6 +98,20 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
     if (missing.GetN() > 0)
     {
         IbMgmtHelper().Install(missing);
+    }
+    // NodeDescription: the topology's node names, unless someone set one already; it is what the
+    // SM reads back and what `ibnetdiscover` output calls the nodes.
+    for (uint32_t i = 0; i < fabric.nodes.GetN() && i < fabric.topology.nodes.size(); ++i)
+    {
+        if (Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(fabric.nodes.Get(i)))
+        {
+            StringValue d;
+            sma->GetAttribute("NodeDescription", d);
+            if (d.Get().empty())
+            {
+                sma->SetAttribute("NodeDescription", StringValue(fabric.topology.nodes[i].name));
+            }
+        }
     }
     Ptr<IbMadDispatcher> disp = IbMgmtHelper::GetDispatcher(node);
     NS_ABORT_MSG_IF(!disp, "IbSmHelper: node " << node->GetId() << " has no InfiniBand port");
@@ -189,6 +207,247 @@ IbFabricRoute(const IbFabric& fabric, uint32_t fromHost, uint16_t dlid)
         at = sw->GetPort(out)->GetPeer();
     }
     return at->GetLid() == dlid ? route : std::vector<IbRouteHop>{};
+}
+
+// ---- views in the standard tools' formats -------------------------------------------------------
+
+namespace
+{
+const char*
+IbstatState(IbPortState s)
+{
+    // infiniband-diags' names for PortInfo.PortState.
+    switch (s)
+    {
+    case IbPortState::Down:
+        return "Down";
+    case IbPortState::Init:
+        return "Initializing";
+    case IbPortState::Armed:
+        return "Armed";
+    case IbPortState::Active:
+        return "Active";
+    default:
+        return "???";
+    }
+}
+
+const char*
+IbstatPhys(IbPhysState s)
+{
+    switch (s)
+    {
+    case IbPhysState::Sleep:
+        return "Sleep";
+    case IbPhysState::Polling:
+        return "Polling";
+    case IbPhysState::Disabled:
+        return "Disabled";
+    case IbPhysState::PortConfigurationTraining:
+        return "PortConfigurationTraining";
+    case IbPhysState::LinkUp:
+        return "LinkUp";
+    case IbPhysState::LinkErrorRecovery:
+        return "LinkErrorRecovery";
+    }
+    return "???";
+}
+
+/// ibstat's Rate: lanes x the nominal lane rate in Gb/s (FDR 14, EDR 25, HDR 50, NDR 100).
+std::string
+NominalRate(const IbLinkRate& r)
+{
+    double lane = 0;
+    switch (r.speed)
+    {
+    case IbLinkSpeed::Sdr:
+        lane = 2.5;
+        break;
+    case IbLinkSpeed::Ddr:
+        lane = 5;
+        break;
+    case IbLinkSpeed::Qdr:
+    case IbLinkSpeed::Fdr10:
+        lane = 10;
+        break;
+    case IbLinkSpeed::Fdr:
+        lane = 14;
+        break;
+    case IbLinkSpeed::Edr:
+        lane = 25;
+        break;
+    case IbLinkSpeed::Hdr:
+        lane = 50;
+        break;
+    case IbLinkSpeed::Ndr:
+        lane = 100;
+        break;
+    case IbLinkSpeed::Xdr:
+        lane = 200;
+        break;
+    }
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", lane * r.width);
+    return buf;
+}
+
+std::string
+Hex(uint64_t v, bool prefix = true, int digits = 16)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), prefix ? "0x%0*llx" : "%0*llx", digits,
+                  static_cast<unsigned long long>(v));
+    return buf;
+}
+} // namespace
+
+std::string
+IbPortInfoRateName(const IbPortInfo& pi)
+{
+    const char* width = nullptr;
+    switch (pi.linkWidthActive)
+    {
+    case 1:
+        width = "1x";
+        break;
+    case 2:
+        width = "4x";
+        break;
+    case 4:
+        width = "8x";
+        break;
+    case 8:
+        width = "12x";
+        break;
+    case 16:
+        width = "2x";
+        break;
+    default:
+        return "";
+    }
+    const char* speed = nullptr;
+    switch (pi.linkSpeedExtActive)
+    {
+    case 1:
+        speed = "FDR";
+        break;
+    case 2:
+        speed = "EDR";
+        break;
+    case 4:
+        speed = "HDR";
+        break;
+    case 8:
+        speed = "NDR";
+        break;
+    default:
+        speed = pi.linkSpeedActive == 1   ? "SDR"
+                : pi.linkSpeedActive == 2 ? "DDR"
+                : pi.linkSpeedActive == 4 ? "QDR"
+                                          : nullptr;
+    }
+    return speed ? std::string(width) + speed : "";
+}
+
+std::string
+IbFormatIbstat(const IbFabric& fabric)
+{
+    std::ostringstream o;
+    for (uint32_t i = 0; i < fabric.nodes.GetN() && i < fabric.topology.nodes.size(); ++i)
+    {
+        const TopoNode& tn = fabric.topology.nodes[i];
+        if (tn.kind != TopoNodeKind::Host)
+        {
+            continue;
+        }
+        o << "CA '" << tn.name << "'\n"
+          << "\tCA type: cnuas\n"
+          << "\tNumber of ports: " << fabric.ports[i].size() << "\n"
+          << "\tNode GUID: " << Hex(IbFabricNodeGuid(i)) << "\n"
+          << "\tSystem image GUID: " << Hex(IbFabricNodeGuid(i)) << "\n";
+        for (const Ptr<IbNetDevice>& p : fabric.ports[i])
+        {
+            const bool linked = p->GetPhysState() == IbPhysState::LinkUp;
+            o << "\tPort " << unsigned(p->GetPortNumber()) << ":\n"
+              << "\t\tState: " << IbstatState(p->GetPortState()) << "\n"
+              << "\t\tPhysical state: " << IbstatPhys(p->GetPhysState()) << "\n"
+              << "\t\tRate: " << NominalRate(linked ? p->GetActiveRate() : p->GetSupportedRate())
+              << "\n"
+              << "\t\tBase lid: " << p->GetLid() << "\n"
+              << "\t\tLMC: " << unsigned(p->GetLmc()) << "\n"
+              << "\t\tSM lid: " << p->GetSmLid() << "\n";
+            o << "\t\tPort GUID: " << Hex(p->GetPortGuid()) << "\n"
+              << "\t\tLink layer: InfiniBand\n";
+        }
+    }
+    return o.str();
+}
+
+std::string
+IbFormatIbnetdiscover(const IbSmSubnet& s, uint64_t smPortGuid)
+{
+    auto name = [&s](int32_t i) {
+        const IbSmNode& n = s.Node(i);
+        return n.description.empty() ? (n.IsSwitch() ? "S-" : "H-") + Hex(n.nodeGuid, false)
+                                     : n.description;
+    };
+    std::ostringstream o;
+    o << "#\n# Topology file: generated by cnuas from the built-in subnet manager's database\n"
+      << "#\n# Initiated from port " << Hex(smPortGuid, false) << "\n";
+    // Switches first, then channel adapters, each in discovery order (as ibnetdiscover does).
+    for (int pass = 0; pass < 2; ++pass)
+    {
+        for (int32_t i = 0; i < s.NodeCount(); ++i)
+        {
+            const IbSmNode& n = s.Node(i);
+            if (n.IsSwitch() != (pass == 0))
+            {
+                continue;
+            }
+            o << "\nvendid=0x2c9\ndevid=0x0\nsysimgguid=" << Hex(n.nodeGuid) << "\n";
+            if (n.IsSwitch())
+            {
+                o << "switchguid=" << Hex(n.nodeGuid) << "(" << Hex(n.nodeGuid, false) << ")\n"
+                  << "Switch\t" << unsigned(n.numPorts) << " \"" << name(i) << "\"\t\t# \""
+                  << name(i) << "\" base port 0 lid " << n.lid << " lmc 0\n";
+            }
+            else
+            {
+                o << "caguid=" << Hex(n.nodeGuid) << "\n"
+                  << "Ca\t" << unsigned(n.numPorts) << " \"" << name(i) << "\"\t\t# \"" << name(i)
+                  << "\"\n";
+            }
+            for (uint8_t p = 1; p <= n.numPorts; ++p)
+            {
+                const IbSmPort& port = n.ports[p];
+                if (port.peerNode < 0)
+                {
+                    continue;
+                }
+                const IbSmNode& peer = s.Node(port.peerNode);
+                const std::string rate = IbPortInfoRateName(port.info);
+                o << "[" << unsigned(p) << "]";
+                if (!n.IsSwitch())
+                {
+                    o << "(" << Hex(port.guid, false) << ") ";
+                }
+                o << "\t\"" << name(port.peerNode) << "\"[" << unsigned(port.peerPort) << "]";
+                if (!peer.IsSwitch())
+                {
+                    o << "(" << Hex(peer.ports[port.peerPort].guid, false) << ") ";
+                }
+                o << "\t\t# ";
+                if (!n.IsSwitch())
+                {
+                    o << "lid " << port.lid << " lmc 0 ";
+                }
+                o << "\"" << name(port.peerNode) << "\" lid "
+                  << s.LidOf(port.peerNode, port.peerPort) << (rate.empty() ? "" : " " + rate)
+                  << "\n";
+            }
+        }
+    }
+    return o.str();
 }
 
 } // namespace ns3

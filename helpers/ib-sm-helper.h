@@ -77,6 +77,26 @@ IbSmBringUp IbBringUpWithSm(const IbFabric& fabric, uint8_t vls, Time limit = Se
  */
 std::vector<IbRouteHop> IbFabricRoute(const IbFabric& fabric, uint32_t fromHost, uint16_t dlid);
 
+/// "4xHDR" from PortInfo's LinkWidthActive, LinkSpeedActive and LinkSpeedExtActive (IBA vol. 1
+/// §14.2.5.6 encodings); "" if the port has no active link.
+std::string IbPortInfoRateName(const IbPortInfo& info);
+
+/**
+ * What infiniband-diags' `ibstat` prints for every channel adapter of the fabric, read from the
+ * ports themselves (as ibstat reads the local HCA): per port State, Physical state, Rate, Base
+ * lid, LMC, SM lid, Port GUID, Link layer. Before a subnet manager has run a
+ * port shows "State: Initializing" and "Base lid: 0" (the seed's example).
+ */
+std::string IbFormatIbstat(const IbFabric& fabric);
+
+/**
+ * The subnet as an SM discovered it, in `ibnetdiscover`'s format: a block per switch, then per
+ * channel adapter, with GUIDs, LIDs and active rates in the comments. The quoted node names are
+ * the node descriptions (as `ibnetdiscover --node-name-map` would print them), so that
+ * ParseTopologyText reads the output back as the fabric's topology.
+ */
+std::string IbFormatIbnetdiscover(const IbSmSubnet& subnet, uint64_t smPortGuid);
+
 } // namespace ns3
 
 #endif
