@@ -9,6 +9,7 @@
 #include "helpers/ib-trace-helper.h"
 #include "helpers/mgmt-helper.h"
 #include "helpers/topology.h"
+#include "helpers/trace-check.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-net-device.h"
 #include "models/ib/ib-switch.h"
@@ -20,10 +21,13 @@
 #include "models/mgmt/ib-smp-attributes.h"
 
 #include "ns3/simulator.h"
+#include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <random>
+#include <set>
 #include <unistd.h>
 #include <vector>
 
@@ -154,6 +158,86 @@ TEST(MgmtAgents, DirectedRouteNodeInfoThroughTwoSwitchesBeforeAnySubnetSetup)
     // The two switches forwarded each SMP both ways.
     EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwL())->GetDrForwarded(), 6u);
     EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwR())->GetDrForwarded(), 4u);
+}
+
+// The first step of every SM sweep, done with nothing but directed-route NodeInfo Gets from
+// h0: breadth first over the switches' ports, every node of a leaf-spine fabric is found once,
+// with LIDs all 0 and every port in Init.
+TEST(MgmtAgents, DirectedRouteDiscoveryFindsEveryNode)
+{
+    IbFabric f = IbFabricHelper().Build(MakeLeafSpine(3, 2, 2));
+    IbMgmtHelper().Install(f);
+    Ptr<IbMadDispatcher> sm = IbMgmtHelper::GetDispatcher(f.hosts.Get(0));
+    std::vector<IbReceivedMad> got;
+    sm->SetManagerHandler(Callback<void, const IbReceivedMad&>(
+        [&got](const IbReceivedMad& m) { got.push_back(m); }));
+    std::set<uint64_t> seen;
+    uint32_t switches = 0;
+    uint32_t hosts = 0;
+    uint32_t queries = 0;
+    uint32_t longest = 0;
+    std::deque<std::vector<uint8_t>> todo{{}}; // hop count 0: h0 itself
+    Time t = MicroSeconds(5);
+    while (!todo.empty())
+    {
+        std::vector<uint8_t> path = todo.front();
+        todo.pop_front();
+        IbSmp smp = IbSmp::MakeDirected(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, ++queries,
+                                        path.data(), static_cast<uint8_t>(path.size()));
+        Simulator::Schedule(t - Simulator::Now(), [sm, smp]() { sm->SendDirectedSmp(smp); });
+        t += MicroSeconds(10);
+        Simulator::Stop(t - Simulator::Now());
+        Simulator::Run();
+        if (got.empty())
+        {
+            continue; // the path ran into an unlinked port: no answer
+        }
+        IbNodeInfo ni;
+        ni.ReadFrom(got.back().smp.Data());
+        got.clear();
+        if (!seen.insert(ni.nodeGuid).second)
+        {
+            continue;
+        }
+        longest = std::max<uint32_t>(longest, static_cast<uint32_t>(path.size()));
+        if (ni.nodeType == IbNodeType::Switch)
+        {
+            switches++;
+            for (uint8_t p = 1; p <= ni.numPorts; ++p)
+            {
+                if (p != ni.localPortNum)
+                {
+                    auto next = path;
+                    next.push_back(p);
+                    todo.push_back(next);
+                }
+            }
+        }
+        else
+        {
+            hosts++;
+            if (path.empty())
+            {
+                todo.push_back({1}); // out of h0's port
+            }
+        }
+    }
+    EXPECT_EQ(switches, f.switches.GetN());
+    EXPECT_EQ(hosts, f.hosts.GetN());
+    std::set<uint64_t> real;
+    for (uint32_t i = 0; i < f.switches.GetN(); ++i)
+    {
+        real.insert(f.switches.Get(i)->GetObject<IbSwitch>()->GetNodeGuid());
+    }
+    for (uint32_t i = 0; i < f.hosts.GetN(); ++i)
+    {
+        real.insert(f.HostPort(i)->GetPortGuid() - 1);
+    }
+    EXPECT_EQ(seen, real);
+    EXPECT_EQ(longest, 4u); // h0 -> leaf -> spine -> leaf -> host
+    std::cout << "discovery: " << seen.size() << " nodes, " << queries << " DR NodeInfo Gets, "
+              << "longest path " << longest << " hops" << std::endl;
+    Simulator::Destroy();
 }
 
 TEST(MgmtAgents, SetPortInfoAssignsLidAndMovesPortStateAsAnSmWould)
@@ -298,6 +382,53 @@ TEST(MgmtAgents, SwitchTablesSetAndReadBack)
     {
         EXPECT_EQ(g.smp.GetSmpStatus(), 0);
     }
+}
+
+TEST(MgmtAgents, ChannelAdapterTablesAndLoopbackToOwnSma)
+{
+    Line l;
+    // P_KeyTable block 0 of h1: the default entry is the full-member default partition.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PKeyTable, 0, kToH1), MicroSeconds(5));
+    IbPKeyTableBlock pk;
+    pk.ReadFrom(l.got[0].smp.Data());
+    EXPECT_EQ(pk.pkey[0], 0xFFFF);
+    pk.pkey[1] = 0x8001;
+    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PKeyTable, 0, kToH1);
+    pk.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(30));
+    // GUIDInfo: entry 0 is the port GUID and stays so; entry 1 takes an alias.
+    IbGuidInfoBlock g;
+    g.guid[0] = 0x1111;
+    g.guid[1] = 0xA11A5;
+    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::GuidInfo, 0, kToH1);
+    g.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(55));
+    // SLtoVL of a CA port: SL i -> VL i mod 2.
+    IbSlToVlTable t;
+    for (int i = 0; i < 16; ++i)
+    {
+        t.vl[i] = static_cast<uint8_t>(i % 2);
+    }
+    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::SlToVlMappingTable, 0, kToH1);
+    t.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(80));
+    ASSERT_EQ(l.got.size(), 4u);
+    pk.ReadFrom(l.got[1].smp.Data());
+    EXPECT_EQ(pk.pkey[1], 0x8001);
+    g.ReadFrom(l.got[2].smp.Data());
+    EXPECT_EQ(g.guid[0], l.H1Port()->GetPortGuid());
+    EXPECT_EQ(g.guid[1], 0xA11A5u);
+    EXPECT_EQ(l.H1Port()->MapSlToVl(3), 1);
+    EXPECT_EQ(l.H1Port()->MapSlToVl(4), 0);
+    // Hop count 0: the SM's own node (what opensm does first, §14.2.2): never on the wire.
+    const uint64_t sent = l.f.HostPort(0)->GetCounters().portXmitPkts;
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, {}), MicroSeconds(105));
+    ASSERT_EQ(l.got.size(), 5u);
+    IbNodeInfo ni;
+    ni.ReadFrom(l.got[4].smp.Data());
+    EXPECT_EQ(ni.portGuid, l.f.HostPort(0)->GetPortGuid());
+    EXPECT_EQ(l.got[4].smp.GetSmpStatus(), 0);
+    EXPECT_EQ(l.f.HostPort(0)->GetCounters().portXmitPkts, sent);
 }
 
 TEST(MgmtAgents, BadInputGetsTheSpecStatus)
@@ -576,6 +707,13 @@ TEST(MgmtAgents, PmaCountersAfterTrafficWithResetSemantics)
     subnet.Configure(l.f.nodes);
     const uint16_t h1Lid = subnet.GetLid(l.f.hosts.Get(1));
     l.RunUntil(MicroSeconds(5));
+    // What h1's data consumer (the RDMA engine's receive path) sees: never the MADs.
+    uint32_t dataPackets = 0;
+    l.H1Port()->SetIbReceiveCallback(
+        Callback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&>(
+            [&dataPackets](Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&) {
+                dataPackets++;
+            }));
     // Ten UD packets of 1024 payload bytes h0 -> h1 (to a data QP, not to the agents).
     const int kPackets = 10;
     Ptr<IbNetDevice> h0Port = l.f.HostPort(0);
@@ -620,6 +758,7 @@ TEST(MgmtAgents, PmaCountersAfterTrafficWithResetSemantics)
     EXPECT_EQ(c.portRcvData, kPackets * dataWords + gmpWords);
     EXPECT_EQ(c.portXmitPkts, 0u); // nothing sent yet: the answer is counted when it leaves
     EXPECT_EQ(c.portSelect, 1);
+    EXPECT_EQ(dataPackets, static_cast<uint32_t>(kPackets));
 
     // Set with PortRcvData and PortRcvPkts selected: those two clear, nothing else does.
     req.counterSelect = IbCounterSelect::PortRcvData | IbCounterSelect::PortRcvPkts;
@@ -681,6 +820,43 @@ TEST(MgmtAgents, PmaCountersAfterTrafficWithResetSemantics)
     EXPECT_EQ(h1->GetDropCount(IbMadDropReason::BadQkey), 1u);
 }
 
+TEST(MgmtAgents, SwitchPmaAnswersThroughItsForwardingTable)
+{
+    Line l;
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(l.f.nodes);
+    const uint16_t swRLid = subnet.GetLid(l.SwR());
+    l.RunUntil(MicroSeconds(5));
+    // A switch's PMA is reached at its LID (port 0) and answers from port 0 through its LFT,
+    // on a data VL (§16.1, §17.2.1.1): PortCounters of swR's port 2, the link to swL.
+    IbPerfMgtMad m = IbPerfMgtMad::Make(IbMadMethod::Get, IbPerfAttr::PortCounters, 0, 77);
+    IbPortCountersAttr a;
+    a.portSelect = 2;
+    a.WriteTo(m.Data());
+    uint8_t mad[256];
+    m.WriteTo(mad);
+    std::vector<uint8_t> bytes(mad, mad + 256);
+    Simulator::Schedule(NanoSeconds(1),
+                        [&l, bytes, swRLid]() { l.h0->SendGmp(1, bytes.data(), swRLid, 1, 0); });
+    l.RunUntil(MicroSeconds(30));
+    ASSERT_EQ(l.got.size(), 1u);
+    EXPECT_EQ(l.got[0].view.lrh.GetSlid(), swRLid);
+    EXPECT_EQ(l.got[0].vl, 0); // a GMP travels on a data VL, not VL15
+    IbPerfMgtMad r;
+    r.ReadFrom(l.got[0].view.mad.data());
+    EXPECT_EQ(r.Mad().GetStatus(), 0);
+    EXPECT_EQ(r.Mad().GetTransactionId(), 77u);
+    IbPortCountersAttr c;
+    c.ReadFrom(r.Data());
+    // Port 2 received the request (the only packet that crossed swL -> swR since activation
+    // apart from link packets, which are not counted) and had sent nothing yet.
+    const IbPortCounters& real = l.SwR()->GetObject<IbSwitch>()->GetPort(2)->GetCounters();
+    EXPECT_EQ(c.portRcvPkts, 1u);
+    EXPECT_EQ(c.portRcvData, (8u + 12 + 8 + 256 + 4) / 4);
+    EXPECT_EQ(c.portXmitPkts, 0u);
+    EXPECT_EQ(real.portXmitPkts, 1u); // and then the answer left by it
+}
+
 TEST(MgmtAgents, SwitchSendsTrap128WhenAPortChangesState)
 {
     Line l;
@@ -726,6 +902,57 @@ TEST(MgmtAgents, SwitchSendsTrap128WhenAPortChangesState)
     EXPECT_FALSE(si.portStateChange);
 }
 
+TEST(MgmtAgents, TrapRepeatsUntilRepressed)
+{
+    for (bool repress : {false, true})
+    {
+        Line l;
+        Ptr<IbSmaAgent> swRSma = IbMgmtHelper::GetSma(l.SwR());
+        swRSma->SetAttribute("TrapRepeatInterval", TimeValue(MicroSeconds(5)));
+        swRSma->SetAttribute("TrapRepeats", UintegerValue(3));
+        IbStaticSubnetHelper subnet;
+        subnet.Configure(l.f.nodes);
+        const uint16_t h0Lid = subnet.GetLid(l.f.hosts.Get(0));
+        const uint16_t swRLid = subnet.GetLid(l.SwR());
+        l.RunUntil(MicroSeconds(5));
+        l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToSwR), MicroSeconds(6));
+        IbPortInfo p0;
+        p0.ReadFrom(l.got[0].smp.Data());
+        p0.masterSmLid = h0Lid;
+        IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToSwR);
+        p0.WriteTo(set.Data());
+        l.Dr(set, MicroSeconds(30));
+        l.got.clear();
+        if (repress)
+        {
+            // The SM acknowledges every trap it gets with a TrapRepress of the same TID.
+            l.h0->SetManagerHandler(Callback<void, const IbReceivedMad&>(
+                [&l, swRLid](const IbReceivedMad& m) {
+                    l.got.push_back(m);
+                    if (m.smp.Mad().GetMethod() == IbMadMethod::Trap)
+                    {
+                        IbSmp r = m.smp;
+                        r.Mad().SetMethod(IbMadMethod::TrapRepress);
+                        Simulator::ScheduleNow(
+                            [&l, r, swRLid]() { l.h0->SendLidRoutedSmp(1, r, swRLid); });
+                    }
+                }));
+        }
+        Simulator::Schedule(MicroSeconds(1), [&]() { l.H1Port()->SetPhysicalLinkDown(); });
+        l.RunUntil(MicroSeconds(100));
+        // Unrepressed: the first trap and three repetitions, one TransactionID.
+        const size_t want = repress ? 1 : 4;
+        ASSERT_EQ(l.got.size(), want) << "repress=" << repress;
+        for (auto& g : l.got)
+        {
+            EXPECT_EQ(g.smp.Mad().GetMethod(), IbMadMethod::Trap);
+            EXPECT_EQ(g.smp.Mad().GetTransactionId(), l.got[0].smp.Mad().GetTransactionId());
+        }
+        EXPECT_EQ(swRSma->GetTrapsSent(), want);
+        EXPECT_EQ(swRSma->GetTrapsRepressed(), repress ? 1u : 0u);
+    }
+}
+
 // What an SM sweep looks like in a trace: h0's pcap decodes in tshark as SMPs with their
 // attributes and directed-route paths, and nothing is malformed.
 TEST(MgmtAgents, SweepTraceDecodesInTshark)
@@ -739,11 +966,20 @@ TEST(MgmtAgents, SweepTraceDecodesInTshark)
         Line l;
         IbPcapHelper pcap;
         ASSERT_TRUE(pcap.Enable(l.f.HostPort(0), path));
+        // A switch port too: the SMPs swL forwards are its own packets (SendManagementPacket).
+        ASSERT_TRUE(pcap.Enable(l.f.Port(2, 2), path + ".swL"));
         l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1), MicroSeconds(5));
         l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(30));
         l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SwitchInfo, 0, kToSwR), MicroSeconds(55));
         ASSERT_EQ(l.got.size(), 3u);
         pcap.Close();
+    }
+    // Every CRC of both traces is right (the checker recomputes ICRC and VCRC).
+    for (const std::string& p : {path, path + ".swL"})
+    {
+        TraceCheckReport rep = CheckTrace(p);
+        EXPECT_TRUE(rep.ok()) << rep.Summary();
+        EXPECT_EQ(rep.packets, 6u); // three requests and three answers cross both ports
     }
     int st = -1;
     auto rows = cnuas_test::TsharkFieldRows(
@@ -773,4 +1009,5 @@ TEST(MgmtAgents, SweepTraceDecodesInTshark)
     EXPECT_NE(v.find("Initial Path: 00010201000000"), std::string::npos) << v;
     EXPECT_NE(v.find("Return Path: 00010201000000"), std::string::npos) << v;
     unlink(path.c_str());
+    unlink((path + ".swL").c_str());
 }

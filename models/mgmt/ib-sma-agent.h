@@ -7,6 +7,8 @@
 #include "ib-mad-dispatcher.h"
 #include "ib-smp-attributes.h"
 
+#include "ns3/event-id.h"
+#include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
 
@@ -43,7 +45,9 @@ enum class IbSmaDropReason : uint8_t
  *
  * Traps: a switch whose external ports change PortState sets SwitchInfo.PortStateChange and
  * sends Trap 128 (Notice, urgent, producer switch, LIDADDR = its LID) to its SM LID when both
- * LIDs are set (§14.2.5.1, Table 121 trap 128). Traps are sent once (no repeat timer).
+ * LIDs are set (§14.2.5.1, Table 121 trap 128). A trap is repeated every TrapRepeatInterval,
+ * at most TrapRepeats times, until the SM answers it with a TrapRepress carrying its
+ * TransactionID (§13.4.9).
  */
 class IbSmaAgent : public Object
 {
@@ -60,7 +64,10 @@ class IbSmaAgent : public Object
     /// SMPs answered with `status` (the MAD status value, D bit excluded).
     uint64_t GetAnsweredCount(uint16_t status) const;
     uint64_t GetDropCount(IbSmaDropReason r) const;
+    /// Trap packets sent, repetitions included.
     uint64_t GetTrapsSent() const { return m_trapsSent; }
+    /// Traps the SM acknowledged with a TrapRepress.
+    uint64_t GetTrapsRepressed() const { return m_trapsRepressed; }
     /// PortInfo.M_KeyViolations of a port (0 for a switch's management port).
     uint16_t GetMKeyViolations(uint8_t port) const;
 
@@ -115,6 +122,8 @@ class IbSmaAgent : public Object
     uint64_t NodeGuid() const;
     void PortStateChanged(uint8_t port, uint8_t oldState, uint8_t newState);
     void SendTrap128();
+    /// Sends (again) the trap `tid` and schedules its next repetition.
+    void SendTrap(IbSmp smp, uint16_t dlid, uint32_t repeatsLeft);
 
     Ptr<IbMadDispatcher> m_disp;
     std::map<uint8_t, PortState> m_state;
@@ -131,6 +140,10 @@ class IbSmaAgent : public Object
     uint16_t m_switchSmLid = 0;
     uint64_t m_nextTid = 1;
     uint64_t m_trapsSent = 0;
+    uint64_t m_trapsRepressed = 0;
+    Time m_trapRepeatInterval;
+    uint32_t m_trapRepeats = 3;
+    std::map<uint64_t, EventId> m_pendingTraps; ///< TransactionID -> next repetition
     std::map<uint16_t, uint64_t> m_answered;
     std::array<uint64_t, 3> m_drops{};
     TracedCallback<uint16_t, uint8_t, uint16_t> m_answeredTrace;
