@@ -71,6 +71,13 @@ DeliverToSm(Ptr<IbSubnetManager> sm, const IbReceivedMad& m)
     smp.ReadFrom(m.view.mad.data());
     sm->ReceiveSmp(smp);
 }
+
+/// LID-routed SMPs from the SM's node: out of the SM's CA port, or routed by the switch's LFT.
+bool
+SendLidRouted(Ptr<IbMadDispatcher> disp, uint8_t port, IbSmp smp, uint16_t dlid)
+{
+    return disp->SendLidRoutedSmp(port, smp, dlid);
+}
 } // namespace
 
 IbSmHelper::IbSmHelper()
@@ -135,6 +142,10 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
         }
     }
     sm->SetSmpSender(MakeCallback(&IbMadDispatcher::SendDirectedSmp, disp));
+    UintegerValue smPort;
+    sm->GetAttribute("Port", smPort);
+    const uint8_t from = node->GetObject<IbSwitch>() ? 0 : static_cast<uint8_t>(smPort.Get());
+    sm->SetLidRoutedSender(MakeBoundCallback(&SendLidRouted, disp, from));
     disp->SetManagerHandler(MakeBoundCallback(&DeliverToSm, sm));
     node->AggregateObject(sm);
     Simulator::Schedule(start, &IbSubnetManager::Start, sm);

@@ -9,6 +9,7 @@
 #include "helpers/mgmt-helper.h"
 #include "models/ib/ib-switch.h"
 #include "models/mgmt/ib-mad-dispatcher.h"
+#include "models/mgmt/ib-sma-agent.h"
 #include "models/mgmt/ib-subnet-manager.h"
 
 #include "ns3/simulator.h"
@@ -475,4 +476,36 @@ TEST_F(SmSweep, SweepTraceDecodesInTsharkAsDirectedRouteSmps)
         EXPECT_GT(requests[want], 0) << want;
     }
     unlink(path.c_str());
+}
+
+// Traps the switches send while the SM arms their ports are acknowledged with TrapRepress
+// (IBA vol. 1 §13.4.9), so the SMAs stop repeating them and the fabric goes quiet.
+TEST_F(SmSweep, TrapsAreRepressedAndTheFabricGoesQuiet)
+{
+    UpFabric u = BringUp("leaf-spine:leaves=2,spines=2,hosts=2", MilliSeconds(1));
+    ASSERT_EQ(u.sm->GetPhase(), IbSweepPhase::Up);
+    uint64_t sent = 0;
+    uint64_t repressed = 0;
+    for (uint32_t i = 0; i < u.f.switches.GetN(); ++i)
+    {
+        Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(u.f.switches.Get(i));
+        sent += sma->GetTrapsSent();
+        // A TrapRepress that reached the SMA: matched to its trap (GetTrapsRepressed), or, by an
+        // SMA without trap repetition, counted as a request that needs no answer.
+        repressed +=
+            sma->GetTrapsRepressed() + sma->GetDropCount(IbSmaDropReason::TrapRepress);
+    }
+    EXPECT_GT(repressed, 0u);
+    EXPECT_EQ(u.sm->GetTrapsReceived(), sent);
+    const uint64_t heavy = u.sm->GetHeavySweeps();
+    // Long after (several trap repeat intervals and light sweeps): no new trap, no new sweep.
+    RunUntil([]() { return false; }, MilliSeconds(20));
+    uint64_t later = 0;
+    for (uint32_t i = 0; i < u.f.switches.GetN(); ++i)
+    {
+        later += IbMgmtHelper::GetSma(u.f.switches.Get(i))->GetTrapsSent();
+    }
+    EXPECT_EQ(later, sent);
+    EXPECT_EQ(u.sm->GetHeavySweeps(), heavy);
+    EXPECT_GT(u.sm->GetLightSweeps(), 10u);
 }

@@ -160,6 +160,7 @@ IbSubnetManager::DoDispose()
 {
     Stop();
     m_sender = SmpSender();
+    m_lidSender = LidRoutedSender();
     Object::DoDispose();
 }
 
@@ -167,6 +168,12 @@ void
 IbSubnetManager::SetSmpSender(SmpSender sender)
 {
     m_sender = sender;
+}
+
+void
+IbSubnetManager::SetLidRoutedSender(LidRoutedSender sender)
+{
+    m_lidSender = sender;
 }
 
 void
@@ -318,10 +325,22 @@ IbSubnetManager::ReceiveSmp(const IbSmp& smp)
     if (method == IbMadMethod::Trap)
     {
         // A trap (e.g. 128, link state change, IBA vol. 1 §14.2.5.1) means the fabric changed.
+        // It is acknowledged with a TrapRepress carrying its TransactionID (§13.4.9), sent
+        // LID-routed to the issuer; a repetition of a trap already acted on only gets that.
         IbNotice notice;
         notice.ReadFrom(smp.Data());
         m_trapsReceived++;
-        NS_LOG_INFO("trap " << notice.trapNumber << " received: heavy sweep");
+        if (!m_lidSender.IsNull() && notice.issuerLid != 0)
+        {
+            IbSmp repress = smp;
+            repress.Mad().SetMethod(IbMadMethod::TrapRepress);
+            m_lidSender(repress, notice.issuerLid);
+        }
+        if (!m_trapsSeen.insert({notice.issuerLid, smp.Mad().GetTransactionId()}).second)
+        {
+            return;
+        }
+        NS_LOG_INFO("trap " << notice.trapNumber << " from LID " << notice.issuerLid);
         if (m_smState == IbSmState::Master && m_phase == IbSweepPhase::Up)
         {
             m_sweepTimer.Cancel();

@@ -17,6 +17,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace ns3
@@ -72,6 +73,9 @@ class IbSubnetManager : public Object
     /// Sends one directed-route SMP request; false if the node could not send it.
     typedef Callback<bool, IbSmp> SmpSender;
     void SetSmpSender(SmpSender sender);
+    /// Sends one LID-routed SMP to a LID (the TrapRepress that acknowledges a trap).
+    typedef Callback<bool, IbSmp, uint16_t> LidRoutedSender;
+    void SetLidRoutedSender(LidRoutedSender sender);
     /// The GUID this SM uses in SMInfo (its port's GUID).
     void SetGuid(uint64_t guid);
     uint64_t GetGuid() const { return m_guid; }
@@ -191,6 +195,8 @@ class IbSubnetManager : public Object
     uint32_t m_masterPollRetries = 3;
 
     SmpSender m_sender;
+    LidRoutedSender m_lidSender;
+    std::set<std::pair<uint16_t, uint64_t>> m_trapsSeen; ///< (issuer LID, TID) already acted on
     uint64_t m_guid = 0;
     bool m_running = false;
     IbSmState m_smState = IbSmState::NotActive;
