@@ -161,11 +161,15 @@ TEST(MgmtAgents, DirectedRouteNodeInfoThroughTwoSwitchesBeforeAnySubnetSetup)
 }
 
 // The first step of every SM sweep, done with nothing but directed-route NodeInfo Gets from
-// h0: breadth first over the switches' ports, every node of a leaf-spine fabric is found once,
-// with LIDs all 0 and every port in Init.
-TEST(MgmtAgents, DirectedRouteDiscoveryFindsEveryNode)
+// h0: breadth first over the switches' ports, every node of the fabric is found once, with LIDs
+// all 0 and every port in Init.
+class MgmtDiscovery : public ::testing::TestWithParam<std::pair<std::string, uint32_t>>
 {
-    IbFabric f = IbFabricHelper().Build(MakeLeafSpine(3, 2, 2));
+};
+
+TEST_P(MgmtDiscovery, DirectedRouteNodeInfoFindsEveryNode)
+{
+    IbFabric f = IbFabricHelper().Build(BuildTopologyFromSpec(GetParam().first));
     IbMgmtHelper().Install(f);
     Ptr<IbMadDispatcher> sm = IbMgmtHelper::GetDispatcher(f.hosts.Get(0));
     std::vector<IbReceivedMad> got;
@@ -192,6 +196,7 @@ TEST(MgmtAgents, DirectedRouteDiscoveryFindsEveryNode)
         {
             continue; // the path ran into an unlinked port: no answer
         }
+        EXPECT_EQ(got.size(), 1u);
         IbNodeInfo ni;
         ni.ReadFrom(got.back().smp.Data());
         got.clear();
@@ -234,11 +239,21 @@ TEST(MgmtAgents, DirectedRouteDiscoveryFindsEveryNode)
         real.insert(f.HostPort(i)->GetPortGuid() - 1);
     }
     EXPECT_EQ(seen, real);
-    EXPECT_EQ(longest, 4u); // h0 -> leaf -> spine -> leaf -> host
-    std::cout << "discovery: " << seen.size() << " nodes, " << queries << " DR NodeInfo Gets, "
-              << "longest path " << longest << " hops" << std::endl;
+    EXPECT_EQ(longest, GetParam().second);
+    std::cout << GetParam().first << ": " << seen.size() << " nodes, " << queries
+              << " DR NodeInfo Gets, longest path " << longest << " hops" << std::endl;
     Simulator::Destroy();
 }
+
+// Longest path from h0 to the farthest node: leaf-spine h0-leaf-spine-leaf-host (4); fat-tree
+// h0-edge-agg-core-agg-edge-host (6).
+INSTANTIATE_TEST_SUITE_P(Fabrics,
+                         MgmtDiscovery,
+                         ::testing::Values(std::make_pair(std::string("leaf-spine:leaves=3,"
+                                                                      "spines=2,hosts=2"),
+                                                          4u),
+                                           std::make_pair(std::string("fat-tree:k=4"), 6u),
+                                           std::make_pair(std::string("fat-tree:k=8"), 6u)));
 
 TEST(MgmtAgents, SetPortInfoAssignsLidAndMovesPortStateAsAnSmWould)
 {
@@ -531,6 +546,35 @@ TEST(MgmtAgents, MKeyProtectsThePort)
     EXPECT_EQ(l.got.size(), 5u);
     EXPECT_EQ(l.H1Port()->GetLid(), 0);
     EXPECT_EQ(sma->GetMKeyViolations(1), 2);
+}
+
+TEST(MgmtAgents, MKeyLeaseExpiresWithoutTheOwningSm)
+{
+    Line l;
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(5));
+    IbPortInfo pi;
+    pi.ReadFrom(l.got[0].smp.Data());
+    pi.mKey = 0x77;
+    pi.mKeyProtectBits = 3;
+    pi.mKeyLeasePeriod = 1; // seconds
+    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    pi.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(30));
+    // Another SM probes with the wrong key: refused, and the lease starts.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1), MicroSeconds(55));
+    EXPECT_EQ(l.got.size(), 2u);
+    // Half a lease later it is still refused.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1), MilliSeconds(500));
+    EXPECT_EQ(l.got.size(), 2u);
+    // After the lease (1 s from the first violation, nobody with the key having spoken) the
+    // protection bits are 0: a Get without the key is answered.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MilliSeconds(1001));
+    ASSERT_EQ(l.got.size(), 3u);
+    IbPortInfo now;
+    now.ReadFrom(l.got[2].smp.Data());
+    EXPECT_EQ(now.mKeyProtectBits, 0);
+    EXPECT_EQ(now.mKeyViolations, 2);
+    EXPECT_EQ(now.mKey, 0x77u); // the key itself stays; only the protection lapsed
 }
 
 TEST(MgmtAgents, MalformedSmpsAreCountedDropsNeverCrashes)

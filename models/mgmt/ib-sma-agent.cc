@@ -4,8 +4,10 @@
 #include "models/ib/ib-switch.h"
 
 #include "ns3/boolean.h"
+#include "ns3/nstime.h"
 #include "ns3/log.h"
 #include "ns3/node.h"
+#include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
 
@@ -214,6 +216,16 @@ IbSmaAgent::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&IbSmaAgent::m_trapsEnabled),
                           MakeBooleanChecker())
+            .AddAttribute("TrapRepeatInterval",
+                          "Time between repetitions of a trap the SM has not repressed.",
+                          TimeValue(MilliSeconds(100)),
+                          MakeTimeAccessor(&IbSmaAgent::m_trapRepeatInterval),
+                          MakeTimeChecker(NanoSeconds(1)))
+            .AddAttribute("TrapRepeats",
+                          "How many times an unrepressed trap is sent again (0: once only).",
+                          UintegerValue(3),
+                          MakeUintegerAccessor(&IbSmaAgent::m_trapRepeats),
+                          MakeUintegerChecker<uint32_t>())
             .AddTraceSource("SmpAnswered",
                             "An SMP was answered: (attribute ID, request method, status).",
                             MakeTraceSourceAccessor(&IbSmaAgent::m_answeredTrace),
@@ -231,6 +243,15 @@ IbSmaAgent::~IbSmaAgent() = default;
 void
 IbSmaAgent::DoDispose()
 {
+    for (auto& [tid, ev] : m_pendingTraps)
+    {
+        ev.Cancel();
+    }
+    m_pendingTraps.clear();
+    for (auto& [port, st] : m_state)
+    {
+        st.leaseTimer.Cancel();
+    }
     m_disp = nullptr;
     Object::DoDispose();
 }
@@ -333,6 +354,10 @@ IbSmaAgent::MKeyCheck(const IbReceivedMad& req, bool* hideMKey)
     *hideMKey = false;
     if (st.mKey == 0 || req.smp.GetMKey() == st.mKey)
     {
+        if (st.mKey != 0)
+        {
+            st.leaseTimer.Cancel(); // the SM that owns the key is alive (§14.2.4.2)
+        }
         return true;
     }
     const uint8_t method = req.smp.Mad().GetMethod();
@@ -342,6 +367,13 @@ IbSmaAgent::MKeyCheck(const IbReceivedMad& req, bool* hideMKey)
         return true;
     }
     IbPortCounters::Add(st.mKeyViolations, 1);
+    // §14.2.4.2: a violation starts the M_Key lease period unless it is already running; if
+    // no SMP with the right key stops it, protection ends.
+    if (st.mKeyLease != 0 && !st.leaseTimer.IsRunning())
+    {
+        PortState* p = &st;
+        st.leaseTimer = Simulator::Schedule(Seconds(st.mKeyLease), [p]() { p->mKeyProtect = 0; });
+    }
     return false;
 }
 
@@ -362,7 +394,15 @@ IbSmaAgent::HandleSmp(const IbReceivedMad& req)
     }
     if (method == IbMadMethod::TrapRepress)
     {
-        // §13.4.9: the manager acknowledges a trap; nothing is sent back.
+        // §13.4.9: the manager acknowledges the trap with that TransactionID: stop repeating
+        // it; nothing is sent back.
+        auto it = m_pendingTraps.find(mad.GetTransactionId());
+        if (it != m_pendingTraps.end())
+        {
+            it->second.Cancel();
+            m_pendingTraps.erase(it);
+            m_trapsRepressed++;
+        }
         m_drops[static_cast<size_t>(IbSmaDropReason::TrapRepress)]++;
         m_droppedTrace(attr, static_cast<uint8_t>(IbSmaDropReason::TrapRepress));
         return;
@@ -979,9 +1019,22 @@ IbSmaAgent::SendTrap128()
     n.dataDetails[0] = static_cast<uint8_t>(sw->GetLid() >> 8); // LIDADDR
     n.dataDetails[1] = static_cast<uint8_t>(sw->GetLid());
     n.WriteTo(smp.Data());
-    if (m_disp->SendLidRoutedSmp(0, smp, m_switchSmLid))
+    SendTrap(smp, m_switchSmLid, m_trapRepeats);
+}
+
+void
+IbSmaAgent::SendTrap(IbSmp smp, uint16_t dlid, uint32_t repeatsLeft)
+{
+    const uint64_t tid = smp.Mad().GetTransactionId();
+    m_pendingTraps.erase(tid);
+    if (m_disp->SendLidRoutedSmp(0, smp, dlid))
     {
         m_trapsSent++;
+    }
+    if (repeatsLeft > 0)
+    {
+        auto again = [this, smp, dlid, repeatsLeft]() { SendTrap(smp, dlid, repeatsLeft - 1); };
+        m_pendingTraps[tid] = Simulator::Schedule(m_trapRepeatInterval, again);
     }
 }
 

@@ -41,7 +41,9 @@ enum class IbSmaDropReason : uint8_t
  *
  * M_Key (§14.2.4): a port whose M_Key is non-zero accepts an SMP whose M_Key differs only for a
  * Get with protection bits 0 or 1 (with bits 1 a PortInfo Get returns M_Key 0); otherwise the
- * SMP is discarded unanswered and M_KeyViolations counts it. The lease timer is not modelled.
+ * SMP is discarded unanswered and M_KeyViolations counts it. A violation starts the lease
+ * timer (M_KeyLeasePeriod seconds, 0 = never expires); an SMP with the right M_Key stops it; if it
+ * runs out, the protection bits drop to 0 so that a new SM can take over (§14.2.4.2).
  *
  * Traps: a switch whose external ports change PortState sets SwitchInfo.PortStateChange and
  * sends Trap 128 (Notice, urgent, producer switch, LIDADDR = its LID) to its SM LID when both
@@ -88,6 +90,7 @@ class IbSmaAgent : public Object
         uint8_t mKeyProtect = 0;
         uint16_t mKeyLease = 0;
         uint16_t mKeyViolations = 0;
+        EventId leaseTimer; ///< running while an M_Key violation is not yet answered for
         uint8_t widthEnabled = 0xFF; ///< 0xFF: all supported
         uint8_t speedEnabled = 0x0F;
         uint8_t speedExtEnabled = 0x1F;
