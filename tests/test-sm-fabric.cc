@@ -509,3 +509,143 @@ TEST_F(SmSweep, TrapsAreRepressedAndTheFabricGoesQuiet)
     EXPECT_EQ(u.sm->GetHeavySweeps(), heavy);
     EXPECT_GT(u.sm->GetLightSweeps(), 10u);
 }
+
+// ---- master and standby (IBA vol. 1 §14.4.1) ---------------------------------------------------
+
+namespace
+{
+/**
+ * Two SMs on one fabric. Their SMPs go over the wire through the nodes' SMIs and the real SMAs,
+ * except Get(SMInfo): the SMA does not yet hand SMInfo to the SM behind its port (a hook the
+ * mgmt branch is asked for), so this shim answers it from the other SM's AnswerSmInfo, after a
+ * wire-like delay, and not at all if that SM is stopped.
+ */
+struct TwoSms
+{
+    IbFabric f;
+    Ptr<IbSubnetManager> sm[2];
+    Ptr<IbMadDispatcher> disp[2];
+    uint64_t smInfoAsked = 0;
+
+    bool Send(int who, IbSmp smp)
+    {
+        if (smp.Mad().GetAttributeId() != IbSmAttr::SmInfo)
+        {
+            return disp[who]->SendDirectedSmp(smp);
+        }
+        smInfoAsked++;
+        IbSmp resp;
+        if (sm[1 - who]->AnswerSmInfo(smp, resp))
+        {
+            Ptr<IbSubnetManager> asker = sm[who];
+            Simulator::Schedule(MicroSeconds(2), [asker, resp]() { asker->ReceiveSmp(resp); });
+        }
+        return true;
+    }
+};
+
+bool
+SendFrom0(TwoSms* t, IbSmp smp)
+{
+    return t->Send(0, smp);
+}
+
+bool
+SendFrom1(TwoSms* t, IbSmp smp)
+{
+    return t->Send(1, smp);
+}
+} // namespace
+
+TEST_F(SmSweep, StandbyTakesOverWhenTheMasterDies)
+{
+    TwoSms t;
+    t.f = IbFabricHelper().Build(BuildTopologyFromSpec("fat-tree:k=4"));
+    IbSmHelper smh;
+    smh.SetSmAttribute("SweepInterval", TimeValue(MicroSeconds(200)));
+    // h5 has the higher priority: it must win although h0's GUID is lower.
+    smh.SetSmAttribute("Priority", UintegerValue(3));
+    t.sm[0] = smh.Install(t.f, t.f.hosts.Get(0), MicroSeconds(2));
+    smh.SetSmAttribute("Priority", UintegerValue(9));
+    t.sm[1] = smh.Install(t.f, t.f.hosts.Get(5), MicroSeconds(2));
+    t.disp[0] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(0));
+    t.disp[1] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(5));
+    t.sm[0]->SetSmpSender(MakeBoundCallback(&SendFrom0, &t));
+    t.sm[1]->SetSmpSender(MakeBoundCallback(&SendFrom1, &t));
+
+    RunUntil([&]() { return t.sm[1]->GetPhase() == IbSweepPhase::Up &&
+                            t.sm[0]->GetSmState() == IbSmState::Standby; },
+             MilliSeconds(20));
+    EXPECT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
+    EXPECT_GT(t.smInfoAsked, 0u);
+    const uint16_t masterLid = t.f.HostPort(5)->GetLid();
+    ASSERT_NE(masterLid, 0);
+    for (auto& p : LinkedPorts(t.f))
+    {
+        EXPECT_EQ(p->GetPortState(), IbPortState::Active);
+        if (!p->IsSwitchPort())
+        {
+            EXPECT_EQ(p->GetSmLid(), masterLid);
+        }
+    }
+    // The standby keeps polling a live master and stays standby.
+    RunUntil([]() { return false; }, MilliSeconds(2));
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
+    EXPECT_EQ(t.sm[0]->GetHeavySweeps(), 1u);
+
+    // The master dies: after MasterPollRetries unanswered polls the standby sweeps as master
+    // and points every port at itself; LIDs stay what they were (the standby's own table is
+    // new, but GUID order gives the same LIDs on an unchanged fabric).
+    std::map<uint64_t, uint16_t> lidsBefore;
+    for (auto& p : LinkedPorts(t.f))
+    {
+        if (!p->IsSwitchPort())
+        {
+            lidsBefore[p->GetPortGuid()] = p->GetLid();
+        }
+    }
+    t.sm[1]->Stop();
+    RunUntil([&]() { return t.sm[0]->GetSmState() == IbSmState::Master &&
+                            t.sm[0]->GetPhase() == IbSweepPhase::Up; },
+             MilliSeconds(20));
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Master);
+    const uint16_t newLid = t.f.HostPort(0)->GetLid();
+    for (auto& p : LinkedPorts(t.f))
+    {
+        EXPECT_EQ(p->GetPortState(), IbPortState::Active);
+        if (!p->IsSwitchPort())
+        {
+            EXPECT_EQ(p->GetSmLid(), newLid);
+            EXPECT_EQ(p->GetLid(), lidsBefore[p->GetPortGuid()]);
+        }
+    }
+    // Traffic still flows.
+    auto sinks = AllToAll(t.f, Simulator::Now() + MicroSeconds(1));
+    RunUntil([]() { return false; }, MicroSeconds(500));
+    for (uint32_t i = 0; i < t.f.hosts.GetN(); ++i)
+    {
+        EXPECT_EQ(sinks[i]->GetTotalPackets(), t.f.hosts.GetN() - 1) << "host " << i;
+    }
+}
+
+TEST_F(SmSweep, EqualPrioritiesElectTheLowerGuid)
+{
+    TwoSms t;
+    t.f = IbFabricHelper().Build(BuildTopologyFromSpec("leaf-spine:leaves=2,spines=1,hosts=2"));
+    IbSmHelper smh;
+    t.sm[0] = smh.Install(t.f, t.f.hosts.Get(3), MicroSeconds(2));
+    t.sm[1] = smh.Install(t.f, t.f.hosts.Get(1), MicroSeconds(2));
+    t.disp[0] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(3));
+    t.disp[1] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(1));
+    t.sm[0]->SetSmpSender(MakeBoundCallback(&SendFrom0, &t));
+    t.sm[1]->SetSmpSender(MakeBoundCallback(&SendFrom1, &t));
+    RunUntil([&]() { return t.sm[1]->GetPhase() == IbSweepPhase::Up &&
+                            t.sm[0]->GetSmState() == IbSmState::Standby; },
+             MilliSeconds(20));
+    // h1's port GUID is lower than h3's (IbFabricHelper numbers GUIDs in node order).
+    ASSERT_LT(t.sm[1]->GetGuid(), t.sm[0]->GetGuid());
+    EXPECT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
+    EXPECT_EQ(t.f.HostPort(2)->GetSmLid(), t.f.HostPort(1)->GetLid());
+}
