@@ -72,6 +72,17 @@ DeliverToSm(Ptr<IbSubnetManager> sm, const IbReceivedMad& m)
     sm->ReceiveSmp(smp);
 }
 
+/// The SA on QP1 of the SM's node (IBA vol. 1 §15.2): answered by the SM.
+void
+ServeSa(Ptr<IbSubnetManager> sm, Ptr<IbMadDispatcher> disp, const IbReceivedMad& m)
+{
+    uint8_t out[kIbMadBytes];
+    if (sm->AnswerSa(m.view.mad.data(), out))
+    {
+        disp->SendGmpResponse(m, out);
+    }
+}
+
 /// LID-routed SMPs from the SM's node: out of the SM's CA port, or routed by the switch's LFT.
 bool
 SendLidRouted(Ptr<IbMadDispatcher> disp, uint8_t port, IbSmp smp, uint16_t dlid)
@@ -147,6 +158,7 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
     const uint8_t from = node->GetObject<IbSwitch>() ? 0 : static_cast<uint8_t>(smPort.Get());
     sm->SetLidRoutedSender(MakeBoundCallback(&SendLidRouted, disp, from));
     disp->SetManagerHandler(MakeBoundCallback(&DeliverToSm, sm));
+    disp->SetGsiHandler(IbMgmtClass::SubnAdm, MakeBoundCallback(&ServeSa, sm, disp));
     node->AggregateObject(sm);
     Simulator::Schedule(start, &IbSubnetManager::Start, sm);
     return sm;

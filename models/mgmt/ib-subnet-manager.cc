@@ -1,5 +1,7 @@
 #include "ib-subnet-manager.h"
 
+#include "ib-sa-server.h"
+
 #include "ns3/boolean.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
@@ -934,6 +936,7 @@ IbSubnetManager::FinishHeavySweep()
 {
     SetPhase(IbSweepPhase::Up);
     m_lastSubnet = m_subnet;
+    m_lastTables = m_tables;
     m_lastUp = Simulator::Now();
     m_actCount++;
     m_sweepFinishedTrace(true, static_cast<uint32_t>(m_subnet.NodeCount()),
@@ -965,6 +968,21 @@ IbSubnetManager::AnswerSmInfo(const IbSmp& request, IbSmp& response)
     {
         response.SetDirection(true);
     }
+    return true;
+}
+
+bool
+IbSubnetManager::AnswerSa(const uint8_t* request, uint8_t* response)
+{
+    if (!m_running || m_smState != IbSmState::Master || m_lastUp < Seconds(0))
+    {
+        return false;
+    }
+    if (!IbSaServe(m_lastSubnet, m_lastTables, request, response))
+    {
+        return false;
+    }
+    m_saAnswered++;
     return true;
 }
 

@@ -94,7 +94,13 @@ class IbSubnetManager : public Object
      * copy of the request the caller turns around) and returns true; false if the SM is stopped.
      */
     bool AnswerSmInfo(const IbSmp& request, IbSmp& response);
-
+    /**
+     * Answers an SA request (256 bytes, class 0x03) from the last completed sweep's database
+     * and routes (IbSaServe); false, with no answer, unless this SM is a running master with
+     * the subnet up (a standby's SA stays silent).
+     */
+    bool AnswerSa(const uint8_t* request, uint8_t* response);
+    uint64_t GetSaAnswered() const { return m_saAnswered; }
     // ---- observation ----------------------------------------------------------------------
     IbSmState GetSmState() const { return m_smState; }
     IbSweepPhase GetPhase() const { return m_phase; }
@@ -209,6 +215,8 @@ class IbSubnetManager : public Object
     IbSmSubnet m_lastSubnet; ///< the last completed sweep's
     IbSmLidTable m_lidTable;
     IbRoutingTables m_tables;
+    IbRoutingTables m_lastTables; ///< the routes of m_lastSubnet
+    uint64_t m_saAnswered = 0;
     IbRouteCheck m_routeCheck;
     /// What each switch's LFT was last programmed to, by node GUID (only changed blocks are
     /// written again).
