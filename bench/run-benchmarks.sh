@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target wire-bench fabric-bench >/dev/null
+cmake --build build -j"$(nproc)" --target wire-bench fabric-bench sm-bench >/dev/null
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=bench/results/$stamp.txt
@@ -13,6 +13,9 @@ out=bench/results/$stamp.txt
   build/bin/wire-bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
   for f in 'FatTreeAllToAll/4/' 'FatTreeAllToAll/8/' 'Incast' 'FatTreeSmallPackets'; do
     build/bin/fabric-bench --benchmark_filter="$f"
+  done
+  for f in 'FatTreeBringUp/8/0' 'FatTreeBringUp/8/1' 'FatTreeBringUp/16/0'; do
+    build/bin/sm-bench --benchmark_filter="$f"
   done
 } 2>&1 | tee "$out"
 echo "results in $out"
