@@ -649,3 +649,33 @@ TEST_F(SmSweep, EqualPrioritiesElectTheLowerGuid)
     EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
     EXPECT_EQ(t.f.HostPort(2)->GetSmLid(), t.f.HostPort(1)->GetLid());
 }
+
+// The SM may run on a switch (its management port 0, IBA vol. 1 §17.2.1): hop count 0 is the
+// switch itself, its ports start every route, and its LID is every port's SM LID.
+TEST_F(SmSweep, AnSmOnASwitchBringsTheFabricUp)
+{
+    IbFabric f = IbFabricHelper().Build(BuildTopologyFromSpec("leaf-spine:leaves=3,spines=2,"
+                                                              "hosts=2"));
+    Ptr<Node> spine = f.nodes.Get(*f.topology.Find("spine1"));
+    Ptr<IbSubnetManager> sm = IbSmHelper().Install(f, spine, MicroSeconds(2));
+    RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(20));
+    ASSERT_EQ(sm->GetPhase(), IbSweepPhase::Up);
+    const uint16_t smLid = spine->GetObject<IbSwitch>()->GetLid();
+    ASSERT_NE(smLid, 0);
+    EXPECT_EQ(sm->GetSmLid(), smLid);
+    EXPECT_EQ(sm->GetSubnet().NodeCount(), static_cast<int32_t>(f.nodes.GetN()));
+    for (auto& p : LinkedPorts(f))
+    {
+        EXPECT_EQ(p->GetPortState(), IbPortState::Active);
+        if (!p->IsSwitchPort())
+        {
+            EXPECT_EQ(p->GetSmLid(), smLid);
+        }
+    }
+    auto sinks = AllToAll(f, Simulator::Now() + MicroSeconds(1));
+    RunUntil([]() { return false; }, MicroSeconds(300));
+    for (uint32_t i = 0; i < f.hosts.GetN(); ++i)
+    {
+        EXPECT_EQ(sinks[i]->GetTotalPackets(), f.hosts.GetN() - 1) << "host " << i;
+    }
+}
