@@ -679,3 +679,72 @@ TEST_F(SmSweep, AnSmOnASwitchBringsTheFabricUp)
         EXPECT_EQ(sinks[i]->GetTotalPackets(), f.hosts.GetN() - 1) << "host " << i;
     }
 }
+
+namespace
+{
+struct TraceLog
+{
+    std::map<uint64_t, uint16_t> lids;
+    std::vector<std::pair<uint8_t, uint8_t>> states;
+    uint32_t heavyStarted = 0;
+    uint32_t heavyFinished = 0;
+    uint32_t smpsSent = 0;
+};
+
+void
+OnLid(TraceLog* t, uint64_t guid, uint16_t lid)
+{
+    t->lids[guid] = lid;
+}
+
+void
+OnState(TraceLog* t, uint8_t a, uint8_t b)
+{
+    t->states.emplace_back(a, b);
+}
+
+void
+OnStarted(TraceLog* t, bool heavy)
+{
+    t->heavyStarted += heavy ? 1 : 0;
+}
+
+void
+OnFinished(TraceLog* t, bool heavy, uint32_t nodes, Time)
+{
+    t->heavyFinished += heavy ? 1 : 0;
+}
+
+void
+OnSmp(TraceLog* t, uint16_t, uint8_t, uint32_t)
+{
+    t->smpsSent++;
+}
+} // namespace
+
+TEST_F(SmSweep, TraceSourcesReportLidsStatesSweepsAndSmps)
+{
+    IbFabric f = IbFabricHelper().Build(BuildTopologyFromSpec("pair"));
+    Ptr<IbSubnetManager> sm = IbSmHelper().Install(f, f.hosts.Get(0), MicroSeconds(2));
+    TraceLog log;
+    sm->TraceConnectWithoutContext("LidAssigned", MakeBoundCallback(&OnLid, &log));
+    sm->TraceConnectWithoutContext("SmState", MakeBoundCallback(&OnState, &log));
+    sm->TraceConnectWithoutContext("SweepStarted", MakeBoundCallback(&OnStarted, &log));
+    sm->TraceConnectWithoutContext("SweepFinished", MakeBoundCallback(&OnFinished, &log));
+    sm->TraceConnectWithoutContext("SmpSent", MakeBoundCallback(&OnSmp, &log));
+    RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(5));
+    // Three LIDs (two CA ports, one switch), each reported once, as the devices hold them.
+    ASSERT_EQ(log.lids.size(), 3u);
+    EXPECT_EQ(log.lids[f.HostPort(0)->GetPortGuid()], f.HostPort(0)->GetLid());
+    EXPECT_EQ(log.lids[f.HostPort(1)->GetPortGuid()], f.HostPort(1)->GetLid());
+    EXPECT_EQ(log.lids[f.switches.Get(0)->GetObject<IbSwitch>()->GetNodeGuid()],
+              f.switches.Get(0)->GetObject<IbSwitch>()->GetLid());
+    ASSERT_GE(log.states.size(), 2u);
+    EXPECT_EQ(log.states[0], std::make_pair(uint8_t(IbSmState::NotActive),
+                                            uint8_t(IbSmState::Discovering)));
+    EXPECT_EQ(log.states[1], std::make_pair(uint8_t(IbSmState::Discovering),
+                                            uint8_t(IbSmState::Master)));
+    EXPECT_EQ(log.heavyStarted, sm->GetHeavySweeps());
+    EXPECT_EQ(log.heavyFinished, sm->GetHeavySweeps());
+    EXPECT_EQ(log.smpsSent, sm->GetSmpsSent());
+}

@@ -160,7 +160,16 @@ IbSubnetManager::~IbSubnetManager() = default;
 void
 IbSubnetManager::DoDispose()
 {
-    Stop();
+    // As Stop(), but silently: whoever listened to the trace sources may be gone by now.
+    m_running = false;
+    m_sweepTimer.Cancel();
+    for (auto& [tid, req] : m_requests)
+    {
+        req.timer.Cancel();
+    }
+    m_requests.clear();
+    m_queue.clear();
+    m_outstanding = 0;
     m_sender = SmpSender();
     m_lidSender = LidRoutedSender();
     Object::DoDispose();
