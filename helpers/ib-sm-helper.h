@@ -36,8 +36,12 @@ IbSmSubnet IbSmSubnetFromTopology(const Topology& topology);
  * SetSmAttribute) on the given node, aggregated to it, and wires it to that node's SMI: its SMPs
  * leave through IbMadDispatcher::SendDirectedSmp and the node's SMP responses and traps come
  * back to it. On a channel adapter the SMA's PortInfo.CapabilityMask gets IsSM on the SM's
- * port, so that other SMs find it. The SM starts at `start` (give ports their TrainingTime).
- * Several SMs on one fabric elect a master by SMInfo (priority, then GUID).
+ * port, so that other SMs find it. The SM's node also answers SA queries (QP1, class 0x03) from
+ * it. The SM starts at `start` (give ports their TrainingTime).
+ *
+ * Several SMs elect a master by SMInfo (priority, then GUID), but a Get(SMInfo) that reaches a
+ * node is answered by its SMA, which has no way yet to pass it to the SM behind its port
+ * (docs/management.md §8.4): until it does, install one SM per fabric.
  */
 class IbSmHelper
 {
