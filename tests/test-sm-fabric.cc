@@ -416,6 +416,9 @@ TEST_F(SmSweep, SweepTraceDecodesInTsharkAsDirectedRouteSmps)
         GTEST_SKIP() << "tshark not installed";
     }
     const std::string path = "/tmp/cnuas-sm-sweep-" + std::to_string(getpid()) + ".pcap";
+    // The directed route to every node beyond the SM's own, as tshark prints InitialPath:
+    // entry 0 (unused) and then the ports, one hex byte each, 64 bytes in all.
+    std::set<std::string> nodePaths;
     {
         IbFabric f = IbFabricHelper().Build(BuildTopologyFromSpec("fat-tree:k=4"));
         IbPcapHelper pcap;
@@ -424,6 +427,24 @@ TEST_F(SmSweep, SweepTraceDecodesInTsharkAsDirectedRouteSmps)
         RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(50));
         ASSERT_EQ(sm->GetPhase(), IbSweepPhase::Up);
         pcap.Close();
+        const IbSmSubnet& s = sm->GetSubnet();
+        for (int32_t i = 0; i < s.NodeCount(); ++i)
+        {
+            if (s.Node(i).path.empty())
+            {
+                continue; // the SM's own node: hop count 0, never on the wire
+            }
+            std::string hex = "00";
+            for (uint8_t port : s.Node(i).path)
+            {
+                char b[3];
+                std::snprintf(b, sizeof(b), "%02x", port);
+                hex += b;
+            }
+            hex.resize(128, '0');
+            nodePaths.insert(hex);
+        }
+        ASSERT_EQ(nodePaths.size(), f.nodes.GetN() - 1);
     }
     int st = -1;
     auto rows = cnuas_test::TsharkFieldRows(
@@ -438,6 +459,7 @@ TEST_F(SmSweep, SweepTraceDecodesInTsharkAsDirectedRouteSmps)
     std::map<std::string, int> pending;  // TID -> requests minus answers
     int maxHops = 0;
     bool sawPath = false;
+    std::set<std::string> nodeInfoPaths;
     for (const auto& r : rows)
     {
         ASSERT_EQ(r.size(), 7u);
@@ -460,7 +482,16 @@ TEST_F(SmSweep, SweepTraceDecodesInTsharkAsDirectedRouteSmps)
             // Every path starts at the SM's port 1.
             EXPECT_EQ(r[3].substr(0, 4), "0001") << r[0] << " path " << r[3];
             sawPath = sawPath || r[3].size() >= 8;
+            if (r[0].find("SubnGet(NodeInfo)") != std::string::npos)
+            {
+                nodeInfoPaths.insert(r[3]);
+            }
         }
+    }
+    // Every node the SM knows was asked for its NodeInfo along the route the SM recorded.
+    for (const std::string& p : nodePaths)
+    {
+        EXPECT_TRUE(nodeInfoPaths.count(p)) << "no NodeInfo Get along " << p;
     }
     for (const auto& [tid, n] : pending)
     {
