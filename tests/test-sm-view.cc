@@ -143,3 +143,21 @@ TEST(SmViewCli, FabricShowPrintsIbstatAndAReadableTopology)
                            &st);
     EXPECT_EQ(st, 2);
 }
+
+TEST(SmViewCli, ScenariosRunWithTheBuiltInSmByDefaultOrStatic)
+{
+    const std::string run = std::string(CNUAS_BINARY_DIR) + "/bin/cnuas run ib-pair " +
+                            "--no-progress --no-plots --out " + CNUAS_BINARY_DIR +
+                            "/test-out/sm-pair";
+    int st = -1;
+    std::string out = cnuas_test::RunCommand(run + " 2>&1", &st);
+    EXPECT_EQ(st, 0) << out;
+    EXPECT_NE(out.find("built-in SM on host 0: subnet up at"), std::string::npos) << out;
+    EXPECT_NE(out.find(" 0 dropped"), std::string::npos) << out;
+    out = cnuas_test::RunCommand(run + " --param sm=static 2>&1", &st);
+    EXPECT_EQ(st, 0) << out;
+    EXPECT_NE(out.find("static (configured directly, no SMPs)"), std::string::npos) << out;
+    out = cnuas_test::RunCommand(run + " --param sm=opensm 2>&1", &st);
+    EXPECT_NE(st, 0);
+    EXPECT_NE(out.find("must be builtin or static"), std::string::npos) << out;
+}
