@@ -13,6 +13,7 @@
 #include "models/mgmt/ib-subnet-manager.h"
 
 #include "ns3/simulator.h"
+#include "ns3/data-rate.h"
 #include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
@@ -291,23 +292,74 @@ TEST_F(SmSweep, ALinkGoingDownIsRoutedAroundAndComingBackIsActivated)
     const uint32_t edge = *u.f.topology.Find("edge0_0");
     Ptr<IbNetDevice> up = u.f.Port(edge, 3);
     Ptr<IbNetDevice> peer = up->GetPeer();
+    // A flow whose route crosses that cable, paced, running across the failure.
+    const uint32_t edgeNodeId = u.f.nodes.Get(edge)->GetId();
+    int from = -1;
+    int to = -1;
+    for (uint32_t a = 0; a < 2 && from < 0; ++a) // h0, h1 hang off edge0_0
+    {
+        for (uint32_t b = 4; b < u.f.hosts.GetN() && from < 0; ++b)
+        {
+            for (const IbRouteHop& hop : IbFabricRoute(u.f, a, u.f.HostPort(b)->GetLid()))
+            {
+                if (hop.node == edgeNodeId && hop.port == 3)
+                {
+                    from = static_cast<int>(a);
+                    to = static_cast<int>(b);
+                }
+            }
+        }
+    }
+    ASSERT_GE(from, 0) << "no route uses edge0_0 port 3";
+    Ptr<IbPacketSink> sink = CreateObject<IbPacketSink>();
+    u.f.hosts.Get(to)->AddApplication(sink);
+    sink->SetStartTime(Seconds(0));
+    Ptr<IbPacketSource> src = CreateObject<IbPacketSource>();
+    src->SetAttribute("DestinationLid", UintegerValue(u.f.HostPort(to)->GetLid()));
+    src->SetAttribute("PayloadBytes", UintegerValue(256));
+    src->SetAttribute("DataRate", DataRateValue(DataRate("10Gbps")));
+    u.f.hosts.Get(from)->AddApplication(src);
+    src->SetStartTime(Seconds(0));
+    src->SetStopTime(MilliSeconds(3));
+    RunUntil([]() { return false; }, MicroSeconds(50));
+    const uint64_t beforeFailure = sink->GetTotalPackets();
+    EXPECT_GT(beforeFailure, 0u);
+
     up->SetPhysicalLinkDown();
+    const Time failedAt = Simulator::Now();
     EXPECT_GT(BrokenRoutes(u.f), 0u); // the old tables send some traffic into the dead link
     RunUntil([&]() { return u.sm->GetHeavySweeps() > heavy &&
                             u.sm->GetPhase() == IbSweepPhase::Up; },
              MilliSeconds(5));
     EXPECT_EQ(u.sm->GetPhase(), IbSweepPhase::Up);
+    const Time reroutedAt = Simulator::Now();
+    const uint64_t atReroute = sink->GetTotalPackets();
+    RunUntil([]() { return false; }, MicroSeconds(100));
+    // The flow resumed on the new route: packets keep arriving after the reroute.
+    EXPECT_GT(sink->GetTotalPackets(), atReroute + 50) << "failed at " << failedAt.As(Time::US)
+                                                        << ", rerouted at "
+                                                        << reroutedAt.As(Time::US);
     EXPECT_EQ(BrokenRoutes(u.f), 0u);
     const IbSmSubnet& s = u.sm->GetSubnet();
     const int32_t edgeIdx = s.Find(u.f.nodes.Get(edge)->GetObject<IbSwitch>()->GetNodeGuid());
     ASSERT_GE(edgeIdx, 0);
     EXPECT_LT(s.Node(edgeIdx).ports[3].peerNode, 0); // the SM no longer sees that cable
-    // Traffic flows again, all of it.
+    // Traffic flows again, all of it: a packet from every host to every other (the paced
+    // flow's packets arrive at its destination too, so count sources, not packets).
     auto sinks = AllToAll(u.f, Simulator::Now() + MicroSeconds(1));
     RunUntil([]() { return false; }, MicroSeconds(500));
     for (uint32_t i = 0; i < u.f.hosts.GetN(); ++i)
     {
-        EXPECT_EQ(sinks[i]->GetTotalPackets(), u.f.hosts.GetN() - 1) << "host " << i;
+        const auto& flows = sinks[i]->GetFlows();
+        EXPECT_EQ(flows.size(), u.f.hosts.GetN() - 1) << "host " << i;
+        for (uint32_t j = 0; j < u.f.hosts.GetN(); ++j)
+        {
+            if (j != i)
+            {
+                auto it = flows.find(u.f.HostPort(j)->GetLid());
+                EXPECT_TRUE(it != flows.end() && it->second.packets >= 1) << j << " -> " << i;
+            }
+        }
     }
 
     // The cable comes back: it trains to Init, and the SM arms and activates both ends.
