@@ -559,27 +559,24 @@ FindCycle(const IbSmSubnet& subnet, const std::vector<uint32_t>& base,
     return "";
 }
 
-/// Calls f(ca, port, lid, target) for every CA-to-LID route, in (source, LID) order.
+/// Calls f(ca, port, lid, target) for every CA-to-LID route, destination by destination.
 template <typename F>
 void
 ForEachRoute(const IbSmSubnet& subnet, F&& f)
 {
-    for (int32_t i = 0; i < subnet.NodeCount(); ++i)
+    for (const auto& [lid, target] : subnet.Lids())
     {
-        const IbSmNode& node = subnet.Node(i);
-        if (node.IsSwitch())
+        for (int32_t i = 0; i < subnet.NodeCount(); ++i)
         {
-            continue;
-        }
-        for (uint8_t p = 1; p <= node.numPorts; ++p)
-        {
-            if (node.ports[p].peerNode < 0 || node.ports[p].lid == 0)
+            const IbSmNode& node = subnet.Node(i);
+            if (node.IsSwitch())
             {
                 continue;
             }
-            for (const auto& [lid, target] : subnet.Lids())
+            for (uint8_t p = 1; p <= node.numPorts; ++p)
             {
-                if (!(target.node == i && target.port == p))
+                if (node.ports[p].peerNode >= 0 && node.ports[p].lid != 0 &&
+                    !(target.node == i && target.port == p))
                 {
                     f(i, p, lid, target);
                 }
@@ -622,19 +619,39 @@ CreditLoop(const IbSmSubnet& subnet, const IbRoutingTables& tables, const IbVlLa
     const std::vector<uint32_t> base = ChannelBase(subnet);
     std::vector<std::vector<uint32_t>> adj(base.back());
     std::unordered_set<uint64_t> edges;
+    // Without layers, a switch already crossed on the way to this destination has added the
+    // rest of its route: a walk may stop there.
+    std::vector<bool> done(subnet.NodeCount(), false);
+    uint16_t doneFor = 0;
     ForEachRoute(subnet, [&](int32_t ca, uint8_t port, uint16_t lid, const IbSmLidTarget& t) {
         if (layers && layers->Of(subnet.Node(ca).ports[port].lid, lid) != layer)
         {
             return;
         }
-        const auto ch = RouteChannels(subnet, tables, base, ca, port, lid, t);
-        for (size_t k = 1; k < ch.size(); ++k)
+        if (lid != doneFor)
         {
-            if (edges.insert((uint64_t(ch[k - 1]) << 32) | ch[k]).second)
-            {
-                adj[ch[k - 1]].push_back(ch[k]);
-            }
+            std::fill(done.begin(), done.end(), false);
+            doneFor = lid;
         }
+        int64_t prev = -1;
+        uint32_t hops = 0;
+        Walk(subnet, tables, ca, port, lid, t, &hops, [&](int32_t at, uint8_t out) {
+            const uint32_t c = base[at] + out;
+            if (prev >= 0 && edges.insert((uint64_t(prev) << 32) | c).second)
+            {
+                adj[prev].push_back(c);
+            }
+            prev = c;
+            if (!layers && subnet.Node(at).IsSwitch())
+            {
+                if (done[at])
+                {
+                    return false;
+                }
+                done[at] = true;
+            }
+            return true;
+        });
     });
     return FindCycle(subnet, base, adj);
 }

@@ -94,7 +94,7 @@ struct IbVlLayers
 /**
  * Spreads the CA-to-LID routes of `tables` over at most `maxLayers` virtual layers so that no
  * layer's channel dependency graph has a cycle (the layered approach of LASH / DFSSSP, Domke et
- * al., 2011): routes are taken in (source, destination) order and each goes into the first
+ * al., 2011): routes are taken destination by destination and each goes into the first
  * layer where its dependencies close no cycle. Routes whose single-VL dependency graph is
  * already acyclic (up/down, any tree) all land in layer 0.
  */
