@@ -561,7 +561,6 @@ IbSubnetManager::StartHeavySweep()
 {
     m_sweepTimer.Cancel();
     m_heavySweeps++;
-    m_heavy = true;
     m_rediscover = false;
     m_sweepStart = Simulator::Now();
     m_sweepStartedTrace(true);
@@ -592,7 +591,6 @@ IbSubnetManager::StartLightSweep()
         return;
     }
     m_lightSweeps++;
-    m_heavy = false;
     m_rediscover = false;
     m_sweepStart = Simulator::Now();
     m_sweepStartedTrace(false);

@@ -210,7 +210,6 @@ class IbSubnetManager : public Object
     bool m_running = false;
     IbSmState m_smState = IbSmState::NotActive;
     IbSweepPhase m_phase = IbSweepPhase::Idle;
-    bool m_heavy = false;
     Time m_sweepStart;
     Time m_lastUp;
 
