@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target wire-bench fabric-bench rdma-bench rdma-traffic-bench rs485-pty-bench >/dev/null
+cmake --build build -j"$(nproc)" --target wire-bench fabric-bench rdma-bench rdma-traffic-bench rs485-pty-bench sm-bench >/dev/null
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=bench/results/$stamp.txt
@@ -21,6 +21,9 @@ out=bench/results/$stamp.txt
   for f in 'OneQp/64/1/' 'OneQp/64/16/' 'OneQp/64/128/' 'OneQp/4096/' 'OneQp/65536/' \
            'OneQp/1048576/' 'ManyQps/1000/64/' 'ManyQps/1000/4096/' 'FctWebSearch'; do
     build/bin/rdma-traffic-bench --benchmark_filter="$f"
+  done
+  for f in 'FatTreeBringUp/8/0' 'FatTreeBringUp/8/1' 'FatTreeBringUp/16/0'; do
+    build/bin/sm-bench --benchmark_filter="$f"
   done
 } 2>&1 | tee "$out"
 echo "results in $out"

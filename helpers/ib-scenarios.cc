@@ -33,6 +33,7 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     spec.duration = PicoSeconds(std::llround(ScenarioParamDouble(o, info, "duration-us") * 1e6));
     spec.vls = static_cast<uint8_t>(ScenarioParamUint(o, info, "vls"));
     spec.payloadBytes = static_cast<uint32_t>(ScenarioParamUint(o, info, "payload"));
+    spec.subnetManager = ScenarioParamString(o, info, "sm");
     if (pattern == IbTrafficSpec::Pattern::Incast)
     {
         spec.senders = static_cast<uint32_t>(ScenarioParamUint(o, info, "senders"));
@@ -67,6 +68,17 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
                         std::to_string(st.switches) + " switches)");
     add("link rate", "host 0 trained to " + st.linkRateName + " (" +
                          Fixed(st.linkDataRate / 1e9, 1) + " Gb/s data)");
+    if (spec.subnetManager == "builtin")
+    {
+        add("subnet manager", "built-in SM on host 0: subnet up at " +
+                                  Fixed(st.subnetUp.GetSeconds() * 1e6, 1) + " us after " +
+                                  std::to_string(st.smpsSent) + " SMPs (" +
+                                  Fixed(st.smWallSeconds, 2) + " s wall)");
+    }
+    else
+    {
+        add("subnet manager", "static (configured directly, no SMPs)");
+    }
     add("simulated", Fixed(st.simulated.GetSeconds() * 1e6, 1) + " us in " +
                          Fixed(st.wallSeconds, 2) + " s wall");
     add("packets", std::to_string(st.packetsSent) + " sent, " +
@@ -138,7 +150,10 @@ CommonParams(const std::string& topology, const std::string& duration)
                          "the IbNetDevice LinkWidth/LinkSpeed attributes, 4x HDR)"},
             {"duration-us", duration, "how long the sources send, microseconds"},
             {"vls", "1", "operational data VLs (1, 2, 4, 8, 15)"},
-            {"payload", "4096", "payload bytes per packet (<= 4096)"}};
+            {"payload", "4096", "payload bytes per packet (<= 4096)"},
+            {"sm", "builtin",
+             "subnet manager: builtin (an SM on host 0 sweeps with SMPs first) or static "
+             "(LIDs, routes and port states set directly)"}};
 }
 
 ScenarioInfo

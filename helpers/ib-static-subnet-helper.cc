@@ -3,6 +3,7 @@
 #include "models/ib/ib-channel.h"
 #include "models/ib/ib-net-device.h"
 #include "models/ib/ib-switch.h"
+#include "models/mgmt/ib-routing-engine.h"
 
 #include "ns3/node.h"
 #include "ns3/simulator.h"
@@ -114,144 +115,61 @@ IbStaticSubnetHelper::Configure(const NodeContainer& nodes)
         }
     }
 
-    // Min-hop routing: BFS over switches from each destination LID's attachment point.
-    std::map<uint32_t, Ptr<IbSwitch>> switches;
+    // Min-hop routes from the routing engine the subnet manager uses (models/mgmt), on the
+    // graph as the cables describe it, written block by block as SubnSet(LinearForwardingTable)
+    // would.
+    IbSmSubnet graph;
+    std::map<uint32_t, int32_t> index; // node id -> graph node
     for (auto& n : m_nodes)
     {
-        if (Ptr<IbSwitch> sw = n->GetObject<IbSwitch>())
+        Ptr<IbSwitch> sw = n->GetObject<IbSwitch>();
+        auto ports = IbPortsOf(n);
+        const uint8_t count = sw ? sw->GetNPorts() : static_cast<uint8_t>(ports.size());
+        // The graph only needs a unique key per node: the ns-3 node id (GUIDs may be unset).
+        const int32_t i = graph.AddNode(n->GetId() + 1ULL,
+                                        sw ? IbNodeType::Switch : IbNodeType::ChannelAdapter,
+                                        count);
+        index[n->GetId()] = i;
+        if (sw)
         {
-            switches[n->GetId()] = sw;
+            graph.Node(i).lid = sw->GetLid();
+            continue;
+        }
+        for (size_t k = 0; k < ports.size(); ++k)
+        {
+            graph.Node(i).ports[k + 1].lid = ports[k]->GetLid();
         }
     }
-    std::map<uint32_t, std::vector<uint8_t>> lft; // switch node id -> LFT
-    std::map<uint32_t, std::vector<uint64_t>> portLoad;
-    for (auto& [id, sw] : switches)
+    auto portIndex = [](Ptr<IbNetDevice> p) {
+        if (p->IsSwitchPort())
+        {
+            return p->GetPortNumber();
+        }
+        auto ports = IbPortsOf(p->GetNode());
+        return static_cast<uint8_t>(std::find(ports.begin(), ports.end(), p) - ports.begin() + 1);
+    };
+    for (auto& n : m_nodes)
     {
-        lft[id].assign(nextLid, 255);
-        portLoad[id].assign(sw->GetNPorts() + 1, 0);
-    }
-    for (auto& [lid, dstNode] : m_lidNode)
-    {
-        // Distance (in switch hops) from every switch to the destination.
-        std::map<uint32_t, int> dist;
-        std::deque<uint32_t> q;
-        if (Ptr<IbSwitch> sw = dstNode->GetObject<IbSwitch>())
+        for (auto& p : IbPortsOf(n))
         {
-            if (m_lidNode[lid] == dstNode && sw->GetLid() == lid)
+            Ptr<IbNetDevice> peer = p->GetPeer();
+            if (peer && index.count(peer->GetNode()->GetId()))
             {
-                dist[dstNode->GetId()] = 0;
-                q.push_back(dstNode->GetId());
-            }
-        }
-        else
-        {
-            for (auto& p : IbPortsOf(dstNode))
-            {
-                if (p->GetLid() != lid)
-                {
-                    continue;
-                }
-                Ptr<IbNetDevice> peer = p->GetPeer();
-                if (peer && peer->IsSwitchPort())
-                {
-                    uint32_t sid = peer->GetNode()->GetId();
-                    dist[sid] = 1;
-                    lft[sid][lid] = peer->GetPortNumber();
-                    q.push_back(sid);
-                }
-            }
-        }
-        while (!q.empty())
-        {
-            uint32_t sid = q.front();
-            q.pop_front();
-            Ptr<IbSwitch> sw = switches[sid];
-            for (uint8_t pn = 1; pn <= sw->GetNPorts(); ++pn)
-            {
-                Ptr<IbNetDevice> peer = sw->GetPort(pn)->GetPeer();
-                if (!peer || !peer->IsSwitchPort())
-                {
-                    continue;
-                }
-                uint32_t nid = peer->GetNode()->GetId();
-                if (!dist.count(nid))
-                {
-                    dist[nid] = dist[sid] + 1;
-                    q.push_back(nid);
-                }
-            }
-        }
-        // Each switch picks, among ports leading one hop closer, the one that carries the
-        // least traffic so far. Traffic is counted as the number of channel adapters whose
-        // route to this destination passes the port (all-to-all weighting), and switches are
-        // handled farthest first so that a switch knows how many routes its upstream
-        // neighbours sent through it. Counting routes rather than LFT entries keeps
-        // destinations that share an upstream choice from also sharing the next one (the
-        // collisions a plain per-entry balance produces on fat-trees).
-        std::vector<std::pair<int, uint32_t>> order;
-        for (auto& [sid, d] : dist)
-        {
-            order.emplace_back(-d, sid);
-        }
-        std::sort(order.begin(), order.end());
-        std::map<uint32_t, uint64_t> through; // routes entering each switch for this LID
-        for (auto& [sid, sw] : switches)
-        {
-            uint64_t hostsHere = 0;
-            for (uint8_t pn = 1; pn <= sw->GetNPorts(); ++pn)
-            {
-                Ptr<IbNetDevice> peer = sw->GetPort(pn)->GetPeer();
-                if (peer && !peer->IsSwitchPort() && peer->GetNode() != dstNode)
-                {
-                    hostsHere++;
-                }
-            }
-            through[sid] = hostsHere;
-        }
-        for (auto& [negDist, sid] : order)
-        {
-            Ptr<IbSwitch> sw = switches[sid];
-            if (dist[sid] == 0)
-            {
-                lft[sid][lid] = 0; // the switch itself
-                continue;
-            }
-            if (lft[sid][lid] != 255)
-            {
-                continue; // the switch the destination CA hangs off
-            }
-            int best = -1;
-            uint32_t bestNext = 0;
-            for (uint8_t pn = 1; pn <= sw->GetNPorts(); ++pn)
-            {
-                Ptr<IbNetDevice> peer = sw->GetPort(pn)->GetPeer();
-                if (!peer || !peer->IsSwitchPort())
-                {
-                    continue;
-                }
-                uint32_t nid = peer->GetNode()->GetId();
-                if (dist.count(nid) && dist[nid] == dist[sid] - 1 &&
-                    (best < 0 || portLoad[sid][pn] < portLoad[sid][best]))
-                {
-                    best = pn;
-                    bestNext = nid;
-                }
-            }
-            if (best > 0)
-            {
-                lft[sid][lid] = static_cast<uint8_t>(best);
-                // Every switch carries at least its own entry's worth, so that destinations
-                // nobody routes through here yet still spread.
-                uint64_t w = std::max<uint64_t>(1, through[sid]);
-                portLoad[sid][best] += w;
-                through[bestNext] += through[sid];
+                graph.Connect(index[n->GetId()], portIndex(p), index[peer->GetNode()->GetId()],
+                              portIndex(peer));
             }
         }
     }
-    // Program the tables block by block, as SubnSet(LinearForwardingTable) would.
-    for (auto& [sid, sw] : switches)
+    graph.IndexLids();
+    const IbRoutingTables tables = IbComputeRoutes(graph, IbRoutingAlgorithm::MinHop);
+    for (auto& n : m_nodes)
     {
-        const auto& table = lft[sid];
+        Ptr<IbSwitch> sw = n->GetObject<IbSwitch>();
+        if (!sw)
+        {
+            continue;
+        }
+        const auto& table = tables.lft[index[n->GetId()]];
         for (uint16_t block = 0; block * 64 < table.size(); ++block)
         {
             uint8_t entries[64];

@@ -1,6 +1,7 @@
 #include "ib-traffic-run.h"
 
 #include "helpers/ib-fabric-helper.h"
+#include "helpers/ib-sm-helper.h"
 #include "helpers/ib-static-subnet-helper.h"
 #include "helpers/ib-trace-helper.h"
 #include "helpers/sim-progress.h"
@@ -48,10 +49,26 @@ RunIbTraffic(const IbTrafficSpec& spec)
     fh.SetDefaultRate(spec.rate);
     IbFabric f = fh.Build(topo);
     IbStaticSubnetHelper subnet;
-    subnet.SetOperationalVls(spec.vls);
-    subnet.Configure(f.nodes);
-
-    const Time start = MicroSeconds(5);
+    Time start = MicroSeconds(5);
+    IbSmBringUp smUp;
+    if (spec.subnetManager == "static")
+    {
+        subnet.SetOperationalVls(spec.vls);
+        subnet.Configure(f.nodes);
+    }
+    else if (spec.subnetManager == "builtin")
+    {
+        // The SM runs first; the traffic starts once every port is Active.
+        smUp = IbBringUpWithSm(f, spec.vls);
+        start = Simulator::Now() + MicroSeconds(1);
+    }
+    else
+    {
+        throw std::invalid_argument("subnet manager must be builtin or static, not '" +
+                                    spec.subnetManager + "'");
+    }
+    // A host's LID as its port holds it, whoever assigned it.
+    auto lidOf = [&f](uint32_t host) { return f.HostPort(host)->GetLid(); };
     const Time stop = start + spec.duration;
     const uint32_t nHosts = f.hosts.GetN();
     if (nHosts < 2)
@@ -71,15 +88,15 @@ RunIbTraffic(const IbTrafficSpec& spec)
         Ptr<IbPacketSource> s = CreateObject<IbPacketSource>();
         s->SetAttribute("PayloadBytes", UintegerValue(spec.payloadBytes));
         f.hosts.Get(from)->AddApplication(s);
-        s->SetStartTime(start);
-        s->SetStopTime(stop);
+        s->SetStartTime(start - Simulator::Now()); // relative: the SM may have run already
+        s->SetStopTime(stop - Simulator::Now());
         sources.push_back(s);
         return s;
     };
     std::vector<std::pair<uint32_t, uint32_t>> flows; // (source host, destination host)
     auto addFlow = [&](uint32_t from, uint32_t to) {
         addSource(from)->SetAttribute("DestinationLid",
-                                      UintegerValue(subnet.GetLid(f.hosts.Get(to))));
+                                      UintegerValue(lidOf(to)));
         flows.emplace_back(from, to);
     };
     uint32_t hot = 1;
@@ -116,10 +133,8 @@ RunIbTraffic(const IbTrafficSpec& spec)
             // Host 0's flow matters to the victim only if their routes share a cable.
             if (spec.senders > 0)
             {
-                auto a = subnet.GetRoute(subnet.GetLid(f.hosts.Get(0)),
-                                         subnet.GetLid(f.hosts.Get(hot)));
-                auto b = subnet.GetRoute(subnet.GetLid(f.hosts.Get(1)),
-                                         subnet.GetLid(f.hosts.Get(nHosts - 2)));
+                auto a = IbFabricRoute(f, 0, lidOf(hot));
+                auto b = IbFabricRoute(f, 1, lidOf(nHosts - 2));
                 for (const auto& hop : b)
                 {
                     if (std::find(a.begin(), a.end(), hop) != a.end())
@@ -148,7 +163,7 @@ RunIbTraffic(const IbTrafficSpec& spec)
             std::vector<uint16_t> lids;
             for (uint32_t k = 1; k < nHosts; ++k)
             {
-                lids.push_back(subnet.GetLid(f.hosts.Get((i + k) % nHosts)));
+                lids.push_back(lidOf((i + k) % nHosts));
             }
             addSource(i)->SetDestinations(lids);
         }
@@ -156,6 +171,9 @@ RunIbTraffic(const IbTrafficSpec& spec)
     }
 
     IbTrafficStats st;
+    st.subnetUp = smUp.upAt;
+    st.smpsSent = smUp.smps;
+    st.smWallSeconds = smUp.wallSeconds;
     IbPcapHelper pcap;
     if (!spec.pcapDir.empty())
     {
@@ -210,7 +228,7 @@ RunIbTraffic(const IbTrafficSpec& spec)
     const auto wallStart = std::chrono::steady_clock::now();
     SimProgress progress(stop, spec.progress);
     progress.Start();
-    Simulator::Stop(stop);
+    Simulator::Stop(stop - Simulator::Now());
     Simulator::Run();
     progress.Finish();
     // The sources stopped at `stop`; let what they queued drain (bounded) so that "sent" and
@@ -268,7 +286,7 @@ RunIbTraffic(const IbTrafficSpec& spec)
     {
         st.victimName = hostName(victimSrc) + " -> " + hostName(victimDst);
         st.victimGbps = sinks[victimDst]->GetWireBytesBetween(
-                            from, until, subnet.GetLid(f.hosts.Get(victimSrc))) *
+                            from, until, lidOf(victimSrc)) *
                         8 / window / 1e9;
     }
     for (auto& s : sinks)
@@ -281,7 +299,7 @@ RunIbTraffic(const IbTrafficSpec& spec)
         {
             IbTrafficStats::Flow fl;
             fl.name = hostName(a) + " -> " + hostName(b);
-            fl.gbps = sinks[b]->GetWireBytesBetween(from, until, subnet.GetLid(f.hosts.Get(a))) *
+            fl.gbps = sinks[b]->GetWireBytesBetween(from, until, lidOf(a)) *
                       8 / window / 1e9;
             st.flows.push_back(fl);
         }
@@ -301,7 +319,7 @@ RunIbTraffic(const IbTrafficSpec& spec)
         if (victimSrc >= 0)
         {
             for (auto& [tm, bytes] :
-                 sinks[victimDst]->GetSeries(subnet.GetLid(f.hosts.Get(victimSrc))))
+                 sinks[victimDst]->GetSeries(lidOf(victimSrc)))
             {
                 t << tm.GetSeconds() * 1e6 << ",victim " << st.victimName << ","
                   << bytes * 8 / 1e-6 / 1e9 << "\n";

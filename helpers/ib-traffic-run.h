@@ -24,6 +24,9 @@ struct IbTrafficSpec
     };
     std::string topology = "pair"; ///< a topology spec (helpers/topology.h)
     std::string rate;              ///< default link rate; "" = the ports' attributes
+    /// "static": IbStaticSubnetHelper configures the fabric directly; "builtin": an
+    /// IbSubnetManager on host 0 brings it up with SMPs and the traffic starts after that.
+    std::string subnetManager = "static";
     Time duration = MicroSeconds(10);
     uint8_t vls = 1;
     Pattern pattern = Pattern::Pair;
@@ -45,6 +48,9 @@ struct IbTrafficStats
     uint32_t switches = 0;
     double linkDataRate = 0; ///< bit/s, of host 0's link
     std::string linkRateName; ///< "4xHDR"
+    Time subnetUp;             ///< builtin SM: simulated time at which the subnet was up
+    uint64_t smpsSent = 0;     ///< builtin SM: SMPs it sent to bring the subnet up
+    double smWallSeconds = 0;  ///< builtin SM: wall-clock time of the bring-up
     uint64_t packetsSent = 0;
     uint64_t packetsReceived = 0;
     uint64_t drops = 0;

@@ -1,0 +1,94 @@
+// The built-in subnet manager bringing up a fat-tree: wall-clock time, SMPs, and simulated time
+// until every port is Active (first heavy sweep), then until the SM is quiet (the sweeps the
+// switches' traps cause have finished).
+//
+//   build/bin/sm-bench --benchmark_filter=FatTreeBringUp/8
+//
+// Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
+#include "helpers/ib-fabric-helper.h"
+#include "helpers/ib-sm-helper.h"
+#include "models/common/cnuas-init.h"
+#include "models/mgmt/ib-subnet-manager.h"
+
+#include "ns3/config.h"
+#include "ns3/enum.h"
+#include "ns3/simulator.h"
+
+#include <benchmark/benchmark.h>
+#include <chrono>
+#include <sys/resource.h>
+
+using namespace ns3;
+
+namespace
+{
+double
+PeakRssMb()
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0; // kilobytes on Linux
+}
+
+/// k-ary fat-tree (k^3/4 hosts, 5k^2/4 switches), SM on host 0; range(1): 0 up/down, 1 min-hop.
+void
+FatTreeBringUp(benchmark::State& state)
+{
+    for (auto _ : state)
+    {
+        const auto t0 = std::chrono::steady_clock::now();
+        IbFabric f = IbFabricHelper().Build(
+            BuildTopologyFromSpec("fat-tree:k=" + std::to_string(state.range(0))));
+        const double buildSeconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        Config::SetDefault("ns3::IbSubnetManager::RoutingEngine",
+                           EnumValue(static_cast<int>(state.range(1) == 0
+                                                          ? IbRoutingAlgorithm::UpDown
+                                                          : IbRoutingAlgorithm::MinHop)));
+        IbSmBringUp up = IbBringUpWithSm(f, 1, Seconds(10));
+        // Until the SM is quiet: the Arm/Activate port changes make switches send traps, which
+        // cost a second (confirming) heavy sweep.
+        const auto t1 = std::chrono::steady_clock::now();
+        Ptr<IbSubnetManager> sm = up.sm;
+        while (sm->GetPhase() != IbSweepPhase::Up)
+        {
+            Simulator::Stop(MicroSeconds(10));
+            Simulator::Run();
+        }
+        const double quietSeconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        state.SetIterationTime(up.wallSeconds);
+        state.counters["hosts"] = f.hosts.GetN();
+        state.counters["switches"] = f.switches.GetN();
+        state.counters["build_wall_s"] = buildSeconds;
+        state.counters["smps_to_active"] = double(up.smps);
+        state.counters["sim_us_to_active"] = up.upAt.GetSeconds() * 1e6;
+        state.counters["smps_to_quiet"] = double(sm->GetSmpsSent());
+        state.counters["sim_us_to_quiet"] = Simulator::Now().GetSeconds() * 1e6;
+        state.counters["wall_s_to_quiet"] = up.wallSeconds + quietSeconds;
+        state.counters["heavy_sweeps"] = double(sm->GetHeavySweeps());
+        state.counters["smp_timeouts"] = double(sm->GetSmpsTimedOut());
+        state.counters["routes_ok"] = sm->GetRouteCheck().Ok() ? 1 : 0;
+        state.counters["peak_rss_mb"] = PeakRssMb();
+        Simulator::Destroy();
+    }
+}
+BENCHMARK(FatTreeBringUp)
+    ->Args({8, 0})
+    ->Args({16, 0})
+    ->Args({8, 1})
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+int
+main(int argc, char** argv)
+{
+    CnuasInit();
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}

@@ -1,0 +1,739 @@
+#include "ib-routing-engine.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <sstream>
+#include <unordered_set>
+
+namespace ns3
+{
+
+const char*
+IbRoutingAlgorithmName(IbRoutingAlgorithm a)
+{
+    switch (a)
+    {
+    case IbRoutingAlgorithm::MinHop:
+        return "minhop";
+    case IbRoutingAlgorithm::UpDown:
+        return "updn";
+    }
+    return "?";
+}
+
+namespace
+{
+
+bool
+IsSwitchNode(const IbSmSubnet& s, int32_t i)
+{
+    return i >= 0 && s.Node(i).IsSwitch();
+}
+
+/// Up/down ranks: BFS distance of every switch from the root set (roots rank 0).
+std::vector<int32_t>
+DetectRoots(const IbSmSubnet& subnet)
+{
+    // Distance of each switch from the nearest CA: 1 for a switch with a CA on a port.
+    const int32_t n = subnet.NodeCount();
+    std::vector<int> dist(n, -1);
+    std::deque<int32_t> q;
+    for (int32_t i = 0; i < n; ++i)
+    {
+        const IbSmNode& node = subnet.Node(i);
+        if (!node.IsSwitch())
+        {
+            continue;
+        }
+        for (uint8_t p = 1; p <= node.numPorts; ++p)
+        {
+            int32_t peer = node.ports[p].peerNode;
+            if (peer >= 0 && !subnet.Node(peer).IsSwitch())
+            {
+                dist[i] = 1;
+                q.push_back(i);
+                break;
+            }
+        }
+    }
+    int maxDist = -1;
+    while (!q.empty())
+    {
+        int32_t s = q.front();
+        q.pop_front();
+        maxDist = std::max(maxDist, dist[s]);
+        const IbSmNode& node = subnet.Node(s);
+        for (uint8_t p = 1; p <= node.numPorts; ++p)
+        {
+            int32_t peer = node.ports[p].peerNode;
+            if (IsSwitchNode(subnet, peer) && dist[peer] < 0)
+            {
+                dist[peer] = dist[s] + 1;
+                q.push_back(peer);
+            }
+        }
+    }
+    std::vector<int32_t> roots;
+    for (int32_t i = 0; i < n; ++i)
+    {
+        if (subnet.Node(i).IsSwitch() && (dist[i] == maxDist || (maxDist < 0)))
+        {
+            roots.push_back(i);
+        }
+    }
+    return roots;
+}
+
+void
+AssignRanks(IbSmSubnet& subnet, const std::vector<int32_t>& roots)
+{
+    for (int32_t i = 0; i < subnet.NodeCount(); ++i)
+    {
+        subnet.Node(i).rank = -1;
+    }
+    std::deque<int32_t> q;
+    for (int32_t r : roots)
+    {
+        subnet.Node(r).rank = 0;
+        q.push_back(r);
+    }
+    while (!q.empty())
+    {
+        int32_t s = q.front();
+        q.pop_front();
+        const IbSmNode& node = subnet.Node(s);
+        for (uint8_t p = 1; p <= node.numPorts; ++p)
+        {
+            int32_t peer = node.ports[p].peerNode;
+            if (IsSwitchNode(subnet, peer) && subnet.Node(peer).rank < 0)
+            {
+                subnet.Node(peer).rank = node.rank + 1;
+                q.push_back(peer);
+            }
+        }
+    }
+}
+
+/// True if `a` is above `b` in the up/down order: lower rank, ties broken by the lower GUID, so
+/// that every link has a direction and the order is total (a cycle cannot be all-up).
+bool
+Above(const IbSmSubnet& s, int32_t a, int32_t b)
+{
+    const IbSmNode& na = s.Node(a);
+    const IbSmNode& nb = s.Node(b);
+    if (na.rank != nb.rank)
+    {
+        return na.rank < nb.rank;
+    }
+    return na.nodeGuid < nb.nodeGuid;
+}
+
+enum class Phase : uint8_t
+{
+    Unset,
+    DownOnly, ///< the route from here to the destination only goes down
+    UpFirst,  ///< the route from here starts with an up move
+};
+
+} // namespace
+
+IbRoutingTables
+IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
+                const std::vector<uint64_t>& rootGuids)
+{
+    IbRoutingTables out;
+    const int32_t n = subnet.NodeCount();
+    out.lft.resize(n);
+    const uint16_t maxLid = subnet.MaxLid();
+    for (int32_t i = 0; i < n; ++i)
+    {
+        const IbSmNode& node = subnet.Node(i);
+        if (!node.IsSwitch())
+        {
+            continue;
+        }
+        if (node.linearFdbCap != 0 && maxLid >= node.linearFdbCap)
+        {
+            std::ostringstream e;
+            e << "LID " << maxLid << " does not fit the LFT of switch 0x" << std::hex
+              << node.nodeGuid << std::dec << " (LinearFDBCap " << node.linearFdbCap << ")";
+            out.error = e.str();
+            return out;
+        }
+        out.lft[i].assign(maxLid + 1u, kIbLftNoRoute);
+    }
+    const bool updn = algorithm == IbRoutingAlgorithm::UpDown;
+    if (updn)
+    {
+        if (rootGuids.empty())
+        {
+            out.roots = DetectRoots(subnet);
+        }
+        else
+        {
+            for (uint64_t g : rootGuids)
+            {
+                int32_t r = subnet.Find(g);
+                if (!IsSwitchNode(subnet, r))
+                {
+                    std::ostringstream e;
+                    e << "up/down root 0x" << std::hex << g << " is not a known switch";
+                    out.error = e.str();
+                    return out;
+                }
+                out.roots.push_back(r);
+            }
+        }
+        AssignRanks(subnet, out.roots);
+    }
+
+    // CA ports on each switch: the routes each switch originates (all-to-all weighting).
+    std::vector<uint64_t> caPorts(n, 0);
+    for (int32_t i = 0; i < n; ++i)
+    {
+        const IbSmNode& node = subnet.Node(i);
+        if (!node.IsSwitch())
+        {
+            continue;
+        }
+        for (uint8_t p = 1; p <= node.numPorts; ++p)
+        {
+            int32_t peer = node.ports[p].peerNode;
+            caPorts[i] += (peer >= 0 && !subnet.Node(peer).IsSwitch()) ? 1 : 0;
+        }
+    }
+    // Routes already sent through each output port (index node, port).
+    std::vector<std::vector<uint64_t>> portLoad(n);
+    for (int32_t i = 0; i < n; ++i)
+    {
+        portLoad[i].assign(subnet.Node(i).numPorts + 1u, 0);
+    }
+
+    std::vector<int> dist(n);
+    std::vector<Phase> phase(n);
+    std::vector<uint64_t> through(n);
+    std::vector<int32_t> order;
+    for (const auto& [lid, target] : subnet.Lids())
+    {
+        // Where the destination attaches to the switch graph.
+        int32_t start = -1;
+        uint8_t startEntry = 0;
+        const IbSmNode& tnode = subnet.Node(target.node);
+        if (tnode.IsSwitch())
+        {
+            start = target.node;
+        }
+        else
+        {
+            const IbSmPort& tp = tnode.ports[target.port];
+            if (!IsSwitchNode(subnet, tp.peerNode))
+            {
+                continue; // back-to-back CAs need no switch entry
+            }
+            start = tp.peerNode;
+            startEntry = tp.peerPort;
+        }
+        std::fill(dist.begin(), dist.end(), -1);
+        std::fill(phase.begin(), phase.end(), Phase::Unset);
+        dist[start] = 0;
+        phase[start] = Phase::DownOnly;
+        out.lft[start][lid] = startEntry;
+        // Breadth-first from the destination, one level at a time, walking routes backwards.
+        // Up/down (IBA has no rule here; Autonet's): a switch reached by a reverse step that is
+        // a down move for the packet is DownOnly if its successor is; DownOnly wins a tie.
+        std::vector<int32_t> frontier{start};
+        order.clear();
+        while (!frontier.empty())
+        {
+            std::vector<int32_t> next;
+            for (int32_t s : frontier)
+            {
+                const IbSmNode& node = subnet.Node(s);
+                for (uint8_t p = 1; p <= node.numPorts; ++p)
+                {
+                    int32_t m = node.ports[p].peerNode;
+                    if (!IsSwitchNode(subnet, m) || (dist[m] >= 0 && dist[m] <= dist[s]))
+                    {
+                        continue;
+                    }
+                    Phase ph = Phase::DownOnly;
+                    if (updn)
+                    {
+                        // The packet goes m -> s. Down if s is below m.
+                        const bool down = Above(subnet, m, s);
+                        if (down)
+                        {
+                            if (phase[s] != Phase::DownOnly)
+                            {
+                                continue; // down then up: illegal
+                            }
+                            ph = Phase::DownOnly;
+                        }
+                        else
+                        {
+                            ph = Phase::UpFirst;
+                        }
+                    }
+                    if (dist[m] < 0)
+                    {
+                        dist[m] = dist[s] + 1;
+                        phase[m] = ph;
+                        next.push_back(m);
+                    }
+                    else if (ph == Phase::DownOnly)
+                    {
+                        phase[m] = Phase::DownOnly;
+                    }
+                }
+            }
+            order.insert(order.end(), next.begin(), next.end());
+            frontier.swap(next);
+        }
+        // Choose each switch's port, farthest switches first so that a switch knows how many
+        // routes its upstream neighbours already sent through it; among the candidates the
+        // port that carries the fewest routes so far. Counting routes rather than LFT entries
+        // keeps destinations that share one upstream choice from also sharing the next.
+        for (int32_t i = 0; i < n; ++i)
+        {
+            through[i] = caPorts[i];
+        }
+        if (!tnode.IsSwitch())
+        {
+            through[start] = caPorts[start] - 1;
+        }
+        for (auto it = order.rbegin(); it != order.rend(); ++it)
+        {
+            const int32_t s = *it;
+            const IbSmNode& node = subnet.Node(s);
+            int best = -1;
+            int32_t bestNext = -1;
+            for (uint8_t p = 1; p <= node.numPorts; ++p)
+            {
+                int32_t m = node.ports[p].peerNode;
+                if (!IsSwitchNode(subnet, m) || dist[m] != dist[s] - 1)
+                {
+                    continue;
+                }
+                if (updn)
+                {
+                    const bool down = Above(subnet, s, m);
+                    if (phase[s] == Phase::DownOnly && !(down && phase[m] == Phase::DownOnly))
+                    {
+                        continue;
+                    }
+                    if (phase[s] == Phase::UpFirst && down)
+                    {
+                        continue;
+                    }
+                }
+                if (best < 0 || portLoad[s][p] < portLoad[s][best])
+                {
+                    best = p;
+                    bestNext = m;
+                }
+            }
+            if (best > 0)
+            {
+                out.lft[s][lid] = static_cast<uint8_t>(best);
+                portLoad[s][best] += std::max<uint64_t>(1, through[s]);
+                through[bestNext] += through[s];
+            }
+        }
+    }
+    return out;
+}
+
+// ---- checks ---------------------------------------------------------------------------------
+
+namespace
+{
+
+std::string
+PortText(const IbSmSubnet& s, int32_t node, uint8_t port)
+{
+    std::ostringstream o;
+    const IbSmNode& n = s.Node(node);
+    if (!n.description.empty())
+    {
+        o << n.description;
+    }
+    else
+    {
+        o << "0x" << std::hex << n.nodeGuid << std::dec;
+    }
+    o << "[" << unsigned(port) << "]";
+    return o.str();
+}
+
+/// Follows one route. Calls step(node, outPort) for every cable it crosses. Returns 0 if it
+/// arrives, 1 if it dead-ends, 2 if it loops.
+template <typename Step>
+int
+Walk(const IbSmSubnet& subnet, const IbRoutingTables& t, int32_t caNode, uint8_t caPort,
+     uint16_t lid, const IbSmLidTarget& target, uint32_t* hops, Step&& step)
+{
+    *hops = 0;
+    const IbSmPort& src = subnet.Node(caNode).ports[caPort];
+    int32_t cur = src.peerNode;
+    uint8_t arrivedOn = src.peerPort;
+    if (!step(caNode, caPort))
+    {
+        return 0;
+    }
+    *hops = 1;
+    std::vector<bool> seen(subnet.NodeCount(), false);
+    while (true)
+    {
+        const IbSmNode& node = subnet.Node(cur);
+        if (!node.IsSwitch())
+        {
+            return (cur == target.node && arrivedOn == target.port) ? 0 : 1;
+        }
+        if (node.lid == lid)
+        {
+            return 0;
+        }
+        if (seen[cur])
+        {
+            return 2;
+        }
+        seen[cur] = true;
+        const auto& lft = t.lft[cur];
+        const uint8_t out = lid < lft.size() ? lft[lid] : kIbLftNoRoute;
+        if (out == 0 || out > node.numPorts || node.ports[out].peerNode < 0)
+        {
+            return 1;
+        }
+        if (!step(cur, out))
+        {
+            return 0;
+        }
+        *hops += 1;
+        arrivedOn = node.ports[out].peerPort;
+        cur = node.ports[out].peerNode;
+    }
+}
+
+} // namespace
+
+IbRouteCheck
+IbCheckRoutes(const IbSmSubnet& subnet, const IbRoutingTables& tables)
+{
+    IbRouteCheck r;
+    if (!tables.error.empty())
+    {
+        r.firstProblem = tables.error;
+        r.unreachable = 1;
+        return r;
+    }
+    for (int32_t i = 0; i < subnet.NodeCount(); ++i)
+    {
+        const IbSmNode& node = subnet.Node(i);
+        if (node.IsSwitch())
+        {
+            continue;
+        }
+        for (uint8_t p = 1; p <= node.numPorts; ++p)
+        {
+            if (node.ports[p].peerNode < 0)
+            {
+                continue;
+            }
+            for (const auto& [lid, target] : subnet.Lids())
+            {
+                if (target.node == i && target.port == p)
+                {
+                    continue;
+                }
+                r.pairs++;
+                uint32_t hops = 0;
+                int res = Walk(subnet, tables, i, p, lid, target, &hops,
+                               [](int32_t, uint8_t) { return true; });
+                if (res == 0)
+                {
+                    r.maxHops = std::max(r.maxHops, hops);
+                    continue;
+                }
+                (res == 1 ? r.unreachable : r.loops)++;
+                if (r.firstProblem.empty())
+                {
+                    r.firstProblem = std::string(res == 1 ? "no route" : "loop") + " from " +
+                                     PortText(subnet, i, p) + " to LID " + std::to_string(lid);
+                }
+            }
+        }
+    }
+    return r;
+}
+
+namespace
+{
+
+/// Channel ids: base[node] + port.
+std::vector<uint32_t>
+ChannelBase(const IbSmSubnet& subnet)
+{
+    const int32_t n = subnet.NodeCount();
+    std::vector<uint32_t> base(n + 1, 0);
+    for (int32_t i = 0; i < n; ++i)
+    {
+        base[i + 1] = base[i] + subnet.Node(i).numPorts + 1u;
+    }
+    return base;
+}
+
+/// The channels one CA-to-LID route crosses, in order.
+std::vector<uint32_t>
+RouteChannels(const IbSmSubnet& subnet, const IbRoutingTables& tables,
+              const std::vector<uint32_t>& base, int32_t ca, uint8_t port, uint16_t lid,
+              const IbSmLidTarget& target)
+{
+    std::vector<uint32_t> ch;
+    uint32_t hops = 0;
+    Walk(subnet, tables, ca, port, lid, target, &hops, [&](int32_t at, uint8_t out) {
+        ch.push_back(base[at] + out);
+        return true;
+    });
+    return ch;
+}
+
+/// A cycle in `adj` as "node[port] -> ..." text, or "".
+std::string
+FindCycle(const IbSmSubnet& subnet, const std::vector<uint32_t>& base,
+          const std::vector<std::vector<uint32_t>>& adj)
+{
+    const uint32_t channels = static_cast<uint32_t>(adj.size());
+    std::vector<uint8_t> color(channels, 0); // 0 new, 1 on stack, 2 finished
+    std::vector<uint32_t> parent(channels, std::numeric_limits<uint32_t>::max());
+    std::vector<std::pair<uint32_t, size_t>> stack;
+    auto name = [&](uint32_t c) {
+        int32_t node = static_cast<int32_t>(
+            std::upper_bound(base.begin(), base.end(), c) - base.begin() - 1);
+        return PortText(subnet, node, static_cast<uint8_t>(c - base[node]));
+    };
+    for (uint32_t s = 0; s < channels; ++s)
+    {
+        if (color[s] != 0 || adj[s].empty())
+        {
+            continue;
+        }
+        stack.emplace_back(s, 0);
+        color[s] = 1;
+        while (!stack.empty())
+        {
+            auto& [c, idx] = stack.back();
+            if (idx < adj[c].size())
+            {
+                const uint32_t d = adj[c][idx++];
+                if (color[d] == 0)
+                {
+                    color[d] = 1;
+                    parent[d] = c;
+                    stack.emplace_back(d, 0);
+                }
+                else if (color[d] == 1)
+                {
+                    // Cycle d -> ... -> c -> d.
+                    std::vector<uint32_t> cyc{d};
+                    for (uint32_t x = c; x != d; x = parent[x])
+                    {
+                        cyc.push_back(x);
+                    }
+                    std::reverse(cyc.begin() + 1, cyc.end());
+                    std::string text;
+                    for (uint32_t x : cyc)
+                    {
+                        text += name(x) + " -> ";
+                    }
+                    return text + name(d);
+                }
+            }
+            else
+            {
+                color[c] = 2;
+                stack.pop_back();
+            }
+        }
+    }
+    return "";
+}
+
+/// Calls f(ca, port, lid, target) for every CA-to-LID route, destination by destination.
+template <typename F>
+void
+ForEachRoute(const IbSmSubnet& subnet, F&& f)
+{
+    for (const auto& [lid, target] : subnet.Lids())
+    {
+        for (int32_t i = 0; i < subnet.NodeCount(); ++i)
+        {
+            const IbSmNode& node = subnet.Node(i);
+            if (node.IsSwitch())
+            {
+                continue;
+            }
+            for (uint8_t p = 1; p <= node.numPorts; ++p)
+            {
+                if (node.ports[p].peerNode >= 0 && node.ports[p].lid != 0 &&
+                    !(target.node == i && target.port == p))
+                {
+                    f(i, p, lid, target);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `to` can reach `from` in `adj` (adding from -> to would close a cycle).
+bool
+Reaches(const std::vector<std::vector<uint32_t>>& adj, uint32_t to, uint32_t from,
+        std::vector<uint32_t>& mark, uint32_t stamp)
+{
+    std::vector<uint32_t> todo{to};
+    mark[to] = stamp;
+    while (!todo.empty())
+    {
+        const uint32_t c = todo.back();
+        todo.pop_back();
+        if (c == from)
+        {
+            return true;
+        }
+        for (uint32_t d : adj[c])
+        {
+            if (mark[d] != stamp)
+            {
+                mark[d] = stamp;
+                todo.push_back(d);
+            }
+        }
+    }
+    return false;
+}
+
+std::string
+CreditLoop(const IbSmSubnet& subnet, const IbRoutingTables& tables, const IbVlLayers* layers,
+           uint8_t layer)
+{
+    const std::vector<uint32_t> base = ChannelBase(subnet);
+    std::vector<std::vector<uint32_t>> adj(base.back());
+    std::unordered_set<uint64_t> edges;
+    // Without layers, a switch already crossed on the way to this destination has added the
+    // rest of its route: a walk may stop there.
+    std::vector<bool> done(subnet.NodeCount(), false);
+    uint16_t doneFor = 0;
+    ForEachRoute(subnet, [&](int32_t ca, uint8_t port, uint16_t lid, const IbSmLidTarget& t) {
+        if (layers && layers->Of(subnet.Node(ca).ports[port].lid, lid) != layer)
+        {
+            return;
+        }
+        if (lid != doneFor)
+        {
+            std::fill(done.begin(), done.end(), false);
+            doneFor = lid;
+        }
+        int64_t prev = -1;
+        uint32_t hops = 0;
+        Walk(subnet, tables, ca, port, lid, t, &hops, [&](int32_t at, uint8_t out) {
+            const uint32_t c = base[at] + out;
+            if (prev >= 0 && edges.insert((uint64_t(prev) << 32) | c).second)
+            {
+                adj[prev].push_back(c);
+            }
+            prev = c;
+            if (!layers && subnet.Node(at).IsSwitch())
+            {
+                if (done[at])
+                {
+                    return false;
+                }
+                done[at] = true;
+            }
+            return true;
+        });
+    });
+    return FindCycle(subnet, base, adj);
+}
+
+} // namespace
+
+std::string
+IbFindCreditLoop(const IbSmSubnet& subnet, const IbRoutingTables& tables)
+{
+    return CreditLoop(subnet, tables, nullptr, 0);
+}
+
+std::string
+IbFindCreditLoopInLayer(const IbSmSubnet& subnet, const IbRoutingTables& tables,
+                        const IbVlLayers& layers, uint8_t layer)
+{
+    return CreditLoop(subnet, tables, &layers, layer);
+}
+
+IbVlLayers
+IbAssignVlLayers(const IbSmSubnet& subnet, const IbRoutingTables& tables, uint8_t maxLayers)
+{
+    IbVlLayers out;
+    const std::vector<uint32_t> base = ChannelBase(subnet);
+    if (IbFindCreditLoop(subnet, tables).empty())
+    {
+        // Nothing to break: every route on layer 0.
+        ForEachRoute(subnet, [&](int32_t ca, uint8_t port, uint16_t lid, const IbSmLidTarget&) {
+            out.layer[{subnet.Node(ca).ports[port].lid, lid}] = 0;
+        });
+        out.layers = 1;
+        return out;
+    }
+    std::vector<std::vector<std::vector<uint32_t>>> adj(
+        maxLayers, std::vector<std::vector<uint32_t>>(base.back()));
+    std::vector<std::unordered_set<uint64_t>> edges(maxLayers);
+    std::vector<uint32_t> mark(base.back(), 0);
+    uint32_t stamp = 0;
+    ForEachRoute(subnet, [&](int32_t ca, uint8_t port, uint16_t lid, const IbSmLidTarget& t) {
+        if (!out.error.empty())
+        {
+            return;
+        }
+        const auto ch = RouteChannels(subnet, tables, base, ca, port, lid, t);
+        for (uint8_t l = 0; l < maxLayers; ++l)
+        {
+            // Would this route's new dependencies close a cycle in layer l?
+            std::vector<std::pair<uint32_t, uint32_t>> added;
+            bool cycle = false;
+            for (size_t k = 1; k < ch.size() && !cycle; ++k)
+            {
+                const uint64_t key = (uint64_t(ch[k - 1]) << 32) | ch[k];
+                if (edges[l].count(key))
+                {
+                    continue;
+                }
+                if (Reaches(adj[l], ch[k], ch[k - 1], mark, ++stamp))
+                {
+                    cycle = true;
+                    break;
+                }
+                edges[l].insert(key);
+                adj[l][ch[k - 1]].push_back(ch[k]);
+                added.emplace_back(ch[k - 1], ch[k]);
+            }
+            if (!cycle)
+            {
+                out.layer[{subnet.Node(ca).ports[port].lid, lid}] = l;
+                out.layers = std::max<uint8_t>(out.layers, l + 1);
+                return;
+            }
+            for (auto it = added.rbegin(); it != added.rend(); ++it)
+            {
+                adj[l][it->first].pop_back();
+                edges[l].erase((uint64_t(it->first) << 32) | it->second);
+            }
+        }
+        out.error = "the route from LID " + std::to_string(subnet.Node(ca).ports[port].lid) +
+                    " to LID " + std::to_string(lid) + " fits no layer of " +
+                    std::to_string(maxLayers);
+    });
+    return out;
+}
+
+} // namespace ns3

@@ -1,0 +1,1010 @@
+#include "ib-subnet-manager.h"
+
+#include "ib-sa-server.h"
+
+#include "ns3/boolean.h"
+#include "ns3/enum.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("IbSubnetManager");
+NS_OBJECT_ENSURE_REGISTERED(IbSubnetManager);
+
+namespace
+{
+// PortInfo encodings, IBA vol. 1 §14.2.5.6 (Table 150).
+constexpr uint8_t kPortStateInit = 2;
+constexpr uint8_t kPortStateArmed = 3;
+constexpr uint8_t kPortStateActive = 4;
+constexpr uint8_t kPhysLinkUp = 5;
+
+/// OperationalVLs / VLCap encoding: 1 = VL0, 2 = VL0-1, 3 = VL0-3, 4 = VL0-7, 5 = VL0-14.
+uint8_t
+EncodeVls(uint8_t count)
+{
+    return count >= 15 ? 5 : count >= 8 ? 4 : count >= 4 ? 3 : count >= 2 ? 2 : 1;
+}
+} // namespace
+
+const char*
+IbSweepPhaseName(IbSweepPhase p)
+{
+    switch (p)
+    {
+    case IbSweepPhase::Idle:
+        return "idle";
+    case IbSweepPhase::Discover:
+        return "discover";
+    case IbSweepPhase::Configure:
+        return "configure";
+    case IbSweepPhase::Arm:
+        return "arm";
+    case IbSweepPhase::Activate:
+        return "activate";
+    case IbSweepPhase::Up:
+        return "up";
+    case IbSweepPhase::LightSweep:
+        return "light-sweep";
+    case IbSweepPhase::PollMaster:
+        return "poll-master";
+    }
+    return "?";
+}
+
+TypeId
+IbSubnetManager::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::IbSubnetManager")
+            .SetParent<Object>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<IbSubnetManager>()
+            .AddAttribute("Priority",
+                          "SMInfo.Priority, 0-15: the higher wins the mastership (IBA vol. 1 "
+                          "§14.4.1.1), equal priorities go to the lower GUID.",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&IbSubnetManager::m_priority),
+                          MakeUintegerChecker<uint8_t>(0, 15))
+            .AddAttribute("SweepInterval",
+                          "Time between light sweeps of a master, and between a standby's "
+                          "polls of the master (simulated time).",
+                          TimeValue(MilliSeconds(10)),
+                          MakeTimeAccessor(&IbSubnetManager::m_sweepInterval),
+                          MakeTimeChecker(PicoSeconds(1)))
+            .AddAttribute("SmpTimeout",
+                          "How long the SM waits for the answer to one SMP before sending it "
+                          "again (simulated time).",
+                          TimeValue(MicroSeconds(100)),
+                          MakeTimeAccessor(&IbSubnetManager::m_smpTimeout),
+                          MakeTimeChecker(PicoSeconds(1)))
+            .AddAttribute("SmpRetries",
+                          "Retransmissions of an unanswered SMP before it counts as failed.",
+                          UintegerValue(3),
+                          MakeUintegerAccessor(&IbSubnetManager::m_smpRetries),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("MaxOutstandingSmps",
+                          "SMPs in flight at once (opensm's max_wire_smps; VL15 buffers are "
+                          "small and SMPs beyond them are dropped, IBA vol. 1 §7.6.4).",
+                          UintegerValue(4),
+                          MakeUintegerAccessor(&IbSubnetManager::m_maxOutstanding),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("RoutingEngine",
+                          "Unicast routing: MinHop or UpDown (deadlock-free on any topology).",
+                          EnumValue(static_cast<int>(IbRoutingAlgorithm::UpDown)),
+                          MakeEnumAccessor(&IbSubnetManager::m_algorithm),
+                          MakeEnumChecker(static_cast<int>(IbRoutingAlgorithm::MinHop),
+                                          "MinHop",
+                                          static_cast<int>(IbRoutingAlgorithm::UpDown),
+                                          "UpDown"))
+            .AddAttribute("OperationalVls",
+                          "Data VLs the SM enables on every port (1, 2, 4, 8 or 15; capped by "
+                          "the port's VLCap).",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&IbSubnetManager::m_opVls),
+                          MakeUintegerChecker<uint8_t>(1, 15))
+            .AddAttribute("Port",
+                          "The port number the SM sends from when it runs on a channel adapter.",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&IbSubnetManager::m_port),
+                          MakeUintegerChecker<uint8_t>(1))
+            .AddAttribute("MasterPollRetries",
+                          "Unanswered polls of the master after which a standby takes over.",
+                          UintegerValue(3),
+                          MakeUintegerAccessor(&IbSubnetManager::m_masterPollRetries),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddTraceSource("SweepStarted",
+                            "A sweep started: (heavy).",
+                            MakeTraceSourceAccessor(&IbSubnetManager::m_sweepStartedTrace),
+                            "ns3::IbSubnetManager::SweepStartedCallback")
+            .AddTraceSource("SweepFinished",
+                            "A sweep finished: (heavy, nodes, duration).",
+                            MakeTraceSourceAccessor(&IbSubnetManager::m_sweepFinishedTrace),
+                            "ns3::IbSubnetManager::SweepFinishedCallback")
+            .AddTraceSource("SmpSent",
+                            "An SMP request left: (attribute ID, method, attempt).",
+                            MakeTraceSourceAccessor(&IbSubnetManager::m_smpSentTrace),
+                            "ns3::IbSubnetManager::SmpCallback")
+            .AddTraceSource("SmpTimedOut",
+                            "An SMP went unanswered: (attribute ID, method, attempt).",
+                            MakeTraceSourceAccessor(&IbSubnetManager::m_smpTimedOutTrace),
+                            "ns3::IbSubnetManager::SmpCallback")
+            .AddTraceSource("LidAssigned",
+                            "A GUID got a LID for the first time: (GUID, LID).",
+                            MakeTraceSourceAccessor(&IbSubnetManager::m_lidTrace),
+                            "ns3::IbSubnetManager::LidCallback")
+            .AddTraceSource("SmState",
+                            "SMInfo.SMState changed: (old, new) IbSmState values.",
+                            MakeTraceSourceAccessor(&IbSubnetManager::m_smStateTrace),
+                            "ns3::IbSubnetManager::StateCallback")
+            .AddTraceSource("Phase",
+                            "The sweep state machine moved: (old, new) IbSweepPhase values.",
+                            MakeTraceSourceAccessor(&IbSubnetManager::m_phaseTrace),
+                            "ns3::IbSubnetManager::StateCallback");
+    return tid;
+}
+
+IbSubnetManager::IbSubnetManager()
+    : m_lastUp(PicoSeconds(-1))
+{
+}
+
+IbSubnetManager::~IbSubnetManager() = default;
+
+void
+IbSubnetManager::DoDispose()
+{
+    // As Stop(), but silently: whoever listened to the trace sources may be gone by now.
+    m_running = false;
+    m_sweepTimer.Cancel();
+    for (auto& [tid, req] : m_requests)
+    {
+        req.timer.Cancel();
+    }
+    m_requests.clear();
+    m_queue.clear();
+    m_outstanding = 0;
+    m_sender = SmpSender();
+    m_lidSender = LidRoutedSender();
+    Object::DoDispose();
+}
+
+void
+IbSubnetManager::SetSmpSender(SmpSender sender)
+{
+    m_sender = sender;
+}
+
+void
+IbSubnetManager::SetLidRoutedSender(LidRoutedSender sender)
+{
+    m_lidSender = sender;
+}
+
+void
+IbSubnetManager::SetGuid(uint64_t guid)
+{
+    m_guid = guid;
+}
+
+void
+IbSubnetManager::SetPhase(IbSweepPhase p)
+{
+    if (p != m_phase)
+    {
+        NS_LOG_INFO("SM 0x" << std::hex << m_guid << std::dec << ": " << IbSweepPhaseName(m_phase)
+                            << " -> " << IbSweepPhaseName(p));
+        m_phaseTrace(static_cast<uint8_t>(m_phase), static_cast<uint8_t>(p));
+        m_phase = p;
+    }
+}
+
+void
+IbSubnetManager::SetSmState(IbSmState s)
+{
+    if (s != m_smState)
+    {
+        m_smStateTrace(static_cast<uint8_t>(m_smState), static_cast<uint8_t>(s));
+        m_smState = s;
+    }
+}
+
+void
+IbSubnetManager::Start()
+{
+    if (m_running)
+    {
+        return;
+    }
+    m_running = true;
+    SetSmState(IbSmState::Discovering);
+    StartHeavySweep();
+}
+
+void
+IbSubnetManager::Stop()
+{
+    m_running = false;
+    m_sweepTimer.Cancel();
+    for (auto& [tid, req] : m_requests)
+    {
+        req.timer.Cancel();
+    }
+    m_requests.clear();
+    m_queue.clear();
+    m_outstanding = 0;
+    SetSmState(IbSmState::NotActive);
+    SetPhase(IbSweepPhase::Idle);
+}
+
+// ---- transactions ---------------------------------------------------------------------------
+
+uint64_t
+IbSubnetManager::Enqueue(Purpose purpose, uint8_t method, uint16_t attr, uint32_t attrMod,
+                         const std::vector<uint8_t>& path, int32_t node, uint8_t port,
+                         const uint8_t* data)
+{
+    if (path.size() > IbSmp::kMaxHops)
+    {
+        return 0; // IBA vol. 1 §14.2.1.2: a directed route has at most 63 hops
+    }
+    Request r;
+    r.smp = IbSmp::MakeDirected(method, attr, attrMod, 0, path.data(),
+                                static_cast<uint8_t>(path.size()));
+    if (data)
+    {
+        std::memcpy(r.smp.Data(), data, IbSmp::kDataBytes);
+    }
+    r.purpose = purpose;
+    r.node = node;
+    r.port = port;
+    r.path = path;
+    // Transaction IDs carry the SM's GUID in the high half so that two SMs' never collide.
+    const uint64_t tid = (m_guid << 32) | (m_nextTid++ & 0xFFFFFFFFu);
+    m_requests.emplace(tid, std::move(r));
+    m_queue.push_back(tid);
+    return tid;
+}
+
+void
+IbSubnetManager::Pump()
+{
+    while (m_running && m_outstanding < m_maxOutstanding && !m_queue.empty())
+    {
+        const uint64_t tid = m_queue.front();
+        m_queue.pop_front();
+        ++m_outstanding;
+        m_maxOutstandingSeen = std::max(m_maxOutstandingSeen, m_outstanding);
+        Transmit(tid);
+    }
+}
+
+void
+IbSubnetManager::Transmit(uint64_t tid)
+{
+    Request& r = m_requests.at(tid);
+    r.attempt++;
+    r.smp.Mad().SetTransactionId(tid);
+    m_smpsSent++;
+    m_smpSentTrace(r.smp.Mad().GetAttributeId(), r.smp.Mad().GetMethod(), r.attempt);
+    if (m_sender.IsNull() || !m_sender(r.smp))
+    {
+        NS_LOG_LOGIC("SMP " << tid << " refused by the node; will time out and retry");
+    }
+    r.timer = Simulator::Schedule(m_smpTimeout, &IbSubnetManager::Timeout, this, tid);
+}
+
+void
+IbSubnetManager::Timeout(uint64_t tid)
+{
+    auto it = m_requests.find(tid);
+    if (it == m_requests.end())
+    {
+        return;
+    }
+    Request& r = it->second;
+    m_smpsTimedOut++;
+    m_smpTimedOutTrace(r.smp.Mad().GetAttributeId(), r.smp.Mad().GetMethod(), r.attempt);
+    if (r.attempt <= m_smpRetries)
+    {
+        Transmit(tid);
+        return;
+    }
+    Request failed = std::move(r);
+    m_requests.erase(it);
+    --m_outstanding;
+    m_smpsFailed++;
+    Failed(failed);
+    Pump();
+    MaybeAdvance();
+}
+
+void
+IbSubnetManager::ReceiveSmp(const IbSmp& smp)
+{
+    if (!m_running)
+    {
+        return;
+    }
+    const uint8_t method = smp.Mad().GetMethod();
+    if (method == IbMadMethod::Trap)
+    {
+        // A trap (e.g. 128, link state change, IBA vol. 1 §14.2.5.1) means the fabric changed.
+        // It is acknowledged with a TrapRepress carrying its TransactionID (§13.4.9), sent
+        // LID-routed to the issuer; a repetition of a trap already acted on only gets that.
+        IbNotice notice;
+        notice.ReadFrom(smp.Data());
+        m_trapsReceived++;
+        if (!m_lidSender.IsNull() && notice.issuerLid != 0)
+        {
+            IbSmp repress = smp;
+            repress.Mad().SetMethod(IbMadMethod::TrapRepress);
+            m_lidSender(repress, notice.issuerLid);
+        }
+        if (!m_trapsSeen.insert({notice.issuerLid, smp.Mad().GetTransactionId()}).second)
+        {
+            return;
+        }
+        NS_LOG_INFO("trap " << notice.trapNumber << " from LID " << notice.issuerLid);
+        if (m_smState == IbSmState::Master && m_phase == IbSweepPhase::Up)
+        {
+            m_sweepTimer.Cancel();
+            StartHeavySweep();
+        }
+        else
+        {
+            m_rediscover = true;
+        }
+        return;
+    }
+    const uint64_t tid = smp.Mad().GetTransactionId();
+    auto it = m_requests.find(tid);
+    if (method != IbMadMethod::GetResp || it == m_requests.end() || it->second.attempt == 0 ||
+        smp.Mad().GetAttributeId() != it->second.smp.Mad().GetAttributeId())
+    {
+        m_badResponses++; // unknown TID, a duplicate, or not an answer to what was asked
+        return;
+    }
+    Request r = std::move(it->second);
+    r.timer.Cancel();
+    m_requests.erase(it);
+    --m_outstanding;
+    if (smp.GetSmpStatus() != IbMadStatus::Ok)
+    {
+        m_badResponses++;
+        m_smpsFailed++;
+        Failed(r);
+    }
+    else
+    {
+        Answered(r, smp);
+    }
+    Pump();
+    MaybeAdvance();
+}
+
+void
+IbSubnetManager::Answered(Request& req, const IbSmp& smp)
+{
+    switch (req.purpose)
+    {
+    case Purpose::NodeInfo:
+        OnNodeInfo(req, smp);
+        break;
+    case Purpose::NodeDescription: {
+        IbNodeDescription d;
+        d.ReadFrom(smp.Data());
+        m_subnet.Node(req.node).description = d.text;
+        break;
+    }
+    case Purpose::SwitchInfo: {
+        IbSwitchInfo si;
+        si.ReadFrom(smp.Data());
+        m_subnet.Node(req.node).linearFdbCap = si.linearFdbCap;
+        break;
+    }
+    case Purpose::PortInfo:
+        OnPortInfo(req, smp);
+        break;
+    case Purpose::SetPortInfo: {
+        IbSmPort& p = m_subnet.Node(req.node).ports[req.port];
+        p.info.ReadFrom(smp.Data());
+        break;
+    }
+    case Purpose::SmInfo:
+    case Purpose::PollMaster:
+        OnSmInfo(req, smp);
+        break;
+    case Purpose::SetSwitchInfo:
+    case Purpose::SetLft:
+        break;
+    case Purpose::LightSwitchInfo: {
+        IbSwitchInfo si;
+        si.ReadFrom(smp.Data());
+        if (si.portStateChange)
+        {
+            m_rediscover = true; // IBA vol. 1 §14.2.5.4: a port went to or from Down/Init
+        }
+        break;
+    }
+    }
+}
+
+void
+IbSubnetManager::Failed(Request& req)
+{
+    NS_LOG_INFO("SMP attr 0x" << std::hex << req.smp.Mad().GetAttributeId() << std::dec
+                              << " to a node " << req.path.size() << " hops away failed");
+    switch (req.purpose)
+    {
+    case Purpose::SetLft:
+        // Unknown table contents now: write the whole table next time.
+        if (req.node >= 0 && req.node < m_subnet.NodeCount())
+        {
+            m_programmed.erase(m_subnet.Node(req.node).nodeGuid);
+        }
+        m_rediscover = true;
+        break;
+    case Purpose::LightSwitchInfo:
+    case Purpose::SetPortInfo:
+    case Purpose::SetSwitchInfo:
+        m_rediscover = true;
+        break;
+    case Purpose::PollMaster:
+        m_failedPolls++;
+        break;
+    default:
+        break; // a node that does not answer during discovery is left out of the subnet
+    }
+}
+
+void
+IbSubnetManager::MaybeAdvance()
+{
+    if (!m_running || m_outstanding != 0 || !m_queue.empty())
+    {
+        return;
+    }
+    switch (m_phase)
+    {
+    case IbSweepPhase::Discover:
+        if (m_outranked && m_smState != IbSmState::Master)
+        {
+            SetSmState(IbSmState::Standby);
+            m_failedPolls = 0;
+            SetPhase(IbSweepPhase::Idle);
+            m_sweepFinishedTrace(true, static_cast<uint32_t>(m_subnet.NodeCount()),
+                                 Simulator::Now() - m_sweepStart);
+            ScheduleNext();
+            return;
+        }
+        RouteAndConfigure();
+        break;
+    case IbSweepPhase::Configure:
+        SetPhase(IbSweepPhase::Arm);
+        SetPortStates(kPortStateInit, kPortStateArmed);
+        break;
+    case IbSweepPhase::Arm:
+        SetPhase(IbSweepPhase::Activate);
+        SetPortStates(kPortStateArmed, kPortStateActive);
+        break;
+    case IbSweepPhase::Activate:
+        FinishHeavySweep();
+        return;
+    case IbSweepPhase::LightSweep:
+        m_sweepFinishedTrace(false, static_cast<uint32_t>(m_subnet.NodeCount()),
+                             Simulator::Now() - m_sweepStart);
+        if (m_rediscover)
+        {
+            StartHeavySweep();
+        }
+        else
+        {
+            SetPhase(IbSweepPhase::Up);
+            ScheduleNext();
+        }
+        return;
+    case IbSweepPhase::PollMaster:
+        SetPhase(IbSweepPhase::Idle);
+        if (m_failedPolls >= m_masterPollRetries)
+        {
+            NS_LOG_INFO("SM 0x" << std::hex << m_guid << ": master gone, taking over");
+            m_outranked = false;
+            StartHeavySweep();
+        }
+        else
+        {
+            ScheduleNext();
+        }
+        return;
+    default:
+        return;
+    }
+    // A phase that had nothing to send is already complete.
+    if (m_outstanding == 0 && m_queue.empty())
+    {
+        MaybeAdvance();
+    }
+}
+
+// ---- sweeps -----------------------------------------------------------------------------------
+
+void
+IbSubnetManager::ScheduleNext()
+{
+    m_sweepTimer.Cancel();
+    if (m_smState == IbSmState::Master)
+    {
+        m_sweepTimer =
+            Simulator::Schedule(m_sweepInterval, &IbSubnetManager::StartLightSweep, this);
+        return;
+    }
+    m_sweepTimer = Simulator::Schedule(m_sweepInterval, [this]() {
+        if (!m_running || m_masterPath.empty())
+        {
+            return;
+        }
+        SetPhase(IbSweepPhase::PollMaster);
+        Enqueue(Purpose::PollMaster, IbMadMethod::Get, IbSmAttr::SmInfo, 0, m_masterPath, -1, 0);
+        Pump();
+    });
+}
+
+void
+IbSubnetManager::StartHeavySweep()
+{
+    m_sweepTimer.Cancel();
+    m_heavySweeps++;
+    m_rediscover = false;
+    m_sweepStart = Simulator::Now();
+    m_sweepStartedTrace(true);
+    m_subnet.Clear();
+    m_root = -1;
+    m_outranked = false;
+    m_masterPath.clear();
+    if (m_smState != IbSmState::Master)
+    {
+        SetSmState(IbSmState::Discovering);
+    }
+    SetPhase(IbSweepPhase::Discover);
+    // Hop count 0: the SM's own node (IBA vol. 1 §14.2.2.1).
+    Enqueue(Purpose::NodeInfo, IbMadMethod::Get, IbSmAttr::NodeInfo, 0, {}, -1, 0);
+    Pump();
+}
+
+void
+IbSubnetManager::StartLightSweep()
+{
+    if (!m_running || m_smState != IbSmState::Master)
+    {
+        return;
+    }
+    if (m_subnet.NodeCount() <= 1)
+    {
+        StartHeavySweep(); // nothing beyond the SM's own node yet: its link may be up by now
+        return;
+    }
+    m_lightSweeps++;
+    m_rediscover = false;
+    m_sweepStart = Simulator::Now();
+    m_sweepStartedTrace(false);
+    SetPhase(IbSweepPhase::LightSweep);
+    for (int32_t i = 0; i < m_subnet.NodeCount(); ++i)
+    {
+        if (m_subnet.Node(i).IsSwitch())
+        {
+            Enqueue(Purpose::LightSwitchInfo, IbMadMethod::Get, IbSmAttr::SwitchInfo, 0,
+                    m_subnet.Node(i).path, i, 0);
+        }
+    }
+    Pump();
+    MaybeAdvance();
+}
+
+std::vector<uint8_t>
+IbSubnetManager::PathTo(int32_t node, uint8_t port) const
+{
+    const IbSmNode& n = m_subnet.Node(node);
+    return n.IsSwitch() ? n.path : n.ports[port].path;
+}
+
+void
+IbSubnetManager::OnNodeInfo(Request& req, const IbSmp& smp)
+{
+    IbNodeInfo ni;
+    ni.ReadFrom(smp.Data());
+    const bool root = req.path.empty();
+    if (ni.numPorts == 0 ||
+        (ni.nodeType != IbNodeType::Switch && ni.nodeType != IbNodeType::ChannelAdapter))
+    {
+        m_badResponses++; // routers and port-less nodes are not modelled
+        return;
+    }
+    const bool known = m_subnet.Find(ni.nodeGuid) >= 0;
+    const int32_t idx = m_subnet.AddNode(ni.nodeGuid, ni.nodeType, ni.numPorts);
+    IbSmNode& n = m_subnet.Node(idx);
+    if (known && (n.type != ni.nodeType || n.numPorts != ni.numPorts))
+    {
+        m_badResponses++; // two nodes claim one GUID
+        return;
+    }
+    // Which port the SMP entered by (a CA SM's own node: the port it sends from).
+    const uint8_t local = (root && !n.IsSwitch()) ? m_port : ni.localPortNum;
+    if (local > n.numPorts || (!n.IsSwitch() && local == 0))
+    {
+        m_badResponses++;
+        return;
+    }
+    if (root)
+    {
+        m_root = idx;
+        if (m_guid == 0)
+        {
+            m_guid = ni.portGuid;
+        }
+    }
+    if (req.parent >= 0)
+    {
+        m_subnet.Connect(req.parent, req.parentPort, idx, local);
+    }
+    if (n.IsSwitch())
+    {
+        if (known)
+        {
+            return;
+        }
+        n.path = req.path;
+        for (auto& p : n.ports)
+        {
+            p.guid = ni.portGuid; // a switch's ports answer with port 0's GUID (§14.2.5.3)
+        }
+        Enqueue(Purpose::NodeDescription, IbMadMethod::Get, IbSmAttr::NodeDescription, 0,
+                n.path, idx, 0);
+        Enqueue(Purpose::SwitchInfo, IbMadMethod::Get, IbSmAttr::SwitchInfo, 0, n.path, idx, 0);
+        for (uint8_t p = 0; p <= n.numPorts; ++p)
+        {
+            Enqueue(Purpose::PortInfo, IbMadMethod::Get, IbSmAttr::PortInfo, p, n.path, idx, p);
+        }
+        return;
+    }
+    IbSmPort& port = n.ports[local];
+    if (port.hasInfo || !port.path.empty())
+    {
+        return; // this CA port was already reached
+    }
+    port.guid = ni.portGuid;
+    port.path = req.path;
+    if (!known)
+    {
+        n.path = req.path;
+        Enqueue(Purpose::NodeDescription, IbMadMethod::Get, IbSmAttr::NodeDescription, 0,
+                req.path, idx, 0);
+    }
+    Enqueue(Purpose::PortInfo, IbMadMethod::Get, IbSmAttr::PortInfo, local, req.path, idx,
+            local);
+}
+
+void
+IbSubnetManager::OnPortInfo(Request& req, const IbSmp& smp)
+{
+    IbSmNode& n = m_subnet.Node(req.node);
+    IbSmPort& p = n.ports[req.port];
+    p.info.ReadFrom(smp.Data());
+    p.hasInfo = true;
+    const bool linkUp = p.info.portPhysicalState == kPhysLinkUp;
+    if (n.IsSwitch())
+    {
+        if (req.port >= 1 && linkUp && p.peerNode < 0)
+        {
+            Explore(req.node, req.port);
+        }
+        return;
+    }
+    if (req.node == m_root && req.port == m_port)
+    {
+        if (linkUp)
+        {
+            Explore(req.node, req.port);
+        }
+        return;
+    }
+    // Another CA port that says it hosts an SM (PortInfo.CapabilityMask.IsSM, §14.2.5.6).
+    if (p.info.capabilityMask & IbPortCap::IsSm)
+    {
+        Enqueue(Purpose::SmInfo, IbMadMethod::Get, IbSmAttr::SmInfo, 0, p.path, req.node,
+                req.port);
+    }
+}
+
+void
+IbSubnetManager::Explore(int32_t node, uint8_t port)
+{
+    std::vector<uint8_t> path = PathTo(node, port);
+    if (path.size() >= IbSmp::kMaxHops)
+    {
+        return;
+    }
+    path.push_back(port);
+    const uint64_t tid =
+        Enqueue(Purpose::NodeInfo, IbMadMethod::Get, IbSmAttr::NodeInfo, 0, path, -1, 0);
+    Request& r = m_requests.at(tid);
+    r.parent = node;
+    r.parentPort = port;
+}
+
+void
+IbSubnetManager::OnSmInfo(Request& req, const IbSmp& smp)
+{
+    IbSmInfo other;
+    other.ReadFrom(smp.Data());
+    if (req.purpose == Purpose::PollMaster)
+    {
+        if (other.smState != static_cast<uint8_t>(IbSmState::Master))
+        {
+            m_failedPolls++; // the master stepped down
+        }
+        else
+        {
+            m_failedPolls = 0;
+        }
+        return;
+    }
+    if (other.guid == m_guid)
+    {
+        return;
+    }
+    // IBA vol. 1 §14.4.1: a discovering SM that finds a master, or a discovering SM that
+    // outranks it, becomes a standby. A master yields only to a master that outranks it.
+    const bool outranks = IbSmOutranks(other.priority, other.guid, m_priority, m_guid);
+    const auto st = static_cast<IbSmState>(other.smState);
+    bool yield = false;
+    if (m_smState == IbSmState::Master)
+    {
+        yield = st == IbSmState::Master && outranks;
+    }
+    else
+    {
+        yield = st == IbSmState::Master || (st == IbSmState::Discovering && outranks);
+    }
+    if (yield && (!m_outranked || st == IbSmState::Master))
+    {
+        m_outranked = true;
+        m_masterPath = req.path;
+    }
+}
+
+void
+IbSubnetManager::RouteAndConfigure()
+{
+    if (m_root < 0)
+    {
+        // Not even the SM's own node answered: nothing to do until the next sweep.
+        SetPhase(IbSweepPhase::Idle);
+        m_sweepFinishedTrace(true, 0, Simulator::Now() - m_sweepStart);
+        m_sweepTimer = Simulator::Schedule(m_sweepInterval, &IbSubnetManager::StartHeavySweep,
+                                           this);
+        return;
+    }
+    // Which GUIDs are new to the LID table, to report them once assigned.
+    std::vector<std::pair<uint64_t, std::pair<int32_t, uint8_t>>> fresh;
+    for (int32_t i = 0; i < m_subnet.NodeCount(); ++i)
+    {
+        const IbSmNode& n = m_subnet.Node(i);
+        for (uint8_t p = n.IsSwitch() ? 0 : 1; p <= (n.IsSwitch() ? 0 : n.numPorts); ++p)
+        {
+            if (m_lidTable.Lookup(n.ports[p].guid) == 0)
+            {
+                fresh.push_back({n.ports[p].guid, {i, p}});
+            }
+        }
+    }
+    m_lidTable.Assign(m_subnet);
+    for (const auto& [guid, where] : fresh)
+    {
+        const uint16_t lid = m_subnet.LidOf(where.first, where.second);
+        if (lid != 0)
+        {
+            m_lidTrace(guid, lid);
+        }
+    }
+    m_smLid = m_subnet.LidOf(m_root, m_subnet.Node(m_root).IsSwitch() ? 0 : m_port);
+    m_tables = IbComputeRoutes(m_subnet, static_cast<IbRoutingAlgorithm>(m_algorithm));
+    m_routeCheck = IbCheckRoutes(m_subnet, m_tables);
+    if (!m_routeCheck.Ok())
+    {
+        NS_LOG_WARN("routing: " << m_routeCheck.firstProblem);
+    }
+    // Up/down is deadlock-free on one VL by construction; min-hop routes with a credit loop
+    // are spread over virtual layers, each route's layer its SL (and VL) in PathRecords.
+    m_layers = IbVlLayers{};
+    m_layers.layers = 1;
+    if (static_cast<IbRoutingAlgorithm>(m_algorithm) == IbRoutingAlgorithm::MinHop &&
+        m_tables.error.empty() && !IbFindCreditLoop(m_subnet, m_tables).empty())
+    {
+        m_layers = IbAssignVlLayers(m_subnet, m_tables, m_opVls);
+        if (!m_layers.error.empty())
+        {
+            NS_LOG_WARN("deadlock-free layers: " << m_layers.error);
+        }
+    }
+    SetSmState(IbSmState::Master);
+    SetPhase(IbSweepPhase::Configure);
+    ConfigurePorts();
+}
+
+void
+IbSubnetManager::SetPortInfo(int32_t node, uint8_t port, uint8_t state)
+{
+    const IbSmNode& n = m_subnet.Node(node);
+    IbPortInfo pi = n.ports[port].info;
+    if (!n.IsSwitch() || port == 0)
+    {
+        pi.lid = m_subnet.LidOf(node, port);
+        pi.masterSmLid = m_smLid;
+    }
+    // OperationalVLs may change only while the port is Init (IBA vol. 1 §14.2.5.6); 0 is "no
+    // change", as are 0 in PortState, PortPhysicalState, LinkDownDefaultState, LinkWidthEnabled
+    // and LinkSpeedEnabled.
+    pi.operationalVls = 0;
+    if (port != 0 && pi.portState == kPortStateInit)
+    {
+        pi.operationalVls = std::min(EncodeVls(m_opVls), pi.vlCap == 0 ? uint8_t(1) : pi.vlCap);
+    }
+    pi.portState = state;
+    pi.portPhysicalState = 0;
+    pi.linkDownDefaultState = 0;
+    pi.linkWidthEnabled = 0;
+    pi.linkSpeedEnabled = 0;
+    uint8_t data[IbSmp::kDataBytes];
+    pi.WriteTo(data);
+    Enqueue(Purpose::SetPortInfo, IbMadMethod::Set, IbSmAttr::PortInfo, port,
+            PathTo(node, port), node, port, data);
+}
+
+void
+IbSubnetManager::ConfigurePorts()
+{
+    const uint16_t maxLid = m_subnet.MaxLid();
+    const uint8_t opVls = EncodeVls(m_opVls);
+    for (int32_t i = 0; i < m_subnet.NodeCount(); ++i)
+    {
+        IbSmNode& n = m_subnet.Node(i);
+        for (uint8_t p = n.IsSwitch() ? 0 : 1; p <= n.numPorts; ++p)
+        {
+            const IbSmPort& port = n.ports[p];
+            if (!port.hasInfo || (p != 0 && port.peerNode < 0))
+            {
+                continue;
+            }
+            const bool addressed = !n.IsSwitch() || p == 0;
+            const bool wrongLid = addressed && (port.info.lid != m_subnet.LidOf(i, p) ||
+                                                port.info.masterSmLid != m_smLid);
+            const bool wrongVls = p != 0 && port.info.portState == kPortStateInit &&
+                                  port.info.operationalVls != std::min(opVls, port.info.vlCap);
+            if (wrongLid || wrongVls)
+            {
+                SetPortInfo(i, p, 0);
+            }
+        }
+        if (!n.IsSwitch() || !m_tables.error.empty())
+        {
+            continue;
+        }
+        // SwitchInfo: LinearFDBTop, and PortStateChange written 1 to clear it (§14.2.5.4).
+        IbSwitchInfo si;
+        si.linearFdbTop = maxLid;
+        si.portStateChange = true;
+        uint8_t data[IbSmp::kDataBytes];
+        si.WriteTo(data);
+        Enqueue(Purpose::SetSwitchInfo, IbMadMethod::Set, IbSmAttr::SwitchInfo, 0, n.path, i, 0,
+                data);
+        // The LFT blocks that differ from what this switch was last given (§14.2.5.10).
+        const std::vector<uint8_t>& lft = m_tables.lft[i];
+        std::vector<uint8_t>& prog = m_programmed[n.nodeGuid];
+        const size_t blocks = (lft.size() + 63) / 64;
+        for (size_t b = 0; b < blocks; ++b)
+        {
+            IbLftBlock block;
+            bool differs = prog.size() < (b + 1) * 64;
+            for (size_t e = 0; e < 64; ++e)
+            {
+                const size_t lid = b * 64 + e;
+                block.port[e] = lid < lft.size() ? lft[lid] : kIbLftNoRoute;
+                differs = differs || prog[lid] != block.port[e];
+            }
+            if (differs)
+            {
+                block.WriteTo(data);
+                Enqueue(Purpose::SetLft, IbMadMethod::Set, IbSmAttr::LinearForwardingTable,
+                        static_cast<uint32_t>(b), n.path, i, 0, data);
+            }
+        }
+        prog.assign(blocks * 64, kIbLftNoRoute);
+        std::copy(lft.begin(), lft.end(), prog.begin());
+    }
+    Pump();
+}
+
+void
+IbSubnetManager::SetPortStates(uint8_t from, uint8_t to)
+{
+    for (int32_t i = 0; i < m_subnet.NodeCount(); ++i)
+    {
+        const IbSmNode& n = m_subnet.Node(i);
+        for (uint8_t p = 1; p <= n.numPorts; ++p)
+        {
+            const IbSmPort& port = n.ports[p];
+            // Only links the sweep saw at both ends: a port whose neighbour did not answer
+            // stays where it is.
+            if (port.hasInfo && port.peerNode >= 0 && port.info.portState == from)
+            {
+                SetPortInfo(i, p, to);
+            }
+        }
+    }
+    Pump();
+}
+
+void
+IbSubnetManager::FinishHeavySweep()
+{
+    SetPhase(IbSweepPhase::Up);
+    m_lastSubnet = m_subnet;
+    m_lastTables = m_tables;
+    m_lastLayers = m_layers;
+    m_lastUp = Simulator::Now();
+    m_actCount++;
+    m_sweepFinishedTrace(true, static_cast<uint32_t>(m_subnet.NodeCount()),
+                         Simulator::Now() - m_sweepStart);
+    if (m_rediscover)
+    {
+        StartHeavySweep();
+        return;
+    }
+    ScheduleNext();
+}
+
+bool
+IbSubnetManager::AnswerSmInfo(const IbSmp& request, IbSmp& response)
+{
+    if (!m_running)
+    {
+        return false;
+    }
+    response = request;
+    IbSmInfo si;
+    si.guid = m_guid;
+    si.actCount = m_actCount;
+    si.priority = m_priority;
+    si.smState = static_cast<uint8_t>(m_smState);
+    si.WriteTo(response.Data());
+    response.Mad().SetMethod(IbMadMethod::GetResp);
+    if (response.IsDirectedRoute())
+    {
+        response.SetDirection(true);
+    }
+    return true;
+}
+
+bool
+IbSubnetManager::AnswerSa(const uint8_t* request, uint8_t* response)
+{
+    if (!m_running || m_smState != IbSmState::Master || m_lastUp < Seconds(0))
+    {
+        return false;
+    }
+    if (!IbSaServe(m_lastSubnet, m_lastTables, request, response, &m_lastLayers))
+    {
+        return false;
+    }
+    m_saAnswered++;
+    return true;
+}
+
+} // namespace ns3

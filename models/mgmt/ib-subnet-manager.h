@@ -1,0 +1,266 @@
+// The built-in subnet manager: discovery by directed-route SMPs, GUID-stable LIDs, routing into
+// linear forwarding tables, ports to Armed then Active, light sweeps, master/standby election.
+// IBA vol. 1 §14.4 (subnet manager), §14.2.2 (directed routes), §14.2.5 (attributes).
+#ifndef CNUAS_IB_SUBNET_MANAGER_H
+#define CNUAS_IB_SUBNET_MANAGER_H
+
+#include "ib-routing-engine.h"
+#include "ib-sm-info.h"
+#include "ib-sm-subnet.h"
+#include "ib-smp.h"
+
+#include "ns3/callback.h"
+#include "ns3/event-id.h"
+#include "ns3/nstime.h"
+#include "ns3/object.h"
+#include "ns3/traced-callback.h"
+
+#include <deque>
+#include <map>
+#include <set>
+#include <vector>
+
+namespace ns3
+{
+
+/// Where the SM's sweep state machine is.
+enum class IbSweepPhase : uint8_t
+{
+    Idle = 0,       ///< not started, stopped, or standby between polls
+    Discover = 1,   ///< NodeInfo / NodeDescription / SwitchInfo / PortInfo / SMInfo Gets
+    Configure = 2,  ///< PortInfo Sets (LID, SM LID, OperationalVLs), SwitchInfo, LFT blocks
+    Arm = 3,        ///< PortInfo Set PortState=Armed on every Init port
+    Activate = 4,   ///< PortInfo Set PortState=Active on every Armed port
+    Up = 5,         ///< subnet up; waiting for the next light sweep
+    LightSweep = 6, ///< SwitchInfo Gets looking for PortStateChange
+    PollMaster = 7, ///< a standby SM asking the master's SMInfo
+};
+
+const char* IbSweepPhaseName(IbSweepPhase p);
+
+/**
+ * \brief A subnet manager application on one port of a node (IBA vol. 1 §14.4).
+ *
+ * It talks to the fabric only through directed-route SMPs: a sender callback takes each
+ * request (wired by IbSmHelper to the node's SMI) and ReceiveSmp takes every SMP response or
+ * trap that reaches the node's manager. So it sees only what the agents answer.
+ *
+ * Heavy sweep: Get NodeInfo at the end of every directed route, starting at the SM's own node
+ * (hop count 0); for a new node NodeDescription, SwitchInfo and PortInfo of each port; every
+ * switch port whose PortPhysicalState is LinkUp leads to the next route. Then LIDs (stable by
+ * GUID), routes (RoutingEngine), PortInfo Sets for LID / MasterSMLID / OperationalVLs, SwitchInfo
+ * (LinearFDBTop), the LFT blocks that changed, and two passes of PortInfo Set: Armed, then
+ * Active, as opensm's link manager does (IBA vol. 1 §7.2: data flows only once Active).
+ * Light sweep, every SweepInterval: SwitchInfo of every switch; a PortStateChange bit, an
+ * unanswered SMP or a trap starts a heavy sweep.
+ *
+ * Every request is one outstanding transaction with its own timeout and retries; at most
+ * MaxOutstandingSmps are in flight. Answers with an unknown transaction ID, the wrong
+ * attribute or a bad status are counted and dropped, never trusted.
+ *
+ * Election (§14.4.1): a CA port whose PortInfo.CapabilityMask has IsSM is asked for its SMInfo;
+ * a master found, or an SM that outranks this one (higher priority, then lower GUID), makes this
+ * SM a standby, which polls the master's SMInfo every SweepInterval and takes over after
+ * MasterPollRetries unanswered polls.
+ */
+class IbSubnetManager : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    IbSubnetManager();
+    ~IbSubnetManager() override;
+
+    /// Sends one directed-route SMP request; false if the node could not send it.
+    typedef Callback<bool, IbSmp> SmpSender;
+    void SetSmpSender(SmpSender sender);
+    /// Sends one LID-routed SMP to a LID (the TrapRepress that acknowledges a trap).
+    typedef Callback<bool, IbSmp, uint16_t> LidRoutedSender;
+    void SetLidRoutedSender(LidRoutedSender sender);
+    /// The GUID this SM uses in SMInfo (its port's GUID).
+    void SetGuid(uint64_t guid);
+    uint64_t GetGuid() const { return m_guid; }
+
+    /// Starts sweeping now (as a discovering SM).
+    void Start();
+    /// Stops: cancels timers, forgets transactions, answers no SMInfo (an SM that died).
+    void Stop();
+    bool IsRunning() const { return m_running; }
+
+    /// An SMP that reached this node's manager: a response to one of this SM's requests, or a
+    /// trap. Anything else is counted as unexpected.
+    void ReceiveSmp(const IbSmp& smp);
+    /**
+     * Answers a Get(SMInfo) addressed to this SM (IBA vol. 1 §14.2.5.13): fills `response` (a
+     * copy of the request the caller turns around) and returns true; false if the SM is stopped.
+     */
+    bool AnswerSmInfo(const IbSmp& request, IbSmp& response);
+    /**
+     * Answers an SA request (256 bytes, class 0x03) from the last completed sweep's database
+     * and routes (IbSaServe); false, with no answer, unless this SM is a running master with
+     * the subnet up (a standby's SA stays silent).
+     */
+    bool AnswerSa(const uint8_t* request, uint8_t* response);
+    uint64_t GetSaAnswered() const { return m_saAnswered; }
+    // ---- observation ----------------------------------------------------------------------
+    IbSmState GetSmState() const { return m_smState; }
+    IbSweepPhase GetPhase() const { return m_phase; }
+    /// The subnet as the last completed heavy sweep found and configured it.
+    const IbSmSubnet& GetSubnet() const { return m_lastSubnet; }
+    const IbRoutingTables& GetRoutingTables() const { return m_tables; }
+    /// The LID of the SM's own port (0 before the first sweep assigned it).
+    uint16_t GetSmLid() const { return m_smLid; }
+    /// Simulated time at which the last heavy sweep finished with the subnet up (-1 ps: never).
+    Time GetLastSubnetUp() const { return m_lastUp; }
+    uint64_t GetSmpsSent() const { return m_smpsSent; }
+    uint64_t GetSmpsTimedOut() const { return m_smpsTimedOut; }
+    uint64_t GetSmpsFailed() const { return m_smpsFailed; }
+    uint64_t GetBadResponses() const { return m_badResponses; }
+    uint64_t GetHeavySweeps() const { return m_heavySweeps; }
+    uint64_t GetLightSweeps() const { return m_lightSweeps; }
+    uint64_t GetTrapsReceived() const { return m_trapsReceived; }
+    uint32_t GetMaxOutstandingSeen() const { return m_maxOutstandingSeen; }
+    /// Virtual layers of the last completed sweep's routes (one layer unless the routes have a
+    /// credit loop on one VL, which only MinHop can produce; then at most OperationalVls).
+    const IbVlLayers& GetVlLayers() const { return m_lastLayers; }
+    /// The routes' check after the last routing run.
+    const IbRouteCheck& GetRouteCheck() const { return m_routeCheck; }
+
+    // ---- trace signatures ----
+    typedef void (*SweepStartedCallback)(bool heavy);
+    typedef void (*SweepFinishedCallback)(bool heavy, uint32_t nodes, Time duration);
+    typedef void (*SmpCallback)(uint16_t attributeId, uint8_t method, uint32_t attempt);
+    typedef void (*LidCallback)(uint64_t guid, uint16_t lid);
+    typedef void (*StateCallback)(uint8_t oldState, uint8_t newState);
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /// What a request is for, so its answer can be put to use.
+    enum class Purpose : uint8_t
+    {
+        NodeInfo,
+        NodeDescription,
+        SwitchInfo,
+        PortInfo,
+        SmInfo,
+        SetPortInfo,
+        SetSwitchInfo,
+        SetLft,
+        LightSwitchInfo,
+        PollMaster,
+    };
+    struct Request
+    {
+        IbSmp smp;
+        Purpose purpose;
+        int32_t node = -1;       ///< subnet node the request is about
+        uint8_t port = 0;        ///< port (PortInfo) or block (LFT)
+        int32_t parent = -1;     ///< NodeInfo: the node whose port led here
+        uint8_t parentPort = 0;
+        std::vector<uint8_t> path;
+        uint32_t attempt = 0;
+        EventId timer;
+    };
+
+    /// Queues a request; returns its transaction ID (0 if the path is too long).
+    uint64_t Enqueue(Purpose purpose, uint8_t method, uint16_t attr, uint32_t attrMod,
+                 const std::vector<uint8_t>& path, int32_t node, uint8_t port,
+                 const uint8_t* data = nullptr);
+    void Pump();
+    void Transmit(uint64_t tid);
+    void Timeout(uint64_t tid);
+    void Answered(Request& req, const IbSmp& smp);
+    void Failed(Request& req);
+    void MaybeAdvance();
+    void SetPhase(IbSweepPhase p);
+    void SetSmState(IbSmState s);
+
+    void StartHeavySweep();
+    void StartLightSweep();
+    void ScheduleNext();
+    void OnNodeInfo(Request& req, const IbSmp& smp);
+    void OnPortInfo(Request& req, const IbSmp& smp);
+    void OnSmInfo(Request& req, const IbSmp& smp);
+    void Explore(int32_t node, uint8_t port);
+    void RouteAndConfigure();
+    void ConfigurePorts();
+    void SetPortStates(uint8_t from, uint8_t to);
+    void FinishHeavySweep();
+    /// PortInfo Set for one port: the last read PortInfo with `lid`, the SM LID, OperationalVLs
+    /// and `state` (0 = no change), every "no change" field zero.
+    void SetPortInfo(int32_t node, uint8_t port, uint8_t state);
+    std::vector<uint8_t> PathTo(int32_t node, uint8_t port) const;
+
+    // attributes
+    uint8_t m_priority = 0;
+    Time m_sweepInterval;
+    Time m_smpTimeout;
+    uint32_t m_smpRetries = 3;
+    uint32_t m_maxOutstanding = 16;
+    int m_algorithm = static_cast<int>(IbRoutingAlgorithm::UpDown); ///< an IbRoutingAlgorithm
+    uint8_t m_opVls = 1;
+    uint8_t m_port = 1;
+    uint32_t m_masterPollRetries = 3;
+
+    SmpSender m_sender;
+    LidRoutedSender m_lidSender;
+    std::set<std::pair<uint16_t, uint64_t>> m_trapsSeen; ///< (issuer LID, TID) already acted on
+    uint64_t m_guid = 0;
+    bool m_running = false;
+    IbSmState m_smState = IbSmState::NotActive;
+    IbSweepPhase m_phase = IbSweepPhase::Idle;
+    Time m_sweepStart;
+    Time m_lastUp;
+
+    IbSmSubnet m_subnet;     ///< what the current (or last) sweep discovered
+    IbSmSubnet m_lastSubnet; ///< the last completed sweep's
+    IbSmLidTable m_lidTable;
+    IbRoutingTables m_tables;
+    IbRoutingTables m_lastTables; ///< the routes of m_lastSubnet
+    IbVlLayers m_layers;
+    IbVlLayers m_lastLayers;
+    uint64_t m_saAnswered = 0;
+    IbRouteCheck m_routeCheck;
+    /// What each switch's LFT was last programmed to, by node GUID (only changed blocks are
+    /// written again).
+    std::map<uint64_t, std::vector<uint8_t>> m_programmed;
+    uint16_t m_smLid = 0;
+    int32_t m_root = -1;
+    bool m_rediscover = false; ///< something changed: the next sweep is a heavy one
+
+    // election
+    bool m_outranked = false;
+    std::vector<uint8_t> m_masterPath;
+    uint32_t m_failedPolls = 0;
+    uint32_t m_actCount = 0;
+
+    // transactions
+    uint64_t m_nextTid = 1;
+    std::deque<uint64_t> m_queue;
+    std::map<uint64_t, Request> m_requests; ///< queued and outstanding, by TID
+    uint32_t m_outstanding = 0;
+    EventId m_sweepTimer;
+
+    // counters
+    uint64_t m_smpsSent = 0;
+    uint64_t m_smpsTimedOut = 0;
+    uint64_t m_smpsFailed = 0;
+    uint64_t m_badResponses = 0;
+    uint64_t m_heavySweeps = 0;
+    uint64_t m_lightSweeps = 0;
+    uint64_t m_trapsReceived = 0;
+    uint32_t m_maxOutstandingSeen = 0;
+
+    TracedCallback<bool> m_sweepStartedTrace;
+    TracedCallback<bool, uint32_t, Time> m_sweepFinishedTrace;
+    TracedCallback<uint16_t, uint8_t, uint32_t> m_smpSentTrace;
+    TracedCallback<uint16_t, uint8_t, uint32_t> m_smpTimedOutTrace;
+    TracedCallback<uint64_t, uint16_t> m_lidTrace;
+    TracedCallback<uint8_t, uint8_t> m_smStateTrace;
+    TracedCallback<uint8_t, uint8_t> m_phaseTrace;
+};
+
+} // namespace ns3
+
+#endif

@@ -1,0 +1,833 @@
+// The subnet manager on the wire: a simulated fabric with the real SMA on every node and the SM
+// on one host. Before the SM: ports Init, LID 0, data refused. After: every port Active, unique
+// LIDs, every host reaches every other with real packets over the LFTs the SM wrote, no loops.
+#include "helpers/ib-fabric-helper.h"
+#include "helpers/ib-packet-source.h"
+#include "helpers/ib-sm-helper.h"
+#include "helpers/ib-trace-helper.h"
+#include "ib-test-packets.h"
+#include "helpers/mgmt-helper.h"
+#include "models/ib/ib-switch.h"
+#include "models/mgmt/ib-mad-dispatcher.h"
+#include "models/mgmt/ib-sma-agent.h"
+#include "models/mgmt/ib-subnet-manager.h"
+
+#include "ns3/simulator.h"
+#include "ns3/data-rate.h"
+#include "ns3/uinteger.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <unistd.h>
+
+using namespace ns3;
+
+namespace
+{
+
+/// Runs the simulation until `done()` holds (checked every 10 us) or `limit` passes.
+void
+RunUntil(const std::function<bool()>& done, Time limit)
+{
+    const Time end = Simulator::Now() + limit;
+    std::function<void()> check;
+    check = [&]() {
+        if (done() || Simulator::Now() >= end)
+        {
+            Simulator::Stop();
+            return;
+        }
+        Simulator::Schedule(MicroSeconds(10), check);
+    };
+    Simulator::Schedule(MicroSeconds(10), check);
+    Simulator::Run();
+}
+
+/// Every linked port of the fabric.
+std::vector<Ptr<IbNetDevice>>
+LinkedPorts(const IbFabric& f)
+{
+    std::vector<Ptr<IbNetDevice>> out;
+    for (auto& p : f.AllPorts())
+    {
+        if (p->GetPeer())
+        {
+            out.push_back(p);
+        }
+    }
+    return out;
+}
+
+/// Follows the switches' real LFTs from host `from` to `dlid`: number of cables crossed, -1 if
+/// the walk dead-ends or revisits a switch.
+int
+WalkLfts(const IbFabric& f, uint32_t from, uint16_t dlid)
+{
+    Ptr<IbNetDevice> at = f.HostPort(from)->GetPeer();
+    std::set<uint32_t> seen;
+    for (int hops = 1;; ++hops)
+    {
+        if (!at->IsSwitchPort())
+        {
+            return at->GetLid() == dlid ? hops : -1;
+        }
+        Ptr<IbSwitch> sw = at->GetNode()->GetObject<IbSwitch>();
+        if (sw->GetLid() == dlid)
+        {
+            return hops;
+        }
+        if (!seen.insert(at->GetNode()->GetId()).second)
+        {
+            return -1;
+        }
+        const uint8_t out = sw->GetLftEntry(dlid);
+        if (out == 0 || out > sw->GetNPorts() || !sw->GetPort(out)->GetPeer())
+        {
+            return -1;
+        }
+        at = sw->GetPort(out)->GetPeer();
+    }
+}
+
+/// Every host sends one small packet to every other host's LID (as the ports report it);
+/// returns the sinks.
+std::vector<Ptr<IbPacketSink>>
+AllToAll(const IbFabric& f, Time start, uint32_t payload = 64)
+{
+    const uint32_t n = f.hosts.GetN();
+    std::vector<Ptr<IbPacketSink>> sinks;
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        Ptr<IbPacketSink> sink = CreateObject<IbPacketSink>();
+        f.hosts.Get(i)->AddApplication(sink);
+        sink->SetStartTime(Seconds(0));
+        sinks.push_back(sink);
+        std::vector<uint16_t> lids;
+        for (uint32_t j = 1; j < n; ++j)
+        {
+            lids.push_back(f.HostPort((i + j) % n)->GetLid());
+        }
+        Ptr<IbPacketSource> src = CreateObject<IbPacketSource>();
+        src->SetAttribute("PayloadBytes", UintegerValue(payload));
+        src->SetAttribute("MaxBytes", UintegerValue(uint64_t(payload) * (n - 1)));
+        src->SetDestinations(lids);
+        f.hosts.Get(i)->AddApplication(src);
+        src->SetStartTime(start - Simulator::Now());
+    }
+    return sinks;
+}
+
+} // namespace
+
+class SmFabric : public ::testing::TestWithParam<std::string>
+{
+  protected:
+    void TearDown() override { Simulator::Destroy(); }
+};
+
+TEST_P(SmFabric, BringsUpTheFabricAndEveryHostReachesEveryOther)
+{
+    IbFabricHelper fh;
+    IbFabric f = fh.Build(BuildTopologyFromSpec(GetParam()));
+    IbSmHelper smh;
+    Ptr<IbSubnetManager> sm = smh.Install(f, f.hosts.Get(0), MicroSeconds(2));
+    const auto ports = LinkedPorts(f);
+
+    // Before the SM (links trained at 1 us, SM starts at 2 us): Init, LID 0, data refused.
+    Simulator::Stop(MicroSeconds(1.5));
+    Simulator::Run();
+    for (auto& p : ports)
+    {
+        EXPECT_EQ(p->GetPortState(), IbPortState::Init);
+        EXPECT_EQ(p->GetLid(), 0);
+    }
+    Ptr<Packet> data = Create<Packet>(64);
+    EXPECT_FALSE(f.HostPort(0)->SendIb(data, 1, 0));
+    EXPECT_EQ(f.HostPort(0)->GetCounters().portXmitDiscards, 1u);
+
+    RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(50));
+    ASSERT_GE(sm->GetLastSubnetUp(), Seconds(0)) << "subnet never came up, phase "
+                                                 << IbSweepPhaseName(sm->GetPhase());
+    EXPECT_EQ(sm->GetSmState(), IbSmState::Master);
+    EXPECT_EQ(sm->GetSubnet().NodeCount(), static_cast<int32_t>(f.nodes.GetN()));
+    EXPECT_EQ(sm->GetSmpsTimedOut(), 0u);
+    EXPECT_EQ(sm->GetBadResponses(), 0u);
+
+    // What the ports and switches themselves now say.
+    std::set<uint16_t> lids;
+    for (auto& p : ports)
+    {
+        EXPECT_EQ(p->GetPortState(), IbPortState::Active);
+        if (!p->IsSwitchPort())
+        {
+            EXPECT_NE(p->GetLid(), 0);
+            EXPECT_TRUE(lids.insert(p->GetLid()).second) << "LID " << p->GetLid() << " twice";
+            EXPECT_EQ(p->GetSmLid(), f.HostPort(0)->GetLid());
+        }
+    }
+    for (uint32_t i = 0; i < f.switches.GetN(); ++i)
+    {
+        const uint16_t lid = f.switches.Get(i)->GetObject<IbSwitch>()->GetLid();
+        EXPECT_NE(lid, 0);
+        EXPECT_TRUE(lids.insert(lid).second) << "switch LID " << lid << " twice";
+    }
+    EXPECT_EQ(sm->GetSmLid(), f.HostPort(0)->GetLid());
+
+    // The LFTs the SMAs hold lead every host to every LID, without loops.
+    for (uint32_t h = 0; h < f.hosts.GetN(); ++h)
+    {
+        for (uint16_t lid : lids)
+        {
+            if (lid != f.HostPort(h)->GetLid())
+            {
+                EXPECT_GT(WalkLfts(f, h, lid), 0) << "host " << h << " -> LID " << lid;
+            }
+        }
+    }
+
+    // Real packets: one from every host to every other.
+    auto sinks = AllToAll(f, Simulator::Now() + MicroSeconds(1));
+    Simulator::Stop(MilliSeconds(2));
+    Simulator::Run();
+    const uint32_t n = f.hosts.GetN();
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        EXPECT_EQ(sinks[i]->GetTotalPackets(), n - 1) << "host " << i;
+        EXPECT_EQ(sinks[i]->GetFlows().size(), n - 1) << "host " << i;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fabrics,
+                         SmFabric,
+                         ::testing::Values("pair",
+                                           "leaf-spine:leaves=4,spines=2,hosts=4",
+                                           "fat-tree:k=4",
+                                           "fat-tree:k=8"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                             std::string s = info.param;
+                             std::string out;
+                             for (char c : s)
+                             {
+                                 out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+                             }
+                             return out;
+                         });
+
+namespace
+{
+/// A k=4 fat-tree brought up by an SM on h0 that sweeps every 50 us.
+struct UpFabric
+{
+    IbFabric f;
+    Ptr<IbSubnetManager> sm;
+};
+
+UpFabric
+BringUp(const std::string& spec, Time sweep = MicroSeconds(50))
+{
+    UpFabric u;
+    u.f = IbFabricHelper().Build(BuildTopologyFromSpec(spec));
+    IbSmHelper smh;
+    smh.SetSmAttribute("SweepInterval", TimeValue(sweep));
+    u.sm = smh.Install(u.f, u.f.hosts.Get(0), MicroSeconds(2));
+    RunUntil([&]() { return u.sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(50));
+    return u;
+}
+
+/// Routes from every host to every other host that cross only LinkUp ports.
+uint32_t
+BrokenRoutes(const IbFabric& f)
+{
+    uint32_t broken = 0;
+    for (uint32_t a = 0; a < f.hosts.GetN(); ++a)
+    {
+        for (uint32_t b = 0; b < f.hosts.GetN(); ++b)
+        {
+            if (a == b)
+            {
+                continue;
+            }
+            const uint16_t dlid = f.HostPort(b)->GetLid();
+            Ptr<IbNetDevice> at = f.HostPort(a)->GetPeer();
+            bool ok = false;
+            for (int guard = 0; guard < 16 && at; ++guard)
+            {
+                if (!at->IsSwitchPort())
+                {
+                    ok = at->GetLid() == dlid;
+                    break;
+                }
+                Ptr<IbSwitch> sw = at->GetNode()->GetObject<IbSwitch>();
+                const uint8_t out = sw->GetLftEntry(dlid);
+                if (out == 0 || out > sw->GetNPorts() ||
+                    sw->GetPort(out)->GetPhysState() != IbPhysState::LinkUp)
+                {
+                    break;
+                }
+                at = sw->GetPort(out)->GetPeer();
+            }
+            broken += ok ? 0 : 1;
+        }
+    }
+    return broken;
+}
+} // namespace
+
+class SmSweep : public ::testing::Test
+{
+  protected:
+    void TearDown() override { Simulator::Destroy(); }
+};
+
+TEST_F(SmSweep, ALinkGoingDownIsRoutedAroundAndComingBackIsActivated)
+{
+    UpFabric u = BringUp("fat-tree:k=4");
+    ASSERT_EQ(u.sm->GetPhase(), IbSweepPhase::Up);
+    ASSERT_EQ(BrokenRoutes(u.f), 0u);
+    const uint64_t heavy = u.sm->GetHeavySweeps();
+    // edge0_0's uplink to agg0_0 (fat-tree ports: edge port k/2+1 = 3).
+    const uint32_t edge = *u.f.topology.Find("edge0_0");
+    Ptr<IbNetDevice> up = u.f.Port(edge, 3);
+    Ptr<IbNetDevice> peer = up->GetPeer();
+    // A flow whose route crosses that cable, paced, running across the failure.
+    const uint32_t edgeNodeId = u.f.nodes.Get(edge)->GetId();
+    int from = -1;
+    int to = -1;
+    for (uint32_t a = 0; a < 2 && from < 0; ++a) // h0, h1 hang off edge0_0
+    {
+        for (uint32_t b = 4; b < u.f.hosts.GetN() && from < 0; ++b)
+        {
+            for (const IbRouteHop& hop : IbFabricRoute(u.f, a, u.f.HostPort(b)->GetLid()))
+            {
+                if (hop.node == edgeNodeId && hop.port == 3)
+                {
+                    from = static_cast<int>(a);
+                    to = static_cast<int>(b);
+                }
+            }
+        }
+    }
+    ASSERT_GE(from, 0) << "no route uses edge0_0 port 3";
+    Ptr<IbPacketSink> sink = CreateObject<IbPacketSink>();
+    u.f.hosts.Get(to)->AddApplication(sink);
+    sink->SetStartTime(Seconds(0));
+    Ptr<IbPacketSource> src = CreateObject<IbPacketSource>();
+    src->SetAttribute("DestinationLid", UintegerValue(u.f.HostPort(to)->GetLid()));
+    src->SetAttribute("PayloadBytes", UintegerValue(256));
+    src->SetAttribute("DataRate", DataRateValue(DataRate("10Gbps")));
+    u.f.hosts.Get(from)->AddApplication(src);
+    src->SetStartTime(Seconds(0));
+    src->SetStopTime(MilliSeconds(3));
+    RunUntil([]() { return false; }, MicroSeconds(50));
+    const uint64_t beforeFailure = sink->GetTotalPackets();
+    EXPECT_GT(beforeFailure, 0u);
+
+    up->SetPhysicalLinkDown();
+    const Time failedAt = Simulator::Now();
+    EXPECT_GT(BrokenRoutes(u.f), 0u); // the old tables send some traffic into the dead link
+    RunUntil([&]() { return u.sm->GetHeavySweeps() > heavy &&
+                            u.sm->GetPhase() == IbSweepPhase::Up; },
+             MilliSeconds(5));
+    EXPECT_EQ(u.sm->GetPhase(), IbSweepPhase::Up);
+    const Time reroutedAt = Simulator::Now();
+    const uint64_t atReroute = sink->GetTotalPackets();
+    RunUntil([]() { return false; }, MicroSeconds(100));
+    // The flow resumed on the new route: packets keep arriving after the reroute.
+    EXPECT_GT(sink->GetTotalPackets(), atReroute + 50) << "failed at " << failedAt.As(Time::US)
+                                                        << ", rerouted at "
+                                                        << reroutedAt.As(Time::US);
+    EXPECT_EQ(BrokenRoutes(u.f), 0u);
+    const IbSmSubnet& s = u.sm->GetSubnet();
+    const int32_t edgeIdx = s.Find(u.f.nodes.Get(edge)->GetObject<IbSwitch>()->GetNodeGuid());
+    ASSERT_GE(edgeIdx, 0);
+    EXPECT_LT(s.Node(edgeIdx).ports[3].peerNode, 0); // the SM no longer sees that cable
+    // Traffic flows again, all of it: a packet from every host to every other (the paced
+    // flow's packets arrive at its destination too, so count sources, not packets).
+    auto sinks = AllToAll(u.f, Simulator::Now() + MicroSeconds(1));
+    RunUntil([]() { return false; }, MicroSeconds(500));
+    for (uint32_t i = 0; i < u.f.hosts.GetN(); ++i)
+    {
+        const auto& flows = sinks[i]->GetFlows();
+        EXPECT_EQ(flows.size(), u.f.hosts.GetN() - 1) << "host " << i;
+        for (uint32_t j = 0; j < u.f.hosts.GetN(); ++j)
+        {
+            if (j != i)
+            {
+                auto it = flows.find(u.f.HostPort(j)->GetLid());
+                EXPECT_TRUE(it != flows.end() && it->second.packets >= 1) << j << " -> " << i;
+            }
+        }
+    }
+
+    // The cable comes back: it trains to Init, and the SM arms and activates both ends.
+    const uint64_t heavy2 = u.sm->GetHeavySweeps();
+    up->SetPhysicalLinkUp();
+    RunUntil([&]() { return u.sm->GetHeavySweeps() > heavy2 &&
+                            u.sm->GetPhase() == IbSweepPhase::Up &&
+                            up->GetPortState() == IbPortState::Active; },
+             MilliSeconds(5));
+    EXPECT_EQ(up->GetPortState(), IbPortState::Active);
+    EXPECT_EQ(peer->GetPortState(), IbPortState::Active);
+    EXPECT_EQ(u.sm->GetSubnet().Node(edgeIdx).ports[3].peerNode >= 0, true);
+}
+
+// ---- the SM's transaction layer against a node that misbehaves --------------------------------
+
+namespace
+{
+/// A sender that records what the SM sends and answers nothing.
+struct Silent
+{
+    std::vector<IbSmp> sent;
+    bool Send(IbSmp smp)
+    {
+        sent.push_back(smp);
+        return true;
+    }
+};
+} // namespace
+
+TEST_F(SmSweep, UnansweredSmpsAreRetriedThenGivenUpWithoutHanging)
+{
+    Silent node;
+    Ptr<IbSubnetManager> sm = CreateObject<IbSubnetManager>();
+    sm->SetAttribute("SmpTimeout", TimeValue(MicroSeconds(10)));
+    sm->SetAttribute("SmpRetries", UintegerValue(2));
+    sm->SetAttribute("SweepInterval", TimeValue(MilliSeconds(1)));
+    sm->SetSmpSender(MakeCallback(&Silent::Send, &node));
+    sm->SetGuid(0x1234);
+    Simulator::Schedule(MicroSeconds(1), &IbSubnetManager::Start, sm);
+    Simulator::Stop(MicroSeconds(100));
+    Simulator::Run();
+    // One NodeInfo to hop 0, sent 1 + 2 times, then given up: the sweep ends empty (Idle).
+    ASSERT_EQ(node.sent.size(), 3u);
+    for (const IbSmp& s : node.sent)
+    {
+        EXPECT_EQ(s.Mad().GetAttributeId(), IbSmAttr::NodeInfo);
+        EXPECT_EQ(s.GetHopCount(), 0);
+        EXPECT_EQ(s.Mad().GetTransactionId(), node.sent[0].Mad().GetTransactionId());
+    }
+    EXPECT_EQ(sm->GetSmpsTimedOut(), 3u);
+    EXPECT_EQ(sm->GetSmpsFailed(), 1u);
+    EXPECT_EQ(sm->GetPhase(), IbSweepPhase::Idle);
+    // It tries again a sweep interval later.
+    Simulator::Stop(MilliSeconds(1));
+    Simulator::Run();
+    EXPECT_EQ(node.sent.size(), 6u);
+    sm->Stop();
+}
+
+TEST_F(SmSweep, ForgedAndMismatchedResponsesAreCountedNotTrusted)
+{
+    Silent node;
+    Ptr<IbSubnetManager> sm = CreateObject<IbSubnetManager>();
+    sm->SetSmpSender(MakeCallback(&Silent::Send, &node));
+    sm->SetGuid(0x1234);
+    sm->Start();
+    ASSERT_EQ(node.sent.size(), 1u);
+    const IbSmp req = node.sent[0];
+    // An answer with a TID nobody asked for.
+    IbSmp forged = req;
+    forged.Mad().SetMethod(IbMadMethod::GetResp);
+    forged.Mad().SetTransactionId(req.Mad().GetTransactionId() + 99);
+    sm->ReceiveSmp(forged);
+    // The right TID but another attribute.
+    IbSmp wrongAttr = req;
+    wrongAttr.Mad().SetMethod(IbMadMethod::GetResp);
+    wrongAttr.Mad().SetAttributeId(IbSmAttr::PortInfo);
+    sm->ReceiveSmp(wrongAttr);
+    // A request (not a response) arriving at the manager.
+    sm->ReceiveSmp(req);
+    EXPECT_EQ(sm->GetBadResponses(), 3u);
+    EXPECT_EQ(sm->GetSubnet().NodeCount(), 0);
+    EXPECT_EQ(sm->GetPhase(), IbSweepPhase::Discover); // still waiting for the real answer
+    // A NodeInfo answer that claims a router: counted, not added.
+    IbSmp router = req;
+    router.Mad().SetMethod(IbMadMethod::GetResp);
+    router.SetDirection(true);
+    IbNodeInfo ni;
+    ni.nodeType = IbNodeType::Router;
+    ni.numPorts = 2;
+    ni.nodeGuid = 0x99;
+    ni.WriteTo(router.Data());
+    sm->ReceiveSmp(router);
+    EXPECT_EQ(sm->GetBadResponses(), 4u);
+    sm->Stop();
+}
+
+// The sweep as a trace: the SM's port's pcap decodes in tshark as directed-route SMPs (Gets and
+// Sets of the attributes a sweep uses), every request answered, paths as long as the fabric is
+// deep, nothing malformed.
+TEST_F(SmSweep, SweepTraceDecodesInTsharkAsDirectedRouteSmps)
+{
+    if (system("command -v tshark >/dev/null 2>&1") != 0)
+    {
+        GTEST_SKIP() << "tshark not installed";
+    }
+    const std::string path = "/tmp/cnuas-sm-sweep-" + std::to_string(getpid()) + ".pcap";
+    // The directed route to every node beyond the SM's own, as tshark prints InitialPath:
+    // entry 0 (unused) and then the ports, one hex byte each, 64 bytes in all.
+    std::set<std::string> nodePaths;
+    {
+        IbFabric f = IbFabricHelper().Build(BuildTopologyFromSpec("fat-tree:k=4"));
+        IbPcapHelper pcap;
+        ASSERT_TRUE(pcap.Enable(f.HostPort(0), path));
+        Ptr<IbSubnetManager> sm = IbSmHelper().Install(f, f.hosts.Get(0), MicroSeconds(2));
+        RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(50));
+        ASSERT_EQ(sm->GetPhase(), IbSweepPhase::Up);
+        pcap.Close();
+        const IbSmSubnet& s = sm->GetSubnet();
+        for (int32_t i = 0; i < s.NodeCount(); ++i)
+        {
+            if (s.Node(i).path.empty())
+            {
+                continue; // the SM's own node: hop count 0, never on the wire
+            }
+            std::string hex = "00";
+            for (uint8_t port : s.Node(i).path)
+            {
+                char b[3];
+                std::snprintf(b, sizeof(b), "%02x", port);
+                hex += b;
+            }
+            hex.resize(128, '0');
+            nodePaths.insert(hex);
+        }
+        ASSERT_EQ(nodePaths.size(), f.nodes.GetN() - 1);
+    }
+    int st = -1;
+    auto rows = cnuas_test::TsharkFieldRows(
+        path,
+        {"_ws.col.Info", "infiniband.smpdirected.hopcount", "infiniband.smpdirected.smpstatus",
+         "infiniband.smpdirected.initialpath", "infiniband.mad.transactionid", "_ws.malformed",
+         "_ws.expert"},
+        "", &st);
+    ASSERT_EQ(st, 0);
+    ASSERT_GT(rows.size(), 100u);
+    std::map<std::string, int> requests; // Info column of requests: how many
+    std::map<std::string, int> pending;  // TID -> requests minus answers
+    int maxHops = 0;
+    bool sawPath = false;
+    std::set<std::string> nodeInfoPaths;
+    for (const auto& r : rows)
+    {
+        ASSERT_EQ(r.size(), 7u);
+        EXPECT_EQ(r[5], "") << "malformed: " << r[0];
+        if (r[0].find("SubnTrap") != std::string::npos)
+        {
+            continue; // trap 128 from a switch whose ports the SM armed
+        }
+        ASSERT_NE(r[1], "") << "not a directed-route SMP: " << r[0];
+        const bool answer = r[0].find("Resp") != std::string::npos;
+        // D bit (0x8000) on the way back, and status 0 both ways (§14.2.1.2).
+        EXPECT_EQ(r[2], answer ? "0x8000" : "0x0000") << r[0];
+        pending[r[4]] += answer ? -1 : 1;
+        if (!answer)
+        {
+            const size_t at = r[0].find("Subn");
+            ASSERT_NE(at, std::string::npos) << r[0];
+            requests[r[0].substr(at, r[0].find(')', at) + 1 - at)]++;
+            maxHops = std::max(maxHops, std::stoi(r[1], nullptr, 16));
+            // Every path starts at the SM's port 1.
+            EXPECT_EQ(r[3].substr(0, 4), "0001") << r[0] << " path " << r[3];
+            sawPath = sawPath || r[3].size() >= 8;
+            if (r[0].find("SubnGet(NodeInfo)") != std::string::npos)
+            {
+                nodeInfoPaths.insert(r[3]);
+            }
+        }
+    }
+    // Every node the SM knows was asked for its NodeInfo along the route the SM recorded.
+    for (const std::string& p : nodePaths)
+    {
+        EXPECT_TRUE(nodeInfoPaths.count(p)) << "no NodeInfo Get along " << p;
+    }
+    for (const auto& [tid, n] : pending)
+    {
+        EXPECT_EQ(n, 0) << "transaction " << tid;
+    }
+    EXPECT_TRUE(sawPath);
+    // h0 -> edge -> agg -> core -> agg -> edge -> a host of another pod: 6 hops.
+    EXPECT_EQ(maxHops, 6);
+    for (const char* want : {"SubnGet(NodeInfo)", "SubnGet(NodeDescription)", "SubnGet(PortInfo)",
+                             "SubnGet(SwitchInfo)", "SubnSet(PortInfo)", "SubnSet(SwitchInfo)",
+                             "SubnSet(LinearForwardingTable)"})
+    {
+        EXPECT_GT(requests[want], 0) << want;
+    }
+    unlink(path.c_str());
+}
+
+// Traps the switches send while the SM arms their ports are acknowledged with TrapRepress
+// (IBA vol. 1 §13.4.9), so the SMAs stop repeating them and the fabric goes quiet.
+TEST_F(SmSweep, TrapsAreRepressedAndTheFabricGoesQuiet)
+{
+    UpFabric u = BringUp("leaf-spine:leaves=2,spines=2,hosts=2", MilliSeconds(1));
+    ASSERT_EQ(u.sm->GetPhase(), IbSweepPhase::Up);
+    uint64_t sent = 0;
+    uint64_t repressed = 0;
+    for (uint32_t i = 0; i < u.f.switches.GetN(); ++i)
+    {
+        Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(u.f.switches.Get(i));
+        sent += sma->GetTrapsSent();
+        // A TrapRepress that reached the SMA: matched to its trap (GetTrapsRepressed), or, by an
+        // SMA without trap repetition, counted as a request that needs no answer.
+        repressed +=
+            sma->GetTrapsRepressed() + sma->GetDropCount(IbSmaDropReason::TrapRepress);
+    }
+    EXPECT_GT(repressed, 0u);
+    EXPECT_EQ(u.sm->GetTrapsReceived(), sent);
+    const uint64_t heavy = u.sm->GetHeavySweeps();
+    // Long after (several trap repeat intervals and light sweeps): no new trap, no new sweep.
+    RunUntil([]() { return false; }, MilliSeconds(20));
+    uint64_t later = 0;
+    for (uint32_t i = 0; i < u.f.switches.GetN(); ++i)
+    {
+        later += IbMgmtHelper::GetSma(u.f.switches.Get(i))->GetTrapsSent();
+    }
+    EXPECT_EQ(later, sent);
+    EXPECT_EQ(u.sm->GetHeavySweeps(), heavy);
+    EXPECT_GT(u.sm->GetLightSweeps(), 10u);
+}
+
+// ---- master and standby (IBA vol. 1 §14.4.1) ---------------------------------------------------
+
+namespace
+{
+/**
+ * Two SMs on one fabric. Their SMPs go over the wire through the nodes' SMIs and the real SMAs,
+ * except Get(SMInfo): the SMA does not yet hand SMInfo to the SM behind its port (a hook the
+ * mgmt branch is asked for), so this shim answers it from the other SM's AnswerSmInfo, after a
+ * wire-like delay, and not at all if that SM is stopped.
+ */
+struct TwoSms
+{
+    IbFabric f;
+    Ptr<IbSubnetManager> sm[2];
+    Ptr<IbMadDispatcher> disp[2];
+    uint64_t smInfoAsked = 0;
+
+    bool Send(int who, IbSmp smp)
+    {
+        if (smp.Mad().GetAttributeId() != IbSmAttr::SmInfo)
+        {
+            return disp[who]->SendDirectedSmp(smp);
+        }
+        smInfoAsked++;
+        IbSmp resp;
+        if (sm[1 - who]->AnswerSmInfo(smp, resp))
+        {
+            Ptr<IbSubnetManager> asker = sm[who];
+            Simulator::Schedule(MicroSeconds(2), [asker, resp]() { asker->ReceiveSmp(resp); });
+        }
+        return true;
+    }
+};
+
+bool
+SendFrom0(TwoSms* t, IbSmp smp)
+{
+    return t->Send(0, smp);
+}
+
+bool
+SendFrom1(TwoSms* t, IbSmp smp)
+{
+    return t->Send(1, smp);
+}
+} // namespace
+
+TEST_F(SmSweep, StandbyTakesOverWhenTheMasterDies)
+{
+    TwoSms t;
+    t.f = IbFabricHelper().Build(BuildTopologyFromSpec("fat-tree:k=4"));
+    IbSmHelper smh;
+    smh.SetSmAttribute("SweepInterval", TimeValue(MicroSeconds(200)));
+    // h5 has the higher priority: it must win although h0's GUID is lower.
+    smh.SetSmAttribute("Priority", UintegerValue(3));
+    t.sm[0] = smh.Install(t.f, t.f.hosts.Get(0), MicroSeconds(2));
+    smh.SetSmAttribute("Priority", UintegerValue(9));
+    t.sm[1] = smh.Install(t.f, t.f.hosts.Get(5), MicroSeconds(2));
+    t.disp[0] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(0));
+    t.disp[1] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(5));
+    t.sm[0]->SetSmpSender(MakeBoundCallback(&SendFrom0, &t));
+    t.sm[1]->SetSmpSender(MakeBoundCallback(&SendFrom1, &t));
+
+    RunUntil([&]() { return t.sm[1]->GetPhase() == IbSweepPhase::Up &&
+                            t.sm[0]->GetSmState() == IbSmState::Standby; },
+             MilliSeconds(20));
+    EXPECT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
+    EXPECT_GT(t.smInfoAsked, 0u);
+    const uint16_t masterLid = t.f.HostPort(5)->GetLid();
+    ASSERT_NE(masterLid, 0);
+    for (auto& p : LinkedPorts(t.f))
+    {
+        EXPECT_EQ(p->GetPortState(), IbPortState::Active);
+        if (!p->IsSwitchPort())
+        {
+            EXPECT_EQ(p->GetSmLid(), masterLid);
+        }
+    }
+    // The standby keeps polling a live master and stays standby.
+    RunUntil([]() { return false; }, MilliSeconds(2));
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
+    EXPECT_EQ(t.sm[0]->GetHeavySweeps(), 1u);
+
+    // The master dies: after MasterPollRetries unanswered polls the standby sweeps as master
+    // and points every port at itself; LIDs stay what they were (the standby's own table is
+    // new, but GUID order gives the same LIDs on an unchanged fabric).
+    std::map<uint64_t, uint16_t> lidsBefore;
+    for (auto& p : LinkedPorts(t.f))
+    {
+        if (!p->IsSwitchPort())
+        {
+            lidsBefore[p->GetPortGuid()] = p->GetLid();
+        }
+    }
+    t.sm[1]->Stop();
+    RunUntil([&]() { return t.sm[0]->GetSmState() == IbSmState::Master &&
+                            t.sm[0]->GetPhase() == IbSweepPhase::Up; },
+             MilliSeconds(20));
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Master);
+    const uint16_t newLid = t.f.HostPort(0)->GetLid();
+    for (auto& p : LinkedPorts(t.f))
+    {
+        EXPECT_EQ(p->GetPortState(), IbPortState::Active);
+        if (!p->IsSwitchPort())
+        {
+            EXPECT_EQ(p->GetSmLid(), newLid);
+            EXPECT_EQ(p->GetLid(), lidsBefore[p->GetPortGuid()]);
+        }
+    }
+    // Traffic still flows.
+    auto sinks = AllToAll(t.f, Simulator::Now() + MicroSeconds(1));
+    RunUntil([]() { return false; }, MicroSeconds(500));
+    for (uint32_t i = 0; i < t.f.hosts.GetN(); ++i)
+    {
+        EXPECT_EQ(sinks[i]->GetTotalPackets(), t.f.hosts.GetN() - 1) << "host " << i;
+    }
+}
+
+TEST_F(SmSweep, EqualPrioritiesElectTheLowerGuid)
+{
+    TwoSms t;
+    t.f = IbFabricHelper().Build(BuildTopologyFromSpec("leaf-spine:leaves=2,spines=1,hosts=2"));
+    IbSmHelper smh;
+    t.sm[0] = smh.Install(t.f, t.f.hosts.Get(3), MicroSeconds(2));
+    t.sm[1] = smh.Install(t.f, t.f.hosts.Get(1), MicroSeconds(2));
+    t.disp[0] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(3));
+    t.disp[1] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(1));
+    t.sm[0]->SetSmpSender(MakeBoundCallback(&SendFrom0, &t));
+    t.sm[1]->SetSmpSender(MakeBoundCallback(&SendFrom1, &t));
+    RunUntil([&]() { return t.sm[1]->GetPhase() == IbSweepPhase::Up &&
+                            t.sm[0]->GetSmState() == IbSmState::Standby; },
+             MilliSeconds(20));
+    // h1's port GUID is lower than h3's (IbFabricHelper numbers GUIDs in node order).
+    ASSERT_LT(t.sm[1]->GetGuid(), t.sm[0]->GetGuid());
+    EXPECT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
+    EXPECT_EQ(t.f.HostPort(2)->GetSmLid(), t.f.HostPort(1)->GetLid());
+}
+
+// The SM may run on a switch (its management port 0, IBA vol. 1 §17.2.1): hop count 0 is the
+// switch itself, its ports start every route, and its LID is every port's SM LID.
+TEST_F(SmSweep, AnSmOnASwitchBringsTheFabricUp)
+{
+    IbFabric f = IbFabricHelper().Build(BuildTopologyFromSpec("leaf-spine:leaves=3,spines=2,"
+                                                              "hosts=2"));
+    Ptr<Node> spine = f.nodes.Get(*f.topology.Find("spine1"));
+    Ptr<IbSubnetManager> sm = IbSmHelper().Install(f, spine, MicroSeconds(2));
+    RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(20));
+    ASSERT_EQ(sm->GetPhase(), IbSweepPhase::Up);
+    const uint16_t smLid = spine->GetObject<IbSwitch>()->GetLid();
+    ASSERT_NE(smLid, 0);
+    EXPECT_EQ(sm->GetSmLid(), smLid);
+    EXPECT_EQ(sm->GetSubnet().NodeCount(), static_cast<int32_t>(f.nodes.GetN()));
+    for (auto& p : LinkedPorts(f))
+    {
+        EXPECT_EQ(p->GetPortState(), IbPortState::Active);
+        if (!p->IsSwitchPort())
+        {
+            EXPECT_EQ(p->GetSmLid(), smLid);
+        }
+    }
+    auto sinks = AllToAll(f, Simulator::Now() + MicroSeconds(1));
+    RunUntil([]() { return false; }, MicroSeconds(300));
+    for (uint32_t i = 0; i < f.hosts.GetN(); ++i)
+    {
+        EXPECT_EQ(sinks[i]->GetTotalPackets(), f.hosts.GetN() - 1) << "host " << i;
+    }
+}
+
+namespace
+{
+struct TraceLog
+{
+    std::map<uint64_t, uint16_t> lids;
+    std::vector<std::pair<uint8_t, uint8_t>> states;
+    uint32_t heavyStarted = 0;
+    uint32_t heavyFinished = 0;
+    uint32_t smpsSent = 0;
+};
+
+void
+OnLid(TraceLog* t, uint64_t guid, uint16_t lid)
+{
+    t->lids[guid] = lid;
+}
+
+void
+OnState(TraceLog* t, uint8_t a, uint8_t b)
+{
+    t->states.emplace_back(a, b);
+}
+
+void
+OnStarted(TraceLog* t, bool heavy)
+{
+    t->heavyStarted += heavy ? 1 : 0;
+}
+
+void
+OnFinished(TraceLog* t, bool heavy, uint32_t nodes, Time)
+{
+    t->heavyFinished += heavy ? 1 : 0;
+}
+
+void
+OnSmp(TraceLog* t, uint16_t, uint8_t, uint32_t)
+{
+    t->smpsSent++;
+}
+} // namespace
+
+TEST_F(SmSweep, TraceSourcesReportLidsStatesSweepsAndSmps)
+{
+    IbFabric f = IbFabricHelper().Build(BuildTopologyFromSpec("pair"));
+    Ptr<IbSubnetManager> sm = IbSmHelper().Install(f, f.hosts.Get(0), MicroSeconds(2));
+    TraceLog log;
+    sm->TraceConnectWithoutContext("LidAssigned", MakeBoundCallback(&OnLid, &log));
+    sm->TraceConnectWithoutContext("SmState", MakeBoundCallback(&OnState, &log));
+    sm->TraceConnectWithoutContext("SweepStarted", MakeBoundCallback(&OnStarted, &log));
+    sm->TraceConnectWithoutContext("SweepFinished", MakeBoundCallback(&OnFinished, &log));
+    sm->TraceConnectWithoutContext("SmpSent", MakeBoundCallback(&OnSmp, &log));
+    RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(5));
+    // Three LIDs (two CA ports, one switch), each reported once, as the devices hold them.
+    ASSERT_EQ(log.lids.size(), 3u);
+    EXPECT_EQ(log.lids[f.HostPort(0)->GetPortGuid()], f.HostPort(0)->GetLid());
+    EXPECT_EQ(log.lids[f.HostPort(1)->GetPortGuid()], f.HostPort(1)->GetLid());
+    EXPECT_EQ(log.lids[f.switches.Get(0)->GetObject<IbSwitch>()->GetNodeGuid()],
+              f.switches.Get(0)->GetObject<IbSwitch>()->GetLid());
+    ASSERT_GE(log.states.size(), 2u);
+    EXPECT_EQ(log.states[0], std::make_pair(uint8_t(IbSmState::NotActive),
+                                            uint8_t(IbSmState::Discovering)));
+    EXPECT_EQ(log.states[1], std::make_pair(uint8_t(IbSmState::Discovering),
+                                            uint8_t(IbSmState::Master)));
+    EXPECT_EQ(log.heavyStarted, sm->GetHeavySweeps());
+    EXPECT_EQ(log.heavyFinished, sm->GetHeavySweeps());
+    EXPECT_EQ(log.smpsSent, sm->GetSmpsSent());
+}

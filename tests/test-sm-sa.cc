@@ -1,0 +1,394 @@
+// Subnet administration from the built-in SM: a host asks the SA on QP1 for a PathRecord and a
+// NodeRecord, as a verbs program resolving a path would, and gets the LIDs, rate and MTU of the
+// route the SM programmed; bad requests get statuses. The answer decodes in tshark.
+#include "helpers/ib-fabric-helper.h"
+#include "helpers/ib-sm-helper.h"
+#include "helpers/ib-trace-helper.h"
+#include "helpers/mgmt-helper.h"
+#include "ib-test-packets.h"
+#include "models/ib/ib-switch.h"
+#include "models/mgmt/ib-gmp.h"
+#include "models/mgmt/ib-mad-dispatcher.h"
+#include "models/mgmt/ib-sa-records.h"
+
+#include "ns3/enum.h"
+#include "ns3/simulator.h"
+#include "ns3/uinteger.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <set>
+#include <unistd.h>
+
+using namespace ns3;
+
+namespace
+{
+
+void
+Collect(std::vector<IbSaMad>* got, const IbReceivedMad& m)
+{
+    if (m.view.mad[1] == IbMgmtClass::SubnAdm)
+    {
+        IbSaMad r;
+        r.ReadFrom(m.view.mad.data());
+        got->push_back(r);
+    }
+}
+
+/// A k=4 fat-tree brought up by an SM on h0; `client` receives SA answers.
+struct SaFabric
+{
+    IbFabric f;
+    Ptr<IbSubnetManager> sm;
+    Ptr<IbMadDispatcher> client;
+    std::vector<IbSaMad> got;
+    uint64_t tid = 0x5A00;
+
+    explicit SaFabric(uint32_t clientHost, const std::string& pcap = "")
+    {
+        f = IbFabricHelper().Build(BuildTopologyFromSpec("fat-tree:k=4"));
+        if (!pcap.empty())
+        {
+            pcapHelper.Enable(f.HostPort(clientHost), pcap);
+        }
+        sm = IbBringUpWithSm(f, 1).sm;
+        client = IbMgmtHelper::GetDispatcher(f.hosts.Get(clientHost));
+        client->SetManagerHandler(MakeBoundCallback(&Collect, &got));
+    }
+
+    /// Sends `q` to the SA (the SM's LID, QP1) and runs until an answer is in.
+    const IbSaMad* Ask(IbSaMad q)
+    {
+        q.Mad().SetTransactionId(++tid);
+        uint8_t bytes[kIbMadBytes];
+        q.WriteTo(bytes);
+        const size_t before = got.size();
+        EXPECT_TRUE(client->SendGmp(1, bytes, sm->GetSmLid(), kIbGsiQp, 0));
+        Simulator::Stop(MicroSeconds(50));
+        Simulator::Run();
+        if (got.size() != before + 1)
+        {
+            return nullptr;
+        }
+        EXPECT_EQ(got.back().Mad().GetTransactionId(), tid);
+        return &got.back();
+    }
+
+    IbPcapHelper pcapHelper;
+};
+
+IbSaMad
+PathQuery(uint64_t mask, const IbPathRecord& r, uint8_t method = IbMadMethod::Get)
+{
+    IbSaMad q = IbSaMad::Make(method, IbSaAttr::PathRecord, 0, 0);
+    q.SetComponentMask(mask);
+    r.WriteTo(q.Data());
+    return q;
+}
+
+} // namespace
+
+TEST(SmSaRecords, PathRecordLayoutIsTheSpecs)
+{
+    IbPathRecord r;
+    r.dgid = IbPortGid(0x1122334455667788ULL);
+    r.sgid = IbPortGid(0x0102030405060708ULL);
+    r.dlid = 0x0203;
+    r.slid = 0x0405;
+    r.flowLabel = 0xABCDE;
+    r.hopLimit = 0x40;
+    r.tClass = 0x12;
+    r.reversible = true;
+    r.numbPath = 3;
+    r.pkey = 0xFFFF;
+    r.qosClass = 0xABC;
+    r.sl = 7;
+    r.mtuSelector = 2;
+    r.mtu = 5;
+    r.rateSelector = 2;
+    r.rate = 17;
+    r.packetLifeTimeSelector = 2;
+    r.packetLifeTime = 18;
+    r.preference = 9;
+    uint8_t b[64];
+    r.WriteTo(b);
+    // IBA vol. 1 Table 201, byte by byte.
+    const uint8_t want[64] = {
+        0,    0,    0,    0,    0,    0,    0,    0,                                     // rsvd
+        0xFE, 0x80, 0,    0,    0,    0,    0,    0,    0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77,
+        0x88,                                                                               // DGID
+        0xFE, 0x80, 0,    0,    0,    0,    0,    0,    0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+        0x08,                                                                               // SGID
+        0x02, 0x03, 0x04, 0x05,                                 // DLID, SLID
+        0x0A, 0xBC, 0xDE, 0x40,                                 // Raw|rsvd|FlowLabel|HopLimit
+        0x12, 0x83, 0xFF, 0xFF,                                 // TClass, Rev|NumbPath, P_Key
+        0xAB, 0xC7, 0x85, 0x91, 0x92, 0x09,                     // QoS|SL, MTU, Rate, PLT, Pref
+        0,    0,    0,    0,    0,    0};
+    for (int i = 0; i < 64; ++i)
+    {
+        EXPECT_EQ(b[i], want[i]) << "byte " << i;
+    }
+    IbPathRecord back;
+    back.ReadFrom(b);
+    uint8_t again[64];
+    back.WriteTo(again);
+    EXPECT_EQ(std::memcmp(b, again, 64), 0);
+    EXPECT_EQ(IbGidPortGuid(r.dgid), 0x1122334455667788ULL);
+    EXPECT_EQ(IbSaRateCode(200), 17);
+    EXPECT_EQ(IbSaRateCode(56), 12);
+    EXPECT_EQ(IbSaRateCode(7), 0);
+}
+
+class SmSa : public ::testing::Test
+{
+  protected:
+    void TearDown() override { Simulator::Destroy(); }
+};
+
+TEST_F(SmSa, PathRecordByGidsGivesTheProgrammedRoute)
+{
+    SaFabric s(7);
+    IbPathRecord q;
+    q.sgid = IbPortGid(s.f.HostPort(7)->GetPortGuid());
+    q.dgid = IbPortGid(s.f.HostPort(12)->GetPortGuid());
+    const IbSaMad* a =
+        s.Ask(PathQuery(IbPathRecord::kCompSgid | IbPathRecord::kCompDgid, q));
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetMethod(), IbMadMethod::GetResp);
+    EXPECT_EQ(a->Mad().GetStatus(), IbMadStatus::Ok);
+    IbPathRecord r;
+    r.ReadFrom(a->Data());
+    EXPECT_EQ(r.slid, s.f.HostPort(7)->GetLid());
+    EXPECT_EQ(r.dlid, s.f.HostPort(12)->GetLid());
+    EXPECT_EQ(r.sgid, q.sgid);
+    EXPECT_EQ(r.dgid, q.dgid);
+    EXPECT_EQ(r.rate, 17); // 4x HDR = 200 Gb/s on every cable
+    EXPECT_EQ(r.mtu, 5);   // 4096 (the ports' Mtu attribute)
+    EXPECT_EQ(r.pkey, 0xFFFF);
+    EXPECT_TRUE(r.reversible);
+    EXPECT_EQ(s.sm->GetSaAnswered(), 1u);
+
+    // By LIDs, to a switch, as a GetTable: one RMPP segment with the record at offset 8 words.
+    IbPathRecord q2;
+    q2.slid = s.f.HostPort(7)->GetLid();
+    q2.dlid = s.f.switches.Get(19)->GetObject<IbSwitch>()->GetLid();
+    a = s.Ask(PathQuery(IbPathRecord::kCompSlid | IbPathRecord::kCompDlid, q2,
+                        IbMadMethod::GetTable));
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetMethod(), IbMadMethod::GetTableResp);
+    EXPECT_EQ(a->Mad().GetStatus(), IbMadStatus::Ok);
+    EXPECT_EQ(a->GetAttributeOffset(), 8);
+    EXPECT_EQ(a->GetRmppTimeFlags() & 0x07, 0x07);
+    EXPECT_EQ(a->GetRmppData2(), 20u + 64u);
+    r.ReadFrom(a->Data());
+    EXPECT_EQ(r.dlid, q2.dlid);
+}
+
+TEST_F(SmSa, NodeRecordByLidAndBadRequestsGetStatuses)
+{
+    SaFabric s(3);
+    Ptr<IbSwitch> core = s.f.nodes.Get(*s.f.topology.Find("core1"))->GetObject<IbSwitch>();
+    IbSaMad q = IbSaMad::Make(IbMadMethod::Get, IbSaAttr::NodeRecord, 0, 0);
+    q.SetComponentMask(IbNodeRecord::kCompLid);
+    IbNodeRecord nr;
+    nr.lid = core->GetLid();
+    nr.WriteTo(q.Data());
+    const IbSaMad* a = s.Ask(q);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbMadStatus::Ok);
+    IbNodeRecord r;
+    r.ReadFrom(a->Data());
+    EXPECT_EQ(r.lid, core->GetLid());
+    EXPECT_EQ(r.nodeInfo.nodeType, IbNodeType::Switch);
+    EXPECT_EQ(r.nodeInfo.nodeGuid, core->GetNodeGuid());
+    EXPECT_EQ(r.description.text, "core1");
+
+    // A LID nobody has.
+    nr.lid = 0x0BAD;
+    nr.WriteTo(q.Data());
+    a = s.Ask(q);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbSaStatus::NoRecords);
+    // Get without a component: every node matches, too many for a Get.
+    q.SetComponentMask(0);
+    a = s.Ask(q);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbSaStatus::TooManyRecords);
+    // A PathRecord with no destination.
+    IbPathRecord pq;
+    pq.slid = s.f.HostPort(3)->GetLid();
+    a = s.Ask(PathQuery(IbPathRecord::kCompSlid, pq));
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbSaStatus::InsufficientComponents);
+    // SA class version 1 (the SA is version 2).
+    IbSaMad old = PathQuery(IbPathRecord::kCompSlid | IbPathRecord::kCompDlid, pq);
+    old.Mad().SetClassVersion(1);
+    a = s.Ask(old);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbMadStatus::BadVersion);
+    // An attribute the SA does not serve (LinkRecord).
+    IbSaMad link = IbSaMad::Make(IbMadMethod::Get, IbSaAttr::LinkRecord, 0, 0);
+    a = s.Ask(link);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbMadStatus::UnsupportedMethodAttr);
+}
+
+TEST_F(SmSa, PathRecordAnswerDecodesInTshark)
+{
+    if (system("command -v tshark >/dev/null 2>&1") != 0)
+    {
+        GTEST_SKIP() << "tshark not installed";
+    }
+    const std::string path = "/tmp/cnuas-sm-sa-" + std::to_string(getpid()) + ".pcap";
+    uint16_t slid = 0;
+    uint16_t dlid = 0;
+    {
+        SaFabric s(9, path);
+        IbPathRecord q;
+        q.slid = slid = s.f.HostPort(9)->GetLid();
+        q.dlid = dlid = s.f.HostPort(2)->GetLid();
+        ASSERT_NE(s.Ask(PathQuery(IbPathRecord::kCompSlid | IbPathRecord::kCompDlid, q)),
+                  nullptr);
+        s.pcapHelper.Close();
+    }
+    int st = -1;
+    auto rows = cnuas_test::TsharkFieldRows(
+        path,
+        {"_ws.col.Info", "infiniband.pathrecord.slid", "infiniband.pathrecord.dlid",
+         "infiniband.pathrecord.rate", "infiniband.pathrecord.mtu", "_ws.malformed"},
+        "-Y \"infiniband.mad.mgmtclass == 0x03\"", &st);
+    ASSERT_EQ(st, 0);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_NE(rows[0][0].find("SubnAdmGet(PathRecord)"), std::string::npos) << rows[0][0];
+    EXPECT_NE(rows[1][0].find("SubnAdmGetResp(PathRecord)"), std::string::npos) << rows[1][0];
+    for (const auto& r : rows)
+    {
+        EXPECT_EQ(r[5], "");
+    }
+    EXPECT_EQ(std::stoi(rows[1][1], nullptr, 0), slid);
+    EXPECT_EQ(std::stoi(rows[1][2], nullptr, 0), dlid);
+    EXPECT_EQ(std::stoi(rows[1][3], nullptr, 0), 17);
+    EXPECT_EQ(std::stoi(rows[1][4], nullptr, 0), 5);
+    unlink(path.c_str());
+}
+
+// ---- min-hop on a ring: the SA's PathRecord SLs split the routes into deadlock-free layers ------
+
+namespace
+{
+using CableDir = std::pair<uint32_t, uint8_t>; // (ns-3 node id, output port)
+
+bool
+HasCycle(const std::map<CableDir, std::set<CableDir>>& deps)
+{
+    std::map<CableDir, int> color; // 0 new, 1 on the stack, 2 done
+    std::function<bool(const CableDir&)> visit = [&](const CableDir& c) {
+        color[c] = 1;
+        auto it = deps.find(c);
+        if (it != deps.end())
+        {
+            for (const CableDir& d : it->second)
+            {
+                if (color[d] == 1 || (color[d] == 0 && visit(d)))
+                {
+                    return true;
+                }
+            }
+        }
+        color[c] = 2;
+        return false;
+    };
+    for (const auto& [c, unused] : deps)
+    {
+        if (color[c] == 0 && visit(c))
+        {
+            return true;
+        }
+    }
+    return false;
+}
+} // namespace
+
+TEST_F(SmSa, MinHopRoutesOnARingGetSlsThatMakeEachLayerDeadlockFree)
+{
+    // Five switches in a ring, a host on each (switch i port 2 -> switch i+1 port 3).
+    Topology t;
+    for (uint32_t i = 0; i < 5; ++i)
+    {
+        t.AddNode("h" + std::to_string(i), TopoNodeKind::Host, 1);
+    }
+    for (uint32_t i = 0; i < 5; ++i)
+    {
+        t.AddNode("sw" + std::to_string(i), TopoNodeKind::Switch, 3);
+        t.AddLink(i, 1, 5 + i, 1);
+    }
+    for (uint32_t i = 0; i < 5; ++i)
+    {
+        t.AddLink(5 + i, 2, 5 + (i + 1) % 5, 3);
+    }
+    ASSERT_EQ(t.Validate(), "");
+    IbFabric f = IbFabricHelper().Build(t);
+    IbSmHelper smh;
+    smh.SetSmAttribute("RoutingEngine", EnumValue(static_cast<int>(IbRoutingAlgorithm::MinHop)));
+    smh.SetSmAttribute("OperationalVls", UintegerValue(4));
+    Ptr<IbSubnetManager> sm = smh.Install(f, f.hosts.Get(0), MicroSeconds(2));
+    while (sm->GetPhase() != IbSweepPhase::Up && Simulator::Now() < MilliSeconds(20))
+    {
+        Simulator::Stop(MicroSeconds(10));
+        Simulator::Run();
+    }
+    ASSERT_EQ(sm->GetPhase(), IbSweepPhase::Up);
+    EXPECT_EQ(sm->GetVlLayers().error, "");
+    EXPECT_EQ(f.HostPort(3)->GetOperationalVls(), 4);
+
+    std::vector<IbSaMad> got;
+    Ptr<IbMadDispatcher> client = IbMgmtHelper::GetDispatcher(f.hosts.Get(2));
+    client->SetManagerHandler(MakeBoundCallback(&Collect, &got));
+    std::map<uint8_t, std::map<CableDir, std::set<CableDir>>> bySl;
+    std::map<CableDir, std::set<CableDir>> all;
+    uint64_t tid = 0x77;
+    for (uint32_t a = 0; a < 5; ++a)
+    {
+        for (uint32_t b = 0; b < 5; ++b)
+        {
+            if (a == b)
+            {
+                continue;
+            }
+            IbPathRecord q;
+            q.slid = f.HostPort(a)->GetLid();
+            q.dlid = f.HostPort(b)->GetLid();
+            IbSaMad m = PathQuery(IbPathRecord::kCompSlid | IbPathRecord::kCompDlid, q);
+            m.Mad().SetTransactionId(++tid);
+            uint8_t bytes[kIbMadBytes];
+            m.WriteTo(bytes);
+            ASSERT_TRUE(client->SendGmp(1, bytes, sm->GetSmLid(), kIbGsiQp, 0));
+            Simulator::Stop(MicroSeconds(50));
+            Simulator::Run();
+            ASSERT_FALSE(got.empty());
+            ASSERT_EQ(got.back().Mad().GetStatus(), IbMadStatus::Ok);
+            IbPathRecord r;
+            r.ReadFrom(got.back().Data());
+            // The route as the switches' LFTs give it, independently of the SM's tables.
+            const auto hops = IbFabricRoute(f, a, q.dlid);
+            ASSERT_FALSE(hops.empty());
+            for (size_t k = 1; k < hops.size(); ++k)
+            {
+                const CableDir from{hops[k - 1].node, hops[k - 1].port};
+                const CableDir to{hops[k].node, hops[k].port};
+                bySl[r.sl][from].insert(to);
+                all[from].insert(to);
+            }
+        }
+    }
+    EXPECT_TRUE(HasCycle(all)) << "one VL would deadlock: layers were needed";
+    EXPECT_GE(bySl.size(), 2u);
+    for (const auto& [sl, deps] : bySl)
+    {
+        EXPECT_LT(sl, 4);
+        EXPECT_FALSE(HasCycle(deps)) << "SL " << unsigned(sl);
+    }
+}
