@@ -1,0 +1,288 @@
+#include "eth-switch.h"
+
+#include "eth-net-device.h"
+
+#include "ns3/boolean.h"
+#include "ns3/log.h"
+#include "ns3/pointer.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+#include <sstream>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("EthSwitch");
+NS_OBJECT_ENSURE_REGISTERED(EthSwitch);
+
+TypeId
+EthSwitch::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::EthSwitch")
+            .SetParent<Object>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<EthSwitch>()
+            .AddAttribute("EcmpSeed",
+                          "Seed of this switch's ECMP hash (switches with different seeds "
+                          "split the same flows differently, avoiding polarization).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&EthSwitch::m_seed),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("TrustPcp",
+                          "Classify tagged frames by their 802.1Q PCP (else always by DSCP).",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&EthSwitch::m_trustPcp),
+                          MakeBooleanChecker())
+            .AddAttribute("Mmu",
+                          "The shared-buffer MMU.",
+                          PointerValue(),
+                          MakePointerAccessor(&EthSwitch::m_mmu),
+                          MakePointerChecker<SharedBufferMmu>())
+            .AddTraceSource("EcnMark",
+                            "A frame was marked CE: egress port, priority, queue bytes.",
+                            MakeTraceSourceAccessor(&EthSwitch::m_ecnTrace),
+                            "ns3::EthSwitch::EcnMarkCallback");
+    return tid;
+}
+
+EthSwitch::EthSwitch()
+    : m_mmu(CreateObject<SharedBufferMmu>())
+{
+    // Default classification: the class-selector bits of the DSCP (RFC 2474 §4.2.2.2), so
+    // DSCP 26 (the common RoCE marking) lands in priority 3.
+    for (uint8_t d = 0; d < 64; ++d)
+    {
+        m_dscpToPrio[d] = d >> 3;
+    }
+}
+
+EthSwitch::~EthSwitch() = default;
+
+void
+EthSwitch::DoDispose()
+{
+    m_ports.clear();
+    m_mmu = nullptr;
+    Object::DoDispose();
+}
+
+uint16_t
+EthSwitch::AddPort(Ptr<EthNetDevice> port)
+{
+    m_ports.push_back(port);
+    const uint16_t n = static_cast<uint16_t>(m_ports.size());
+    port->SetSwitch(this, n);
+    return n;
+}
+
+uint16_t
+EthSwitch::GetNPorts() const
+{
+    return static_cast<uint16_t>(m_ports.size());
+}
+
+Ptr<EthNetDevice>
+EthSwitch::GetPort(uint16_t number) const
+{
+    return number >= 1 && number <= m_ports.size() ? m_ports[number - 1] : nullptr;
+}
+
+void
+EthSwitch::AddRoute(uint32_t dstIp, uint16_t port)
+{
+    NS_ABORT_MSG_IF(port < 1 || port > m_ports.size(), "EthSwitch::AddRoute: no port " << port);
+    auto& hops = m_routes[dstIp];
+    for (uint16_t h : hops)
+    {
+        if (h == port)
+        {
+            return;
+        }
+    }
+    hops.push_back(port);
+}
+
+const std::vector<uint16_t>*
+EthSwitch::GetRoutes(uint32_t dstIp) const
+{
+    auto it = m_routes.find(dstIp);
+    return it == m_routes.end() ? nullptr : &it->second;
+}
+
+void
+EthSwitch::SetDscpToPriority(uint8_t dscp, uint8_t priority)
+{
+    NS_ABORT_MSG_IF(dscp > 63 || priority > 7, "EthSwitch::SetDscpToPriority: out of range");
+    m_dscpToPrio[dscp] = priority;
+}
+
+void
+EthSwitch::SetupMmu()
+{
+    std::vector<EthNetDevice*> raw;
+    for (auto& p : m_ports)
+    {
+        raw.push_back(PeekPointer(p));
+    }
+    m_mmu->Setup(raw);
+}
+
+std::string
+EthSwitch::Validate() const
+{
+    for (size_t i = 0; i < m_ports.size(); ++i)
+    {
+        const std::string e = m_ports[i]->Validate();
+        if (!e.empty())
+        {
+            return "port " + std::to_string(i + 1) + ": " + e;
+        }
+    }
+    return m_mmu->Validate();
+}
+
+namespace
+{
+inline uint32_t
+Rotl(uint32_t x, int r)
+{
+    return (x << r) | (x >> (32 - r));
+}
+
+/// One Murmur3-style mixing round (the constants are Murmur3's, chosen for avalanche).
+inline uint32_t
+Mix(uint32_t h, uint32_t k)
+{
+    k *= 0xcc9e2d51u;
+    k = Rotl(k, 15);
+    k *= 0x1b873593u;
+    h ^= k;
+    h = Rotl(h, 13);
+    return h * 5 + 0xe6546b64u;
+}
+} // namespace
+
+uint32_t
+EthSwitch::FlowHash(const EthFrame& f, uint32_t seed)
+{
+    uint32_t h = seed;
+    h = Mix(h, f.srcIp);
+    h = Mix(h, f.dstIp);
+    h = Mix(h, static_cast<uint32_t>(f.srcPort) << 16 | f.dstPort);
+    h = Mix(h, kIpProtoUdp);
+    // Final avalanche so that the low bits used by the modulo depend on every input bit.
+    h ^= 16;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+
+void
+EthSwitch::Drop(EthNetDevice* in, EthFrame* frame, EthDropReason reason)
+{
+    in->CountDrop(frame, reason);
+    EthFramePool::Release(frame);
+}
+
+void
+EthSwitch::MaybeMark(EthNetDevice* out, EthFrame* f, uint64_t queueBytes)
+{
+    // RFC 3168 §5: only ECN-capable transport gets CE; Not-ECT is left alone (and not dropped
+    // here: drops belong to the MMU).
+    if (f->ecn == kEcnNotEct || f->ecn == kEcnCe)
+    {
+        return;
+    }
+    if (m_mmu->ShouldMark(queueBytes))
+    {
+        f->ecn = kEcnCe;
+        m_ecnMarked++;
+        m_ecnTrace(out->GetPortNumber(), f->priority, queueBytes);
+    }
+}
+
+void
+EthSwitch::Receive(EthNetDevice* in, EthFrame* f)
+{
+    f->priority = (m_trustPcp && f->vlanTagged) ? f->pcp : m_dscpToPrio[f->dscp];
+    if (f->vlanTagged)
+    {
+        f->pcp = f->priority;
+    }
+    f->inPort = in->GetPortNumber();
+    if (f->ttl <= 1)
+    {
+        Drop(in, f, EthDropReason::TtlExpired); // RFC 791 §3.2: discard at zero
+        return;
+    }
+    f->ttl--;
+    auto it = m_routes.find(f->dstIp);
+    if (it == m_routes.end() || it->second.empty())
+    {
+        Drop(in, f, EthDropReason::NoRoute);
+        return;
+    }
+    const std::vector<uint16_t>& hops = it->second;
+    const uint16_t outNo = hops.size() == 1 ? hops[0] : hops[FlowHash(*f, m_seed) % hops.size()];
+    EthNetDevice* out = PeekPointer(m_ports[outNo - 1]);
+    if (!out->IsLinkUp())
+    {
+        Drop(in, f, EthDropReason::LinkDown);
+        return;
+    }
+    const uint16_t inIdx = static_cast<uint16_t>(f->inPort - 1);
+    const uint8_t prio = f->priority;
+    const bool lossless = in->IsPfcEnabled(prio);
+    bool headroomDrop = false;
+    if (!m_mmu->Admit(inIdx, prio, f->bytes, lossless, &f->mmuBucket, &headroomDrop))
+    {
+        Drop(in, f, headroomDrop ? EthDropReason::HeadroomOverflow : EthDropReason::BufferFull);
+        return;
+    }
+    if (lossless && !in->IsPauseAsserted(prio) && m_mmu->ShouldPause(inIdx, prio))
+    {
+        in->AssertPause(prio);
+    }
+    if (m_mmu->EcnEnabled() && !m_mmu->EcnAtDequeue())
+    {
+        MaybeMark(out, f, out->GetQueueBytes(prio));
+    }
+    m_forwarded++;
+    out->EnqueueEgress(f);
+}
+
+void
+EthSwitch::NotifyDequeue(EthNetDevice* out, EthFrame* f)
+{
+    const uint16_t inIdx = static_cast<uint16_t>(f->inPort - 1);
+    const uint8_t prio = f->priority;
+    m_mmu->Release(inIdx, prio, f->bytes, f->mmuBucket);
+    if (m_mmu->EcnEnabled() && m_mmu->EcnAtDequeue())
+    {
+        MaybeMark(out, f, out->GetQueueBytes(prio));
+    }
+    EthNetDevice* in = PeekPointer(m_ports[inIdx]);
+    if (in->IsPauseAsserted(prio) && m_mmu->ShouldResume(inIdx, prio))
+    {
+        in->ReleasePause(prio);
+    }
+}
+
+void
+EthSwitch::NotifyDiscardQueued(EthNetDevice*, EthFrame* f)
+{
+    const uint16_t inIdx = static_cast<uint16_t>(f->inPort - 1);
+    m_mmu->Release(inIdx, f->priority, f->bytes, f->mmuBucket);
+    EthNetDevice* in = PeekPointer(m_ports[inIdx]);
+    if (in->IsPauseAsserted(f->priority) && m_mmu->ShouldResume(inIdx, f->priority))
+    {
+        in->ReleasePause(f->priority);
+    }
+}
+
+} // namespace ns3
