@@ -1010,7 +1010,6 @@ EthNetDevice::HandlePfc(const EthFrame& frame)
 {
     m_counters.pfcFramesReceived++;
     const int64_t now = Simulator::Now().GetPicoSeconds();
-    bool resumed = false;
     for (uint8_t p = 0; p < kEthPriorities; ++p)
     {
         if (!((frame.pfc.classEnable >> p) & 1))
@@ -1036,7 +1035,6 @@ EthNetDevice::HandlePfc(const EthFrame& frame)
             {
                 q.pausedUntilPs = now;
                 EndPauseInterval(p, now);
-                resumed = true;
             }
             continue;
         }
@@ -1049,10 +1047,8 @@ EthNetDevice::HandlePfc(const EthFrame& frame)
         }
         q.pausedUntilPs = now + std::llround(quanta * QuantumPs());
     }
-    if (resumed)
-    {
-        Kick();
-    }
+    // Resumed, or a re-pause shortened the wait: the transmitter must re-plan its wake-up.
+    Kick();
 }
 
 // ---- receive -----------------------------------------------------------------------------------
