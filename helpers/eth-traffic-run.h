@@ -65,6 +65,8 @@ struct EthTrafficSpec
     /// Further configuration before Build (attributes of ports, switches, MMUs, cables).
     std::function<void(EthFabricHelper&)> configure;
     std::string pcapDir; ///< "" = no pcap; else one file per host port
+    /// ns-3 event scheduler TypeId for this run ("" = leave the current one).
+    std::string scheduler;
 };
 
 struct EthTrafficStats
@@ -84,7 +86,8 @@ struct EthTrafficStats
     uint64_t maxHeadroomUsed = 0;     ///< any switch, any (port, priority)
     uint64_t framesCreated = 0;       ///< frame records the pool holds
     double wallSeconds = 0;
-    Time simulated;
+    double cpuSeconds = 0; ///< process CPU time of Simulator::Run
+    Time simulated;        ///< when the last frame was delivered
     double aggregateGbps = 0; ///< received bytes x 8 / duration
 };
 

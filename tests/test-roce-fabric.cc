@@ -3,6 +3,7 @@
 #include "helpers/eth-fabric-helper.h"
 #include "helpers/eth-traffic-run.h"
 
+#include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/enum.h"
 #include "ns3/simulator.h"
@@ -276,8 +277,8 @@ TEST(RoceFabric, EcmpSpreadsFlowsAndKeepsEachOnOnePath)
     {
         paths.push_back(std::make_unique<Paths>());
         paths.back()->port = p;
-        fab.Port(leaf0, p)->TraceConnectWithoutContext("Tx",
-                                                       MakeCallback(&Paths::Tx, paths.back().get()));
+        fab.Port(leaf0, p)->TraceConnectWithoutContext(
+            "Tx", MakeCallback(&Paths::Tx, paths.back().get()));
     }
     Simulator::Run();
     std::map<std::tuple<uint32_t, uint32_t, uint16_t>, int> portsPerFlow;
@@ -328,4 +329,41 @@ TEST(RoceFabric, EcmpHashIsUniformAndSeedDependent)
     }
     // Independent seeds agree on a bucket a quarter of the time.
     EXPECT_NEAR(differ, n * 0.75, 5 * std::sqrt(n * 0.75 * 0.25));
+}
+
+TEST(RoceFabric, SwitchClassifiesByDscpTableOrTrustedPcp)
+{
+    for (int mode = 0; mode < 3; ++mode)
+    {
+        // mode 0: untagged, default table (DSCP 26 -> 3); 1: untagged, DSCP 26 remapped to 6;
+        // 2: tagged with PCP 5 and a switch that trusts PCP.
+        EthFabricHelper h;
+        h.SetPortAttribute("PfcEnableMask", UintegerValue(0));
+        if (mode == 2)
+        {
+            h.SetPortAttribute("VlanTag", BooleanValue(true));
+            h.SetSwitchAttribute("TrustPcp", BooleanValue(true));
+        }
+        EthFabric fab = h.Build(MakeTwoHostsOneSwitch());
+        if (mode == 1)
+        {
+            fab.Switch(2)->SetDscpToPriority(26, 6);
+        }
+        EthUdpFlow flow;
+        flow.dstIp = fab.HostIp(1);
+        flow.dscp = 26;
+        flow.priority = mode == 2 ? 5 : 0;
+        for (int i = 0; i < 10; ++i)
+        {
+            ASSERT_TRUE(fab.HostPort(0)->SendUdp(flow, 100));
+        }
+        Simulator::Run();
+        const uint8_t want = mode == 0 ? 3 : mode == 1 ? 6 : 5;
+        const EthPortCounters& out = fab.Switch(2)->GetPort(2)->GetCounters();
+        EXPECT_EQ(out.txFrames[want], 10u) << "mode " << mode;
+        // The receiving host classifies by the tag's PCP, or by DSCP 26's class selector (3).
+        EXPECT_EQ(fab.HostPort(1)->GetCounters().rxFrames[mode == 2 ? 5 : 3], 10u)
+            << "mode " << mode;
+        Simulator::Destroy();
+    }
 }

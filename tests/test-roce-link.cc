@@ -222,7 +222,8 @@ TEST(RoceLink, PauseStopsOnlyTheNamedPriority)
     // (9216 bytes) first, plus the frame that was on the wire at `to`.
     const int64_t resume3 = FirstStartAfter(log, from + 1, 3);
     EXPECT_GE(resume3, to);
-    EXPECT_LE(resume3, to + a->WireTime(9216).GetPicoSeconds() + a->WireTime(1046).GetPicoSeconds());
+    EXPECT_LE(resume3,
+              to + a->WireTime(9216).GetPicoSeconds() + a->WireTime(1046).GetPicoSeconds());
     EXPECT_EQ(a->GetCounters().pfcIgnored, 1u);
     Simulator::Destroy();
 }

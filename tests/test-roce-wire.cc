@@ -340,3 +340,16 @@ TEST(RoceWire, MalformedFramesAreDroppedAndCounted)
     EXPECT_EQ((b->GetTotalDrops() - dropsBefore) + (delivered - deliveredBefore), uint64_t(n));
     Simulator::Destroy();
 }
+
+TEST(RoceWire, OversizeDatagramRefusedAndCounted)
+{
+    EthFabric fab = MakeEthPair();
+    Ptr<EthNetDevice> a = fab.HostPort(0);
+    EthUdpFlow flow;
+    flow.dstIp = fab.HostIp(1);
+    // MTU 1500 leaves 1472 bytes of UDP payload (1500 - 20 IPv4 - 8 UDP).
+    EXPECT_TRUE(a->SendUdp(flow, 1472));
+    EXPECT_FALSE(a->SendUdp(flow, 1473));
+    EXPECT_EQ(a->GetDropCount(EthDropReason::Oversize), 1u);
+    Simulator::Destroy();
+}

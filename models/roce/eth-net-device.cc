@@ -28,7 +28,8 @@ EthDropReasonName(EthDropReason r)
                                   "BadControl", "BadIpv4",     "BadUdp",
                                   "LinkDown",   "TxQueueFull", "RxBufferFull",
                                   "NotForUs",   "NoRoute",     "TtlExpired",
-                                  "BufferFull", "HeadroomOverflow"};
+                                  "BufferFull", "HeadroomOverflow",
+                                  "Oversize"};
     const int i = static_cast<int>(r);
     return i < static_cast<int>(EthDropReason::Count) ? names[i] : "?";
 }
@@ -644,8 +645,8 @@ EthNetDevice::SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const P
                     "EthNetDevice::SendUdp: payload size disagrees with payloadBytes");
     if (payloadBytes + kIpv4HeaderBytes + kUdpHeaderBytes > m_mtu)
     {
-        NS_LOG_WARN("datagram larger than the MTU refused");
-        CountDrop(nullptr, EthDropReason::TxQueueFull);
+        NS_LOG_WARN("datagram of " << payloadBytes << " bytes exceeds the MTU " << m_mtu);
+        CountDrop(nullptr, EthDropReason::Oversize);
         return false;
     }
     if (!IsLinkUp())
@@ -681,6 +682,7 @@ EthNetDevice::SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const P
     f->sentPs = Simulator::Now().GetPicoSeconds();
     f->ComputeSize();
     q.frames.push_back(f);
+    m_nonEmpty |= static_cast<uint8_t>(1u << flow.priority);
     q.bytes += f->bytes;
     q.maxBytes = std::max(q.maxBytes, q.bytes);
     m_queueTrace(flow.priority, q.bytes);
@@ -705,6 +707,7 @@ EthNetDevice::EnqueueEgress(EthFrame* frame)
 {
     TxQueue& q = m_txq[frame->priority];
     q.frames.push_back(frame);
+    m_nonEmpty |= static_cast<uint8_t>(1u << frame->priority);
     q.bytes += frame->bytes;
     if (q.bytes > q.maxBytes)
     {
@@ -717,8 +720,7 @@ EthNetDevice::EnqueueEgress(EthFrame* frame)
 bool
 EthNetDevice::Eligible(uint8_t tc, int64_t nowPs) const
 {
-    const TxQueue& q = m_txq[tc];
-    return !q.frames.empty() && q.pausedUntilPs <= nowPs;
+    return ((m_nonEmpty >> tc) & 1) && m_txq[tc].pausedUntilPs <= nowPs;
 }
 
 EthFrame*
@@ -741,7 +743,7 @@ EthNetDevice::Dequeue(int64_t nowPs, int64_t* retryPs)
             break;
         }
     }
-    if (tc < 0 && (m_strictMask != 0xFF))
+    if (tc < 0 && (m_nonEmpty & ~m_strictMask))
     {
         // Deficit weighted round robin over the other classes (802.1Q §8.6.8.3 allows any
         // weighted algorithm; DWRR is what RoCE switches implement as "ETS"). A quantum of at
@@ -749,9 +751,9 @@ EthNetDevice::Dequeue(int64_t nowPs, int64_t* retryPs)
         for (int visits = 0; visits < 2 * kEthPriorities + 1; ++visits)
         {
             const uint8_t c = m_rrNext;
-            TxQueue& q = m_txq[c];
             if (!((m_strictMask >> c) & 1) && Eligible(c, nowPs))
             {
+                TxQueue& q = m_txq[c];
                 if (!m_rrCredited)
                 {
                     q.deficit += static_cast<uint64_t>(m_dwrrQuantum) * q.weight;
@@ -764,10 +766,6 @@ EthNetDevice::Dequeue(int64_t nowPs, int64_t* retryPs)
                     break;
                 }
             }
-            else if (q.frames.empty())
-            {
-                q.deficit = 0; // an idle class keeps no credit (DWRR)
-            }
             m_rrNext = static_cast<uint8_t>((m_rrNext + 1) % kEthPriorities);
             m_rrCredited = false;
         }
@@ -777,7 +775,7 @@ EthNetDevice::Dequeue(int64_t nowPs, int64_t* retryPs)
         for (uint8_t c = 0; c < kEthPriorities; ++c)
         {
             const TxQueue& q = m_txq[c];
-            if (!q.frames.empty() && q.pausedUntilPs > nowPs &&
+            if (((m_nonEmpty >> c) & 1) && q.pausedUntilPs > nowPs &&
                 (*retryPs < 0 || q.pausedUntilPs < *retryPs))
             {
                 *retryPs = q.pausedUntilPs;
@@ -789,6 +787,11 @@ EthNetDevice::Dequeue(int64_t nowPs, int64_t* retryPs)
     EthFrame* f = q.frames.front();
     q.frames.pop_front();
     q.bytes -= f->bytes;
+    if (q.frames.empty())
+    {
+        m_nonEmpty &= static_cast<uint8_t>(~(1u << tc));
+        q.deficit = 0; // an idle class keeps no credit (DWRR)
+    }
     if (q.pauseStartPs >= 0 && q.pausedUntilPs <= nowPs)
     {
         EndPauseInterval(static_cast<uint8_t>(tc), q.pausedUntilPs);
@@ -858,11 +861,11 @@ EthNetDevice::WakeUp()
         ScheduleWake(m_busyUntilPs);
         return;
     }
-    for (const TxQueue& q : m_txq)
+    for (uint8_t c = 0; m_nonEmpty >> c; ++c)
     {
-        if (!q.frames.empty())
+        if ((m_nonEmpty >> c) & 1)
         {
-            ScheduleWake(std::max(m_busyUntilPs, q.pausedUntilPs));
+            ScheduleWake(std::max(m_busyUntilPs, m_txq[c].pausedUntilPs));
         }
     }
 }
@@ -1106,6 +1109,7 @@ EthNetDevice::DropQueued(EthDropReason reason)
         q.frames.clear();
         q.bytes = 0;
         q.deficit = 0;
+        m_nonEmpty = 0;
         m_queueTrace(p, 0);
     }
     for (EthFrame* f : m_ctrl)
@@ -1152,9 +1156,10 @@ EthNetDevice::ReceiveFrameEvent(EthFrame* f)
         Release(f);
         return;
     }
-    // A switch classifies by its own table (EthSwitch::Receive); a host by the tag's PCP, or
-    // for an untagged frame by the DSCP's class-selector bits (RFC 2474 §4.2.2.2).
-    f->priority = f->vlanTagged ? f->pcp : static_cast<uint8_t>(f->dscp >> 3);
+    // A switch classifies by its own table; a host by the tag's PCP, or for an untagged frame
+    // by the DSCP's class-selector bits (RFC 2474 §4.2.2.2).
+    f->priority = m_switch ? m_switch->Classify(*f)
+                           : (f->vlanTagged ? f->pcp : static_cast<uint8_t>(f->dscp >> 3));
     const uint8_t p = f->priority;
     m_counters.rxFrames[p]++;
     m_counters.rxBytes[p] += f->bytes;

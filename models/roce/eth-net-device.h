@@ -42,6 +42,7 @@ enum class EthDropReason : uint8_t
     TtlExpired,       ///< at a switch: IPv4 TTL reached zero (RFC 791)
     BufferFull,       ///< at a switch: lossy priority over its shared-buffer threshold
     HeadroomOverflow, ///< at a switch: lossless priority over its headroom (PFC came too late)
+    Oversize,         ///< a host asked to send a datagram larger than the MTU
     Count
 };
 const char* EthDropReasonName(EthDropReason r);
@@ -187,7 +188,9 @@ class EthNetDevice : public NetDevice
      * flow.dstIp with traffic class flow.priority. Returns false (counted as TxQueueFull or
      * LinkDown) if the queue for that priority is full or the link is down.
      */
-    bool SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const Packet> payload = nullptr);
+    bool SendUdp(const EthUdpFlow& flow,
+                 uint32_t payloadBytes,
+                 Ptr<const Packet> payload = nullptr);
     bool CanSend(uint8_t priority) const;
     typedef Callback<void, Ptr<EthNetDevice>, const EthFrame&> EthReceiveCallback;
     /// Every good frame addressed to this host port (after the receive buffer, if modelled).
@@ -291,6 +294,7 @@ class EthNetDevice : public NetDevice
     // transmit state
     std::array<TxQueue, kEthPriorities> m_txq;
     std::deque<EthFrame*> m_ctrl;
+    uint8_t m_nonEmpty = 0; ///< bit c: class c has frames queued
     uint8_t m_rrNext = 0;
     bool m_rrCredited = false;
     int64_t m_busyUntilPs = 0;

@@ -102,6 +102,39 @@ EthSwitch::AddRoute(uint32_t dstIp, uint16_t port)
         }
     }
     hops.push_back(port);
+    m_denseValid = false;
+}
+
+void
+EthSwitch::BuildDenseRoutes()
+{
+    m_dense.clear();
+    m_densePorts.clear();
+    m_denseValid = true;
+    if (m_routes.empty())
+    {
+        return;
+    }
+    uint32_t lo = UINT32_MAX;
+    uint32_t hi = 0;
+    for (auto& [ip, hops] : m_routes)
+    {
+        lo = std::min(lo, ip);
+        hi = std::max(hi, ip);
+    }
+    if (hi - lo >= (1u << 20))
+    {
+        return; // sparse addresses: the hash map serves
+    }
+    m_denseBase = lo;
+    m_dense.assign(hi - lo + 1, DenseRoute());
+    for (auto& [ip, hops] : m_routes)
+    {
+        DenseRoute& d = m_dense[ip - lo];
+        d.first = static_cast<uint32_t>(m_densePorts.size());
+        d.count = static_cast<uint16_t>(hops.size());
+        m_densePorts.insert(m_densePorts.end(), hops.begin(), hops.end());
+    }
 }
 
 const std::vector<uint16_t>*
@@ -209,7 +242,7 @@ EthSwitch::MaybeMark(EthNetDevice* out, EthFrame* f, uint64_t queueBytes)
 void
 EthSwitch::Receive(EthNetDevice* in, EthFrame* f)
 {
-    f->priority = (m_trustPcp && f->vlanTagged) ? f->pcp : m_dscpToPrio[f->dscp];
+    // The ingress port has classified the frame already (Classify).
     if (f->vlanTagged)
     {
         f->pcp = f->priority;
@@ -221,14 +254,36 @@ EthSwitch::Receive(EthNetDevice* in, EthFrame* f)
         return;
     }
     f->ttl--;
-    auto it = m_routes.find(f->dstIp);
-    if (it == m_routes.end() || it->second.empty())
+    if (!m_denseValid)
+    {
+        BuildDenseRoutes();
+    }
+    const uint16_t* hops = nullptr;
+    size_t nHops = 0;
+    if (!m_dense.empty())
+    {
+        const uint32_t i = f->dstIp - m_denseBase;
+        if (i < m_dense.size())
+        {
+            hops = m_densePorts.data() + m_dense[i].first;
+            nHops = m_dense[i].count;
+        }
+    }
+    else
+    {
+        auto it = m_routes.find(f->dstIp);
+        if (it != m_routes.end())
+        {
+            hops = it->second.data();
+            nHops = it->second.size();
+        }
+    }
+    if (nHops == 0)
     {
         Drop(in, f, EthDropReason::NoRoute);
         return;
     }
-    const std::vector<uint16_t>& hops = it->second;
-    const uint16_t outNo = hops.size() == 1 ? hops[0] : hops[FlowHash(*f, m_seed) % hops.size()];
+    const uint16_t outNo = nHops == 1 ? hops[0] : hops[FlowHash(*f, m_seed) % nHops];
     EthNetDevice* out = PeekPointer(m_ports[outNo - 1]);
     if (!out->IsLinkUp())
     {

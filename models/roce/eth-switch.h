@@ -47,6 +47,11 @@ class EthSwitch : public Object
     const std::vector<uint16_t>* GetRoutes(uint32_t dstIp) const;
     void SetDscpToPriority(uint8_t dscp, uint8_t priority);
     uint8_t MapDscp(uint8_t dscp) const { return m_dscpToPrio[dscp & 63]; }
+    /// The priority this switch gives a frame: its PCP if TrustPcp and tagged, else by DSCP.
+    uint8_t Classify(const EthFrame& f) const
+    {
+        return (m_trustPcp && f.vlanTagged) ? f.pcp : m_dscpToPrio[f.dscp & 63];
+    }
     /// Sizes the MMU for the ports as cabled now; call after cabling, before traffic.
     void SetupMmu();
     /// "" if the switch and its ports are consistently configured, else the problem.
@@ -78,6 +83,18 @@ class EthSwitch : public Object
     std::vector<Ptr<EthNetDevice>> m_ports;
     Ptr<SharedBufferMmu> m_mmu;
     std::unordered_map<uint32_t, std::vector<uint16_t>> m_routes;
+    /// The same routes as a table indexed by (address - m_denseBase) when the addresses are
+    /// dense (as the fabric helper assigns them): one array access per frame, no hashing.
+    struct DenseRoute
+    {
+        uint32_t first = 0; ///< into m_densePorts
+        uint16_t count = 0;
+    };
+    std::vector<DenseRoute> m_dense;
+    std::vector<uint16_t> m_densePorts;
+    uint32_t m_denseBase = 0;
+    bool m_denseValid = false;
+    void BuildDenseRoutes();
     std::array<uint8_t, 64> m_dscpToPrio{};
     uint32_t m_seed = 0;
     bool m_trustPcp = false;
