@@ -106,7 +106,8 @@ BENCHMARK(LeafSpine320AllToAll)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
-/// N-to-1 incast through one switch with a 1 MiB buffer: PFC pauses all the time.
+/// N-to-1 incast through one switch with a small buffer (MiB given; each port's reserved space
+/// and headroom come out of it first): PFC pauses all the time.
 void
 Incast(benchmark::State& state)
 {
@@ -117,13 +118,14 @@ Incast(benchmark::State& state)
         spec.pattern = EthTrafficSpec::Pattern::Incast;
         spec.scheduler = Scheduler();
         spec.duration = MicroSeconds(2000);
-        spec.configure = [](EthFabricHelper& h) {
-            h.SetMmuAttribute("BufferBytes", UintegerValue(1024 * 1024));
+        const uint64_t buffer = state.range(1) * 1024 * 1024;
+        spec.configure = [buffer](EthFabricHelper& h) {
+            h.SetMmuAttribute("BufferBytes", UintegerValue(buffer));
         };
         Report(state, RunEthTraffic(spec));
     }
 }
-BENCHMARK(Incast)->Arg(8)->Arg(32)->Iterations(1)->UseManualTime()->Unit(
+BENCHMARK(Incast)->Args({8, 1})->Args({32, 4})->Iterations(1)->UseManualTime()->Unit(
     benchmark::kMillisecond);
 
 } // namespace
