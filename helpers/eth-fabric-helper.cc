@@ -112,6 +112,25 @@ EthFabricHelper::SetFabricLinkRate(DataRate rate)
     m_fabricRate = rate;
 }
 
+Ipv6Bytes
+EthFabric::HostIp6(uint32_t hostIndex) const
+{
+    return EthFabricHelper::HostAddress6(hostIndex);
+}
+
+Ipv6Bytes
+EthFabricHelper::HostAddress6(uint32_t hostIndex)
+{
+    Ipv6Bytes a{};
+    a[0] = 0xFD;
+    const uint32_t id = hostIndex + 1;
+    for (int i = 0; i < 4; ++i)
+    {
+        a[12 + i] = static_cast<uint8_t>(id >> (8 * (3 - i)));
+    }
+    return a;
+}
+
 uint32_t
 EthFabricHelper::HostAddress(uint32_t hostIndex)
 {
@@ -199,6 +218,7 @@ EthFabricHelper::Build(const Topology& topo) const
             else if (p == 0)
             {
                 fab.ports[i][p]->SetIpv4(HostAddress(hostIndexOf[i]));
+                fab.ports[i][p]->SetIpv6(HostAddress6(hostIndexOf[i]));
             }
         }
     }
@@ -245,6 +265,7 @@ EthFabricHelper::Build(const Topology& topo) const
                     (v == src || topo.nodes[v].kind == TopoNodeKind::Switch))
                 {
                     fab.switchAt[s]->AddRoute(HostAddress(h), static_cast<uint16_t>(port));
+                    fab.switchAt[s]->AddRoute6(HostAddress6(h), static_cast<uint16_t>(port));
                 }
             }
         }

@@ -36,6 +36,7 @@ struct EthFabric
     std::vector<Ptr<EthSwitch>> Switches() const;
     std::vector<Ptr<EthNetDevice>> AllPorts() const;
     uint32_t HostIp(uint32_t hostIndex) const;
+    Ipv6Bytes HostIp6(uint32_t hostIndex) const;
 };
 
 /**
@@ -45,7 +46,8 @@ struct EthFabric
  * ns3::EthNetDevice::DataRate=...` applies) and can be overridden per helper. Links between a
  * host and a switch run at the host rate, links between switches at the fabric rate (both
  * default to the port attribute); a topology's InfiniBand rate strings are ignored, its cable
- * lengths are used. Addresses are deterministic: host i is 10.0.0.0 + i + 1 (HostAddress), the
+ * lengths are used. Addresses are deterministic: host i is 10.0.0.0 + i + 1 (HostAddress) and
+ * fd00::(i + 1) (HostAddress6), the
  * port numbered p of node n has MAC 02:00:00:nn:nn:pp. Each switch's ECMP seed is its node index
  * + 1. Every switch gets a route to every host through all its neighbours on a shortest path.
  * Build() validates every port, switch and MMU and throws std::invalid_argument with the first
@@ -63,6 +65,8 @@ class EthFabricHelper
     void SetFabricLinkRate(DataRate rate);
     EthFabric Build(const Topology& topology) const;
     static uint32_t HostAddress(uint32_t hostIndex);
+    /// fd00::(i+1): a unique-local IPv6 address per host (RFC 4193 prefix fd00::/8).
+    static Ipv6Bytes HostAddress6(uint32_t hostIndex);
 
   private:
     ObjectFactory m_portFactory;

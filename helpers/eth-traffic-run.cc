@@ -50,6 +50,11 @@ EthGreedySource::Fill()
     {
         EthUdpFlow f = m_flow;
         f.dstIp = m_dst[m_next];
+        if (m_next < m_dst6.size())
+        {
+            f.ipv6 = true;
+            f.dstIp6 = m_dst6[m_next];
+        }
         f.srcPort = static_cast<uint16_t>(49152 + (m_next % 16384));
         m_next = (m_next + 1) % m_dst.size();
         if (!m_port->SendUdp(f, m_payload))
@@ -136,11 +141,13 @@ RunEthTraffic(const EthTrafficSpec& spec)
     for (uint32_t h = 0; h < nHosts; ++h)
     {
         std::vector<uint32_t> dst;
+        std::vector<Ipv6Bytes> dst6;
         if (spec.pattern == EthTrafficSpec::Pattern::Incast)
         {
             if (h != spec.incastTarget)
             {
                 dst.push_back(fab.HostIp(spec.incastTarget));
+                dst6.push_back(fab.HostIp6(spec.incastTarget));
             }
         }
         else
@@ -148,6 +155,7 @@ RunEthTraffic(const EthTrafficSpec& spec)
             for (uint32_t k = 1; k < nHosts; ++k)
             {
                 dst.push_back(fab.HostIp((h + k) % nHosts));
+                dst6.push_back(fab.HostIp6((h + k) % nHosts));
             }
         }
         if (dst.empty())
@@ -156,6 +164,10 @@ RunEthTraffic(const EthTrafficSpec& spec)
         }
         sources.push_back(std::make_unique<EthGreedySource>(fab.HostPort(h), dst, tmpl,
                                                             spec.payloadBytes, spec.duration));
+        if (spec.ipv6)
+        {
+            sources.back()->SetIpv6Destinations(dst6);
+        }
         Simulator::Schedule(Time(0), &EthGreedySource::Start, sources.back().get());
     }
 

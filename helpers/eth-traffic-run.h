@@ -28,6 +28,8 @@ class EthGreedySource
     EthGreedySource(Ptr<EthNetDevice> port, std::vector<uint32_t> dstIps, EthUdpFlow tmpl,
                     uint32_t payloadBytes, Time stop);
     void Start();
+    /// Sends over IPv6 to these addresses instead (one per destination, in the same order).
+    void SetIpv6Destinations(std::vector<Ipv6Bytes> dst6) { m_dst6 = std::move(dst6); }
     uint64_t GetSent() const { return m_sent; }
 
   private:
@@ -36,6 +38,7 @@ class EthGreedySource
 
     Ptr<EthNetDevice> m_port;
     std::vector<uint32_t> m_dst;
+    std::vector<Ipv6Bytes> m_dst6;
     EthUdpFlow m_flow;
     uint32_t m_payload;
     int64_t m_stopPs;
@@ -62,6 +65,7 @@ struct EthTrafficSpec
     uint8_t priority = 3;
     uint8_t dscp = 26; ///< class selector 3: priority 3 at the switches
     bool ecnCapable = false;
+    bool ipv6 = false; ///< send over IPv6 (fd00::/8 host addresses) instead of IPv4
     /// Further configuration before Build (attributes of ports, switches, MMUs, cables).
     std::function<void(EthFabricHelper&)> configure;
     std::string pcapDir; ///< "" = no pcap; else one file per host port

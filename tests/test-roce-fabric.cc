@@ -367,3 +367,56 @@ TEST(RoceFabric, SwitchClassifiesByDscpTableOrTrustedPcp)
         Simulator::Destroy();
     }
 }
+
+TEST(RoceFabric, Ipv6FlowsAreRoutedSpreadAndDelivered)
+{
+    Topology t = MakeLeafSpine(2, 4, 4);
+    EthFabricHelper h;
+    EthFabric fab = h.Build(t);
+    uint64_t got = 0;
+    uint64_t got6 = 0;
+    struct Rx
+    {
+        uint64_t* n;
+        uint64_t* n6;
+        void Cb(Ptr<EthNetDevice>, const EthFrame& f)
+        {
+            (*n)++;
+            *n6 += f.ipv6;
+        }
+    } rx{&got, &got6};
+    uint64_t sent = 0;
+    for (uint32_t i = 0; i < 8; ++i)
+    {
+        fab.HostPort(i)->SetEthReceiveCallback(MakeCallback(&Rx::Cb, &rx));
+    }
+    // Every host of leaf 0 sends 3 datagrams to every host of leaf 1, each pair its own flow.
+    for (uint32_t i = 0; i < 4; ++i)
+    {
+        for (uint32_t j = 4; j < 8; ++j)
+        {
+            EthUdpFlow flow;
+            flow.ipv6 = true;
+            flow.dstIp6 = fab.HostIp6(j);
+            flow.srcPort = static_cast<uint16_t>(50000 + j);
+            flow.dscp = 26;
+            for (int k = 0; k < 3; ++k)
+            {
+                sent += fab.HostPort(i)->SendUdp(flow, 512);
+            }
+        }
+    }
+    Simulator::Run();
+    EXPECT_EQ(sent, 48u);
+    EXPECT_EQ(got, sent);
+    EXPECT_EQ(got6, sent);
+    // The 16 flows used more than one of leaf 0's four uplinks.
+    const uint32_t leaf0 = *t.Find("leaf0");
+    int used = 0;
+    for (uint16_t p = 5; p <= 8; ++p)
+    {
+        used += fab.Port(leaf0, p)->GetCounters().txFrames[3] > 0;
+    }
+    EXPECT_GE(used, 2);
+    Simulator::Destroy();
+}

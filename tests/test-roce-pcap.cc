@@ -94,6 +94,39 @@ TEST(RocePcap, TsharkDecodesPfcWithItsFieldsAndNothingMalformed)
     EXPECT_GT(xon, 0u);
 }
 
+TEST(RocePcap, Ipv6TraceDecodesWithGoodUdpChecksums)
+{
+    const std::string dir = FreshDir("roce-pcap-v6");
+    EthTrafficSpec spec = PfcIncast(dir);
+    spec.ipv6 = true;
+    spec.topology = "star:hosts=3";
+    spec.duration = MicroSeconds(10);
+    const EthTrafficStats st = RunEthTraffic(spec);
+    ASSERT_GT(st.received, 0u);
+    int status = -1;
+    const std::string path = dir + "/h1.pcap";
+    // tshark verifies the UDP checksum when asked: status 1 = good (2 = bad).
+    const auto rows = TsharkFieldRows(path,
+                                      {"ipv6.src", "ipv6.dst", "ipv6.tclass.dscp",
+                                       "udp.checksum.status"},
+                                      "-o udp.check_checksum:TRUE -Y udp", &status);
+    ASSERT_EQ(status, 0);
+    ASSERT_FALSE(rows.empty());
+    for (const auto& r : rows)
+    {
+        ASSERT_EQ(r.size(), 4u);
+        EXPECT_EQ(r[0], "fd00::2");
+        EXPECT_EQ(r[1], "fd00::1");
+        EXPECT_EQ(r[2], "26");
+        EXPECT_EQ(r[3], "1");
+    }
+    const auto bad = TsharkFieldRows(
+        path, {"frame.number"},
+        "-o udp.check_checksum:TRUE -Y '_ws.malformed || _ws.expert.severity >= error'",
+        &status);
+    EXPECT_TRUE(bad.empty()) << bad.size() << " bad frames";
+}
+
 TEST(RocePcap, SameRunWritesSameBytes)
 {
     const std::string d1 = FreshDir("roce-pcap-a");

@@ -259,8 +259,8 @@ TEST(RoceWire, MalformedFramesAreDroppedAndCounted)
     }
     {
         auto v = bytes;
-        v[12] = 0x86; // IPv6 ethertype: not modelled
-        v[13] = 0xDD;
+        v[12] = 0x08; // ARP: not modelled
+        v[13] = 0x06;
         refix(v);
         cases.push_back({"ethertype", v, EthDropReason::UnknownEthertype});
     }
@@ -351,5 +351,141 @@ TEST(RoceWire, OversizeDatagramRefusedAndCounted)
     EXPECT_TRUE(a->SendUdp(flow, 1472));
     EXPECT_FALSE(a->SendUdp(flow, 1473));
     EXPECT_EQ(a->GetDropCount(EthDropReason::Oversize), 1u);
+    Simulator::Destroy();
+}
+
+namespace
+{
+EthFrame
+SampleUdp6(uint32_t payload)
+{
+    EthFrame f = SampleUdp(false, payload);
+    f.ipv6 = true;
+    f.srcIp6 = EthFabricHelper::HostAddress6(0);
+    f.dstIp6 = EthFabricHelper::HostAddress6(1);
+    f.flowLabel = 0xABCDE;
+    f.ComputeSize();
+    return f;
+}
+
+/// The IPv6 UDP checksum verified independently: the one's-complement sum over the
+/// pseudo-header (RFC 8200 §8.1) and the UDP segment, checksum included, is 0xFFFF.
+uint16_t
+Udp6Sum(const uint8_t* ip)
+{
+    const uint16_t len = static_cast<uint16_t>(ip[4] << 8 | ip[5]);
+    std::vector<uint8_t> buf(ip + 8, ip + 40); // addresses
+    buf.push_back(0);
+    buf.push_back(0);
+    buf.push_back(static_cast<uint8_t>(len >> 8));
+    buf.push_back(static_cast<uint8_t>(len));
+    buf.push_back(0);
+    buf.push_back(0);
+    buf.push_back(0);
+    buf.push_back(17);
+    buf.insert(buf.end(), ip + 40, ip + 40 + len);
+    return OnesComplementSum(buf.data(), buf.size());
+}
+} // namespace
+
+TEST(RoceWire, Ipv6UdpFrameLayoutAndChecksum)
+{
+    const EthFrame f = SampleUdp6(101); // odd length: the checksum pads with a zero byte
+    const std::vector<uint8_t> b = WithFcs(f);
+    ASSERT_EQ(b.size(), 14u + 40 + 8 + 101 + 4);
+    EXPECT_EQ(b[12], 0x86);
+    EXPECT_EQ(b[13], 0xDD);
+    const uint8_t* ip = b.data() + 14;
+    // Version 6, traffic class = DSCP 26 << 2 | ECT(0) = 0x6A, flow label 0xABCDE.
+    EXPECT_EQ(ip[0], 0x66);
+    EXPECT_EQ(ip[1], 0xAA);
+    EXPECT_EQ(ip[2], 0xBC);
+    EXPECT_EQ(ip[3], 0xDE);
+    EXPECT_EQ((ip[4] << 8) | ip[5], 8 + 101);
+    EXPECT_EQ(ip[6], 17);
+    EXPECT_EQ(ip[7], 64);
+    EXPECT_EQ(ip[8], 0xFD);
+    EXPECT_EQ(ip[23], 1);
+    EXPECT_EQ(ip[39], 2);
+    EXPECT_NE((ip[46] << 8) | ip[47], 0); // never zero over IPv6
+    EXPECT_EQ(Udp6Sum(ip), 0xFFFF);
+
+    EthFrame g;
+    ASSERT_EQ(EthFrame::Parse(b.data(), b.size(), g), EthParseError::None);
+    EXPECT_TRUE(g.ipv6);
+    EXPECT_EQ(g.srcIp6, f.srcIp6);
+    EXPECT_EQ(g.dstIp6, f.dstIp6);
+    EXPECT_EQ(g.flowLabel, 0xABCDEu);
+    EXPECT_EQ(g.dscp, 26);
+    EXPECT_EQ(g.ecn, kEcnEct0);
+    EXPECT_EQ(g.payloadBytes, 101u);
+    std::vector<uint8_t> again;
+    g.Materialize(again, true);
+    EXPECT_EQ(again, b);
+}
+
+TEST(RoceWire, MalformedIpv6Counted)
+{
+    EthFabric fab = MakeEthPair();
+    Ptr<EthNetDevice> b = fab.HostPort(1);
+    uint64_t delivered = 0;
+    struct Count
+    {
+        uint64_t* n;
+        void Rx(Ptr<EthNetDevice>, const EthFrame&) { (*n)++; }
+    } counter{&delivered};
+    b->SetEthReceiveCallback(MakeCallback(&Count::Rx, &counter));
+    const std::vector<uint8_t> good = WithFcs(SampleUdp6(200));
+    b->InjectReceivedBytes(good.data(), good.size());
+    EXPECT_EQ(delivered, 1u);
+    auto refix = [](std::vector<uint8_t>& v) {
+        const uint32_t c = EthCrc32(v.data(), v.size() - 4);
+        for (int i = 0; i < 4; ++i)
+        {
+            v[v.size() - 4 + i] = static_cast<uint8_t>(c >> (8 * i));
+        }
+    };
+    auto expectDrop = [&](std::vector<uint8_t> v, EthDropReason r, const char* what) {
+        refix(v);
+        const uint64_t before = b->GetDropCount(r);
+        b->InjectReceivedBytes(v.data(), v.size());
+        EXPECT_EQ(b->GetDropCount(r), before + 1) << what;
+    };
+    {
+        auto v = good;
+        v[14 + 40 + 8] ^= 1; // payload byte changed: UDP checksum no longer matches
+        expectDrop(v, EthDropReason::BadUdp, "checksum");
+    }
+    {
+        auto v = good;
+        v[14 + 46] = v[14 + 47] = 0; // zero checksum is not allowed over IPv6
+        expectDrop(v, EthDropReason::BadUdp, "zero checksum");
+    }
+    {
+        auto v = good;
+        v[14 + 6] = 0; // hop-by-hop options header: not modelled
+        expectDrop(v, EthDropReason::BadIpv6, "extension header");
+    }
+    {
+        auto v = good;
+        v[14 + 4] = 0x10; // payload length beyond the frame
+        expectDrop(v, EthDropReason::BadIpv6, "length");
+    }
+    {
+        auto v = good;
+        v[14 + 39] = 9; // another host's address (checksum fixed up below)
+        const uint16_t old = static_cast<uint16_t>(v[14 + 46] << 8 | v[14 + 47]);
+        // One's-complement update (RFC 1624): the low address byte went from 2 to 9.
+        uint32_t s = static_cast<uint16_t>(~old) + 0xFFFF - 0x0002 + 0x0009;
+        while (s >> 16)
+        {
+            s = (s & 0xFFFF) + (s >> 16);
+        }
+        const uint16_t ck = static_cast<uint16_t>(~s);
+        v[14 + 46] = ck >> 8;
+        v[14 + 47] = ck & 0xFF;
+        expectDrop(v, EthDropReason::NotForUs, "not for us");
+    }
+    EXPECT_EQ(delivered, 1u);
     Simulator::Destroy();
 }

@@ -27,6 +27,8 @@ EthParseErrorName(EthParseError e)
         return "BadIpv4";
     case EthParseError::BadUdp:
         return "BadUdp";
+    case EthParseError::BadIpv6:
+        return "BadIpv6";
     }
     return "?";
 }
@@ -95,6 +97,39 @@ GetMac(const uint8_t* p)
     }
     return m;
 }
+/// One's-complement sum of 16-bit words, not yet folded or inverted (RFC 1071).
+uint32_t
+SumWords(const uint8_t* data, size_t len, uint32_t sum)
+{
+    for (size_t i = 0; i + 1 < len; i += 2)
+    {
+        sum += Get16(data + i);
+    }
+    if (len & 1)
+    {
+        sum += static_cast<uint32_t>(data[len - 1]) << 8;
+    }
+    return sum;
+}
+
+/// The UDP checksum over IPv6 (RFC 8200 §8.1): pseudo-header (addresses, upper-layer length,
+/// next header 17) plus the UDP header and payload, with the checksum field taken as zero;
+/// a result of 0 is sent as 0xFFFF (RFC 768).
+uint16_t
+Udp6Checksum(const uint8_t* ip, const uint8_t* udp, uint16_t udpLen)
+{
+    uint32_t sum = SumWords(ip + 8, 32, 0);
+    sum += udpLen;
+    sum += kIpProtoUdp;
+    sum = SumWords(udp, 6, sum); // ports and length, not the checksum field
+    sum = SumWords(udp + 8, udpLen - kUdpHeaderBytes, sum);
+    while (sum >> 16)
+    {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    const uint16_t c = static_cast<uint16_t>(~sum);
+    return c == 0 ? 0xFFFF : c;
+}
 } // namespace
 
 uint32_t
@@ -132,8 +167,9 @@ void
 EthFrame::ComputeSize()
 {
     uint32_t n = kEthHeaderBytes + (vlanTagged ? kEthVlanTagBytes : 0);
-    n += kind == EthFrameKind::Pfc ? EthPfcHeader::kSize
-                                   : kIpv4HeaderBytes + kUdpHeaderBytes + payloadBytes;
+    n += kind == EthFrameKind::Pfc
+             ? EthPfcHeader::kSize
+             : (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes + payloadBytes;
     n += kEthFcsBytes;
     bytes = n < kEthMinFrameBytes ? kEthMinFrameBytes : n;
 }
@@ -156,6 +192,32 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
     {
         Put16(p + off, kEthTypeMacControl);
         pfc.WriteTo(p + off + 2);
+    }
+    else if (ipv6)
+    {
+        Put16(p + off, kEthTypeIpv6);
+        uint8_t* ip = p + off + 2;
+        const uint16_t udpLen = static_cast<uint16_t>(kUdpHeaderBytes + payloadBytes);
+        // RFC 8200 §3: version 6, traffic class (DSCP << 2 | ECN), flow label, payload length,
+        // next header 17 (UDP), hop limit, addresses.
+        const uint8_t tc = static_cast<uint8_t>(dscp << 2 | (ecn & 3));
+        ip[0] = static_cast<uint8_t>(0x60 | tc >> 4);
+        ip[1] = static_cast<uint8_t>((tc & 0x0F) << 4 | ((flowLabel >> 16) & 0x0F));
+        Put16(ip + 2, static_cast<uint16_t>(flowLabel));
+        Put16(ip + 4, udpLen);
+        ip[6] = kIpProtoUdp;
+        ip[7] = ttl;
+        std::memcpy(ip + 8, srcIp6.data(), 16);
+        std::memcpy(ip + 24, dstIp6.data(), 16);
+        uint8_t* udp = ip + kIpv6HeaderBytes;
+        Put16(udp, srcPort);
+        Put16(udp + 2, dstPort);
+        Put16(udp + 4, udpLen);
+        if (payload && payloadBytes > 0)
+        {
+            payload->CopyData(udp + kUdpHeaderBytes, payloadBytes);
+        }
+        Put16(udp + 6, Udp6Checksum(ip, udp, udpLen));
     }
     else
     {
@@ -191,6 +253,44 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
     {
         out.resize(bytes - kEthFcsBytes);
     }
+}
+
+EthParseError
+EthFrame::ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& f)
+{
+    f.kind = EthFrameKind::Udp;
+    f.ipv6 = true;
+    if (avail < kIpv6HeaderBytes + kUdpHeaderBytes || ip[0] >> 4 != 6)
+    {
+        return EthParseError::BadIpv6;
+    }
+    const uint16_t payloadLen = Get16(ip + 4);
+    // Extension headers (next header other than UDP) are not modelled.
+    if (ip[6] != kIpProtoUdp || payloadLen < kUdpHeaderBytes ||
+        kIpv6HeaderBytes + payloadLen > avail)
+    {
+        return EthParseError::BadIpv6;
+    }
+    const uint8_t tc = static_cast<uint8_t>((ip[0] & 0x0F) << 4 | ip[1] >> 4);
+    f.dscp = tc >> 2;
+    f.ecn = tc & 3;
+    f.flowLabel = static_cast<uint32_t>(ip[1] & 0x0F) << 16 | Get16(ip + 2);
+    f.ttl = ip[7];
+    std::memcpy(f.srcIp6.data(), ip + 8, 16);
+    std::memcpy(f.dstIp6.data(), ip + 24, 16);
+    const uint8_t* udp = ip + kIpv6HeaderBytes;
+    const uint16_t sent = Get16(udp + 6);
+    // RFC 8200 §8.1: a zero UDP checksum over IPv6 is discarded, as is a wrong one.
+    if (Get16(udp + 4) != payloadLen || sent == 0 || Udp6Checksum(ip, udp, payloadLen) != sent)
+    {
+        return EthParseError::BadUdp;
+    }
+    f.srcPort = Get16(udp);
+    f.dstPort = Get16(udp + 2);
+    f.payloadBytes = payloadLen - kUdpHeaderBytes;
+    f.payload = f.payloadBytes > 0 ? Create<Packet>(udp + kUdpHeaderBytes, f.payloadBytes)
+                                   : nullptr;
+    return EthParseError::None;
 }
 
 EthParseError
@@ -237,11 +337,16 @@ EthFrame::Parse(const uint8_t* data, uint32_t len, EthFrame& f)
         }
         return EthParseError::None;
     }
+    if (type == kEthTypeIpv6)
+    {
+        return ParseIpv6(data + off, end - off, f);
+    }
     if (type != kEthTypeIpv4)
     {
         return EthParseError::UnknownEthertype;
     }
     f.kind = EthFrameKind::Udp;
+    f.ipv6 = false;
     const uint8_t* ip = data + off;
     if (off + kIpv4HeaderBytes > end || ip[0] != 0x45)
     {

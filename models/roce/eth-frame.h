@@ -16,6 +16,7 @@ namespace ns3
 {
 
 constexpr uint16_t kEthTypeIpv4 = 0x0800;
+constexpr uint16_t kEthTypeIpv6 = 0x86DD;
 constexpr uint16_t kEthTypeVlan = 0x8100; ///< 802.1Q C-tag TPID, IEEE 802.1Q §9.5
 constexpr uint8_t kIpProtoUdp = 17;
 /// Ethernet header without and with an 802.1Q tag, FCS, and minimum frame (802.3 §3.1.1, §4.4.2).
@@ -29,6 +30,7 @@ constexpr uint32_t kEthPreambleBytes = 8;
 constexpr uint32_t kEthIfgBytes = 12;
 constexpr uint32_t kEthWireOverheadBytes = kEthPreambleBytes + kEthIfgBytes;
 constexpr uint32_t kIpv4HeaderBytes = 20;
+constexpr uint32_t kIpv6HeaderBytes = 40; ///< fixed header, RFC 8200 §3
 constexpr uint32_t kUdpHeaderBytes = 8;
 /// The MAC Control destination address 01-80-C2-00-00-01 (802.3 §31.4.1; 802.1Qbb §36.1.3).
 constexpr uint64_t kEthMacControlDst = 0x0180C2000001ULL;
@@ -38,9 +40,12 @@ constexpr uint8_t kEcnEct1 = 1;
 constexpr uint8_t kEcnEct0 = 2;
 constexpr uint8_t kEcnCe = 3;
 
+/// An IPv6 address, network byte order.
+using Ipv6Bytes = std::array<uint8_t, 16>;
+
 enum class EthFrameKind : uint8_t
 {
-    Udp, ///< Ethernet [802.1Q] IPv4 UDP payload
+    Udp, ///< Ethernet [802.1Q] IPv4 or IPv6, UDP, payload
     Pfc, ///< MAC Control PFC
 };
 
@@ -50,10 +55,11 @@ enum class EthParseError : uint8_t
     None,
     Runt,             ///< shorter than 64 bytes (802.3 §4.2.4.2.2)
     BadFcs,           ///< FCS mismatch (802.3 §3.2.9)
-    UnknownEthertype, ///< not IPv4, 802.1Q+IPv4 or MAC Control
+    UnknownEthertype, ///< not IPv4, IPv6 or MAC Control (after an optional 802.1Q tag)
     BadControl,       ///< MAC Control with an opcode other than PFC, or reserved CEV bits set
     BadIpv4,          ///< IPv4 version/IHL/total length/checksum wrong, fragment, or not UDP
-    BadUdp,           ///< UDP length disagrees with the IPv4 length
+    BadUdp,           ///< UDP length disagrees with the IP length; bad or zero IPv6 checksum
+    BadIpv6,          ///< IPv6 version, payload length, or a next header other than UDP
 };
 const char* EthParseErrorName(EthParseError e);
 
@@ -73,14 +79,18 @@ struct EthFrame
     bool vlanTagged = false;
     uint8_t pcp = 0;  ///< 802.1Q priority code point (when tagged)
     uint16_t vid = 0; ///< 802.1Q VLAN identifier (0: priority-tagged frame)
-    // IPv4 + UDP
-    uint32_t srcIp = 0;
+    // IPv4 or IPv6, then UDP
+    bool ipv6 = false;
+    uint32_t srcIp = 0; ///< IPv4 (when !ipv6)
     uint32_t dstIp = 0;
+    Ipv6Bytes srcIp6{}; ///< IPv6 (when ipv6)
+    Ipv6Bytes dstIp6{};
+    uint32_t flowLabel = 0; ///< IPv6 flow label, 20 bits
     uint16_t srcPort = 0;
     uint16_t dstPort = 0;
     uint8_t dscp = 0;
     uint8_t ecn = kEcnNotEct;
-    uint8_t ttl = 64;
+    uint8_t ttl = 64; ///< IPv4 TTL or IPv6 hop limit
     uint16_t ipId = 0;
     uint32_t payloadBytes = 0;
     Ptr<const Packet> payload; ///< null: payloadBytes zero bytes
@@ -102,8 +112,8 @@ struct EthFrame
     /**
      * The frame's bytes as on the wire, destination MAC through FCS when `withFcs`, else
      * without the FCS (the way a capture on a host shows them): the IPv4 header checksum, UDP
-     * length and the padding are filled in; the UDP checksum is 0 ("not computed", RFC 768),
-     * as RoCEv2 sends it.
+     * length and the padding are filled in. Over IPv4 the UDP checksum is 0 ("not computed",
+     * RFC 768), as RoCEv2 sends it; over IPv6 it is computed, as RFC 8200 §8.1 requires.
      */
     void Materialize(std::vector<uint8_t>& out, bool withFcs) const;
     /**
@@ -111,6 +121,12 @@ struct EthFrame
      * and IPv4 layer check. Returns the first problem found, or None.
      */
     static EthParseError Parse(const uint8_t* data, uint32_t len, EthFrame& out);
+
+  private:
+    /// The IPv6 and UDP part of Parse: `avail` bytes from the IPv6 header to the FCS.
+    static EthParseError ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& out);
+
+  public:
 };
 
 /// CRC-32 of IEEE 802.3 §3.2.9 (reflected polynomial 0xEDB88320, preset and inverted); the FCS

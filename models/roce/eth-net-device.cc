@@ -29,7 +29,7 @@ EthDropReasonName(EthDropReason r)
                                   "LinkDown",   "TxQueueFull", "RxBufferFull",
                                   "NotForUs",   "NoRoute",     "TtlExpired",
                                   "BufferFull", "HeadroomOverflow",
-                                  "Oversize"};
+                                  "Oversize",   "BadIpv6"};
     const int i = static_cast<int>(r);
     return i < static_cast<int>(EthDropReason::Count) ? names[i] : "?";
 }
@@ -53,6 +53,8 @@ DropFor(EthParseError e)
         return EthDropReason::BadControl;
     case EthParseError::BadUdp:
         return EthDropReason::BadUdp;
+    case EthParseError::BadIpv6:
+        return EthDropReason::BadIpv6;
     default:
         return EthDropReason::BadIpv4;
     }
@@ -643,7 +645,8 @@ EthNetDevice::SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const P
     NS_ABORT_MSG_IF(flow.priority >= kEthPriorities, "EthNetDevice::SendUdp: priority > 7");
     NS_ABORT_MSG_IF(payload && payload->GetSize() != payloadBytes,
                     "EthNetDevice::SendUdp: payload size disagrees with payloadBytes");
-    if (payloadBytes + kIpv4HeaderBytes + kUdpHeaderBytes > m_mtu)
+    const uint32_t ipHeader = flow.ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes;
+    if (payloadBytes + ipHeader + kUdpHeaderBytes > m_mtu)
     {
         NS_LOG_WARN("datagram of " << payloadBytes << " bytes exceeds the MTU " << m_mtu);
         CountDrop(nullptr, EthDropReason::Oversize);
@@ -668,8 +671,18 @@ EthNetDevice::SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const P
     f->vlanTagged = m_vlanTag;
     f->pcp = flow.priority;
     f->vid = m_vlanId;
-    f->srcIp = m_ip;
-    f->dstIp = flow.dstIp;
+    f->ipv6 = flow.ipv6;
+    if (flow.ipv6)
+    {
+        f->srcIp6 = m_ip6;
+        f->dstIp6 = flow.dstIp6;
+        f->flowLabel = flow.flowLabel & 0xFFFFF;
+    }
+    else
+    {
+        f->srcIp = m_ip;
+        f->dstIp = flow.dstIp;
+    }
     f->srcPort = flow.srcPort;
     f->dstPort = flow.dstPort;
     f->dscp = flow.dscp & 0x3F;
@@ -1172,7 +1185,7 @@ EthNetDevice::ReceiveFrameEvent(EthFrame* f)
         m_switch->Receive(this, f);
         return;
     }
-    if (f->dstIp != m_ip)
+    if (f->ipv6 ? f->dstIp6 != m_ip6 : f->dstIp != m_ip)
     {
         CountDrop(f, EthDropReason::NotForUs);
         Release(f);

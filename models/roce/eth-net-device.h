@@ -33,7 +33,7 @@ enum class EthDropReason : uint8_t
     UnknownEthertype, ///< neither IPv4, 802.1Q nor MAC Control
     BadControl,       ///< MAC Control frame that is not PFC
     BadIpv4,          ///< bad IPv4 header (version, length, checksum, fragment, protocol)
-    BadUdp,           ///< UDP length disagreeing with the IPv4 length
+    BadUdp,           ///< UDP length disagreeing with IP's; bad or zero checksum over IPv6
     LinkDown,         ///< on the cable or queued when the link went down
     TxQueueFull,      ///< a host's transmit queue for the priority was full
     RxBufferFull,     ///< a host's receive buffer overflowed (no PFC, or PFC too late)
@@ -43,6 +43,7 @@ enum class EthDropReason : uint8_t
     BufferFull,       ///< at a switch: lossy priority over its shared-buffer threshold
     HeadroomOverflow, ///< at a switch: lossless priority over its headroom (PFC came too late)
     Oversize,         ///< a host asked to send a datagram larger than the MTU
+    BadIpv6,          ///< bad IPv6 header (version, payload length, extension headers)
     Count
 };
 const char* EthDropReasonName(EthDropReason r);
@@ -66,7 +67,10 @@ struct EthPortCounters
 /// A UDP flow as a host sends it: the 5-tuple less the source address, and its class.
 struct EthUdpFlow
 {
+    bool ipv6 = false;  ///< send over IPv6 to dstIp6 (else IPv4 to dstIp)
     uint32_t dstIp = 0;
+    Ipv6Bytes dstIp6{};
+    uint32_t flowLabel = 0; ///< IPv6 flow label
     uint16_t srcPort = 49152;
     uint16_t dstPort = 4791;
     uint8_t priority = 0; ///< traffic class at the host; also the PCP when tagging
@@ -154,6 +158,8 @@ class EthNetDevice : public NetDevice
     uint64_t GetMac() const;
     void SetIpv4(uint32_t address);
     uint32_t GetIpv4() const;
+    void SetIpv6(const Ipv6Bytes& address) { m_ip6 = address; }
+    const Ipv6Bytes& GetIpv6() const { return m_ip6; }
     DataRate GetDataRate() const;
     /// Time to send `bytes` of frame, including preamble, SFD and inter-frame gap.
     Time WireTime(uint32_t bytes) const;
@@ -185,8 +191,9 @@ class EthNetDevice : public NetDevice
     // ---- host data path --------------------------------------------------------------------
     /**
      * Sends a UDP datagram of `payloadBytes` (opaque bytes `payload`, or zeros if null) to
-     * flow.dstIp with traffic class flow.priority. Returns false (counted as TxQueueFull or
-     * LinkDown) if the queue for that priority is full or the link is down.
+     * flow.dstIp (or flow.dstIp6 when flow.ipv6) with traffic class flow.priority. Returns
+     * false, counted, if the queue for that priority is full (TxQueueFull), the link is down
+     * (LinkDown) or the datagram exceeds the MTU (Oversize).
      */
     bool SendUdp(const EthUdpFlow& flow,
                  uint32_t payloadBytes,
@@ -277,6 +284,7 @@ class EthNetDevice : public NetDevice
     DataRate m_rate;
     uint64_t m_mac = 0;
     uint32_t m_ip = 0;
+    Ipv6Bytes m_ip6{};
     uint32_t m_txQueueFrames = 64;
     uint8_t m_strictMask = 0;
     uint32_t m_dwrrQuantum = 9216;

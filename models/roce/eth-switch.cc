@@ -137,6 +137,39 @@ EthSwitch::BuildDenseRoutes()
     }
 }
 
+size_t
+EthSwitch::Ipv6Hash::operator()(const Ipv6Bytes& a) const
+{
+    uint64_t h = 1469598103934665603ULL; // FNV-1a: cheap, and only for the route map
+    for (uint8_t b : a)
+    {
+        h = (h ^ b) * 1099511628211ULL;
+    }
+    return static_cast<size_t>(h);
+}
+
+void
+EthSwitch::AddRoute6(const Ipv6Bytes& dstIp6, uint16_t port)
+{
+    NS_ABORT_MSG_IF(port < 1 || port > m_ports.size(), "EthSwitch::AddRoute6: no port " << port);
+    auto& hops = m_routes6[dstIp6];
+    for (uint16_t h : hops)
+    {
+        if (h == port)
+        {
+            return;
+        }
+    }
+    hops.push_back(port);
+}
+
+const std::vector<uint16_t>*
+EthSwitch::GetRoutes6(const Ipv6Bytes& dstIp6) const
+{
+    auto it = m_routes6.find(dstIp6);
+    return it == m_routes6.end() ? nullptr : &it->second;
+}
+
 const std::vector<uint16_t>*
 EthSwitch::GetRoutes(uint32_t dstIp) const
 {
@@ -201,8 +234,21 @@ uint32_t
 EthSwitch::FlowHash(const EthFrame& f, uint32_t seed)
 {
     uint32_t h = seed;
-    h = Mix(h, f.srcIp);
-    h = Mix(h, f.dstIp);
+    if (f.ipv6)
+    {
+        for (int w = 0; w < 16; w += 4)
+        {
+            h = Mix(h, uint32_t(f.srcIp6[w]) << 24 | uint32_t(f.srcIp6[w + 1]) << 16 |
+                           uint32_t(f.srcIp6[w + 2]) << 8 | f.srcIp6[w + 3]);
+            h = Mix(h, uint32_t(f.dstIp6[w]) << 24 | uint32_t(f.dstIp6[w + 1]) << 16 |
+                           uint32_t(f.dstIp6[w + 2]) << 8 | f.dstIp6[w + 3]);
+        }
+    }
+    else
+    {
+        h = Mix(h, f.srcIp);
+        h = Mix(h, f.dstIp);
+    }
     h = Mix(h, static_cast<uint32_t>(f.srcPort) << 16 | f.dstPort);
     h = Mix(h, kIpProtoUdp);
     // Final avalanche so that the low bits used by the modulo depend on every input bit.
@@ -260,7 +306,16 @@ EthSwitch::Receive(EthNetDevice* in, EthFrame* f)
     }
     const uint16_t* hops = nullptr;
     size_t nHops = 0;
-    if (!m_dense.empty())
+    if (f->ipv6)
+    {
+        auto it = m_routes6.find(f->dstIp6);
+        if (it != m_routes6.end())
+        {
+            hops = it->second.data();
+            nHops = it->second.size();
+        }
+    }
+    else if (!m_dense.empty())
     {
         const uint32_t i = f->dstIp - m_denseBase;
         if (i < m_dense.size())

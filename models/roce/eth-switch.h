@@ -24,8 +24,8 @@ class EthNetDevice;
  * device, as Broadcom/Spectrum-class switches are).
  *
  * A frame arriving on a port is classified (802.1Q PCP if TrustPcp and tagged, else the DSCP
- * table), routed by its destination IPv4 address (host routes with all equal-cost next hops,
- * one picked by a hash of the 5-tuple with this switch's EcmpSeed, so a flow keeps one path),
+ * table), routed by its destination IPv4 or IPv6 address (host routes with all equal-cost next
+ * hops, one picked by a hash of the 5-tuple with this switch's EcmpSeed, so a flow keeps one path),
  * admitted by the MMU against its ingress (port, priority), possibly ECN-marked, and queued on
  * the egress port's class. It leaves the MMU's accounting when it starts transmission. TTL is
  * decremented and MAC addresses rewritten, as an L3 hop does.
@@ -45,6 +45,9 @@ class EthSwitch : public Object
     /// Adds `port` as a next hop towards host address `dstIp` (equal-cost hops accumulate).
     void AddRoute(uint32_t dstIp, uint16_t port);
     const std::vector<uint16_t>* GetRoutes(uint32_t dstIp) const;
+    /// As AddRoute, for an IPv6 host address.
+    void AddRoute6(const Ipv6Bytes& dstIp6, uint16_t port);
+    const std::vector<uint16_t>* GetRoutes6(const Ipv6Bytes& dstIp6) const;
     void SetDscpToPriority(uint8_t dscp, uint8_t priority);
     uint8_t MapDscp(uint8_t dscp) const { return m_dscpToPrio[dscp & 63]; }
     /// The priority this switch gives a frame: its PCP if TrustPcp and tagged, else by DSCP.
@@ -83,6 +86,11 @@ class EthSwitch : public Object
     std::vector<Ptr<EthNetDevice>> m_ports;
     Ptr<SharedBufferMmu> m_mmu;
     std::unordered_map<uint32_t, std::vector<uint16_t>> m_routes;
+    struct Ipv6Hash
+    {
+        size_t operator()(const Ipv6Bytes& a) const;
+    };
+    std::unordered_map<Ipv6Bytes, std::vector<uint16_t>, Ipv6Hash> m_routes6;
     /// The same routes as a table indexed by (address - m_denseBase) when the addresses are
     /// dense (as the fabric helper assigns them): one array access per frame, no hashing.
     struct DenseRoute
