@@ -6,6 +6,7 @@
 #include "ns3/double.h"
 #include "ns3/enum.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 #include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
@@ -144,6 +145,15 @@ TEST(RoceConfig, BufferTooSmallAndQuantumBelowFrameRefused)
                   h.SetPortAttribute("DwrrQuantumBytes", UintegerValue(1500));
               }).find("below the largest frame"),
               std::string::npos);
+    for (const char* bad : {"1,1,1", "1,1,1,1,1,1,1,0", "1,1,1,1,1,1,1,x", "1,1,1,1,1,1,1,1,1"})
+    {
+        const std::string e = BuildError([bad](EthFabricHelper& h) {
+            h.SetPortAttribute("DwrrWeights", StringValue(bad));
+        });
+        EXPECT_NE(e.find(std::string("DwrrWeights '") + bad + "' is not eight"),
+                  std::string::npos)
+            << e;
+    }
     // An attribute out of its documented range is refused by ns-3's checker.
     Ptr<SharedBufferMmu> mmu = CreateObject<SharedBufferMmu>();
     EXPECT_FALSE(mmu->SetAttributeFailSafe("Pmax", DoubleValue(1.5)));

@@ -5,6 +5,7 @@
 #include "helpers/eth-traffic-run.h"
 
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 
 #include <gtest/gtest.h>
 #include <map>
@@ -260,10 +261,9 @@ TEST(RoceLink, StrictPriorityAndDwrrShares)
     // DWRR weights 1 : 3 between classes 1 and 4: bytes share 1 : 3.
     {
         EthFabricHelper h;
+        h.SetPortAttribute("DwrrWeights", StringValue("1,1,1,1,3,1,1,1"));
         EthFabric fab = MakeEthPair("100Gbps", 2.0, 0, &h);
         Ptr<EthNetDevice> a = fab.HostPort(0);
-        a->SetDwrrWeight(1, 1);
-        a->SetDwrrWeight(4, 3);
         MultiClassSource src;
         src.port = a;
         src.dst = fab.HostIp(1);

@@ -9,10 +9,12 @@
 #include "ns3/mac48-address.h"
 #include "ns3/node.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 #include "ns3/trace-source-accessor.h"
 #include "ns3/uinteger.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 namespace ns3
@@ -98,6 +100,13 @@ EthNetDevice::GetTypeId()
                           UintegerValue(9216),
                           MakeUintegerAccessor(&EthNetDevice::m_dwrrQuantum),
                           MakeUintegerChecker<uint32_t>(64))
+            .AddAttribute("DwrrWeights",
+                          "DWRR weights of classes 0..7, eight integers >= 1 separated by "
+                          "commas (dimensionless; a class gets weight x DwrrQuantumBytes a round).",
+                          StringValue("1,1,1,1,1,1,1,1"),
+                          MakeStringAccessor(&EthNetDevice::SetDwrrWeights,
+                                             &EthNetDevice::GetDwrrWeights),
+                          MakeStringChecker())
             .AddAttribute("PfcEnableMask",
                           "Priorities with PFC on this port (bit i = priority i): it honours "
                           "PFC for them and may send it.",
@@ -322,6 +331,49 @@ EthNetDevice::SetSwitch(EthSwitch* sw, uint16_t portNumber)
 }
 
 void
+EthNetDevice::SetDwrrWeights(std::string text)
+{
+    std::array<uint32_t, kEthPriorities> w{};
+    std::istringstream in(text);
+    std::string item;
+    size_t n = 0;
+    bool ok = true;
+    while (std::getline(in, item, ','))
+    {
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(item.c_str(), &end, 10);
+        if (n >= kEthPriorities || item.empty() || *end != '\0' || v < 1 || v > 1000000)
+        {
+            ok = false;
+            break;
+        }
+        w[n++] = static_cast<uint32_t>(v);
+    }
+    if (!ok || n != kEthPriorities)
+    {
+        // Refused in Validate() with the text, so a fabric does not build with it.
+        m_dwrrWeightsError = text;
+        return;
+    }
+    m_dwrrWeightsError.clear();
+    for (uint8_t c = 0; c < kEthPriorities; ++c)
+    {
+        m_txq[c].weight = w[c];
+    }
+}
+
+std::string
+EthNetDevice::GetDwrrWeights() const
+{
+    std::ostringstream out;
+    for (uint8_t c = 0; c < kEthPriorities; ++c)
+    {
+        out << (c ? "," : "") << m_txq[c].weight;
+    }
+    return out.str();
+}
+
+void
 EthNetDevice::SetDwrrWeight(uint8_t tc, uint32_t weight)
 {
     NS_ABORT_MSG_IF(tc >= kEthPriorities || weight == 0,
@@ -385,6 +437,11 @@ EthNetDevice::Validate() const
     if (m_rate.GetBitRate() == 0)
     {
         err << "DataRate is 0";
+    }
+    else if (!m_dwrrWeightsError.empty())
+    {
+        err << "DwrrWeights '" << m_dwrrWeightsError
+            << "' is not eight integer weights >= 1 separated by commas";
     }
     else if (m_dwrrQuantum < MaxFrameBytes())
     {

@@ -273,6 +273,8 @@ class EthNetDevice : public NetDevice
     void DropQueued(EthDropReason reason);
     void Release(EthFrame* frame);
     void SetMtuAttribute(uint16_t mtu);
+    void SetDwrrWeights(std::string text);
+    std::string GetDwrrWeights() const;
 
     // configuration
     Ptr<Node> m_node;
@@ -288,6 +290,7 @@ class EthNetDevice : public NetDevice
     uint32_t m_txQueueFrames = 64;
     uint8_t m_strictMask = 0;
     uint32_t m_dwrrQuantum = 9216;
+    std::string m_dwrrWeightsError; ///< a DwrrWeights value that did not parse (for Validate)
     uint8_t m_pfcMask = 0x08;
     uint16_t m_pauseQuanta = 0xFFFF;
     double m_refreshFraction = 0.5;
