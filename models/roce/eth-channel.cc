@@ -5,6 +5,8 @@
 #include "ns3/double.h"
 #include "ns3/log.h"
 
+#include <cmath>
+
 namespace ns3
 {
 
@@ -22,13 +24,15 @@ EthChannel::GetTypeId()
             .AddAttribute("Length",
                           "Cable length, metres.",
                           DoubleValue(2.0),
-                          MakeDoubleAccessor(&EthChannel::m_lengthMeters),
+                          MakeDoubleAccessor(&EthChannel::SetLength,
+                                             &EthChannel::GetLengthMeters),
                           MakeDoubleChecker<double>(0.0, 1e6))
             .AddAttribute("DelayPerMeter",
                           "Propagation delay per metre of cable (about 5 ns/m in fibre and "
                           "twinax).",
                           TimeValue(NanoSeconds(5)),
-                          MakeTimeAccessor(&EthChannel::m_delayPerMeter),
+                          MakeTimeAccessor(&EthChannel::SetDelayPerMeter,
+                                           &EthChannel::GetDelayPerMeter),
                           MakeTimeChecker(Time(0)));
     return tid;
 }
@@ -74,10 +78,24 @@ EthChannel::GetPeer(const EthNetDevice* device) const
     return nullptr;
 }
 
+void
+EthChannel::SetLength(double meters)
+{
+    m_lengthMeters = meters;
+    m_delayPs = std::llround(m_delayPerMeter.GetPicoSeconds() * m_lengthMeters);
+}
+
+void
+EthChannel::SetDelayPerMeter(Time d)
+{
+    m_delayPerMeter = d;
+    m_delayPs = std::llround(m_delayPerMeter.GetPicoSeconds() * m_lengthMeters);
+}
+
 Time
 EthChannel::GetDelay() const
 {
-    return PicoSeconds(std::llround(m_delayPerMeter.GetPicoSeconds() * m_lengthMeters));
+    return PicoSeconds(m_delayPs);
 }
 
 void

@@ -29,6 +29,7 @@ class EthChannel : public Channel
     Ptr<EthNetDevice> GetPeer(const EthNetDevice* device) const;
     /// One-way propagation delay: length x delay per metre.
     Time GetDelay() const;
+    int64_t GetDelayPs() const { return m_delayPs; }
     double GetLengthMeters() const { return m_lengthMeters; }
     bool IsUp() const { return m_up; }
     /// Takes the link down (both ends drop what they queued for it) or brings it back up.
@@ -42,9 +43,14 @@ class EthChannel : public Channel
     void DoDispose() override;
 
   private:
+    void SetLength(double meters);
+    void SetDelayPerMeter(Time d);
+    Time GetDelayPerMeter() const { return m_delayPerMeter; }
+
     Ptr<EthNetDevice> m_dev[2];
     double m_lengthMeters;
     Time m_delayPerMeter;
+    int64_t m_delayPs = 10000; ///< cached length x delay per metre, picoseconds
     bool m_up = false;
     uint32_t m_generation = 0;
 };

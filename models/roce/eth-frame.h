@@ -71,41 +71,40 @@ const char* EthParseErrorName(EthParseError e);
  * encapsulation puts BTH.. there); when it is null the payload is `payloadBytes` zero bytes, so
  * synthetic traffic costs no buffer at all.
  */
-struct EthFrame
+struct alignas(64) EthFrame
 {
+    // The fields every hop reads come first, in one cache line (the frame record is the one
+    // piece of memory each hop touches that was last touched a hop ago).
     EthFrameKind kind = EthFrameKind::Udp;
-    uint64_t dstMac = 0; ///< 48-bit, most significant octet first on the wire
-    uint64_t srcMac = 0;
+    uint8_t priority = 0; ///< traffic class on the current hop
+    uint8_t ttl = 64;     ///< IPv4 TTL or IPv6 hop limit
+    uint8_t ecn = kEcnNotEct;
+    uint8_t dscp = 0;
     bool vlanTagged = false;
-    uint8_t pcp = 0;  ///< 802.1Q priority code point (when tagged)
-    uint16_t vid = 0; ///< 802.1Q VLAN identifier (0: priority-tagged frame)
-    // IPv4 or IPv6, then UDP
+    uint8_t pcp = 0; ///< 802.1Q priority code point (when tagged)
     bool ipv6 = false;
-    uint32_t srcIp = 0; ///< IPv4 (when !ipv6)
+    uint8_t mmuBucket = 0; ///< where the switch MMU charged the frame (SharedBufferMmu)
+    bool inPool = false;
+    uint16_t inPort = 0;   ///< switch ingress port (1-based)
+    uint32_t bytes = 0;    ///< frame size, destination MAC through FCS (padding included)
+    uint32_t linkGeneration = 0;
+    uint32_t srcIp = 0;    ///< IPv4 (when !ipv6)
     uint32_t dstIp = 0;
-    Ipv6Bytes srcIp6{}; ///< IPv6 (when ipv6)
-    Ipv6Bytes dstIp6{};
-    uint32_t flowLabel = 0; ///< IPv6 flow label, 20 bits
     uint16_t srcPort = 0;
     uint16_t dstPort = 0;
-    uint8_t dscp = 0;
-    uint8_t ecn = kEcnNotEct;
-    uint8_t ttl = 64; ///< IPv4 TTL or IPv6 hop limit
-    uint16_t ipId = 0;
+    uint64_t dstMac = 0;   ///< 48-bit, most significant octet first on the wire
+    uint64_t srcMac = 0;
+    uint64_t uid = 0;      ///< fabric-unique frame number, for traces
+    // Read at the ends of the path, or only when bytes are made.
+    int64_t sentPs = 0;    ///< when the frame left its source (for latency)
     uint32_t payloadBytes = 0;
+    uint16_t vid = 0;      ///< 802.1Q VLAN identifier (0: priority-tagged frame)
+    uint16_t ipId = 0;
+    uint32_t flowLabel = 0; ///< IPv6 flow label, 20 bits
     Ptr<const Packet> payload; ///< null: payloadBytes zero bytes
-    // PFC
+    Ipv6Bytes srcIp6{};     ///< IPv6 (when ipv6)
+    Ipv6Bytes dstIp6{};
     EthPfcHeader pfc;
-
-    uint32_t bytes = 0;  ///< frame size, destination MAC through FCS (padding included)
-    uint8_t priority = 0; ///< traffic class on the current hop
-    // Per-hop state.
-    uint32_t linkGeneration = 0;
-    uint16_t inPort = 0;       ///< switch ingress port (1-based)
-    uint8_t mmuBucket = 0;     ///< where the switch MMU charged the frame (SharedBufferMmu)
-    uint64_t uid = 0;          ///< fabric-unique frame number, for traces
-    int64_t sentPs = 0;        ///< when the frame left its source (for latency)
-    bool inPool = false;
 
     /// Fills `bytes` from the fields (header sizes, payload, padding to 64, FCS).
     void ComputeSize();

@@ -75,7 +75,8 @@ EthNetDevice::GetTypeId()
                           "Line rate, bit/s (10, 25, 40, 50, 100, 200, 400, 800 Gb/s or any "
                           "other).",
                           DataRateValue(DataRate("100Gbps")),
-                          MakeDataRateAccessor(&EthNetDevice::m_rate),
+                          MakeDataRateAccessor(&EthNetDevice::SetDataRate,
+                                               &EthNetDevice::GetDataRate),
                           MakeDataRateChecker())
             .AddAttribute("Mtu",
                           "IP MTU, bytes (frame = MTU + 14 header + 4 802.1Q tag + 4 FCS at "
@@ -200,6 +201,7 @@ EthNetDevice::EthNetDevice()
     : m_rate("100Gbps"),
       m_rxDrainRate(0)
 {
+    SetDataRate(m_rate);
 }
 
 EthNetDevice::~EthNetDevice() = default;
@@ -237,6 +239,7 @@ EthNetDevice::DoDispose()
     m_channel = nullptr;
     m_node = nullptr;
     m_switch = nullptr;
+    m_peerRaw = nullptr;
     m_ethRx = EthReceiveCallback();
     m_txReady = Callback<void, Ptr<EthNetDevice>, uint8_t>();
     m_sniffers.clear();
@@ -302,13 +305,28 @@ EthNetDevice::GetDataRate() const
     return m_rate;
 }
 
+void
+EthNetDevice::SetDataRate(DataRate rate)
+{
+    m_rate = rate;
+    m_bps = rate.GetBitRate();
+    m_ifgPs = m_bps ? static_cast<int64_t>((8ULL * kEthIfgBytes * 1000000000000ULL + m_bps / 2) /
+                                           m_bps)
+                    : 0;
+}
+
 Time
 EthNetDevice::WireTime(uint32_t bytes) const
 {
-    // Rounded once per frame from the exact rate; picosecond resolution keeps the error below
-    // 0.5 ps a frame (a 64-byte frame lasts 6.72 ns at 100 Gb/s).
-    const double bits = 8.0 * (bytes + kEthWireOverheadBytes);
-    return PicoSeconds(std::llround(bits * 1e12 / static_cast<double>(m_rate.GetBitRate())));
+    // Rounded once per frame from the exact rate, in integers (bits x 1e12 stays below 2^63
+    // for any frame); picosecond resolution keeps the error below 0.5 ps a frame (a 64-byte
+    // frame lasts 6.72 ns at 100 Gb/s).
+    if (m_bps == 0)
+    {
+        return Time(0); // refused by Validate; never divide by zero
+    }
+    const uint64_t bits = 8ULL * (bytes + kEthWireOverheadBytes);
+    return PicoSeconds(static_cast<int64_t>((bits * 1000000000000ULL + m_bps / 2) / m_bps));
 }
 
 double
@@ -943,7 +961,11 @@ EthNetDevice::WakeUp()
 void
 EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
 {
-    Ptr<EthNetDevice> peer = GetPeer();
+    if (!m_peerRaw)
+    {
+        m_peerRaw = PeekPointer(GetPeer());
+    }
+    EthNetDevice* peer = m_peerRaw;
     const int64_t wirePs = WireTime(f->bytes).GetPicoSeconds();
     m_busyUntilPs = nowPs + wirePs;
     if (f->kind == EthFrameKind::Udp)
@@ -974,11 +996,9 @@ EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
     f->linkGeneration = m_channel->GetGeneration();
     // Store and forward: the receiver acts when the frame's last bit is in, which is the
     // serialization time (less the inter-frame gap, which follows the frame) plus the cable.
-    const int64_t lastBitPs =
-        wirePs - std::llround(8.0 * kEthIfgBytes * 1e12 / static_cast<double>(m_rate.GetBitRate()));
-    Simulator::Schedule(PicoSeconds(lastBitPs) + m_channel->GetDelay(),
+    Simulator::Schedule(PicoSeconds(wirePs - m_ifgPs + m_channel->GetDelayPs()),
                         &EthNetDevice::ReceiveFrameEvent,
-                        PeekPointer(peer),
+                        peer,
                         f);
 }
 

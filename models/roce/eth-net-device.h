@@ -161,6 +161,7 @@ class EthNetDevice : public NetDevice
     void SetIpv6(const Ipv6Bytes& address) { m_ip6 = address; }
     const Ipv6Bytes& GetIpv6() const { return m_ip6; }
     DataRate GetDataRate() const;
+    void SetDataRate(DataRate rate);
     /// Time to send `bytes` of frame, including preamble, SFD and inter-frame gap.
     Time WireTime(uint32_t bytes) const;
     /// One pause quantum (512 bit times) at this port's rate, picoseconds (exact, not rounded).
@@ -284,6 +285,9 @@ class EthNetDevice : public NetDevice
     uint32_t m_ifIndex = 0;
     uint16_t m_mtu = 1500;
     DataRate m_rate;
+    uint64_t m_bps = 100000000000ULL; ///< m_rate in bit/s (cached: used per frame)
+    int64_t m_ifgPs = 960;            ///< the inter-frame gap at m_rate, picoseconds
+    EthNetDevice* m_peerRaw = nullptr; ///< the cabled peer (a cable never changes ends)
     uint64_t m_mac = 0;
     uint32_t m_ip = 0;
     Ipv6Bytes m_ip6{};
