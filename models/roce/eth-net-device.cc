@@ -8,6 +8,7 @@
 #include "ns3/log.h"
 #include "ns3/mac48-address.h"
 #include "ns3/node.h"
+#include "ns3/pointer.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/trace-source-accessor.h"
@@ -159,6 +160,12 @@ EthNetDevice::GetTypeId()
                           UintegerValue(128 * 1024),
                           MakeUintegerAccessor(&EthNetDevice::m_nicXon),
                           MakeUintegerChecker<uint64_t>())
+            .AddAttribute("ReceiveErrorModel",
+                          "Decides which arriving frames were damaged on the wire; a hit fails "
+                          "the FCS check and is dropped and counted as BadFcs (null: none).",
+                          PointerValue(),
+                          MakePointerAccessor(&EthNetDevice::m_receiveErrorModel),
+                          MakePointerChecker<ErrorModel>())
             .AddAttribute("PfcResponseTime",
                           "Interface plus response delay of a port between receiving PFC and "
                           "stopping (802.1Qbb Annex O); 0 = the 802.3 bound for the rate.",
@@ -237,6 +244,7 @@ EthNetDevice::DoDispose()
     }
     m_rxFifo.clear();
     m_channel = nullptr;
+    m_receiveErrorModel = nullptr;
     m_node = nullptr;
     m_switch = nullptr;
     m_peerRaw = nullptr;
@@ -1233,6 +1241,14 @@ EthNetDevice::ReceiveFrameEvent(EthFrame* f)
     if (!IsLinkUp() || f->linkGeneration != m_channel->GetGeneration())
     {
         CountDrop(f, EthDropReason::LinkDown);
+        Release(f);
+        return;
+    }
+    // A frame damaged on the wire fails the FCS (802.3 §3.2.9 detects every error of up to
+    // three bits in a frame) and is discarded by the MAC, before any capture point sees it.
+    if (m_receiveErrorModel && m_receiveErrorModel->IsCorrupt(Create<Packet>(f->bytes)))
+    {
+        CountDrop(f, EthDropReason::BadFcs);
         Release(f);
         return;
     }

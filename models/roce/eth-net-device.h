@@ -7,6 +7,7 @@
 
 #include "ns3/callback.h"
 #include "ns3/data-rate.h"
+#include "ns3/error-model.h"
 #include "ns3/event-id.h"
 #include "ns3/net-device.h"
 #include "ns3/nstime.h"
@@ -280,6 +281,7 @@ class EthNetDevice : public NetDevice
     // configuration
     Ptr<Node> m_node;
     Ptr<EthChannel> m_channel;
+    Ptr<ErrorModel> m_receiveErrorModel;
     EthSwitch* m_switch = nullptr; ///< the switch that owns this port (not owned: no cycle)
     uint16_t m_portNumber = 1;
     uint32_t m_ifIndex = 0;
