@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target wire-bench fabric-bench rdma-bench rdma-traffic-bench rs485-pty-bench sm-bench >/dev/null
+cmake --build build -j"$(nproc)" --target wire-bench fabric-bench rdma-bench rdma-traffic-bench rs485-pty-bench sm-bench eth-bench >/dev/null
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=bench/results/$stamp.txt
@@ -24,6 +24,10 @@ out=bench/results/$stamp.txt
   done
   for f in 'FatTreeBringUp/8/0' 'FatTreeBringUp/8/1' 'FatTreeBringUp/16/0'; do
     build/bin/sm-bench --benchmark_filter="$f"
+  done
+  # Ethernet/PFC fabric (docs/roce.md §7)
+  for f in 'FatTreeAllToAll/4/' 'FatTreeAllToAll/8/' 'LeafSpine320' 'Incast/8/' 'Incast/32/'; do
+    build/bin/eth-bench --benchmark_filter="$f"
   done
 } 2>&1 | tee "$out"
 echo "results in $out"

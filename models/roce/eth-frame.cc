@@ -1,0 +1,456 @@
+#include "eth-frame.h"
+
+#include "ns3/simulator.h"
+
+#include <cstring>
+#include <memory>
+
+namespace ns3
+{
+
+const char*
+EthParseErrorName(EthParseError e)
+{
+    switch (e)
+    {
+    case EthParseError::None:
+        return "None";
+    case EthParseError::Runt:
+        return "Runt";
+    case EthParseError::BadFcs:
+        return "BadFcs";
+    case EthParseError::UnknownEthertype:
+        return "UnknownEthertype";
+    case EthParseError::BadControl:
+        return "BadControl";
+    case EthParseError::BadIpv4:
+        return "BadIpv4";
+    case EthParseError::BadUdp:
+        return "BadUdp";
+    case EthParseError::BadIpv6:
+        return "BadIpv6";
+    }
+    return "?";
+}
+
+namespace
+{
+struct Crc32Table
+{
+    uint32_t t[256];
+    Crc32Table()
+    {
+        for (uint32_t i = 0; i < 256; ++i)
+        {
+            uint32_t c = i;
+            for (int k = 0; k < 8; ++k)
+            {
+                c = (c & 1) ? (0xEDB88320u ^ (c >> 1)) : (c >> 1);
+            }
+            t[i] = c;
+        }
+    }
+};
+
+void
+Put16(uint8_t* p, uint16_t v)
+{
+    p[0] = static_cast<uint8_t>(v >> 8);
+    p[1] = static_cast<uint8_t>(v);
+}
+
+void
+Put32(uint8_t* p, uint32_t v)
+{
+    Put16(p, static_cast<uint16_t>(v >> 16));
+    Put16(p + 2, static_cast<uint16_t>(v));
+}
+
+void
+PutMac(uint8_t* p, uint64_t mac)
+{
+    for (int i = 0; i < 6; ++i)
+    {
+        p[i] = static_cast<uint8_t>(mac >> (8 * (5 - i)));
+    }
+}
+
+uint16_t
+Get16(const uint8_t* p)
+{
+    return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+
+uint32_t
+Get32(const uint8_t* p)
+{
+    return static_cast<uint32_t>(Get16(p)) << 16 | Get16(p + 2);
+}
+
+uint64_t
+GetMac(const uint8_t* p)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < 6; ++i)
+    {
+        m = m << 8 | p[i];
+    }
+    return m;
+}
+/// One's-complement sum of 16-bit words, not yet folded or inverted (RFC 1071).
+uint32_t
+SumWords(const uint8_t* data, size_t len, uint32_t sum)
+{
+    for (size_t i = 0; i + 1 < len; i += 2)
+    {
+        sum += Get16(data + i);
+    }
+    if (len & 1)
+    {
+        sum += static_cast<uint32_t>(data[len - 1]) << 8;
+    }
+    return sum;
+}
+
+/// The UDP checksum over IPv6 (RFC 8200 §8.1): pseudo-header (addresses, upper-layer length,
+/// next header 17) plus the UDP header and payload, with the checksum field taken as zero;
+/// a result of 0 is sent as 0xFFFF (RFC 768).
+uint16_t
+Udp6Checksum(const uint8_t* ip, const uint8_t* udp, uint16_t udpLen)
+{
+    uint32_t sum = SumWords(ip + 8, 32, 0);
+    sum += udpLen;
+    sum += kIpProtoUdp;
+    sum = SumWords(udp, 6, sum); // ports and length, not the checksum field
+    sum = SumWords(udp + 8, udpLen - kUdpHeaderBytes, sum);
+    while (sum >> 16)
+    {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    const uint16_t c = static_cast<uint16_t>(~sum);
+    return c == 0 ? 0xFFFF : c;
+}
+} // namespace
+
+uint32_t
+EthCrc32(const uint8_t* data, size_t len)
+{
+    static const Crc32Table table;
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < len; ++i)
+    {
+        c = table.t[(c ^ data[i]) & 0xFF] ^ (c >> 8);
+    }
+    return c ^ 0xFFFFFFFFu;
+}
+
+uint16_t
+InternetChecksum(const uint8_t* data, size_t len)
+{
+    uint32_t sum = 0;
+    for (size_t i = 0; i + 1 < len; i += 2)
+    {
+        sum += Get16(data + i);
+    }
+    if (len & 1)
+    {
+        sum += static_cast<uint32_t>(data[len - 1]) << 8;
+    }
+    while (sum >> 16)
+    {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    return static_cast<uint16_t>(~sum);
+}
+
+void
+EthFrame::ComputeSize()
+{
+    uint32_t n = kEthHeaderBytes + (vlanTagged ? kEthVlanTagBytes : 0);
+    n += kind == EthFrameKind::Pfc
+             ? EthPfcHeader::kSize
+             : (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes + payloadBytes;
+    n += kEthFcsBytes;
+    bytes = n < kEthMinFrameBytes ? kEthMinFrameBytes : n;
+}
+
+void
+EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
+{
+    out.assign(bytes, 0); // zeros are also the padding (802.3 §3.2.8)
+    uint8_t* p = out.data();
+    PutMac(p, dstMac);
+    PutMac(p + 6, srcMac);
+    uint32_t off = 12;
+    if (vlanTagged)
+    {
+        Put16(p + off, kEthTypeVlan);
+        Put16(p + off + 2, static_cast<uint16_t>((pcp & 7) << 13 | (vid & 0x0FFF)));
+        off += kEthVlanTagBytes;
+    }
+    if (kind == EthFrameKind::Pfc)
+    {
+        Put16(p + off, kEthTypeMacControl);
+        pfc.WriteTo(p + off + 2);
+    }
+    else if (ipv6)
+    {
+        Put16(p + off, kEthTypeIpv6);
+        uint8_t* ip = p + off + 2;
+        const uint16_t udpLen = static_cast<uint16_t>(kUdpHeaderBytes + payloadBytes);
+        // RFC 8200 §3: version 6, traffic class (DSCP << 2 | ECN), flow label, payload length,
+        // next header 17 (UDP), hop limit, addresses.
+        const uint8_t tc = static_cast<uint8_t>(dscp << 2 | (ecn & 3));
+        ip[0] = static_cast<uint8_t>(0x60 | tc >> 4);
+        ip[1] = static_cast<uint8_t>((tc & 0x0F) << 4 | ((flowLabel >> 16) & 0x0F));
+        Put16(ip + 2, static_cast<uint16_t>(flowLabel));
+        Put16(ip + 4, udpLen);
+        ip[6] = kIpProtoUdp;
+        ip[7] = ttl;
+        std::memcpy(ip + 8, srcIp6.data(), 16);
+        std::memcpy(ip + 24, dstIp6.data(), 16);
+        uint8_t* udp = ip + kIpv6HeaderBytes;
+        Put16(udp, srcPort);
+        Put16(udp + 2, dstPort);
+        Put16(udp + 4, udpLen);
+        if (payload && payloadBytes > 0)
+        {
+            payload->CopyData(udp + kUdpHeaderBytes, payloadBytes);
+        }
+        Put16(udp + 6, Udp6Checksum(ip, udp, udpLen));
+    }
+    else
+    {
+        Put16(p + off, kEthTypeIpv4);
+        uint8_t* ip = p + off + 2;
+        const uint16_t udpLen = static_cast<uint16_t>(kUdpHeaderBytes + payloadBytes);
+        // RFC 791 §3.1: version 4, IHL 5, TOS = DSCP << 2 | ECN (RFC 2474, RFC 3168).
+        ip[0] = 0x45;
+        ip[1] = static_cast<uint8_t>(dscp << 2 | (ecn & 3));
+        Put16(ip + 2, static_cast<uint16_t>(kIpv4HeaderBytes + udpLen));
+        Put16(ip + 4, ipId);
+        Put16(ip + 6, 0x4000); // DF, as RoCEv2 senders set it
+        ip[8] = ttl;
+        ip[9] = kIpProtoUdp;
+        Put32(ip + 12, srcIp);
+        Put32(ip + 16, dstIp);
+        Put16(ip + 10, InternetChecksum(ip, kIpv4HeaderBytes));
+        uint8_t* udp = ip + kIpv4HeaderBytes;
+        Put16(udp, srcPort);
+        Put16(udp + 2, dstPort);
+        Put16(udp + 4, udpLen);
+        if (payload && payloadBytes > 0)
+        {
+            payload->CopyData(udp + kUdpHeaderBytes, payloadBytes);
+        }
+    }
+    const uint32_t fcs = EthCrc32(p, bytes - kEthFcsBytes);
+    for (int i = 0; i < 4; ++i)
+    {
+        p[bytes - 4 + i] = static_cast<uint8_t>(fcs >> (8 * i));
+    }
+    if (!withFcs)
+    {
+        out.resize(bytes - kEthFcsBytes);
+    }
+}
+
+EthParseError
+EthFrame::ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& f)
+{
+    f.kind = EthFrameKind::Udp;
+    f.ipv6 = true;
+    if (avail < kIpv6HeaderBytes + kUdpHeaderBytes || ip[0] >> 4 != 6)
+    {
+        return EthParseError::BadIpv6;
+    }
+    const uint16_t payloadLen = Get16(ip + 4);
+    // Extension headers (next header other than UDP) are not modelled.
+    if (ip[6] != kIpProtoUdp || payloadLen < kUdpHeaderBytes ||
+        kIpv6HeaderBytes + payloadLen > avail)
+    {
+        return EthParseError::BadIpv6;
+    }
+    const uint8_t tc = static_cast<uint8_t>((ip[0] & 0x0F) << 4 | ip[1] >> 4);
+    f.dscp = tc >> 2;
+    f.ecn = tc & 3;
+    f.flowLabel = static_cast<uint32_t>(ip[1] & 0x0F) << 16 | Get16(ip + 2);
+    f.ttl = ip[7];
+    std::memcpy(f.srcIp6.data(), ip + 8, 16);
+    std::memcpy(f.dstIp6.data(), ip + 24, 16);
+    const uint8_t* udp = ip + kIpv6HeaderBytes;
+    const uint16_t sent = Get16(udp + 6);
+    // RFC 8200 §8.1: a zero UDP checksum over IPv6 is discarded, as is a wrong one.
+    if (Get16(udp + 4) != payloadLen || sent == 0 || Udp6Checksum(ip, udp, payloadLen) != sent)
+    {
+        return EthParseError::BadUdp;
+    }
+    f.srcPort = Get16(udp);
+    f.dstPort = Get16(udp + 2);
+    f.payloadBytes = payloadLen - kUdpHeaderBytes;
+    f.payload = f.payloadBytes > 0 ? Create<Packet>(udp + kUdpHeaderBytes, f.payloadBytes)
+                                   : nullptr;
+    return EthParseError::None;
+}
+
+EthParseError
+EthFrame::Parse(const uint8_t* data, uint32_t len, EthFrame& f)
+{
+    if (len < kEthMinFrameBytes)
+    {
+        return EthParseError::Runt;
+    }
+    const uint32_t fcsRx = static_cast<uint32_t>(data[len - 4]) |
+                           static_cast<uint32_t>(data[len - 3]) << 8 |
+                           static_cast<uint32_t>(data[len - 2]) << 16 |
+                           static_cast<uint32_t>(data[len - 1]) << 24;
+    if (EthCrc32(data, len - kEthFcsBytes) != fcsRx)
+    {
+        return EthParseError::BadFcs;
+    }
+    const uint32_t end = len - kEthFcsBytes;
+    f.dstMac = GetMac(data);
+    f.srcMac = GetMac(data + 6);
+    uint32_t off = 12;
+    uint16_t type = Get16(data + off);
+    f.vlanTagged = false;
+    if (type == kEthTypeVlan)
+    {
+        const uint16_t tci = Get16(data + off + 2);
+        f.vlanTagged = true;
+        f.pcp = static_cast<uint8_t>(tci >> 13);
+        f.vid = tci & 0x0FFF;
+        off += kEthVlanTagBytes;
+        type = Get16(data + off);
+    }
+    off += 2;
+    f.bytes = len;
+    if (type == kEthTypeMacControl)
+    {
+        f.kind = EthFrameKind::Pfc;
+        f.pfc.ReadFrom(data + off); // 64-byte minimum guarantees the 20 bytes are there
+        // 802.1Qbb §36.1.3: the upper octet of the class-enable vector is reserved, ignored on
+        // receipt; any opcode but PFC is a control frame this model does not implement.
+        if (f.pfc.opcode != kMacControlOpcodePfc)
+        {
+            return EthParseError::BadControl;
+        }
+        return EthParseError::None;
+    }
+    if (type == kEthTypeIpv6)
+    {
+        return ParseIpv6(data + off, end - off, f);
+    }
+    if (type != kEthTypeIpv4)
+    {
+        return EthParseError::UnknownEthertype;
+    }
+    f.kind = EthFrameKind::Udp;
+    f.ipv6 = false;
+    const uint8_t* ip = data + off;
+    if (off + kIpv4HeaderBytes > end || ip[0] != 0x45)
+    {
+        return EthParseError::BadIpv4; // not IPv4, or options (not modelled)
+    }
+    const uint16_t total = Get16(ip + 2);
+    if (total < kIpv4HeaderBytes + kUdpHeaderBytes || off + total > end ||
+        InternetChecksum(ip, kIpv4HeaderBytes) != 0 || (Get16(ip + 6) & 0x3FFF) != 0 ||
+        ip[9] != kIpProtoUdp)
+    {
+        return EthParseError::BadIpv4;
+    }
+    f.dscp = ip[1] >> 2;
+    f.ecn = ip[1] & 3;
+    f.ipId = Get16(ip + 4);
+    f.ttl = ip[8];
+    f.srcIp = Get32(ip + 12);
+    f.dstIp = Get32(ip + 16);
+    const uint8_t* udp = ip + kIpv4HeaderBytes;
+    if (Get16(udp + 4) != total - kIpv4HeaderBytes)
+    {
+        return EthParseError::BadUdp;
+    }
+    f.srcPort = Get16(udp);
+    f.dstPort = Get16(udp + 2);
+    f.payloadBytes = total - kIpv4HeaderBytes - kUdpHeaderBytes;
+    f.payload = f.payloadBytes > 0 ? Create<Packet>(udp + kUdpHeaderBytes, f.payloadBytes)
+                                   : nullptr;
+    return EthParseError::None;
+}
+
+namespace
+{
+struct Pool
+{
+    std::vector<std::unique_ptr<EthFrame>> all;
+    std::vector<EthFrame*> free;
+    bool reclaimScheduled = false;
+};
+
+Pool&
+ThePool()
+{
+    static Pool pool;
+    return pool;
+}
+
+/// At Simulator::Destroy, frames referenced only by discarded events come back to the pool.
+void
+ReclaimAll()
+{
+    Pool& p = ThePool();
+    p.reclaimScheduled = false;
+    p.free.clear();
+    for (auto& f : p.all)
+    {
+        *f = EthFrame();
+        f->inPool = true;
+        p.free.push_back(f.get());
+    }
+}
+} // namespace
+
+EthFrame*
+EthFramePool::Allocate()
+{
+    Pool& p = ThePool();
+    if (!p.reclaimScheduled)
+    {
+        Simulator::ScheduleDestroy(&ReclaimAll);
+        p.reclaimScheduled = true;
+    }
+    EthFrame* f;
+    if (p.free.empty())
+    {
+        p.all.push_back(std::make_unique<EthFrame>());
+        f = p.all.back().get();
+    }
+    else
+    {
+        f = p.free.back();
+        p.free.pop_back();
+        *f = EthFrame(); // nothing of a previous life may leak into this one
+    }
+    f->inPool = false;
+    return f;
+}
+
+void
+EthFramePool::Release(EthFrame* frame)
+{
+    if (frame->inPool)
+    {
+        return;
+    }
+    frame->payload = nullptr;
+    frame->inPool = true;
+    ThePool().free.push_back(frame);
+}
+
+size_t
+EthFramePool::Created()
+{
+    return ThePool().all.size();
+}
+
+} // namespace ns3

@@ -1,0 +1,149 @@
+// The unit the Ethernet link layer moves: one frame on the wire plus the fields a port or a
+// switch needs at every hop, kept parsed so that no hop re-reads bytes.
+#ifndef CNUAS_ETH_FRAME_H
+#define CNUAS_ETH_FRAME_H
+
+#include "eth-pfc-header.h"
+
+#include "ns3/packet.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+constexpr uint16_t kEthTypeIpv4 = 0x0800;
+constexpr uint16_t kEthTypeIpv6 = 0x86DD;
+constexpr uint16_t kEthTypeVlan = 0x8100; ///< 802.1Q C-tag TPID, IEEE 802.1Q §9.5
+constexpr uint8_t kIpProtoUdp = 17;
+/// Ethernet header without and with an 802.1Q tag, FCS, and minimum frame (802.3 §3.1.1, §4.4.2).
+constexpr uint32_t kEthHeaderBytes = 14;
+constexpr uint32_t kEthVlanTagBytes = 4;
+constexpr uint32_t kEthFcsBytes = 4;
+constexpr uint32_t kEthMinFrameBytes = 64;
+/// Bytes each frame costs on the wire besides itself: preamble + SFD (8, 802.3 §3.2.1-2) and the
+/// minimum inter-packet gap (12 byte times, 802.3 §4.4.2).
+constexpr uint32_t kEthPreambleBytes = 8;
+constexpr uint32_t kEthIfgBytes = 12;
+constexpr uint32_t kEthWireOverheadBytes = kEthPreambleBytes + kEthIfgBytes;
+constexpr uint32_t kIpv4HeaderBytes = 20;
+constexpr uint32_t kIpv6HeaderBytes = 40; ///< fixed header, RFC 8200 §3
+constexpr uint32_t kUdpHeaderBytes = 8;
+/// The MAC Control destination address 01-80-C2-00-00-01 (802.3 §31.4.1; 802.1Qbb §36.1.3).
+constexpr uint64_t kEthMacControlDst = 0x0180C2000001ULL;
+/// ECN codepoints in the IPv4 TOS octet (RFC 3168 §5).
+constexpr uint8_t kEcnNotEct = 0;
+constexpr uint8_t kEcnEct1 = 1;
+constexpr uint8_t kEcnEct0 = 2;
+constexpr uint8_t kEcnCe = 3;
+
+/// An IPv6 address, network byte order.
+using Ipv6Bytes = std::array<uint8_t, 16>;
+
+enum class EthFrameKind : uint8_t
+{
+    Udp, ///< Ethernet [802.1Q] IPv4 or IPv6, UDP, payload
+    Pfc, ///< MAC Control PFC
+};
+
+/// Why a frame's bytes were refused (EthFrame::Parse), also the port's drop reasons for them.
+enum class EthParseError : uint8_t
+{
+    None,
+    Runt,             ///< shorter than 64 bytes (802.3 §4.2.4.2.2)
+    BadFcs,           ///< FCS mismatch (802.3 §3.2.9)
+    UnknownEthertype, ///< not IPv4, IPv6 or MAC Control (after an optional 802.1Q tag)
+    BadControl,       ///< MAC Control with an opcode other than PFC, or reserved CEV bits set
+    BadIpv4,          ///< IPv4 version/IHL/total length/checksum wrong, fragment, or not UDP
+    BadUdp,           ///< UDP length disagrees with the IP length; bad or zero IPv6 checksum
+    BadIpv6,          ///< IPv6 version, payload length, or a next header other than UDP
+};
+const char* EthParseErrorName(EthParseError e);
+
+/**
+ * \brief A frame in flight through the Ethernet fabric.
+ *
+ * The fields are authoritative; the bytes are produced only when someone needs them
+ * (Materialize: pcap writers, tests). `payload` is the opaque UDP payload (the RoCEv2
+ * encapsulation puts BTH.. there); when it is null the payload is `payloadBytes` zero bytes, so
+ * synthetic traffic costs no buffer at all.
+ */
+struct alignas(64) EthFrame
+{
+    // The fields every hop reads come first, in one cache line (the frame record is the one
+    // piece of memory each hop touches that was last touched a hop ago).
+    EthFrameKind kind = EthFrameKind::Udp;
+    uint8_t priority = 0; ///< traffic class on the current hop
+    uint8_t ttl = 64;     ///< IPv4 TTL or IPv6 hop limit
+    uint8_t ecn = kEcnNotEct;
+    uint8_t dscp = 0;
+    bool vlanTagged = false;
+    uint8_t pcp = 0; ///< 802.1Q priority code point (when tagged)
+    bool ipv6 = false;
+    uint8_t mmuBucket = 0; ///< where the switch MMU charged the frame (SharedBufferMmu)
+    bool inPool = false;
+    uint16_t inPort = 0;   ///< switch ingress port (1-based)
+    uint32_t bytes = 0;    ///< frame size, destination MAC through FCS (padding included)
+    uint32_t linkGeneration = 0;
+    uint32_t srcIp = 0;    ///< IPv4 (when !ipv6)
+    uint32_t dstIp = 0;
+    uint16_t srcPort = 0;
+    uint16_t dstPort = 0;
+    uint64_t dstMac = 0;   ///< 48-bit, most significant octet first on the wire
+    uint64_t srcMac = 0;
+    uint64_t uid = 0;      ///< fabric-unique frame number, for traces
+    // Read at the ends of the path, or only when bytes are made.
+    int64_t sentPs = 0;    ///< when the frame left its source (for latency)
+    uint32_t payloadBytes = 0;
+    uint16_t vid = 0;      ///< 802.1Q VLAN identifier (0: priority-tagged frame)
+    uint16_t ipId = 0;
+    uint32_t flowLabel = 0; ///< IPv6 flow label, 20 bits
+    Ptr<const Packet> payload; ///< null: payloadBytes zero bytes
+    Ipv6Bytes srcIp6{};     ///< IPv6 (when ipv6)
+    Ipv6Bytes dstIp6{};
+    EthPfcHeader pfc;
+
+    /// Fills `bytes` from the fields (header sizes, payload, padding to 64, FCS).
+    void ComputeSize();
+    /**
+     * The frame's bytes as on the wire, destination MAC through FCS when `withFcs`, else
+     * without the FCS (the way a capture on a host shows them): the IPv4 header checksum, UDP
+     * length and the padding are filled in. Over IPv4 the UDP checksum is 0 ("not computed",
+     * RFC 768), as RoCEv2 sends it; over IPv6 it is computed, as RFC 8200 §8.1 requires.
+     */
+    void Materialize(std::vector<uint8_t>& out, bool withFcs) const;
+    /**
+     * Parses `len` bytes (destination MAC through FCS) into `out`, checking what a receiving MAC
+     * and IPv4 layer check. Returns the first problem found, or None.
+     */
+    static EthParseError Parse(const uint8_t* data, uint32_t len, EthFrame& out);
+
+  private:
+    /// The IPv6 and UDP part of Parse: `avail` bytes from the IPv6 header to the FCS.
+    static EthParseError ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& out);
+
+  public:
+};
+
+/// CRC-32 of IEEE 802.3 §3.2.9 (reflected polynomial 0xEDB88320, preset and inverted); the FCS
+/// goes on the wire least significant byte first.
+uint32_t EthCrc32(const uint8_t* data, size_t len);
+/// The Internet checksum (RFC 1071) over `len` bytes.
+uint16_t InternetChecksum(const uint8_t* data, size_t len);
+
+/// Recycles EthFrame objects: the per-hop path allocates nothing.
+class EthFramePool
+{
+  public:
+    static EthFrame* Allocate();
+    static void Release(EthFrame* frame);
+    /// Frames made so far (for memory accounting).
+    static size_t Created();
+};
+
+} // namespace ns3
+
+#endif

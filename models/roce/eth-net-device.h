@@ -1,0 +1,356 @@
+// An Ethernet port: MAC with 802.1Qbb priority flow control, eight traffic classes, and (at a
+// host) a receive buffer that can back up and send PFC itself.
+#ifndef CNUAS_ETH_NET_DEVICE_H
+#define CNUAS_ETH_NET_DEVICE_H
+
+#include "eth-frame.h"
+
+#include "ns3/callback.h"
+#include "ns3/data-rate.h"
+#include "ns3/error-model.h"
+#include "ns3/event-id.h"
+#include "ns3/net-device.h"
+#include "ns3/nstime.h"
+#include "ns3/traced-callback.h"
+
+#include <array>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+class EthChannel;
+class EthSwitch;
+
+constexpr uint8_t kEthPriorities = 8; ///< 802.1Q priorities and traffic classes
+
+/// Why a frame was discarded (the "Drop" trace source reports one of these; counted per port).
+enum class EthDropReason : uint8_t
+{
+    Runt,             ///< received bytes shorter than 64 (802.3 §4.2.4.2.2)
+    BadFcs,           ///< FCS mismatch (802.3 §3.2.9)
+    UnknownEthertype, ///< neither IPv4, 802.1Q nor MAC Control
+    BadControl,       ///< MAC Control frame that is not PFC
+    BadIpv4,          ///< bad IPv4 header (version, length, checksum, fragment, protocol)
+    BadUdp,           ///< UDP length disagreeing with IP's; bad or zero checksum over IPv6
+    LinkDown,         ///< on the cable or queued when the link went down
+    TxQueueFull,      ///< a host's transmit queue for the priority was full
+    RxBufferFull,     ///< a host's receive buffer overflowed (no PFC, or PFC too late)
+    NotForUs,         ///< at a host: destination IP is not this port's
+    NoRoute,          ///< at a switch: no forwarding entry for the destination IP
+    TtlExpired,       ///< at a switch: IPv4 TTL reached zero (RFC 791)
+    BufferFull,       ///< at a switch: lossy priority over its shared-buffer threshold
+    HeadroomOverflow, ///< at a switch: lossless priority over its headroom (PFC came too late)
+    Oversize,         ///< a host asked to send a datagram larger than the MTU
+    BadIpv6,          ///< bad IPv6 header (version, payload length, extension headers)
+    Count
+};
+const char* EthDropReasonName(EthDropReason r);
+
+/// Per-priority port counters (what `ethtool -S` shows per priority on RoCE NICs).
+struct EthPortCounters
+{
+    std::array<uint64_t, kEthPriorities> txFrames{};
+    std::array<uint64_t, kEthPriorities> txBytes{};
+    std::array<uint64_t, kEthPriorities> rxFrames{};
+    std::array<uint64_t, kEthPriorities> rxBytes{};
+    std::array<uint64_t, kEthPriorities> pauseSent{};  ///< PFC frames sent with quanta > 0
+    std::array<uint64_t, kEthPriorities> resumeSent{}; ///< PFC frames sent with quanta 0
+    std::array<uint64_t, kEthPriorities> pauseReceived{};
+    std::array<uint64_t, kEthPriorities> resumeReceived{};
+    uint64_t pfcFramesSent = 0;
+    uint64_t pfcFramesReceived = 0;
+    uint64_t pfcIgnored = 0; ///< PFC for priorities not PFC-enabled on this port
+};
+
+/// A UDP flow as a host sends it: the 5-tuple less the source address, and its class.
+struct EthUdpFlow
+{
+    bool ipv6 = false;  ///< send over IPv6 to dstIp6 (else IPv4 to dstIp)
+    uint32_t dstIp = 0;
+    Ipv6Bytes dstIp6{};
+    uint32_t flowLabel = 0; ///< IPv6 flow label
+    uint16_t srcPort = 49152;
+    uint16_t dstPort = 4791;
+    uint8_t priority = 0; ///< traffic class at the host; also the PCP when tagging
+    uint8_t dscp = 0;
+    uint8_t ecn = kEcnNotEct;
+};
+
+/**
+ * \brief One Ethernet port (MAC + PFC), on a host or on an EthSwitch.
+ *
+ * Transmit side: eight egress queues (traffic class = priority) and a control queue for PFC
+ * frames, which go first and are never paused (802.1Qbb §36.1.3: MAC Control frames are not
+ * subject to PFC). Classes in StrictPriorityMask are served strictly, highest first; the rest
+ * share what is left by deficit weighted round robin. Each frame occupies the wire for its bytes
+ * plus preamble, SFD and inter-frame gap at DataRate, and arrives at the far end when its last
+ * bit does (store and forward): one event per frame-hop, plus a transmitter wake-up only when a
+ * frame has work queued behind it.
+ *
+ * PFC receiver: a PFC frame stops the priorities its class-enable vector names for
+ * quanta x 512 bit times at this port's rate, from its arrival; a later frame replaces the time
+ * (re-pause) and quanta 0 resumes (802.1Qbb §36.1.3, §36.2). A frame already on the wire is
+ * finished, none is started while paused.
+ *
+ * PFC generator (AssertPause/ReleasePause): a switch MMU calls them when an ingress queue
+ * crosses XOFF/XON; a host port calls them itself when its receive buffer, drained at
+ * RxDrainRate, passes NicXoffBytes / falls to NicXonBytes. While asserted, the pause is
+ * refreshed before it expires.
+ */
+class EthNetDevice : public NetDevice
+{
+  public:
+    static TypeId GetTypeId();
+    EthNetDevice();
+    ~EthNetDevice() override;
+
+    // ---- ns3::NetDevice --------------------------------------------------------------------
+    void SetIfIndex(const uint32_t index) override;
+    uint32_t GetIfIndex() const override;
+    Ptr<Channel> GetChannel() const override;
+    void SetAddress(Address address) override;
+    Address GetAddress() const override;
+    bool SetMtu(const uint16_t mtu) override;
+    uint16_t GetMtu() const override;
+    bool IsLinkUp() const override;
+    void AddLinkChangeCallback(Callback<void> callback) override;
+    bool IsBroadcast() const override;
+    Address GetBroadcast() const override;
+    bool IsMulticast() const override;
+    Address GetMulticast(Ipv4Address multicastGroup) const override;
+    Address GetMulticast(Ipv6Address addr) const override;
+    bool IsPointToPoint() const override;
+    bool IsBridge() const override;
+    /// Not supported (returns false): hosts send with SendUdp, switches forward frames.
+    bool Send(Ptr<Packet> packet, const Address& dest, uint16_t protocolNumber) override;
+    bool SendFrom(Ptr<Packet> packet,
+                  const Address& source,
+                  const Address& dest,
+                  uint16_t protocolNumber) override;
+    Ptr<Node> GetNode() const override;
+    void SetNode(Ptr<Node> node) override;
+    bool NeedsArp() const override;
+    void SetReceiveCallback(NetDevice::ReceiveCallback cb) override;
+    void SetPromiscReceiveCallback(NetDevice::PromiscReceiveCallback cb) override;
+    bool SupportsSendFrom() const override;
+
+    // ---- trace signatures ----
+    /// Tx, Rx: the frame (its fields; Materialize for bytes).
+    typedef void (*FrameCallback)(const EthFrame& frame);
+    /// Drop: (frame or null, EthDropReason).
+    typedef void (*DropCallback)(const EthFrame* frame, uint8_t reason);
+    /// QueueDepth: (priority, bytes queued for transmission).
+    typedef void (*QueueCallback)(uint8_t priority, uint64_t bytes);
+    /// PauseSent, PauseReceived: (priority, quanta; 0 = resume).
+    typedef void (*PauseCallback)(uint8_t priority, uint16_t quanta);
+    /// PausedDuration: (priority, how long the transmitter was paused) when a pause ends.
+    typedef void (*PausedCallback)(uint8_t priority, Time duration);
+
+    // ---- cabling and identity --------------------------------------------------------------
+    void Attach(Ptr<EthChannel> channel);
+    Ptr<EthChannel> GetEthChannel() const;
+    Ptr<EthNetDevice> GetPeer() const;
+    /// Called by the channel when the link goes down or comes back up.
+    void NotifyLinkChange(bool up);
+    void SetMac(uint64_t mac48);
+    uint64_t GetMac() const;
+    void SetIpv4(uint32_t address);
+    uint32_t GetIpv4() const;
+    void SetIpv6(const Ipv6Bytes& address) { m_ip6 = address; }
+    const Ipv6Bytes& GetIpv6() const { return m_ip6; }
+    DataRate GetDataRate() const;
+    void SetDataRate(DataRate rate);
+    /// Time to send `bytes` of frame, including preamble, SFD and inter-frame gap.
+    Time WireTime(uint32_t bytes) const;
+    /// One pause quantum (512 bit times) at this port's rate, picoseconds (exact, not rounded).
+    double QuantumPs() const;
+    /// The largest frame this port sends: MTU + Ethernet header + 802.1Q tag + FCS.
+    uint32_t MaxFrameBytes() const;
+    void SetSwitch(EthSwitch* sw, uint16_t portNumber);
+    EthSwitch* GetSwitch() const { return m_switch; }
+    uint16_t GetPortNumber() const { return m_portNumber; }
+    /// DWRR weight of a traffic class not in StrictPriorityMask (>= 1).
+    void SetDwrrWeight(uint8_t tc, uint32_t weight);
+    bool IsPfcEnabled(uint8_t priority) const { return (m_pfcMask >> priority) & 1; }
+    /**
+     * "" if the port's configuration is consistent, else what is wrong: NIC XON not below
+     * XOFF, XOFF beyond the receive buffer, less room above XOFF than the round trip needs
+     * (HeadroomNeeded), DWRR quantum below the largest frame.
+     */
+    std::string Validate() const;
+    /**
+     * Bytes that can still arrive after this port decides to pause its peer (802.1Qbb Annex O,
+     * the PFC delay model): a maximum frame this port may be sending when the decision is made
+     * (the PFC frame waits for it), the PFC frame, the interface and response delays of the
+     * peer (802.3 values quoted in EthNetDevice::PfcResponseTime), the cable there and back,
+     * and the maximum frame the peer may have started just before it stops.
+     */
+    uint64_t HeadroomNeeded() const;
+
+    // ---- host data path --------------------------------------------------------------------
+    /**
+     * Sends a UDP datagram of `payloadBytes` (opaque bytes `payload`, or zeros if null) to
+     * flow.dstIp (or flow.dstIp6 when flow.ipv6) with traffic class flow.priority. Returns
+     * false, counted, if the queue for that priority is full (TxQueueFull), the link is down
+     * (LinkDown) or the datagram exceeds the MTU (Oversize).
+     */
+    bool SendUdp(const EthUdpFlow& flow,
+                 uint32_t payloadBytes,
+                 Ptr<const Packet> payload = nullptr);
+    bool CanSend(uint8_t priority) const;
+    typedef Callback<void, Ptr<EthNetDevice>, const EthFrame&> EthReceiveCallback;
+    /// Every good frame addressed to this host port (after the receive buffer, if modelled).
+    void SetEthReceiveCallback(EthReceiveCallback cb);
+    /// Called each time a frame of a priority leaves a host's transmit queue (room again).
+    void SetTxReadyCallback(Callback<void, Ptr<EthNetDevice>, uint8_t> cb);
+    /// A frame arriving from outside the model (a real host, a fuzzer, a test): bytes
+    /// destination MAC through FCS, checked as a MAC and IPv4 layer check them.
+    void InjectReceivedBytes(const uint8_t* bytes, uint32_t length);
+
+    // ---- PFC generation (switch MMU, host receive buffer) -----------------------------------
+    /// Asks the peer to stop `priority` (sends PFC XOFF now and refreshes it while asserted).
+    void AssertPause(uint8_t priority);
+    /// Lets the peer resume `priority` (sends PFC with quanta 0).
+    void ReleasePause(uint8_t priority);
+    bool IsPauseAsserted(uint8_t priority) const { return (m_pauseAsserted >> priority) & 1; }
+
+    // ---- used by EthSwitch ---------------------------------------------------------------
+    /// Queues a frame the switch forwards out of this port on class frame->priority.
+    void EnqueueEgress(EthFrame* frame);
+    /// Bytes queued for transmission on a class.
+    uint64_t GetQueueBytes(uint8_t tc) const { return m_txq[tc].bytes; }
+    uint64_t GetMaxQueueBytes(uint8_t tc) const { return m_txq[tc].maxBytes; }
+    void CountDrop(const EthFrame* frame, EthDropReason reason);
+
+    // ---- observation -----------------------------------------------------------------------
+    const EthPortCounters& GetCounters() const { return m_counters; }
+    uint64_t GetDropCount(EthDropReason r) const { return m_drops[static_cast<int>(r)]; }
+    uint64_t GetTotalDrops() const;
+    /// Total time the transmitter of `priority` has been paused by the peer, up to now.
+    Time GetPausedTime(uint8_t priority) const;
+    bool IsPaused(uint8_t priority) const;
+    uint64_t GetRxBufferMaxUsed() const { return m_rxMaxUsed; }
+    uint64_t GetWakeEvents() const { return m_wakes; }
+    /// Receives every frame's bytes (without FCS) on this port, tx and rx, with the time.
+    typedef Callback<void, Time, const uint8_t*, uint32_t, bool> SnifferCallback;
+    void AddSniffer(SnifferCallback cb);
+    /// Arrival of a frame's last bit (scheduled by the peer's transmitter).
+    void ReceiveFrameEvent(EthFrame* frame);
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    struct TxQueue
+    {
+        std::deque<EthFrame*> frames;
+        uint64_t bytes = 0;
+        uint64_t maxBytes = 0;
+        int64_t pausedUntilPs = 0;   ///< PFC: no frame starts before this
+        int64_t pauseStartPs = -1;   ///< start of the current pause interval (-1: none)
+        int64_t pausedTotalPs = 0;   ///< finished pause intervals
+        uint64_t deficit = 0;        ///< DWRR deficit counter, bytes
+        uint32_t weight = 1;
+    };
+
+    void Kick();
+    void WakeUp();
+    void ScheduleWake(int64_t atPs);
+    /// Next frame to send at `nowPs` (removed from its queue), or null; `retryPs` gets the
+    /// earliest time a paused queue may go (or -1).
+    EthFrame* Dequeue(int64_t nowPs, int64_t* retryPs);
+    bool Eligible(uint8_t tc, int64_t nowPs) const;
+    void Transmit(EthFrame* frame, int64_t nowPs);
+    void SendPfc(uint16_t mask, uint16_t quanta);
+    void RefreshPause();
+    void HandlePfc(const EthFrame& frame);
+    void EndPauseInterval(uint8_t prio, int64_t endPs);
+    void DeliverLocal(EthFrame* frame);
+    void DrainRxHead();
+    void DrainDone();
+    void Sniff(const EthFrame& frame, bool transmit);
+    void DropQueued(EthDropReason reason);
+    void Release(EthFrame* frame);
+    void SetMtuAttribute(uint16_t mtu);
+    void SetDwrrWeights(std::string text);
+    std::string GetDwrrWeights() const;
+
+    // configuration
+    Ptr<Node> m_node;
+    Ptr<EthChannel> m_channel;
+    Ptr<ErrorModel> m_receiveErrorModel;
+    EthSwitch* m_switch = nullptr; ///< the switch that owns this port (not owned: no cycle)
+    uint16_t m_portNumber = 1;
+    uint32_t m_ifIndex = 0;
+    uint16_t m_mtu = 1500;
+    DataRate m_rate;
+    uint64_t m_bps = 100000000000ULL; ///< m_rate in bit/s (cached: used per frame)
+    int64_t m_ifgPs = 960;            ///< the inter-frame gap at m_rate, picoseconds
+    EthNetDevice* m_peerRaw = nullptr; ///< the cabled peer (a cable never changes ends)
+    uint64_t m_mac = 0;
+    uint32_t m_ip = 0;
+    Ipv6Bytes m_ip6{};
+    uint32_t m_txQueueFrames = 64;
+    uint8_t m_strictMask = 0;
+    uint32_t m_dwrrQuantum = 9216;
+    std::string m_dwrrWeightsError; ///< a DwrrWeights value that did not parse (for Validate)
+    uint8_t m_pfcMask = 0x08;
+    uint16_t m_pauseQuanta = 0xFFFF;
+    double m_refreshFraction = 0.5;
+    bool m_vlanTag = false;
+    uint16_t m_vlanId = 0;
+    uint64_t m_rxBufferBytes = 512 * 1024;
+    DataRate m_rxDrainRate;
+    uint64_t m_nicXoff = 256 * 1024;
+    uint64_t m_nicXon = 128 * 1024;
+    Time m_responseTime; ///< 0: from the 802.3 table by rate
+
+    // transmit state
+    std::array<TxQueue, kEthPriorities> m_txq;
+    std::deque<EthFrame*> m_ctrl;
+    uint8_t m_nonEmpty = 0; ///< bit c: class c has frames queued
+    uint8_t m_rrNext = 0;
+    bool m_rrCredited = false;
+    int64_t m_busyUntilPs = 0;
+    EventId m_wake;
+    int64_t m_wakeAtPs = -1;
+
+    // PFC generator
+    uint8_t m_pauseAsserted = 0;
+    EventId m_refresh;
+
+    // host receive buffer
+    std::deque<EthFrame*> m_rxFifo;
+    uint64_t m_rxUsed = 0;
+    std::array<uint64_t, kEthPriorities> m_rxUsedPrio{};
+    uint64_t m_rxMaxUsed = 0;
+    EventId m_drain;
+
+    EthPortCounters m_counters;
+    std::array<uint64_t, static_cast<int>(EthDropReason::Count)> m_drops{};
+    uint64_t m_wakes = 0;
+    uint16_t m_ipId = 0;
+    std::vector<SnifferCallback> m_sniffers;
+    std::vector<uint8_t> m_scratch;
+
+    EthReceiveCallback m_ethRx;
+    Callback<void, Ptr<EthNetDevice>, uint8_t> m_txReady;
+    NetDevice::ReceiveCallback m_netRx;
+    NetDevice::PromiscReceiveCallback m_promiscRx;
+    std::vector<Callback<void>> m_linkChange;
+
+    TracedCallback<const EthFrame&> m_txTrace;
+    TracedCallback<const EthFrame&> m_rxTrace;
+    TracedCallback<const EthFrame*, uint8_t> m_dropTrace;
+    TracedCallback<uint8_t, uint64_t> m_queueTrace;
+    TracedCallback<uint8_t, uint16_t> m_pauseTxTrace;
+    TracedCallback<uint8_t, uint16_t> m_pauseRxTrace;
+    TracedCallback<uint8_t, Time> m_pausedTrace;
+};
+
+} // namespace ns3
+
+#endif

@@ -1,0 +1,398 @@
+#include "eth-switch.h"
+
+#include "eth-net-device.h"
+
+#include "ns3/boolean.h"
+#include "ns3/log.h"
+#include "ns3/pointer.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+#include <sstream>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("EthSwitch");
+NS_OBJECT_ENSURE_REGISTERED(EthSwitch);
+
+TypeId
+EthSwitch::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::EthSwitch")
+            .SetParent<Object>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<EthSwitch>()
+            .AddAttribute("EcmpSeed",
+                          "Seed of this switch's ECMP hash (switches with different seeds "
+                          "split the same flows differently, avoiding polarization).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&EthSwitch::m_seed),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("TrustPcp",
+                          "Classify tagged frames by their 802.1Q PCP (else always by DSCP).",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&EthSwitch::m_trustPcp),
+                          MakeBooleanChecker())
+            .AddAttribute("Mmu",
+                          "The shared-buffer MMU.",
+                          PointerValue(),
+                          MakePointerAccessor(&EthSwitch::m_mmu),
+                          MakePointerChecker<SharedBufferMmu>())
+            .AddTraceSource("EcnMark",
+                            "A frame was marked CE: egress port, priority, queue bytes.",
+                            MakeTraceSourceAccessor(&EthSwitch::m_ecnTrace),
+                            "ns3::EthSwitch::EcnMarkCallback");
+    return tid;
+}
+
+EthSwitch::EthSwitch()
+    : m_mmu(CreateObject<SharedBufferMmu>())
+{
+    // Default classification: the class-selector bits of the DSCP (RFC 2474 §4.2.2.2), so
+    // DSCP 26 (the common RoCE marking) lands in priority 3.
+    for (uint8_t d = 0; d < 64; ++d)
+    {
+        m_dscpToPrio[d] = d >> 3;
+    }
+}
+
+EthSwitch::~EthSwitch() = default;
+
+void
+EthSwitch::DoDispose()
+{
+    m_ports.clear();
+    m_mmu = nullptr;
+    Object::DoDispose();
+}
+
+uint16_t
+EthSwitch::AddPort(Ptr<EthNetDevice> port)
+{
+    m_ports.push_back(port);
+    const uint16_t n = static_cast<uint16_t>(m_ports.size());
+    port->SetSwitch(this, n);
+    return n;
+}
+
+uint16_t
+EthSwitch::GetNPorts() const
+{
+    return static_cast<uint16_t>(m_ports.size());
+}
+
+Ptr<EthNetDevice>
+EthSwitch::GetPort(uint16_t number) const
+{
+    return number >= 1 && number <= m_ports.size() ? m_ports[number - 1] : nullptr;
+}
+
+void
+EthSwitch::AddRoute(uint32_t dstIp, uint16_t port)
+{
+    NS_ABORT_MSG_IF(port < 1 || port > m_ports.size(), "EthSwitch::AddRoute: no port " << port);
+    auto& hops = m_routes[dstIp];
+    for (uint16_t h : hops)
+    {
+        if (h == port)
+        {
+            return;
+        }
+    }
+    hops.push_back(port);
+    m_denseValid = false;
+}
+
+void
+EthSwitch::BuildDenseRoutes()
+{
+    m_dense.clear();
+    m_densePorts.clear();
+    m_denseValid = true;
+    if (m_routes.empty())
+    {
+        return;
+    }
+    uint32_t lo = UINT32_MAX;
+    uint32_t hi = 0;
+    for (auto& [ip, hops] : m_routes)
+    {
+        lo = std::min(lo, ip);
+        hi = std::max(hi, ip);
+    }
+    if (hi - lo >= (1u << 20))
+    {
+        return; // sparse addresses: the hash map serves
+    }
+    m_denseBase = lo;
+    m_dense.assign(hi - lo + 1, DenseRoute());
+    for (auto& [ip, hops] : m_routes)
+    {
+        DenseRoute& d = m_dense[ip - lo];
+        d.first = static_cast<uint32_t>(m_densePorts.size());
+        d.count = static_cast<uint16_t>(hops.size());
+        m_densePorts.insert(m_densePorts.end(), hops.begin(), hops.end());
+    }
+}
+
+size_t
+EthSwitch::Ipv6Hash::operator()(const Ipv6Bytes& a) const
+{
+    uint64_t h = 1469598103934665603ULL; // FNV-1a: cheap, and only for the route map
+    for (uint8_t b : a)
+    {
+        h = (h ^ b) * 1099511628211ULL;
+    }
+    return static_cast<size_t>(h);
+}
+
+void
+EthSwitch::AddRoute6(const Ipv6Bytes& dstIp6, uint16_t port)
+{
+    NS_ABORT_MSG_IF(port < 1 || port > m_ports.size(), "EthSwitch::AddRoute6: no port " << port);
+    auto& hops = m_routes6[dstIp6];
+    for (uint16_t h : hops)
+    {
+        if (h == port)
+        {
+            return;
+        }
+    }
+    hops.push_back(port);
+}
+
+const std::vector<uint16_t>*
+EthSwitch::GetRoutes6(const Ipv6Bytes& dstIp6) const
+{
+    auto it = m_routes6.find(dstIp6);
+    return it == m_routes6.end() ? nullptr : &it->second;
+}
+
+const std::vector<uint16_t>*
+EthSwitch::GetRoutes(uint32_t dstIp) const
+{
+    auto it = m_routes.find(dstIp);
+    return it == m_routes.end() ? nullptr : &it->second;
+}
+
+void
+EthSwitch::SetDscpToPriority(uint8_t dscp, uint8_t priority)
+{
+    NS_ABORT_MSG_IF(dscp > 63 || priority > 7, "EthSwitch::SetDscpToPriority: out of range");
+    m_dscpToPrio[dscp] = priority;
+}
+
+void
+EthSwitch::SetupMmu()
+{
+    std::vector<EthNetDevice*> raw;
+    for (auto& p : m_ports)
+    {
+        raw.push_back(PeekPointer(p));
+    }
+    m_mmu->Setup(raw);
+}
+
+std::string
+EthSwitch::Validate() const
+{
+    for (size_t i = 0; i < m_ports.size(); ++i)
+    {
+        const std::string e = m_ports[i]->Validate();
+        if (!e.empty())
+        {
+            return "port " + std::to_string(i + 1) + ": " + e;
+        }
+    }
+    return m_mmu->Validate();
+}
+
+namespace
+{
+inline uint32_t
+Rotl(uint32_t x, int r)
+{
+    return (x << r) | (x >> (32 - r));
+}
+
+/// One Murmur3-style mixing round (the constants are Murmur3's, chosen for avalanche).
+inline uint32_t
+Mix(uint32_t h, uint32_t k)
+{
+    k *= 0xcc9e2d51u;
+    k = Rotl(k, 15);
+    k *= 0x1b873593u;
+    h ^= k;
+    h = Rotl(h, 13);
+    return h * 5 + 0xe6546b64u;
+}
+} // namespace
+
+uint32_t
+EthSwitch::FlowHash(const EthFrame& f, uint32_t seed)
+{
+    uint32_t h = seed;
+    if (f.ipv6)
+    {
+        for (int w = 0; w < 16; w += 4)
+        {
+            h = Mix(h, uint32_t(f.srcIp6[w]) << 24 | uint32_t(f.srcIp6[w + 1]) << 16 |
+                           uint32_t(f.srcIp6[w + 2]) << 8 | f.srcIp6[w + 3]);
+            h = Mix(h, uint32_t(f.dstIp6[w]) << 24 | uint32_t(f.dstIp6[w + 1]) << 16 |
+                           uint32_t(f.dstIp6[w + 2]) << 8 | f.dstIp6[w + 3]);
+        }
+    }
+    else
+    {
+        h = Mix(h, f.srcIp);
+        h = Mix(h, f.dstIp);
+    }
+    h = Mix(h, static_cast<uint32_t>(f.srcPort) << 16 | f.dstPort);
+    h = Mix(h, kIpProtoUdp);
+    // Final avalanche so that the low bits used by the modulo depend on every input bit.
+    h ^= 16;
+    h ^= h >> 16;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35u;
+    h ^= h >> 16;
+    return h;
+}
+
+void
+EthSwitch::Drop(EthNetDevice* in, EthFrame* frame, EthDropReason reason)
+{
+    in->CountDrop(frame, reason);
+    EthFramePool::Release(frame);
+}
+
+void
+EthSwitch::MaybeMark(EthNetDevice* out, EthFrame* f, uint64_t queueBytes)
+{
+    // RFC 3168 §5: only ECN-capable transport gets CE; Not-ECT is left alone (and not dropped
+    // here: drops belong to the MMU).
+    if (f->ecn == kEcnNotEct || f->ecn == kEcnCe)
+    {
+        return;
+    }
+    if (m_mmu->ShouldMark(queueBytes))
+    {
+        f->ecn = kEcnCe;
+        m_ecnMarked++;
+        m_ecnTrace(out->GetPortNumber(), f->priority, queueBytes);
+    }
+}
+
+void
+EthSwitch::Receive(EthNetDevice* in, EthFrame* f)
+{
+    // The ingress port has classified the frame already (Classify).
+    if (f->vlanTagged)
+    {
+        f->pcp = f->priority;
+    }
+    f->inPort = in->GetPortNumber();
+    if (f->ttl <= 1)
+    {
+        Drop(in, f, EthDropReason::TtlExpired); // RFC 791 §3.2: discard at zero
+        return;
+    }
+    f->ttl--;
+    if (!m_denseValid)
+    {
+        BuildDenseRoutes();
+    }
+    const uint16_t* hops = nullptr;
+    size_t nHops = 0;
+    if (f->ipv6)
+    {
+        auto it = m_routes6.find(f->dstIp6);
+        if (it != m_routes6.end())
+        {
+            hops = it->second.data();
+            nHops = it->second.size();
+        }
+    }
+    else if (!m_dense.empty())
+    {
+        const uint32_t i = f->dstIp - m_denseBase;
+        if (i < m_dense.size())
+        {
+            hops = m_densePorts.data() + m_dense[i].first;
+            nHops = m_dense[i].count;
+        }
+    }
+    else
+    {
+        auto it = m_routes.find(f->dstIp);
+        if (it != m_routes.end())
+        {
+            hops = it->second.data();
+            nHops = it->second.size();
+        }
+    }
+    if (nHops == 0)
+    {
+        Drop(in, f, EthDropReason::NoRoute);
+        return;
+    }
+    const uint16_t outNo = nHops == 1 ? hops[0] : hops[FlowHash(*f, m_seed) % nHops];
+    EthNetDevice* out = PeekPointer(m_ports[outNo - 1]);
+    if (!out->IsLinkUp())
+    {
+        Drop(in, f, EthDropReason::LinkDown);
+        return;
+    }
+    const uint16_t inIdx = static_cast<uint16_t>(f->inPort - 1);
+    const uint8_t prio = f->priority;
+    const bool lossless = in->IsPfcEnabled(prio);
+    bool headroomDrop = false;
+    if (!m_mmu->Admit(inIdx, prio, f->bytes, lossless, &f->mmuBucket, &headroomDrop))
+    {
+        Drop(in, f, headroomDrop ? EthDropReason::HeadroomOverflow : EthDropReason::BufferFull);
+        return;
+    }
+    if (lossless && !in->IsPauseAsserted(prio) && m_mmu->ShouldPause(inIdx, prio))
+    {
+        in->AssertPause(prio);
+    }
+    if (m_mmu->EcnEnabled() && !m_mmu->EcnAtDequeue())
+    {
+        MaybeMark(out, f, out->GetQueueBytes(prio));
+    }
+    m_forwarded++;
+    out->EnqueueEgress(f);
+}
+
+void
+EthSwitch::NotifyDequeue(EthNetDevice* out, EthFrame* f)
+{
+    const uint16_t inIdx = static_cast<uint16_t>(f->inPort - 1);
+    const uint8_t prio = f->priority;
+    m_mmu->Release(inIdx, prio, f->bytes, f->mmuBucket);
+    if (m_mmu->EcnEnabled() && m_mmu->EcnAtDequeue())
+    {
+        MaybeMark(out, f, out->GetQueueBytes(prio));
+    }
+    EthNetDevice* in = PeekPointer(m_ports[inIdx]);
+    if (in->IsPauseAsserted(prio) && m_mmu->ShouldResume(inIdx, prio))
+    {
+        in->ReleasePause(prio);
+    }
+}
+
+void
+EthSwitch::NotifyDiscardQueued(EthNetDevice*, EthFrame* f)
+{
+    const uint16_t inIdx = static_cast<uint16_t>(f->inPort - 1);
+    m_mmu->Release(inIdx, f->priority, f->bytes, f->mmuBucket);
+    EthNetDevice* in = PeekPointer(m_ports[inIdx]);
+    if (in->IsPauseAsserted(f->priority) && m_mmu->ShouldResume(inIdx, f->priority))
+    {
+        in->ReleasePause(f->priority);
+    }
+}
+
+} // namespace ns3
