@@ -114,6 +114,10 @@ RackHelper::Build(const RackConfig& c) const
         Ptr<ModbusSlave> s = CreateObject<ModbusSlave>();
         s->SetAddress(address);
         s->SetAttribute("ResponseDelay", TimeValue(c.responseDelay));
+        NS_ABORT_MSG_IF(c.bmc && !map.Covers(address),
+                        "RackHelper: " << map.name << " at address " << int(address)
+                                       << " is outside the map's scan ranges; the BMC would "
+                                          "never find it (choose other shelf pins)");
         s->SetRegisterBank(dev);
         s->SetDevice(t);
         t->GetNode()->AddApplication(s);

@@ -537,3 +537,67 @@ TEST(RackOrv3Psu, ProtectedWritesAreRefusedUntilWriteEnable)
     EXPECT_EQ(r.psus[0]->GetRaw(95), 1) << "the refused pair changed nothing";
     Simulator::Destroy();
 }
+
+// The fabric feeds host load through a callback; the PSUs follow it at every read.
+TEST(RackOrv3Psu, ACallbackLoadIsFollowedAtEveryRead)
+{
+    RackHelper h;
+    RackConfig c = NoBmc();
+    c.psuShelves = 1;
+    Rack r = h.Build(c);
+    Ptr<RackCallbackLoad> load = CreateObject<RackCallbackLoad>();
+    load->SetFunction(MakeCallback(+[](Time t) { return 600.0 * t.GetSeconds(); }));
+    r.power->SetLoadProfile(load);
+    for (double s : {1.0, 2.5, 7.0})
+    {
+        At(Seconds(s), [&r, s]() {
+            // 6 PSUs, all at 600 W x t / 6. (BBUs are full: no charging power.)
+            EXPECT_NEAR(ReadPsu(r.psus[0]).p, 100.0 * s, 0.125) << s;
+        });
+    }
+    // A callback that returns nonsense is not fatal: logged and taken as no load.
+    At(Seconds(8), [&]() {
+        load->SetFunction(MakeCallback(+[](Time) { return -1.0; }));
+        EXPECT_EQ(ReadPsu(r.psus[0]).p, 0.0);
+    });
+    Simulator::Run();
+    Simulator::Destroy();
+}
+
+// Register reads, writes and refused writes are traced with the slave's address.
+TEST(RackOrv3Psu, ReadsWritesAndRefusalsAreTraced)
+{
+    RackHelper h;
+    RackConfig c = NoBmc();
+    c.psuShelves = 1;
+    c.bbuShelves = 0;
+    Rack r = h.Build(c);
+    std::vector<std::string> events;
+    Ptr<RackDevice> d = r.psus[1];
+    d->TraceConnectWithoutContext(
+        "RegistersRead",
+        MakeCallback(+[](std::vector<std::string>* v, uint8_t a, uint16_t s, uint16_t n) {
+            v->push_back("R " + std::to_string(a) + " " + std::to_string(s) + "+" +
+                         std::to_string(n));
+        }).Bind(&events));
+    d->TraceConnectWithoutContext(
+        "RegistersWritten",
+        MakeCallback(+[](std::vector<std::string>* v, uint8_t a, uint16_t s, uint16_t n) {
+            v->push_back("W " + std::to_string(a) + " " + std::to_string(s) + "+" +
+                         std::to_string(n));
+        }).Bind(&events));
+    d->TraceConnectWithoutContext(
+        "WriteRefused",
+        MakeCallback(+[](std::vector<std::string>* v, uint8_t a, uint16_t s, uint16_t n,
+                        uint8_t e) {
+            v->push_back("X " + std::to_string(a) + " " + std::to_string(s) + "+" +
+                         std::to_string(n) + " " + std::to_string(e));
+        }).Bind(&events));
+    r.master->Submit(201, ModbusRequest::ReadHoldingRegisters(79, 4));
+    r.master->Submit(201, ModbusRequest::WriteMultipleRegisters(98, {0x6B49, 0xD200}));
+    r.master->Submit(201, ModbusRequest::WriteSingleRegister(97, 1));
+    r.master->Submit(201, ModbusRequest::ReadHoldingRegisters(57, 2)); // 58 is a gap
+    Simulator::Run();
+    EXPECT_EQ(events, (std::vector<std::string>{"R 201 79+4", "W 201 98+2", "X 201 97+1 1"}));
+    Simulator::Destroy();
+}

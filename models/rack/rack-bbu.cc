@@ -51,7 +51,7 @@ RackBbu::Bind(Ptr<RackElectricalModel> model, uint32_t bbu, uint32_t slot, uint8
     SetString("Manufacturer_Name", "CNUAS");
     SetString("Device_Name", "ORV3-BBU");
     SetNumber("Design_Capacity", model->GetBbuCapacity());
-    SetNumber("Design_Voltage", 3.7 * 11);
+    SetNumber("Design_Voltage", 3.7 * model->GetBbuCells()); // 3.7 V nominal per Li-ion cell
     SetNumber("SOH", 100);
     SetNumber("Number_of_Installed_BBUs", model->GetBbuCount());
     SetNumber("Size_Module_Reg_Map", GetMap().registers.back().address + 1);

@@ -224,6 +224,13 @@ RackDevice::Get(const std::string& name) const
     return RackDecodeRegister(*s, &m_regs[s->address]);
 }
 
+RackRegisterValue
+RackDevice::Sample(const std::string& name)
+{
+    Refresh();
+    return Get(name);
+}
+
 bool
 RackDevice::HasRegister(const std::string& name) const
 {

@@ -77,8 +77,11 @@ class RackDevice : public ModbusRegisterBank
 
     /// The raw word at a mapped address (aborts on a gap).
     uint16_t GetRaw(uint16_t address) const;
-    /// A register's decoded value (aborts if the map has no such register).
+    /// A register's decoded value as last stored (aborts if the map has no such register).
     RackRegisterValue Get(const std::string& name) const;
+    /// The same after bringing live values up to now, without the read trace (what a shelf
+    /// controller sees of its modules over the shelf's internal bus).
+    RackRegisterValue Sample(const std::string& name);
 
     /// Dead device: the slave neither hears nor answers (ModbusSlave::SetOffline).
     void SetDead(bool dead);

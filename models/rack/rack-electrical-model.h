@@ -169,6 +169,7 @@ class RackElectricalModel : public Object
     double GetBusbarSetpoint() const { return m_busbarVoltage; }
     double GetPsuRatedPower() const { return m_psuRated; }
     double GetBbuCapacity() const { return m_bbuCapacityAh; }
+    uint32_t GetBbuCells() const { return m_bbuCells; }
     /// Efficiency at a load fraction of the rated power (the curve, interpolated).
     double EfficiencyAt(double loadFraction) const;
 

@@ -61,7 +61,6 @@ RackPmm::Refresh()
     uint32_t present = 0;
     uint32_t alert = 0;
     uint32_t commFault = 0;
-    std::vector<uint16_t> regs;
     for (std::size_t i = 0; i < m_modules.size(); ++i)
     {
         Ptr<RackDevice> m = m_modules[i];
@@ -74,13 +73,9 @@ RackPmm::Refresh()
         // The module's alarm summary as the PMM reads it over the shelf's internal bus.
         for (const char* reg : {"General_Alarm_Status_Register", "BBU_Status"})
         {
-            if (const RackRegisterSpec* s = m->GetMap().Find(reg))
+            if (m->GetMap().Find(reg) && m->Sample(reg).value != 0)
             {
-                if (m->ReadHoldingRegisters(s->address, 1, regs) == ModbusExceptionCode::None &&
-                    regs[0] != 0)
-                {
-                    alert |= 1u << i;
-                }
+                alert |= 1u << i;
             }
         }
     }
