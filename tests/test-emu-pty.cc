@@ -145,8 +145,6 @@ TEST_F(PtyBridgeTest, ReadThroughThePtyReturnsTheBankValues)
                                      seg.banks[1]->GetHoldingRegister(1),
                                      seg.banks[1]->GetHoldingRegister(2)}));
     const Rs485PtyBridgeCounters c = seg.bridge->GetCounters();
-    // The second request came within microseconds of the first answer: held for t3.5.
-    EXPECT_EQ(c.heldForSilence, 1u);
     EXPECT_EQ(c.bytesFromClient, 16u);
     EXPECT_EQ(c.bytesToClient, 13u + 11u);
     EXPECT_EQ(c.rxErrors, 0u);
@@ -159,28 +157,93 @@ TEST_F(PtyBridgeTest, ReadThroughThePtyReturnsTheBankValues)
     EXPECT_NE(lstat(link.c_str(), &st), 0);
 }
 
-TEST_F(PtyBridgeTest, WithoutTheSilentIntervalABackToBackRequestIsLost)
+namespace
 {
-    // KeepSilentInterval off: the client's second request follows the first answer within
-    // microseconds, the slaves read it as part of the answer's frame and nobody replies.
+
+/// What the bridge's transceiver did, in simulated time.
+struct LineLog
+{
+    std::vector<std::pair<Time, Time>> tx;      ///< (start, end) of each character it sent
+    std::vector<Time> rxEnds;                   ///< end of each character from someone else
+    std::vector<Time> fromClient;               ///< when each client chunk reached the bridge
+
+    void Attach(Ptr<Rs485PtyBridge> b)
+    {
+        b->GetDevice()->TraceConnectWithoutContext("TxCharacter",
+                                                   MakeCallback(&LineLog::Tx, this));
+        b->GetDevice()->TraceConnectWithoutContext("RxCharacter",
+                                                   MakeCallback(&LineLog::Rx, this));
+        b->TraceConnectWithoutContext("FromClient", MakeCallback(&LineLog::Client, this));
+    }
+    void Tx(uint8_t, Time s, Time e) { tx.emplace_back(s, e); }
+    void Rx(const Rs485Character& c)
+    {
+        if (!c.ownTransmission)
+        {
+            rxEnds.push_back(c.end);
+        }
+    }
+    void Client(const std::vector<uint8_t>&, const Rs485Format&)
+    {
+        fromClient.push_back(Simulator::Now());
+    }
+};
+
+/// Two back-to-back transactions (unit 200 then 201) by a client that answers at once.
+void
+BackToBack(PtySegment& seg, LineLog& log, std::vector<uint8_t>* second)
+{
+    log.Attach(seg.bridge);
+    seg.Run([&]() {
+        RawClient c;
+        ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), RawSettings()), 0);
+        c.Write(ReadHoldingAdu(200, 79, 4));
+        ASSERT_EQ(c.Read(13).size(), 13u);
+        c.Write(ReadHoldingAdu(201, 0, 3));
+        *second = c.Read(11, 300);
+    });
+}
+
+} // namespace
+
+TEST_F(PtyBridgeTest, AClientFrameWaitsForTheSilentInterval)
+{
+    // Whatever the client's reaction time, the second request's first start bit comes at
+    // least t3.5 after the last stop bit of the first answer (model time, exact).
+    PtySegment seg;
+    seg.Build(Format(19200), {200, 201});
+    ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
+    LineLog log;
+    std::vector<uint8_t> second;
+    BackToBack(seg, log, &second);
+    ASSERT_EQ(log.tx.size(), 16u);
+    ASSERT_GE(log.rxEnds.size(), 13u);
+    const Time answerEnd = log.rxEnds[12];
+    const Time t35 = ModbusRtuTiming::ForFormat(Format(19200)).t35;
+    EXPECT_GE(log.tx[8].first - answerEnd, t35);
+    // Held only as long as needed: it starts at the later of arrival and answerEnd + t3.5.
+    ASSERT_EQ(log.fromClient.size(), 2u);
+    EXPECT_EQ(log.tx[8].first, std::max(log.fromClient[1], answerEnd + t35));
+    EXPECT_EQ(ParseReadHoldingResponse(second, 201, 3).size(), 3u);
+    EXPECT_LE(seg.bridge->GetCounters().heldForSilence, 1u);
+}
+
+TEST_F(PtyBridgeTest, WithoutTheSilentIntervalAClientFrameGoesOutAtOnce)
+{
     PtySegment seg;
     Rs485PtyBridgeHelper bh;
     bh.SetBridgeAttribute("KeepSilentInterval", BooleanValue(false));
     seg.Build(Format(19200), {200, 201}, bh);
     ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
-    std::vector<uint8_t> first, second;
-    seg.Run([&]() {
-        RawClient c;
-        ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), RawSettings()), 0);
-        c.Write(ReadHoldingAdu(200, 79, 4));
-        first = c.Read(13);
-        c.Write(ReadHoldingAdu(201, 0, 3));
-        second = c.Read(11, 300);
-    });
-    EXPECT_EQ(ParseReadHoldingResponse(first, 200, 4).size(), 4u);
-    EXPECT_TRUE(second.empty());
+    LineLog log;
+    std::vector<uint8_t> second;
+    BackToBack(seg, log, &second);
+    ASSERT_EQ(log.tx.size(), 16u);
+    ASSERT_EQ(log.fromClient.size(), 2u);
+    // The first start bit goes out when the bytes reach the bridge, however soon after the
+    // answer (whether the slave then understands it depends on the client's reaction time).
+    EXPECT_EQ(log.tx[8].first, log.fromClient[1]);
     EXPECT_EQ(seg.bridge->GetCounters().heldForSilence, 0u);
-    EXPECT_EQ(seg.slaves[1]->GetResponsesSent(), 0u);
 }
 
 TEST_F(PtyBridgeTest, ExceptionForAMissingRegisterAndSilenceForAMissingAddress)
@@ -478,4 +541,56 @@ TEST_F(PtyBridgeTest, AResponseWithCharacterErrorsReachesTheClientAsTermiosSays)
     EXPECT_EQ(std::count(marked.end() - 5, marked.end(), 0), 5);
     EXPECT_LE(dropped.size(), 2u);
     EXPECT_GE(k.rxErrorsDropped, 5u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A poller like OpenBMC's rackmond on a mixed bus
+
+TEST_F(PtyBridgeTest, ARackmonStylePollerSwitchesBaudRatePerDevice)
+{
+    // rackmond's UART handling (notes §2.1): termios built from zero and applied with
+    // TCSAFLUSH whenever the baud rate changes, tcflush(TCIOFLUSH) before every request, reads
+    // by expected length; ORv3 PSUs at 19200 and HPR PSUs at 115200 share one port (notes
+    // §1.3, §2.3: rackmond switches between the two every ~70 ms while it scans).
+    PtySegment seg;
+    seg.Build(Format(19200), {200, 150});
+    seg.slaves[1]->SetLineFormat(Format(115200)); // the HPR PSU
+    ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
+    constexpr int kRounds = 3;
+    int answered = 0, probesSilent = 0, setFailures = 0;
+    seg.Run([&]() {
+        RawClient c;
+        RawSettings s;
+        ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), s), 0);
+        for (int round = 0; round < kRounds; ++round)
+        {
+            for (const auto& [speed, unit] : {std::pair<speed_t, uint8_t>{B19200, 200},
+                                              std::pair<speed_t, uint8_t>{B115200, 150}})
+            {
+                s.speed = speed;
+                setFailures += c.Configure(s) != 0;
+                tcflush(c.Fd(), TCIOFLUSH);
+                c.Write(ReadHoldingAdu(unit, 79, 2));
+                answered += ParseReadHoldingResponse(c.Read(9, 300), unit, 2).size() == 2;
+                // A probe of an empty address at this speed: 70 ms of silence (rackmon's
+                // probe timeout), then on.
+                tcflush(c.Fd(), TCIOFLUSH);
+                c.Write(ReadHoldingAdu(static_cast<uint8_t>(unit + 1), 8, 1));
+                probesSilent += c.Read(1, 70).empty();
+                SleepMs(3); // rackmon's min_delay
+            }
+        }
+    });
+    EXPECT_EQ(setFailures, 0);
+    EXPECT_EQ(answered, 2 * kRounds);
+    EXPECT_EQ(probesSilent, 2 * kRounds);
+    EXPECT_EQ(seg.slaves[0]->GetResponsesSent(), static_cast<uint64_t>(kRounds));
+    EXPECT_EQ(seg.slaves[1]->GetResponsesSent(), static_cast<uint64_t>(kRounds));
+    // Each device heard the other speed's traffic as characters in a foreign format: per
+    // round a request (8), its answer (9) and a probe (8).
+    EXPECT_EQ(seg.slaves[0]->GetDevice()->GetCounters().rxFormatMismatch,
+              static_cast<uint64_t>(kRounds * 25));
+    EXPECT_EQ(seg.slaves[1]->GetDevice()->GetCounters().rxFormatMismatch,
+              static_cast<uint64_t>(kRounds * 25));
+    EXPECT_GE(seg.bridge->GetCounters().formatChanges, static_cast<uint64_t>(2 * kRounds - 1));
 }

@@ -588,10 +588,11 @@ Rs485PtyBridge::FromClient(std::vector<uint8_t> bytes)
         m_held.insert(m_held.end(), bytes.begin(), bytes.end());
         return;
     }
-    if (m_keepSilence && !m_device->IsTransmitting())
+    if (m_keepSilence && !m_device->IsTransmitting() && !m_device->IsCharacterArriving())
     {
-        // A new burst: no earlier than t3.5 after the last character on the line (heard or
-        // sent: the transceiver hears its own).
+        // A new burst on a quiet line: no earlier than t3.5 after the last character on it
+        // (heard or sent: the transceiver hears its own). A client that writes while a
+        // character is on the line is not held: it collides, as it would on a real bus.
         const Time earliest = m_device->GetLastRxEnd() +
                               ModbusRtuTiming::ForFormat(m_device->GetFormat()).t35;
         if (m_device->GetLastRxEnd().IsStrictlyPositive() && earliest > Simulator::Now())
