@@ -212,6 +212,11 @@ void
 RedfishServer::DoDispose()
 {
     Stop();
+    if (m_bmc)
+    {
+        m_bmc->TraceDisconnectWithoutContext(
+            "MonitorCycle", MakeCallback(&RedfishServer::CycleEnded, this));
+    }
     m_bmc = nullptr;
     Object::DoDispose();
 }
@@ -219,7 +224,30 @@ RedfishServer::DoDispose()
 void
 RedfishServer::SetBmc(Ptr<RackBmc> bmc)
 {
+    NS_ABORT_MSG_IF(m_running, "RedfishServer::SetBmc after Start");
+    if (m_bmc)
+    {
+        m_bmc->TraceDisconnectWithoutContext(
+            "MonitorCycle", MakeCallback(&RedfishServer::CycleEnded, this));
+    }
     m_bmc = bmc;
+    if (m_bmc)
+    {
+        m_bmc->TraceConnectWithoutContext("MonitorCycle",
+                                          MakeCallback(&RedfishServer::CycleEnded, this));
+    }
+}
+
+void
+RedfishServer::CycleEnded(uint64_t cycle, Time start, Time end)
+{
+    m_cyclesCompleted++;
+    m_lastCycleStart = start;
+    m_lastCycleEnd = end;
+    if (m_running)
+    {
+        Publish();
+    }
 }
 
 Ptr<RackBmc>
@@ -351,8 +379,14 @@ RedfishServer::Publish()
     {
         return;
     }
-    auto s = std::make_shared<const RedfishSnapshot>(
-        RedfishSnapshot::FromBmc(*m_bmc, m_version.load() + 1));
+    RedfishSnapshot snap = RedfishSnapshot::FromBmc(*m_bmc, m_version.load() + 1);
+    snap.cyclesCompleted = m_cyclesCompleted;
+    if (m_cyclesCompleted > 0)
+    {
+        snap.lastCycleStart = m_lastCycleStart.GetSeconds();
+        snap.lastCycleEnd = m_lastCycleEnd.GetSeconds();
+    }
+    auto s = std::make_shared<const RedfishSnapshot>(std::move(snap));
     {
         std::lock_guard<std::mutex> lock(m_snapshotMutex);
         m_snapshot = s;

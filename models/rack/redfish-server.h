@@ -70,8 +70,11 @@ struct RedfishHttpResponse
  * simulation time, so in real-time mode every PublishInterval of wall time): it copies the
  * BMC's inventory into a RedfishSnapshot of plain values and swaps it in under a mutex. The
  * server thread never touches an ns-3 object: it builds the resource tree from the newest
- * snapshot and answers from it. So an answer is at most PublishInterval older than the BMC's
- * own view, and the BMC's view is as old as its last poll (MonitorInterval).
+ * snapshot and answers from it. The server also publishes as soon as a BMC monitoring cycle
+ * ends (the BMC's MonitorCycle trace), so an answer is at most PublishInterval older than the
+ * BMC's own view, and the BMC's view is as old as its last poll (MonitorInterval). The
+ * ServiceRoot's Oem.Cnuas object tells the snapshot's simulation time and the last completed
+ * cycle, for clients that must know how fresh the values are (or when the bus is quiet).
  *
  * HTTP: persistent connections and pipelining (RFC 9112 §9), several clients at once (poll
  * loop, MaxConnections), GET and HEAD only (RFC 9110 §9.1: a general-purpose server supports
@@ -139,10 +142,15 @@ class RedfishServer : public Object
     struct Connection;
     void Serve();
     void PublishTick();
+    /// The BMC's MonitorCycle trace: records the cycle and publishes at once.
+    void CycleEnded(uint64_t cycle, Time start, Time end);
     /// The current tree, rebuilt if a newer snapshot was published (server thread or Handle).
     std::shared_ptr<const RedfishService::Tree> CurrentTree();
 
     Ptr<RackBmc> m_bmc;
+    uint64_t m_cyclesCompleted = 0;
+    Time m_lastCycleStart;
+    Time m_lastCycleEnd;
     uint16_t m_port = 0;
     Time m_publishInterval;
     uint32_t m_maxConnections = 32;

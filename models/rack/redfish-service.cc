@@ -750,6 +750,9 @@ class Builder
                      {"ScanComplete", m_s.scanComplete},
                      {"Devices", m_s.devices.size()},
                      {"MonitorCycles", m_s.counters.monitorCycles},
+                     {"CompletedCycles", m_s.cyclesCompleted},
+                     {"LastCycleStartSeconds", m_s.lastCycleStart},
+                     {"LastCycleEndSeconds", m_s.lastCycleEnd},
                      {"Reads", m_s.counters.reads},
                      {"ReadFailures", m_s.counters.readFailures}}}}}});
     }

@@ -56,6 +56,9 @@ struct RedfishSnapshot
     uint32_t unixTime = 0;    ///< the BMC's clock
     bool scanComplete = false;
     RackBmcCounters counters;
+    uint64_t cyclesCompleted = 0;  ///< monitoring cycles whose transactions all ended
+    double lastCycleStart = -1;    ///< simulation time (s) of the last completed cycle, or -1
+    double lastCycleEnd = -1;
     std::vector<RedfishDevice> devices; ///< in address order
 
     /// A snapshot of `bmc` now (simulation thread only).
