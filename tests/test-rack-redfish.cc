@@ -485,6 +485,25 @@ TEST(RackRedfish, ErrorsAreRedfishErrorsAndTheServerSurvivesBadInput)
     EXPECT_GE(k.notFound, 1u);
 }
 
+TEST(RackRedfish, AnIdleBmcCostsNoSnapshots)
+{
+    // After discovery and the first reads, a BMC that polls every 1000 s reads nothing for
+    // minutes: the server must not copy the inventory every second meanwhile.
+    RedfishRack r(ConstantLoad(6000), Seconds(1000));
+    Simulator::Stop(Seconds(60));
+    Simulator::Run();
+    const uint64_t settled = r.server->GetPublishedVersion();
+    Simulator::Stop(Seconds(600));
+    Simulator::Run();
+    EXPECT_EQ(r.server->GetPublishedVersion(), settled);
+    EXPECT_GT(settled, 1u);
+    // And what it serves is still the last read.
+    int status = 0;
+    const json m = GetJson(r.Port(), PsuPath(1, "ORV3_PSU_C8") + "/Metrics", &status);
+    EXPECT_EQ(status, 200);
+    EXPECT_NEAR(Reading(m["OutputPowerWatts"]), 500, 0.125);
+}
+
 TEST(RackRedfish, ParseHeadWaitsForTheWholeHeadAndAcceptsBareLf)
 {
     RedfishHttpRequest q;
@@ -546,5 +565,7 @@ TEST(RackRedfish, ClientsReadWhileTheSimulationRuns)
     EXPECT_EQ(wrong.load(), 0);
     EXPECT_GT(answers.load(), 0);
     EXPECT_LE(maxVersion.load(), r.server->GetPublishedVersion());
-    EXPECT_GE(r.server->GetPublishedVersion(), 200u); // one a second of simulation time
+    // A snapshot a second of simulation time while the BMC reads (it polls 4 s of every 5).
+    EXPECT_GE(r.server->GetPublishedVersion(), 100u);
+    EXPECT_LE(r.server->GetPublishedVersion(), 201u + 40u); // + one per cycle end
 }

@@ -212,11 +212,7 @@ void
 RedfishServer::DoDispose()
 {
     Stop();
-    if (m_bmc)
-    {
-        m_bmc->TraceDisconnectWithoutContext(
-            "MonitorCycle", MakeCallback(&RedfishServer::CycleEnded, this));
-    }
+    Connect(false);
     m_bmc = nullptr;
     Object::DoDispose();
 }
@@ -225,17 +221,51 @@ void
 RedfishServer::SetBmc(Ptr<RackBmc> bmc)
 {
     NS_ABORT_MSG_IF(m_running, "RedfishServer::SetBmc after Start");
-    if (m_bmc)
-    {
-        m_bmc->TraceDisconnectWithoutContext(
-            "MonitorCycle", MakeCallback(&RedfishServer::CycleEnded, this));
-    }
+    Connect(false);
     m_bmc = bmc;
-    if (m_bmc)
+    Connect(true);
+}
+
+void
+RedfishServer::Connect(bool on)
+{
+    if (!m_bmc)
     {
-        m_bmc->TraceConnectWithoutContext("MonitorCycle",
-                                          MakeCallback(&RedfishServer::CycleEnded, this));
+        return;
     }
+    auto cycle = MakeCallback(&RedfishServer::CycleEnded, this);
+    auto poll = MakeCallback(&RedfishServer::PollEnded, this);
+    auto dev = MakeCallback(&RedfishServer::DeviceEvent, this);
+    if (on)
+    {
+        m_bmc->TraceConnectWithoutContext("MonitorCycle", cycle);
+        m_bmc->TraceConnectWithoutContext("Poll", poll);
+        for (const char* t : {"Discovered", "Dormant", "Revived"})
+        {
+            m_bmc->TraceConnectWithoutContext(t, dev);
+        }
+    }
+    else
+    {
+        m_bmc->TraceDisconnectWithoutContext("MonitorCycle", cycle);
+        m_bmc->TraceDisconnectWithoutContext("Poll", poll);
+        for (const char* t : {"Discovered", "Dormant", "Revived"})
+        {
+            m_bmc->TraceDisconnectWithoutContext(t, dev);
+        }
+    }
+}
+
+void
+RedfishServer::PollEnded(uint8_t address, uint16_t start, uint16_t count, bool ok)
+{
+    m_dirty = true;
+}
+
+void
+RedfishServer::DeviceEvent(uint8_t address, const std::string& type)
+{
+    m_dirty = true;
 }
 
 void
@@ -368,7 +398,11 @@ RedfishServer::Stop()
 void
 RedfishServer::PublishTick()
 {
-    Publish();
+    // A snapshot copies every register of every device: skip it when the BMC read nothing.
+    if (m_dirty || m_version.load() == 0)
+    {
+        Publish();
+    }
     m_publishEvent = Simulator::Schedule(m_publishInterval, &RedfishServer::PublishTick, this);
 }
 
@@ -379,6 +413,7 @@ RedfishServer::Publish()
     {
         return;
     }
+    m_dirty = false;
     RedfishSnapshot snap = RedfishSnapshot::FromBmc(*m_bmc, m_version.load() + 1);
     snap.cyclesCompleted = m_cyclesCompleted;
     if (m_cyclesCompleted > 0)

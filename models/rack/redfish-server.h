@@ -67,7 +67,8 @@ struct RedfishHttpResponse
  * HTTP/1.1 on 127.0.0.1, from a thread of its own.
  *
  * Threads: the simulation thread calls Publish() (at Start and then every PublishInterval of
- * simulation time, so in real-time mode every PublishInterval of wall time): it copies the
+ * simulation time in which the BMC read something, so in real-time mode at most every
+ * PublishInterval of wall time): it copies the
  * BMC's inventory into a RedfishSnapshot of plain values and swaps it in under a mutex. The
  * server thread never touches an ns-3 object: it builds the resource tree from the newest
  * snapshot and answers from it. The server also publishes as soon as a BMC monitoring cycle
@@ -144,11 +145,16 @@ class RedfishServer : public Object
     void PublishTick();
     /// The BMC's MonitorCycle trace: records the cycle and publishes at once.
     void CycleEnded(uint64_t cycle, Time start, Time end);
+    /// The BMC's Poll, Discovered, Dormant and Revived traces: something new to publish.
+    void PollEnded(uint8_t address, uint16_t start, uint16_t count, bool ok);
+    void DeviceEvent(uint8_t address, const std::string& type);
+    void Connect(bool on);
     /// The current tree, rebuilt if a newer snapshot was published (server thread or Handle).
     std::shared_ptr<const RedfishService::Tree> CurrentTree();
 
     Ptr<RackBmc> m_bmc;
     uint64_t m_cyclesCompleted = 0;
+    bool m_dirty = true; ///< the BMC read something since the last snapshot
     Time m_lastCycleStart;
     Time m_lastCycleEnd;
     uint16_t m_port = 0;
