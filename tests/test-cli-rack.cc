@@ -288,14 +288,25 @@ TEST(RackCli, DownStopsTheRackAndASecondUpIsRefusedMeanwhile)
     EXPECT_EQ(st, 1);
 }
 
-TEST(RackCli, SigintStopsItAndAStaleStateFileIsReportedAsStale)
+TEST(RackCli, WithoutABmcThePtyMasterHasTheBusAndSigintStopsIt)
 {
     RackProcess p;
     p.dir = TempDir();
-    ASSERT_TRUE(p.Start({"--shelves", "1", "--bbu-shelves", "0"}));
+    ASSERT_TRUE(p.Start({"--shelves", "1", "--bbu-shelves", "0", "--no-bmc"}));
     const json state = p.WaitUp();
     ASSERT_TRUE(state.is_object()) << ReadFile(p.dir + "/up.log");
     EXPECT_EQ(state["psus"], 6);
+    EXPECT_EQ(state["redfish"], "");
+    // The only master on the bus: no waiting for a quiet moment. PSU 0xCD, the last slot:
+    // PSU_Position_Number (registers 73-74, u32) is the slot number counted from 1.
+    long position = -1;
+    std::string mbLog;
+    ASSERT_TRUE(MbpollRead(p.dir + "/tty", 0xCD, 74, &position, &mbLog)) << mbLog;
+    EXPECT_EQ(position, 6);
+    int st = -1;
+    const std::string status =
+        RunCommand("timeout 10 " + kCnuas + " status --state-dir " + p.dir, &st);
+    EXPECT_NE(status.find("redfish: none"), std::string::npos) << status;
     ASSERT_EQ(kill(p.pid, SIGINT), 0);
     ASSERT_TRUE(p.Wait(20));
     ASSERT_TRUE(WIFEXITED(p.exitStatus));
@@ -303,12 +314,10 @@ TEST(RackCli, SigintStopsItAndAStaleStateFileIsReportedAsStale)
     EXPECT_NE(ReadFile(p.dir + "/up.log").find("SIGINT"), std::string::npos);
 
     // A state file whose process is gone (a rack that was killed -9).
-    json stale = state;
-    std::ofstream(p.dir + "/rack.json") << stale.dump();
-    int st = -1;
-    const std::string status =
+    std::ofstream(p.dir + "/rack.json") << state.dump();
+    const std::string stale =
         RunCommand("timeout 10 " + kCnuas + " status --state-dir " + p.dir, &st);
-    EXPECT_NE(status.find("not running (stale"), std::string::npos) << status;
+    EXPECT_NE(stale.find("not running (stale"), std::string::npos) << stale;
     const std::string js =
         RunCommand("timeout 10 " + kCnuas + " status --json --state-dir " + p.dir, &st);
     const json arr = json::parse(js, nullptr, false);

@@ -37,7 +37,7 @@ namespace
 {
 
 const char* const kUsage =
-    "usage: cnuas rack up [--config FILE] [--shelves N] [--bbu-shelves N] [--hpr]\n"
+    "usage: cnuas rack up [--config FILE] [--shelves N] [--bbu-shelves N] [--hpr] [--no-bmc]\n"
     "                     [--redfish-port P] [--pty-link PATH] [--duration S]\n"
     "                     [--set ATTRIBUTE=VALUE]... [--state-dir DIR]\n"
     "       cnuas rack down [--timeout S] [--state-dir DIR]\n"
@@ -54,6 +54,8 @@ const char* const kUsage =
     "  --shelves N            PSU shelves (default 2; legacy ORv3 at most 3, HPR 4)\n"
     "  --bbu-shelves N        BBU shelves (default 1)\n"
     "  --hpr                  HPR rack: 115200 baud, Ventura2 addresses, a PMM per shelf\n"
+    "  --no-bmc               no simulated BMC (and so no Redfish): the pty's master is the\n"
+    "                         only one on the bus (e.g. a real OpenBMC in QEMU)\n"
     "  --redfish-port P       Redfish TCP port on 127.0.0.1 (default 0: an ephemeral port)\n"
     "  --pty-link PATH        also make PATH a symlink to the pty (a stable name for clients)\n"
     "  --duration S           stop by itself after S seconds (default: run until stopped)\n"
@@ -276,6 +278,10 @@ ReadRackFile(const std::string& path, UpConfig* c)
         {
             c->redfishPort = static_cast<int>(Count(value, where, 65535));
         }
+        else if (key == "bmc")
+        {
+            c->rack.bmc = Bool(value, where);
+        }
         else if (key == "pty_link")
         {
             c->ptyLink = value;
@@ -305,7 +311,7 @@ ReadRackFile(const std::string& path, UpConfig* c)
         {
             ConfigError(where, "unknown key '" + key +
                                    "' (hpr, psu_shelves, psus_per_shelf, bbu_shelves, "
-                                   "bbus_per_shelf, redfish_port, pty_link, load, "
+                                   "bbus_per_shelf, bmc, redfish_port, pty_link, load, "
                                    "monitor_interval, scan_passes, response_delay_ms, duration)");
         }
     }
@@ -442,6 +448,10 @@ RackUp(const std::vector<std::string>& args)
             {
                 c.rack.hpr = true;
             }
+            else if (a == "--no-bmc")
+            {
+                c.rack.bmc = false;
+            }
             else if (a == "--redfish-port")
             {
                 c.redfishPort = static_cast<int>(Count(value(), a, 65535));
@@ -550,14 +560,17 @@ RackUp(const std::vector<std::string>& args)
     ns3::Ptr<ns3::Rs485PtyBridge> bridge = bh.Install(ptyNode, rack.bus);
     ns3::Ptr<ns3::RedfishServer> redfish = ns3::CreateObject<ns3::RedfishServer>();
     redfish->SetAttribute("Port", ns3::UintegerValue(static_cast<uint16_t>(c.redfishPort)));
-    redfish->SetBmc(rack.bmc);
     if (!bridge->Start())
     {
         std::fprintf(stderr, "cnuas rack up: pty: %s\n", bridge->GetError().c_str());
         ns3::Simulator::Destroy();
         return 1;
     }
-    if (!redfish->Start())
+    if (rack.bmc)
+    {
+        redfish->SetBmc(rack.bmc);
+    }
+    if (rack.bmc && !redfish->Start())
     {
         std::fprintf(stderr, "cnuas rack up: %s\n", redfish->GetError().c_str());
         bridge->Stop();
@@ -574,8 +587,9 @@ RackUp(const std::vector<std::string>& args)
         {"started", static_cast<long long>(std::time(nullptr))},
         {"pty", bridge->GetSlavePath()},
         {"pty_link", c.ptyLink},
-        {"redfish", redfish->GetBaseUrl()},
+        {"redfish", rack.bmc ? redfish->GetBaseUrl() : ""},
         {"redfish_port", redfish->GetPort()},
+        {"bmc", static_cast<bool>(rack.bmc)},
         {"baud", f.baudRate},
         {"parity", even ? "even" : f.parity == ns3::Rs485Parity::Odd ? "odd" : "none"},
         {"psus", rack.psus.size()},
@@ -600,12 +614,16 @@ RackUp(const std::vector<std::string>& args)
                 rack.pmms.empty() ? "" : " and their shelf PMMs", f.baudRate, even ? 'E' : 'N');
     std::printf("  pty:       %s%s%s\n", bridge->GetSlavePath().c_str(),
                 c.ptyLink.empty() ? "" : " (link ", c.ptyLink.empty() ? "" : (c.ptyLink + ")").c_str());
-    std::printf("  redfish:   %s\n", redfish->GetBaseUrl().c_str());
+    std::printf("  redfish:   %s\n", rack.bmc ? redfish->GetBaseUrl().c_str()
+                                           : "none (--no-bmc: the pty's master is the BMC)");
     std::printf("  addresses: %s\n", AddressList(rack).c_str());
     std::printf("  try:       mbpoll -m rtu -b %u -P %s -a %d -t 4:hex -r 1 -c 8 -1 %s\n",
                 f.baudRate, even ? "even" : "none", firstAddress, port.c_str());
-    std::printf("             curl -s %s/Chassis/Rack/Sensors/RackOutputPower\n",
-                redfish->GetBaseUrl().c_str());
+    if (rack.bmc)
+    {
+        std::printf("             curl -s %s/Chassis/Rack/Sensors/RackOutputPower\n",
+                    redfish->GetBaseUrl().c_str());
+    }
     std::printf("  state:     %s ('cnuas status'); Ctrl-C or 'cnuas rack down' stops it\n",
                 statePath.c_str());
     std::fflush(stdout);
@@ -623,7 +641,7 @@ RackUp(const std::vector<std::string>& args)
     ns3::Simulator::Run();
 
     const double simSeconds = ns3::Simulator::Now().GetSeconds();
-    const ns3::RackBmcCounters bmc = rack.bmc->GetCounters();
+    const ns3::RackBmcCounters bmc = rack.bmc ? rack.bmc->GetCounters() : ns3::RackBmcCounters();
     const ns3::Rs485PtyBridgeCounters pty = bridge->GetCounters();
     redfish->Stop();
     const ns3::RedfishServerCounters web = redfish->GetCounters();

@@ -258,7 +258,8 @@ RunStatus(const std::vector<std::string>& args)
                         s.value("pty", "").c_str(), link.empty() ? "" : " (link ",
                         link.empty() ? "" : (link + ")").c_str(), s.value("baud", 0),
                         s.value("parity", "").c_str());
-            std::printf("  redfish: %s\n", s.value("redfish", "").c_str());
+            const std::string url = s.value("redfish", "");
+            std::printf("  redfish: %s\n", url.empty() ? "none (no simulated BMC)" : url.c_str());
             std::printf("  devices: %d PSUs, %d BBUs, %d PMMs at %s\n", s.value("psus", 0),
                         s.value("bbus", 0), s.value("pmms", 0),
                         s.value("addresses", "").c_str());
