@@ -367,5 +367,14 @@ TEST(RackCli, BadRackFilesAreUsageErrorsWithFileAndLine)
     EXPECT_EQ(st, 2);
     RunCommand("timeout 10 " + kCnuas + " rack up --shelves 2 --hpr --bogus 2>&1", &st);
     EXPECT_EQ(st, 2);
+    // Layouts the BMC could not discover (rackmon2's ORV3 scan ranges): refused, not aborted.
+    for (const char* layout : {"--shelves 3", "--bbu-shelves 2"})
+    {
+        const std::string out = RunCommand("timeout 20 " + kCnuas + " rack up --state-dir " +
+                                               dir + " --duration 1 " + layout + " 2>&1",
+                                           &st);
+        EXPECT_EQ(st, 2) << layout << out;
+        EXPECT_NE(out.find("outside the ORV3_"), std::string::npos) << out;
+    }
     RunCommand("rm -rf '" + dir + "'");
 }

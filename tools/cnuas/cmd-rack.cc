@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -317,6 +318,64 @@ ReadRackFile(const std::string& path, UpConfig* c)
     }
 }
 
+/// Refuses (instead of letting RackHelper abort) a layout whose addresses the BMC's scan ranges
+/// do not cover: with rackmon2's ORV3 maps a third PSU shelf (pins 6: 0xF0-) or a second BBU
+/// shelf (pins 2: 0x50-) falls partly outside them.
+void
+CheckAddresses(const ns3::RackConfig& c)
+{
+    auto load = [&](const std::string& type) {
+        const std::string file = ns3::RackRegisterMap::DefaultDirectory() + "/";
+        std::string lower = type;
+        for (char& ch : lower)
+        {
+            ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        }
+        ns3::RackRegisterMap m;
+        std::string error;
+        if (!ns3::RackRegisterMap::Load(file + lower + ".map", m, error))
+        {
+            throw std::runtime_error(error);
+        }
+        return m;
+    };
+    const ns3::RackRegisterMap psu = load(c.hpr ? "ORV3_HPR_PSU" : "ORV3_PSU");
+    const ns3::RackRegisterMap bbu = load(c.hpr ? "ORV3_HPR_BBU" : "ORV3_BBU");
+    auto check = [&](const ns3::RackRegisterMap& m, uint8_t a, const char* what, uint32_t sh) {
+        if (c.bmc && !m.Covers(a))
+        {
+            char b[200];
+            std::snprintf(b, sizeof(b),
+                          "%s shelf %u would put a device at 0x%02X, outside the %s scan ranges "
+                          "the BMC probes; use fewer shelves (or --no-bmc)",
+                          what, sh, a, m.name.c_str());
+            throw std::invalid_argument(b);
+        }
+    };
+    for (uint32_t sh = 0; sh < c.psuShelves; ++sh)
+    {
+        for (uint32_t slot = 0; slot < c.psusPerShelf; ++slot)
+        {
+            const auto s8 = static_cast<uint8_t>(slot);
+            check(psu,
+                  c.hpr ? ns3::RackAddressing::HprPsu(static_cast<uint8_t>(sh), s8)
+                        : ns3::RackAddressing::Orv3Psu(c.psuShelfPins.at(sh), s8),
+                  "PSU", sh);
+        }
+    }
+    for (uint32_t sh = 0; sh < c.bbuShelves; ++sh)
+    {
+        for (uint32_t slot = 0; slot < c.bbusPerShelf; ++slot)
+        {
+            const auto s8 = static_cast<uint8_t>(slot);
+            check(bbu,
+                  c.hpr ? ns3::RackAddressing::HprBbu(static_cast<uint8_t>(sh), s8)
+                        : ns3::RackAddressing::Orv3Bbu(c.bbuShelfPins.at(sh), s8),
+                  "BBU", sh);
+        }
+    }
+}
+
 volatile std::sig_atomic_t g_stopSignal = 0;
 
 void
@@ -493,6 +552,7 @@ RackUp(const std::vector<std::string>& args)
         {
             throw std::invalid_argument("too many modules per shelf for the addressing scheme");
         }
+        CheckAddresses(c.rack);
     }
     catch (const std::exception& e)
     {
