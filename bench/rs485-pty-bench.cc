@@ -85,7 +85,9 @@ class Segment
         bank->DefineHoldingRegisters(0, 125, 0x1234);
         ModbusHelper mh;
         mh.InstallSlave(bh.Install(nodes.Get(0), bus), 200, bank);
-        Ptr<Rs485PtyBridge> bridge = Rs485PtyBridgeHelper().Install(nodes.Get(1), bus);
+        Rs485PtyBridgeHelper ph;
+        ph.SetFormat(f);
+        Ptr<Rs485PtyBridge> bridge = ph.Install(nodes.Get(1), bus);
         bridge->TraceConnectWithoutContext("FromClient", MakeCallback(&Segment::FromClient, this));
         bridge->TraceConnectWithoutContext("ToClient", MakeCallback(&Segment::ToClient, this));
         if (!bridge->Start())

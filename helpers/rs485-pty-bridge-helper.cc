@@ -27,6 +27,12 @@ Rs485PtyBridgeHelper::SetDeviceAttribute(const std::string& name, const Attribut
 }
 
 void
+Rs485PtyBridgeHelper::SetFormat(const Rs485Format& f)
+{
+    m_busHelper.SetFormat(f);
+}
+
+void
 Rs485PtyBridgeHelper::EnableRealtime()
 {
     Config::SetDefault("ns3::RealtimeSimulatorImpl::SynchronizationMode",

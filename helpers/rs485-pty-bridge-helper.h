@@ -26,6 +26,11 @@ class Rs485PtyBridgeHelper
     void SetBridgeAttribute(const std::string& name, const AttributeValue& value);
     /// Rs485Device attributes of the bridge's transceiver (TxEnableDelay, BitErrorRate...).
     void SetDeviceAttribute(const std::string& name, const AttributeValue& value);
+    /**
+     * The transceiver's format until a client configures the port (the pty starts at it, so
+     * a client that never calls tcsetattr talks at it): normally the segment's format.
+     */
+    void SetFormat(const Rs485Format& f);
 
     /**
      * Selects ns3::RealtimeSimulatorImpl in best-effort mode (HardLimit off: a late event is run

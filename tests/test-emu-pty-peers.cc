@@ -302,8 +302,9 @@ TEST_F(PtyBridgeTest, PyserialParityIsInvisibleToObserveMode)
     ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
     std::string out;
     int status = -1;
-    seg.Run([&]() { out = RunPymodbus(seg.bridge->GetPortPath(), "19200 E 200 79 1 1 0", &status); },
-            Seconds(90));
+    seg.Run(
+        [&]() { out = RunPymodbus(seg.bridge->GetPortPath(), "19200 E 200 79 1 1 0", &status); },
+        Seconds(90));
     SCOPED_TRACE(out);
     EXPECT_EQ(status, 0); // connected fine
     EXPECT_NE(out.find("open 0: error"), std::string::npos);

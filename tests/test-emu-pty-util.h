@@ -137,6 +137,7 @@ class PtySegment
             banks.push_back(MakePsuBank(static_cast<uint16_t>(1000 * (i + 1))));
             slaves.push_back(mh.InstallSlave(d, addresses[i], banks.back()));
         }
+        bridgeHelper.SetFormat(busFormat);
         bridge = bridgeHelper.Install(nodes.Get(addresses.size()), bus);
     }
 
@@ -192,6 +193,8 @@ struct RawSettings
     bool inpck = true;   ///< INPCK (libmodbus and rackmon set it with parity)
     bool ignpar = false; ///< IGNPAR
     bool twoStop = false;
+    uint8_t vmin = 1; ///< VMIN (rackmon 1, phosphor-modbus 0), VTIME is 0
+    bool parmrk = false; ///< PARMRK
 };
 
 /**
@@ -244,7 +247,11 @@ class RawClient
         {
             t.c_iflag |= IGNPAR;
         }
-        t.c_cc[VMIN] = 1;
+        if (s.parmrk)
+        {
+            t.c_iflag |= PARMRK;
+        }
+        t.c_cc[VMIN] = s.vmin;
         t.c_cc[VTIME] = 0;
         const int r = tcsetattr(m_fd, TCSAFLUSH, &t);
         if (err)

@@ -331,6 +331,13 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
     constexpr int kOpens = 8;
     std::vector<int> setResult(kOpens, -2);
     std::vector<size_t> answers(kOpens, 0);
+    struct StateLog
+    {
+        std::vector<bool> v; // the Client trace, in the simulation thread
+        void Add(bool open) { v.push_back(open); }
+    } states;
+    seg.bridge->TraceConnectWithoutContext("Client", MakeCallback(&StateLog::Add, &states));
+    const std::vector<bool>& clientStates = states.v;
     seg.Run([&]() {
         for (int i = 0; i < kOpens; ++i)
         {
@@ -345,6 +352,7 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
                 SleepMs(20); // half the reopens quick, half after the bridge has seen the close
             }
         }
+        SleepMs(50);
     });
     for (int i = 0; i < kOpens; ++i)
     {
@@ -355,6 +363,14 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
     EXPECT_EQ(c.clientOpens, static_cast<uint64_t>(kOpens));
     EXPECT_EQ(c.clientCloses, static_cast<uint64_t>(kOpens));
     EXPECT_GE(c.termiosResets, 1u);
+    // Open/closed alternate (a quick close-reopen may be seen as one open session); at least
+    // the four slow reopens are seen as separate sessions, and the port ends closed.
+    ASSERT_GE(clientStates.size(), 8u);
+    for (size_t i = 0; i < clientStates.size(); ++i)
+    {
+        EXPECT_EQ(clientStates[i], i % 2 == 0) << "Client trace entry " << i;
+    }
+    EXPECT_FALSE(clientStates.back());
 }
 
 TEST_F(PtyBridgeTest, NoBusyLoopWhileNoClientHasThePort)
@@ -394,7 +410,7 @@ TEST_F(PtyBridgeTest, BusCharactersAreNotQueuedForTheNextClient)
         c.Write(ReadHoldingAdu(200, 0, 100)); // a 205-byte answer: about 117 ms at 19200 8E1
         SleepMs(2);
         c.Close();
-        SleepMs(300);
+        SleepMs(600); // the answer ends about 125 ms after the request, in simulated time
         ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), RawSettings()), 0);
         stale = c.Read(1, 200);
     });
@@ -451,6 +467,13 @@ TEST_F(PtyBridgeTest, WrongBaudRateGivesFramingErrorsThenTheRightOneWorks)
     seg.Build(Format(19200), {200});
     ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
     std::vector<uint8_t> at9600, at19200;
+    struct FormatLog
+    {
+        std::vector<std::string> v;
+        void Add(const Rs485Format& f) { v.push_back(f.ToString()); }
+    } formats;
+    seg.bridge->TraceConnectWithoutContext("FormatChange",
+                                           MakeCallback(&FormatLog::Add, &formats));
     seg.Run([&]() {
         RawClient c;
         RawSettings s;
@@ -468,7 +491,9 @@ TEST_F(PtyBridgeTest, WrongBaudRateGivesFramingErrorsThenTheRightOneWorks)
     const Rs485DeviceCounters& d = seg.slaves[0]->GetDevice()->GetCounters();
     EXPECT_EQ(d.rxFormatMismatch, 8u);
     EXPECT_EQ(d.rxParityErrors + d.rxFramingErrors, 8u);
-    EXPECT_GE(seg.bridge->GetCounters().formatChanges, 2u);
+    // The bus saw the client's rates in turn (the request at 9600, then at 19200).
+    EXPECT_EQ(formats.v, (std::vector<std::string>{"9600 8E1", "19200 8E1"}));
+    EXPECT_EQ(seg.bridge->GetCounters().formatChanges, 2u);
     EXPECT_EQ(seg.slaves[0]->GetFramerCounters().characterError, 1u);
 }
 
@@ -510,7 +535,7 @@ TEST_F(PtyBridgeTest, AResponseWithCharacterErrorsReachesTheClientAsTermiosSays)
     seg.Build(Format(19200), {200});
     seg.slaves[0]->GetDevice()->SetFormat(Format(19200, Rs485Parity::None));
     // Room between the request's end and the answer for the client to switch to INPCK.
-    seg.slaves[0]->SetAttribute("ResponseDelay", TimeValue(MilliSeconds(30)));
+    seg.slaves[0]->SetAttribute("ResponseDelay", TimeValue(MilliSeconds(150)));
     ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
     // The client talks 8N1 so that the slave understands it, but checks parity on what it
     // reads: not possible on one UART, so the test flips INPCK between request and response.
@@ -523,11 +548,13 @@ TEST_F(PtyBridgeTest, AResponseWithCharacterErrorsReachesTheClientAsTermiosSays)
         for (bool ignpar : {false, true})
         {
             c.Write(ReadHoldingAdu(200, 79, 1));
-            SleepMs(10); // the request has left (8 x 521 us); the answer comes 30 ms later
+            SleepMs(20); // the request has left (8 x 521 us); the answer comes 150 ms later
             s.parity = s.inpck = true;
             s.ignpar = ignpar;
             ASSERT_EQ(c.Configure(s), 0);
-            (ignpar ? dropped : marked) = c.Read(7, 300);
+            // Wait for the whole answer (or, when its characters are dropped, for a silence far
+            // longer than it): the next request must not collide with its tail.
+            (ignpar ? dropped : marked) = c.Read(7, 1000, 500);
             s.parity = s.inpck = s.ignpar = false;
             ASSERT_EQ(c.Configure(s), 0);
         }
@@ -567,8 +594,13 @@ TEST_F(PtyBridgeTest, ARackmonStylePollerSwitchesBaudRatePerDevice)
             for (const auto& [speed, unit] : {std::pair<speed_t, uint8_t>{B19200, 200},
                                               std::pair<speed_t, uint8_t>{B115200, 150}})
             {
-                s.speed = speed;
-                setFailures += c.Configure(s) != 0;
+                if (s.speed != speed)
+                {
+                    // rackmond reconfigures only when the rate changes (it keeps the current
+                    // one): configuring twice in one open with parity on is refused by any pty.
+                    s.speed = speed;
+                    setFailures += c.Configure(s) != 0;
+                }
                 tcflush(c.Fd(), TCIOFLUSH);
                 c.Write(ReadHoldingAdu(unit, 79, 2));
                 answered += ParseReadHoldingResponse(c.Read(9, 300), unit, 2).size() == 2;
@@ -593,4 +625,107 @@ TEST_F(PtyBridgeTest, ARackmonStylePollerSwitchesBaudRatePerDevice)
     EXPECT_EQ(seg.slaves[1]->GetDevice()->GetCounters().rxFormatMismatch,
               static_cast<uint64_t>(kRounds * 25));
     EXPECT_GE(seg.bridge->GetCounters().formatChanges, static_cast<uint64_t>(2 * kRounds - 1));
+}
+
+TEST_F(PtyBridgeTest, APhosphorModbusStylePollerReopensAndFlushes)
+{
+    // phosphor-modbus's serial handling (notes §2.4): termios from zero with CS8|CLOCAL|CREAD,
+    // VMIN=0/VTIME=0, TCSAFLUSH, tcflush(TCIOFLUSH) before each write; an HPR
+    // PSU at 115200 8E1. The port is closed and reopened between polls (a service restart).
+    PtySegment seg;
+    seg.Build(Format(115200), {0x90});
+    ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
+    constexpr int kOpens = 5;
+    int configured = 0, answered = 0;
+    seg.Run([&]() {
+        RawSettings s;
+        s.speed = B115200;
+        s.vmin = 0;
+        for (int i = 0; i < kOpens; ++i)
+        {
+            RawClient c;
+            configured += c.Open(seg.bridge->GetPortPath(), s) == 0;
+            for (int poll = 0; poll < 2; ++poll)
+            {
+                tcflush(c.Fd(), TCIOFLUSH);
+                c.Write(ReadHoldingAdu(0x90, 8, 8)); // the model string (probe register)
+                answered += ParseReadHoldingResponse(c.Read(21), 0x90, 8).size() == 8;
+            }
+        }
+    });
+    EXPECT_EQ(configured, kOpens);
+    EXPECT_EQ(answered, 2 * kOpens);
+    EXPECT_EQ(seg.slaves[0]->GetResponsesSent(), static_cast<uint64_t>(2 * kOpens));
+    EXPECT_EQ(seg.bridge->GetDevice()->GetFormat().ToString(), "115200 8E1");
+}
+
+TEST_F(PtyBridgeTest, ParmrkEscapesA0xFFDataByteAsARealUartDoes)
+{
+    // POSIX termios (and Linux n_tty): with PARMRK set and ISTRIP clear, a valid 0xFF byte is
+    // read as 0xFF 0xFF, so that the 0xFF 0x00 error mark stays unambiguous. A client that asks
+    // for PARMRK on the pty gets that from the slave's line discipline, as from a UART.
+    PtySegment seg;
+    seg.Build(Format(19200), {200});
+    seg.banks[0]->SetHoldingRegister(90, 0xFF12);
+    ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
+    std::vector<uint8_t> plain, marked;
+    seg.Run([&]() {
+        RawClient c;
+        RawSettings s;
+        ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), s), 0);
+        c.Write(ReadHoldingAdu(200, 90, 1));
+        plain = c.Read(7);
+        s.parmrk = true;
+        ASSERT_EQ(c.Configure(s), 0);
+        c.Write(ReadHoldingAdu(200, 90, 1));
+        marked = c.Read(plain.size() + std::count(plain.begin(), plain.end(), 0xFF));
+    });
+    ASSERT_EQ(ParseReadHoldingResponse(plain, 200, 1), (std::vector<uint16_t>{0xFF12}));
+    // The same answer with every 0xFF doubled (the register's high byte, and the CRC's if any).
+    std::vector<uint8_t> escaped;
+    for (uint8_t b : plain)
+    {
+        escaped.push_back(b);
+        if (b == 0xFF)
+        {
+            escaped.push_back(0xFF);
+        }
+    }
+    EXPECT_EQ(marked, escaped);
+    EXPECT_EQ(seg.bridge->GetCounters().rxErrors, 0u);
+}
+
+TEST_F(PtyBridgeTest, AClientThatNeverConfiguresThePortTalksAtTheBusFormat)
+{
+    // The pty starts in raw mode at the segment's own format (here 115200 8O1), so a client that
+    // opens it and writes at once is understood, and nothing counts as a format change.
+    PtySegment seg;
+    seg.Build(Format(115200, Rs485Parity::Odd), {200});
+    ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
+    std::vector<uint8_t> got;
+    seg.Run([&]() {
+        const int fd = open(seg.bridge->GetPortPath().c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
+        ASSERT_GE(fd, 0);
+        const std::vector<uint8_t> req = ReadHoldingAdu(200, 79, 2);
+        ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+        while (got.size() < 9)
+        {
+            pollfd p = {fd, POLLIN, 0};
+            uint8_t buf[64];
+            if (poll(&p, 1, 1000) <= 0)
+            {
+                break;
+            }
+            const ssize_t n = read(fd, buf, sizeof buf);
+            if (n <= 0)
+            {
+                break;
+            }
+            got.insert(got.end(), buf, buf + n);
+        }
+        close(fd);
+    });
+    EXPECT_EQ(ParseReadHoldingResponse(got, 200, 2).size(), 2u);
+    EXPECT_EQ(seg.bridge->GetCounters().formatChanges, 0u);
+    EXPECT_EQ(seg.bridge->GetDevice()->GetFormat().ToString(), "115200 8O1");
 }

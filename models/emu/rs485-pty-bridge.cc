@@ -134,25 +134,31 @@ Rs485PtyBridge::GetPortPath() const
     return m_linkPath.empty() ? m_slavePath : m_linkPath;
 }
 
+namespace
+{
+/// termios speed constants and their rates (termios(3), Linux <bits/termios-baud.h>).
+struct SpeedEntry
+{
+    speed_t s;
+    uint32_t baud;
+};
+
+const SpeedEntry kSpeeds[] = {
+    {B50, 50},           {B75, 75},           {B110, 110},         {B134, 134},
+    {B150, 150},         {B200, 200},         {B300, 300},         {B600, 600},
+    {B1200, 1200},       {B1800, 1800},       {B2400, 2400},       {B4800, 4800},
+    {B9600, 9600},       {B19200, 19200},     {B38400, 38400},     {B57600, 57600},
+    {B115200, 115200},   {B230400, 230400},   {B460800, 460800},   {B500000, 500000},
+    {B576000, 576000},   {B921600, 921600},   {B1000000, 1000000}, {B1152000, 1152000},
+    {B1500000, 1500000}, {B2000000, 2000000}, {B2500000, 2500000}, {B3000000, 3000000},
+    {B3500000, 3500000}, {B4000000, 4000000},
+};
+} // namespace
+
 uint32_t
 Rs485PtyBridge::BaudFromSpeed(unsigned int speed)
 {
-    struct Entry
-    {
-        speed_t s;
-        uint32_t baud;
-    };
-    static const Entry table[] = {
-        {B50, 50},         {B75, 75},         {B110, 110},         {B134, 134},
-        {B150, 150},       {B200, 200},       {B300, 300},         {B600, 600},
-        {B1200, 1200},     {B1800, 1800},     {B2400, 2400},       {B4800, 4800},
-        {B9600, 9600},     {B19200, 19200},   {B38400, 38400},     {B57600, 57600},
-        {B115200, 115200}, {B230400, 230400}, {B460800, 460800},   {B500000, 500000},
-        {B576000, 576000}, {B921600, 921600}, {B1000000, 1000000}, {B1152000, 1152000},
-        {B1500000, 1500000}, {B2000000, 2000000}, {B2500000, 2500000}, {B3000000, 3000000},
-        {B3500000, 3500000}, {B4000000, 4000000},
-    };
-    for (const Entry& e : table)
+    for (const SpeedEntry& e : kSpeeds)
     {
         if (e.s == speed)
         {
@@ -251,13 +257,37 @@ Rs485PtyBridge::Start()
     }
     m_slavePath = name;
 
-    // Raw mode at the bus's rate until a client configures the port: no echo of what the bus
-    // writes (a fresh pty echoes, and the echo would come back to the master as client data).
+    // Raw mode until a client configures the port: no echo of what the bus writes (a fresh pty
+    // echoes, and the echo would come back to the master as client data). RefreshFormat below
+    // then adds the parity-trap sentinel.
+    // The bus's own format, so that a client that opens the port without configuring it
+    // talks at the segment's rate, and the bridge's transceiver keeps its format until then.
     struct termios t;
     if (tcgetattr(m_master, &t) == 0)
     {
         cfmakeraw(&t);
         t.c_cflag |= CLOCAL | CREAD;
+        const Rs485Format bus = m_device->GetFormat();
+        for (const SpeedEntry& e : kSpeeds)
+        {
+            if (e.baud == bus.baudRate)
+            {
+                cfsetspeed(&t, e.s);
+            }
+        }
+        if (bus.stopBits == 2)
+        {
+            t.c_cflag |= CSTOPB;
+        }
+        if (bus.parity != Rs485Parity::None)
+        {
+            t.c_cflag |= PARENB; // dropped by the pty; INPCK and PARODD say it
+            t.c_iflag |= INPCK;
+        }
+        if (bus.parity == Rs485Parity::Odd)
+        {
+            t.c_cflag |= PARODD;
+        }
         tcsetattr(m_master, TCSANOW, &t);
     }
 
