@@ -1,21 +1,30 @@
 // The BMC poller on a whole rack: discovery, poll-cycle wire time against the character and gap
 // arithmetic (computed here from frame sizes, independently of the model), values against the
 // electrical model, dead and chattering devices.
+#include "ib-test-packets.h"
+
+#include "helpers/modbus-pcap-writer.h"
 #include "helpers/rack-helper.h"
 
 #include "ns3/double.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 #include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <iostream>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 using namespace ns3;
+using cnuas_test::RunCommand;
+using cnuas_test::TsharkFieldRows;
 
 namespace
 {
@@ -222,6 +231,10 @@ TEST(RackBmc, DiscoversTheRackAndReadsWhatTheElectricalModelSays)
     // rackmon2's full scan: pass 1 probes all 30 candidates, passes 2 and 3 the 12 unanswered.
     EXPECT_EQ(r.bmc->GetCounters().probes, 30u + 12u + 12u);
     EXPECT_EQ(r.bmc->GetCounters().probeAnswers, 18u);
+    ASSERT_GE(log.cycles.size(), 2u);
+    std::cout << "[ orv3 rack] start-up scan " << std::get<1>(log.cycles[0]).GetSeconds()
+              << " s; first reload (register by register) "
+              << (std::get<2>(log.cycles[0]) - std::get<1>(log.cycles[0])).GetSeconds() << " s\n";
 
     const auto inv = r.bmc->GetInventory();
     ASSERT_EQ(inv.size(), 18u);
@@ -396,5 +409,207 @@ TEST(RackBmc, HprShelfControllerReportsItsModules)
     EXPECT_EQ(read(89) & 0x101, 0x101) << "Missing_Modules and Module_Alerts";
     EXPECT_EQ(read(93), 1 << 5) << "Module5_Modbus_Fault";
     EXPECT_EQ(r.pmms[1]->GetMap().name, "ORV3_HPR_PMM_BBU");
+    Simulator::Destroy();
+}
+
+// A BMC that also knows the HPR maps probes their addresses at 115200 on a 19200 segment, as
+// rackmon switches rates while it scans: the ORv3 devices hear the fast probes as garbage
+// (counted, not answered) and are still all found at 19200.
+TEST(RackBmc, ScanningAtTwoRatesFindsOnlyTheDevicesThatAnswer)
+{
+    RackHelper h;
+    Rack r = h.Build(RackConfig());
+    std::vector<uint32_t> rates;
+    r.master->TraceConnectWithoutContext(
+        "Transaction",
+        MakeCallback(+[](std::vector<uint32_t>* v, Rack* rk, const ModbusTransaction&) {
+            v->push_back(rk->master->GetDevice()->GetFormat().baudRate);
+        }).Bind(&rates, &r));
+    for (const char* t : {"ORV3_HPR_PSU", "ORV3_HPR_BBU"})
+    {
+        r.bmc->AddMap(RackRegisterMap::LoadType(t));
+    }
+    Simulator::Stop(Seconds(120));
+    Simulator::Run();
+    EXPECT_EQ(r.bmc->GetInventory().size(), 18u);
+    for (const auto& d : r.bmc->GetInventory())
+    {
+        EXPECT_TRUE(d.type == "ORV3_PSU" || d.type == "ORV3_BBU") << d.name;
+    }
+    EXPECT_GT(std::count(rates.begin(), rates.end(), 115200u), 100);
+    EXPECT_GT(std::count(rates.begin(), rates.end(), 19200u), 100);
+    uint64_t mismatched = 0;
+    for (auto& s : r.slaves)
+    {
+        mismatched += s->GetDevice()->GetCounters().rxFormatMismatch;
+    }
+    EXPECT_GT(mismatched, 0u) << "the 115200 probes reached the 19200 devices as garbage";
+    EXPECT_EQ(r.bmc->GetCounters().readFailures, 0u);
+    Simulator::Destroy();
+}
+
+// Settings that cannot work are refused with a message, before anything runs.
+TEST(RackBmcDeathTest, InvalidSettingsAreRefusedWithAReason)
+{
+    ::testing::FLAGS_gtest_death_test_style = "threadsafe";
+    EXPECT_DEATH(
+        {
+            Ptr<RackElectricalModel> m = CreateObject<RackElectricalModel>();
+            m->SetAttribute("EfficiencyCurve", StringValue("0.5:1.7"));
+        },
+        "EfficiencyCurve: bad pair '0.5:1.7'");
+    EXPECT_DEATH(
+        {
+            RackConfig c;
+            c.psuShelves = 3; // pins 6: openbmc's ORV3_PSU ranges hold only 240-242
+            RackHelper().Build(c);
+        },
+        "ORV3_PSU at address 243 is outside the map's scan ranges");
+    EXPECT_DEATH(RackRegisterMap::LoadType("NO_SUCH_DEVICE"), "no_such_device.map: cannot open");
+}
+
+// The BMC's session on a full ORv3 rack, captured and decoded by tshark 4.0: every frame is
+// Modbus RTU with a good CRC, the probes, time writes and span reads are all there, and the
+// PSU output voltage Wireshark decodes from the wire is 51.0 V (52224 at 2^-10).
+TEST(RackBmc, TsharkDecodesTheBmcSession)
+{
+    int status = -1;
+    RunCommand("tshark --version 2>/dev/null", &status);
+    ASSERT_EQ(status, 0) << "tshark is required (Debian package tshark 4.0.x)";
+    const std::string path = std::string(CNUAS_BINARY_DIR) + "/test-rack-bmc-session.pcap";
+    {
+        RackHelper h;
+        h.SetBmcAttribute("MonitorInterval", TimeValue(Seconds(100)));
+        Rack r = h.Build(RackConfig());
+        Ptr<ModbusBusCapture> cap =
+            ModbusPcapHelper::EnablePcap(path, r.bus, {r.master->GetDevice()});
+        Simulator::Stop(Seconds(60));
+        Simulator::Run();
+        cap->Close();
+        Simulator::Destroy();
+    }
+    const std::string prefs = "-o mbrtu.crc_verification:TRUE -o mbrtu.tcp.port:502";
+    const auto rows = TsharkFieldRows(
+        path,
+        {"mbrtu.unit_id", "modbus.func_code", "mbrtu.crc16.status", "_ws.col.Info"},
+        prefs,
+        &status);
+    ASSERT_EQ(status, 0);
+    // 54 probes of which 36 go unanswered, 18 answered; 18 time writes; the first reload reads
+    // every register separately: 50 per PSU (rackmon: "50 transactions for an ORv3 PSU"), 106
+    // per BBU (the rows of the ORV3_BBU table); each with its response.
+    const std::size_t frames = 54 + 18 + 2 * (18 + 12 * 50 + 6 * 106);
+    ASSERT_EQ(rows.size(), frames);
+    std::size_t fc16 = 0;
+    for (const auto& row : rows)
+    {
+        ASSERT_GE(row.size(), 4u);
+        EXPECT_EQ(row[2], "1") << "CRC good: " << row[3];
+        fc16 += row[1] == "16";
+    }
+    EXPECT_EQ(fc16, 2u * 18) << "Unix-time writes and their echoes";
+    // Every register of the response: the numbers and the values, comma-separated, in order.
+    const std::string out = RunCommand("tshark -r '" + path + "' " + prefs +
+                                           " -Y 'mbrtu.unit_id==200 && modbus.regnum16==79'"
+                                           " -T fields -E occurrence=a -e modbus.regnum16"
+                                           " -e modbus.regval_uint16 2>/dev/null",
+                                       &status);
+    std::vector<std::vector<std::string>> span;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);)
+    {
+        span.push_back(cnuas_test::SplitTabs(line));
+    }
+    ASSERT_EQ(span.size(), 1u) << "one read of register 79: " << out;
+    ASSERT_EQ(span[0].size(), 2u);
+    EXPECT_EQ(span[0][0], "79");
+    EXPECT_EQ(span[0][1], "52224");
+    // The first span read of that PSU, in a second capture with the reload done by then.
+    {
+        RackHelper h;
+        h.SetBmcAttribute("MonitorInterval", TimeValue(Seconds(40)));
+        Rack r = h.Build(RackConfig());
+        Simulator::Stop(Seconds(50));
+        Ptr<ModbusBusCapture> cap =
+            ModbusPcapHelper::EnablePcap(path, r.bus, {r.master->GetDevice()});
+        Simulator::Run();
+        cap->Close();
+        Simulator::Destroy();
+    }
+    const std::string out2 = RunCommand("tshark -r '" + path + "' " + prefs +
+                                            " -Y 'mbrtu.unit_id==200 && modbus.regnum16==79'"
+                                            " -T fields -E occurrence=a -e modbus.regnum16"
+                                            " -e modbus.regval_uint16 2>/dev/null",
+                                        &status);
+    span.clear();
+    std::istringstream lines2(out2);
+    for (std::string line; std::getline(lines2, line);)
+    {
+        span.push_back(cnuas_test::SplitTabs(line));
+    }
+    ASSERT_FALSE(span.empty()) << out2;
+    span.erase(span.begin(), span.end() - 1); // the last one: the span read
+    ASSERT_EQ(span[0].size(), 2u);
+    auto split = [](const std::string& s) {
+        std::vector<std::string> out;
+        std::istringstream in(s);
+        for (std::string x; std::getline(in, x, ',');)
+        {
+            out.push_back(x);
+        }
+        return out;
+    };
+    const auto numbers = split(span[0][0]);
+    const auto values = split(span[0][1]);
+    ASSERT_EQ(numbers.size(), 24u) << span[0][0];
+    ASSERT_EQ(values.size(), 24u) << span[0][1];
+    EXPECT_EQ(numbers[0], "67");
+    EXPECT_EQ(numbers[79 - 67], "79");
+    EXPECT_EQ(values[79 - 67], "52224");
+    std::remove(path.c_str());
+}
+
+// A full HPR rack as Meta's Ventura2 (4 PSU shelves, 4 BBU shelves, a PMM each: 56 devices) at
+// 115200: the BMC finds every device of every type, reads every register, and nothing fails.
+TEST(RackBmc, DiscoversAFullHprRack)
+{
+    RackHelper h;
+    h.SetBmcAttribute("MonitorInterval", TimeValue(Seconds(120)));
+    RackConfig c;
+    c.hpr = true;
+    c.psuShelves = 4;
+    c.bbuShelves = 4;
+    Rack r = h.Build(c);
+    Log log;
+    Attach(r, log);
+    Simulator::Stop(Seconds(400));
+    Simulator::Run();
+    ASSERT_EQ(r.devices.size(), 56u);
+    const auto inv = r.bmc->GetInventory();
+    ASSERT_EQ(inv.size(), 56u);
+    std::map<std::string, int> types;
+    for (const auto& d : inv)
+    {
+        types[d.type]++;
+        EXPECT_FALSE(d.dormant);
+        EXPECT_EQ(d.failures, 0u);
+        EXPECT_EQ(d.type, r.Find(d.address)->GetMap().name);
+        for (const auto& reg : d.registers)
+        {
+            EXPECT_TRUE(reg.valid) << d.name << " " << reg.name;
+        }
+    }
+    EXPECT_EQ(types["ORV3_HPR_PSU"], 24);
+    EXPECT_EQ(types["ORV3_HPR_BBU"], 24);
+    EXPECT_EQ(types["ORV3_HPR_PMM_PSU"], 4);
+    EXPECT_EQ(types["ORV3_HPR_PMM_BBU"], 4);
+    ASSERT_GE(log.cycles.size(), 3u);
+    const Time scan = std::get<1>(log.cycles[0]);
+    const Time reload = std::get<2>(log.cycles[0]) - std::get<1>(log.cycles[0]);
+    const Time steady = std::get<2>(log.cycles[1]) - std::get<1>(log.cycles[1]);
+    std::cout << "[ hpr rack ] " << r.bmc->GetCounters().probes << " probes, start-up scan "
+              << scan.GetSeconds() << " s; first reload " << reload.GetSeconds()
+              << " s; steady cycle " << steady.GetSeconds() << " s\n";
+    EXPECT_EQ(r.bus->GetContentionCount(), 0u);
     Simulator::Destroy();
 }

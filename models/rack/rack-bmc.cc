@@ -1,6 +1,7 @@
 #include "rack-bmc.h"
 
 #include "ns3/abort.h"
+#include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/pointer.h"
 #include "ns3/simulator.h"
@@ -84,6 +85,13 @@ RackBmc::GetTypeId()
                           UintegerValue(120),
                           MakeUintegerAccessor(&RackBmc::m_maxSpan),
                           MakeUintegerChecker<uint16_t>(1, 125))
+            .AddAttribute("FirstReloadPerRegister",
+                          "Read every register separately the first time a device is read, as "
+                          "rackmon2's first reload does (50 reads for an ORv3 PSU); spans "
+                          "afterwards.",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&RackBmc::m_firstReloadPerRegister),
+                          MakeBooleanChecker())
             .AddAttribute("UnixTimeAtStart",
                           "Unix time at simulation time zero, s (written to the devices).",
                           UintegerValue(1800000000),
@@ -474,7 +482,17 @@ void
 RackBmc::QueueReads(uint8_t address)
 {
     const std::size_t m = m_deviceMap[address];
-    for (const auto& [start, count] : m_spans[m])
+    RackBmcDevice& d = m_devices[address];
+    std::vector<std::pair<uint16_t, uint16_t>> each;
+    if (m_firstReloadPerRegister && !d.reloaded)
+    {
+        for (const auto& r : m_maps[m].registers)
+        {
+            each.emplace_back(r.address, r.length);
+        }
+    }
+    d.reloaded = true;
+    for (const auto& [start, count] : each.empty() ? m_spans[m] : each)
     {
         Job j;
         j.kind = JobKind::Read;

@@ -40,6 +40,7 @@ struct RackBmcDevice
     uint64_t reads = 0;        ///< span reads answered
     uint64_t failures = 0;     ///< span reads that got no usable answer
     uint32_t consecutiveFailures = 0;
+    bool reloaded = false; ///< the first full reload (register by register) was queued
     std::vector<RackBmcRegister> registers; ///< in map order
 
     /// The register with this name, or nullptr.
@@ -161,6 +162,7 @@ class RackBmc : public Application
     uint32_t m_dormantFailures = 10;
     Time m_dormantReprobe;
     uint16_t m_maxSpan = 120;
+    bool m_firstReloadPerRegister = true;
     uint64_t m_unixAtStart = 1800000000;
 
     std::deque<Job> m_queue;
