@@ -611,7 +611,10 @@ RackUp(const std::vector<std::string>& args)
         return 2;
     }
 
+    const ns3::Rs485Format f = rack.psus.empty() ? rack.bbus[0]->GetMap().Format()
+                                                 : rack.psus[0]->GetMap().Format();
     ns3::Rs485PtyBridgeHelper bh;
+    bh.SetFormat(f); // a client that never sets the port talks at the segment's rate
     if (!c.ptyLink.empty())
     {
         bh.SetBridgeAttribute("LinkPath", ns3::StringValue(c.ptyLink));
@@ -638,8 +641,6 @@ RackUp(const std::vector<std::string>& args)
         return 1;
     }
 
-    const ns3::Rs485Format f = rack.psus.empty() ? rack.bbus[0]->GetMap().Format()
-                                                 : rack.psus[0]->GetMap().Format();
     const bool even = f.parity == ns3::Rs485Parity::Even;
     nlohmann::json state{
         {"kind", "rack"},
