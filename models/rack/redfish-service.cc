@@ -82,27 +82,30 @@ RedfishSnapshot::FromBmc(const RackBmc& bmc, uint64_t version)
     s.unixTime = bmc.GetUnixTime();
     s.scanComplete = bmc.IsScanComplete();
     s.counters = bmc.GetCounters();
-    for (const RackBmcDevice& d : bmc.GetInventory())
+    // GetInventory() hands out a copy: move its strings instead of copying them again.
+    std::vector<RackBmcDevice> inventory = bmc.GetInventory();
+    s.devices.reserve(inventory.size());
+    for (RackBmcDevice& d : inventory)
     {
         RedfishDevice o;
-        o.name = d.name;
+        o.name = std::move(d.name);
         o.address = d.address;
-        o.type = d.type;
+        o.type = std::move(d.type);
         o.dormant = d.dormant;
         o.lastSeenSeconds = d.lastSeen.GetSeconds();
         o.reads = d.reads;
         o.failures = d.failures;
         o.registers.reserve(d.registers.size());
-        for (const RackBmcRegister& r : d.registers)
+        for (RackBmcRegister& r : d.registers)
         {
             RedfishRegister x;
-            x.name = r.name;
             x.format = r.format;
-            x.mapUnit = r.unit;
             x.value = r.value;
             x.si = RedfishToSi(r.value, r.unit);
-            x.text = r.text;
-            x.flagsSet = r.flagsSet;
+            x.name = std::move(r.name);
+            x.mapUnit = std::move(r.unit);
+            x.text = std::move(r.text);
+            x.flagsSet = std::move(r.flagsSet);
             x.valid = r.valid;
             o.registers.push_back(std::move(x));
         }
