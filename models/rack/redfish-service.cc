@@ -700,8 +700,8 @@ class Builder
         {
             Sensor(path, "RackOutputPower", "Rack PSU output power", "Power", "W", "DCBus", true,
                    out, "OK", "");
-            Sensor(path, "RackInputPower", "Rack PSU input power", "Power", "W", "ACInput", true, in,
-                   "OK", "");
+            Sensor(path, "RackInputPower", "Rack PSU input power", "Power", "W", "ACInput", true,
+                   in, "OK", "");
         }
         if (anyBbu)
         {

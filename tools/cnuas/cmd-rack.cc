@@ -673,8 +673,8 @@ RackUp(const std::vector<std::string>& args)
                 "8%c1\n",
                 static_cast<int>(getpid()), rack.psus.size(), rack.bbus.size(),
                 rack.pmms.empty() ? "" : " and their shelf PMMs", f.baudRate, even ? 'E' : 'N');
-    std::printf("  pty:       %s%s%s\n", bridge->GetSlavePath().c_str(),
-                c.ptyLink.empty() ? "" : " (link ", c.ptyLink.empty() ? "" : (c.ptyLink + ")").c_str());
+    const std::string linkNote = c.ptyLink.empty() ? "" : " (link " + c.ptyLink + ")";
+    std::printf("  pty:       %s%s\n", bridge->GetSlavePath().c_str(), linkNote.c_str());
     std::printf("  redfish:   %s\n", rack.bmc ? redfish->GetBaseUrl().c_str()
                                            : "none (--no-bmc: the pty's master is the BMC)");
     std::printf("  addresses: %s\n", AddressList(rack).c_str());

@@ -167,7 +167,8 @@ const char* const kUsage = "usage: cnuas status [--json] [--state-dir DIR]\n"
 std::string
 Uptime(long long started)
 {
-    const long long s = std::max<long long>(0, static_cast<long long>(std::time(nullptr)) - started);
+    const long long now = static_cast<long long>(std::time(nullptr));
+    const long long s = std::max<long long>(0, now - started);
     char b[32];
     std::snprintf(b, sizeof(b), "%02lld:%02lld:%02lld", s / 3600, (s / 60) % 60, s % 60);
     return b;
