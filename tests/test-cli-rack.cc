@@ -140,7 +140,7 @@ struct RackProcess
 bool
 MbpollRead(const std::string& port, int unit, int reg, long* value, std::string* log)
 {
-    for (int attempt = 0; attempt < 4; ++attempt)
+    for (int attempt = 0; attempt < 2; ++attempt)
     {
         int status = -1;
         const std::string out = RunCommand("timeout 20 mbpoll -m rtu -b 19200 -P even -a " +
@@ -173,7 +173,8 @@ TEST(RackCli, UpServesRedfishAndAModbusPtyAndStopsCleanlyOnSigterm)
     RackProcess p;
     p.dir = TempDir();
     ASSERT_FALSE(p.dir.empty());
-    ASSERT_TRUE(p.Start({"--set", "ns3::RackBmc::MonitorInterval=10s"}));
+    // A BMC cycle (the first one reads register by register, as rackmon2) every 30 s.
+    ASSERT_TRUE(p.Start({"--set", "ns3::RackBmc::MonitorInterval=30s"}));
     const json state = p.WaitUp();
     ASSERT_TRUE(state.is_object()) << ReadFile(p.dir + "/up.log");
     EXPECT_EQ(state["pid"], p.pid);
@@ -195,35 +196,19 @@ TEST(RackCli, UpServesRedfishAndAModbusPtyAndStopsCleanlyOnSigterm)
     EXPECT_NE(status.find(pty), std::string::npos) << status;
     EXPECT_NE(status.find(url), std::string::npos) << status;
 
-    // Redfish (curl) once the BMC has read the PSU; then the same register through the pty.
-    const std::string metrics =
-        url + "/Chassis/PowerShelf1/PowerSubsystem/PowerSupplies/ORV3_PSU_C8/Metrics";
-    json m;
-    int cs = -1;
-    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (std::chrono::steady_clock::now() < end)
-    {
-        m = Curl(metrics, &cs);
-        if (cs == 0 && m.is_object() && m["OutputPowerWatts"]["Reading"].is_number())
-        {
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    ASSERT_EQ(cs, 0);
-    ASSERT_TRUE(m["OutputPowerWatts"]["Reading"].is_number()) << m.dump();
-    const double redfishWatts = m["OutputPowerWatts"]["Reading"].get<double>();
-
     // The BMC is a second master on the same bus and Modbus has no arbitration: read through
-    // the pty right after a BMC monitoring cycle ends, while the bus is quiet (rackmon users
-    // pause rackmond for the same reason).
-    auto waitQuietBus = [&]() {
-        const int before = Curl(url, &cs)["Oem"]["Cnuas"]["CompletedCycles"].get<int>();
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    // the pty right after a BMC monitoring cycle has ended (the server publishes at once), while
+    // the bus is quiet until the next cycle (rackmon users pause rackmond for the same reason).
+    int cs = -1;
+    auto cyclesDone = [&]() {
+        const json r = Curl(url, &cs);
+        return cs == 0 && r.is_object() ? r["Oem"]["Cnuas"]["CompletedCycles"].get<int>() : -1;
+    };
+    auto waitCycleEnd = [&](int after) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
         while (std::chrono::steady_clock::now() < until)
         {
-            const json r = Curl(url, &cs);
-            if (cs == 0 && r["Oem"]["Cnuas"]["CompletedCycles"].get<int>() > before)
+            if (cyclesDone() > after)
             {
                 return true;
             }
@@ -234,11 +219,25 @@ TEST(RackCli, UpServesRedfishAndAModbusPtyAndStopsCleanlyOnSigterm)
     long raw = -1;
     long volts = -1;
     std::string mbLog;
-    ASSERT_TRUE(waitQuietBus());
-    // ORV3_PSU register 82, PSU_Output_Power: raw / 2^3 W; register 79, output voltage:
-    // raw / 2^10 V (rackmon2 map).
-    ASSERT_TRUE(MbpollRead(p.dir + "/tty", 0xC8, 82, &raw, &mbLog)) << mbLog;
-    ASSERT_TRUE(MbpollRead(p.dir + "/tty", 0xE8, 79, &volts, &mbLog)) << mbLog;
+    double redfishWatts = -1;
+    bool read = false;
+    // Up to three quiet windows: on a loaded machine a window can be missed (the real-time
+    // scheduler runs late and catches up), so a failed read waits for the next cycle's end.
+    for (int window = 0; window < 3 && !read; ++window)
+    {
+        ASSERT_TRUE(waitCycleEnd(window == 0 ? 0 : cyclesDone()))
+            << "no BMC cycle completed within 120 s";
+        const json m = Curl(
+            url + "/Chassis/PowerShelf1/PowerSubsystem/PowerSupplies/ORV3_PSU_C8/Metrics", &cs);
+        ASSERT_EQ(cs, 0);
+        ASSERT_TRUE(m["OutputPowerWatts"]["Reading"].is_number()) << m.dump();
+        redfishWatts = m["OutputPowerWatts"]["Reading"].get<double>();
+        // ORV3_PSU register 82, PSU_Output_Power: raw / 2^3 W; register 79, output voltage:
+        // raw / 2^10 V (rackmon2 map).
+        read = MbpollRead(p.dir + "/tty", 0xC8, 82, &raw, &mbLog) &&
+               MbpollRead(p.dir + "/tty", 0xE8, 79, &volts, &mbLog);
+    }
+    ASSERT_TRUE(read) << mbLog;
     EXPECT_DOUBLE_EQ(raw / 8.0, redfishWatts);
     // The default load, 12 kW, shared by 12 PSUs, on the ORv3 51 V busbar.
     EXPECT_NEAR(redfishWatts, 12000.0 / 12, 0.125);
