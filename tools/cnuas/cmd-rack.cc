@@ -11,6 +11,7 @@
 #include "models/rack/redfish-server.h"
 
 #include "ns3/boolean.h"
+#include "ns3/config.h"
 #include "ns3/double.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
@@ -577,6 +578,10 @@ RackUp(const std::vector<std::string>& args)
         return 1;
     }
 
+    // The rack file's BMC keys are defaults, so that a `set`/--set of the same attribute wins.
+    ns3::Config::SetDefault("ns3::RackBmc::MonitorInterval",
+                            ns3::TimeValue(ns3::PicoSeconds(std::llround(c.monitor * 1e12))));
+    ns3::Config::SetDefault("ns3::RackBmc::ScanPasses", ns3::UintegerValue(c.scanPasses));
     for (const auto& s : c.settings)
     {
         const std::string err = ns3::ApplyAttributeSetting(s.name, s.value);
@@ -590,9 +595,6 @@ RackUp(const std::vector<std::string>& args)
     // Real time: the pty's client lives in wall-clock time.
     ns3::Rs485PtyBridgeHelper::EnableRealtime();
     ns3::RackHelper h;
-    h.SetBmcAttribute("ScanPasses", ns3::UintegerValue(c.scanPasses));
-    h.SetBmcAttribute("MonitorInterval",
-                      ns3::TimeValue(ns3::PicoSeconds(std::llround(c.monitor * 1e12))));
     ns3::Rack rack = h.Build(c.rack);
     ns3::Ptr<ns3::RackStepLoad> load = ns3::CreateObject<ns3::RackStepLoad>();
     load->SetAttribute("InitialPower", ns3::DoubleValue(c.load));
