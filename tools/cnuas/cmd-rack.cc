@@ -1,0 +1,818 @@
+// `cnuas rack up|down`: runs an ORv3 rack (power shelves, BBU shelf, a rackmon-like BMC) in
+// real time, with a pty on its RS-485 bus for a real Modbus master and the BMC's Redfish
+// service on loopback; `cnuas status` shows both.
+#include "command.h"
+#include "cmd-status.h"
+
+#include "helpers/parse-util.h"
+#include "helpers/rack-helper.h"
+#include "helpers/rs485-pty-bridge-helper.h"
+#include "helpers/scenario-file.h"
+#include "models/rack/redfish-server.h"
+
+#include "ns3/boolean.h"
+#include "ns3/config.h"
+#include "ns3/double.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cctype>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace cnuas
+{
+
+namespace
+{
+
+const char* const kUsage =
+    "usage: cnuas rack up [--config FILE] [--shelves N] [--bbu-shelves N] [--hpr] [--no-bmc]\n"
+    "                     [--redfish-port P] [--pty-link PATH] [--duration S]\n"
+    "                     [--set ATTRIBUTE=VALUE]... [--state-dir DIR]\n"
+    "       cnuas rack down [--timeout S] [--state-dir DIR]\n"
+    "\n"
+    "'up' runs an ORv3 rack in real time until interrupted (Ctrl-C, SIGTERM or 'cnuas rack\n"
+    "down'): PSU shelves and a BBU shelf on one RS-485 segment, a BMC polling them as rackmon\n"
+    "does and serving what it reads as DMTF Redfish on 127.0.0.1, and a pseudo-terminal on the\n"
+    "same bus for a real Modbus master (mbpoll, libmodbus, pymodbus, rackmond). It prints the\n"
+    "pty path and the Redfish URL and records them in a state file that 'cnuas status' reads.\n"
+    "\n"
+    "options (they override the config file):\n"
+    "  --config FILE          a rack file (key = value lines, 'at T ACTION' events, 'set';\n"
+    "                         see examples/rack/two-shelves.rack and docs/rack.md)\n"
+    "  --shelves N            PSU shelves (default 2; legacy ORv3 at most 3, HPR 4)\n"
+    "  --bbu-shelves N        BBU shelves (default 1)\n"
+    "  --hpr                  HPR rack: 115200 baud, Ventura2 addresses, a PMM per shelf\n"
+    "  --no-bmc               no simulated BMC (and so no Redfish): the pty's master is the\n"
+    "                         only one on the bus (e.g. a real OpenBMC in QEMU)\n"
+    "  --redfish-port P       Redfish TCP port on 127.0.0.1 (default 0: an ephemeral port)\n"
+    "  --pty-link PATH        also make PATH a symlink to the pty (a stable name for clients)\n"
+    "  --duration S           stop by itself after S seconds (default: run until stopped)\n"
+    "  --set ATTR=VALUE       an ns-3 attribute default, e.g. ns3::RackBmc::MonitorInterval=5s\n"
+    "  --state-dir DIR        where the state file goes (default $CNUAS_STATE_DIR, else\n"
+    "                         $XDG_RUNTIME_DIR/cnuas, else /tmp/cnuas-UID)\n"
+    "  --timeout S            down: how long to wait for the rack to stop (default 15)\n"
+    "\n"
+    "Exit status: 0 after a clean stop, 1 on a runtime error, 2 on a usage or config error.\n";
+
+/// A timed action of the rack file or the command line.
+struct Event
+{
+    double at = 0;   ///< s
+    std::string action;
+    std::vector<std::string> args;
+    std::string where;
+};
+
+struct UpConfig
+{
+    ns3::RackConfig rack;
+    int redfishPort = 0;
+    std::string ptyLink;
+    double load = 12000;     ///< W
+    double duration = 0;     ///< s, 0 = until stopped
+    double monitor = 10;     ///< s, BMC polling period
+    uint32_t scanPasses = 1; ///< BMC start-up scan passes
+    std::vector<Event> events;
+    std::vector<ns3::AttributeSetting> settings;
+};
+
+[[noreturn]] void
+ConfigError(const std::string& where, const std::string& what)
+{
+    throw std::invalid_argument(where + ": " + what);
+}
+
+double
+Number(const std::string& text, const std::string& where, double min, double max)
+{
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < min ||
+        v > max)
+    {
+        std::ostringstream s;
+        s << "'" << text << "' is not a number in [" << min << ", " << max << "]";
+        ConfigError(where, s.str());
+    }
+    return v;
+}
+
+uint32_t
+Count(const std::string& text, const std::string& where, uint64_t max)
+{
+    uint64_t v = 0;
+    if (!ns3::ParseDecimalUint(text, max, &v))
+    {
+        ConfigError(where, "'" + text + "' is not a whole number in [0, " + std::to_string(max) +
+                               "]");
+    }
+    return static_cast<uint32_t>(v);
+}
+
+bool
+Bool(const std::string& text, const std::string& where)
+{
+    if (text == "true" || text == "yes" || text == "1")
+    {
+        return true;
+    }
+    if (text == "false" || text == "no" || text == "0")
+    {
+        return false;
+    }
+    ConfigError(where, "'" + text + "' is not true/false");
+}
+
+std::vector<std::string>
+Words(const std::string& s)
+{
+    std::istringstream in(s);
+    std::vector<std::string> w;
+    std::string x;
+    while (in >> x)
+    {
+        w.push_back(x);
+    }
+    return w;
+}
+
+/// Checks an event's action and arguments (so a typo fails at start, not hours later).
+void
+CheckEvent(const Event& e)
+{
+    auto need = [&](std::size_t n) {
+        if (e.args.size() != n)
+        {
+            ConfigError(e.where, e.action + " takes " + std::to_string(n) + " argument(s)");
+        }
+    };
+    if (e.action == "load")
+    {
+        need(1);
+        Number(e.args[0], e.where, 0, 1e7);
+    }
+    else if (e.action == "psu_fail" || e.action == "psu_repair" || e.action == "psu_fan_fail" ||
+             e.action == "psu_fan_repair")
+    {
+        need(2);
+        Count(e.args[0], e.where, 3);
+        Count(e.args[1], e.where, 7);
+    }
+    else if (e.action == "ac_loss" || e.action == "ac_restore")
+    {
+        need(1);
+        if (e.args[0] != "rack")
+        {
+            Count(e.args[0], e.where, 3);
+        }
+    }
+    else if (e.action == "bbu_fail" || e.action == "bbu_repair")
+    {
+        need(1);
+        Count(e.args[0], e.where, 31);
+    }
+    else
+    {
+        ConfigError(e.where, "unknown action '" + e.action +
+                                 "' (load, psu_fail, psu_repair, psu_fan_fail, psu_fan_repair, "
+                                 "ac_loss, ac_restore, bbu_fail, bbu_repair)");
+    }
+}
+
+/// Reads a rack file: `key = value`, `at T ACTION ARGS...`, `set ATTR=VALUE`, '#' comments.
+void
+ReadRackFile(const std::string& path, UpConfig* c)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        throw std::invalid_argument(path + ": cannot be read");
+    }
+    std::string line;
+    int n = 0;
+    std::set<std::string> seen;
+    while (std::getline(in, line))
+    {
+        ++n;
+        const std::string where = path + ":" + std::to_string(n);
+        const std::size_t hash = line.find('#');
+        if (hash != std::string::npos)
+        {
+            line.resize(hash);
+        }
+        line = ns3::TrimSpace(line);
+        if (line.empty())
+        {
+            continue;
+        }
+        const std::vector<std::string> w = Words(line);
+        if (w[0] == "at")
+        {
+            if (w.size() < 3)
+            {
+                ConfigError(where, "'at' needs a time and an action");
+            }
+            Event e;
+            e.at = Number(w[1], where, 0, 1e9);
+            e.action = w[2];
+            e.args.assign(w.begin() + 3, w.end());
+            e.where = where;
+            CheckEvent(e);
+            c->events.push_back(e);
+            continue;
+        }
+        if (w[0] == "set")
+        {
+            if (w.size() != 2)
+            {
+                ConfigError(where, "use 'set ns3::Class::Attribute=VALUE'");
+            }
+            auto [k, v] = ns3::SplitAssignment(w[1], where);
+            c->settings.push_back({k, v, where});
+            continue;
+        }
+        const std::size_t eq = line.find('=');
+        if (eq == std::string::npos)
+        {
+            ConfigError(where, "expected 'key = value', 'at T ACTION ...' or 'set ATTR=VALUE'");
+        }
+        const std::string key = ns3::TrimSpace(line.substr(0, eq));
+        const std::string value = ns3::TrimSpace(line.substr(eq + 1));
+        if (!seen.insert(key).second)
+        {
+            ConfigError(where, "'" + key + "' given twice");
+        }
+        if (key == "hpr")
+        {
+            c->rack.hpr = Bool(value, where);
+        }
+        else if (key == "psu_shelves")
+        {
+            c->rack.psuShelves = Count(value, where, 4);
+        }
+        else if (key == "psus_per_shelf")
+        {
+            c->rack.psusPerShelf = Count(value, where, 8);
+        }
+        else if (key == "bbu_shelves")
+        {
+            c->rack.bbuShelves = Count(value, where, 4);
+        }
+        else if (key == "bbus_per_shelf")
+        {
+            c->rack.bbusPerShelf = Count(value, where, 8);
+        }
+        else if (key == "redfish_port")
+        {
+            c->redfishPort = static_cast<int>(Count(value, where, 65535));
+        }
+        else if (key == "bmc")
+        {
+            c->rack.bmc = Bool(value, where);
+        }
+        else if (key == "pty_link")
+        {
+            c->ptyLink = value;
+        }
+        else if (key == "load")
+        {
+            c->load = Number(value, where, 0, 1e7);
+        }
+        else if (key == "monitor_interval")
+        {
+            c->monitor = Number(value, where, 0.1, 86400);
+        }
+        else if (key == "scan_passes")
+        {
+            c->scanPasses = Count(value, where, 10);
+        }
+        else if (key == "response_delay_ms")
+        {
+            c->rack.responseDelay =
+                ns3::PicoSeconds(std::llround(Number(value, where, 0, 1000) * 1e9));
+        }
+        else if (key == "duration")
+        {
+            c->duration = Number(value, where, 0, 1e9);
+        }
+        else
+        {
+            ConfigError(where, "unknown key '" + key +
+                                   "' (hpr, psu_shelves, psus_per_shelf, bbu_shelves, "
+                                   "bbus_per_shelf, bmc, redfish_port, pty_link, load, "
+                                   "monitor_interval, scan_passes, response_delay_ms, duration)");
+        }
+    }
+}
+
+/// Refuses (instead of letting RackHelper abort) a layout whose addresses the BMC's scan ranges
+/// do not cover: with rackmon2's ORV3 maps a third PSU shelf (pins 6: 0xF0-) or a second BBU
+/// shelf (pins 2: 0x50-) falls partly outside them.
+void
+CheckAddresses(const ns3::RackConfig& c)
+{
+    auto load = [&](const std::string& type) {
+        const std::string file = ns3::RackRegisterMap::DefaultDirectory() + "/";
+        std::string lower = type;
+        for (char& ch : lower)
+        {
+            ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        }
+        ns3::RackRegisterMap m;
+        std::string error;
+        if (!ns3::RackRegisterMap::Load(file + lower + ".map", m, error))
+        {
+            throw std::runtime_error(error);
+        }
+        return m;
+    };
+    const ns3::RackRegisterMap psu = load(c.hpr ? "ORV3_HPR_PSU" : "ORV3_PSU");
+    const ns3::RackRegisterMap bbu = load(c.hpr ? "ORV3_HPR_BBU" : "ORV3_BBU");
+    auto check = [&](const ns3::RackRegisterMap& m, uint8_t a, const char* what, uint32_t sh) {
+        if (c.bmc && !m.Covers(a))
+        {
+            char b[200];
+            std::snprintf(b, sizeof(b),
+                          "%s shelf %u would put a device at 0x%02X, outside the %s scan ranges "
+                          "the BMC probes; use fewer shelves (or --no-bmc)",
+                          what, sh, a, m.name.c_str());
+            throw std::invalid_argument(b);
+        }
+    };
+    for (uint32_t sh = 0; sh < c.psuShelves; ++sh)
+    {
+        for (uint32_t slot = 0; slot < c.psusPerShelf; ++slot)
+        {
+            const auto s8 = static_cast<uint8_t>(slot);
+            check(psu,
+                  c.hpr ? ns3::RackAddressing::HprPsu(static_cast<uint8_t>(sh), s8)
+                        : ns3::RackAddressing::Orv3Psu(c.psuShelfPins.at(sh), s8),
+                  "PSU", sh);
+        }
+    }
+    for (uint32_t sh = 0; sh < c.bbuShelves; ++sh)
+    {
+        for (uint32_t slot = 0; slot < c.bbusPerShelf; ++slot)
+        {
+            const auto s8 = static_cast<uint8_t>(slot);
+            check(bbu,
+                  c.hpr ? ns3::RackAddressing::HprBbu(static_cast<uint8_t>(sh), s8)
+                        : ns3::RackAddressing::Orv3Bbu(c.bbuShelfPins.at(sh), s8),
+                  "BBU", sh);
+        }
+    }
+}
+
+volatile std::sig_atomic_t g_stopSignal = 0;
+
+void
+OnSignal(int sig)
+{
+    g_stopSignal = sig;
+}
+
+void
+WatchSignals()
+{
+    if (g_stopSignal != 0)
+    {
+        ns3::Simulator::Stop();
+        return;
+    }
+    ns3::Simulator::Schedule(ns3::MilliSeconds(50), &WatchSignals);
+}
+
+std::string
+AddressList(const ns3::Rack& r)
+{
+    std::string s;
+    for (const auto& slave : r.slaves)
+    {
+        char b[8];
+        std::snprintf(b, sizeof(b), "%s0x%02X", s.empty() ? "" : " ", slave->GetAddress());
+        s += b;
+    }
+    return s;
+}
+
+void
+Schedule(const Event& e, const ns3::Rack& r, ns3::Ptr<ns3::RackStepLoad> load)
+{
+    const ns3::Time at = ns3::PicoSeconds(std::llround(e.at * 1e12));
+    auto u = [&](std::size_t i) { return static_cast<uint32_t>(std::stoul(e.args[i])); };
+    ns3::Ptr<ns3::RackElectricalModel> p = r.power;
+    const std::string a = e.action;
+    if (a == "load")
+    {
+        load->AddStep(at, std::stod(e.args[0]));
+        return;
+    }
+    if (a.compare(0, 3, "psu") == 0)
+    {
+        const uint32_t shelf = u(0);
+        const uint32_t slot = u(1);
+        if (shelf >= p->GetPsuShelfCount() || slot >= p->GetPsuCount(shelf))
+        {
+            ConfigError(e.where, "no PSU " + e.args[0] + " " + e.args[1] + " in this rack");
+        }
+        const bool on = a == "psu_fail" || a == "psu_fan_fail";
+        const bool fan = a.find("fan") != std::string::npos;
+        ns3::Simulator::Schedule(at, [p, shelf, slot, on, fan]() {
+            fan ? p->SetPsuFanFailed(shelf, slot, on) : p->SetPsuFailed(shelf, slot, on);
+        });
+        return;
+    }
+    if (a == "ac_loss" || a == "ac_restore")
+    {
+        const bool lost = a == "ac_loss";
+        if (e.args[0] == "rack")
+        {
+            ns3::Simulator::Schedule(at, [p, lost]() { p->SetRackAcLoss(lost); });
+            return;
+        }
+        const uint32_t shelf = u(0);
+        if (shelf >= p->GetPsuShelfCount())
+        {
+            ConfigError(e.where, "no PSU shelf " + e.args[0] + " in this rack");
+        }
+        ns3::Simulator::Schedule(at, [p, shelf, lost]() { p->SetAcLoss(shelf, lost); });
+        return;
+    }
+    const uint32_t bbu = u(0);
+    if (bbu >= p->GetBbuCount())
+    {
+        ConfigError(e.where, "no BBU " + e.args[0] + " in this rack");
+    }
+    const bool failed = a == "bbu_fail";
+    ns3::Simulator::Schedule(at, [p, bbu, failed]() { p->SetBbuFailed(bbu, failed); });
+}
+
+int
+RackUp(const std::vector<std::string>& args)
+{
+    UpConfig c;
+    c.rack.responseDelay = ns3::MilliSeconds(1);
+    std::string stateDir;
+    std::string config;
+    // First pass: the config file, so that the options override it.
+    for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    {
+        if (args[i] == "--config")
+        {
+            config = args[i + 1];
+        }
+    }
+    try
+    {
+        if (!config.empty())
+        {
+            ReadRackFile(config, &c);
+        }
+        for (std::size_t i = 0; i < args.size(); ++i)
+        {
+            const std::string& a = args[i];
+            auto value = [&]() -> std::string {
+                if (i + 1 >= args.size())
+                {
+                    throw std::invalid_argument(a + " needs a value");
+                }
+                return args[++i];
+            };
+            if (a == "--config")
+            {
+                value();
+            }
+            else if (a == "--shelves")
+            {
+                c.rack.psuShelves = Count(value(), a, 4);
+            }
+            else if (a == "--bbu-shelves")
+            {
+                c.rack.bbuShelves = Count(value(), a, 4);
+            }
+            else if (a == "--hpr")
+            {
+                c.rack.hpr = true;
+            }
+            else if (a == "--no-bmc")
+            {
+                c.rack.bmc = false;
+            }
+            else if (a == "--redfish-port")
+            {
+                c.redfishPort = static_cast<int>(Count(value(), a, 65535));
+            }
+            else if (a == "--pty-link")
+            {
+                c.ptyLink = value();
+            }
+            else if (a == "--duration")
+            {
+                c.duration = Number(value(), a, 0, 1e9);
+            }
+            else if (a == "--set")
+            {
+                auto [k, v] = ns3::SplitAssignment(value(), "--set");
+                c.settings.push_back({k, v, "--set"});
+            }
+            else if (a == "--state-dir")
+            {
+                stateDir = value();
+            }
+            else
+            {
+                throw std::invalid_argument("unknown option '" + a + "'");
+            }
+        }
+        if (c.rack.psuShelves == 0 && c.rack.bbuShelves == 0)
+        {
+            throw std::invalid_argument("a rack needs at least one shelf");
+        }
+        const uint32_t maxShelves = c.rack.hpr ? 4 : 3;
+        if (c.rack.psuShelves > maxShelves || c.rack.bbuShelves > maxShelves)
+        {
+            throw std::invalid_argument("at most " + std::to_string(maxShelves) +
+                                        " PSU and BBU shelves in this addressing scheme");
+        }
+        if (c.rack.psusPerShelf > (c.rack.hpr ? 6u : 8u) ||
+            c.rack.bbusPerShelf > (c.rack.hpr ? 6u : 8u))
+        {
+            throw std::invalid_argument("too many modules per shelf for the addressing scheme");
+        }
+        CheckAddresses(c.rack);
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "cnuas rack up: %s\n", e.what());
+        return 2;
+    }
+
+    const std::string dir = StateDirectory(stateDir);
+    std::string why;
+    if (!EnsureStateDirectory(dir, &why))
+    {
+        std::fprintf(stderr, "cnuas rack up: %s\n", why.c_str());
+        return 1;
+    }
+    const std::string statePath = dir + "/rack.json";
+    if (auto old = ReadState(statePath); old && ProcessAlive(old->value("pid", 0)))
+    {
+        std::fprintf(stderr,
+                     "cnuas rack up: a rack is already up (pid %d, %s); 'cnuas rack down' "
+                     "first\n",
+                     old->value("pid", 0), statePath.c_str());
+        return 1;
+    }
+
+    // The rack file's BMC keys are defaults, so that a `set`/--set of the same attribute wins.
+    ns3::Config::SetDefault("ns3::RackBmc::MonitorInterval",
+                            ns3::TimeValue(ns3::PicoSeconds(std::llround(c.monitor * 1e12))));
+    ns3::Config::SetDefault("ns3::RackBmc::ScanPasses", ns3::UintegerValue(c.scanPasses));
+    for (const auto& s : c.settings)
+    {
+        const std::string err = ns3::ApplyAttributeSetting(s.name, s.value);
+        if (!err.empty())
+        {
+            std::fprintf(stderr, "cnuas rack up: %s: %s\n", s.where.c_str(), err.c_str());
+            return 2;
+        }
+    }
+
+    // Real time: the pty's client lives in wall-clock time.
+    ns3::Rs485PtyBridgeHelper::EnableRealtime();
+    ns3::RackHelper h;
+    ns3::Rack rack = h.Build(c.rack);
+    ns3::Ptr<ns3::RackStepLoad> load = ns3::CreateObject<ns3::RackStepLoad>();
+    load->SetAttribute("InitialPower", ns3::DoubleValue(c.load));
+    rack.power->SetLoadProfile(load);
+    try
+    {
+        for (const Event& e : c.events)
+        {
+            Schedule(e, rack, load);
+        }
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "cnuas rack up: %s\n", e.what());
+        ns3::Simulator::Destroy();
+        return 2;
+    }
+
+    const ns3::Rs485Format f = rack.psus.empty() ? rack.bbus[0]->GetMap().Format()
+                                                 : rack.psus[0]->GetMap().Format();
+    ns3::Rs485PtyBridgeHelper bh;
+    bh.SetFormat(f); // a client that never sets the port talks at the segment's rate
+    if (!c.ptyLink.empty())
+    {
+        bh.SetBridgeAttribute("LinkPath", ns3::StringValue(c.ptyLink));
+    }
+    ns3::Ptr<ns3::Node> ptyNode = ns3::CreateObject<ns3::Node>();
+    ns3::Ptr<ns3::Rs485PtyBridge> bridge = bh.Install(ptyNode, rack.bus);
+    ns3::Ptr<ns3::RedfishServer> redfish = ns3::CreateObject<ns3::RedfishServer>();
+    redfish->SetAttribute("Port", ns3::UintegerValue(static_cast<uint16_t>(c.redfishPort)));
+    if (!bridge->Start())
+    {
+        std::fprintf(stderr, "cnuas rack up: pty: %s\n", bridge->GetError().c_str());
+        ns3::Simulator::Destroy();
+        return 1;
+    }
+    if (rack.bmc)
+    {
+        redfish->SetBmc(rack.bmc);
+    }
+    if (rack.bmc && !redfish->Start())
+    {
+        std::fprintf(stderr, "cnuas rack up: %s\n", redfish->GetError().c_str());
+        bridge->Stop();
+        ns3::Simulator::Destroy();
+        return 1;
+    }
+
+    const bool even = f.parity == ns3::Rs485Parity::Even;
+    nlohmann::json state{
+        {"kind", "rack"},
+        {"pid", static_cast<int>(getpid())},
+        {"started", static_cast<long long>(std::time(nullptr))},
+        {"pty", bridge->GetSlavePath()},
+        {"pty_link", c.ptyLink},
+        {"redfish", rack.bmc ? redfish->GetBaseUrl() : ""},
+        {"redfish_port", redfish->GetPort()},
+        {"bmc", static_cast<bool>(rack.bmc)},
+        {"baud", f.baudRate},
+        {"parity", even ? "even" : f.parity == ns3::Rs485Parity::Odd ? "odd" : "none"},
+        {"psus", rack.psus.size()},
+        {"bbus", rack.bbus.size()},
+        {"pmms", rack.pmms.size()},
+        {"addresses", AddressList(rack)},
+        {"config", config}};
+    if (!WriteState(statePath, state, &why))
+    {
+        std::fprintf(stderr, "cnuas rack up: %s\n", why.c_str());
+        redfish->Stop();
+        bridge->Stop();
+        ns3::Simulator::Destroy();
+        return 1;
+    }
+
+    const std::string port = bridge->GetPortPath();
+    const int firstAddress = rack.slaves.empty() ? 1 : rack.slaves.front()->GetAddress();
+    std::printf("cnuas rack: up (pid %d): %zu PSUs, %zu BBUs%s on one RS-485 segment, %u baud "
+                "8%c1\n",
+                static_cast<int>(getpid()), rack.psus.size(), rack.bbus.size(),
+                rack.pmms.empty() ? "" : " and their shelf PMMs", f.baudRate, even ? 'E' : 'N');
+    const std::string linkNote = c.ptyLink.empty() ? "" : " (link " + c.ptyLink + ")";
+    std::printf("  pty:       %s%s\n", bridge->GetSlavePath().c_str(), linkNote.c_str());
+    std::printf("  redfish:   %s\n", rack.bmc ? redfish->GetBaseUrl().c_str()
+                                           : "none (--no-bmc: the pty's master is the BMC)");
+    std::printf("  addresses: %s\n", AddressList(rack).c_str());
+    std::printf("  try:       mbpoll -m rtu -b %u -P %s -a %d -t 4:hex -r 1 -c 8 -1 %s\n",
+                f.baudRate, even ? "even" : "none", firstAddress, port.c_str());
+    if (rack.bmc)
+    {
+        std::printf("             curl -s %s/Chassis/Rack/Sensors/RackOutputPower\n",
+                    redfish->GetBaseUrl().c_str());
+    }
+    std::printf("  state:     %s ('cnuas status'); Ctrl-C or 'cnuas rack down' stops it\n",
+                statePath.c_str());
+    std::fflush(stdout);
+
+    struct sigaction sa = {};
+    sa.sa_handler = &OnSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    ns3::Simulator::Schedule(ns3::Seconds(0), &WatchSignals);
+    if (c.duration > 0)
+    {
+        ns3::Simulator::Stop(ns3::PicoSeconds(std::llround(c.duration * 1e12)));
+    }
+    ns3::Simulator::Run();
+
+    const double simSeconds = ns3::Simulator::Now().GetSeconds();
+    const ns3::RackBmcCounters bmc = rack.bmc ? rack.bmc->GetCounters() : ns3::RackBmcCounters();
+    const ns3::Rs485PtyBridgeCounters pty = bridge->GetCounters();
+    redfish->Stop();
+    const ns3::RedfishServerCounters web = redfish->GetCounters();
+    bridge->Stop();
+    RemoveStateIfOurs(statePath, getpid());
+    std::printf("cnuas rack: stopped after %.1f s (%s): BMC %llu reads, %llu failures, %llu "
+                "monitor cycles; pty %llu client opens, %llu bytes in, %llu out; Redfish %llu "
+                "requests\n",
+                simSeconds, g_stopSignal == SIGINT ? "SIGINT" : g_stopSignal == SIGTERM ? "SIGTERM"
+                                                                                       : "duration",
+                static_cast<unsigned long long>(bmc.reads),
+                static_cast<unsigned long long>(bmc.readFailures),
+                static_cast<unsigned long long>(bmc.monitorCycles),
+                static_cast<unsigned long long>(pty.clientOpens),
+                static_cast<unsigned long long>(pty.bytesFromClient),
+                static_cast<unsigned long long>(pty.bytesToClient),
+                static_cast<unsigned long long>(web.requests));
+    std::fflush(stdout);
+    ns3::Simulator::Destroy();
+    return 0;
+}
+
+int
+RackDown(const std::vector<std::string>& args)
+{
+    std::string stateDir;
+    double timeout = 15;
+    try
+    {
+        for (std::size_t i = 0; i < args.size(); ++i)
+        {
+            if (args[i] == "--state-dir" && i + 1 < args.size())
+            {
+                stateDir = args[++i];
+            }
+            else if (args[i] == "--timeout" && i + 1 < args.size())
+            {
+                timeout = Number(args[++i], "--timeout", 0.1, 3600);
+            }
+            else
+            {
+                throw std::invalid_argument("unknown option '" + args[i] + "'");
+            }
+        }
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "cnuas rack down: %s\n", e.what());
+        return 2;
+    }
+    const std::string statePath = StateDirectory(stateDir) + "/rack.json";
+    auto state = ReadState(statePath);
+    if (!state)
+    {
+        std::fprintf(stderr, "cnuas rack down: no rack is up (%s)\n", statePath.c_str());
+        return 1;
+    }
+    const int pid = state->value("pid", 0);
+    if (!ProcessAlive(pid))
+    {
+        std::remove(statePath.c_str());
+        std::printf("cnuas rack down: pid %d was gone; removed its stale state file\n", pid);
+        return 0;
+    }
+    if (!StopProcess(pid, timeout))
+    {
+        std::fprintf(stderr, "cnuas rack down: pid %d did not stop within %.1f s (killed)\n", pid,
+                     timeout);
+        std::remove(statePath.c_str());
+        return 1;
+    }
+    std::remove(statePath.c_str()); // normally the rack removed it itself
+    std::printf("cnuas rack down: stopped pid %d\n", pid);
+    return 0;
+}
+
+int
+RunRack(const std::vector<std::string>& args)
+{
+    if (args.empty() || args[0] == "--help" || args[0] == "-h")
+    {
+        std::fputs(kUsage, args.empty() ? stderr : stdout);
+        return args.empty() ? 2 : 0;
+    }
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    for (const auto& a : rest)
+    {
+        if (a == "--help" || a == "-h")
+        {
+            std::fputs(kUsage, stdout);
+            return 0;
+        }
+    }
+    if (args[0] == "up")
+    {
+        return RackUp(rest);
+    }
+    if (args[0] == "down")
+    {
+        return RackDown(rest);
+    }
+    std::fprintf(stderr, "cnuas rack: unknown action '%s' (up, down)\n%s", args[0].c_str(),
+                 kUsage);
+    return 2;
+}
+
+} // namespace
+
+CNUAS_COMMAND("rack", "run an ORv3 rack with its BMC's Redfish service and a Modbus pty", RunRack);
+
+} // namespace cnuas
