@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target wire-bench fabric-bench rdma-bench rdma-traffic-bench rs485-pty-bench sm-bench eth-bench >/dev/null
+cmake --build build -j"$(nproc)" --target wire-bench fabric-bench rdma-bench rdma-traffic-bench rs485-pty-bench sm-bench eth-bench rack-bench >/dev/null
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=bench/results/$stamp.txt
@@ -18,6 +18,7 @@ out=bench/results/$stamp.txt
     build/bin/rdma-bench --benchmark_filter="$f"
   done
   build/bin/rs485-pty-bench
+  build/bin/rack-bench
   for f in 'OneQp/64/1/' 'OneQp/64/16/' 'OneQp/64/128/' 'OneQp/4096/' 'OneQp/65536/' \
            'OneQp/1048576/' 'ManyQps/1000/64/' 'ManyQps/1000/4096/' 'FctWebSearch'; do
     build/bin/rdma-traffic-bench --benchmark_filter="$f"
