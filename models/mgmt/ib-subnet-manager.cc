@@ -973,9 +973,9 @@ IbSubnetManager::FinishHeavySweep()
 bool
 IbSubnetManager::AnswerSmInfo(const IbSmp& request, IbSmp& response)
 {
-    if (!m_running)
+    if (!m_running || request.Mad().GetMethod() != IbMadMethod::Get)
     {
-        return false;
+        return false; // a stopped SM is not there to answer; Set (handover) is not modelled
     }
     response = request;
     IbSmInfo si;
