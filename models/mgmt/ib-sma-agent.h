@@ -49,9 +49,9 @@ enum class IbSmaDropReason : uint8_t
  * Traps: a switch one of whose external ports goes from Down to Init or from Init, Armed or
  * Active to Down sets SwitchInfo.PortStateChange (§14.2.5.4: the SM's own Sets to Armed and
  * Active do not) and sends Trap 128 (Notice, urgent, producer switch, LIDADDR = its LID) to its
- * SM LID when both LIDs are set (§14.2.5.1, Table 121 trap 128). A trap is repeated every TrapRepeatInterval,
- * at most TrapRepeats times, until the SM answers it with a TrapRepress carrying its
- * TransactionID (§13.4.9).
+ * SM LID when both LIDs are set (§14.2.5.1, Table 121 trap 128). A trap is repeated every
+ * TrapRepeatInterval, at most TrapRepeats times, until the SM answers it with a TrapRepress
+ * carrying its TransactionID (§13.4.9).
  */
 class IbSmaAgent : public Object
 {
