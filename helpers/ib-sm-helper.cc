@@ -152,6 +152,12 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
             sma->SetIsSm(static_cast<uint8_t>(port.Get()), true);
         }
     }
+    // SMInfo requests reaching this node go to the SM, not the SMA (IBA vol. 1 §14.2.5.13):
+    // that is how other SMs find it and how a standby polls it.
+    if (Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(node))
+    {
+        sma->SetSmInfoHandler(MakeCallback(&IbSubnetManager::AnswerSmInfo, sm));
+    }
     sm->SetSmpSender(MakeCallback(&IbMadDispatcher::SendDirectedSmp, disp));
     UintegerValue smPort;
     sm->GetAttribute("Port", smPort);

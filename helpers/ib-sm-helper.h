@@ -39,9 +39,9 @@ IbSmSubnet IbSmSubnetFromTopology(const Topology& topology);
  * port, so that other SMs find it. The SM's node also answers SA queries (QP1, class 0x03) from
  * it. The SM starts at `start` (give ports their TrainingTime).
  *
- * Several SMs elect a master by SMInfo (priority, then GUID), but a Get(SMInfo) that reaches a
- * node is answered by its SMA, which has no way yet to pass it to the SM behind its port
- * (docs/management.md §8.4): until it does, install one SM per fabric.
+ * The node's SMA hands SMInfo requests to the SM (IbSmaAgent::SetSmInfoHandler), so several
+ * SMs on one fabric elect a master over the wire (priority, then GUID; docs/management.md
+ * §8.4) and the standbys poll it.
  */
 class IbSmHelper
 {

@@ -17,6 +17,7 @@
 #include "models/mgmt/ib-mad-dispatcher.h"
 #include "models/mgmt/ib-perf-attributes.h"
 #include "models/mgmt/ib-pma-agent.h"
+#include "models/mgmt/ib-sm-info.h"
 #include "models/mgmt/ib-sma-agent.h"
 #include "models/mgmt/ib-smp-attributes.h"
 
@@ -1195,6 +1196,134 @@ TEST(MgmtAgents, SwitchSendsTrap128WhenAPortChangesState)
         EXPECT_EQ(rows[0], (std::vector<std::string>{"0x0080", lid, lid, ""}));
     }
     unlink(path.c_str());
+}
+
+// SMInfo belongs to the SM behind a port, not to the SMA (IBA vol. 1 §14.2.5.13): without an SM
+// the SMA answers status 3; with one, the SM's own answer goes back on the wire.
+TEST(MgmtAgents, SmInfoGoesToTheSmBehindThePort)
+{
+    Line l;
+    Ptr<IbSmaAgent> h1Sma = IbMgmtHelper::GetSma(l.f.hosts.Get(1));
+    l.RunUntil(MicroSeconds(5));
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SmInfo, 0, kToH1), MicroSeconds(5));
+    ASSERT_EQ(l.got.size(), 1u);
+    EXPECT_EQ(l.got[0].smp.GetSmpStatus(), IbMadStatus::UnsupportedMethodAttr);
+
+    // An SM on h1 (a stand-in that answers with values chosen here, not by the SMA).
+    IbSmInfo mine;
+    mine.guid = 0x0011223344556677ULL;
+    mine.actCount = 4242;
+    mine.priority = 11;
+    mine.smState = static_cast<uint8_t>(IbSmState::Standby);
+    bool alive = true;
+    std::vector<uint8_t> methodsSeen;
+    h1Sma->SetSmInfoHandler(IbSmaAgent::SmInfoHandler(
+        [&](const IbSmp& req, IbSmp& resp) {
+            methodsSeen.push_back(req.Mad().GetMethod());
+            if (!alive || req.Mad().GetMethod() != IbMadMethod::Get)
+            {
+                return false;
+            }
+            resp = req;
+            mine.WriteTo(resp.Data());
+            return true;
+        }));
+    IbSmp get = l.DrSmp(IbMadMethod::Get, IbSmAttr::SmInfo, 0, kToH1);
+    const uint64_t tid = get.Mad().GetTransactionId();
+    l.Dr(get, MicroSeconds(30));
+    ASSERT_EQ(l.got.size(), 2u);
+    const IbSmp& a = l.got[1].smp;
+    EXPECT_EQ(a.GetSmpStatus(), 0);
+    EXPECT_EQ(a.Mad().GetMethod(), IbMadMethod::GetResp);
+    EXPECT_EQ(a.Mad().GetAttributeId(), IbSmAttr::SmInfo);
+    EXPECT_EQ(a.Mad().GetTransactionId(), tid);
+    IbSmInfo back;
+    back.ReadFrom(a.Data());
+    EXPECT_EQ(back.guid, mine.guid);
+    EXPECT_EQ(back.actCount, mine.actCount);
+    EXPECT_EQ(back.priority, mine.priority);
+    EXPECT_EQ(back.smState, mine.smState);
+    // A method the SM refuses, and an SM that has stopped: status 3, never a crash or silence.
+    l.Dr(l.DrSmp(IbMadMethod::Set, IbSmAttr::SmInfo, 1, kToH1), MicroSeconds(55));
+    alive = false;
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SmInfo, 0, kToH1), MicroSeconds(80));
+    ASSERT_EQ(l.got.size(), 4u);
+    EXPECT_EQ(l.got[2].smp.GetSmpStatus(), IbMadStatus::UnsupportedMethodAttr);
+    EXPECT_EQ(l.got[3].smp.GetSmpStatus(), IbMadStatus::UnsupportedMethodAttr);
+    EXPECT_EQ(methodsSeen,
+              (std::vector<uint8_t>{IbMadMethod::Get, IbMadMethod::Set, IbMadMethod::Get}));
+}
+
+// IBA vol. 1 §14.2.5.4: PortStateChange (and so Trap 128) follows links coming and going
+// (Down->Init, anything->Down), not the SM's own PortInfo Sets to Armed and Active.
+TEST(MgmtAgents, ArmingAndActivatingPortsRaisesNoTrap)
+{
+    Line l;
+    Ptr<IbSmaAgent> swRSma = IbMgmtHelper::GetSma(l.SwR());
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(l.f.nodes);
+    const uint16_t h0Lid = subnet.GetLid(l.f.hosts.Get(0));
+    l.RunUntil(MicroSeconds(5));
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToSwR), MicroSeconds(6));
+    IbPortInfo p0;
+    p0.ReadFrom(l.got[0].smp.Data());
+    p0.masterSmLid = h0Lid;
+    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToSwR);
+    p0.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(30));
+    // The static helper left every port Active: retrain swR's port 1 (to h1) so that it is
+    // back in Init (Active -> Down -> Init: two real changes, traps sent for them).
+    Ptr<IbNetDevice> swRPort1 = l.SwR()->GetObject<IbSwitch>()->GetPort(1);
+    std::vector<uint8_t> states;
+    swRPort1->TraceConnectWithoutContext(
+        "PortState", Callback<void, uint8_t, uint8_t>(
+                         [&states](uint8_t, uint8_t s) { states.push_back(s); }));
+    Simulator::Schedule(MicroSeconds(1), [&]() { swRPort1->SetPortState(IbPortState::Down); });
+    l.RunUntil(MicroSeconds(70));
+    ASSERT_EQ(swRPort1->GetPortState(), IbPortState::Init);
+    EXPECT_GT(swRSma->GetTrapsSent(), 0u);
+    // Clear PortStateChange (written as 1, §14.2.5.4).
+    IbSwitchInfo si;
+    si.portStateChange = true;
+    IbSmp clear = l.DrSmp(IbMadMethod::Set, IbSmAttr::SwitchInfo, 0, kToSwR);
+    si.WriteTo(clear.Data());
+    l.Dr(clear, MicroSeconds(70));
+    si.ReadFrom(l.got.back().smp.Data());
+    EXPECT_FALSE(si.portStateChange);
+    const uint64_t trapsBefore = swRSma->GetTrapsSent();
+    // Init -> Armed -> Active by SubnSet(PortInfo), as an SM's link manager does.
+    Time at = MicroSeconds(100);
+    for (uint8_t to : {uint8_t(3), uint8_t(4)})
+    {
+        IbSmp get = l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 1, kToSwR);
+        l.Dr(get, at);
+        IbPortInfo pi;
+        pi.ReadFrom(l.got.back().smp.Data());
+        pi.portState = to;
+        pi.portPhysicalState = 0;
+        pi.linkDownDefaultState = 0;
+        pi.linkWidthEnabled = 0;
+        pi.linkSpeedEnabled = 0;
+        pi.operationalVls = 0;
+        IbSmp s = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 1, kToSwR);
+        pi.WriteTo(s.Data());
+        l.Dr(s, at + MicroSeconds(25));
+        EXPECT_EQ(l.got.back().smp.GetSmpStatus(), 0);
+        at += MicroSeconds(50);
+    }
+    ASSERT_FALSE(states.empty());
+    EXPECT_EQ(states.back(), static_cast<uint8_t>(IbPortState::Active));
+    EXPECT_EQ(swRSma->GetTrapsSent(), trapsBefore);
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SwitchInfo, 0, kToSwR), at);
+    si.ReadFrom(l.got.back().smp.Data());
+    EXPECT_FALSE(si.portStateChange);
+    // The link going down is a change the SM must hear of.
+    Simulator::Schedule(MicroSeconds(1), [&]() { l.H1Port()->SetPhysicalLinkDown(); });
+    l.RunUntil(at + MicroSeconds(40));
+    EXPECT_EQ(swRSma->GetTrapsSent(), trapsBefore + 1);
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SwitchInfo, 0, kToSwR), at + MicroSeconds(45));
+    si.ReadFrom(l.got.back().smp.Data());
+    EXPECT_TRUE(si.portStateChange);
 }
 
 TEST(MgmtAgents, TrapRepeatsUntilRepressed)

@@ -93,9 +93,9 @@ WalkLfts(const IbFabric& f, uint32_t from, uint16_t dlid)
 }
 
 /// Every host sends one small packet to every other host's LID (as the ports report it);
-/// returns the sinks.
+/// returns the sinks. Host `skip` (if any) neither sends nor is sent to.
 std::vector<Ptr<IbPacketSink>>
-AllToAll(const IbFabric& f, Time start, uint32_t payload = 64)
+AllToAll(const IbFabric& f, Time start, uint32_t payload = 64, int skip = -1)
 {
     const uint32_t n = f.hosts.GetN();
     std::vector<Ptr<IbPacketSink>> sinks;
@@ -105,14 +105,21 @@ AllToAll(const IbFabric& f, Time start, uint32_t payload = 64)
         f.hosts.Get(i)->AddApplication(sink);
         sink->SetStartTime(Seconds(0));
         sinks.push_back(sink);
+        if (static_cast<int>(i) == skip)
+        {
+            continue;
+        }
         std::vector<uint16_t> lids;
         for (uint32_t j = 1; j < n; ++j)
         {
-            lids.push_back(f.HostPort((i + j) % n)->GetLid());
+            if (static_cast<int>((i + j) % n) != skip)
+            {
+                lids.push_back(f.HostPort((i + j) % n)->GetLid());
+            }
         }
         Ptr<IbPacketSource> src = CreateObject<IbPacketSource>();
         src->SetAttribute("PayloadBytes", UintegerValue(payload));
-        src->SetAttribute("MaxBytes", UintegerValue(uint64_t(payload) * (n - 1)));
+        src->SetAttribute("MaxBytes", UintegerValue(uint64_t(payload) * lids.size()));
         src->SetDestinations(lids);
         f.hosts.Get(i)->AddApplication(src);
         src->SetStartTime(start - Simulator::Now());
@@ -561,107 +568,138 @@ TEST_F(SmSweep, SweepTraceDecodesInTsharkAsDirectedRouteSmps)
     unlink(path.c_str());
 }
 
-// Traps the switches send while the SM arms their ports are acknowledged with TrapRepress
-// (IBA vol. 1 §13.4.9), so the SMAs stop repeating them and the fabric goes quiet.
-TEST_F(SmSweep, TrapsAreRepressedAndTheFabricGoesQuiet)
+// IBA vol. 1 §14.2.5.4: arming and activating ports is the SM's own doing and raises no
+// PortStateChange and no Trap 128, so one heavy sweep brings the fabric up and it stays quiet.
+// A cable that goes down afterwards does raise Trap 128, which the SM acknowledges with a
+// TrapRepress (§13.4.9) and answers with a heavy sweep.
+TEST_F(SmSweep, OnlyLinkChangesRaiseTrapsAndTheyAreRepressed)
 {
     UpFabric u = BringUp("leaf-spine:leaves=2,spines=2,hosts=2", MilliSeconds(1));
     ASSERT_EQ(u.sm->GetPhase(), IbSweepPhase::Up);
-    uint64_t sent = 0;
+    auto trapsSent = [&u]() {
+        uint64_t sent = 0;
+        for (uint32_t i = 0; i < u.f.switches.GetN(); ++i)
+        {
+            sent += IbMgmtHelper::GetSma(u.f.switches.Get(i))->GetTrapsSent();
+        }
+        return sent;
+    };
+    EXPECT_EQ(trapsSent(), 0u);
+    EXPECT_EQ(u.sm->GetTrapsReceived(), 0u);
+    EXPECT_EQ(u.sm->GetHeavySweeps(), 1u);
+    // Long after (several light sweeps): no trap, no new heavy sweep.
+    RunUntil([]() { return false; }, MilliSeconds(20));
+    EXPECT_EQ(trapsSent(), 0u);
+    EXPECT_EQ(u.sm->GetHeavySweeps(), 1u);
+    EXPECT_GT(u.sm->GetLightSweeps(), 10u);
+
+    // h3's cable is pulled: its leaf traps, the SM represses the trap and sweeps.
+    Time heavyAt = PicoSeconds(-1);
+    u.sm->TraceConnectWithoutContext("SweepStarted", Callback<void, bool>([&heavyAt](bool h) {
+                                         if (h && heavyAt < Seconds(0))
+                                         {
+                                             heavyAt = Simulator::Now();
+                                         }
+                                     }));
+    const Time pulled = Simulator::Now();
+    u.f.HostPort(3)->SetPhysicalLinkDown();
+    RunUntil([&]() { return u.sm->GetHeavySweeps() > 1 && u.sm->GetPhase() == IbSweepPhase::Up; },
+             MilliSeconds(5));
+    EXPECT_GE(trapsSent(), 1u);
+    EXPECT_GE(u.sm->GetTrapsReceived(), 1u);
     uint64_t repressed = 0;
     for (uint32_t i = 0; i < u.f.switches.GetN(); ++i)
     {
-        Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(u.f.switches.Get(i));
-        sent += sma->GetTrapsSent();
-        // A TrapRepress that reached the SMA: matched to its trap (GetTrapsRepressed), or, by an
-        // SMA without trap repetition, counted as a request that needs no answer.
-        repressed +=
-            sma->GetTrapsRepressed() + sma->GetDropCount(IbSmaDropReason::TrapRepress);
+        repressed += IbMgmtHelper::GetSma(u.f.switches.Get(i))->GetTrapsRepressed();
     }
-    EXPECT_GT(repressed, 0u);
-    EXPECT_EQ(u.sm->GetTrapsReceived(), sent);
-    const uint64_t heavy = u.sm->GetHeavySweeps();
-    // Long after (several trap repeat intervals and light sweeps): no new trap, no new sweep.
-    RunUntil([]() { return false; }, MilliSeconds(20));
-    uint64_t later = 0;
-    for (uint32_t i = 0; i < u.f.switches.GetN(); ++i)
-    {
-        later += IbMgmtHelper::GetSma(u.f.switches.Get(i))->GetTrapsSent();
-    }
-    EXPECT_EQ(later, sent);
-    EXPECT_EQ(u.sm->GetHeavySweeps(), heavy);
-    EXPECT_GT(u.sm->GetLightSweeps(), 10u);
+    EXPECT_EQ(repressed, trapsSent());
+    // Found by the trap within microseconds, not by a light sweep (one every 1 ms).
+    EXPECT_EQ(u.sm->GetHeavySweeps(), 2u);
+    ASSERT_GE(heavyAt, pulled);
+    EXPECT_LT(heavyAt - pulled, MicroSeconds(50));
+    EXPECT_EQ(u.sm->GetSubnet().NodeCount(), static_cast<int32_t>(u.f.nodes.GetN()) - 1);
 }
 
-// ---- master and standby (IBA vol. 1 §14.4.1) ---------------------------------------------------
+// ---- master and standby (IBA vol. 1 §14.4.1), everything on the wire -----------------------
 
 namespace
 {
-/**
- * Two SMs on one fabric. Their SMPs go over the wire through the nodes' SMIs and the real SMAs,
- * except Get(SMInfo): the SMA does not yet hand SMInfo to the SM behind its port (a hook the
- * mgmt branch is asked for), so this shim answers it from the other SM's AnswerSmInfo, after a
- * wire-like delay, and not at all if that SM is stopped.
- */
+/// Two SMs on one fabric, both installed by IbSmHelper: every SMP, SMInfo included, crosses
+/// the wire through the nodes' SMIs, and each node's SMA hands SMInfo to its SM.
 struct TwoSms
 {
     IbFabric f;
     Ptr<IbSubnetManager> sm[2];
-    Ptr<IbMadDispatcher> disp[2];
-    uint64_t smInfoAsked = 0;
+    uint32_t host[2] = {0, 0};
+    /// SMInfo Gets each SM sent (first attempts), and those the other SM's SMA answered Ok.
+    uint64_t smInfoSent[2] = {0, 0};
+    uint64_t smInfoAnswered[2] = {0, 0};
+    Time becameMaster[2] = {PicoSeconds(-1), PicoSeconds(-1)};
 
-    bool Send(int who, IbSmp smp)
+    void Install(const std::string& spec, uint32_t h0, uint8_t prio0, uint32_t h1, uint8_t prio1,
+                 Time sweep)
     {
-        if (smp.Mad().GetAttributeId() != IbSmAttr::SmInfo)
+        f = IbFabricHelper().Build(BuildTopologyFromSpec(spec));
+        IbSmHelper smh;
+        smh.SetSmAttribute("SweepInterval", TimeValue(sweep));
+        const uint32_t hosts[2] = {h0, h1};
+        const uint8_t prios[2] = {prio0, prio1};
+        for (int k = 0; k < 2; ++k)
         {
-            return disp[who]->SendDirectedSmp(smp);
+            host[k] = hosts[k];
+            smh.SetSmAttribute("Priority", UintegerValue(prios[k]));
+            sm[k] = smh.Install(f, f.hosts.Get(hosts[k]), MicroSeconds(2));
+            sm[k]->TraceConnectWithoutContext(
+                "SmpSent", Callback<void, uint16_t, uint8_t, uint32_t>(
+                               [this, k](uint16_t attr, uint8_t, uint32_t attempt) {
+                                   smInfoSent[k] += attr == IbSmAttr::SmInfo && attempt == 1;
+                               }));
+            sm[k]->TraceConnectWithoutContext(
+                "SmState", Callback<void, uint8_t, uint8_t>([this, k](uint8_t, uint8_t st) {
+                    if (st == static_cast<uint8_t>(IbSmState::Master))
+                    {
+                        becameMaster[k] = Simulator::Now();
+                    }
+                }));
         }
-        smInfoAsked++;
-        IbSmp resp;
-        if (sm[1 - who]->AnswerSmInfo(smp, resp))
+        for (int k = 0; k < 2; ++k)
         {
-            Ptr<IbSubnetManager> asker = sm[who];
-            Simulator::Schedule(MicroSeconds(2), [asker, resp]() { asker->ReceiveSmp(resp); });
+            // The answers the SMA of SM k's node gave to the other SM's SMInfo Gets.
+            IbMgmtHelper::GetSma(f.hosts.Get(hosts[k]))
+                ->TraceConnectWithoutContext(
+                    "SmpAnswered",
+                    Callback<void, uint16_t, uint8_t, uint16_t>(
+                        [this, k](uint16_t attr, uint8_t method, uint16_t status) {
+                            smInfoAnswered[1 - k] += attr == IbSmAttr::SmInfo &&
+                                                     method == IbMadMethod::Get && status == 0;
+                        }));
         }
-        return true;
     }
 };
 
-bool
-SendFrom0(TwoSms* t, IbSmp smp)
+/// How the master is killed.
+enum class Kill
 {
-    return t->Send(0, smp);
-}
+    StopApplication, ///< IbSubnetManager::Stop: its node's SMA answers SMInfo with status 3
+    PortDown,        ///< the master's cable goes down: the standby's polls go unanswered
+};
 
-bool
-SendFrom1(TwoSms* t, IbSmp smp)
-{
-    return t->Send(1, smp);
-}
-} // namespace
-
-TEST_F(SmSweep, StandbyTakesOverWhenTheMasterDies)
+void
+StandbyTakesOver(Kill kill)
 {
     TwoSms t;
-    t.f = IbFabricHelper().Build(BuildTopologyFromSpec("fat-tree:k=4"));
-    IbSmHelper smh;
-    smh.SetSmAttribute("SweepInterval", TimeValue(MicroSeconds(200)));
+    const Time sweep = MicroSeconds(200);
     // h5 has the higher priority: it must win although h0's GUID is lower.
-    smh.SetSmAttribute("Priority", UintegerValue(3));
-    t.sm[0] = smh.Install(t.f, t.f.hosts.Get(0), MicroSeconds(2));
-    smh.SetSmAttribute("Priority", UintegerValue(9));
-    t.sm[1] = smh.Install(t.f, t.f.hosts.Get(5), MicroSeconds(2));
-    t.disp[0] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(0));
-    t.disp[1] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(5));
-    t.sm[0]->SetSmpSender(MakeBoundCallback(&SendFrom0, &t));
-    t.sm[1]->SetSmpSender(MakeBoundCallback(&SendFrom1, &t));
-
+    t.Install("fat-tree:k=4", 0, 3, 5, 9, sweep);
     RunUntil([&]() { return t.sm[1]->GetPhase() == IbSweepPhase::Up &&
                             t.sm[0]->GetSmState() == IbSmState::Standby; },
              MilliSeconds(20));
     EXPECT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
-    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
-    EXPECT_GT(t.smInfoAsked, 0u);
+    ASSERT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
+    // They found each other through the SMAs: each asked, the other's node answered Ok.
+    EXPECT_GT(t.smInfoAnswered[0], 0u);
+    EXPECT_GT(t.smInfoAnswered[1], 0u);
+    EXPECT_EQ(t.sm[0]->GetSmpsTimedOut(), 0u);
     const uint16_t masterLid = t.f.HostPort(5)->GetLid();
     ASSERT_NE(masterLid, 0);
     for (auto& p : LinkedPorts(t.f))
@@ -672,14 +710,15 @@ TEST_F(SmSweep, StandbyTakesOverWhenTheMasterDies)
             EXPECT_EQ(p->GetSmLid(), masterLid);
         }
     }
-    // The standby keeps polling a live master and stays standby.
+    // The standby polls a live master every SweepInterval (§14.4.1.2) and stays standby.
+    const uint64_t polls0 = t.smInfoSent[0];
+    const uint64_t answered0 = t.smInfoAnswered[0];
     RunUntil([]() { return false; }, MilliSeconds(2));
     EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
     EXPECT_EQ(t.sm[0]->GetHeavySweeps(), 1u);
+    EXPECT_GE(t.smInfoSent[0] - polls0, 8u); // 2 ms / 200 us, less the answers' round trips
+    EXPECT_EQ(t.smInfoAnswered[0] - answered0, t.smInfoSent[0] - polls0);
 
-    // The master dies: after MasterPollRetries unanswered polls the standby sweeps as master
-    // and points every port at itself; LIDs stay what they were (the standby's own table is
-    // new, but GUID order gives the same LIDs on an unchanged fabric).
     std::map<uint64_t, uint16_t> lidsBefore;
     for (auto& p : LinkedPorts(t.f))
     {
@@ -688,14 +727,38 @@ TEST_F(SmSweep, StandbyTakesOverWhenTheMasterDies)
             lidsBefore[p->GetPortGuid()] = p->GetLid();
         }
     }
-    t.sm[1]->Stop();
+    const Time killedAt = Simulator::Now();
+    const uint64_t pollsAtKill = t.smInfoSent[0];
+    if (kill == Kill::StopApplication)
+    {
+        t.sm[1]->Stop();
+    }
+    else
+    {
+        t.f.HostPort(5)->SetPhysicalLinkDown();
+    }
     RunUntil([&]() { return t.sm[0]->GetSmState() == IbSmState::Master &&
                             t.sm[0]->GetPhase() == IbSweepPhase::Up; },
              MilliSeconds(20));
-    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Master);
+    ASSERT_EQ(t.sm[0]->GetSmState(), IbSmState::Master);
+    // It waited for MasterPollRetries (3) failed polls, no fewer; and took over within that
+    // many poll intervals plus, when nothing answers, each poll's timeouts (1 + SmpRetries).
+    EXPECT_GE(t.smInfoSent[0] - pollsAtKill, 3u);
+    const Time perPoll =
+        sweep + (kill == Kill::PortDown ? MicroSeconds(100) * 4 : MicroSeconds(20));
+    const Time took = t.becameMaster[0] - killedAt;
+    EXPECT_GT(took, sweep * 2);
+    EXPECT_LE(took, perPoll * 4) << took.As(Time::US);
+    // It swept: every port points at it, LIDs unchanged (GUID order on an unchanged fabric).
+    EXPECT_EQ(t.sm[0]->GetHeavySweeps(), 2u);
     const uint16_t newLid = t.f.HostPort(0)->GetLid();
+    EXPECT_EQ(t.sm[0]->GetSmLid(), newLid);
     for (auto& p : LinkedPorts(t.f))
     {
+        if (kill == Kill::PortDown && p->GetPhysState() != IbPhysState::LinkUp)
+        {
+            continue; // the dead master's cable
+        }
         EXPECT_EQ(p->GetPortState(), IbPortState::Active);
         if (!p->IsSwitchPort())
         {
@@ -703,26 +766,34 @@ TEST_F(SmSweep, StandbyTakesOverWhenTheMasterDies)
             EXPECT_EQ(p->GetLid(), lidsBefore[p->GetPortGuid()]);
         }
     }
-    // Traffic still flows.
-    auto sinks = AllToAll(t.f, Simulator::Now() + MicroSeconds(1));
+    // Traffic flows among every host still cabled.
+    const int skip = kill == Kill::PortDown ? 5 : -1;
+    auto sinks = AllToAll(t.f, Simulator::Now() + MicroSeconds(1), 64, skip);
     RunUntil([]() { return false; }, MicroSeconds(500));
+    const uint32_t others = t.f.hosts.GetN() - 1 - (skip >= 0 ? 1 : 0);
     for (uint32_t i = 0; i < t.f.hosts.GetN(); ++i)
     {
-        EXPECT_EQ(sinks[i]->GetTotalPackets(), t.f.hosts.GetN() - 1) << "host " << i;
+        EXPECT_EQ(sinks[i]->GetTotalPackets(), static_cast<int>(i) == skip ? 0 : others)
+            << "host " << i;
     }
+}
+} // namespace
+
+TEST_F(SmSweep, StandbyTakesOverWhenTheMasterStops)
+{
+    StandbyTakesOver(Kill::StopApplication);
+}
+
+TEST_F(SmSweep, StandbyTakesOverWhenTheMastersPortGoesDown)
+{
+    StandbyTakesOver(Kill::PortDown);
 }
 
 TEST_F(SmSweep, EqualPrioritiesElectTheLowerGuid)
 {
     TwoSms t;
-    t.f = IbFabricHelper().Build(BuildTopologyFromSpec("leaf-spine:leaves=2,spines=1,hosts=2"));
-    IbSmHelper smh;
-    t.sm[0] = smh.Install(t.f, t.f.hosts.Get(3), MicroSeconds(2));
-    t.sm[1] = smh.Install(t.f, t.f.hosts.Get(1), MicroSeconds(2));
-    t.disp[0] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(3));
-    t.disp[1] = IbMgmtHelper::GetDispatcher(t.f.hosts.Get(1));
-    t.sm[0]->SetSmpSender(MakeBoundCallback(&SendFrom0, &t));
-    t.sm[1]->SetSmpSender(MakeBoundCallback(&SendFrom1, &t));
+    // Both priority 0; h3 starts first in the list, h1 has the lower GUID.
+    t.Install("leaf-spine:leaves=2,spines=1,hosts=2", 3, 0, 1, 0, MicroSeconds(200));
     RunUntil([&]() { return t.sm[1]->GetPhase() == IbSweepPhase::Up &&
                             t.sm[0]->GetSmState() == IbSmState::Standby; },
              MilliSeconds(20));
@@ -730,7 +801,9 @@ TEST_F(SmSweep, EqualPrioritiesElectTheLowerGuid)
     ASSERT_LT(t.sm[1]->GetGuid(), t.sm[0]->GetGuid());
     EXPECT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
     EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
+    EXPECT_GT(t.smInfoAnswered[0], 0u);
     EXPECT_EQ(t.f.HostPort(2)->GetSmLid(), t.f.HostPort(1)->GetLid());
+    EXPECT_EQ(t.f.HostPort(3)->GetSmLid(), t.f.HostPort(1)->GetLid());
 }
 
 // The SM may run on a switch (its management port 0, IBA vol. 1 §17.2.1): hop count 0 is the

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <algorithm>
 #include <deque>
 #include <set>
@@ -162,6 +164,52 @@ TEST(SmLids, UniqueInGuidOrderAndStableAcrossSweeps)
     {
         EXPECT_EQ(later.LidOf(later.Find(IbFabricNodeGuid(i)), 1), s.LidOf(i, 1));
     }
+}
+
+// A new SM (a standby taking over) never saw the old master's table: it keeps the LIDs the
+// ports already hold where they are valid and free, first come in GUID order, so address
+// handles stay valid; a port holding a taken or invalid LID gets the lowest free one.
+TEST(SmLids, PortsKeepTheLidsTheyAlreadyHold)
+{
+    Topology topo = BuildTopologyFromSpec("leaf-spine:leaves=2,spines=1,hosts=2");
+    IbSmSubnet s = IbSmSubnetFromTopology(topo);
+    // As a sweep would read them: every port reports a LID chosen here, unlike GUID order.
+    std::map<uint64_t, uint16_t> held;
+    uint16_t next = 40;
+    for (int32_t i = 0; i < s.NodeCount(); ++i)
+    {
+        IbSmNode& n = s.Node(i);
+        for (uint8_t p = n.IsSwitch() ? 0 : 1; p <= (n.IsSwitch() ? 0 : n.numPorts); ++p)
+        {
+            n.ports[p].hasInfo = true;
+            n.ports[p].info.lid = next;
+            held[n.IsSwitch() ? n.nodeGuid : n.ports[p].guid] = next;
+            next += 3;
+        }
+    }
+    // Two conflicts: host 1 claims host 0's LID (host 0's GUID is lower, it wins), and host 2
+    // reports a multicast LID.
+    const int32_t h0 = *topo.Find("h0");
+    const int32_t h1 = *topo.Find("h1");
+    const int32_t h2 = *topo.Find("h2");
+    s.Node(h1).ports[1].info.lid = s.Node(h0).ports[1].info.lid;
+    s.Node(h2).ports[1].info.lid = 0xC001;
+    IbSmLidTable table;
+    ASSERT_EQ(table.Assign(s), static_cast<int>(topo.nodes.size()));
+    EXPECT_EQ(s.CheckLids(), "");
+    for (int32_t i = 0; i < s.NodeCount(); ++i)
+    {
+        const IbSmNode& n = s.Node(i);
+        if (i == h1 || i == h2)
+        {
+            continue;
+        }
+        const uint64_t guid = n.IsSwitch() ? n.nodeGuid : n.ports[1].guid;
+        EXPECT_EQ(s.LidOf(i, n.IsSwitch() ? 0 : 1), held[guid]) << topo.nodes[i].name;
+    }
+    // The two losers get the lowest free LIDs, in GUID order.
+    EXPECT_EQ(s.LidOf(h1, 1), 1);
+    EXPECT_EQ(s.LidOf(h2, 1), 2);
 }
 
 TEST(SmLids, CheckLidsCatchesDuplicatesAndZero)

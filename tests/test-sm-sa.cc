@@ -392,3 +392,114 @@ TEST_F(SmSa, MinHopRoutesOnARingGetSlsThatMakeEachLayerDeadlockFree)
         EXPECT_FALSE(HasCycle(deps)) << "SL " << unsigned(sl);
     }
 }
+
+// The layers of the test above are deadlock-free only if SL l travels on VL l at every hop: the
+// SM writes the SLtoVLMappingTables (IBA vol. 1 §14.2.5.8) instead of trusting each switch's
+// power-on map. Here every table starts all-VL0 (a power-on map that would put every layer
+// back on one VL); after the SM every linked switch port pair and every CA port maps SL l to
+// VL l for each layer. One layer (up/down on a fat-tree) costs no SLtoVL SMP at all.
+TEST_F(SmSa, TheSmProgramsSlToVlWhenRoutesUseLayers)
+{
+    Topology t;
+    for (uint32_t i = 0; i < 5; ++i)
+    {
+        t.AddNode("h" + std::to_string(i), TopoNodeKind::Host, 1);
+    }
+    for (uint32_t i = 0; i < 5; ++i)
+    {
+        t.AddNode("sw" + std::to_string(i), TopoNodeKind::Switch, 3);
+        t.AddLink(i, 1, 5 + i, 1);
+    }
+    for (uint32_t i = 0; i < 5; ++i)
+    {
+        t.AddLink(5 + i, 2, 5 + (i + 1) % 5, 3);
+    }
+    IbFabric f = IbFabricHelper().Build(t);
+    const std::array<uint8_t, 16> allVl0{};
+    for (uint32_t i = 0; i < f.switches.GetN(); ++i)
+    {
+        Ptr<IbSwitch> sw = f.switches.Get(i)->GetObject<IbSwitch>();
+        for (uint8_t in = 1; in <= 3; ++in)
+        {
+            for (uint8_t out = 1; out <= 3; ++out)
+            {
+                sw->SetSlToVl(in, out, allVl0);
+            }
+        }
+    }
+    for (uint32_t h = 0; h < f.hosts.GetN(); ++h)
+    {
+        f.HostPort(h)->SetSlToVl(allVl0);
+    }
+    IbSmHelper smh;
+    smh.SetSmAttribute("RoutingEngine", EnumValue(static_cast<int>(IbRoutingAlgorithm::MinHop)));
+    smh.SetSmAttribute("OperationalVls", UintegerValue(4));
+    Ptr<IbSubnetManager> sm = smh.Install(f, f.hosts.Get(0), MicroSeconds(2));
+    uint64_t slVlSets = 0;
+    sm->TraceConnectWithoutContext(
+        "SmpSent", Callback<void, uint16_t, uint8_t, uint32_t>(
+                       [&slVlSets](uint16_t attr, uint8_t method, uint32_t) {
+                           slVlSets += attr == IbSmAttr::SlToVlMappingTable &&
+                                       method == IbMadMethod::Set;
+                       }));
+    while (sm->GetPhase() != IbSweepPhase::Up && Simulator::Now() < MilliSeconds(20))
+    {
+        Simulator::Stop(MicroSeconds(10));
+        Simulator::Run();
+    }
+    ASSERT_EQ(sm->GetPhase(), IbSweepPhase::Up);
+    const uint32_t layers = sm->GetVlLayers().layers;
+    ASSERT_GE(layers, 2u);
+    ASSERT_EQ(sm->GetVlLayers().error, "");
+    // 5 switches x 3 linked ports x 2 other inputs, and 5 CA ports.
+    EXPECT_EQ(slVlSets, 5u * 3 * 2 + 5);
+    for (uint32_t i = 0; i < f.switches.GetN(); ++i)
+    {
+        Ptr<IbSwitch> sw = f.switches.Get(i)->GetObject<IbSwitch>();
+        for (uint8_t in = 1; in <= 3; ++in)
+        {
+            for (uint8_t out = 1; out <= 3; ++out)
+            {
+                for (uint8_t sl = 0; sl < layers && in != out; ++sl)
+                {
+                    EXPECT_EQ(sw->MapSlToVl(in, out, sl), sl)
+                        << "switch " << i << " " << unsigned(in) << "->" << unsigned(out);
+                }
+            }
+        }
+    }
+    for (uint32_t h = 0; h < f.hosts.GetN(); ++h)
+    {
+        for (uint8_t sl = 0; sl < layers; ++sl)
+        {
+            EXPECT_EQ(f.HostPort(h)->MapSlToVl(sl), sl) << "host " << h;
+        }
+    }
+    // Later sweeps do not write them again.
+    const uint64_t firstSweep = slVlSets;
+    sm->SetAttribute("SweepInterval", TimeValue(MicroSeconds(100)));
+    f.HostPort(4)->SetPhysicalLinkDown(); // a heavy sweep, through a trap
+    Simulator::Stop(MilliSeconds(2));
+    Simulator::Run();
+    EXPECT_GE(sm->GetHeavySweeps(), 2u);
+    EXPECT_EQ(slVlSets, firstSweep);
+    Simulator::Destroy();
+
+    // Up/down on a fat-tree: one layer, no SLtoVL SMP.
+    IbFabric ft = IbFabricHelper().Build(BuildTopologyFromSpec("fat-tree:k=4"));
+    Ptr<IbSubnetManager> sm2 = IbSmHelper().Install(ft, ft.hosts.Get(0), MicroSeconds(2));
+    uint64_t ftSets = 0;
+    sm2->TraceConnectWithoutContext(
+        "SmpSent", Callback<void, uint16_t, uint8_t, uint32_t>(
+                       [&ftSets](uint16_t attr, uint8_t, uint32_t) {
+                           ftSets += attr == IbSmAttr::SlToVlMappingTable;
+                       }));
+    while (sm2->GetPhase() != IbSweepPhase::Up && Simulator::Now() < MilliSeconds(20))
+    {
+        Simulator::Stop(MicroSeconds(10));
+        Simulator::Run();
+    }
+    ASSERT_EQ(sm2->GetPhase(), IbSweepPhase::Up);
+    EXPECT_EQ(sm2->GetVlLayers().layers, 1u);
+    EXPECT_EQ(ftSets, 0u);
+}

@@ -198,6 +198,23 @@ IbSmLidTable::Assign(IbSmSubnet& subnet)
               [](const Want& a, const Want& b) { return a.guid < b.guid; });
     int fresh = 0;
     bool exhausted = false;
+    // A GUID new to this table whose port already holds a valid unicast LID that nobody else
+    // has keeps it (as opensm's LID manager does): an SM taking over from a dead master, whose
+    // table it never saw, leaves every address handle in the fabric valid. First come in GUID
+    // order; a port whose LID is taken gets a fresh one below.
+    for (const Want& w : wants)
+    {
+        const IbSmNode& n = subnet.Node(w.node);
+        const IbSmPort& port = n.ports[w.port];
+        const uint16_t held = port.hasInfo ? port.info.lid : 0;
+        if (Lookup(w.guid) == 0 && held >= kIbFirstUnicastLid && held <= kIbLastUnicastLid &&
+            m_guidByLid.count(held) == 0)
+        {
+            m_lidByGuid[w.guid] = held;
+            m_guidByLid[held] = w.guid;
+            ++fresh;
+        }
+    }
     for (const Want& w : wants)
     {
         uint16_t lid = Lookup(w.guid);

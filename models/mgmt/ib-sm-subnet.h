@@ -101,7 +101,9 @@ class IbSmLidTable
 {
   public:
     /// Gives every switch (node GUID) and every linked CA port (port GUID) of `subnet` its LID,
-    /// writes them into the subnet and indexes them. Returns the number of new LIDs handed out;
+    /// writes them into the subnet and indexes them. A GUID new to the table keeps the LID its
+    /// port already reports (PortInfo.LID) if that is free; the rest get the lowest free LIDs
+    /// in GUID order. Returns the number of new LIDs handed out;
     /// -1 if the unicast range is exhausted (those ports keep LID 0).
     int Assign(IbSmSubnet& subnet);
     /// The LID reserved for a GUID (0: none).

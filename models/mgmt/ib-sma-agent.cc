@@ -253,6 +253,7 @@ IbSmaAgent::DoDispose()
         st.leaseTimer.Cancel();
     }
     m_disp = nullptr;
+    m_smInfoHandler = SmInfoHandler();
     Object::DoDispose();
 }
 
@@ -299,6 +300,12 @@ void
 IbSmaAgent::SetIsSm(uint8_t port, bool isSm)
 {
     State(port).isSm = isSm;
+}
+
+void
+IbSmaAgent::SetSmInfoHandler(SmInfoHandler handler)
+{
+    m_smInfoHandler = handler;
 }
 
 uint64_t
@@ -487,6 +494,8 @@ IbSmaAgent::Attribute(const IbReceivedMad& req, IbSmp& smp, bool set)
         return DoSlToVl(req, smp, set);
     case IbSmAttr::VlArbitrationTable:
         return DoVlArb(req, smp, set);
+    case IbSmAttr::SmInfo:
+        return DoSmInfo(smp, set);
     default:
         return IbMadStatus::UnsupportedMethodAttr;
     }
@@ -989,6 +998,25 @@ IbSmaAgent::DoVlArb(const IbReceivedMad& req, IbSmp& smp, bool set)
     return IbMadStatus::Ok;
 }
 
+uint16_t
+IbSmaAgent::DoSmInfo(IbSmp& smp, bool set)
+{
+    // The SM behind the port answers (§14.2.5.13, §14.4.1): the SMA only carries the MAD.
+    if (m_smInfoHandler.IsNull())
+    {
+        return IbMadStatus::UnsupportedMethodAttr;
+    }
+    IbSmp request = smp;
+    request.Mad().SetMethod(set ? IbMadMethod::Set : IbMadMethod::Get);
+    IbSmp response;
+    if (!m_smInfoHandler(request, response))
+    {
+        return IbMadStatus::UnsupportedMethodAttr;
+    }
+    std::memcpy(smp.Data(), response.Data(), IbSmp::kDataBytes);
+    return IbMadStatus::Ok;
+}
+
 // ---- traps ----------------------------------------------------------------------------------
 
 void
@@ -999,6 +1027,15 @@ IbSmaAgent::PortStateChanged(uint8_t port, uint8_t oldState, uint8_t newState)
     if (!m_disp || !m_disp->IsSwitch())
     {
         return; // trap 128 is a switch's (§14.2.5.1 Table 121)
+    }
+    // IBA vol. 1 §14.2.5.4 (SwitchInfo.PortStateChange): set when a port goes from Down to
+    // Init or from Init, Armed or Active to Down, i.e. when a link comes or goes. Init->Armed
+    // and Armed->Active are the SM's own doing (SubnSet PortInfo) and set nothing; a trap for
+    // them would only make the SM sweep again what it has just configured.
+    const auto down = static_cast<uint8_t>(IbPortState::Down);
+    if (oldState != down && newState != down)
+    {
+        return;
     }
     m_portStateChange = true;
     if (m_trapsEnabled)

@@ -46,11 +46,12 @@ enum class IbSmaDropReason : uint8_t
  * if it runs out, the protection bits drop to 0 so that a new SM can take over (§14.2.4.2).
  * Each violation also sends Trap 256 (bad M_Key) to the port's SM LID when the port has a LID.
  *
- * Traps: a switch whose external ports change PortState sets SwitchInfo.PortStateChange and
- * sends Trap 128 (Notice, urgent, producer switch, LIDADDR = its LID) to its SM LID when both
- * LIDs are set (§14.2.5.1, Table 121 trap 128). A trap is repeated every TrapRepeatInterval,
- * at most TrapRepeats times, until the SM answers it with a TrapRepress carrying its
- * TransactionID (§13.4.9).
+ * Traps: a switch one of whose external ports goes from Down to Init or from Init, Armed or
+ * Active to Down sets SwitchInfo.PortStateChange (§14.2.5.4: the SM's own Sets to Armed and
+ * Active do not) and sends Trap 128 (Notice, urgent, producer switch, LIDADDR = its LID) to its
+ * SM LID when both LIDs are set (§14.2.5.1, Table 121 trap 128). A trap is repeated every
+ * TrapRepeatInterval, at most TrapRepeats times, until the SM answers it with a TrapRepress
+ * carrying its TransactionID (§13.4.9).
  */
 class IbSmaAgent : public Object
 {
@@ -63,6 +64,15 @@ class IbSmaAgent : public Object
     void Install(Ptr<IbMadDispatcher> dispatcher);
     /// Sets PortInfo.CapabilityMask.IsSM of a CA port (a subnet manager runs behind it).
     void SetIsSm(uint8_t port, bool isSm);
+    /**
+     * SMInfo is the SM's attribute, not the SMA's (IBA vol. 1 §14.2.5.13): a SubnGet/SubnSet
+     * of it that passes the M_Key check is handed to this handler with the request; it fills
+     * the response's data and returns true, or returns false (no SM running behind the port,
+     * or a method it does not serve), which the SMA answers with status 3
+     * (UnsupportedMethodAttr). Without a handler every SMInfo request gets status 3.
+     */
+    typedef Callback<bool, const IbSmp&, IbSmp&> SmInfoHandler;
+    void SetSmInfoHandler(SmInfoHandler handler);
 
     /// SMPs answered with `status` (the MAD status value, D bit excluded).
     uint64_t GetAnsweredCount(uint16_t status) const;
@@ -117,6 +127,7 @@ class IbSmaAgent : public Object
     uint16_t DoLft(IbSmp& smp, bool set);
     uint16_t DoSlToVl(const IbReceivedMad& req, IbSmp& smp, bool set);
     uint16_t DoVlArb(const IbReceivedMad& req, IbSmp& smp, bool set);
+    uint16_t DoSmInfo(IbSmp& smp, bool set);
     void FillNodeInfo(const IbReceivedMad& req, uint8_t* data) const;
     void FillPortInfo(uint8_t port, uint8_t localPort, bool hideMKey, IbPortInfo& pi) const;
     /// The port whose M_Key guards this SMP: the switch's port 0, or the CA arrival port.
@@ -147,6 +158,7 @@ class IbSmaAgent : public Object
     uint64_t m_nextTid = 1;
     uint64_t m_trapsSent = 0;
     uint64_t m_trapsRepressed = 0;
+    SmInfoHandler m_smInfoHandler;
     Time m_trapRepeatInterval;
     uint32_t m_trapRepeats = 3;
     std::map<uint64_t, EventId> m_pendingTraps; ///< TransactionID -> next repetition

@@ -423,6 +423,7 @@ IbSubnetManager::Answered(Request& req, const IbSmp& smp)
         break;
     case Purpose::SetSwitchInfo:
     case Purpose::SetLft:
+    case Purpose::SetSlToVl:
         break;
     case Purpose::LightSwitchInfo: {
         IbSwitchInfo si;
@@ -448,6 +449,17 @@ IbSubnetManager::Failed(Request& req)
         if (req.node >= 0 && req.node < m_subnet.NodeCount())
         {
             m_programmed.erase(m_subnet.Node(req.node).nodeGuid);
+        }
+        m_rediscover = true;
+        break;
+    case Purpose::SetSlToVl:
+        // Unknown table now: write it again on the next sweep.
+        if (req.node >= 0 && req.node < m_subnet.NodeCount())
+        {
+            const IbSmNode& n = m_subnet.Node(req.node);
+            m_slVlProgrammed.erase(
+                {n.IsSwitch() ? n.nodeGuid : n.ports[req.port].guid,
+                 req.smp.Mad().GetAttributeModifier()});
         }
         m_rediscover = true;
         break;
@@ -836,6 +848,63 @@ IbSubnetManager::RouteAndConfigure()
     SetSmState(IbSmState::Master);
     SetPhase(IbSweepPhase::Configure);
     ConfigurePorts();
+    ConfigureSlToVl();
+}
+
+void
+IbSubnetManager::ConfigureSlToVl()
+{
+    // Routes spread over virtual layers are deadlock-free only if a route's SL (its layer, as
+    // the SA hands it out) selects the same VL at every hop. Which VL an SL takes is each
+    // port's SLtoVLMappingTable (IBA vol. 1 §7.6.6, §14.2.5.8), so the SM writes it rather than
+    // trusting whatever a switch powered up with. One layer (up/down, or min-hop without a
+    // credit loop) needs no mapping: every SL's VL carries routes without a cycle.
+    if (m_layers.layers <= 1)
+    {
+        return;
+    }
+    IbSlToVlTable t;
+    for (uint8_t sl = 0; sl < 16; ++sl)
+    {
+        t.vl[sl] = sl < m_layers.layers ? sl : 0; // SLs no route uses: VL0
+    }
+    uint8_t data[IbSmp::kDataBytes] = {};
+    t.WriteTo(data);
+    const uint8_t layers = static_cast<uint8_t>(m_layers.layers);
+    auto set = [&](int32_t node, uint64_t guid, uint32_t mod, uint8_t port) {
+        uint8_t& done = m_slVlProgrammed[{guid, mod}];
+        if (done != layers)
+        {
+            done = layers;
+            Enqueue(Purpose::SetSlToVl, IbMadMethod::Set, IbSmAttr::SlToVlMappingTable, mod,
+                    PathTo(node, port), node, port, data);
+        }
+    };
+    for (int32_t i = 0; i < m_subnet.NodeCount(); ++i)
+    {
+        const IbSmNode& n = m_subnet.Node(i);
+        for (uint8_t out = 1; out <= n.numPorts; ++out)
+        {
+            if (n.ports[out].peerNode < 0)
+            {
+                continue;
+            }
+            if (!n.IsSwitch())
+            {
+                set(i, n.ports[out].guid, 0, out); // a CA port's one table, modifier 0
+                continue;
+            }
+            // A switch has a table per (input, output) pair: modifier bits 15:8 and 7:0.
+            for (uint8_t in = 1; in <= n.numPorts; ++in)
+            {
+                if (in != out && n.ports[in].peerNode >= 0)
+                {
+                    set(i, n.nodeGuid, (uint32_t(in) << 8) | out, 0);
+                }
+            }
+        }
+    }
+    Pump();
 }
 
 void
@@ -973,9 +1042,9 @@ IbSubnetManager::FinishHeavySweep()
 bool
 IbSubnetManager::AnswerSmInfo(const IbSmp& request, IbSmp& response)
 {
-    if (!m_running)
+    if (!m_running || request.Mad().GetMethod() != IbMadMethod::Get)
     {
-        return false;
+        return false; // a stopped SM is not there to answer; Set (handover) is not modelled
     }
     response = request;
     IbSmInfo si;

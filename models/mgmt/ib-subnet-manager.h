@@ -147,6 +147,7 @@ class IbSubnetManager : public Object
         SetPortInfo,
         SetSwitchInfo,
         SetLft,
+        SetSlToVl,
         LightSwitchInfo,
         PollMaster,
     };
@@ -185,6 +186,9 @@ class IbSubnetManager : public Object
     void Explore(int32_t node, uint8_t port);
     void RouteAndConfigure();
     void ConfigurePorts();
+    /// When the routes use more than one virtual layer: SLtoVLMappingTable Sets (SL l -> VL l)
+    /// on every linked switch port pair and CA port not yet given this mapping.
+    void ConfigureSlToVl();
     void SetPortStates(uint8_t from, uint8_t to);
     void FinishHeavySweep();
     /// PortInfo Set for one port: the last read PortInfo with `lid`, the SM LID, OperationalVLs
@@ -225,6 +229,8 @@ class IbSubnetManager : public Object
     /// What each switch's LFT was last programmed to, by node GUID (only changed blocks are
     /// written again).
     std::map<uint64_t, std::vector<uint8_t>> m_programmed;
+    /// Layers each SL-to-VL table was last written for, by (node or CA port GUID, modifier).
+    std::map<std::pair<uint64_t, uint32_t>, uint8_t> m_slVlProgrammed;
     uint16_t m_smLid = 0;
     int32_t m_root = -1;
     bool m_rediscover = false; ///< something changed: the next sweep is a heavy one
