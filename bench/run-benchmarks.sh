@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target wire-bench fabric-bench eth-bench >/dev/null
+cmake --build build -j"$(nproc)" --target wire-bench fabric-bench eth-bench rs485-pty-bench >/dev/null
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=bench/results/$stamp.txt
@@ -18,5 +18,6 @@ out=bench/results/$stamp.txt
   for f in 'FatTreeAllToAll/4/' 'FatTreeAllToAll/8/' 'LeafSpine320' 'Incast/8/' 'Incast/32/'; do
     build/bin/eth-bench --benchmark_filter="$f"
   done
+  build/bin/rs485-pty-bench
 } 2>&1 | tee "$out"
 echo "results in $out"
