@@ -208,3 +208,141 @@ TEST_F(DcqcnUnit, NotificationPointSendsAtMostOneCnpPerIntervalPerQp)
     EXPECT_EQ(cc->GetCnpsRequested(), 4u);
     EXPECT_EQ(cc->GetCnpsSuppressed(), 3u);
 }
+
+namespace
+{
+struct IncastResult
+{
+    uint64_t marks = 0;
+    uint64_t ceAtReceiver = 0;
+    uint64_t cnpsSent = 0;      ///< by the receiver's engine
+    uint64_t cnpsRequested = 0; ///< by the receiver's notification point
+    uint64_t cnpsReceived = 0;  ///< by the senders' reaction points
+    uint64_t decreases = 0;
+    bool allDone = true;
+    Time runTime;
+};
+
+class DcqcnFabric : public RocePairTest
+{
+  protected:
+    /// Two writers of 2 MB each into host 0 through one switch at 40 Gb/s, DCQCN (paper) on
+    /// every NIC, the switch marking on its egress queue when `ecn`.
+    IncastResult Run(bool ecn, const std::string& pcap)
+    {
+        RoceHelper rh;
+        rh.SetCongestionControl("ns3::RdmaCcDcqcnPaper");
+        Build(MakeStar(3), rh, [ecn](EthFabricHelper& h) {
+            h.SetMmuAttribute("EcnMode", EnumValue(ecn ? 1 : 0));
+            h.SetMmuAttribute("KminBytes", UintegerValue(5000));
+            h.SetMmuAttribute("KmaxBytes", UintegerValue(100000));
+            h.SetMmuAttribute("Pmax", DoubleValue(0.2));
+        });
+        Ptr<PcapFileWrapper> file;
+        if (!pcap.empty())
+        {
+            file = EthPcapHelper::Enable(fabric.HostPort(0), pcap);
+        }
+        QpOptions o;
+        RoceSide w1;
+        RoceSide w2;
+        RoceSide r1;
+        RoceSide r2;
+        Pair(w1, 1, r1, 0, o);
+        r2.pd = r1.pd;
+        r2.mr = r1.mr;
+        r2.sendCq = r1.sendCq;
+        r2.recvCq = r1.recvCq;
+        Pair(w2, 2, r2, 0, o);
+        uint32_t k = 0;
+        for (RoceSide* w : {&w1, &w2})
+        {
+            w->Write(0, TestBytes(2000000, 20 + k));
+            RdmaSendWr wr = Wr(k, RdmaWrOpcode::RDMA_WRITE, {w->Sge(0, 2000000)});
+            wr.rdma.remote_addr = kRegionBase + 2000000 * k;
+            wr.rdma.rkey = r1.mr->GetRkey();
+            EXPECT_EQ(w->qp->PostSend(wr), 0);
+            ++k;
+        }
+        RunFor(MilliSeconds(3));
+        IncastResult res;
+        for (RoceSide* w : {&w1, &w2})
+        {
+            auto sc = w->sendCq->Poll(10);
+            res.allDone &= sc.size() == 1 && sc[0].status == RdmaWcStatus::SUCCESS;
+        }
+        res.allDone &= r1.Read(0, 2000000) == TestBytes(2000000, 20) &&
+                       r1.Read(2000000, 2000000) == TestBytes(2000000, 21);
+        res.marks = fabric.Switches()[0]->GetEcnMarked();
+        res.ceAtReceiver = hcas[0].port->GetEcnMarkedReceived();
+        res.cnpsSent = hcas[0].engine->GetCounters().cnpsSent;
+        res.cnpsRequested = DynamicCast<RdmaCcDcqcn>(hcas[0].cc)->GetCnpsRequested();
+        for (uint32_t h : {1u, 2u})
+        {
+            auto cc = DynamicCast<RdmaCcDcqcn>(hcas[h].cc);
+            res.cnpsReceived += cc->GetCnpsReceived();
+            res.decreases += cc->GetRateDecreases();
+        }
+        file = nullptr;
+        return res;
+    }
+};
+} // namespace
+
+TEST_F(DcqcnFabric, CnpsFollowMarksOnlyAndSlowTheSenders)
+{
+    const std::string dir = std::string(CNUAS_BINARY_DIR) + "/test-output/roce-dcqcn-cnp";
+    RunCommand("rm -rf '" + dir + "' && mkdir -p '" + dir + "'");
+    const std::string pcap = dir + "/h0.pcap";
+    const IncastResult on = Run(true, pcap);
+    Simulator::Destroy();
+    EXPECT_TRUE(on.allDone);
+    ASSERT_GT(on.marks, 0u);
+    // Every mark reaches the receiver (lossless, marks only on the congested egress to h0).
+    EXPECT_EQ(on.ceAtReceiver, on.marks);
+    EXPECT_GT(on.cnpsSent, 0u);
+    EXPECT_LE(on.cnpsSent, on.ceAtReceiver);
+    EXPECT_EQ(on.cnpsSent, on.cnpsRequested);
+    EXPECT_EQ(on.cnpsReceived, on.cnpsSent); // none lost, each reaches its QP's sender
+    EXPECT_EQ(on.decreases, on.cnpsReceived); // the paper's RP cuts on each CNP
+
+    // In the capture at the receiver: each CNP (BTH opcode 0x81, Not-ECT) leaves after a
+    // CE-marked packet from the host it goes to, and two CNPs for one sender are >= 50 us apart.
+    int status = -1;
+    const auto rows = TsharkFieldRows(pcap,
+                                      {"frame.time_relative", "ip.src", "ip.dst",
+                                       "ip.dsfield.ecn", "infiniband.bth.opcode"},
+                                      "-Y infiniband", &status);
+    ASSERT_EQ(status, 0);
+    std::map<std::string, double> lastCe;  // by sender IP
+    std::map<std::string, double> lastCnp; // by sender IP
+    uint64_t cnps = 0;
+    for (const auto& r : rows)
+    {
+        ASSERT_EQ(r.size(), 5u);
+        const double t = std::stod(r[0]);
+        if (r[4] == "129")
+        {
+            cnps++;
+            EXPECT_EQ(r[3], "0") << "CNPs are Not-ECT";
+            ASSERT_TRUE(lastCe.count(r[2])) << "CNP to " << r[2] << " before any mark";
+            EXPECT_LT(t - lastCe[r[2]], 5e-6) << "CNP long after the mark";
+            if (lastCnp.count(r[2]))
+            {
+                EXPECT_GE(t - lastCnp[r[2]], 50e-6 - 1e-9);
+            }
+            lastCnp[r[2]] = t;
+        }
+        else if (r[3] == "3")
+        {
+            lastCe[r[1]] = t;
+        }
+    }
+    EXPECT_EQ(cnps, on.cnpsSent);
+
+    const IncastResult off = Run(false, "");
+    EXPECT_TRUE(off.allDone);
+    EXPECT_EQ(off.marks, 0u);
+    EXPECT_EQ(off.cnpsSent, 0u);
+    EXPECT_EQ(off.decreases, 0u);
+}
