@@ -483,12 +483,18 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
     }
     if (has("PACKET_PAYLOAD_SIZE"))
     {
+        // The IB MTU nearest the payload size (1000 -> 1024): RoCE payloads come in IB MTUs.
         const double p = Num(cfg, "PACKET_PAYLOAD_SIZE");
-        spec.pathMtu = p >= 4096   ? RdmaMtu::MTU_4096
-                       : p >= 2048 ? RdmaMtu::MTU_2048
-                       : p >= 1024 ? RdmaMtu::MTU_1024
-                       : p >= 512  ? RdmaMtu::MTU_512
-                                   : RdmaMtu::MTU_256;
+        const RdmaMtu all[] = {RdmaMtu::MTU_256, RdmaMtu::MTU_512, RdmaMtu::MTU_1024,
+                               RdmaMtu::MTU_2048, RdmaMtu::MTU_4096};
+        spec.pathMtu = RdmaMtu::MTU_256;
+        for (RdmaMtu m : all)
+        {
+            if (std::abs(RdmaMtuBytes(m) - p) < std::abs(RdmaMtuBytes(spec.pathMtu) - p))
+            {
+                spec.pathMtu = m;
+            }
+        }
         use("PACKET_PAYLOAD_SIZE");
     }
     if (has("L2_ACK_INTERVAL"))

@@ -53,9 +53,9 @@ std::map<std::string, std::string> ReadHpccConfig(const std::string& path);
  * EWMA_GAIN, ALPHA_RESUME_INTERVAL, RATE_DECREASE_INTERVAL, RP_TIMER, FAST_RECOVERY_TIMES,
  * RATE_AI, RATE_HAI, MIN_RATE, CLAMP_TARGET_RATE; BUFFER_SIZE (MB) sets the switch buffer;
  * KMIN_MAP/KMAX_MAP/PMAX_MAP the marking thresholds of the host link rate (Cnuas has one set
- * per switch); PACKET_PAYLOAD_SIZE picks the RoCE path MTU (the largest IB MTU not above
- * it); L2_ACK_INTERVAL the ACK request interval. CC_MODE values Cnuas does not implement
- * (3 HPCC, 7 TIMELY, 8 DCTCP, 10 HPCC-PINT) throw std::invalid_argument.
+ * per switch); PACKET_PAYLOAD_SIZE picks the RoCE path MTU (the IB MTU nearest to it);
+ * L2_ACK_INTERVAL the ACK request interval. CC_MODE values Cnuas does not implement (3 HPCC, 7
+ * TIMELY, 8 DCTCP, 10 HPCC-PINT) throw std::invalid_argument.
  */
 std::vector<std::string> ApplyHpccConfig(const std::map<std::string, std::string>& cfg,
                                          const HpccTopology& topo, RoceRunSpec& spec,

@@ -508,6 +508,7 @@ RunHpcc(const ScenarioOptions& o)
     if (!cc.empty())
     {
         spec.cc = CcTypeId(cc);
+        spec.configureNics = nullptr; // the config's constants are the firmware DCQCN's
     }
     spec.limit = ScenarioParamTime(o, info, "limit");
     spec.configureFabric = [](EthFabricHelper& h) {
