@@ -48,7 +48,12 @@ CcTypeId(const std::string& name)
     {
         return "ns3::RdmaCcDcqcnMlx";
     }
-    throw std::invalid_argument("cc must be none, dcqcn-paper or dcqcn-mlx, not '" + name + "'");
+if (name == "timely")
+    {
+        return "ns3::RdmaCcTimely";
+    }
+    throw std::invalid_argument("cc must be none, dcqcn-paper, dcqcn-mlx or timely, not '" +
+                                name + "'");
 }
 
 std::vector<std::string>
@@ -425,7 +430,7 @@ FairnessInfo()
                     "convergence time and Jain's index (writes roce-fairness.csv)";
     i.params = {{"flows", "2", "flows into one receiver (2..64)"},
                 {"rate", "40Gbps", "link rate"},
-                {"cc", "dcqcn-paper", "none, dcqcn-paper or dcqcn-mlx"},
+                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx or timely"},
                 {"bytes", "25000000", "bytes each flow writes"},
                 {"stagger", "500us", "start of flow i is i x stagger"},
                 {"sample", "10us", "rate sampling interval"},
@@ -464,7 +469,7 @@ CollapseInfo()
                 {"arrivals", "1ms", "flows arrive during this time"},
                 {"max-flow-bytes", "1000000", "cap on WebSearch flow sizes, bytes"},
                 {"rate", "40Gbps", "link rate"},
-                {"cc", "dcqcn-paper", "none, dcqcn-paper or dcqcn-mlx on every NIC"},
+                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx or timely on every NIC"},
                 {"limit", "30ms", "simulated time limit per run"}};
     i.run = RunCollapse;
     return i;
@@ -614,7 +619,7 @@ HpccInfo()
                 {"topology-file", "fat.txt", "HPCC topology file in dir"},
                 {"flow-file", "ws30_5ms.txt", "HPCC flow file in dir"},
                 {"config-file", "config_fat_ws30_5ms_dcqcn.txt", "HPCC config in dir ('' none)"},
-                {"cc", "", "override: none, dcqcn-paper or dcqcn-mlx ('' = from the config)"},
+                {"cc", "", "override: none, dcqcn-paper, dcqcn-mlx or timely ('' = from the config)"},
                 {"time-offset", "2", "seconds subtracted from flow start times"},
                 {"max-flows", "0", "run only the first N flows (0: all)"},
                 {"limit", "100ms", "simulated time limit"}};
