@@ -5,6 +5,7 @@
 
 #include "ns3/double.h"
 #include "ns3/enum.h"
+#include "ns3/object-factory.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
@@ -229,6 +230,12 @@ RoceRunResult
 RunRoceFlows(const RoceRunSpec& spec)
 {
     Run run(spec);
+    if (!spec.scheduler.empty())
+    {
+        ObjectFactory sched;
+        sched.SetTypeId(spec.scheduler);
+        Simulator::SetScheduler(sched);
+    }
     EthFabricHelper fh;
     fh.SetHostLinkRate(spec.hostRate);
     fh.SetFabricLinkRate(spec.fabricRate);

@@ -54,6 +54,8 @@ struct RoceRunSpec
     std::vector<RoceFlowSpec> flows;
     Time limit = MilliSeconds(100); ///< the run stops here even if flows are unfinished
     Time sampleInterval;            ///< 0: no time series
+    /// ns-3 event scheduler TypeId for this run ("" = leave the current one).
+    std::string scheduler;
     /// Further configuration before Build (fabric) and before Install (NICs).
     std::function<void(EthFabricHelper&)> configureFabric;
     std::function<void(RoceHelper&)> configureNics;
