@@ -621,7 +621,7 @@ HpccInfo()
                 {"topology-file", "fat.txt", "HPCC topology file in dir"},
                 {"flow-file", "ws30_5ms.txt", "HPCC flow file in dir"},
                 {"config-file", "config_fat_ws30_5ms_dcqcn.txt", "HPCC config in dir ('' none)"},
-                {"cc", "", "override: none, dcqcn-paper, dcqcn-mlx or timely ('' = from the config)"},
+                {"cc", "", "override: none, dcqcn-paper, dcqcn-mlx, timely ('': config's)"},
                 {"time-offset", "2", "seconds subtracted from flow start times"},
                 {"max-flows", "0", "run only the first N flows (0: all)"},
                 {"limit", "100ms", "simulated time limit"},
