@@ -251,6 +251,13 @@ RunRoceFlows(const RoceRunSpec& spec)
         spec.configureFabric(fh);
     }
     run.fabric = fh.Build(spec.topology);
+    // Fixed random streams per switch (ECN marking draws): a run's result depends on its spec
+    // alone, not on what ran before it in the same process.
+    int64_t stream = 1;
+    for (const auto& sw : run.fabric.Switches())
+    {
+        stream += sw->GetMmu()->AssignStreams(stream);
+    }
     for (uint32_t node : spec.misconfiguredSwitches)
     {
         Ptr<EthSwitch> sw = node < run.fabric.switchAt.size() ? run.fabric.switchAt[node] : nullptr;
