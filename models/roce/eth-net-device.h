@@ -201,6 +201,8 @@ class EthNetDevice : public NetDevice
                  uint32_t payloadBytes,
                  Ptr<const Packet> payload = nullptr);
     bool CanSend(uint8_t priority) const;
+    /// The IPv4 identification the next SendUdp will use (RoCEv2's ICRC covers it).
+    uint16_t PeekNextIpId() const { return m_ipId; }
     typedef Callback<void, Ptr<EthNetDevice>, const EthFrame&> EthReceiveCallback;
     /// Every good frame addressed to this host port (after the receive buffer, if modelled).
     void SetEthReceiveCallback(EthReceiveCallback cb);

@@ -1,0 +1,577 @@
+#include "roce-hpcc-compat.h"
+
+#include "ns3/boolean.h"
+#include "ns3/data-rate.h"
+#include "ns3/double.h"
+#include "ns3/nstime.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace ns3
+{
+
+namespace
+{
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+constexpr double kSecondsPerMeter = 5e-9; ///< EthChannel's default DelayPerMeter
+
+[[noreturn]] void
+Fail(const std::string& path, size_t line, const std::string& what)
+{
+    throw std::invalid_argument(path + ":" + std::to_string(line) + ": " + what);
+}
+
+/// Next non-blank line; false at the end.
+bool
+NextLine(std::istream& in, std::string& line, size_t& number)
+{
+    while (std::getline(in, line))
+    {
+        ++number;
+        if (line.find_first_not_of(" \t\r") != std::string::npos)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+/// "100Gbps", "1000ns", "0.001ms", "20Mb/s" -> SI value; false if it does not parse.
+bool
+ParseUnit(std::string s, double& out)
+{
+    static const std::vector<std::pair<std::string, double>> units = {
+        {"Gbps", 1e9}, {"Mbps", 1e6}, {"Kbps", 1e3}, {"bps", 1},   {"Gb/s", 1e9}, {"Mb/s", 1e6},
+        {"Kb/s", 1e3}, {"ns", 1e-9},  {"us", 1e-6},  {"ms", 1e-3}, {"s", 1}};
+    for (const auto& [u, f] : units)
+    {
+        if (s.size() > u.size() && s.compare(s.size() - u.size(), u.size(), u) == 0)
+        {
+            try
+            {
+                size_t used = 0;
+                const std::string num = s.substr(0, s.size() - u.size());
+                out = std::stod(num, &used) * f;
+                return used == num.size() && std::isfinite(out) && out >= 0;
+            }
+            catch (const std::exception&)
+            {
+                return false;
+            }
+        }
+    }
+    return false;
+}
+
+std::string
+RateString(double bps)
+{
+    std::ostringstream s;
+    s << std::llround(bps) << "bps";
+    return s.str();
+}
+
+/// Links one way between every pair of hosts, by BFS from each source on demand.
+class HopCounter
+{
+  public:
+    explicit HopCounter(const Topology& t) : m_t(t), m_adj(t.nodes.size())
+    {
+        for (const auto& l : t.links)
+        {
+            m_adj[l.a].push_back(l.b);
+            m_adj[l.b].push_back(l.a);
+        }
+    }
+
+    uint32_t Hops(uint32_t from, uint32_t to)
+    {
+        auto it = m_dist.find(from);
+        if (it == m_dist.end())
+        {
+            std::vector<uint32_t> d(m_t.nodes.size(), kNone);
+            std::deque<uint32_t> q{from};
+            d[from] = 0;
+            while (!q.empty())
+            {
+                const uint32_t n = q.front();
+                q.pop_front();
+                for (uint32_t m : m_adj[n])
+                {
+                    if (d[m] == kNone)
+                    {
+                        d[m] = d[n] + 1;
+                        q.push_back(m);
+                    }
+                }
+            }
+            it = m_dist.emplace(from, std::move(d)).first;
+        }
+        return it->second[to];
+    }
+
+  private:
+    const Topology& m_t;
+    std::vector<std::vector<uint32_t>> m_adj;
+    std::map<uint32_t, std::vector<uint32_t>> m_dist;
+};
+} // namespace
+
+HpccTopology
+ReadHpccTopology(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        throw std::invalid_argument(path + ": cannot open");
+    }
+    std::string line;
+    size_t n = 0;
+    uint64_t nodes = 0;
+    uint64_t switches = 0;
+    uint64_t links = 0;
+    if (!NextLine(in, line, n) || !(std::istringstream(line) >> nodes >> switches >> links) ||
+        nodes == 0 || switches >= nodes || nodes > 1000000)
+    {
+        Fail(path, n, "expected 'nodes switches links'");
+    }
+    std::vector<bool> isSwitch(nodes, false);
+    if (switches > 0)
+    {
+        if (!NextLine(in, line, n))
+        {
+            Fail(path, n, "missing the switch id line");
+        }
+        std::istringstream s(line);
+        for (uint64_t i = 0; i < switches; ++i)
+        {
+            uint64_t id;
+            if (!(s >> id) || id >= nodes)
+            {
+                Fail(path, n, "switch id " + std::to_string(i) + " missing or out of range");
+            }
+            isSwitch[id] = true;
+        }
+    }
+    struct L
+    {
+        uint32_t a, b;
+        double rate, delay;
+    };
+    std::vector<L> ls;
+    std::vector<uint32_t> degree(nodes, 0);
+    for (uint64_t i = 0; i < links; ++i)
+    {
+        if (!NextLine(in, line, n))
+        {
+            Fail(path, n,
+                 "expected " + std::to_string(links) + " links, found " + std::to_string(i));
+        }
+        std::istringstream s(line);
+        uint64_t a;
+        uint64_t b;
+        std::string rate;
+        std::string delay;
+        double err = 0;
+        L l;
+        if (!(s >> a >> b >> rate >> delay) || a >= nodes || b >= nodes || a == b ||
+            !ParseUnit(rate, l.rate) || !ParseUnit(delay, l.delay) || l.rate <= 0)
+        {
+            Fail(path, n,
+                 "expected 'a b rate delay [error_rate]' with node ids below " +
+                     std::to_string(nodes));
+        }
+        if ((s >> err) && err != 0)
+        {
+            Fail(path, n, "per-link error rates are not supported (use PacketLossModel)");
+        }
+        l.a = static_cast<uint32_t>(a);
+        l.b = static_cast<uint32_t>(b);
+        ls.push_back(l);
+        degree[a]++;
+        degree[b]++;
+    }
+    HpccTopology t;
+    t.topology.name = "hpcc:" + path;
+    t.hostOfNode.assign(nodes, kNone);
+    for (uint32_t i = 0; i < nodes; ++i)
+    {
+        if (isSwitch[i])
+        {
+            t.topology.AddNode("sw" + std::to_string(i), TopoNodeKind::Switch,
+                               std::max<uint32_t>(degree[i], 1), 1);
+        }
+        else
+        {
+            if (degree[i] != 1)
+            {
+                Fail(path, n,
+                     "host " + std::to_string(i) + " has " + std::to_string(degree[i]) +
+                         " links (one NIC port per host is supported)");
+            }
+            t.hostOfNode[i] = static_cast<uint32_t>(t.nodeOfHost.size());
+            t.nodeOfHost.push_back(i);
+            t.topology.AddNode("h" + std::to_string(i), TopoNodeKind::Host, 1, 0);
+        }
+    }
+    std::vector<uint32_t> nextPort(nodes, 1);
+    double hostRate = 0;
+    double fabricRate = 0;
+    for (size_t i = 0; i < ls.size(); ++i)
+    {
+        const L& l = ls[i];
+        const bool fabric = isSwitch[l.a] && isSwitch[l.b];
+        double& r = fabric ? fabricRate : hostRate;
+        if (r != 0 && r != l.rate)
+        {
+            throw std::invalid_argument(path + ": mixed " + (fabric ? "fabric" : "host") +
+                                        " link rates are not supported");
+        }
+        r = l.rate;
+        if (i > 0 && l.delay != t.linkDelaySeconds)
+        {
+            throw std::invalid_argument(path + ": mixed link delays are not supported");
+        }
+        t.linkDelaySeconds = l.delay;
+        t.topology.AddLink(l.a, nextPort[l.a]++, l.b, nextPort[l.b]++, "",
+                           l.delay / kSecondsPerMeter);
+    }
+    t.hostRate = RateString(hostRate);
+    t.fabricRate = RateString(fabricRate != 0 ? fabricRate : hostRate);
+    const std::string problem = t.topology.Validate();
+    if (!problem.empty())
+    {
+        throw std::invalid_argument(path + ": " + problem);
+    }
+    return t;
+}
+
+std::vector<RoceFlowSpec>
+ReadHpccFlows(const std::string& path, const HpccTopology& topo, double timeOffset)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        throw std::invalid_argument(path + ": cannot open");
+    }
+    std::string line;
+    size_t n = 0;
+    uint64_t count = 0;
+    if (!NextLine(in, line, n) || !(std::istringstream(line) >> count))
+    {
+        Fail(path, n, "expected the flow count");
+    }
+    std::vector<RoceFlowSpec> flows;
+    while (NextLine(in, line, n))
+    {
+        std::istringstream s(line);
+        uint64_t src;
+        uint64_t dst;
+        uint32_t prio;
+        uint32_t dport;
+        uint64_t size;
+        double start;
+        if (!(s >> src >> dst >> prio >> dport >> size >> start) || size == 0 ||
+            !std::isfinite(start))
+        {
+            Fail(path, n, "expected 'src dst priority dport size start_s'");
+        }
+        if (src >= topo.hostOfNode.size() || dst >= topo.hostOfNode.size() ||
+            topo.hostOfNode[src] == kNone || topo.hostOfNode[dst] == kNone || src == dst)
+        {
+            Fail(path, n, "flow end points must be two different hosts");
+        }
+        const double t = start - timeOffset;
+        if (t < 0)
+        {
+            Fail(path, n, "flow starts before the time offset");
+        }
+        RoceFlowSpec f;
+        f.src = topo.hostOfNode[src];
+        f.dst = topo.hostOfNode[dst];
+        f.bytes = size;
+        f.start = PicoSeconds(std::llround(t * 1e12));
+        flows.push_back(f);
+    }
+    if (flows.size() != count)
+    {
+        throw std::invalid_argument(path + ": header says " + std::to_string(count) +
+                                    " flows, file has " + std::to_string(flows.size()));
+    }
+    return flows;
+}
+
+std::map<std::string, std::string>
+ReadHpccConfig(const std::string& path)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        throw std::invalid_argument(path + ": cannot open");
+    }
+    std::map<std::string, std::string> cfg;
+    std::string line;
+    size_t n = 0;
+    while (NextLine(in, line, n))
+    {
+        std::istringstream s(line);
+        std::string key;
+        s >> key;
+        if (key.empty() || key[0] == '#')
+        {
+            continue;
+        }
+        std::string rest;
+        std::getline(s, rest);
+        const size_t b = rest.find_first_not_of(" \t");
+        cfg[key] =
+            b == std::string::npos ? "" : rest.substr(b, rest.find_last_not_of(" \t\r") - b + 1);
+    }
+    return cfg;
+}
+
+namespace
+{
+double
+Num(const std::map<std::string, std::string>& cfg, const std::string& key)
+{
+    try
+    {
+        size_t used = 0;
+        const double v = std::stod(cfg.at(key), &used);
+        if (used != cfg.at(key).size())
+        {
+            throw std::invalid_argument("");
+        }
+        return v;
+    }
+    catch (const std::exception&)
+    {
+        throw std::invalid_argument("HPCC config: " + key + " '" + cfg.at(key) +
+                                    "' is not a number");
+    }
+}
+
+/// "2 100000000000 400 400000000000 1600": the value for `rateBps`.
+double
+MapValue(const std::map<std::string, std::string>& cfg, const std::string& key, double rateBps)
+{
+    std::istringstream s(cfg.at(key));
+    uint32_t n = 0;
+    s >> n;
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        double rate;
+        double v;
+        if (!(s >> rate >> v))
+        {
+            break;
+        }
+        if (std::abs(rate - rateBps) < 1)
+        {
+            return v;
+        }
+    }
+    throw std::invalid_argument("HPCC config: " + key + " has no entry for " + RateString(rateBps));
+}
+} // namespace
+
+std::vector<std::string>
+ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopology& topo,
+                RoceRunSpec& spec, std::vector<std::string>* ignored)
+{
+    std::vector<std::string> used;
+    auto has = [&](const std::string& k) { return cfg.count(k) != 0; };
+    auto use = [&](const std::string& k) { used.push_back(k); };
+    std::vector<std::function<void(RoceHelper&)>> nic;
+    if (has("CC_MODE"))
+    {
+        const int mode = static_cast<int>(Num(cfg, "CC_MODE"));
+        if (mode != 1)
+        {
+            throw std::invalid_argument("HPCC config: CC_MODE " + std::to_string(mode) +
+                                        " has no Cnuas policy yet (only 1, DCQCN)");
+        }
+        spec.cc = "ns3::RdmaCcDcqcnMlx";
+        use("CC_MODE");
+        const std::vector<std::pair<std::string, std::string>> times = {
+            {"ALPHA_RESUME_INTERVAL", "AlphaInterval"},
+            {"RATE_DECREASE_INTERVAL", "DecreaseInterval"},
+            {"RP_TIMER", "IncreaseTimer"}};
+        for (const auto& [k, attr] : times)
+        {
+            if (has(k))
+            {
+                const Time t = PicoSeconds(std::llround(Num(cfg, k) * 1e6)); // given in us
+                nic.push_back([attr = attr, t](RoceHelper& h) {
+                    h.SetCongestionControlAttribute(attr, TimeValue(t));
+                });
+                use(k);
+            }
+        }
+        if (has("EWMA_GAIN"))
+        {
+            const double g = Num(cfg, "EWMA_GAIN");
+            nic.push_back(
+                [g](RoceHelper& h) { h.SetCongestionControlAttribute("G", DoubleValue(g)); });
+            use("EWMA_GAIN");
+        }
+        if (has("FAST_RECOVERY_TIMES"))
+        {
+            const uint32_t f = static_cast<uint32_t>(Num(cfg, "FAST_RECOVERY_TIMES"));
+            nic.push_back(
+                [f](RoceHelper& h) { h.SetCongestionControlAttribute("F", UintegerValue(f)); });
+            use("FAST_RECOVERY_TIMES");
+        }
+        const std::vector<std::pair<std::string, std::string>> rates = {
+            {"RATE_AI", "RateAi"}, {"RATE_HAI", "RateHai"}, {"MIN_RATE", "MinRate"}};
+        for (const auto& [k, attr] : rates)
+        {
+            double bps = 0;
+            if (has(k))
+            {
+                if (!ParseUnit(cfg.at(k), bps))
+                {
+                    throw std::invalid_argument("HPCC config: " + k + " '" + cfg.at(k) +
+                                                "' is not a rate");
+                }
+                const DataRate r(static_cast<uint64_t>(std::llround(bps)));
+                nic.push_back([attr = attr, r](RoceHelper& h) {
+                    h.SetCongestionControlAttribute(attr, DataRateValue(r));
+                });
+                use(k);
+            }
+        }
+        if (has("CLAMP_TARGET_RATE"))
+        {
+            const bool c = Num(cfg, "CLAMP_TARGET_RATE") != 0;
+            nic.push_back([c](RoceHelper& h) {
+                h.SetCongestionControlAttribute("ClampTargetRate", BooleanValue(c));
+            });
+            use("CLAMP_TARGET_RATE");
+        }
+    }
+    if (has("BUFFER_SIZE"))
+    {
+        spec.bufferBytes = static_cast<uint64_t>(Num(cfg, "BUFFER_SIZE") * 1024 * 1024);
+        use("BUFFER_SIZE");
+    }
+    const double hostBps = DataRate(topo.hostRate).GetBitRate();
+    if (has("KMIN_MAP") && has("KMAX_MAP") && has("PMAX_MAP"))
+    {
+        // The HPCC simulator gives Kmin and Kmax in KB of 1000 bytes.
+        spec.kminBytes = static_cast<uint64_t>(MapValue(cfg, "KMIN_MAP", hostBps) * 1000);
+        spec.kmaxBytes = static_cast<uint64_t>(MapValue(cfg, "KMAX_MAP", hostBps) * 1000);
+        spec.pmax = MapValue(cfg, "PMAX_MAP", hostBps);
+        use("KMIN_MAP");
+        use("KMAX_MAP");
+        use("PMAX_MAP");
+    }
+    if (has("ENABLE_QCN"))
+    {
+        spec.ecn = Num(cfg, "ENABLE_QCN") != 0;
+        use("ENABLE_QCN");
+    }
+    if (has("PACKET_PAYLOAD_SIZE"))
+    {
+        // The IB MTU nearest the payload size (1000 -> 1024): RoCE payloads come in IB MTUs.
+        const double p = Num(cfg, "PACKET_PAYLOAD_SIZE");
+        const RdmaMtu all[] = {RdmaMtu::MTU_256, RdmaMtu::MTU_512, RdmaMtu::MTU_1024,
+                               RdmaMtu::MTU_2048, RdmaMtu::MTU_4096};
+        spec.pathMtu = RdmaMtu::MTU_256;
+        for (RdmaMtu m : all)
+        {
+            if (std::abs(RdmaMtuBytes(m) - p) < std::abs(RdmaMtuBytes(spec.pathMtu) - p))
+            {
+                spec.pathMtu = m;
+            }
+        }
+        use("PACKET_PAYLOAD_SIZE");
+    }
+    if (has("L2_ACK_INTERVAL"))
+    {
+        spec.ackEveryPackets =
+            std::max<uint32_t>(1, static_cast<uint32_t>(Num(cfg, "L2_ACK_INTERVAL")));
+        use("L2_ACK_INTERVAL");
+    }
+    auto previous = spec.configureNics;
+    spec.configureNics = [nic, previous](RoceHelper& h) {
+        if (previous)
+        {
+            previous(h);
+        }
+        for (const auto& f : nic)
+        {
+            f(h);
+        }
+    };
+    if (ignored)
+    {
+        for (const auto& [k, v] : cfg)
+        {
+            if (std::find(used.begin(), used.end(), k) == used.end())
+            {
+                ignored->push_back(k);
+            }
+        }
+    }
+    return used;
+}
+
+double
+StandaloneFctSeconds(uint64_t bytes, uint32_t mtu, double hostRateBps, uint32_t hops,
+                     double linkDelaySeconds)
+{
+    // Per packet: BTH 12 + RETH 16 on the first (counted on every packet: an upper bound of
+    // 16 bytes a packet), ICRC 4, UDP 8, IPv4 20, Ethernet 14 + FCS 4, preamble+SFD 8, IFG 12.
+    const uint64_t packets = (bytes + mtu - 1) / mtu;
+    const double wireBytes = bytes + packets * (12.0 + 16 + 4 + 8 + 20 + 18 + 20);
+    const double firstPacket = (std::min<uint64_t>(bytes, mtu) + 98.0) * 8 / hostRateBps;
+    // The data streams at the host rate; the first packet is stored and forwarded at each of
+    // the other hops; the ACK of the last packet comes back over the same links.
+    return wireBytes * 8 / hostRateBps + (hops - 1) * firstPacket + 2.0 * hops * linkDelaySeconds;
+}
+
+std::vector<double>
+WriteHpccFct(const std::string& path, const RoceRunResult& r, const HpccTopology& topo,
+             uint32_t mtu, double timeOffset)
+{
+    std::vector<double> ideals(r.flows.size(), 0.0);
+    std::ofstream out(path);
+    if (!out)
+    {
+        throw std::invalid_argument(path + ": cannot write");
+    }
+    HopCounter hops(topo.topology);
+    const double rate = DataRate(topo.hostRate).GetBitRate();
+    for (size_t i = 0; i < r.flows.size(); ++i)
+    {
+        const RoceFlowResult& f = r.flows[i];
+        if (!f.ok)
+        {
+            continue;
+        }
+        const uint32_t h = hops.Hops(topo.nodeOfHost[f.spec.src], topo.nodeOfHost[f.spec.dst]);
+        const double ideal =
+            StandaloneFctSeconds(f.spec.bytes, mtu, rate, h, topo.linkDelaySeconds);
+        ideals[i] = ideal;
+        out << std::hex << std::setw(8) << std::setfill('0')
+            << EthFabricHelper::HostAddress(f.spec.src) << " " << std::setw(8)
+            << EthFabricHelper::HostAddress(f.spec.dst) << std::dec << std::setfill(' ') << " " << i
+            << " 100 " << f.spec.bytes << " "
+            << std::llround((f.spec.start.GetSeconds() + timeOffset) * 1e9) << " "
+            << f.fct.GetNanoSeconds() << " " << std::llround(ideal * 1e9) << "\n";
+    }
+    return ideals;
+}
+
+} // namespace ns3

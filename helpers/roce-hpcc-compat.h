@@ -1,0 +1,84 @@
+// Reading the input files of the HPCC ns-3 simulator (alibaba-edu/High-Precision-Congestion-
+// Control, the simulator most RoCE congestion-control papers use) and writing its FCT output
+// format, so that the same experiment runs in both and the results line up column for column.
+// Formats (from its mix/ directory): topology "nodes switches links" / switch ids / "a b rate
+// delay error"; flows "count" / "src dst priority dport size start_s"; configuration "KEY value"
+// lines; FCT output "sip dip sport dport size start_ns fct_ns standalone_fct_ns".
+#ifndef CNUAS_ROCE_HPCC_COMPAT_H
+#define CNUAS_ROCE_HPCC_COMPAT_H
+
+#include "helpers/roce-traffic-run.h"
+#include "helpers/topology.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+/// An HPCC-format topology as a Cnuas Topology, plus what the format says about its links.
+struct HpccTopology
+{
+    Topology topology;
+    std::vector<uint32_t> hostOfNode; ///< HPCC node id -> host index (UINT32_MAX: switch)
+    std::vector<uint32_t> nodeOfHost; ///< host index -> HPCC node id
+    std::string hostRate;             ///< rate of host-switch links ("100Gbps")
+    std::string fabricRate;           ///< rate of switch-switch links (= hostRate if none)
+    double linkDelaySeconds = 0;      ///< the (single) link delay
+};
+
+/**
+ * Parses an HPCC topology file. Hosts are the nodes not listed as switches, numbered in node
+ * order; each link becomes a cable of the length whose propagation delay (5 ns/m, the
+ * EthChannel default) equals the file's delay. Throws std::invalid_argument with the line
+ * number on a malformed file, mixed host-link rates, mixed fabric rates or mixed delays.
+ */
+HpccTopology ReadHpccTopology(const std::string& path);
+
+/**
+ * Parses an HPCC flow file into flows between host indices. `timeOffset` is subtracted from
+ * every start time (the simulator's flows start at t = 2 s). Throws std::invalid_argument with
+ * the line number on a malformed line, a switch as an end point, or a count that disagrees.
+ */
+std::vector<RoceFlowSpec> ReadHpccFlows(const std::string& path, const HpccTopology& topo,
+                                        double timeOffset);
+
+/// The `KEY value...` lines of an HPCC configuration file (comments and blanks skipped).
+std::map<std::string, std::string> ReadHpccConfig(const std::string& path);
+
+/**
+ * Applies the configuration keys that have a Cnuas equivalent to `spec` and returns the keys it
+ * used; the rest are listed in `ignored`. CC_MODE 1 selects ns3::RdmaCcDcqcnMlx with
+ * EWMA_GAIN, ALPHA_RESUME_INTERVAL, RATE_DECREASE_INTERVAL, RP_TIMER, FAST_RECOVERY_TIMES,
+ * RATE_AI, RATE_HAI, MIN_RATE, CLAMP_TARGET_RATE; BUFFER_SIZE (MB) sets the switch buffer;
+ * KMIN_MAP/KMAX_MAP/PMAX_MAP the marking thresholds of the host link rate (Cnuas has one set
+ * per switch); PACKET_PAYLOAD_SIZE picks the RoCE path MTU (the IB MTU nearest to it);
+ * L2_ACK_INTERVAL the ACK request interval. CC_MODE values Cnuas does not implement (3 HPCC, 7
+ * TIMELY, 8 DCTCP, 10 HPCC-PINT) throw std::invalid_argument.
+ */
+std::vector<std::string> ApplyHpccConfig(const std::map<std::string, std::string>& cfg,
+                                         const HpccTopology& topo, RoceRunSpec& spec,
+                                         std::vector<std::string>* ignored);
+
+/**
+ * The FCT a flow would have alone on an idle path (the HPCC simulator's "standalone" FCT):
+ * the round trip of the path's links plus every packet's bytes (payload, BTH/RETH, ICRC,
+ * UDP/IPv4, Ethernet with FCS, preamble and gap) at the slowest link rate of the path, taken
+ * as the host link rate. `hops` counts links one way.
+ */
+double StandaloneFctSeconds(uint64_t bytes, uint32_t mtu, double hostRateBps, uint32_t hops,
+                            double linkDelaySeconds);
+
+/**
+ * Writes the flows in the HPCC simulator's FCT format, one line a finished flow:
+ * "sip dip sport dport size start_ns fct_ns standalone_fct_ns" with addresses in hex as it
+ * prints them (Cnuas's 10.0.0.x addresses), dport 100 and sport the flow's index. Returns
+ * each flow's standalone FCT in seconds (0 for unfinished flows).
+ */
+std::vector<double> WriteHpccFct(const std::string& path, const RoceRunResult& r,
+                                 const HpccTopology& topo, uint32_t mtu, double timeOffset);
+
+} // namespace ns3
+
+#endif

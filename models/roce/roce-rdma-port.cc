@@ -1,0 +1,526 @@
+#include "roce-rdma-port.h"
+
+#include "models/ib/ib-crc.h"
+
+#include "ns3/boolean.h"
+#include "ns3/log.h"
+#include "ns3/packet.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("RoceRdmaPort");
+NS_OBJECT_ENSURE_REGISTERED(RoceRdmaPort);
+
+namespace
+{
+constexpr uint32_t kBthSize = 12;
+constexpr uint32_t kBthDestQpOffset = 5;
+constexpr uint8_t kCnpOpcode = 0x81; ///< annex A17.9.1: RoCEv2 CNP
+/// The largest headers a RoCE packet can carry besides its payload: GRH-sized IP header, UDP,
+/// BTH, XRCETH, AtomicETH, ICRC (the allowance Linux subtracts from the netdev MTU before
+/// choosing the RoCE active MTU, iboe_get_mtu).
+constexpr uint32_t kRoceMtuAllowance = 40 + 8 + 12 + 4 + 28 + 4;
+
+void
+Put16(uint8_t* p, uint16_t v)
+{
+    p[0] = static_cast<uint8_t>(v >> 8);
+    p[1] = static_cast<uint8_t>(v);
+}
+
+void
+Put32(uint8_t* p, uint32_t v)
+{
+    for (int i = 0; i < 4; ++i)
+    {
+        p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+    }
+}
+} // namespace
+
+const char*
+RoceDropReasonName(RoceDropReason r)
+{
+    switch (r)
+    {
+    case RoceDropReason::NotRoce:
+        return "NotRoce";
+    case RoceDropReason::Malformed:
+        return "Malformed";
+    case RoceDropReason::BadIcrc:
+        return "BadIcrc";
+    case RoceDropReason::Management:
+        return "Management";
+    default:
+        return "?";
+    }
+}
+
+RdmaGid
+RoceGidFromIpv4(uint32_t ip)
+{
+    RdmaGid g{};
+    g[10] = 0xFF;
+    g[11] = 0xFF;
+    Put32(g.data() + 12, ip);
+    return g;
+}
+
+bool
+RoceGidToIpv4(const RdmaGid& gid, uint32_t& ip)
+{
+    for (int i = 0; i < 10; ++i)
+    {
+        if (gid[i] != 0)
+        {
+            return false;
+        }
+    }
+    if (gid[10] != 0xFF || gid[11] != 0xFF)
+    {
+        return false;
+    }
+    ip = (uint32_t(gid[12]) << 24) | (uint32_t(gid[13]) << 16) | (uint32_t(gid[14]) << 8) |
+         gid[15];
+    return true;
+}
+
+uint16_t
+RoceUdpSourcePort(uint32_t flowLabel, const RdmaGid& sgid, const RdmaGid& dgid, uint32_t destQp)
+{
+    uint32_t fl = flowLabel & 0xFFFFF;
+    if (fl == 0)
+    {
+        // FNV-1a over the addresses and the QP, folded to 20 bits like a flow label.
+        uint32_t h = 2166136261u;
+        auto mix = [&h](uint8_t b) {
+            h ^= b;
+            h *= 16777619u;
+        };
+        for (uint8_t b : sgid)
+        {
+            mix(b);
+        }
+        for (uint8_t b : dgid)
+        {
+            mix(b);
+        }
+        for (int i = 0; i < 3; ++i)
+        {
+            mix(static_cast<uint8_t>(destQp >> (8 * i)));
+        }
+        fl = (h ^ (h >> 20)) & 0xFFFFF;
+    }
+    // 20 bits folded into 14, then the top two bits set: 0xC000..0xFFFF.
+    const uint32_t low = (fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14);
+    return static_cast<uint16_t>(0xC000 | low);
+}
+
+TypeId
+RoceRdmaPort::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::RoceRdmaPort")
+            .SetParent<RdmaLinkPort>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<RoceRdmaPort>()
+            .AddAttribute("Priority",
+                          "Traffic class (802.1p priority) of data and ACKs when the address "
+                          "vector's SL is 0 (0-7; PFC is usually enabled on 3).",
+                          UintegerValue(3),
+                          MakeUintegerAccessor(&RoceRdmaPort::m_priority),
+                          MakeUintegerChecker<uint8_t>(0, 7))
+            .AddAttribute("Dscp",
+                          "IP DSCP of data and ACKs when the address vector's traffic class is "
+                          "0 (0-63; 26 is the usual RoCE marking).",
+                          UintegerValue(26),
+                          MakeUintegerAccessor(&RoceRdmaPort::m_dscp),
+                          MakeUintegerChecker<uint8_t>(0, 63))
+            .AddAttribute("EcnCodepoint",
+                          "IP ECN field of data and ACKs (0 Not-ECT, 1 ECT(1), 2 ECT(0); "
+                          "RFC 3168 §5). Not-ECT turns ECN marking off for this port.",
+                          UintegerValue(kEcnEct0),
+                          MakeUintegerAccessor(&RoceRdmaPort::m_ecn),
+                          MakeUintegerChecker<uint8_t>(0, 2))
+            .AddAttribute("CnpPriority",
+                          "Traffic class of CNPs (0-7).",
+                          UintegerValue(3),
+                          MakeUintegerAccessor(&RoceRdmaPort::m_cnpPriority),
+                          MakeUintegerChecker<uint8_t>(0, 7))
+            .AddAttribute("CnpDscp",
+                          "IP DSCP of CNPs (0-63; 48 is the NIC default).",
+                          UintegerValue(48),
+                          MakeUintegerAccessor(&RoceRdmaPort::m_cnpDscp),
+                          MakeUintegerChecker<uint8_t>(0, 63))
+            .AddAttribute("HopLimit",
+                          "IPv4 TTL / IPv6 hop limit when the address vector gives none.",
+                          UintegerValue(64),
+                          MakeUintegerAccessor(&RoceRdmaPort::m_hopLimit),
+                          MakeUintegerChecker<uint8_t>(1, 255))
+            .AddAttribute("CheckIcrc",
+                          "Verify the ICRC of received packets (false skips the CRC pass, "
+                          "for speed in large runs; corrupt packets then go undetected).",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&RoceRdmaPort::m_checkIcrc),
+                          MakeBooleanChecker())
+            .AddTraceSource("Tx",
+                            "A RoCEv2 packet was queued: (bytes BTH..ICRC, BTH opcode).",
+                            MakeTraceSourceAccessor(&RoceRdmaPort::m_txTrace),
+                            "ns3::TracedCallback::Uint32Uint8")
+            .AddTraceSource("Rx",
+                            "A RoCEv2 packet went to the engine: (bytes, opcode, ECN CE).",
+                            MakeTraceSourceAccessor(&RoceRdmaPort::m_rxTrace),
+                            "ns3::TracedCallback::Uint32Uint8Bool")
+            .AddTraceSource("Drop",
+                            "A received frame was discarded: (RoceDropReason).",
+                            MakeTraceSourceAccessor(&RoceRdmaPort::m_dropTrace),
+                            "ns3::TracedCallback::Uint8");
+    return tid;
+}
+
+RoceRdmaPort::RoceRdmaPort() = default;
+RoceRdmaPort::~RoceRdmaPort() = default;
+
+void
+RoceRdmaPort::DoDispose()
+{
+    if (m_dev)
+    {
+        m_dev->SetEthReceiveCallback(EthNetDevice::EthReceiveCallback());
+        m_dev->SetTxReadyCallback(Callback<void, Ptr<EthNetDevice>, uint8_t>());
+    }
+    m_dev = nullptr;
+    m_rx = ReceiveCallback();
+    m_txReady = Callback<void>();
+    RdmaLinkPort::DoDispose();
+}
+
+void
+RoceRdmaPort::SetNetDevice(Ptr<EthNetDevice> dev)
+{
+    m_dev = dev;
+    dev->SetEthReceiveCallback(MakeCallback(&RoceRdmaPort::OnReceive, this));
+    dev->SetTxReadyCallback(MakeCallback(&RoceRdmaPort::OnTxReady, this));
+}
+
+Ptr<EthNetDevice>
+RoceRdmaPort::GetNetDevice() const
+{
+    return m_dev;
+}
+
+void
+RoceRdmaPort::SetPkeyTable(const std::vector<uint16_t>& table)
+{
+    m_pkeys = table;
+}
+
+uint8_t
+RoceRdmaPort::PriorityFor(uint8_t sl) const
+{
+    // RoCE address vectors carry the 802.1p priority in the SL (rdma-core's ah_attr.sl).
+    return sl != 0 ? static_cast<uint8_t>(sl & 7) : m_priority;
+}
+
+uint32_t
+RoceRdmaPort::WriteIpUdp(const EthFrame& f, uint8_t* out)
+{
+    const uint16_t udpLen = static_cast<uint16_t>(kUdpHeaderBytes + f.payloadBytes);
+    uint8_t* udp = out;
+    if (f.ipv6)
+    {
+        // RFC 8200 §3 (traffic class, flow label and hop limit are masked by the ICRC).
+        std::memset(out, 0, kIpv6HeaderBytes);
+        const uint8_t tc = static_cast<uint8_t>(f.dscp << 2 | (f.ecn & 3));
+        out[0] = static_cast<uint8_t>(0x60 | tc >> 4);
+        out[1] = static_cast<uint8_t>((tc & 0x0F) << 4 | ((f.flowLabel >> 16) & 0x0F));
+        Put16(out + 2, static_cast<uint16_t>(f.flowLabel));
+        Put16(out + 4, udpLen);
+        out[7] = f.ttl;
+        out[6] = kIpProtoUdp;
+        std::memcpy(out + 8, f.srcIp6.data(), 16);
+        std::memcpy(out + 24, f.dstIp6.data(), 16);
+        udp = out + kIpv6HeaderBytes;
+    }
+    else
+    {
+        // RFC 791 §3.1 as EthFrame::Materialize writes it (DF set); TOS, TTL and the checksum
+        // are masked by the ICRC but filled for the UD receive buffer's copy.
+        std::memset(out, 0, kIpv4HeaderBytes);
+        out[0] = 0x45;
+        Put16(out + 2, static_cast<uint16_t>(kIpv4HeaderBytes + udpLen));
+        Put16(out + 4, f.ipId);
+        Put16(out + 6, 0x4000);
+        out[1] = static_cast<uint8_t>(f.dscp << 2 | (f.ecn & 3));
+        out[8] = f.ttl;
+        out[9] = kIpProtoUdp;
+        Put32(out + 12, f.srcIp);
+        Put32(out + 16, f.dstIp);
+        Put16(out + 10, InternetChecksum(out, kIpv4HeaderBytes));
+        udp = out + kIpv4HeaderBytes;
+    }
+    Put16(udp, f.srcPort);
+    Put16(udp + 2, f.dstPort);
+    Put16(udp + 4, udpLen);
+    Put16(udp + 6, 0);
+    return static_cast<uint32_t>(udp + kUdpHeaderBytes - out);
+}
+
+bool
+RoceRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av)
+{
+    if (!m_dev || transport.size() < kBthSize)
+    {
+        return false;
+    }
+    const bool cnp = transport[0] == kCnpOpcode;
+    EthFrame f; // the fields the device will put on the wire, for the ICRC
+    EthUdpFlow flow;
+    uint32_t ip4 = 0;
+    RdmaGid sgid{};
+    if (RoceGidToIpv4(av.grh.dgid, ip4))
+    {
+        flow.dstIp = ip4;
+        f.srcIp = m_dev->GetIpv4();
+        f.dstIp = ip4;
+        sgid = RoceGidFromIpv4(f.srcIp);
+    }
+    else
+    {
+        flow.ipv6 = true;
+        std::copy(av.grh.dgid.begin(), av.grh.dgid.end(), flow.dstIp6.begin());
+        flow.flowLabel = av.grh.flow_label;
+        f.ipv6 = true;
+        f.srcIp6 = m_dev->GetIpv6();
+        f.dstIp6 = flow.dstIp6;
+        std::copy(f.srcIp6.begin(), f.srcIp6.end(), sgid.begin());
+    }
+    const uint32_t destQp = (uint32_t(transport[kBthDestQpOffset]) << 16) |
+                            (uint32_t(transport[kBthDestQpOffset + 1]) << 8) |
+                            transport[kBthDestQpOffset + 2];
+    flow.srcPort = RoceUdpSourcePort(av.grh.flow_label, sgid, av.grh.dgid, destQp);
+    flow.dstPort = kRoceV2UdpPort;
+    if (cnp)
+    {
+        flow.priority = m_cnpPriority;
+        flow.dscp = m_cnpDscp;
+        flow.ecn = kEcnNotEct;
+    }
+    else
+    {
+        flow.priority = PriorityFor(av.sl);
+        flow.dscp = av.grh.traffic_class ? static_cast<uint8_t>(av.grh.traffic_class >> 2)
+                                         : m_dscp;
+        flow.ecn = m_ecn;
+    }
+    const uint32_t payloadBytes = static_cast<uint32_t>(transport.size() + kIbIcrcSize);
+    f.srcPort = flow.srcPort;
+    f.dstPort = flow.dstPort;
+    f.payloadBytes = payloadBytes;
+    f.ipId = m_dev->PeekNextIpId();
+
+    // IP + UDP headers, then the transport, then the ICRC over all of it (annex A17.4.5.3).
+    m_buf.resize(kIpv6HeaderBytes + kUdpHeaderBytes + payloadBytes);
+    const uint32_t hdr = WriteIpUdp(f, m_buf.data());
+    std::copy(transport.begin(), transport.end(), m_buf.begin() + hdr);
+    const uint32_t icrcAt = hdr + static_cast<uint32_t>(transport.size());
+    IbStoreIcrc(m_buf.data() + icrcAt, IbComputeRoceIcrc(m_buf.data(), icrcAt));
+    Ptr<Packet> p = Create<Packet>(m_buf.data() + hdr, payloadBytes);
+    if (!m_dev->SendUdp(flow, payloadBytes, p))
+    {
+        return false;
+    }
+    ++m_sent;
+    if (cnp)
+    {
+        ++m_cnpsSent;
+    }
+    m_txTrace(payloadBytes, transport[0]);
+    return true;
+}
+
+bool
+RoceRdmaPort::CanSend(uint8_t sl) const
+{
+    return m_dev && m_dev->CanSend(PriorityFor(sl));
+}
+
+void
+RoceRdmaPort::SetTxReadyCallback(Callback<void> cb)
+{
+    m_txReady = cb;
+}
+
+void
+RoceRdmaPort::SetReceiveCallback(ReceiveCallback cb)
+{
+    m_rx = cb;
+}
+
+bool
+RoceRdmaPort::IsActive() const
+{
+    return m_dev && m_dev->IsLinkUp();
+}
+
+uint32_t
+RoceRdmaPort::GetMtu() const
+{
+    // The RoCE active MTU: the largest IB MTU whose packets, with the largest headers, fit the
+    // Ethernet MTU (1500 -> 1024, 9000 -> 4096).
+    const uint32_t room = m_dev && m_dev->GetMtu() > kRoceMtuAllowance
+                              ? m_dev->GetMtu() - kRoceMtuAllowance
+                              : 0;
+    uint32_t mtu = 256;
+    while (mtu < 4096 && mtu * 2 <= room)
+    {
+        mtu *= 2;
+    }
+    return mtu;
+}
+
+uint32_t
+RoceRdmaPort::GetIcrcSize() const
+{
+    return kIbIcrcSize;
+}
+
+RdmaLinkLayer
+RoceRdmaPort::GetLinkLayer() const
+{
+    return RdmaLinkLayer::ETHERNET;
+}
+
+uint16_t
+RoceRdmaPort::GetLid() const
+{
+    return 0;
+}
+
+bool
+RoceRdmaPort::GetGid(uint8_t index, RdmaGid& gid) const
+{
+    if (!m_dev)
+    {
+        return false;
+    }
+    if (index == 0 && m_dev->GetIpv4() != 0)
+    {
+        gid = RoceGidFromIpv4(m_dev->GetIpv4());
+        return true;
+    }
+    if (index == 1)
+    {
+        const Ipv6Bytes& a = m_dev->GetIpv6();
+        if (std::all_of(a.begin(), a.end(), [](uint8_t b) { return b == 0; }))
+        {
+            return false;
+        }
+        std::copy(a.begin(), a.end(), gid.begin());
+        return true;
+    }
+    return false;
+}
+
+bool
+RoceRdmaPort::GetPkey(uint16_t index, uint16_t& pkey) const
+{
+    if (index >= m_pkeys.size())
+    {
+        return false;
+    }
+    pkey = m_pkeys[index];
+    return true;
+}
+
+void
+RoceRdmaPort::NotifyPkeyViolation()
+{
+    ++m_pkeyViolations;
+}
+
+void
+RoceRdmaPort::OnTxReady(Ptr<EthNetDevice>, uint8_t)
+{
+    if (!m_txReady.IsNull())
+    {
+        m_txReady();
+    }
+}
+
+void
+RoceRdmaPort::Drop(RoceDropReason r)
+{
+    ++m_drops[static_cast<int>(r)];
+    m_dropTrace(static_cast<uint8_t>(r));
+}
+
+void
+RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
+{
+    if (f.kind != EthFrameKind::Udp || f.dstPort != kRoceV2UdpPort)
+    {
+        Drop(RoceDropReason::NotRoce);
+        return;
+    }
+    if (!f.payload || f.payloadBytes < kBthSize + kIbIcrcSize ||
+        f.payload->GetSize() != f.payloadBytes)
+    {
+        Drop(RoceDropReason::Malformed);
+        return;
+    }
+    m_rxBuf.resize(kIpv6HeaderBytes + kUdpHeaderBytes + f.payloadBytes);
+    const uint32_t hdr = WriteIpUdp(f, m_rxBuf.data());
+    f.payload->CopyData(m_rxBuf.data() + hdr, f.payloadBytes);
+    const uint32_t icrcAt = hdr + f.payloadBytes - kIbIcrcSize;
+    if (m_checkIcrc &&
+        IbLoadIcrc(m_rxBuf.data() + icrcAt) != IbComputeRoceIcrc(m_rxBuf.data(), icrcAt))
+    {
+        Drop(RoceDropReason::BadIcrc);
+        return;
+    }
+    const uint8_t* bth = m_rxBuf.data() + hdr;
+    const uint32_t destQp = (uint32_t(bth[kBthDestQpOffset]) << 16) |
+                            (uint32_t(bth[kBthDestQpOffset + 1]) << 8) | bth[kBthDestQpOffset + 2];
+    if (destQp <= 1)
+    {
+        Drop(RoceDropReason::Management); // QP0/QP1 belong to the management agents
+        return;
+    }
+    RdmaRxInfo info;
+    info.sl = f.priority;
+    info.global = true;
+    info.ecnMarked = f.ecn == kEcnCe;
+    if (f.ipv6)
+    {
+        std::copy(f.srcIp6.begin(), f.srcIp6.end(), info.sgid.begin());
+        std::copy(f.dstIp6.begin(), f.dstIp6.end(), info.dgid.begin());
+        std::copy(m_rxBuf.begin(), m_rxBuf.begin() + kIpv6HeaderBytes, info.grhBytes.begin());
+    }
+    else
+    {
+        info.sgid = RoceGidFromIpv4(f.srcIp);
+        info.dgid = RoceGidFromIpv4(f.dstIp);
+        // Annex A17.4.5.1: over IPv4 the first 20 bytes of the GRH area are undefined (zero
+        // here) and the IPv4 header fills the last 20.
+        std::copy(m_rxBuf.begin(), m_rxBuf.begin() + kIpv4HeaderBytes, info.grhBytes.begin() + 20);
+    }
+    ++m_received;
+    if (info.ecnMarked)
+    {
+        ++m_ceReceived;
+    }
+    m_rxTrace(f.payloadBytes, bth[0], info.ecnMarked);
+    if (!m_rx.IsNull())
+    {
+        m_rx(this, bth, f.payloadBytes, info);
+    }
+}
+
+} // namespace ns3

@@ -1,0 +1,251 @@
+// HPCC-simulator compatibility: its topology, flow and configuration files read into Cnuas
+// (checked against an independent reading of the shared inputs), malformed files refused with
+// the line, and its FCT output format written with a standalone FCT a lone flow matches.
+#include "ib-test-packets.h"
+
+#include "helpers/roce-hpcc-compat.h"
+#include "models/rdma/rdma-types.h"
+
+#include "ns3/double.h"
+#include "ns3/simulator.h"
+#include "ns3/uinteger.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+using namespace ns3;
+using namespace cnuas_test;
+
+namespace
+{
+const std::string kData = "/work/shared/data/hpcc-compat";
+
+bool
+HaveData()
+{
+    return std::ifstream(kData + "/fat.txt").good();
+}
+
+std::string
+WriteTemp(const std::string& name, const std::string& text)
+{
+    const std::string dir = std::string(CNUAS_BINARY_DIR) + "/test-output/roce-hpcc";
+    RunCommand("mkdir -p '" + dir + "'");
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+}
+
+std::string
+ErrorOf(const std::function<void()>& f)
+{
+    try
+    {
+        f();
+    }
+    catch (const std::invalid_argument& e)
+    {
+        return e.what();
+    }
+    return "";
+}
+} // namespace
+
+TEST(RoceHpcc, FatTreeTopologyMatchesTheFile)
+{
+    if (!HaveData())
+    {
+        GTEST_SKIP() << kData << " not present";
+    }
+    const HpccTopology t = ReadHpccTopology(kData + "/fat.txt");
+    // Independently: the header, the switch list and the link lines of the file.
+    std::ifstream in(kData + "/fat.txt");
+    uint32_t nodes;
+    uint32_t switches;
+    uint32_t links;
+    in >> nodes >> switches >> links;
+    EXPECT_EQ(t.topology.nodes.size(), nodes);
+    EXPECT_EQ(t.topology.links.size(), links);
+    EXPECT_EQ(t.nodeOfHost.size(), nodes - switches);
+    std::vector<bool> sw(nodes, false);
+    for (uint32_t i = 0; i < switches; ++i)
+    {
+        uint32_t id;
+        in >> id;
+        sw[id] = true;
+    }
+    for (uint32_t i = 0; i < nodes; ++i)
+    {
+        EXPECT_EQ(t.topology.nodes[i].kind == TopoNodeKind::Switch, sw[i]) << i;
+    }
+    for (uint32_t i = 0; i < links; ++i)
+    {
+        uint32_t a;
+        uint32_t b;
+        std::string rate;
+        std::string delay;
+        double err;
+        in >> a >> b >> rate >> delay >> err;
+        EXPECT_EQ(t.topology.links[i].a, a);
+        EXPECT_EQ(t.topology.links[i].b, b);
+        EXPECT_EQ(rate, sw[a] && sw[b] ? "400Gbps" : "100Gbps");
+    }
+    EXPECT_EQ(t.hostRate, "100000000000bps");
+    EXPECT_EQ(t.fabricRate, "400000000000bps");
+    EXPECT_DOUBLE_EQ(t.linkDelaySeconds, 1e-6);
+}
+
+TEST(RoceHpcc, WebSearchFlowsMatchTheFile)
+{
+    if (!HaveData())
+    {
+        GTEST_SKIP() << kData << " not present";
+    }
+    const HpccTopology t = ReadHpccTopology(kData + "/fat.txt");
+    const auto flows = ReadHpccFlows(kData + "/ws30_5ms.txt", t, 2.0);
+    std::ifstream in(kData + "/ws30_5ms.txt");
+    size_t count;
+    in >> count;
+    ASSERT_EQ(flows.size(), count);
+    for (size_t i = 0; i < count; ++i)
+    {
+        uint32_t src;
+        uint32_t dst;
+        uint32_t prio;
+        uint32_t dport;
+        uint64_t size;
+        double start;
+        in >> src >> dst >> prio >> dport >> size >> start;
+        ASSERT_EQ(t.nodeOfHost[flows[i].src], src) << i;
+        ASSERT_EQ(t.nodeOfHost[flows[i].dst], dst) << i;
+        ASSERT_EQ(flows[i].bytes, size) << i;
+        ASSERT_NEAR(flows[i].start.GetSeconds(), start - 2.0, 1e-12) << i;
+    }
+}
+
+TEST(RoceHpcc, DcqcnConfigMapsToTheFirmwarePresetAndHpccModeIsRefused)
+{
+    if (!HaveData())
+    {
+        GTEST_SKIP() << kData << " not present";
+    }
+    const HpccTopology t = ReadHpccTopology(kData + "/fat.txt");
+    RoceRunSpec spec;
+    std::vector<std::string> ignored;
+    const auto cfg = ReadHpccConfig(kData + "/config_fat_ws30_5ms_dcqcn.txt");
+    EXPECT_EQ(cfg.at("RATE_AI"), "20Mb/s");
+    EXPECT_EQ(cfg.at("KMAX_MAP"), "2 100000000000 1600 400000000000 6400");
+    const auto used = ApplyHpccConfig(cfg, t, spec, &ignored);
+    EXPECT_EQ(spec.cc, "ns3::RdmaCcDcqcnMlx");
+    EXPECT_EQ(spec.bufferBytes, 32u * 1024 * 1024);
+    EXPECT_EQ(spec.kminBytes, 400000u); // 400 KB at 100 Gb/s, KB of 1000 bytes
+    EXPECT_EQ(spec.kmaxBytes, 1600000u);
+    EXPECT_DOUBLE_EQ(spec.pmax, 0.2);
+    EXPECT_EQ(spec.pathMtu, RdmaMtu::MTU_1024); // PACKET_PAYLOAD_SIZE 1000
+    EXPECT_EQ(spec.ackEveryPackets, 1u);
+    EXPECT_EQ(used.size() + ignored.size(), cfg.size());
+    EXPECT_NE(std::find(ignored.begin(), ignored.end(), "HAS_WIN"), ignored.end());
+    // The NIC attributes the config sets reach the policy.
+    RoceHelper rh;
+    rh.SetCongestionControl(spec.cc);
+    spec.configureNics(rh);
+    {
+        const auto hcas = rh.Install(EthFabricHelper().Build(MakeTwoHostsOneSwitch()));
+        DataRateValue ai;
+        hcas[0].cc->GetAttribute("RateAi", ai);
+        EXPECT_EQ(ai.Get(), DataRate("20Mbps"));
+        TimeValue rp;
+        hcas[0].cc->GetAttribute("IncreaseTimer", rp);
+        EXPECT_EQ(rp.Get(), MicroSeconds(300));
+        DoubleValue g;
+        hcas[0].cc->GetAttribute("G", g);
+        EXPECT_DOUBLE_EQ(g.Get(), 0.00390625);
+        Simulator::Destroy();
+    }
+    EXPECT_NE(ErrorOf([&]() {
+                  ApplyHpccConfig(ReadHpccConfig(kData + "/config_fat_ws30_5ms_hp95.txt"), t, spec,
+                                  nullptr);
+              }).find("CC_MODE 3"),
+              std::string::npos);
+}
+
+TEST(RoceHpcc, MalformedFilesAreRefusedWithTheLine)
+{
+    const HpccTopology ok = ReadHpccTopology(
+        WriteTemp("ok.txt", "3 1 2\n2\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1000ns 0\n"));
+    EXPECT_EQ(ok.nodeOfHost.size(), 2u);
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"3 1\n", ":1:"},
+        {"3 1 2\n7\n", ":2:"},
+        {"3 1 2\n2\n0 2 100Gbps 1000ns 0\n", "expected 2 links"},
+        {"3 1 2\n2\n0 2 100Gbps 1000ns 0\n1 9 100Gbps 1000ns 0\n", ":4:"},
+        {"3 1 2\n2\n0 2 fast 1000ns 0\n1 2 100Gbps 1000ns 0\n", ":3:"},
+        {"3 1 2\n2\n0 2 100Gbps 1000ns 0\n1 2 40Gbps 1000ns 0\n", "mixed host link rates"},
+    };
+    for (const auto& [text, want] : bad)
+    {
+        const std::string e = ErrorOf([&]() { ReadHpccTopology(WriteTemp("bad.txt", text)); });
+        EXPECT_NE(e.find(want), std::string::npos) << "'" << text << "' gave '" << e << "'";
+    }
+    const std::vector<std::pair<std::string, std::string>> badFlows = {
+        {"1\n0 1 3 100 1000\n", ":2:"},
+        {"1\n0 2 3 100 1000 2.0\n", "two different hosts"},
+        {"2\n0 1 3 100 1000 2.0\n", "header says 2"},
+        {"1\n0 1 3 100 1000 1.0\n", "before the time offset"},
+        {"x\n", ":1:"},
+    };
+    for (const auto& [text, want] : badFlows)
+    {
+        const std::string e =
+            ErrorOf([&]() { ReadHpccFlows(WriteTemp("flows.txt", text), ok, 2.0); });
+        EXPECT_NE(e.find(want), std::string::npos) << "'" << text << "' gave '" << e << "'";
+    }
+}
+
+TEST(RoceHpcc, FctFileColumnsAndALoneFlowNearItsStandaloneFct)
+{
+    const HpccTopology t = ReadHpccTopology(
+        WriteTemp("pair.txt", "3 1 2\n2\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1000ns 0\n"));
+    const auto flows =
+        ReadHpccFlows(WriteTemp("pair-flows.txt", "1\n0 1 3 100 10000 2.000001\n"), t, 2.0);
+    RoceRunSpec spec;
+    spec.topology = t.topology;
+    spec.hostRate = DataRate(t.hostRate);
+    spec.fabricRate = DataRate(t.fabricRate);
+    spec.flows = flows;
+    spec.cc = "ns3::RdmaCcNone";
+    spec.configureFabric = [](EthFabricHelper& h) {
+        h.SetPortAttribute("RxBufferBytes", UintegerValue(4 * 1024 * 1024));
+    };
+    const RoceRunResult r = RunRoceFlows(spec);
+    ASSERT_TRUE(r.allDone);
+    const std::string path = WriteTemp("fct.txt", "");
+    const auto ideals = WriteHpccFct(path, r, t, 1024, 2.0);
+    std::ifstream in(path);
+    std::string sip;
+    std::string dip;
+    uint32_t sport;
+    uint32_t dport;
+    uint64_t size;
+    uint64_t start;
+    uint64_t fct;
+    uint64_t standalone;
+    ASSERT_TRUE(in >> sip >> dip >> sport >> dport >> size >> start >> fct >> standalone);
+    EXPECT_EQ(sip, "0a000001"); // 10.0.0.1
+    EXPECT_EQ(dip, "0a000002");
+    EXPECT_EQ(size, 10000u);
+    EXPECT_EQ(start, 2000001000u);
+    // By hand: 10 packets, 10000 + 10 x 98 header/wire bytes = 10980 B at 100 Gb/s = 878.4 ns,
+    // one store-and-forward of a full packet (1122 B = 89.76 ns), 2 links x 1 us both ways.
+    EXPECT_EQ(standalone, 4968u);
+    EXPECT_DOUBLE_EQ(ideals[0] * 1e9, 878.4 + 89.76 + 4000);
+    // The model's lone flow takes about that long (its RETH is on the first packet only, the
+    // ACK is shorter than a data packet).
+    EXPECT_GT(fct, standalone * 9 / 10);
+    EXPECT_LT(fct, standalone * 11 / 10);
+    std::string extra;
+    EXPECT_FALSE(in >> extra);
+}

@@ -1,0 +1,85 @@
+"""Plots for validation/roce: `plot.py fairness|incast|collapse OUTDIR` reads the CSVs the
+roce-* scenarios wrote under OUTDIR and writes PNGs beside them."""
+import csv
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def rows(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def fairness(out):
+    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    for ax, cc in zip(axes, ["dcqcn-paper", "dcqcn-mlx"]):
+        r = rows(os.path.join(out, f"fairness-{cc}", "roce-fairness.csv"))
+        t = [float(x["time_us"]) / 1000 for x in r]
+        # 1 ms moving average: single 10 us samples are quantised to whole packets.
+        for k in [k for k in r[0] if k.startswith("flow")]:
+            v = [float(x[k]) for x in r]
+            w = 100
+            avg = [sum(v[max(0, i - w + 1):i + 1]) / len(v[max(0, i - w + 1):i + 1])
+                   for i in range(len(v))]
+            ax.plot(t, avg, label=k.replace("_gbps", ""))
+        ax2 = ax.twinx()
+        ax2.plot(t, [int(x["max_queue_bytes"]) / 1000 for x in r], color="grey", lw=0.5)
+        ax2.set_ylabel("queue (KB)")
+        ax.set_ylabel("rate (Gb/s, 1 ms avg)")
+        ax.set_title(f"two flows, 40 Gb/s bottleneck, {cc}")
+        ax.legend(loc="upper right")
+    axes[-1].set_xlabel("time (ms)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "fairness.png"), dpi=110)
+
+
+def incast(out):
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for cc, style in [("dcqcn-paper", "-"), ("dcqcn-mlx", "--")]:
+        r = rows(os.path.join(out, f"incast-{cc}", "roce-incast.csv"))
+        for mode in ["pfc", "dcqcn", "both"]:
+            if mode == "pfc" and cc != "dcqcn-paper":
+                continue
+            m = [x for x in r if x["mode"] == mode]
+            n = [int(x["senders"]) for x in m]
+            lab = mode if mode == "pfc" else f"{mode} ({cc})"
+            axes[0].plot(n, [float(x["goodput_gbps"]) for x in m], style, marker="o", label=lab)
+            axes[1].plot(n, [int(x["peak_queue_bytes"]) / 1e3 for x in m], style, marker="o",
+                         label=lab)
+            axes[2].plot(n, [int(x["pauses"]) for x in m], style, marker="o", label=lab)
+    for ax, y in zip(axes, ["goodput (Gb/s)", "peak switch queue (KB)", "PFC PAUSE frames"]):
+        ax.set_xlabel("senders N")
+        ax.set_ylabel(y)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("N-to-1 incast, 40 Gb/s, 2 MB per sender")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "incast.png"), dpi=110)
+
+
+def collapse(out):
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    for row, cc in enumerate(["none", "dcqcn-paper"]):
+        r = rows(os.path.join(out, f"collapse-{cc}", "roce-collapse.csv"))
+        for cfg in ["consistent", "pfc-off", "inconsistent"]:
+            m = [x for x in r if x["config"] == cfg]
+            load = [float(x["load"]) for x in m]
+            axes[row][0].plot(load, [float(x["goodput_gbps"]) for x in m], marker="o", label=cfg)
+            axes[row][1].plot(load, [float(x["p99_fct_us"]) / 1000 for x in m], marker="o",
+                              label=cfg)
+        axes[row][0].set_ylabel(f"goodput (Gb/s), cc={cc}")
+        axes[row][1].set_ylabel(f"p99 FCT (ms), cc={cc}")
+        for ax in axes[row]:
+            ax.set_xlabel("offered load")
+            ax.legend(fontsize=8)
+    fig.suptitle("WebSearch on a 16-host leaf-spine: consistent vs misconfigured PFC/ECN")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "collapse.png"), dpi=110)
+
+
+if __name__ == "__main__":
+    {"fairness": fairness, "incast": incast, "collapse": collapse}[sys.argv[1]](sys.argv[2])
