@@ -120,11 +120,14 @@ TEST_F(RdmaEngineReadStream, ResponsesAfterAReadWaitForItsLastResponse)
 {
     // A WRITE behind a READ on the same QP is acknowledged only after the READ's responses
     // (responses in PSN order): the requester sees no gap, no retransmission.
+    // 256 responses: more than the port's queue (TxQueuePackets 64) takes at once, so the
+    // ACK is built while most of them are still to come.
+    constexpr uint32_t kLen = 256 * 1024;
     QpOptions o;
     Setup(o);
-    b.Write(0, TestBytes(64 * 1024, 5));
+    b.Write(0, TestBytes(kLen, 5));
     a.Write(1u << 20, TestBytes(2000, 6));
-    RdmaSendWr rd = Wr(1, RdmaWrOpcode::RDMA_READ, {a.Sge(0, 64 * 1024)});
+    RdmaSendWr rd = Wr(1, RdmaWrOpcode::RDMA_READ, {a.Sge(0, kLen)});
     rd.rdma.remote_addr = kRegionBase;
     rd.rdma.rkey = b.mr->GetRkey();
     ASSERT_EQ(a.qp->PostSend(rd), 0);
@@ -147,13 +150,13 @@ TEST_F(RdmaEngineReadStream, ResponsesAfterAReadWaitForItsLastResponse)
     ASSERT_EQ(sc.size(), 2u);
     EXPECT_EQ(sc[0].status, RdmaWcStatus::SUCCESS);
     EXPECT_EQ(sc[1].status, RdmaWcStatus::SUCCESS);
-    EXPECT_EQ(a.Read(0, 64 * 1024), TestBytes(64 * 1024, 5));
+    EXPECT_EQ(a.Read(0, kLen), TestBytes(kLen, 5));
     EXPECT_EQ(b.Read(2u << 20, 2000), TestBytes(2000, 6));
     EXPECT_EQ(a.hca.engine->GetCounters().retransmittedPackets, 0u);
-    // 64 responses (First, 62 Middle, Last), then the ACK.
-    ASSERT_EQ(order.size(), 65u);
+    // 256 responses (First, 254 Middle, Last), then the ACK.
+    ASSERT_EQ(order.size(), 257u);
     EXPECT_EQ(order.front(), IbOpcode::kRcRdmaReadResponseFirst);
-    EXPECT_EQ(order[63], IbOpcode::kRcRdmaReadResponseLast);
+    EXPECT_EQ(order[255], IbOpcode::kRcRdmaReadResponseLast);
     EXPECT_EQ(order.back(), IbOpcode::kRcAcknowledge);
 }
 
