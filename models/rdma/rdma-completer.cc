@@ -225,7 +225,7 @@ RdmaEngine::ApplyCredits(RdmaQpContext& c, const IbAethHeader& aeth)
     uint64_t through = c.creditSeqRetired;
     for (const RdmaSendOp& op : c.sendOps)
     {
-        if (op.status == RdmaWcStatus::SUCCESS && op.ssn != 0 && RdmaPsnDiff(op.ssn, msn) <= 0)
+        if (op.status == RdmaWcStatus::SUCCESS && op.npkts != 0 && RdmaPsnDiff(op.ssn, msn) <= 0)
         {
             through = std::max(through, op.creditSeq);
         }
