@@ -7,6 +7,7 @@
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ns3
@@ -146,6 +147,7 @@ RdmaEngine::FailHead(RdmaQpContext& c, RdmaWcStatus status)
         sq->Pop();
         if (!c.sendOps.empty())
         {
+            c.creditSeqRetired = std::max(c.creditSeqRetired, c.sendOps.front().creditSeq);
             c.sendOps.pop_front();
         }
         PushSendWc(c, wc, true);
@@ -206,6 +208,43 @@ RdmaEngine::AckThrough(RdmaQpContext& c, uint32_t psnEx, Time now)
 }
 
 void
+RdmaEngine::ApplyCredits(RdmaQpContext& c, const IbAethHeader& aeth)
+{
+    if (!m_e2eCredits)
+    {
+        return;
+    }
+    const uint32_t msn = aeth.GetMsn();
+    if (c.creditKnown && RdmaPsnDiff(msn, c.creditMsn) < 0)
+    {
+        return; // an older report than the one held (MSNs are 24-bit serial numbers)
+    }
+    // IBA vol. 1 §9.7.7.2: the credit count is the receive WQEs the responder holds beyond
+    // the message numbered MSN; the requester may start receive-using messages up to that many
+    // past the last one at or before MSN.
+    uint64_t through = c.creditSeqRetired;
+    for (const RdmaSendOp& op : c.sendOps)
+    {
+        if (op.status == RdmaWcStatus::SUCCESS && op.npkts != 0 && RdmaPsnDiff(op.ssn, msn) <= 0)
+        {
+            through = std::max(through, op.creditSeq);
+        }
+    }
+    c.creditKnown = true;
+    c.creditMsn = msn;
+    c.creditUpdated = Simulator::Now();
+    const uint32_t credits = aeth.GetCredits();
+    c.creditUnlimited = credits == IbAethHeader::kUnlimitedCredits;
+    c.creditLimit = c.creditUnlimited ? 0 : through + credits;
+    m_creditTrace(c.qpn, msn, credits);
+    if (c.reqState == RdmaReqState::WaitCredit)
+    {
+        c.wakeEvent.Cancel();
+        Kick(c);
+    }
+}
+
+void
 RdmaEngine::CompleteInOrder(RdmaQpContext& c)
 {
     Ptr<RdmaQp> qp = c.qp;
@@ -238,6 +277,7 @@ RdmaEngine::CompleteInOrder(RdmaQpContext& c)
         wc.qp_num = c.qpn;
         wc.byte_len = static_cast<uint32_t>(op.length);
         const bool signaled = wqe.signaled;
+        c.creditSeqRetired = std::max(c.creditSeqRetired, op.creditSeq);
         c.sendOps.pop_front();
         sq->Pop();
         if (c.sendOp > 0)
@@ -265,7 +305,7 @@ RdmaEngine::CompleteInOrder(RdmaQpContext& c)
     }
     const RdmaReqState s = c.reqState;
     if (s == RdmaReqState::WaitWindow || s == RdmaReqState::WaitRdAtomic ||
-        s == RdmaReqState::WaitFence ||
+        s == RdmaReqState::WaitFence || s == RdmaReqState::WaitCredit ||
         (s == RdmaReqState::Idle && c.sendOp < sq->GetSize()))
     {
         Kick(c);
@@ -290,6 +330,10 @@ RdmaEngine::CompleterReceive(RdmaQpContext& c, const IbTransportHeaders& h,
     {
         Drop(c.qpn, RdmaDropReason::UnexpectedResponse);
         return;
+    }
+    if (h.aeth && h.aeth->GetKind() == IbAethKind::Ack)
+    {
+        ApplyCredits(c, *h.aeth);
     }
     if (h.info->Has(IbOpFlag::kRead) || opcode == IbOpcode::kRcAtomicAcknowledge)
     {

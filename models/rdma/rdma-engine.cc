@@ -55,7 +55,8 @@ const char*
 RdmaReqStateName(RdmaReqState s)
 {
     static const char* names[] = {"Idle", "Ready", "WaitPort", "WaitRate", "WaitWindow",
-                                  "WaitRdAtomic", "WaitFence", "RnrWait", "Error"};
+                                  "WaitRdAtomic", "WaitFence", "RnrWait", "Error",
+                                  "WaitCredit"};
     return names[static_cast<int>(s)];
 }
 
@@ -116,6 +117,20 @@ RdmaEngine::GetTypeId()
                           UintegerValue(65536),
                           MakeUintegerAccessor(&RdmaEngine::m_maxResponseQueue),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("EndToEndCredits",
+                          "RC requester: obey the responder's end-to-end credits (AETH "
+                          "credit count, IBA vol. 1 §9.7.7.2) before starting a SEND or RDMA "
+                          "WRITE with immediate; false ignores them.",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&RdmaEngine::m_e2eCredits),
+                          MakeBooleanChecker())
+            .AddAttribute("CreditProbeDelay",
+                          "RC requester out of end-to-end credits: time after the last credit "
+                          "report before it sends the one message the spec allows as a probe "
+                          "(time; 0 probes at once).",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&RdmaEngine::m_creditProbeDelay),
+                          MakeTimeChecker(Time(0)))
             .AddAttribute("LineRate",
                           "Port rate given to congestion control at QP start, bit/s.",
                           UintegerValue(200000000000ULL),
@@ -126,6 +141,11 @@ RdmaEngine::GetTypeId()
                             "retransmission).",
                             MakeTraceSourceAccessor(&RdmaEngine::m_sentTrace),
                             "ns3::RdmaEngine::PacketSentCallback")
+            .AddTraceSource("CreditUpdate",
+                            "An RC requester took an ACK's end-to-end credits: (qpn, MSN, "
+                            "credits; 0xFFFFFFFF = unlimited).",
+                            MakeTraceSourceAccessor(&RdmaEngine::m_creditTrace),
+                            "ns3::RdmaEngine::CreditCallback")
             .AddTraceSource("PacketReceived",
                             "A transport packet arrived for a QP: (qpn, opcode, PSN, bytes).",
                             MakeTraceSourceAccessor(&RdmaEngine::m_rxTrace),
@@ -322,6 +342,9 @@ RdmaEngine::DropContext(uint32_t qpn)
     // Responses already queued (a NAK that reports the error) still go out, as from an HCA
     // whose packet was built before the QP stopped.
     m_ready.erase(std::remove(m_ready.begin(), m_ready.end(), qpn), m_ready.end());
+    m_readReady.erase(std::remove(m_readReady.begin(), m_readReady.end(), qpn),
+                      m_readReady.end());
+    c.readQueued = false;
     c.dead = true;
     c.queued = false;
     m_graveyard.push_back(std::move(it->second));
@@ -478,9 +501,47 @@ RdmaEngine::Pump()
         m_sentTrace(p.qpn, opcode, psn, static_cast<uint32_t>(p.bytes.size()), false);
         m_responses.pop_front();
     }
-    size_t budget = m_ready.size();
-    while (!m_ready.empty() && budget-- > 0)
+    size_t budget = m_ready.size() + m_readReady.size();
+    while ((!m_ready.empty() || !m_readReady.empty()) && budget-- > 0)
     {
+        // READ responses take turns with requests, one packet each, so that a long READ
+        // does not hold the port for its whole length (IBA gives neither priority).
+        // The turn passes only when a packet went, so that after a full port the side that
+        // was refused goes first.
+        const bool readTurn = !m_readReady.empty() && (m_ready.empty() || m_readTurn);
+        if (readTurn)
+        {
+            const uint32_t rq = m_readReady.front();
+            m_readReady.pop_front();
+            RdmaQpContext* rc = FindContext(rq);
+            if (!rc)
+            {
+                continue;
+            }
+            rc->readQueued = false;
+            const ReadStep st = ReadResponseStep(*rc);
+            if (st == ReadStep::PortFull)
+            {
+                rc->readQueued = true;
+                m_readReady.push_front(rq);
+                return; // TxReady resumes
+            }
+            m_readTurn = false;
+            if (st == ReadStep::More && !rc->dead)
+            {
+                rc->readQueued = true;
+                m_readReady.push_back(rq);
+                if (m_ready.empty())
+                {
+                    ++budget; // nobody else waits: fill the port in this event
+                }
+            }
+            if (!m_responses.empty())
+            {
+                break;
+            }
+            continue;
+        }
         const uint32_t qpn = m_ready.front();
         m_ready.pop_front();
         RdmaQpContext* c = FindContext(qpn);
@@ -489,7 +550,12 @@ RdmaEngine::Pump()
             continue;
         }
         c->queued = false;
-        if (RequesterStep(*c))
+        const bool more = RequesterStep(*c);
+        if (c->reqState != RdmaReqState::WaitPort)
+        {
+            m_readTurn = true;
+        }
+        if (more)
         {
             c->queued = true;
             c->reqState = RdmaReqState::Ready;
@@ -508,7 +574,7 @@ RdmaEngine::Pump()
             break; // a response became due (e.g. a local error); send it first
         }
     }
-    if (!m_ready.empty() || !m_responses.empty())
+    if (!m_ready.empty() || !m_readReady.empty() || !m_responses.empty())
     {
         // More work: continue in a fresh event so that arrivals at this time interleave.
         SchedulePump();
@@ -568,6 +634,18 @@ RdmaEngine::Transmit(RdmaQpContext& c,
 void
 RdmaEngine::QueueResponse(RdmaQpContext& c, std::vector<uint8_t>&& bytes, const RdmaAhAttr& av)
 {
+    if (!c.readJobs.empty())
+    {
+        // Responses leave in PSN order (IBA vol. 1 §9.7.5.1.3): this one waits for the READ
+        // responses still to be sent ahead of it.
+        if (c.heldResponses.size() >= m_maxResponseQueue)
+        {
+            m_counters.txRefused++;
+            return;
+        }
+        c.heldResponses.push_back(RdmaHeldResponse{std::move(bytes), av});
+        return;
+    }
     if (m_responses.size() >= m_maxResponseQueue)
     {
         m_counters.txRefused++;

@@ -60,6 +60,8 @@ struct RdmaEngineCounters
     uint64_t qkeyViolations = 0;
     uint64_t cnpsSent = 0;
     uint64_t txRefused = 0; ///< packets the link port refused (lost; RC recovers)
+    uint64_t creditProbes = 0; ///< SEND / WRITE-with-imm started with no credit (§9.7.7.2)
+    uint64_t creditStalls = 0; ///< times a requester stopped for lack of credits
     uint64_t sendCompletions = 0;
     uint64_t recvCompletions = 0;
 };
@@ -90,6 +92,8 @@ class RdmaEngine : public Object
     typedef void (*PacketCallback)(uint32_t qpn, uint8_t opcode, uint32_t psn, uint32_t bytes);
     /// (qpn, AETH syndrome, PSN).
     typedef void (*NakCallback)(uint32_t qpn, uint8_t syndrome, uint32_t psn);
+    /// (qpn, AETH MSN, credits or 0xFFFFFFFF for unlimited).
+    typedef void (*CreditCallback)(uint32_t qpn, uint32_t msn, uint32_t credits);
     /// (qpn, PSN).
     typedef void (*QpPsnCallback)(uint32_t qpn, uint32_t psn);
     /// (completion, true for a receive completion).
@@ -192,6 +196,11 @@ class RdmaEngine : public Object
     uint32_t PacketsFor(const RdmaQpContext& c, RdmaWrOpcode op, uint64_t len) const;
     uint32_t PathMtu(const RdmaQpContext& c) const;
     void WakeRequester(uint32_t qpn);
+    /// End-to-end credits (IBA vol. 1 §9.7.7.2): may a message that uses a receive WQE at
+    /// the responder start now? Sets WaitCredit (and a probe wake-up) when not.
+    bool CreditAllows(RdmaQpContext& c);
+    /// Execute a LOCAL_INV work request (no packet); false if the key was refused.
+    bool LocalInvalidate(RdmaQpContext& c, const RdmaSendWqe& wqe);
 
     // ---- completer (rdma-completer.cc) ----
     void CompleterReceive(RdmaQpContext& c, const IbTransportHeaders& h,
@@ -199,6 +208,8 @@ class RdmaEngine : public Object
     /// Everything before `psn` is acknowledged.
     void AckThrough(RdmaQpContext& c, uint32_t psnExclusive, Time now);
     void CompleteInOrder(RdmaQpContext& c);
+    /// Take the credit count and MSN of an ACK-kind AETH (IBA vol. 1 §9.7.7.2).
+    void ApplyCredits(RdmaQpContext& c, const IbAethHeader& aeth);
     void Rewind(RdmaQpContext& c, uint32_t psn);
     void ArmRetryTimer(RdmaQpContext& c);
     void OnRetryTimeout(uint32_t qpn);
@@ -220,15 +231,29 @@ class RdmaEngine : public Object
     void SendNak(RdmaQpContext& c, uint32_t psn, uint8_t syndrome);
     void NoteAckReq(RdmaQpContext& c);
     void FlushAck(uint32_t qpn);
-    /// Queue the READ responses for [va, va+len) of `mr`, PSNs from firstPsn on; false after a
-    /// memory fault (NAKed).
+    /// Start answering a READ of [va, va+len) of `mr`, PSNs from firstPsn on: the packets
+    /// go one per pump turn (ReadResponseStep). Always true (a memory fault is found, and
+    /// NAKed, when the packet that meets it is built).
     bool SendReadResponses(RdmaQpContext& c, Ptr<RdmaMr> mr, uint64_t va, uint32_t len,
                            uint32_t firstPsn);
     uint8_t CreditCode(const RdmaQpContext& c) const;
+    /// Outcome of ReadResponseStep.
+    enum class ReadStep : uint8_t
+    {
+        More,     ///< a packet went; more remain
+        Done,     ///< nothing more to send for this QP's READs
+        PortFull, ///< the port cannot take a packet now
+    };
+    /// Send the next READ response packet of the QP's oldest READ.
+    ReadStep ReadResponseStep(RdmaQpContext& c);
+    /// The QP's READs are all answered: release the responses held behind them.
+    void ReleaseHeldResponses(RdmaQpContext& c);
     /// Execute an incoming SEND / WRITE packet's data part; returns false after answering
     /// an error.
     bool ResponderData(RdmaQpContext& c, const IbTransportHeaders& h, const uint8_t* payload,
                        const RdmaRxInfo& info, bool reliable);
+    /// SEND with invalidate: invalidate the IETH's R_Key (IBA vol. 1 §9.4.1.1, §10.6.7).
+    bool RemoteInvalidate(const RdmaQpContext& c, uint32_t rkey);
     void ResponderFatal(RdmaQpContext& c, RdmaEventType ev);
     RdmaAhAttr ReplyAv(const RdmaQpContext& c) const;
 
@@ -241,6 +266,9 @@ class RdmaEngine : public Object
     EventId m_buryEvent;
     void Bury();
     std::deque<uint32_t> m_ready;
+    /// Responder QPs with READ responses to send; served in turn with m_ready.
+    std::deque<uint32_t> m_readReady;
+    bool m_readTurn = false;
     std::deque<OutPacket> m_responses;
     EventId m_pump;
     RdmaEngineCounters m_counters;
@@ -255,6 +283,8 @@ class RdmaEngine : public Object
     uint64_t m_windowBytes;
     uint32_t m_maxResponseQueue;
     uint64_t m_lineRateBps;
+    bool m_e2eCredits;
+    Time m_creditProbeDelay;
 
     // traces
     TracedCallback<uint32_t, uint8_t, uint32_t, uint32_t, bool> m_sentTrace;
@@ -263,6 +293,7 @@ class RdmaEngine : public Object
     TracedCallback<uint32_t, uint8_t, uint32_t> m_nakSentTrace;
     TracedCallback<uint32_t, uint8_t, uint32_t> m_nakRxTrace;
     TracedCallback<uint32_t, uint32_t> m_timeoutTrace;
+    TracedCallback<uint32_t, uint32_t, uint32_t> m_creditTrace;
     TracedCallback<const RdmaWc&, bool> m_completionTrace;
     TracedCallback<uint32_t, uint8_t> m_dropTrace;
 };

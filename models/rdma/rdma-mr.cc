@@ -82,10 +82,22 @@ RdmaMr::InRange(uint64_t iova, uint64_t len) const
     return iova >= m_iova && len <= m_length && iova - m_iova <= m_length - len;
 }
 
+bool
+RdmaMr::Invalidate()
+{
+    if (!IsAlive() || !m_invalidatable || m_invalidated)
+    {
+        return false;
+    }
+    m_invalidated = true;
+    return true;
+}
+
 RdmaMrCheck
 RdmaMr::CheckLocal(uint64_t iova, uint64_t len, bool needWrite) const
 {
-    if (!IsAlive())
+    // An invalidated region's keys are invalid (IBA vol. 1 §10.6.7: invalidation ends access).
+    if (!IsAlive() || m_invalidated)
     {
         return RdmaMrCheck::INVALID_KEY;
     }
@@ -106,7 +118,7 @@ RdmaMr::CheckRemote(uint64_t iova, uint64_t len, uint32_t requiredAccess) const
 {
     NS_ABORT_MSG_IF(requiredAccess == 0 || (requiredAccess & ~kRdmaAccessRemoteAll),
                     "RdmaMr::CheckRemote: requiredAccess must be REMOTE_WRITE/READ/ATOMIC bits");
-    if (!IsAlive())
+    if (!IsAlive() || m_invalidated)
     {
         return RdmaMrCheck::INVALID_KEY;
     }

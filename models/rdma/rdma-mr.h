@@ -97,6 +97,31 @@ class RdmaMr : public RdmaResource
      */
     RdmaMrCheck CheckRemote(uint64_t iova, uint64_t len, uint32_t requiredAccess) const;
 
+    /**
+     * Allow invalidation of this region's keys (local invalidate, SEND with invalidate). IBA
+     * vol. 1 §10.6 lets only regions made for it be invalidated (the Base Memory Management
+     * Extensions' fast-register regions, which the kernel's FRMRs are, and type-2 memory
+     * windows); a region from plain ibv_reg_mr(3) cannot be. Off by default.
+     */
+    void SetInvalidatable(bool on)
+    {
+        m_invalidatable = on;
+    }
+
+    bool IsInvalidatable() const
+    {
+        return m_invalidatable;
+    }
+
+    /// Invalidate the keys: every later L_Key / R_Key check fails with INVALID_KEY. False (and
+    /// nothing changes) if the region is not invalidatable or no longer valid.
+    bool Invalidate();
+
+    bool IsInvalidated() const
+    {
+        return m_invalidated;
+    }
+
     /// The memory address of an IOVA inside the region.
     uint64_t ToMemoryAddress(uint64_t iova) const
     {
@@ -116,6 +141,8 @@ class RdmaMr : public RdmaResource
     uint32_t m_access{0};
     uint32_t m_lkey{0};
     uint32_t m_rkey{0};
+    bool m_invalidatable{false};
+    bool m_invalidated{false};
 
     friend class RdmaDevice;
 };

@@ -43,6 +43,7 @@ enum class RdmaReqState : uint8_t
     WaitFence,    ///< a fenced WR waits for earlier READs/atomics (IBA vol. 1 §10.8.3.3)
     RnrWait,      ///< an RNR NAK's timer runs (IBA vol. 1 §9.7.5.2.8)
     Error,        ///< the QP left RTS/SQD
+    WaitCredit,   ///< no end-to-end credit for a SEND / WRITE with immediate (§9.7.7.2)
 };
 
 /// Completer states.
@@ -77,6 +78,13 @@ struct RdmaSendOp
     uint32_t respNext = 0;    ///< READ: response packets received in order
     bool done = false;        ///< READ/atomic: the response is in local memory
     bool fullySent = false;   ///< every request packet has been sent at least once
+    /// RC: the message's send sequence number (SSN, 24 bits), matched against the AETH MSN.
+    uint32_t ssn = 0;
+    /// RC: the message uses a receive WQE at the responder (SEND, WRITE with immediate).
+    bool consumesRecv = false;
+    /// RC: receive-WQE-using messages started up to and including this one (end-to-end
+    /// credits, IBA vol. 1 §9.7.7.2).
+    uint64_t creditSeq = 0;
     /// A local error found when the WR started (bad L_Key, UD message above the MTU): the WR
     /// completes with it once the WRs before it have completed.
     RdmaWcStatus status = RdmaWcStatus::SUCCESS;
@@ -102,6 +110,26 @@ struct RdmaRespResource
     uint32_t msn = 0;
 };
 
+/// A READ the responder is answering: its response packets are built one at a time as the
+/// port takes them (IBA vol. 1 §9.7.5.1.3: the responder streams them in PSN order).
+struct RdmaReadJob
+{
+    Ptr<RdmaMr> mr;
+    uint64_t va = 0;       ///< IOVA of the READ's first byte
+    uint32_t length = 0;
+    uint32_t firstPsn = 0;
+    uint32_t npkts = 1;
+    uint32_t next = 0;     ///< the next response packet to send
+    uint32_t msn = 0;      ///< the AETH MSN of its First/Last/Only responses
+};
+
+/// A response of a QP held back until its READ responses ahead have gone (PSN order).
+struct RdmaHeldResponse
+{
+    std::vector<uint8_t> bytes;
+    RdmaAhAttr av;
+};
+
 struct RdmaQpContext
 {
     Ptr<RdmaQp> qp;
@@ -124,6 +152,16 @@ struct RdmaQpContext
     EventId wakeEvent;         ///< rate limiter / RNR wait
     std::vector<uint8_t> sendBuf; ///< the current WQE's payload (gathered once)
     int32_t sendBufOp = -1;        ///< which sendOps index sendBuf holds
+
+    // ---- requester: end-to-end credits (IBA vol. 1 §9.7.7.2) ----
+    uint32_t ssnLast = 0;          ///< SSN of the last message started (0: none yet)
+    uint64_t creditSeqSent = 0;    ///< receive-WQE-using messages started
+    uint64_t creditSeqRetired = 0; ///< creditSeq of the last message completed
+    uint64_t creditLimit = 0;      ///< may start messages with creditSeq <= this
+    bool creditUnlimited = false;  ///< the responder advertises "invalid" (code 31)
+    bool creditKnown = false;      ///< an ACK has reported credits
+    uint32_t creditMsn = 0;        ///< MSN of the ACK the credits came with
+    Time creditUpdated;            ///< when that ACK arrived (probe delay)
 
     // ---- completer ----
     RdmaCompState compState = RdmaCompState::Idle;
@@ -153,6 +191,9 @@ struct RdmaQpContext
     std::deque<RdmaRespResource> resources;
     bool becnPending = false;
     Time lastCnp{Time(-1)};
+    std::deque<RdmaReadJob> readJobs;         ///< READs being answered, oldest first
+    std::deque<RdmaHeldResponse> heldResponses; ///< responses behind those READs
+    bool readQueued = false;                  ///< in the engine's READ-response list
 };
 
 } // namespace ns3

@@ -585,9 +585,16 @@ RdmaQp::PostSend(const RdmaSendWr& wr)
         supported = rc;
         atomic = true;
         break;
+    case RdmaWrOpcode::SEND_WITH_INV:
+        // IBA vol. 1 §9.2: SEND Last/Only with Invalidate exist for RC (and XRC) only.
+        supported = rc;
+        break;
+    case RdmaWrOpcode::LOCAL_INV:
+        supported = true; // a local operation on the QP's send queue, any service type
+        break;
     default:
-        // LOCAL_INV, BIND_MW, SEND_WITH_INV (no memory windows or invalidation), TSO (raw
-        // packet), DRIVER1, and values outside enum ibv_wr_opcode.
+        // BIND_MW (no memory windows), TSO (raw packet), DRIVER1, and values outside enum
+        // ibv_wr_opcode.
         supported = false;
         break;
     }

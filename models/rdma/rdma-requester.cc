@@ -22,6 +22,15 @@ IsReadLike(RdmaWrOpcode op)
            op == RdmaWrOpcode::ATOMIC_FETCH_AND_ADD;
 }
 
+/// Operations that take a receive WQE at the responder, and so an end-to-end credit (IBA
+/// vol. 1 §9.7.7.2: SEND and RDMA WRITE with immediate).
+bool
+UsesRecvWqe(RdmaWrOpcode op)
+{
+    return op == RdmaWrOpcode::SEND || op == RdmaWrOpcode::SEND_WITH_IMM ||
+           op == RdmaWrOpcode::SEND_WITH_INV || op == RdmaWrOpcode::RDMA_WRITE_WITH_IMM;
+}
+
 /// The request opcode of packet `index` of `count` of a SEND or RDMA WRITE (IBA vol. 1 §9.2
 /// table 36), RC numbering; UC adds its 0x20 prefix.
 uint8_t
@@ -40,6 +49,11 @@ SegmentOpcode(RdmaWrOpcode op, uint32_t index, uint32_t count)
         return first && last ? IbOpcode::kRcSendOnlyWithImm
                : first       ? IbOpcode::kRcSendFirst
                : last        ? IbOpcode::kRcSendLastWithImm
+                             : IbOpcode::kRcSendMiddle;
+    case RdmaWrOpcode::SEND_WITH_INV:
+        return first && last ? IbOpcode::kRcSendOnlyWithInvalidate
+               : first       ? IbOpcode::kRcSendFirst
+               : last        ? IbOpcode::kRcSendLastWithInvalidate
                              : IbOpcode::kRcSendMiddle;
     case RdmaWrOpcode::RDMA_WRITE:
         return first && last ? IbOpcode::kRcRdmaWriteOnly
@@ -88,10 +102,75 @@ void
 RdmaEngine::WakeRequester(uint32_t qpn)
 {
     RdmaQpContext* c = FindContext(qpn);
-    if (c && (c->reqState == RdmaReqState::WaitRate || c->reqState == RdmaReqState::RnrWait))
+    if (c && (c->reqState == RdmaReqState::WaitRate || c->reqState == RdmaReqState::RnrWait ||
+              c->reqState == RdmaReqState::WaitCredit))
     {
         Kick(*c);
     }
+}
+
+bool
+RdmaEngine::LocalInvalidate(RdmaQpContext& c, const RdmaSendWqe& wqe)
+{
+    // IBA vol. 1 §10.6.7 (local invalidate): the WR names a key of a region in the QP's PD that
+    // may be invalidated; it sends nothing and completes in send-queue order. Any other key
+    // is a local protection error (IBV_WC_LOC_PROT_ERR), which stops the send queue.
+    RdmaSendOp op;
+    op.opcode = wqe.wr.opcode;
+    op.firstPsn = c.nextNewPsn;
+    op.npkts = 0;
+    op.fullySent = true;
+    Ptr<RdmaMr> mr = m_device->LookupRkey(wqe.wr.imm_data); // invalidate_rkey's slot
+    if (!mr)
+    {
+        mr = m_device->LookupLkey(wqe.wr.imm_data);
+    }
+    if (!mr || mr->GetPd() != c.qp->GetPd() || !mr->Invalidate())
+    {
+        op.status = RdmaWcStatus::LOC_PROT_ERR;
+    }
+    c.sendOps.push_back(op);
+    c.sendOp = static_cast<uint32_t>(c.sendOps.size());
+    c.sendPkt = 0;
+    return op.status == RdmaWcStatus::SUCCESS;
+}
+
+bool
+RdmaEngine::CreditAllows(RdmaQpContext& c)
+{
+    // IBA vol. 1 §9.7.7.2: the requester starts a message that needs a receive WQE only
+    // while the responder's last credit report leaves one for it ...
+    if (!m_e2eCredits || c.creditUnlimited || c.creditSeqSent < c.creditLimit)
+    {
+        return true;
+    }
+    // ... or, out of credits, as the one message it may send to learn the current count (the
+    // responder answers it with an ACK carrying fresh credits, or an RNR NAK). Only while no
+    // such message is unanswered, else the answer to that one is what it waits for.
+    for (const RdmaSendOp& op : c.sendOps)
+    {
+        if (op.consumesRecv && op.status == RdmaWcStatus::SUCCESS)
+        {
+            c.reqState = RdmaReqState::WaitCredit;
+            m_counters.creditStalls++;
+            return false;
+        }
+    }
+    const Time now = Simulator::Now();
+    const Time probeAt = c.creditUpdated + m_creditProbeDelay;
+    if (c.creditKnown && probeAt > now)
+    {
+        // Give receives posted meanwhile a chance to show up in the count (attribute
+        // CreditProbeDelay): a probe that finds none costs an RNR NAK and its timer.
+        c.reqState = RdmaReqState::WaitCredit;
+        m_counters.creditStalls++;
+        c.wakeEvent.Cancel();
+        c.wakeEvent =
+            Simulator::Schedule(probeAt - now, &RdmaEngine::WakeRequester, this, c.qpn);
+        return false;
+    }
+    m_counters.creditProbes++;
+    return true;
 }
 
 bool
@@ -134,6 +213,19 @@ RdmaEngine::StartWqe(RdmaQpContext& c, const RdmaSendWqe& wqe)
         return false;
     }
     c.nextNewPsn = RdmaPsnAdd(c.nextNewPsn, op.npkts);
+    if (c.qp->GetType() == RdmaQpType::RC)
+    {
+        // IBA vol. 1 §9.7.7.2: messages are numbered (SSN) as the responder's MSN counts
+        // them, so an ACK's MSN says which of them its credit count comes after.
+        c.ssnLast = (c.ssnLast + 1) & kRdmaMax24;
+        op.ssn = c.ssnLast;
+        op.consumesRecv = UsesRecvWqe(op.opcode);
+        if (op.consumesRecv)
+        {
+            c.creditSeqSent++;
+        }
+        op.creditSeq = c.creditSeqSent;
+    }
     if (op.readLike)
     {
         c.readsOutstanding++;
@@ -184,6 +276,16 @@ RdmaEngine::RequesterStep(RdmaQpContext& c)
         if (rc && readLike && c.readsOutstanding >= maxRd)
         {
             c.reqState = RdmaReqState::WaitRdAtomic;
+            return false;
+        }
+        if (wqe.wr.opcode == RdmaWrOpcode::LOCAL_INV)
+        {
+            const bool ok = LocalInvalidate(c, wqe);
+            CompleteInOrder(c);
+            return ok && !c.dead; // after a failure the send queue stops (error above)
+        }
+        if (rc && UsesRecvWqe(wqe.wr.opcode) && !CreditAllows(c))
+        {
             return false;
         }
         if (!StartWqe(c, wqe))
@@ -360,6 +462,14 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
             IbImmDtHeader imm;
             imm.SetImmediateData(wqe.wr.imm_data);
             h.immDt = imm;
+        }
+        if (info->Carries(IbExtHeader::Ieth))
+        {
+            // The R_Key to invalidate travels in imm_data's slot, as invalidate_rkey shares
+            // a union with imm_data in struct ibv_send_wr.
+            IbIethHeader ieth;
+            ieth.SetRkey(wqe.wr.imm_data);
+            h.ieth = ieth;
         }
         const bool endOfMessage = info->Has(IbOpFlag::kLast) || info->Has(IbOpFlag::kOnly);
         if (endOfMessage && (wqe.wr.send_flags & RDMA_SEND_SOLICITED))

@@ -115,37 +115,112 @@ RdmaEngine::SendReadResponses(RdmaQpContext& c, Ptr<RdmaMr> mr, uint64_t va, uin
                               uint32_t firstPsn)
 {
     const uint32_t mtu = PathMtu(c);
-    const uint32_t n = len == 0 ? 1 : (len + mtu - 1) / mtu;
     c.ackPending = 0; // the responses acknowledge everything before them
     c.ackTimer.Cancel();
-    std::vector<uint8_t> data;
-    for (uint32_t i = 0; i < n; ++i)
+    RdmaReadJob j;
+    j.mr = mr;
+    j.va = va;
+    j.length = len;
+    j.firstPsn = firstPsn;
+    j.npkts = len == 0 ? 1 : (len + mtu - 1) / mtu;
+    j.msn = c.msn;
+    c.readJobs.push_back(j);
+    if (!c.readQueued)
     {
-        const uint32_t off = i * mtu;
-        const uint32_t size = std::min(mtu, len - off);
-        data.resize(size);
-        if (size && !mr->GetMemory()->Read(mr->ToMemoryAddress(va + off), data.data(), size))
-        {
-            SendNak(c, RdmaPsnAdd(firstPsn, i),
-                    IbAethHeader::MakeNak(c.msn, IbNakCode::RemoteOperationalError)
-                        .GetSyndrome());
-            return false;
-        }
-        IbTransportHeaders h;
-        h.bth.SetOpCode(n == 1           ? IbOpcode::kRcRdmaReadResponseOnly
-                        : i == 0         ? IbOpcode::kRcRdmaReadResponseFirst
-                        : i + 1 == n     ? IbOpcode::kRcRdmaReadResponseLast
-                                         : IbOpcode::kRcRdmaReadResponseMiddle);
-        h.bth.SetPkey(QpPkey(*c.qp));
-        h.bth.SetDestQp(c.qp->GetAttr().dest_qp_num);
-        h.bth.SetPsn(RdmaPsnAdd(firstPsn, i));
-        if (IbOpcodeLookup(h.bth.GetOpCode())->Carries(IbExtHeader::Aeth))
-        {
-            h.aeth = IbAethHeader::MakeAck(c.msn, CreditCode(c));
-        }
-        QueueResponse(c, BuildPacket(h, data.data(), size), ReplyAv(c));
+        c.readQueued = true;
+        m_readReady.push_back(c.qpn);
     }
+    SchedulePump();
     return true;
+}
+
+RdmaEngine::ReadStep
+RdmaEngine::ReadResponseStep(RdmaQpContext& c)
+{
+    if (c.readJobs.empty())
+    {
+        return ReadStep::Done;
+    }
+    const RdmaAhAttr av = ReplyAv(c);
+    Ptr<RdmaLinkPort> port = PortOf(av.port_num);
+    if (!port)
+    {
+        c.readJobs.clear();
+        ReleaseHeldResponses(c);
+        return ReadStep::Done;
+    }
+    if (!port->CanSend(av.sl))
+    {
+        return ReadStep::PortFull;
+    }
+    RdmaReadJob& j = c.readJobs.front();
+    const uint32_t mtu = PathMtu(c);
+    const uint32_t i = j.next;
+    const uint32_t off = i * mtu;
+    const uint32_t size = std::min(mtu, j.length - std::min(j.length, off));
+    const uint32_t psn = RdmaPsnAdd(j.firstPsn, i);
+    // The data is read as the packet is built, as a streaming HCA does.
+    std::vector<uint8_t> data(size);
+    if (size && !j.mr->GetMemory()->Read(j.mr->ToMemoryAddress(j.va + off), data.data(), size))
+    {
+        // A memory fault under a valid R_Key: remote operational error at this PSN
+        // (IBA vol. 1 §9.9.3.1.3); what was held behind the READ is moot.
+        c.readJobs.clear();
+        c.heldResponses.clear();
+        SendNak(c, psn,
+                IbAethHeader::MakeNak(c.msn, IbNakCode::RemoteOperationalError).GetSyndrome());
+        ResponderFatal(c, RdmaEventType::QP_FATAL);
+        return ReadStep::Done;
+    }
+    IbTransportHeaders h;
+    const uint32_t n = j.npkts;
+    h.bth.SetOpCode(n == 1       ? IbOpcode::kRcRdmaReadResponseOnly
+                    : i == 0     ? IbOpcode::kRcRdmaReadResponseFirst
+                    : i + 1 == n ? IbOpcode::kRcRdmaReadResponseLast
+                                 : IbOpcode::kRcRdmaReadResponseMiddle);
+    h.bth.SetPkey(QpPkey(*c.qp));
+    h.bth.SetDestQp(c.qp->GetAttr().dest_qp_num);
+    h.bth.SetPsn(psn);
+    if (IbOpcodeLookup(h.bth.GetOpCode())->Carries(IbExtHeader::Aeth))
+    {
+        h.aeth = IbAethHeader::MakeAck(j.msn, CreditCode(c));
+    }
+    std::vector<uint8_t> bytes = BuildPacket(h, data.data(), size);
+    if (c.becnPending)
+    {
+        bytes[4] |= IbBthHeader::kBecnBit; // IBA annex A10: BECN on the next response
+        c.becnPending = false;
+    }
+    const uint8_t opcode = h.bth.GetOpCode();
+    const uint32_t total = static_cast<uint32_t>(bytes.size());
+    m_counters.packetsSent++;
+    m_counters.bytesSent += total;
+    if (!port->Send(bytes, av))
+    {
+        m_counters.txRefused++;
+    }
+    m_sentTrace(c.qpn, opcode, psn, total, false);
+    if (++j.next >= j.npkts)
+    {
+        c.readJobs.pop_front();
+    }
+    if (c.readJobs.empty())
+    {
+        ReleaseHeldResponses(c);
+        return ReadStep::Done;
+    }
+    return ReadStep::More;
+}
+
+void
+RdmaEngine::ReleaseHeldResponses(RdmaQpContext& c)
+{
+    std::deque<RdmaHeldResponse> held;
+    held.swap(c.heldResponses);
+    for (RdmaHeldResponse& r : held)
+    {
+        QueueResponse(c, std::move(r.bytes), r.av);
+    }
 }
 
 void
@@ -233,6 +308,12 @@ RdmaEngine::ResponderData(RdmaQpContext& c, const IbTransportHeaders& h, const u
             wc.imm_data = h.immDt->GetImmediateData();
             wc.wc_flags |= RDMA_WC_WITH_IMM;
         }
+        if (h.ieth && status == RdmaWcStatus::SUCCESS)
+        {
+            // ibv_wc: invalidated_rkey shares imm_data's union; IBV_WC_WITH_INV says which.
+            wc.imm_data = h.ieth->GetRkey();
+            wc.wc_flags |= RDMA_WC_WITH_INV;
+        }
         c.haveRecv = false;
         c.recvOffset = 0;
         PushRecvWc(c, wc, h.bth.GetSe());
@@ -282,6 +363,19 @@ RdmaEngine::ResponderData(RdmaQpContext& c, const IbTransportHeaders& h, const u
         }
         c.recvOffset += len;
         c.respState = last ? RdmaRespState::Idle : RdmaRespState::InSend;
+        if (last && h.ieth && !RemoteInvalidate(c, h.ieth->GetRkey()))
+        {
+            // The key cannot be invalidated (unknown, another PD, a region not made for
+            // it): the message fails like any other R_Key refusal, NAKed as a remote access
+            // error; its receive WQE completes in error.
+            completeRecv(RdmaWcStatus::LOC_PROT_ERR, RdmaWcOpcode::RECV, 0);
+            if (c.dead)
+            {
+                return false;
+            }
+            return refuse(IbNakCode::RemoteAccessError, RdmaEventType::QP_ACCESS_ERR,
+                          RdmaDropReason::AccessError);
+        }
         if (last)
         {
             completeRecv(RdmaWcStatus::SUCCESS, RdmaWcOpcode::RECV,
@@ -348,6 +442,22 @@ RdmaEngine::ResponderData(RdmaQpContext& c, const IbTransportHeaders& h, const u
         {
             completeRecv(RdmaWcStatus::SUCCESS, RdmaWcOpcode::RECV_RDMA_WITH_IMM, c.writeTotal);
         }
+    }
+    return true;
+}
+
+bool
+RdmaEngine::RemoteInvalidate(const RdmaQpContext& c, uint32_t rkey)
+{
+    // IBA vol. 1 §10.6.7: a SEND with invalidate names an R_Key of the responder's PD; only a
+    // region made for invalidation (RdmaMr::SetInvalidatable) may be invalidated, after the
+    // message's data has been placed. Later accesses with the key fail their R_Key check.
+    Ptr<RdmaMr> mr = m_device->LookupRkey(rkey);
+    if (!mr || mr->GetPd() != c.qp->GetPd() || !mr->Invalidate())
+    {
+        NS_LOG_INFO("QP " << c.qpn << ": SEND with invalidate of R_Key " << rkey
+                          << " refused");
+        return false;
     }
     return true;
 }
