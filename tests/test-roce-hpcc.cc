@@ -21,7 +21,9 @@ using namespace cnuas_test;
 
 namespace
 {
-const std::string kData = "/work/shared/data/hpcc-compat";
+// The HPCC-format inputs live beside the project (../shared/data/hpcc-compat), never in it: their
+// README asks not to copy them (no licence upstream).
+const std::string kData = std::string(CNUAS_SOURCE_DIR) + "/../shared/data/hpcc-compat";
 
 bool
 HaveData()
