@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target wire-bench fabric-bench sm-bench >/dev/null
+cmake --build build -j"$(nproc)" --target wire-bench fabric-bench sm-bench rs485-pty-bench >/dev/null
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=bench/results/$stamp.txt
@@ -17,5 +17,6 @@ out=bench/results/$stamp.txt
   for f in 'FatTreeBringUp/8/0' 'FatTreeBringUp/8/1' 'FatTreeBringUp/16/0'; do
     build/bin/sm-bench --benchmark_filter="$f"
   done
+  build/bin/rs485-pty-bench
 } 2>&1 | tee "$out"
 echo "results in $out"

@@ -13,7 +13,7 @@ PACKAGES=(
   # tests and plots: trace decoding and figures
   tshark python3-matplotlib python3-numpy
   # real peers the tests drive: Modbus masters, InfiniBand management tools
-  mbpoll libmodbus-dev python3-pymodbus opensm infiniband-diags
+  mbpoll libmodbus-dev python3-pymodbus python3-serial python3-serial-asyncio opensm infiniband-diags
   # optional: faster rebuilds
   ccache
 )

@@ -4,6 +4,8 @@
 #include "ib-crc.h"
 #include "ib-switch.h"
 
+#include "models/common/packet-loss-model.h"
+
 #include "ns3/boolean.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
@@ -64,6 +66,8 @@ IbDropReasonName(IbDropReason r)
         return "buffer-overrun";
     case IbDropReason::LinkDown:
         return "link-down";
+    case IbDropReason::InjectedLoss:
+        return "injected-loss";
     }
     return "?";
 }
@@ -1502,8 +1506,10 @@ IbNetDevice::DropFrame(IbFrame* frame, IbDropReason reason)
         IbPortCounters::Add(m_counters.portXmitDiscards, 1);
         break;
     case IbDropReason::LinkDown:
-        // A packet on a cable that went down was never received: no receive counter applies
-        // (queued packets discarded at the sender count as PortXmitDiscards there).
+    case IbDropReason::InjectedLoss:
+        // A packet on a cable that went down (or that an injected loss removed) was never
+        // received: no receive counter applies (queued packets discarded at the sender count
+        // as PortXmitDiscards there).
         break;
     case IbDropReason::Vl15Overflow:
         IbPortCounters::Add(m_counters.vl15Dropped, 1);
@@ -1613,6 +1619,12 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
     };
     if (m_receiveErrorModel && frame->packet && m_receiveErrorModel->IsCorrupt(frame->packet))
     {
+        const auto* loss = dynamic_cast<const PacketLossModel*>(PeekPointer(m_receiveErrorModel));
+        if (loss && loss->DropsPackets())
+        {
+            lose(IbDropReason::InjectedLoss); // gone on the wire; the sender's credit is repaired
+            return;                           // by the next flow-control packet (§7.9.4.3)
+        }
         // A bit error on the wire: the bytes as they arrive, one bit flipped past the LRH.
         frame->Materialize(m_scratch);
         size_t bit = (frame->uid * 2654435761u) % ((m_scratch.size() - IbLrhHeader::kSize) * 8);

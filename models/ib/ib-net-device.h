@@ -63,6 +63,7 @@ enum class IbDropReason : uint8_t
     Vl15Overflow,     ///< VL15 buffer full: VL15Dropped (§7.6.4: SMPs may be dropped)
     BufferOverrun,    ///< more data than advertised credit: ExcessiveBufferOverrunErrors
     LinkDown,         ///< the cable went down with the packet in flight or queued
+    InjectedLoss,     ///< a PacketLossModel (Action Drop) removed it on the wire: no counter
 };
 
 const char* IbDropReasonName(IbDropReason r);
@@ -398,7 +399,7 @@ class IbNetDevice : public NetDevice
     EventId m_training;
     int64_t m_portWaitStartPs = -1;
     IbPortCounters m_counters;
-    std::array<uint64_t, 12> m_drops{};
+    std::array<uint64_t, 13> m_drops{};
     uint64_t m_fcSent = 0;
     uint64_t m_fcEvents = 0;
     uint64_t m_fcStashed = 0;

@@ -111,8 +111,23 @@ ModbusSlave::AssignStreams(int64_t stream)
 }
 
 void
+ModbusSlave::SetOffline(bool offline)
+{
+    m_offline = offline;
+    if (offline && m_responseEvent.IsRunning())
+    {
+        m_responseEvent.Cancel();
+        m_responsePending = false;
+    }
+}
+
+void
 ModbusSlave::FrameReceived(const ModbusRtuFrame& f)
 {
+    if (m_offline)
+    {
+        return;
+    }
     // Counters per Modbus over serial line v1.02 §6.1.2.
     switch (f.status)
     {

@@ -67,6 +67,13 @@ class ModbusSlave : public ModbusRtuEndpoint
     uint64_t GetResponsesSent() const { return m_responses; }
     /// Requests refused because a response was still pending.
     uint64_t GetBusyDiscards() const { return m_busyDiscards; }
+    /**
+     * A slave taken off line (a dead device: no power, or firmware hung) hears nothing and
+     * answers nothing until put back on line; a response it had pending is dropped. Frames it
+     * misses are not counted.
+     */
+    void SetOffline(bool offline);
+    bool IsOffline() const { return m_offline; }
     /// Assigns a fixed random stream to ResponseJitter; returns streams used.
     int64_t AssignStreams(int64_t stream);
 
@@ -97,6 +104,7 @@ class ModbusSlave : public ModbusRtuEndpoint
     uint64_t m_responses = 0;
     uint64_t m_busyDiscards = 0;
     bool m_responsePending = false;
+    bool m_offline = false;
     EventId m_responseEvent;
 
     TracedCallback<uint8_t, const std::vector<uint8_t>&> m_requestTrace;

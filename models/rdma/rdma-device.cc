@@ -213,6 +213,9 @@ RdmaDevice::~RdmaDevice()
 void
 RdmaDevice::DoDispose()
 {
+    m_doorbell = QpCallback();
+    m_qpState = QpStateCallback();
+    m_qpDestroy = QpCallback();
     DetachAll(true);
     m_keyRng = nullptr;
     Object::DoDispose();
@@ -729,6 +732,10 @@ RdmaDevice::DestroyQp(Ptr<RdmaQp> qp)
         m_lastError = "QP is not alive on this device";
         return EINVAL;
     }
+    if (!m_qpDestroy.IsNull())
+    {
+        m_qpDestroy(qp);
+    }
     qp->Clear();
     m_qps.erase(qp->m_qpn);
     --qp->m_pd->m_users;
@@ -740,6 +747,32 @@ RdmaDevice::DestroyQp(Ptr<RdmaQp> qp)
     }
     qp->m_device = nullptr;
     return 0;
+}
+
+void
+RdmaDevice::SetTransportHooks(QpCallback doorbell, QpStateCallback stateChange, QpCallback destroy)
+{
+    m_doorbell = doorbell;
+    m_qpState = stateChange;
+    m_qpDestroy = destroy;
+}
+
+void
+RdmaDevice::RingDoorbell(RdmaQp* qp)
+{
+    if (!m_doorbell.IsNull())
+    {
+        m_doorbell(qp);
+    }
+}
+
+void
+RdmaDevice::NotifyQpState(RdmaQp* qp, RdmaQpState from, RdmaQpState to)
+{
+    if (!m_qpState.IsNull())
+    {
+        m_qpState(qp, from, to);
+    }
 }
 
 // ---- Address handles -------------------------------------------------------------------------

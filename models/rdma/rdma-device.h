@@ -13,6 +13,7 @@
 #include "rdma-srq.h"
 #include "rdma-types.h"
 
+#include "ns3/callback.h"
 #include "ns3/object.h"
 #include "ns3/random-variable-stream.h"
 #include "ns3/traced-callback.h"
@@ -209,6 +210,17 @@ class RdmaDevice : public Object
      */
     const char* CheckAhAttr(const RdmaAhAttr& attr, bool connected) const;
 
+    /// What the transport engine hears from the verbs side: a send WR was posted (the
+    /// doorbell), a QP changed state (from, to), a QP is being destroyed.
+    typedef Callback<void, Ptr<RdmaQp>> QpCallback;
+    typedef Callback<void, Ptr<RdmaQp>, RdmaQpState, RdmaQpState> QpStateCallback;
+    /// Install the engine's hooks (one engine per device; null callbacks uninstall).
+    void SetTransportHooks(QpCallback doorbell, QpStateCallback stateChange, QpCallback destroy);
+    /// Called by RdmaQp: a send WQE was queued in RTS or SQD.
+    void RingDoorbell(RdmaQp* qp);
+    /// Called by RdmaQp: the QP entered `to` (before the state's effects, e.g. flushes).
+    void NotifyQpState(RdmaQp* qp, RdmaQpState from, RdmaQpState to);
+
     /// Raise an asynchronous event (trace source "AsyncEvent").
     void RaiseAsyncEvent(const RdmaAsyncEvent& event);
 
@@ -311,6 +323,9 @@ class RdmaDevice : public Object
 
     mutable std::string m_lastError;
     TracedCallback<const RdmaAsyncEvent&> m_asyncEvent;
+    QpCallback m_doorbell;
+    QpStateCallback m_qpState;
+    QpCallback m_qpDestroy;
 };
 
 } // namespace ns3

@@ -416,6 +416,10 @@ RdmaQp::EnterState(RdmaQpState next)
     // Traced before the effects: a flush may overrun a CQ and move other QPs (never this one
     // twice) while it runs.
     m_stateChange(prev, next);
+    if (m_device)
+    {
+        m_device->NotifyQpState(this, prev, next);
+    }
     switch (next)
     {
     case RdmaQpState::RESET:
@@ -678,6 +682,10 @@ RdmaQp::PostSend(const RdmaSendWr& wr)
     if (s == RdmaQpState::ERR || s == RdmaQpState::SQE)
     {
         FlushSendQueue();
+    }
+    else
+    {
+        m_device->RingDoorbell(this);
     }
     return 0;
 }

@@ -1,0 +1,720 @@
+#include "rs485-pty-bridge.h"
+
+#include "models/rack/modbus-rtu.h"
+
+#include "ns3/boolean.h"
+#include "ns3/enum.h"
+#include "ns3/log.h"
+#include "ns3/node.h"
+#include "ns3/realtime-simulator-impl.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("Rs485PtyBridge");
+NS_OBJECT_ENSURE_REGISTERED(Rs485PtyBridge);
+
+TypeId
+Rs485PtyBridge::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::Rs485PtyBridge")
+            .SetParent<Object>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<Rs485PtyBridge>()
+            .AddAttribute("LinkPath",
+                          "A symlink to the pty's slave side made at Start and removed at Stop "
+                          "(e.g. /tmp/cnuas-rs485-0), so a client's configuration can name a "
+                          "stable path. Empty: no symlink. An existing symlink is replaced; any "
+                          "other existing file makes Start fail.",
+                          StringValue(""),
+                          MakeStringAccessor(&Rs485PtyBridge::m_linkPath),
+                          MakeStringChecker())
+            .AddAttribute("LocalEcho",
+                          "Whether the client reads back its own characters, as on a two-wire "
+                          "adapter without echo suppression (rackmon's LocalEcho mode). Sets "
+                          "the transceiver's SuppressEcho to the opposite at Start.",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&Rs485PtyBridge::m_localEcho),
+                          MakeBooleanChecker())
+            .AddAttribute("Parity",
+                          "Parity of the client's characters: Observe (from the client's "
+                          "termios INPCK/PARODD, since a pty hides PARENB), or fixed None, Even "
+                          "or Odd for clients that ask for parity without INPCK.",
+                          EnumValue(static_cast<int>(Rs485PtyParityMode::Observe)),
+                          MakeEnumAccessor(&Rs485PtyBridge::m_parityMode),
+                          MakeEnumChecker(static_cast<int>(Rs485PtyParityMode::Observe),
+                                          "Observe",
+                                          static_cast<int>(Rs485PtyParityMode::None),
+                                          "None",
+                                          static_cast<int>(Rs485PtyParityMode::Even),
+                                          "Even",
+                                          static_cast<int>(Rs485PtyParityMode::Odd),
+                                          "Odd"))
+            .AddAttribute("KeepSilentInterval",
+                          "Whether a client's frame waits until the line has been silent for "
+                          "t3.5 (Modbus over serial line v1.02 §2.5.1.1) before going out. A "
+                          "host behind a real USB-RS485 adapter cannot answer sooner (the "
+                          "adapter's receive latency timer, 1-16 ms on FTDI parts, and the 1 ms "
+                          "USB frame; rackmon adds a 2-3 ms min_delay); through a pty it can, "
+                          "within microseconds, and a strict slave would then read the request "
+                          "as the tail of the previous frame. false: bytes go out at once.",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&Rs485PtyBridge::m_keepSilence),
+                          MakeBooleanChecker())
+            .AddAttribute("RequireRealtime",
+                          "Whether Start refuses to run unless the simulator is "
+                          "ns3::RealtimeSimulatorImpl (a client's bytes are stamped with wall-"
+                          "clock time; under the default scheduler they would land at "
+                          "arbitrary simulated times).",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&Rs485PtyBridge::m_requireRealtime),
+                          MakeBooleanChecker())
+            .AddTraceSource("FromClient",
+                            "Bytes the client wrote, with the format they go on the bus with.",
+                            MakeTraceSourceAccessor(&Rs485PtyBridge::m_fromClientTrace),
+                            "ns3::Rs485PtyBridge::BytesCallback")
+            .AddTraceSource("ToClient",
+                            "A bus character written to the client.",
+                            MakeTraceSourceAccessor(&Rs485PtyBridge::m_toClientTrace),
+                            "ns3::Rs485PtyBridge::ByteCallback")
+            .AddTraceSource("FormatChange",
+                            "The client's character format changed (new format).",
+                            MakeTraceSourceAccessor(&Rs485PtyBridge::m_formatTrace),
+                            "ns3::Rs485PtyBridge::FormatCallback")
+            .AddTraceSource("Client",
+                            "A client opened (true) or closed (false) the port.",
+                            MakeTraceSourceAccessor(&Rs485PtyBridge::m_clientTrace),
+                            "ns3::Rs485PtyBridge::ClientCallback");
+    return tid;
+}
+
+Rs485PtyBridge::Rs485PtyBridge() = default;
+
+Rs485PtyBridge::~Rs485PtyBridge()
+{
+    Stop();
+}
+
+void
+Rs485PtyBridge::DoDispose()
+{
+    Stop();
+    m_device = nullptr;
+    Object::DoDispose();
+}
+
+void
+Rs485PtyBridge::SetDevice(Ptr<Rs485Device> device)
+{
+    NS_ABORT_MSG_IF(m_running, "Rs485PtyBridge: SetDevice while running");
+    m_device = device;
+}
+
+Ptr<Rs485Device>
+Rs485PtyBridge::GetDevice() const
+{
+    return m_device;
+}
+
+std::string
+Rs485PtyBridge::GetPortPath() const
+{
+    return m_linkPath.empty() ? m_slavePath : m_linkPath;
+}
+
+namespace
+{
+/// termios speed constants and their rates (termios(3), Linux <bits/termios-baud.h>).
+struct SpeedEntry
+{
+    speed_t s;
+    uint32_t baud;
+};
+
+const SpeedEntry kSpeeds[] = {
+    {B50, 50},           {B75, 75},           {B110, 110},         {B134, 134},
+    {B150, 150},         {B200, 200},         {B300, 300},         {B600, 600},
+    {B1200, 1200},       {B1800, 1800},       {B2400, 2400},       {B4800, 4800},
+    {B9600, 9600},       {B19200, 19200},     {B38400, 38400},     {B57600, 57600},
+    {B115200, 115200},   {B230400, 230400},   {B460800, 460800},   {B500000, 500000},
+    {B576000, 576000},   {B921600, 921600},   {B1000000, 1000000}, {B1152000, 1152000},
+    {B1500000, 1500000}, {B2000000, 2000000}, {B2500000, 2500000}, {B3000000, 3000000},
+    {B3500000, 3500000}, {B4000000, 4000000},
+};
+} // namespace
+
+uint32_t
+Rs485PtyBridge::BaudFromSpeed(unsigned int speed)
+{
+    for (const SpeedEntry& e : kSpeeds)
+    {
+        if (e.s == speed)
+        {
+            return e.baud;
+        }
+    }
+    return 0;
+}
+
+bool
+Rs485PtyBridge::FormatFromTermios(const struct termios& t, Rs485PtyParityMode mode,
+                                  Rs485Format* out)
+{
+    const uint32_t baud = BaudFromSpeed(cfgetospeed(&t));
+    if (baud == 0)
+    {
+        return false;
+    }
+    Rs485Format f;
+    f.baudRate = baud;
+    // The pty forces CS8 whatever the client asks (drivers/tty/pty.c pty_set_termios), so the
+    // data bits the client wanted are lost; RTU characters have 8 anyway (Modbus over serial
+    // line v1.02 §2.5.1).
+    f.dataBits = 8;
+    f.stopBits = (t.c_cflag & CSTOPB) ? 2 : 1;
+    switch (mode)
+    {
+    case Rs485PtyParityMode::Observe:
+        // PARENB is cleared by the pty; a client that wants parity checked sets INPCK
+        // (libmodbus, rackmon), and PARODD is left as the client set it.
+        if (t.c_iflag & INPCK)
+        {
+            f.parity = (t.c_cflag & PARODD) ? Rs485Parity::Odd : Rs485Parity::Even;
+        }
+        else
+        {
+            f.parity = Rs485Parity::None;
+        }
+        break;
+    case Rs485PtyParityMode::None:
+        f.parity = Rs485Parity::None;
+        break;
+    case Rs485PtyParityMode::Even:
+        f.parity = Rs485Parity::Even;
+        break;
+    case Rs485PtyParityMode::Odd:
+        f.parity = Rs485Parity::Odd;
+        break;
+    }
+    *out = f;
+    return true;
+}
+
+void
+Rs485PtyBridge::Fail(const std::string& what)
+{
+    m_error = what;
+    NS_LOG_ERROR("Rs485PtyBridge: " << what);
+}
+
+bool
+Rs485PtyBridge::Start()
+{
+    NS_LOG_FUNCTION(this);
+    if (m_running)
+    {
+        return true;
+    }
+    m_error.clear();
+    if (!m_device || !m_device->GetRs485Channel())
+    {
+        Fail("no Rs485Device attached to a bus (SetDevice)");
+        return false;
+    }
+    if (m_requireRealtime &&
+        !DynamicCast<RealtimeSimulatorImpl>(Simulator::GetImplementation()))
+    {
+        Fail("the simulator is not ns3::RealtimeSimulatorImpl (set SimulatorImplementationType "
+             "before the first Simulator call, e.g. Rs485PtyBridgeHelper::EnableRealtime)");
+        return false;
+    }
+
+    m_master = posix_openpt(O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (m_master < 0 || grantpt(m_master) != 0 || unlockpt(m_master) != 0)
+    {
+        Fail(std::string("posix_openpt/grantpt/unlockpt: ") + std::strerror(errno));
+        Stop();
+        return false;
+    }
+    char name[128];
+    if (ptsname_r(m_master, name, sizeof(name)) != 0)
+    {
+        Fail(std::string("ptsname_r: ") + std::strerror(errno));
+        Stop();
+        return false;
+    }
+    m_slavePath = name;
+
+    // Raw mode until a client configures the port: no echo of what the bus writes (a fresh pty
+    // echoes, and the echo would come back to the master as client data). RefreshFormat below
+    // then adds the parity-trap sentinel.
+    // The bus's own format, so that a client that opens the port without configuring it
+    // talks at the segment's rate, and the bridge's transceiver keeps its format until then.
+    struct termios t;
+    if (tcgetattr(m_master, &t) == 0)
+    {
+        cfmakeraw(&t);
+        t.c_cflag |= CLOCAL | CREAD;
+        const Rs485Format bus = m_device->GetFormat();
+        for (const SpeedEntry& e : kSpeeds)
+        {
+            if (e.baud == bus.baudRate)
+            {
+                cfsetspeed(&t, e.s);
+            }
+        }
+        if (bus.stopBits == 2)
+        {
+            t.c_cflag |= CSTOPB;
+        }
+        if (bus.parity != Rs485Parity::None)
+        {
+            t.c_cflag |= PARENB; // dropped by the pty; INPCK and PARODD say it
+            t.c_iflag |= INPCK;
+        }
+        if (bus.parity == Rs485Parity::Odd)
+        {
+            t.c_cflag |= PARODD;
+        }
+        tcsetattr(m_master, TCSANOW, &t);
+    }
+
+    m_inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (m_inotify < 0 ||
+        inotify_add_watch(m_inotify, m_slavePath.c_str(), IN_OPEN | IN_CLOSE) < 0)
+    {
+        Fail(std::string("inotify on ") + m_slavePath + ": " + std::strerror(errno));
+        Stop();
+        return false;
+    }
+    if (pipe2(m_wake, O_CLOEXEC | O_NONBLOCK) != 0)
+    {
+        Fail(std::string("pipe2: ") + std::strerror(errno));
+        Stop();
+        return false;
+    }
+
+    if (!m_linkPath.empty())
+    {
+        struct stat st;
+        if (lstat(m_linkPath.c_str(), &st) == 0)
+        {
+            if (!S_ISLNK(st.st_mode))
+            {
+                Fail("LinkPath " + m_linkPath + " exists and is not a symlink");
+                Stop();
+                return false;
+            }
+            unlink(m_linkPath.c_str());
+        }
+        if (symlink(m_slavePath.c_str(), m_linkPath.c_str()) != 0)
+        {
+            Fail("symlink " + m_linkPath + ": " + std::strerror(errno));
+            Stop();
+            return false;
+        }
+        m_linkMade = true;
+    }
+
+    m_device->SetAttribute("SuppressEcho", BooleanValue(!m_localEcho));
+    m_device->SetCharacterReceiveCallback(MakeCallback(&Rs485PtyBridge::ReceiveCharacter, this));
+    m_context = m_device->GetNode() ? m_device->GetNode()->GetId() : Simulator::NO_CONTEXT;
+    RefreshFormat();
+
+    m_running = true;
+    m_stopReader = false;
+    m_reader = std::thread(&Rs485PtyBridge::ReaderLoop, this);
+    // The reader must be gone before the simulator is torn down (it schedules events).
+    Ptr<Rs485PtyBridge> self(this);
+    Simulator::ScheduleDestroy([self]() { self->Stop(); });
+    NS_LOG_INFO("Rs485PtyBridge: " << GetPortPath() << " -> " << m_slavePath);
+    return true;
+}
+
+void
+Rs485PtyBridge::Stop()
+{
+    if (m_reader.joinable())
+    {
+        m_stopReader = true;
+        const char c = 'q';
+        if (write(m_wake[1], &c, 1) < 0)
+        {
+            NS_LOG_WARN("Rs485PtyBridge: cannot wake the reader: " << std::strerror(errno));
+        }
+        m_reader.join();
+    }
+    if (m_running && m_device)
+    {
+        m_device->SetCharacterReceiveCallback(MakeNullCallback<void, const Rs485Character&>());
+    }
+    m_running = false;
+    m_clientOpen = false;
+    m_heldEvent.Cancel();
+    m_held.clear();
+    if (m_linkMade)
+    {
+        // Remove the symlink only if it still points at our pty.
+        char target[256];
+        const ssize_t n = readlink(m_linkPath.c_str(), target, sizeof(target) - 1);
+        if (n > 0 && std::string(target, n) == m_slavePath)
+        {
+            unlink(m_linkPath.c_str());
+        }
+        m_linkMade = false;
+    }
+    for (int* fd : {&m_master, &m_inotify, &m_wake[0], &m_wake[1]})
+    {
+        if (*fd >= 0)
+        {
+            close(*fd);
+            *fd = -1;
+        }
+    }
+}
+
+Rs485PtyBridgeCounters
+Rs485PtyBridge::GetCounters() const
+{
+    Rs485PtyBridgeCounters c = m_counters;
+    c.clientOpens = m_opens.load();
+    c.clientCloses = m_closes.load();
+    c.termiosResets = m_resets.load();
+    c.chunksFromClient = m_chunks.load();
+    return c;
+}
+
+// ---- reader thread --------------------------------------------------------------------------
+
+namespace
+{
+/// The sentinel flags (class documentation): every client's configuration clears or sets them
+/// the other way, and none of them means anything to an open raw-mode client of a pty.
+constexpr tcflag_t kSentinelLflags = ECHOE | ECHOK | ECHOCTL | ECHOKE;
+
+bool
+HasSentinel(const struct termios& t)
+{
+    return !(t.c_cflag & CLOCAL) && (t.c_lflag & kSentinelLflags) == kSentinelLflags;
+}
+} // namespace
+
+void
+Rs485PtyBridge::ResetSlaveTermios()
+{
+    // The parity trap (class documentation): leave the slave in a state every client's
+    // configuration changes, so its tcsetattr() never meets the "nothing changed" EINVAL of
+    // glibc after the pty has dropped PARENB. Flags chosen to be harmless while a client has
+    // the port open: CLOCAL has no effect on a pty, ECHOE/ECHOK/ECHOCTL/ECHOKE do nothing
+    // without ECHO/ICANON. The speed stays what the last client chose. Called from both threads
+    // (on close by the reader, after a client's configuration by the simulation thread).
+    struct termios t;
+    if (tcgetattr(m_master, &t) != 0 || HasSentinel(t))
+    {
+        return;
+    }
+    t.c_cflag &= ~CLOCAL;
+    t.c_lflag |= kSentinelLflags;
+    if (tcsetattr(m_master, TCSANOW, &t) == 0)
+    {
+        m_resets++;
+    }
+}
+
+bool
+Rs485PtyBridge::DrainMaster()
+{
+    uint8_t buf[4096];
+    for (;;)
+    {
+        const ssize_t n = read(m_master, buf, sizeof(buf));
+        if (n > 0)
+        {
+            m_chunks++;
+            std::vector<uint8_t> bytes(buf, buf + n);
+            Simulator::ScheduleWithContext(m_context, Time(0), [this, bytes]() {
+                FromClient(bytes);
+            });
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN)
+        {
+            return true;
+        }
+        // EIO (or end of file): no process has the slave open.
+        return false;
+    }
+}
+
+void
+Rs485PtyBridge::ReaderLoop()
+{
+    bool hung = false; // the master reports POLLHUP: no client; do not poll it (it never blocks)
+    for (;;)
+    {
+        pollfd fds[3] = {{m_wake[0], POLLIN, 0},
+                         {m_inotify, POLLIN, 0},
+                         {hung ? -1 : m_master, POLLIN, 0}};
+        const int r = poll(fds, 3, -1);
+        if (m_stopReader)
+        {
+            return;
+        }
+        if (r < 0)
+        {
+            if (errno == EINTR)
+            {
+                continue;
+            }
+            NS_LOG_ERROR("Rs485PtyBridge: poll: " << std::strerror(errno));
+            return;
+        }
+
+        // inotify counts every open and close of the slave node (any process, any fd).
+        bool openedEvent = false;
+        bool closedEvent = false;
+        if (fds[1].revents & POLLIN)
+        {
+            alignas(inotify_event) char ev[4096];
+            ssize_t n;
+            while ((n = read(m_inotify, ev, sizeof(ev))) > 0)
+            {
+                for (char* p = ev; p < ev + n;)
+                {
+                    const auto* e = reinterpret_cast<const inotify_event*>(p);
+                    if (e->mask & IN_OPEN)
+                    {
+                        openedEvent = true;
+                        m_opens++;
+                    }
+                    if (e->mask & IN_CLOSE)
+                    {
+                        closedEvent = true;
+                        m_closes++;
+                    }
+                    p += sizeof(inotify_event) + e->len;
+                }
+            }
+        }
+
+        bool closedNow = false;
+        if (!hung && (fds[2].revents != 0 || openedEvent))
+        {
+            // Data comes before EIO: the kernel reports EIO only once the buffer is empty.
+            if (!DrainMaster())
+            {
+                hung = true;
+                closedNow = true;
+            }
+        }
+        if (closedNow || closedEvent)
+        {
+            // A client has closed the port (and may already have reopened it: a close and an
+            // open can both be pending here): undo its termios. Harmless if it raced with the
+            // reopened client's own configuration.
+            ResetSlaveTermios();
+        }
+        if (hung && (closedNow || openedEvent || closedEvent))
+        {
+            // A client may have opened the port since: the master stops reporting POLLHUP.
+            pollfd probe = {m_master, POLLIN, 0};
+            if (poll(&probe, 1, 0) >= 0 && !(probe.revents & POLLHUP))
+            {
+                hung = false;
+                openedEvent = true;
+                if (!DrainMaster())
+                {
+                    hung = true;
+                }
+            }
+        }
+
+        // Until its first client a fresh pty does not report POLLHUP, so "open" comes from
+        // inotify; "closed" always from EIO/POLLHUP.
+        const bool wasOpen = m_clientOpen.load();
+        const bool open = !hung && (wasOpen || openedEvent);
+        if (open != wasOpen)
+        {
+            m_clientOpen = open;
+            Simulator::ScheduleWithContext(m_context, Time(0), [this, open]() {
+                NotifyClient(open);
+            });
+        }
+    }
+}
+
+// ---- simulation thread ----------------------------------------------------------------------
+
+void
+Rs485PtyBridge::NotifyClient(bool open)
+{
+    if (m_running)
+    {
+        m_clientTrace(open);
+    }
+}
+
+void
+Rs485PtyBridge::RefreshFormat()
+{
+    struct termios t;
+    if (m_master < 0 || tcgetattr(m_master, &t) != 0)
+    {
+        return;
+    }
+    if (!HasSentinel(t))
+    {
+        // A client has configured the port since the last reset. Put the sentinel back now,
+        // while it is open: a client that closes and reopens within microseconds would
+        // otherwise reach its tcsetattr() before the reader thread has seen the close.
+        ResetSlaveTermios();
+    }
+    Rs485Format f;
+    if (!FormatFromTermios(t, static_cast<Rs485PtyParityMode>(m_parityMode), &f))
+    {
+        m_counters.unknownSpeeds++;
+        return;
+    }
+    if (f != m_device->GetFormat())
+    {
+        NS_LOG_INFO("Rs485PtyBridge: client format " << m_device->GetFormat().ToString() << " -> "
+                                                     << f.ToString());
+        m_device->SetFormat(f);
+        m_counters.formatChanges++;
+        m_formatTrace(f);
+    }
+}
+
+void
+Rs485PtyBridge::FromClient(std::vector<uint8_t> bytes)
+{
+    if (!m_running)
+    {
+        return;
+    }
+    // The client's format as it is now: a master that switches baud rate between probes
+    // (rackmond scanning 19200 and 115200 devices) sends each request at its own rate.
+    RefreshFormat();
+    m_counters.bytesFromClient += bytes.size();
+    m_fromClientTrace(bytes, m_device->GetFormat());
+    if (!m_held.empty())
+    {
+        m_held.insert(m_held.end(), bytes.begin(), bytes.end());
+        return;
+    }
+    if (m_keepSilence && !m_device->IsTransmitting() && !m_device->IsCharacterArriving())
+    {
+        // A new burst on a quiet line: no earlier than t3.5 after the last character on it
+        // (heard or sent: the transceiver hears its own). A client that writes while a
+        // character is on the line is not held: it collides, as it would on a real bus.
+        const Time earliest = m_device->GetLastRxEnd() +
+                              ModbusRtuTiming::ForFormat(m_device->GetFormat()).t35;
+        if (m_device->GetLastRxEnd().IsStrictlyPositive() && earliest > Simulator::Now())
+        {
+            m_counters.heldForSilence++;
+            m_held = std::move(bytes);
+            m_heldEvent = Simulator::Schedule(earliest - Simulator::Now(),
+                                              &Rs485PtyBridge::SendHeld,
+                                              this);
+            return;
+        }
+    }
+    m_device->Send(bytes);
+}
+
+void
+Rs485PtyBridge::SendHeld()
+{
+    std::vector<uint8_t> bytes;
+    bytes.swap(m_held);
+    if (m_running && !bytes.empty())
+    {
+        m_device->Send(bytes);
+    }
+}
+
+void
+Rs485PtyBridge::ReceiveCharacter(const Rs485Character& c)
+{
+    if (!m_running)
+    {
+        return;
+    }
+    struct termios t;
+    const bool haveTermios = tcgetattr(m_master, &t) == 0;
+    if (c.status != Rs485RxStatus::Ok)
+    {
+        m_counters.rxErrors++;
+    }
+    if (!m_clientOpen.load())
+    {
+        m_counters.rxWhileClosed++;
+        return;
+    }
+    uint8_t out = c.byte;
+    if (c.status != Rs485RxStatus::Ok && haveTermios && (t.c_iflag & INPCK))
+    {
+        // POSIX termios "Input Modes" and Linux n_tty: with INPCK a character with a parity or
+        // framing error is discarded under IGNPAR, else read as NUL (or marked under PARMRK,
+        // which a pty cannot carry: see the class documentation).
+        if (t.c_iflag & IGNPAR)
+        {
+            m_counters.rxErrorsDropped++;
+            return;
+        }
+        out = 0;
+        m_counters.rxErrorsMarked++;
+    }
+    ssize_t n;
+    do
+    {
+        n = write(m_master, &out, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n == 1)
+    {
+        m_counters.bytesToClient++;
+        if (c.ownTransmission)
+        {
+            m_counters.echoToClient++;
+        }
+        m_toClientTrace(out);
+    }
+    else if (n < 0 && errno == EAGAIN)
+    {
+        m_counters.rxOverflow++;
+    }
+    else
+    {
+        m_counters.rxWhileClosed++;
+    }
+    // The client may have switched format since its last request; take it from now on.
+    if (haveTermios)
+    {
+        Rs485Format f;
+        if (FormatFromTermios(t, static_cast<Rs485PtyParityMode>(m_parityMode), &f) &&
+            f != m_device->GetFormat() && !m_device->IsTransmitting())
+        {
+            m_device->SetFormat(f);
+            m_counters.formatChanges++;
+            m_formatTrace(f);
+        }
+    }
+}
+
+} // namespace ns3

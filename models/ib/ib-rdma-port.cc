@@ -1,0 +1,248 @@
+#include "ib-rdma-port.h"
+
+#include "ib-crc.h"
+#include "ib-gid.h"
+#include "ib-grh-header.h"
+
+#include "ns3/log.h"
+#include "ns3/packet.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("IbRdmaPort");
+NS_OBJECT_ENSURE_REGISTERED(IbRdmaPort);
+
+namespace
+{
+/// BTH bytes 5-7: DestQP (IBA vol. 1 §9.2).
+constexpr uint32_t kBthDestQpOffset = 5;
+constexpr uint32_t kBthSize = 12;
+} // namespace
+
+TypeId
+IbRdmaPort::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::IbRdmaPort")
+            .SetParent<RdmaLinkPort>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<IbRdmaPort>()
+            .AddAttribute("SubnetPrefix",
+                          "GID prefix of this port's GID table entry 0 (the port GUID is the "
+                          "interface ID), IBA vol. 1 §4.1.1.",
+                          UintegerValue(kIbDefaultSubnetPrefix),
+                          MakeUintegerAccessor(&IbRdmaPort::m_subnetPrefix),
+                          MakeUintegerChecker<uint64_t>());
+    return tid;
+}
+
+IbRdmaPort::IbRdmaPort() = default;
+IbRdmaPort::~IbRdmaPort() = default;
+
+void
+IbRdmaPort::DoDispose()
+{
+    if (m_dev)
+    {
+        m_dev->SetIbReceiveCallback(IbNetDevice::IbReceiveCallback());
+        m_dev->SetTxReadyCallback(Callback<void, Ptr<IbNetDevice>>());
+    }
+    m_dev = nullptr;
+    m_rx = ReceiveCallback();
+    m_txReady = Callback<void>();
+    RdmaLinkPort::DoDispose();
+}
+
+void
+IbRdmaPort::SetNetDevice(Ptr<IbNetDevice> dev)
+{
+    m_dev = dev;
+    dev->SetIbReceiveCallback(MakeCallback(&IbRdmaPort::OnReceive, this));
+    dev->SetTxReadyCallback(MakeCallback(&IbRdmaPort::OnTxReady, this));
+}
+
+Ptr<IbNetDevice>
+IbRdmaPort::GetNetDevice() const
+{
+    return m_dev;
+}
+
+void
+IbRdmaPort::SetPkeyTable(const std::vector<uint16_t>& table)
+{
+    m_pkeys = table;
+}
+
+bool
+IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av)
+{
+    if (!m_dev)
+    {
+        return false;
+    }
+    if (!av.is_global)
+    {
+        Ptr<Packet> p = Create<Packet>(transport.data(), static_cast<uint32_t>(transport.size()));
+        return m_dev->SendIb(p, av.dlid, av.sl, IbLnh::IbaLocal);
+    }
+    // IBA vol. 1 §8.3: GRH with IPVer 6, NxtHdr 0x1B (IBA transport), PayLen counting from the
+    // BTH through the ICRC.
+    IbGrhHeader grh;
+    grh.SetTClass(av.grh.traffic_class);
+    grh.SetFlowLabel(av.grh.flow_label);
+    grh.SetPayLen(static_cast<uint16_t>(transport.size() + kIbIcrcSize));
+    grh.SetNxtHdr(IbGrhHeader::kNxtHdrIba);
+    grh.SetHopLmt(av.grh.hop_limit);
+    RdmaGid sgid{};
+    GetGid(av.grh.sgid_index, sgid);
+    grh.SetSgid(sgid);
+    grh.SetDgid(av.grh.dgid);
+    m_txBuf.resize(IbGrhHeader::kSize + transport.size());
+    grh.WriteTo(m_txBuf.data());
+    std::copy(transport.begin(), transport.end(), m_txBuf.begin() + IbGrhHeader::kSize);
+    Ptr<Packet> p = Create<Packet>(m_txBuf.data(), static_cast<uint32_t>(m_txBuf.size()));
+    return m_dev->SendIb(p, av.dlid, av.sl, IbLnh::IbaGlobal);
+}
+
+bool
+IbRdmaPort::CanSend(uint8_t sl) const
+{
+    return m_dev && m_dev->CanSend(sl);
+}
+
+void
+IbRdmaPort::SetTxReadyCallback(Callback<void> cb)
+{
+    m_txReady = cb;
+}
+
+void
+IbRdmaPort::SetReceiveCallback(ReceiveCallback cb)
+{
+    m_rx = cb;
+}
+
+bool
+IbRdmaPort::IsActive() const
+{
+    return m_dev && m_dev->GetPortState() == IbPortState::Active;
+}
+
+uint32_t
+IbRdmaPort::GetMtu() const
+{
+    return m_dev ? m_dev->GetMtu() : 256;
+}
+
+uint32_t
+IbRdmaPort::GetIcrcSize() const
+{
+    return kIbIcrcSize;
+}
+
+RdmaLinkLayer
+IbRdmaPort::GetLinkLayer() const
+{
+    return RdmaLinkLayer::INFINIBAND;
+}
+
+uint16_t
+IbRdmaPort::GetLid() const
+{
+    return m_dev ? m_dev->GetLid() : 0;
+}
+
+bool
+IbRdmaPort::GetGid(uint8_t index, RdmaGid& gid) const
+{
+    if (index != 0 || !m_dev)
+    {
+        return false;
+    }
+    gid = IbMakeGid(m_subnetPrefix, m_dev->GetPortGuid());
+    return true;
+}
+
+bool
+IbRdmaPort::GetPkey(uint16_t index, uint16_t& pkey) const
+{
+    if (index >= m_pkeys.size())
+    {
+        return false;
+    }
+    pkey = m_pkeys[index];
+    return true;
+}
+
+void
+IbRdmaPort::NotifyPkeyViolation()
+{
+    ++m_pkeyViolations;
+}
+
+void
+IbRdmaPort::OnTxReady(Ptr<IbNetDevice>)
+{
+    if (!m_txReady.IsNull())
+    {
+        m_txReady();
+    }
+}
+
+void
+IbRdmaPort::OnReceive(Ptr<IbNetDevice>, Ptr<const Packet> p, const IbRxInfo& rx)
+{
+    if (rx.lnh != IbLnh::IbaLocal && rx.lnh != IbLnh::IbaGlobal)
+    {
+        ++m_mgmtDropped; // raw packets carry no IBA transport
+        return;
+    }
+    m_rxBuf.resize(p->GetSize());
+    p->CopyData(m_rxBuf.data(), static_cast<uint32_t>(m_rxBuf.size()));
+    uint32_t off = IbLrhHeader::kSize;
+    RdmaRxInfo info;
+    info.slid = rx.slid;
+    info.dlid = rx.dlid;
+    info.sl = rx.sl;
+    if (rx.lnh == IbLnh::IbaGlobal)
+    {
+        if (m_rxBuf.size() < off + IbGrhHeader::kSize + kBthSize + kIbIcrcSize + kIbVcrcSize)
+        {
+            ++m_malformed;
+            return;
+        }
+        IbGrhHeader grh;
+        grh.ReadFrom(m_rxBuf.data() + off);
+        info.global = true;
+        info.sgid = grh.GetSgid();
+        info.dgid = grh.GetDgid();
+        std::copy(m_rxBuf.begin() + off, m_rxBuf.begin() + off + IbGrhHeader::kSize,
+                  info.grhBytes.begin());
+        off += IbGrhHeader::kSize;
+    }
+    if (m_rxBuf.size() < off + kBthSize + kIbIcrcSize + kIbVcrcSize)
+    {
+        ++m_malformed;
+        return;
+    }
+    const uint8_t* bth = m_rxBuf.data() + off;
+    const uint32_t destQp = (uint32_t(bth[kBthDestQpOffset]) << 16) |
+                            (uint32_t(bth[kBthDestQpOffset + 1]) << 8) | bth[kBthDestQpOffset + 2];
+    if (destQp <= 1)
+    {
+        // QP0 (SMI) and QP1 (GSI) belong to the management agents, not the RDMA engine.
+        ++m_mgmtDropped;
+        return;
+    }
+    info.ecnMarked = (bth[4] & 0x80) != 0; // BTH FECN (IBA vol. 1 annex A10)
+    if (!m_rx.IsNull())
+    {
+        m_rx(this, bth, static_cast<uint32_t>(m_rxBuf.size() - off - kIbVcrcSize), info);
+    }
+}
+
+} // namespace ns3

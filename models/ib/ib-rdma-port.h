@@ -1,0 +1,92 @@
+// The InfiniBand implementation of the RDMA transport's link port: LRH (and GRH for global
+// address vectors), ICRC and VCRC around the transport bytes, on one IbNetDevice. The IB link
+// layer depends on the transport's interface here, never the other way round.
+#ifndef CNUAS_IB_RDMA_PORT_H
+#define CNUAS_IB_RDMA_PORT_H
+
+#include "ib-net-device.h"
+
+#include "models/rdma/rdma-link-port.h"
+
+#include <vector>
+
+namespace ns3
+{
+
+/**
+ * \brief An RdmaLinkPort on an InfiniBand CA port.
+ *
+ * Send: a local address vector becomes LRH (DLID, SL, LNH 2) + transport; a global one
+ * (is_global) LRH (LNH 3) + GRH (SGID from the GID table at sgid_index: subnet prefix + port
+ * GUID, IBA vol. 1 §4.1.1) + transport. The IbNetDevice adds the ICRC and VCRC.
+ *
+ * Receive: packets to DestQP 0 and 1 (subnet and general management, IBA vol. 1 §13.5.1) are
+ * not the RDMA engine's: they are counted and dropped here (GetManagementDropped), as are raw
+ * packets. The P_Key table (IBA vol. 1 §10.9.2) lives here; a transport-level P_Key mismatch
+ * is counted in GetPkeyViolations (PortInfo P_KeyViolations, §14.2.5.6).
+ */
+class IbRdmaPort : public RdmaLinkPort
+{
+  public:
+    static TypeId GetTypeId();
+    IbRdmaPort();
+    ~IbRdmaPort() override;
+
+    /// Bind to a CA port (takes its IbReceiveCallback and TxReadyCallback).
+    void SetNetDevice(Ptr<IbNetDevice> dev);
+    Ptr<IbNetDevice> GetNetDevice() const;
+    /// Replace the P_Key table (entry 0 first). Default: { 0xFFFF }.
+    void SetPkeyTable(const std::vector<uint16_t>& table);
+
+    bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av) override;
+    bool CanSend(uint8_t sl) const override;
+    void SetTxReadyCallback(Callback<void> cb) override;
+    void SetReceiveCallback(ReceiveCallback cb) override;
+    bool IsActive() const override;
+    uint32_t GetMtu() const override;
+    uint32_t GetIcrcSize() const override;
+    RdmaLinkLayer GetLinkLayer() const override;
+    uint16_t GetLid() const override;
+    bool GetGid(uint8_t index, RdmaGid& gid) const override;
+    bool GetPkey(uint16_t index, uint16_t& pkey) const override;
+    void NotifyPkeyViolation() override;
+
+    uint64_t GetPkeyViolations() const
+    {
+        return m_pkeyViolations;
+    }
+
+    /// Packets to QP0/QP1 (management) and raw packets this port did not hand to the engine.
+    uint64_t GetManagementDropped() const
+    {
+        return m_mgmtDropped;
+    }
+
+    /// Packets too short to hold their headers.
+    uint64_t GetMalformedDropped() const
+    {
+        return m_malformed;
+    }
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    void OnReceive(Ptr<IbNetDevice> dev, Ptr<const Packet> p, const IbRxInfo& info);
+    void OnTxReady(Ptr<IbNetDevice> dev);
+
+    Ptr<IbNetDevice> m_dev;
+    std::vector<uint16_t> m_pkeys{0xFFFF};
+    uint64_t m_subnetPrefix;
+    ReceiveCallback m_rx;
+    Callback<void> m_txReady;
+    std::vector<uint8_t> m_txBuf;
+    std::vector<uint8_t> m_rxBuf;
+    uint64_t m_pkeyViolations{0};
+    uint64_t m_mgmtDropped{0};
+    uint64_t m_malformed{0};
+};
+
+} // namespace ns3
+
+#endif

@@ -1,0 +1,890 @@
+// Engine plumbing: hooks to the verbs side, the QP scheduler, packet I/O and dispatch. The
+// requester, completer and responder are in rdma-requester.cc, rdma-completer.cc and
+// rdma-responder.cc.
+#include "rdma-engine.h"
+
+#include "ns3/boolean.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/trace-source-accessor.h"
+#include "ns3/uinteger.h"
+
+#include <algorithm>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("RdmaEngine");
+NS_OBJECT_ENSURE_REGISTERED(RdmaEngine);
+
+const char*
+RdmaDropReasonName(RdmaDropReason r)
+{
+    switch (r)
+    {
+    case RdmaDropReason::Malformed:
+        return "malformed";
+    case RdmaDropReason::UnknownQp:
+        return "unknown QP";
+    case RdmaDropReason::BadOpcode:
+        return "opcode not allowed for the QP type";
+    case RdmaDropReason::QpState:
+        return "QP state";
+    case RdmaDropReason::PkeyMismatch:
+        return "P_Key mismatch";
+    case RdmaDropReason::QkeyMismatch:
+        return "Q_Key mismatch";
+    case RdmaDropReason::OutOfSequence:
+        return "PSN out of sequence";
+    case RdmaDropReason::Duplicate:
+        return "duplicate PSN";
+    case RdmaDropReason::NoReceiveWqe:
+        return "no receive WQE";
+    case RdmaDropReason::UnexpectedResponse:
+        return "unexpected response";
+    case RdmaDropReason::LengthError:
+        return "length error";
+    case RdmaDropReason::AccessError:
+        return "access error";
+    default:
+        return "?";
+    }
+}
+
+const char*
+RdmaReqStateName(RdmaReqState s)
+{
+    static const char* names[] = {"Idle", "Ready", "WaitPort", "WaitRate", "WaitWindow",
+                                  "WaitRdAtomic", "WaitFence", "RnrWait", "Error"};
+    return names[static_cast<int>(s)];
+}
+
+const char*
+RdmaRespStateName(RdmaRespState s)
+{
+    static const char* names[] = {"Idle", "InSend", "InWrite", "UcDropping", "Error"};
+    return names[static_cast<int>(s)];
+}
+
+TypeId
+RdmaEngine::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::RdmaEngine")
+            .SetParent<Object>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<RdmaEngine>()
+            .AddAttribute("AckCoalesceCount",
+                          "RC responder: acknowledge after this many packets that asked for "
+                          "an acknowledgment (AckReq), or when AckCoalesceDelay expires.",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&RdmaEngine::m_ackCoalesceCount),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("AckCoalesceDelay",
+                          "RC responder: longest time an AckReq packet waits for its "
+                          "coalesced acknowledgment (time).",
+                          TimeValue(MicroSeconds(1)),
+                          MakeTimeAccessor(&RdmaEngine::m_ackCoalesceDelay),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("AckReqEveryPackets",
+                          "RC requester: set AckReq on every Nth packet as well as on the "
+                          "last packet of each message (0: last packets only), packets.",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&RdmaEngine::m_ackReqEvery),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("RxProcessingDelay",
+                          "Time between a packet's arrival from the port and its processing "
+                          "(time; 0 processes it in the arrival event).",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&RdmaEngine::m_rxProcessingDelay),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("CnpInterval",
+                          "Least time between two congestion notifications (CNPs) a responder "
+                          "QP sends when congestion control asks for them (time).",
+                          TimeValue(MicroSeconds(50)),
+                          MakeTimeAccessor(&RdmaEngine::m_cnpInterval),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("WindowBytes",
+                          "Requester window: bytes a QP may have sent and not had "
+                          "acknowledged (0 = unlimited); congestion control may lower it.",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&RdmaEngine::m_windowBytes),
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("MaxResponseQueue",
+                          "Responses (ACKs, READ responses) waiting for the port, packets; "
+                          "beyond it they are dropped (the requester recovers).",
+                          UintegerValue(65536),
+                          MakeUintegerAccessor(&RdmaEngine::m_maxResponseQueue),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("LineRate",
+                          "Port rate given to congestion control at QP start, bit/s.",
+                          UintegerValue(200000000000ULL),
+                          MakeUintegerAccessor(&RdmaEngine::m_lineRateBps),
+                          MakeUintegerChecker<uint64_t>())
+            .AddTraceSource("PacketSent",
+                            "A transport packet went to the port: (qpn, opcode, PSN, bytes, "
+                            "retransmission).",
+                            MakeTraceSourceAccessor(&RdmaEngine::m_sentTrace),
+                            "ns3::RdmaEngine::PacketSentCallback")
+            .AddTraceSource("PacketReceived",
+                            "A transport packet arrived for a QP: (qpn, opcode, PSN, bytes).",
+                            MakeTraceSourceAccessor(&RdmaEngine::m_rxTrace),
+                            "ns3::RdmaEngine::PacketCallback")
+            .AddTraceSource("Retransmission",
+                            "The requester goes back to a PSN (NAK, timeout, RNR): (qpn, PSN).",
+                            MakeTraceSourceAccessor(&RdmaEngine::m_retransmitTrace),
+                            "ns3::RdmaEngine::QpPsnCallback")
+            .AddTraceSource("NakSent",
+                            "The responder sent a NAK or RNR NAK: (qpn, syndrome, PSN).",
+                            MakeTraceSourceAccessor(&RdmaEngine::m_nakSentTrace),
+                            "ns3::RdmaEngine::NakCallback")
+            .AddTraceSource("NakReceived",
+                            "The completer received a NAK or RNR NAK: (qpn, syndrome, PSN).",
+                            MakeTraceSourceAccessor(&RdmaEngine::m_nakRxTrace),
+                            "ns3::RdmaEngine::NakCallback")
+            .AddTraceSource("Timeout",
+                            "The local ACK timer expired: (qpn, oldest unacknowledged PSN).",
+                            MakeTraceSourceAccessor(&RdmaEngine::m_timeoutTrace),
+                            "ns3::RdmaEngine::QpPsnCallback")
+            .AddTraceSource("Completion",
+                            "A work completion was pushed: (wc, receive).",
+                            MakeTraceSourceAccessor(&RdmaEngine::m_completionTrace),
+                            "ns3::RdmaEngine::CompletionCallback")
+            .AddTraceSource("Drop",
+                            "A received packet was discarded: (qpn, RdmaDropReason).",
+                            MakeTraceSourceAccessor(&RdmaEngine::m_dropTrace),
+                            "ns3::RdmaEngine::DropCallback");
+    return tid;
+}
+
+RdmaEngine::RdmaEngine()
+    : m_cc(CreateObject<RdmaCcNone>())
+{
+}
+
+RdmaEngine::~RdmaEngine() = default;
+
+void
+RdmaEngine::DoDispose()
+{
+    if (m_device)
+    {
+        m_device->SetTransportHooks(RdmaDevice::QpCallback(),
+                                    RdmaDevice::QpStateCallback(),
+                                    RdmaDevice::QpCallback());
+    }
+    for (auto& p : m_ports)
+    {
+        p->SetReceiveCallback(RdmaLinkPort::ReceiveCallback());
+        p->SetTxReadyCallback(Callback<void>());
+    }
+    for (auto& [qpn, c] : m_ctx)
+    {
+        c->wakeEvent.Cancel();
+        c->retryTimer.Cancel();
+        c->ackTimer.Cancel();
+    }
+    m_ctx.clear();
+    m_graveyard.clear();
+    m_buryEvent.Cancel();
+    m_pump.Cancel();
+    m_device = nullptr;
+    m_ports.clear();
+    m_cc = nullptr;
+    Object::DoDispose();
+}
+
+void
+RdmaEngine::SetDevice(Ptr<RdmaDevice> device)
+{
+    m_device = device;
+    device->SetTransportHooks(MakeCallback(&RdmaEngine::OnDoorbell, this),
+                              MakeCallback(&RdmaEngine::OnQpState, this),
+                              MakeCallback(&RdmaEngine::OnQpDestroy, this));
+}
+
+Ptr<RdmaDevice>
+RdmaEngine::GetDevice() const
+{
+    return m_device;
+}
+
+void
+RdmaEngine::AddPort(Ptr<RdmaLinkPort> port)
+{
+    m_ports.push_back(port);
+    port->SetReceiveCallback(MakeCallback(&RdmaEngine::Receive, this));
+    port->SetTxReadyCallback(MakeCallback(&RdmaEngine::OnTxReady, this));
+}
+
+Ptr<RdmaLinkPort>
+RdmaEngine::GetPort(uint8_t portNum) const
+{
+    return PortOf(portNum);
+}
+
+Ptr<RdmaLinkPort>
+RdmaEngine::PortOf(uint8_t portNum) const
+{
+    if (portNum < 1 || portNum > m_ports.size())
+    {
+        return nullptr;
+    }
+    return m_ports[portNum - 1];
+}
+
+void
+RdmaEngine::SetCongestionControl(Ptr<RdmaCongestionControl> cc)
+{
+    m_cc = cc ? cc : Ptr<RdmaCongestionControl>(CreateObject<RdmaCcNone>());
+}
+
+Ptr<RdmaCongestionControl>
+RdmaEngine::GetCongestionControl() const
+{
+    return m_cc;
+}
+
+RdmaReqState
+RdmaEngine::GetRequesterState(uint32_t qpn) const
+{
+    auto it = m_ctx.find(qpn);
+    return it == m_ctx.end() ? RdmaReqState::Idle : it->second->reqState;
+}
+
+RdmaRespState
+RdmaEngine::GetResponderState(uint32_t qpn) const
+{
+    auto it = m_ctx.find(qpn);
+    return it == m_ctx.end() ? RdmaRespState::Idle : it->second->respState;
+}
+
+// ---- contexts and verbs hooks ----------------------------------------------------------------
+
+RdmaQpContext*
+RdmaEngine::FindContext(uint32_t qpn)
+{
+    auto it = m_ctx.find(qpn);
+    return it == m_ctx.end() ? nullptr : it->second.get();
+}
+
+RdmaQpContext*
+RdmaEngine::Context(Ptr<RdmaQp> qp)
+{
+    auto& slot = m_ctx[qp->GetQpNum()];
+    if (!slot)
+    {
+        slot = std::make_unique<RdmaQpContext>();
+        slot->qp = qp;
+        slot->qpn = qp->GetQpNum();
+    }
+    RdmaQpContext* c = slot.get();
+    const RdmaQpAttr& a = qp->GetAttr();
+    const RdmaQpState s = a.qp_state;
+    if (!c->respStarted && (s == RdmaQpState::RTR || s == RdmaQpState::RTS ||
+                            s == RdmaQpState::SQD || s == RdmaQpState::SQE))
+    {
+        // IBA vol. 1 §9.7.1: the responder's expected PSN starts at the RTR rq_psn.
+        c->respStarted = true;
+        c->ePsn = a.rq_psn;
+        c->msn = 0;
+    }
+    if (!c->reqStarted && (s == RdmaQpState::RTS || s == RdmaQpState::SQD))
+    {
+        // The requester's first PSN is the RTS sq_psn; the retry counters start full.
+        c->reqStarted = true;
+        c->nextNewPsn = a.sq_psn;
+        c->maxSentNext = a.sq_psn;
+        c->unackedPsn = a.sq_psn;
+        c->retryLeft = a.retry_cnt;
+        c->rnrRetryLeft = a.rnr_retry;
+        m_cc->OnQpStart(c->qpn, m_lineRateBps);
+    }
+    return c;
+}
+
+void
+RdmaEngine::DropContext(uint32_t qpn)
+{
+    auto it = m_ctx.find(qpn);
+    if (it == m_ctx.end())
+    {
+        return;
+    }
+    RdmaQpContext& c = *it->second;
+    c.wakeEvent.Cancel();
+    c.retryTimer.Cancel();
+    c.ackTimer.Cancel();
+    if (c.reqStarted)
+    {
+        m_cc->OnQpStop(qpn);
+    }
+    // Responses already queued (a NAK that reports the error) still go out, as from an HCA
+    // whose packet was built before the QP stopped.
+    m_ready.erase(std::remove(m_ready.begin(), m_ready.end(), qpn), m_ready.end());
+    c.dead = true;
+    c.queued = false;
+    m_graveyard.push_back(std::move(it->second));
+    m_ctx.erase(it);
+    if (!m_buryEvent.IsRunning())
+    {
+        m_buryEvent = Simulator::ScheduleNow(&RdmaEngine::Bury, this);
+    }
+}
+
+void
+RdmaEngine::Bury()
+{
+    m_graveyard.clear();
+}
+
+void
+RdmaEngine::OnDoorbell(Ptr<RdmaQp> qp)
+{
+    const RdmaQpState s = qp->GetState();
+    if (s != RdmaQpState::RTS && s != RdmaQpState::SQD)
+    {
+        return;
+    }
+    RdmaQpContext* c = Context(qp);
+    if (c->reqState == RdmaReqState::Idle)
+    {
+        Kick(*c);
+    }
+}
+
+void
+RdmaEngine::OnQpState(Ptr<RdmaQp> qp, RdmaQpState from, RdmaQpState to)
+{
+    NS_LOG_FUNCTION(this << qp->GetQpNum() << RdmaQpStateName(from) << RdmaQpStateName(to));
+    switch (to)
+    {
+    case RdmaQpState::RESET:
+    case RdmaQpState::ERR:
+        // IBA vol. 1 §10.3.1: in Error (and Reset) nothing is sent or processed; the QP itself
+        // flushes its queues, so everything the engine holds for it is forgotten.
+        DropContext(qp->GetQpNum());
+        break;
+    case RdmaQpState::SQE: {
+        RdmaQpContext* c = FindContext(qp->GetQpNum());
+        if (c)
+        {
+            c->sendOps.clear();
+            c->sendOp = 0;
+            c->sendPkt = 0;
+            c->sendBufOp = -1;
+            c->reqState = RdmaReqState::Error;
+            c->retryTimer.Cancel();
+            c->wakeEvent.Cancel();
+        }
+        break;
+    }
+    case RdmaQpState::SQD:
+        // IBA vol. 1 §10.3.1 (SQ Drain): no new WR starts; the QP has drained once the WRs in
+        // progress complete. Checked after the QP has applied the state (it sets its draining
+        // flag after this notification).
+        Simulator::ScheduleNow(&RdmaEngine::CheckSqDrained, this, qp);
+        break;
+    case RdmaQpState::RTS: {
+        // Entering or resuming RTS: a requester stopped by SQE starts again where the queue
+        // now is; WRs posted before RTS (none can be) or during SQD go out now.
+        RdmaQpContext* c = FindContext(qp->GetQpNum());
+        if (c && c->reqState == RdmaReqState::Error)
+        {
+            c->reqState = RdmaReqState::Idle;
+        }
+        Simulator::ScheduleNow(&RdmaEngine::OnDoorbell, this, qp);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void
+RdmaEngine::CheckSqDrained(Ptr<RdmaQp> qp)
+{
+    RdmaQpContext* c = FindContext(qp->GetQpNum());
+    if (qp->GetState() == RdmaQpState::SQD && (!c || c->sendOps.empty()))
+    {
+        qp->NotifySqDrained();
+    }
+}
+
+void
+RdmaEngine::OnQpDestroy(Ptr<RdmaQp> qp)
+{
+    DropContext(qp->GetQpNum());
+}
+
+// ---- the QP scheduler ----------------------------------------------------------------------
+
+void
+RdmaEngine::Kick(RdmaQpContext& c)
+{
+    if (c.queued)
+    {
+        return;
+    }
+    c.queued = true;
+    c.reqState = RdmaReqState::Ready;
+    m_ready.push_back(c.qpn);
+    SchedulePump();
+}
+
+void
+RdmaEngine::SchedulePump()
+{
+    if (!m_pump.IsRunning())
+    {
+        m_pump = Simulator::ScheduleNow(&RdmaEngine::Pump, this);
+    }
+}
+
+void
+RdmaEngine::OnTxReady()
+{
+    // The QPs that found the port full are still on the ready list (the first of them at its
+    // head): the pump resumes with them.
+    SchedulePump();
+}
+
+void
+RdmaEngine::Pump()
+{
+    // Responses first: they release the peer's requester (IBA gives them no priority, but a
+    // responder that starves its ACKs behind its own requests only slows both sides down).
+    while (!m_responses.empty())
+    {
+        OutPacket& p = m_responses.front();
+        Ptr<RdmaLinkPort> port = PortOf(p.av.port_num);
+        if (!port)
+        {
+            m_responses.pop_front();
+            continue;
+        }
+        if (!port->CanSend(p.av.sl))
+        {
+            return; // TxReady resumes
+        }
+        const uint8_t opcode = p.bytes[0];
+        uint32_t psn = (uint32_t(p.bytes[9]) << 16) | (uint32_t(p.bytes[10]) << 8) | p.bytes[11];
+        m_counters.packetsSent++;
+        m_counters.bytesSent += p.bytes.size();
+        if (!port->Send(p.bytes, p.av))
+        {
+            m_counters.txRefused++;
+        }
+        m_sentTrace(p.qpn, opcode, psn, static_cast<uint32_t>(p.bytes.size()), false);
+        m_responses.pop_front();
+    }
+    size_t budget = m_ready.size();
+    while (!m_ready.empty() && budget-- > 0)
+    {
+        const uint32_t qpn = m_ready.front();
+        m_ready.pop_front();
+        RdmaQpContext* c = FindContext(qpn);
+        if (!c)
+        {
+            continue;
+        }
+        c->queued = false;
+        if (RequesterStep(*c))
+        {
+            c->queued = true;
+            c->reqState = RdmaReqState::Ready;
+            m_ready.push_back(qpn);
+        }
+        else if (c->reqState == RdmaReqState::WaitPort)
+        {
+            // The port's queue is full: every QP behind would find the same. Keep this one
+            // first in line and wait for the port's TxReady (one event, not one per QP).
+            c->queued = true;
+            m_ready.push_front(qpn);
+            return;
+        }
+        if (!m_responses.empty())
+        {
+            break; // a response became due (e.g. a local error); send it first
+        }
+    }
+    if (!m_ready.empty() || !m_responses.empty())
+    {
+        // More work: continue in a fresh event so that arrivals at this time interleave.
+        SchedulePump();
+    }
+}
+
+// ---- packet I/O ----------------------------------------------------------------------------
+
+std::vector<uint8_t>
+RdmaEngine::BuildPacket(IbTransportHeaders& h, const uint8_t* payload, uint32_t len)
+{
+    // IBA vol. 1 §9.2: PadCnt brings the payload to a multiple of 4 bytes.
+    const uint8_t pad = static_cast<uint8_t>((4 - len % 4) % 4);
+    h.bth.SetPadCnt(pad);
+    h.bth.SetTver(IbBthHeader::kTver);
+    const uint32_t hl = IbTransportHeaderLength(h.bth.GetOpCode());
+    std::vector<uint8_t> out(hl + len + pad, 0);
+    const uint32_t written = h.Write(out.data(), out.size());
+    NS_ABORT_MSG_IF(written != hl, "RdmaEngine: header write failed for opcode "
+                                       << int(h.bth.GetOpCode()));
+    if (len)
+    {
+        std::copy(payload, payload + len, out.begin() + hl);
+    }
+    return out;
+}
+
+bool
+RdmaEngine::Transmit(RdmaQpContext& c,
+                     std::vector<uint8_t>&& bytes,
+                     const RdmaAhAttr& av,
+                     uint8_t opcode,
+                     uint32_t psn,
+                     bool retransmission)
+{
+    Ptr<RdmaLinkPort> port = PortOf(av.port_num);
+    if (!port)
+    {
+        return false;
+    }
+    const uint32_t n = static_cast<uint32_t>(bytes.size());
+    m_counters.packetsSent++;
+    m_counters.bytesSent += n;
+    if (retransmission)
+    {
+        m_counters.retransmittedPackets++;
+    }
+    m_cc->OnSend(c.qpn, n, retransmission);
+    if (!port->Send(bytes, av))
+    {
+        m_counters.txRefused++;
+    }
+    m_sentTrace(c.qpn, opcode, psn, n, retransmission);
+    return true;
+}
+
+void
+RdmaEngine::QueueResponse(RdmaQpContext& c, std::vector<uint8_t>&& bytes, const RdmaAhAttr& av)
+{
+    if (m_responses.size() >= m_maxResponseQueue)
+    {
+        m_counters.txRefused++;
+        return;
+    }
+    if (c.becnPending && !bytes.empty())
+    {
+        // IBA annex A10: the responder returns congestion in BECN of a response.
+        bytes[4] |= IbBthHeader::kBecnBit;
+        c.becnPending = false;
+    }
+    OutPacket p;
+    p.bytes = std::move(bytes);
+    p.av = av;
+    p.qpn = c.qpn;
+    m_responses.push_back(std::move(p));
+    SchedulePump();
+}
+
+void
+RdmaEngine::Drop(uint32_t qpn, RdmaDropReason r)
+{
+    m_drops[static_cast<size_t>(r)]++;
+    NS_LOG_LOGIC("QP " << qpn << ": drop (" << RdmaDropReasonName(r) << ")");
+    m_dropTrace(qpn, static_cast<uint8_t>(r));
+}
+
+void
+RdmaEngine::Receive(Ptr<RdmaLinkPort> port,
+                    const uint8_t* data,
+                    uint32_t length,
+                    const RdmaRxInfo& info)
+{
+    if (m_rxProcessingDelay.IsStrictlyPositive())
+    {
+        Simulator::Schedule(m_rxProcessingDelay,
+                            &RdmaEngine::ReceiveNow,
+                            this,
+                            port,
+                            std::vector<uint8_t>(data, data + length),
+                            info);
+        return;
+    }
+    Dispatch(port, data, length, info);
+}
+
+void
+RdmaEngine::ReceiveNow(Ptr<RdmaLinkPort> port, std::vector<uint8_t> data, RdmaRxInfo info)
+{
+    Dispatch(port, data.data(), static_cast<uint32_t>(data.size()), info);
+}
+
+uint16_t
+RdmaEngine::QpPkey(const RdmaQp& qp) const
+{
+    uint16_t pkey = 0;
+    Ptr<RdmaLinkPort> port = PortOf(qp.GetAttr().port_num ? qp.GetAttr().port_num : 1);
+    if (!port || !port->GetPkey(qp.GetAttr().pkey_index, pkey))
+    {
+        return 0; // no valid key: nothing matches
+    }
+    return pkey;
+}
+
+namespace
+{
+IbQpType
+ToIbQpType(RdmaQpType t)
+{
+    switch (t)
+    {
+    case RdmaQpType::UC:
+        return IbQpType::Uc;
+    case RdmaQpType::UD:
+        return IbQpType::Ud;
+    default:
+        return IbQpType::Rc;
+    }
+}
+} // namespace
+
+void
+RdmaEngine::Dispatch(Ptr<RdmaLinkPort> port,
+                     const uint8_t* data,
+                     uint32_t length,
+                     const RdmaRxInfo& info)
+{
+    IbTransportHeaders h;
+    if (!h.Parse(data, length, port->GetIcrcSize()))
+    {
+        Drop(0xFFFFFFFF, RdmaDropReason::Malformed);
+        return;
+    }
+    const uint32_t qpn = h.bth.GetDestQp();
+    Ptr<RdmaQp> qp = (qpn <= 1 || !m_device) ? nullptr : m_device->LookupQp(qpn);
+    if (!qp)
+    {
+        Drop(qpn, RdmaDropReason::UnknownQp);
+        return;
+    }
+    m_counters.packetsReceived++;
+    m_rxTrace(qpn, h.bth.GetOpCode(), h.bth.GetPsn(), length);
+    const bool cnp = h.info->Has(IbOpFlag::kCnp);
+    if (!cnp && !h.info->AllowedFor(ToIbQpType(qp->GetType())))
+    {
+        Drop(qpn, RdmaDropReason::BadOpcode);
+        return;
+    }
+    // IBA vol. 1 §10.9.3: the BTH P_Key must match the QP's; a mismatch is dropped silently
+    // and counted in the port's P_KeyViolations.
+    if (!RdmaPkeyMatch(h.bth.GetPkey(), QpPkey(*qp)))
+    {
+        m_counters.pkeyViolations++;
+        port->NotifyPkeyViolation();
+        Drop(qpn, RdmaDropReason::PkeyMismatch);
+        return;
+    }
+    const RdmaQpState s = qp->GetState();
+    if (cnp)
+    {
+        if (s == RdmaQpState::RTS || s == RdmaQpState::SQD)
+        {
+            m_cc->OnCnp(qpn);
+        }
+        return;
+    }
+    const uint8_t* payload = data + h.payloadOffset;
+    if (h.info->Has(IbOpFlag::kResponse))
+    {
+        // IBA vol. 1 §10.3.1: responses are processed in RTS and SQD (and SQE for the
+        // unreliable types, which get none).
+        if (s != RdmaQpState::RTS && s != RdmaQpState::SQD)
+        {
+            Drop(qpn, RdmaDropReason::QpState);
+            return;
+        }
+        RdmaQpContext* c = Context(qp);
+        if (h.bth.GetBecn())
+        {
+            m_cc->OnBecn(qpn);
+        }
+        CompleterReceive(*c, h, payload);
+        return;
+    }
+    // Requests: the receive side works from RTR on (IBA vol. 1 §10.3.1).
+    if (s != RdmaQpState::RTR && s != RdmaQpState::RTS && s != RdmaQpState::SQD &&
+        s != RdmaQpState::SQE)
+    {
+        Drop(qpn, RdmaDropReason::QpState);
+        return;
+    }
+    RdmaQpContext* c = Context(qp);
+    if (info.ecnMarked || h.bth.GetFecn())
+    {
+        MaybeSendCnp(*c, h, info);
+    }
+    ResponderReceive(*c, h, payload, info);
+}
+
+void
+RdmaEngine::MaybeSendCnp(RdmaQpContext& c, const IbTransportHeaders& h, const RdmaRxInfo& info)
+{
+    if (!m_cc->OnEcnMarkedReceive(c.qpn))
+    {
+        return;
+    }
+    const Time now = Simulator::Now();
+    if (c.lastCnp.IsPositive() && now - c.lastCnp < m_cnpInterval)
+    {
+        return;
+    }
+    c.lastCnp = now;
+    Ptr<RdmaLinkPort> port = PortOf(c.qp->GetAttr().port_num);
+    if (port && port->GetLinkLayer() == RdmaLinkLayer::INFINIBAND)
+    {
+        c.becnPending = true; // IBA annex A10: BECN on the next response
+        return;
+    }
+    // RoCEv2 annex A17: a CNP to the requester's QP.
+    uint32_t destQp = c.qp->GetAttr().dest_qp_num;
+    if (h.deth)
+    {
+        destQp = h.deth->GetSrcQp();
+    }
+    IbTransportHeaders cnp;
+    cnp.bth.SetOpCode(IbOpcode::kCnp);
+    cnp.bth.SetPkey(h.bth.GetPkey());
+    cnp.bth.SetDestQp(destQp);
+    cnp.bth.SetBecn(true);
+    RdmaAhAttr av = ReplyAv(c);
+    if (info.global)
+    {
+        av.is_global = 1;
+        av.grh.dgid = info.sgid;
+    }
+    m_counters.cnpsSent++;
+    QueueResponse(c, BuildPacket(cnp, nullptr, 0), av);
+}
+
+RdmaAhAttr
+RdmaEngine::ReplyAv(const RdmaQpContext& c) const
+{
+    RdmaAhAttr av = c.qp->GetAttr().ah_attr;
+    if (av.port_num == 0)
+    {
+        av.port_num = c.qp->GetAttr().port_num ? c.qp->GetAttr().port_num : 1;
+    }
+    return av;
+}
+
+// ---- completions and SGE copies --------------------------------------------------------------
+
+void
+RdmaEngine::PushSendWc(RdmaQpContext& c, const RdmaWc& wc, bool signaled)
+{
+    // IBA vol. 1 §10.7.3.1 / ibv_post_send(3): unsignaled WRs that succeed leave no
+    // completion; errors always complete.
+    if (wc.status == RdmaWcStatus::SUCCESS && !signaled)
+    {
+        return;
+    }
+    m_counters.sendCompletions++;
+    m_completionTrace(wc, false);
+    c.qp->GetSendCq()->Push(wc);
+}
+
+void
+RdmaEngine::PushRecvWc(RdmaQpContext& c, const RdmaWc& wc, bool solicited)
+{
+    m_counters.recvCompletions++;
+    m_completionTrace(wc, true);
+    c.qp->GetRecvCq()->Push(wc, solicited);
+}
+
+RdmaWcStatus
+RdmaEngine::GatherSgl(Ptr<RdmaPd> pd,
+                      const std::vector<RdmaSge>& sgl,
+                      uint64_t offset,
+                      uint8_t* dst,
+                      uint64_t len) const
+{
+    for (const RdmaSge& sge : sgl)
+    {
+        if (len == 0)
+        {
+            break;
+        }
+        if (offset >= sge.length)
+        {
+            offset -= sge.length;
+            continue;
+        }
+        const uint64_t n = std::min<uint64_t>(len, sge.length - offset);
+        Ptr<RdmaMr> mr;
+        RdmaSge part{sge.addr + offset, static_cast<uint32_t>(n), sge.lkey};
+        const RdmaMrCheck chk = m_device->CheckLocalAccess(pd, part, false, &mr);
+        if (chk != RdmaMrCheck::OK)
+        {
+            return RdmaLocalCheckStatus(chk);
+        }
+        if (!mr->GetMemory()->Read(mr->ToMemoryAddress(part.addr), dst, n))
+        {
+            return RdmaWcStatus::LOC_PROT_ERR;
+        }
+        dst += n;
+        len -= n;
+        offset = 0;
+    }
+    return len == 0 ? RdmaWcStatus::SUCCESS : RdmaWcStatus::LOC_LEN_ERR;
+}
+
+RdmaWcStatus
+RdmaEngine::ScatterSgl(Ptr<RdmaPd> pd,
+                       const std::vector<RdmaSge>& sgl,
+                       uint64_t offset,
+                       const uint8_t* src,
+                       uint64_t len) const
+{
+    // Check every piece first, so that a failing SGE leaves the earlier ones untouched.
+    for (int pass = 0; pass < 2; ++pass)
+    {
+        uint64_t off = offset;
+        uint64_t left = len;
+        const uint8_t* p = src;
+        for (const RdmaSge& sge : sgl)
+        {
+            if (left == 0)
+            {
+                break;
+            }
+            if (off >= sge.length)
+            {
+                off -= sge.length;
+                continue;
+            }
+            const uint64_t n = std::min<uint64_t>(left, sge.length - off);
+            Ptr<RdmaMr> mr;
+            RdmaSge part{sge.addr + off, static_cast<uint32_t>(n), sge.lkey};
+            const RdmaMrCheck chk = m_device->CheckLocalAccess(pd, part, true, &mr);
+            if (chk != RdmaMrCheck::OK)
+            {
+                return RdmaLocalCheckStatus(chk);
+            }
+            if (pass == 1 && !mr->GetMemory()->Write(mr->ToMemoryAddress(part.addr), p, n))
+            {
+                return RdmaWcStatus::LOC_PROT_ERR;
+            }
+            p += n;
+            left -= n;
+            off = 0;
+        }
+        if (left != 0)
+        {
+            return RdmaWcStatus::LOC_LEN_ERR;
+        }
+    }
+    return RdmaWcStatus::SUCCESS;
+}
+
+} // namespace ns3

@@ -1,0 +1,272 @@
+// The RDMA packet engine of one HCA: requester, responder and completer for RC, UC and UD
+// (IBA vol. 1 §9.7 reliable service, §9.8 unreliable services, §9.9 error handling), between
+// the verbs objects of an RdmaDevice and its RdmaLinkPorts.
+#ifndef CNUAS_RDMA_ENGINE_H
+#define CNUAS_RDMA_ENGINE_H
+
+#include "ib-transport-headers.h"
+#include "rdma-congestion-control.h"
+#include "rdma-device.h"
+#include "rdma-link-port.h"
+#include "rdma-qp-context.h"
+
+#include "ns3/event-id.h"
+#include "ns3/object.h"
+#include "ns3/traced-callback.h"
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+namespace ns3
+{
+
+/// Why the engine discarded a received packet (trace source "Drop", GetDropCount).
+enum class RdmaDropReason : uint8_t
+{
+    Malformed,        ///< the transport headers do not parse (IbParseError)
+    UnknownQp,        ///< no QP with BTH.DestQP, or QP0/QP1 reached the engine
+    BadOpcode,        ///< the opcode is not allowed for the QP's type
+    QpState,          ///< the QP cannot take the packet in its state (IBA vol. 1 §10.3.1)
+    PkeyMismatch,     ///< BTH.P_Key does not match the QP's P_Key (IBA vol. 1 §10.9.3)
+    QkeyMismatch,     ///< UD: DETH.Q_Key is not the QP's Q_Key (IBA vol. 1 §10.2.4)
+    OutOfSequence,    ///< PSN ahead of the expected one (RC: NAKed; UC: message dropped)
+    Duplicate,        ///< PSN already seen (RC: re-acknowledged / re-executed)
+    NoReceiveWqe,     ///< UC/UD: no receive WQE (RC answers with an RNR NAK)
+    UnexpectedResponse, ///< a response that matches no outstanding request
+    LengthError,      ///< UD: payload larger than the receive buffer / MTU
+    AccessError,      ///< UC: the RDMA WRITE failed its R_Key check
+    Count,
+};
+
+const char* RdmaDropReasonName(RdmaDropReason r);
+
+/// Counters of the engine (one device).
+struct RdmaEngineCounters
+{
+    uint64_t packetsSent = 0;
+    uint64_t packetsReceived = 0;
+    uint64_t bytesSent = 0;
+    uint64_t retransmittedPackets = 0;
+    uint64_t timeouts = 0;
+    uint64_t acksSent = 0;
+    uint64_t naksSent = 0;
+    uint64_t rnrNaksSent = 0;
+    uint64_t naksReceived = 0;
+    uint64_t rnrNaksReceived = 0;
+    uint64_t pkeyViolations = 0;
+    uint64_t qkeyViolations = 0;
+    uint64_t cnpsSent = 0;
+    uint64_t txRefused = 0; ///< packets the link port refused (lost; RC recovers)
+    uint64_t sendCompletions = 0;
+    uint64_t recvCompletions = 0;
+};
+
+/**
+ * \brief The transport engine of one RdmaDevice.
+ *
+ * Event driven: a posted send WR rings the device's doorbell, which puts its QP on the
+ * engine's ready list; one scheduler event sends packets for the QPs on that list, round
+ * robin, while the ports take them (responses first). A QP costs nothing while idle and at most
+ * one local ACK timer and one wake-up (rate limiter or RNR wait) while busy, so one device can
+ * hold thousands of QPs.
+ *
+ * The engine never includes a link-layer header: it speaks to RdmaLinkPorts (port_num 1 is the
+ * first port added) with transport bytes and address vectors.
+ */
+class RdmaEngine : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    RdmaEngine();
+    ~RdmaEngine() override;
+
+    /// (qpn, BTH opcode, PSN, transport bytes, retransmission).
+    typedef void (*PacketSentCallback)(uint32_t qpn, uint8_t opcode, uint32_t psn,
+                                       uint32_t bytes, bool retransmission);
+    /// (qpn, BTH opcode, PSN, transport bytes).
+    typedef void (*PacketCallback)(uint32_t qpn, uint8_t opcode, uint32_t psn, uint32_t bytes);
+    /// (qpn, AETH syndrome, PSN).
+    typedef void (*NakCallback)(uint32_t qpn, uint8_t syndrome, uint32_t psn);
+    /// (qpn, PSN).
+    typedef void (*QpPsnCallback)(uint32_t qpn, uint32_t psn);
+    /// (completion, true for a receive completion).
+    typedef void (*CompletionCallback)(const RdmaWc& wc, bool receive);
+    /// (qpn or 0xFFFFFFFF, RdmaDropReason).
+    typedef void (*DropCallback)(uint32_t qpn, uint8_t reason);
+
+    /// The verbs side (installs the doorbell and state hooks).
+    void SetDevice(Ptr<RdmaDevice> device);
+    Ptr<RdmaDevice> GetDevice() const;
+    /// Add the next port (port_num 1, 2, ...); the engine takes its received packets.
+    void AddPort(Ptr<RdmaLinkPort> port);
+    Ptr<RdmaLinkPort> GetPort(uint8_t portNum) const;
+    /// The congestion-control policy (default: RdmaCcNone).
+    void SetCongestionControl(Ptr<RdmaCongestionControl> cc);
+    Ptr<RdmaCongestionControl> GetCongestionControl() const;
+
+    const RdmaEngineCounters& GetCounters() const
+    {
+        return m_counters;
+    }
+
+    uint64_t GetDropCount(RdmaDropReason r) const
+    {
+        return m_drops[static_cast<size_t>(r)];
+    }
+
+    /// QPs that have a context (started or received something and not reset since).
+    uint32_t GetNContexts() const
+    {
+        return static_cast<uint32_t>(m_ctx.size());
+    }
+
+    /// The requester state of a QP (Idle if it has no context).
+    RdmaReqState GetRequesterState(uint32_t qpn) const;
+    /// The responder state of a QP (Idle if it has no context).
+    RdmaRespState GetResponderState(uint32_t qpn) const;
+
+    /// Hand received transport bytes to the engine (what a port's receive callback does).
+    void Receive(Ptr<RdmaLinkPort> port,
+                 const uint8_t* data,
+                 uint32_t length,
+                 const RdmaRxInfo& info);
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    /// A packet the responder (or the CNP logic) wants sent, queued ahead of requests.
+    struct OutPacket
+    {
+        std::vector<uint8_t> bytes;
+        RdmaAhAttr av;
+        uint32_t qpn = 0;
+    };
+
+    // ---- engine plumbing (rdma-engine.cc) ----
+    RdmaQpContext* Context(Ptr<RdmaQp> qp);
+    RdmaQpContext* FindContext(uint32_t qpn);
+    void OnDoorbell(Ptr<RdmaQp> qp);
+    void OnQpState(Ptr<RdmaQp> qp, RdmaQpState from, RdmaQpState to);
+    void OnQpDestroy(Ptr<RdmaQp> qp);
+    void CheckSqDrained(Ptr<RdmaQp> qp);
+    void DropContext(uint32_t qpn);
+    void Kick(RdmaQpContext& c);
+    void SchedulePump();
+    void Pump();
+    void OnTxReady();
+    Ptr<RdmaLinkPort> PortOf(uint8_t portNum) const;
+    /// Build "BTH | ext headers | payload | pad" for `h` (bth PadCnt is set here).
+    static std::vector<uint8_t> BuildPacket(IbTransportHeaders& h,
+                                            const uint8_t* payload,
+                                            uint32_t len);
+    bool Transmit(RdmaQpContext& c, std::vector<uint8_t>&& bytes, const RdmaAhAttr& av,
+                  uint8_t opcode, uint32_t psn, bool retransmission);
+    void QueueResponse(RdmaQpContext& c, std::vector<uint8_t>&& bytes, const RdmaAhAttr& av);
+    void Drop(uint32_t qpn, RdmaDropReason r);
+    void ReceiveNow(Ptr<RdmaLinkPort> port, std::vector<uint8_t> data, RdmaRxInfo info);
+    void Dispatch(Ptr<RdmaLinkPort> port,
+                  const uint8_t* data,
+                  uint32_t length,
+                  const RdmaRxInfo& info);
+    uint16_t QpPkey(const RdmaQp& qp) const;
+    void PushSendWc(RdmaQpContext& c, const RdmaWc& wc, bool signaled);
+    void PushRecvWc(RdmaQpContext& c, const RdmaWc& wc, bool solicited);
+    void MaybeSendCnp(RdmaQpContext& c, const IbTransportHeaders& h, const RdmaRxInfo& info);
+    /// Copy [offset, offset+len) of a message described by an SGE list out of / into memory,
+    /// checking each SGE's L_Key. Returns the status a failure completes with, or SUCCESS.
+    RdmaWcStatus GatherSgl(Ptr<RdmaPd> pd, const std::vector<RdmaSge>& sgl, uint64_t offset,
+                           uint8_t* dst, uint64_t len) const;
+    RdmaWcStatus ScatterSgl(Ptr<RdmaPd> pd, const std::vector<RdmaSge>& sgl, uint64_t offset,
+                            const uint8_t* src, uint64_t len) const;
+
+    // ---- requester (rdma-requester.cc) ----
+    /// Send at most one packet for the QP; true if it has more to send right away.
+    bool RequesterStep(RdmaQpContext& c);
+    bool StartWqe(RdmaQpContext& c, const RdmaSendWqe& wqe);
+    void SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSendOp& op);
+    void SendUdPacket(RdmaQpContext& c, const RdmaSendWqe& wqe);
+    uint32_t PacketsFor(const RdmaQpContext& c, RdmaWrOpcode op, uint64_t len) const;
+    uint32_t PathMtu(const RdmaQpContext& c) const;
+    void WakeRequester(uint32_t qpn);
+
+    // ---- completer (rdma-completer.cc) ----
+    void CompleterReceive(RdmaQpContext& c, const IbTransportHeaders& h,
+                          const uint8_t* payload);
+    /// Everything before `psn` is acknowledged.
+    void AckThrough(RdmaQpContext& c, uint32_t psnExclusive, Time now);
+    void CompleteInOrder(RdmaQpContext& c);
+    void Rewind(RdmaQpContext& c, uint32_t psn);
+    void ArmRetryTimer(RdmaQpContext& c);
+    void OnRetryTimeout(uint32_t qpn);
+    void OnRnrTimerExpired(uint32_t qpn, uint32_t psn);
+    /// Complete the oldest WQE with `status` and move the QP to its error state.
+    void FailHead(RdmaQpContext& c, RdmaWcStatus status);
+
+    // ---- responder (rdma-responder.cc) ----
+    void ResponderReceive(RdmaQpContext& c, const IbTransportHeaders& h,
+                          const uint8_t* payload, const RdmaRxInfo& info);
+    void RcResponder(RdmaQpContext& c, const IbTransportHeaders& h, const uint8_t* payload,
+                     const RdmaRxInfo& info);
+    void UcResponder(RdmaQpContext& c, const IbTransportHeaders& h, const uint8_t* payload,
+                     const RdmaRxInfo& info);
+    void UdResponder(RdmaQpContext& c, const IbTransportHeaders& h, const uint8_t* payload,
+                     const RdmaRxInfo& info);
+    void RcDuplicate(RdmaQpContext& c, const IbTransportHeaders& h);
+    void SendAck(RdmaQpContext& c, uint32_t psn);
+    void SendNak(RdmaQpContext& c, uint32_t psn, uint8_t syndrome);
+    void NoteAckReq(RdmaQpContext& c);
+    void FlushAck(uint32_t qpn);
+    /// Queue the READ responses for [va, va+len) of `mr`, PSNs from firstPsn on; false after a
+    /// memory fault (NAKed).
+    bool SendReadResponses(RdmaQpContext& c, Ptr<RdmaMr> mr, uint64_t va, uint32_t len,
+                           uint32_t firstPsn);
+    uint8_t CreditCode(const RdmaQpContext& c) const;
+    /// Execute an incoming SEND / WRITE packet's data part; returns false after answering
+    /// an error.
+    bool ResponderData(RdmaQpContext& c, const IbTransportHeaders& h, const uint8_t* payload,
+                       const RdmaRxInfo& info, bool reliable);
+    void ResponderFatal(RdmaQpContext& c, RdmaEventType ev);
+    RdmaAhAttr ReplyAv(const RdmaQpContext& c) const;
+
+    Ptr<RdmaDevice> m_device;
+    std::vector<Ptr<RdmaLinkPort>> m_ports;
+    Ptr<RdmaCongestionControl> m_cc;
+    std::unordered_map<uint32_t, std::unique_ptr<RdmaQpContext>> m_ctx;
+    /// Contexts dropped while engine code may still hold them; freed by a later event.
+    std::vector<std::unique_ptr<RdmaQpContext>> m_graveyard;
+    EventId m_buryEvent;
+    void Bury();
+    std::deque<uint32_t> m_ready;
+    std::deque<OutPacket> m_responses;
+    EventId m_pump;
+    RdmaEngineCounters m_counters;
+    std::array<uint64_t, static_cast<size_t>(RdmaDropReason::Count)> m_drops{};
+
+    // attributes
+    uint32_t m_ackCoalesceCount;
+    Time m_ackCoalesceDelay;
+    uint32_t m_ackReqEvery;
+    Time m_rxProcessingDelay;
+    Time m_cnpInterval;
+    uint64_t m_windowBytes;
+    uint32_t m_maxResponseQueue;
+    uint64_t m_lineRateBps;
+
+    // traces
+    TracedCallback<uint32_t, uint8_t, uint32_t, uint32_t, bool> m_sentTrace;
+    TracedCallback<uint32_t, uint8_t, uint32_t, uint32_t> m_rxTrace;
+    TracedCallback<uint32_t, uint32_t> m_retransmitTrace;
+    TracedCallback<uint32_t, uint8_t, uint32_t> m_nakSentTrace;
+    TracedCallback<uint32_t, uint8_t, uint32_t> m_nakRxTrace;
+    TracedCallback<uint32_t, uint32_t> m_timeoutTrace;
+    TracedCallback<const RdmaWc&, bool> m_completionTrace;
+    TracedCallback<uint32_t, uint8_t> m_dropTrace;
+};
+
+} // namespace ns3
+
+#endif

@@ -1,0 +1,94 @@
+// The one seam between the fabric-independent RDMA transport and a link layer. The transport
+// hands a port the bytes from the BTH on, plus the address vector of the destination; the port
+// adds what its fabric needs (InfiniBand: LRH, GRH when global, ICRC, VCRC; RoCEv2: Ethernet,
+// IP, UDP 4791, ICRC) and gives received transport bytes back with where they came from.
+// IBA vol. 1 §9.1 (the transport layer is independent of the link layer), annex A17 (RoCEv2).
+#ifndef CNUAS_RDMA_LINK_PORT_H
+#define CNUAS_RDMA_LINK_PORT_H
+
+#include "rdma-types.h"
+
+#include "ns3/callback.h"
+#include "ns3/object.h"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace ns3
+{
+
+/// Where a received transport packet came from, as the link layer saw it.
+struct RdmaRxInfo
+{
+    uint16_t slid = 0;     ///< InfiniBand source LID (0 on RoCE)
+    uint16_t dlid = 0;     ///< InfiniBand destination LID (0 on RoCE)
+    uint8_t sl = 0;        ///< service level (RoCE: the priority the packet arrived on)
+    bool global = false;   ///< the packet carried a GRH (RoCE: always)
+    RdmaGid sgid{};        ///< GRH source GID, when global
+    RdmaGid dgid{};        ///< GRH destination GID, when global
+    bool ecnMarked = false; ///< RoCE: IP ECN CE; InfiniBand: BTH FECN (annex A10)
+    /// The 40-byte GRH as it is placed in the first 40 bytes of a UD receive buffer
+    /// (IBA vol. 1 §11.4.1.2: the GRH, or undefined bytes when there was none; RoCEv2 puts the
+    /// IP header there). Valid when `global`.
+    std::array<uint8_t, 40> grhBytes{};
+};
+
+/**
+ * \brief A link-layer port as the RDMA transport sees it.
+ *
+ * Send() takes the transport bytes "BTH | extension headers | payload | pad" (a multiple of 4
+ * bytes, no ICRC) and the address vector of the destination (a QP's ah_attr, or a UD WQE's
+ * AH): DLID and SL on InfiniBand, the GID in grh.dgid when is_global (always on RoCE). The
+ * port adds its headers and the ICRC. A port delivers received packets that passed its own
+ * checks (CRCs, addressing, port state) to the receive callback with the bytes from the first
+ * BTH byte through the ICRC (GetIcrcSize() bytes at the end).
+ *
+ * Management traffic (QP0/QP1) is not the engine's: a port must not deliver it here.
+ */
+class RdmaLinkPort : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    ~RdmaLinkPort() override;
+
+    /// (port, first BTH byte, bytes through the ICRC, source info).
+    typedef Callback<void, Ptr<RdmaLinkPort>, const uint8_t*, uint32_t, const RdmaRxInfo&>
+        ReceiveCallback;
+
+    /// Queue one packet. False when the port refused it (not active, queue full, malformed):
+    /// the transport treats that as a loss.
+    virtual bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av) = 0;
+    /// Whether a packet on `sl` would be queued now.
+    virtual bool CanSend(uint8_t sl) const = 0;
+    /// The port can queue again (after CanSend() said no).
+    virtual void SetTxReadyCallback(Callback<void> cb) = 0;
+    virtual void SetReceiveCallback(ReceiveCallback cb) = 0;
+
+    /// Whether the port passes data traffic (IBA PortState Active; RoCE link up).
+    virtual bool IsActive() const = 0;
+    /// Largest transport packet the port carries: the active MTU in bytes (256..4096).
+    virtual uint32_t GetMtu() const = 0;
+    /// Bytes of ICRC at the end of received transport bytes (4 on both fabrics).
+    virtual uint32_t GetIcrcSize() const = 0;
+    virtual RdmaLinkLayer GetLinkLayer() const = 0;
+    /// Own LID (0 on RoCE).
+    virtual uint16_t GetLid() const = 0;
+    /// GID table entry `index`; false if there is none.
+    virtual bool GetGid(uint8_t index, RdmaGid& gid) const = 0;
+    /// P_Key table entry `index` (IBA vol. 1 §10.9.2); false if there is none.
+    virtual bool GetPkey(uint16_t index, uint16_t& pkey) const = 0;
+    /// A packet was discarded by the transport for a P_Key mismatch: a port that keeps the
+    /// PortInfo P_KeyViolations counter (IBA vol. 1 §14.2.5.6) counts it.
+    virtual void NotifyPkeyViolation() = 0;
+};
+
+/**
+ * Whether two P_Keys match (IBA vol. 1 §10.9.3): the low 15 bits are equal, at least one of the
+ * two is a full member (bit 15 set), and neither is an invalid key (0x0000 or 0x8000).
+ */
+bool RdmaPkeyMatch(uint16_t a, uint16_t b);
+
+} // namespace ns3
+
+#endif

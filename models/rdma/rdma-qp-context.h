@@ -1,0 +1,160 @@
+// The transport engine's per-QP state: one requester, one responder and one completer context
+// (IBA vol. 1 §9.7: the requester sends requests and the completer retires them on responses;
+// the responder executes incoming requests and answers). Plain data: the engine's code in
+// rdma-requester.cc, rdma-responder.cc and rdma-completer.cc works on it.
+#ifndef CNUAS_RDMA_QP_CONTEXT_H
+#define CNUAS_RDMA_QP_CONTEXT_H
+
+#include "rdma-mr.h"
+#include "rdma-qp.h"
+#include "rdma-types.h"
+
+#include "ns3/event-id.h"
+#include "ns3/nstime.h"
+
+#include <cstdint>
+#include <deque>
+
+namespace ns3
+{
+
+/// PSNs are 24-bit serial numbers (IBA vol. 1 §9.7.1): a - b as a signed distance.
+inline int32_t
+RdmaPsnDiff(uint32_t a, uint32_t b)
+{
+    return static_cast<int32_t>((a - b) << 8) >> 8;
+}
+
+inline uint32_t
+RdmaPsnAdd(uint32_t a, int64_t n)
+{
+    return static_cast<uint32_t>(a + n) & kRdmaMax24;
+}
+
+/// Requester states (what it is waiting for before it can send the next packet).
+enum class RdmaReqState : uint8_t
+{
+    Idle,         ///< nothing to send
+    Ready,        ///< queued in the engine's scheduler
+    WaitPort,     ///< the port's queue is full
+    WaitRate,     ///< the rate limiter holds the next packet
+    WaitWindow,   ///< too many bytes unacknowledged (window)
+    WaitRdAtomic, ///< max_rd_atomic READs/atomics outstanding (IBA vol. 1 §9.5)
+    WaitFence,    ///< a fenced WR waits for earlier READs/atomics (IBA vol. 1 §10.8.3.3)
+    RnrWait,      ///< an RNR NAK's timer runs (IBA vol. 1 §9.7.5.2.8)
+    Error,        ///< the QP left RTS/SQD
+};
+
+/// Completer states.
+enum class RdmaCompState : uint8_t
+{
+    Idle,     ///< nothing unacknowledged
+    WaitAck,  ///< packets in flight; the local ACK timer runs (RC)
+    Error,
+};
+
+/// Responder states (where it is within the incoming message stream).
+enum class RdmaRespState : uint8_t
+{
+    Idle,       ///< between messages
+    InSend,     ///< inside a multi-packet SEND
+    InWrite,    ///< inside a multi-packet RDMA WRITE
+    UcDropping, ///< UC: a packet was lost, dropping until the next First/Only (IBA §9.8.2)
+    Error,
+};
+
+const char* RdmaReqStateName(RdmaReqState s);
+const char* RdmaRespStateName(RdmaRespState s);
+
+/// One send WQE that the requester has started: SQ entry i is sendOps[i].
+struct RdmaSendOp
+{
+    RdmaWrOpcode opcode = RdmaWrOpcode::SEND;
+    uint32_t firstPsn = 0;
+    uint32_t npkts = 1;       ///< request packets; READ: response packets
+    uint64_t length = 0;
+    bool readLike = false;    ///< READ or atomic: completes on its response data
+    uint32_t respNext = 0;    ///< READ: response packets received in order
+    bool done = false;        ///< READ/atomic: the response is in local memory
+    bool fullySent = false;   ///< every request packet has been sent at least once
+    /// A local error found when the WR started (bad L_Key, UD message above the MTU): the WR
+    /// completes with it once the WRs before it have completed.
+    RdmaWcStatus status = RdmaWcStatus::SUCCESS;
+    Time firstSent;
+
+    uint32_t LastPsn() const
+    {
+        return RdmaPsnAdd(firstPsn, static_cast<int64_t>(npkts) - 1);
+    }
+};
+
+/// A READ or atomic the responder executed, kept for duplicates (IBA vol. 1 §9.7.5.1.4:
+/// a duplicate atomic is answered from the saved result, never executed twice).
+struct RdmaRespResource
+{
+    bool atomic = false;
+    uint32_t firstPsn = 0;
+    uint32_t npkts = 1;
+    uint64_t va = 0;
+    uint32_t rkey = 0;
+    uint32_t length = 0;
+    uint64_t original = 0; ///< atomic: the value before the operation
+    uint32_t msn = 0;
+};
+
+struct RdmaQpContext
+{
+    Ptr<RdmaQp> qp;
+    uint32_t qpn = 0;
+    /// The QP went to Error/Reset or was destroyed while engine code held this context (a
+    /// completion can overrun a CQ and move QPs to Error): stop touching it.
+    bool dead = false;
+
+    // ---- requester ----
+    RdmaReqState reqState = RdmaReqState::Idle;
+    bool queued = false;       ///< in the engine's ready list
+    bool reqStarted = false;   ///< initialised from sq_psn on entering RTS
+    std::deque<RdmaSendOp> sendOps;
+    uint32_t sendOp = 0;       ///< cursor: index in sendOps (== size: start a new WQE)
+    uint32_t sendPkt = 0;      ///< cursor: packet index within that op
+    uint32_t nextNewPsn = 0;   ///< PSN of the next new WQE's first packet
+    uint32_t maxSentNext = 0;  ///< one past the highest PSN ever sent
+    uint32_t readsOutstanding = 0;
+    Time nextTxTime;           ///< rate limiter
+    EventId wakeEvent;         ///< rate limiter / RNR wait
+    std::vector<uint8_t> sendBuf; ///< the current WQE's payload (gathered once)
+    int32_t sendBufOp = -1;        ///< which sendOps index sendBuf holds
+
+    // ---- completer ----
+    RdmaCompState compState = RdmaCompState::Idle;
+    uint32_t unackedPsn = 0;   ///< oldest PSN not yet acknowledged
+    uint8_t retryLeft = 0;
+    uint8_t rnrRetryLeft = 0;
+    EventId retryTimer;
+    uint32_t lastGapRewindPsn = 0xFFFFFFFF;
+
+    // ---- responder ----
+    RdmaRespState respState = RdmaRespState::Idle;
+    bool respStarted = false;
+    uint32_t ePsn = 0;         ///< expected PSN
+    uint32_t msn = 0;          ///< message sequence number (IBA vol. 1 §9.7.5.1.2)
+    uint8_t lastOpcode = 0;
+    bool haveLastOpcode = false;
+    bool nakSent = false;      ///< a PSN sequence error NAK is outstanding
+    bool haveRecv = false;
+    RdmaRecvWqe recv;
+    uint64_t recvOffset = 0;
+    Ptr<RdmaMr> writeMr;
+    uint64_t writeVa = 0;      ///< IOVA of the next byte of the current WRITE
+    uint64_t writeRemaining = 0;
+    uint32_t writeTotal = 0;
+    uint32_t ackPending = 0;   ///< coalesced AckReq packets not yet acknowledged
+    EventId ackTimer;
+    std::deque<RdmaRespResource> resources;
+    bool becnPending = false;
+    Time lastCnp{Time(-1)};
+};
+
+} // namespace ns3
+
+#endif

@@ -1,0 +1,457 @@
+// The requester: turns send WQEs into request packets (IBA vol. 1 §9.7.1 PSNs, §9.7.2
+// segmentation, §9.4 operations), under the QP's limits: the window, the rate limiter,
+// max_rd_atomic outstanding READs/atomics (§9.5) and fences (§10.8.3.3).
+#include "rdma-engine.h"
+
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+
+#include <algorithm>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("RdmaRequester");
+
+namespace
+{
+bool
+IsReadLike(RdmaWrOpcode op)
+{
+    return op == RdmaWrOpcode::RDMA_READ || op == RdmaWrOpcode::ATOMIC_CMP_AND_SWP ||
+           op == RdmaWrOpcode::ATOMIC_FETCH_AND_ADD;
+}
+
+/// The request opcode of packet `index` of `count` of a SEND or RDMA WRITE (IBA vol. 1 §9.2
+/// table 36), RC numbering; UC adds its 0x20 prefix.
+uint8_t
+SegmentOpcode(RdmaWrOpcode op, uint32_t index, uint32_t count)
+{
+    const bool first = index == 0;
+    const bool last = index + 1 == count;
+    switch (op)
+    {
+    case RdmaWrOpcode::SEND:
+        return first && last ? IbOpcode::kRcSendOnly
+               : first       ? IbOpcode::kRcSendFirst
+               : last        ? IbOpcode::kRcSendLast
+                             : IbOpcode::kRcSendMiddle;
+    case RdmaWrOpcode::SEND_WITH_IMM:
+        return first && last ? IbOpcode::kRcSendOnlyWithImm
+               : first       ? IbOpcode::kRcSendFirst
+               : last        ? IbOpcode::kRcSendLastWithImm
+                             : IbOpcode::kRcSendMiddle;
+    case RdmaWrOpcode::RDMA_WRITE:
+        return first && last ? IbOpcode::kRcRdmaWriteOnly
+               : first       ? IbOpcode::kRcRdmaWriteFirst
+               : last        ? IbOpcode::kRcRdmaWriteLast
+                             : IbOpcode::kRcRdmaWriteMiddle;
+    case RdmaWrOpcode::RDMA_WRITE_WITH_IMM:
+        return first && last ? IbOpcode::kRcRdmaWriteOnlyWithImm
+               : first       ? IbOpcode::kRcRdmaWriteFirst
+               : last        ? IbOpcode::kRcRdmaWriteLastWithImm
+                             : IbOpcode::kRcRdmaWriteMiddle;
+    default:
+        return 0xFF;
+    }
+}
+} // namespace
+
+uint32_t
+RdmaEngine::PathMtu(const RdmaQpContext& c) const
+{
+    const RdmaQpAttr& a = c.qp->GetAttr();
+    Ptr<RdmaLinkPort> port = PortOf(a.port_num ? a.port_num : 1);
+    const uint32_t portMtu = port ? port->GetMtu() : 256;
+    if (c.qp->GetType() == RdmaQpType::UD)
+    {
+        return portMtu;
+    }
+    // IBA vol. 1 §9.7.2: packets carry at most the path MTU; a path MTU above the port's is
+    // clipped to what the port can carry.
+    const uint32_t path = RdmaMtuBytes(a.path_mtu);
+    return std::max<uint32_t>(256, std::min(path ? path : 256, portMtu));
+}
+
+uint32_t
+RdmaEngine::PacketsFor(const RdmaQpContext& c, RdmaWrOpcode op, uint64_t len) const
+{
+    if (op == RdmaWrOpcode::ATOMIC_CMP_AND_SWP || op == RdmaWrOpcode::ATOMIC_FETCH_AND_ADD)
+    {
+        return 1;
+    }
+    const uint32_t mtu = PathMtu(c);
+    return len == 0 ? 1 : static_cast<uint32_t>((len + mtu - 1) / mtu);
+}
+
+void
+RdmaEngine::WakeRequester(uint32_t qpn)
+{
+    RdmaQpContext* c = FindContext(qpn);
+    if (c && (c->reqState == RdmaReqState::WaitRate || c->reqState == RdmaReqState::RnrWait))
+    {
+        Kick(*c);
+    }
+}
+
+bool
+RdmaEngine::StartWqe(RdmaQpContext& c, const RdmaSendWqe& wqe)
+{
+    RdmaSendOp op;
+    op.opcode = wqe.wr.opcode;
+    op.length = wqe.length;
+    op.readLike = IsReadLike(op.opcode);
+    op.firstPsn = c.nextNewPsn;
+    op.npkts = PacketsFor(c, op.opcode, op.length);
+    // IBA vol. 1 §10.6.3.2 / §11.4.1.1: every local SGE is checked before the WR executes; the
+    // READ and atomic targets are written, so they need local write access.
+    const bool inlineSend = (wqe.wr.send_flags & RDMA_SEND_INLINE) && !op.readLike;
+    if (!inlineSend)
+    {
+        for (const RdmaSge& sge : wqe.wr.sg_list)
+        {
+            const RdmaMrCheck chk =
+                m_device->CheckLocalAccess(c.qp->GetPd(), sge, op.readLike, nullptr);
+            if (chk != RdmaMrCheck::OK)
+            {
+                op.status = RdmaLocalCheckStatus(chk);
+                break;
+            }
+        }
+    }
+    if (c.qp->GetType() == RdmaQpType::UD && op.length > PathMtu(c))
+    {
+        // IBA vol. 1 §9.8.3: a UD message is one packet.
+        op.status = RdmaWcStatus::LOC_LEN_ERR;
+    }
+    if (op.status != RdmaWcStatus::SUCCESS)
+    {
+        op.npkts = 0;
+        op.fullySent = true;
+        c.sendOps.push_back(op);
+        c.sendOp = static_cast<uint32_t>(c.sendOps.size());
+        c.sendPkt = 0;
+        return false;
+    }
+    c.nextNewPsn = RdmaPsnAdd(c.nextNewPsn, op.npkts);
+    if (op.readLike)
+    {
+        c.readsOutstanding++;
+    }
+    c.sendOps.push_back(op);
+    return true;
+}
+
+bool
+RdmaEngine::RequesterStep(RdmaQpContext& c)
+{
+    Ptr<RdmaQp> qp = c.qp;
+    const RdmaQpState s = qp->GetState();
+    if (c.reqState == RdmaReqState::RnrWait)
+    {
+        return false; // the RNR timer resumes the requester
+    }
+    if (s != RdmaQpState::RTS && s != RdmaQpState::SQD)
+    {
+        c.reqState = s == RdmaQpState::SQE ? RdmaReqState::Error : RdmaReqState::Idle;
+        return false;
+    }
+    Ptr<RdmaQueue<RdmaSendWqe>> sq = qp->GetSendQueue();
+    const bool rc = qp->GetType() == RdmaQpType::RC;
+    if (c.sendOp >= c.sendOps.size())
+    {
+        if (!c.sendOps.empty() && c.sendOps.back().status != RdmaWcStatus::SUCCESS)
+        {
+            c.reqState = RdmaReqState::Error; // a local error waits for its turn to complete
+            return false;
+        }
+        if (c.sendOp >= sq->GetSize() || s == RdmaQpState::SQD)
+        {
+            // IBA vol. 1 §10.3.1 (SQ Drain): no new WQE starts in SQD.
+            c.reqState = RdmaReqState::Idle;
+            return false;
+        }
+        const RdmaSendWqe& wqe = sq->At(c.sendOp);
+        const bool readLike = IsReadLike(wqe.wr.opcode);
+        if ((wqe.wr.send_flags & RDMA_SEND_FENCE) && c.readsOutstanding > 0)
+        {
+            c.reqState = RdmaReqState::WaitFence;
+            return false;
+        }
+        // IBA vol. 1 §9.5: at most max_rd_atomic READs and atomics outstanding (a QP set up
+        // with 0 is given 1, as it could not issue any otherwise).
+        const uint32_t maxRd = std::max<uint32_t>(1, qp->GetAttr().max_rd_atomic);
+        if (rc && readLike && c.readsOutstanding >= maxRd)
+        {
+            c.reqState = RdmaReqState::WaitRdAtomic;
+            return false;
+        }
+        if (!StartWqe(c, wqe))
+        {
+            CompleteInOrder(c);
+            return false;
+        }
+    }
+    RdmaSendOp& op = c.sendOps[c.sendOp];
+    const RdmaSendWqe& wqe = sq->At(c.sendOp);
+    const uint32_t psn = RdmaPsnAdd(op.firstPsn, c.sendPkt);
+    const uint32_t mtu = PathMtu(c);
+    if (rc)
+    {
+        uint64_t window = m_windowBytes;
+        const uint64_t ccWindow = m_cc->GetWindow(c.qpn);
+        if (ccWindow && (!window || ccWindow < window))
+        {
+            window = ccWindow;
+        }
+        const int32_t inFlight = RdmaPsnDiff(psn, c.unackedPsn);
+        if (window && inFlight > 0 && uint64_t(inFlight) * mtu >= window)
+        {
+            c.reqState = RdmaReqState::WaitWindow;
+            return false;
+        }
+    }
+    const Time now = Simulator::Now();
+    if (c.nextTxTime > now)
+    {
+        c.reqState = RdmaReqState::WaitRate;
+        c.wakeEvent.Cancel();
+        c.wakeEvent = Simulator::Schedule(c.nextTxTime - now, &RdmaEngine::WakeRequester, this,
+                                          c.qpn);
+        return false;
+    }
+    const RdmaAhAttr av = qp->GetType() == RdmaQpType::UD ? wqe.ah : ReplyAv(c);
+    Ptr<RdmaLinkPort> port = PortOf(av.port_num ? av.port_num : 1);
+    if (!port || !port->CanSend(av.sl))
+    {
+        c.reqState = RdmaReqState::WaitPort;
+        return false;
+    }
+    const uint64_t before = m_counters.bytesSent;
+    if (qp->GetType() == RdmaQpType::UD)
+    {
+        SendUdPacket(c, wqe);
+    }
+    else
+    {
+        SendRequestPacket(c, wqe, op);
+    }
+    // Rate limiter: the QP's rate_limit (kbit/s, ibv_modify_qp(3)) and congestion control's
+    // rate, whichever is lower; the next packet may leave when this one would have at that rate.
+    uint64_t rate = uint64_t(qp->GetAttr().rate_limit) * 1000;
+    const uint64_t ccRate = m_cc->GetRate(c.qpn);
+    if (ccRate && (!rate || ccRate < rate))
+    {
+        rate = ccRate;
+    }
+    if (rate)
+    {
+        const uint64_t bits = (m_counters.bytesSent - before) * 8;
+        c.nextTxTime = std::max(c.nextTxTime, now) +
+                       PicoSeconds(static_cast<int64_t>(bits * 1e12 / double(rate)));
+    }
+    if (c.dead)
+    {
+        return false;
+    }
+    if (rc)
+    {
+        ArmRetryTimer(c);
+    }
+    else
+    {
+        CompleteInOrder(c); // UC/UD WQEs complete once sent (IBA vol. 1 §9.8.1)
+        if (c.dead)
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSendOp& op)
+{
+    const RdmaQpAttr& a = c.qp->GetAttr();
+    const bool uc = c.qp->GetType() == RdmaQpType::UC;
+    const uint32_t mtu = PathMtu(c);
+    const uint32_t idx = c.sendPkt;
+    const uint32_t psn = RdmaPsnAdd(op.firstPsn, idx);
+    const bool retrans = RdmaPsnDiff(psn, c.maxSentNext) < 0;
+    IbTransportHeaders h;
+    h.bth.SetPkey(QpPkey(*c.qp));
+    h.bth.SetDestQp(a.dest_qp_num);
+    h.bth.SetPsn(psn);
+    std::vector<uint8_t> payload;
+    uint32_t sentPkts = 1;
+    const uint64_t offset = uint64_t(idx) * mtu;
+    switch (op.opcode)
+    {
+    case RdmaWrOpcode::RDMA_READ: {
+        // One request covers the rest of the READ; a retry from response packet idx asks for
+        // the remaining bytes only (IBA vol. 1 §9.7.4.1.3: PSN, VA and length move together).
+        h.bth.SetOpCode(IbOpcode::kRcRdmaReadRequest);
+        IbRethHeader reth;
+        reth.SetVirtualAddress(wqe.wr.rdma.remote_addr + offset);
+        reth.SetRkey(wqe.wr.rdma.rkey);
+        reth.SetDmaLength(static_cast<uint32_t>(op.length - std::min(op.length, offset)));
+        h.reth = reth;
+        h.bth.SetAckReq(true);
+        sentPkts = op.npkts - idx;
+        break;
+    }
+    case RdmaWrOpcode::ATOMIC_CMP_AND_SWP:
+    case RdmaWrOpcode::ATOMIC_FETCH_AND_ADD: {
+        const bool cas = op.opcode == RdmaWrOpcode::ATOMIC_CMP_AND_SWP;
+        h.bth.SetOpCode(cas ? IbOpcode::kRcCompareSwap : IbOpcode::kRcFetchAdd);
+        IbAtomicEthHeader ae;
+        ae.SetVirtualAddress(wqe.wr.atomic.remote_addr);
+        ae.SetRkey(wqe.wr.atomic.rkey);
+        ae.SetSwapAddData(cas ? wqe.wr.atomic.swap : wqe.wr.atomic.compare_add);
+        ae.SetCompareData(cas ? wqe.wr.atomic.compare_add : 0);
+        h.atomicEth = ae;
+        h.bth.SetAckReq(true);
+        break;
+    }
+    default: {
+        uint8_t opcode = SegmentOpcode(op.opcode, idx, op.npkts);
+        if (uc)
+        {
+            opcode |= IbOpcode::kUcPrefix;
+        }
+        h.bth.SetOpCode(opcode);
+        const IbOpcodeInfo* info = IbOpcodeLookup(opcode);
+        const uint64_t n = std::min<uint64_t>(mtu, op.length - std::min(op.length, offset));
+        payload.resize(n);
+        if (!wqe.inlineData.empty())
+        {
+            std::copy(wqe.inlineData.begin() + offset, wqe.inlineData.begin() + offset + n,
+                      payload.begin());
+        }
+        else if (n)
+        {
+            const RdmaWcStatus st =
+                GatherSgl(c.qp->GetPd(), wqe.wr.sg_list, offset, payload.data(), n);
+            if (st != RdmaWcStatus::SUCCESS)
+            {
+                // The memory went away under a posted WR (MR deregistered): a local error
+                // that completes the WR once the earlier ones have (IBA vol. 1 §10.8.3).
+                op.status = st;
+                op.fullySent = true;
+                if (op.readLike && c.readsOutstanding)
+                {
+                    c.readsOutstanding--;
+                }
+                c.sendOp++;
+                c.sendPkt = 0;
+                return;
+            }
+        }
+        if (info->Carries(IbExtHeader::Reth))
+        {
+            IbRethHeader reth;
+            reth.SetVirtualAddress(wqe.wr.rdma.remote_addr);
+            reth.SetRkey(wqe.wr.rdma.rkey);
+            reth.SetDmaLength(static_cast<uint32_t>(op.length));
+            h.reth = reth;
+        }
+        if (info->Carries(IbExtHeader::ImmDt))
+        {
+            IbImmDtHeader imm;
+            imm.SetImmediateData(wqe.wr.imm_data);
+            h.immDt = imm;
+        }
+        const bool endOfMessage = info->Has(IbOpFlag::kLast) || info->Has(IbOpFlag::kOnly);
+        if (endOfMessage && (wqe.wr.send_flags & RDMA_SEND_SOLICITED))
+        {
+            h.bth.SetSe(true); // IBA vol. 1 §9.2: SE on the last packet of the message
+        }
+        if (!uc)
+        {
+            h.bth.SetAckReq(endOfMessage ||
+                            (m_ackReqEvery && (psn % m_ackReqEvery) == m_ackReqEvery - 1));
+        }
+        break;
+    }
+    }
+    const uint8_t opcode = h.bth.GetOpCode();
+    std::vector<uint8_t> bytes =
+        BuildPacket(h, payload.data(), static_cast<uint32_t>(payload.size()));
+    if (op.firstSent.IsZero() && idx == 0)
+    {
+        op.firstSent = Simulator::Now();
+    }
+    c.sendPkt += sentPkts;
+    if (c.sendPkt >= op.npkts)
+    {
+        op.fullySent = true;
+        c.sendOp++;
+        c.sendPkt = 0;
+    }
+    const uint32_t after = RdmaPsnAdd(psn, sentPkts);
+    if (RdmaPsnDiff(after, c.maxSentNext) > 0)
+    {
+        c.maxSentNext = after;
+    }
+    if (retrans)
+    {
+        m_retransmitTrace(c.qpn, psn);
+    }
+    Transmit(c, std::move(bytes), ReplyAv(c), opcode, psn, retrans);
+}
+
+void
+RdmaEngine::SendUdPacket(RdmaQpContext& c, const RdmaSendWqe& wqe)
+{
+    RdmaSendOp& op = c.sendOps[c.sendOp];
+    IbTransportHeaders h;
+    const bool imm = wqe.wr.opcode == RdmaWrOpcode::SEND_WITH_IMM;
+    h.bth.SetOpCode(imm ? IbOpcode::kUdSendOnlyWithImm : IbOpcode::kUdSendOnly);
+    h.bth.SetPkey(QpPkey(*c.qp));
+    h.bth.SetDestQp(wqe.wr.ud.remote_qpn);
+    h.bth.SetPsn(op.firstPsn);
+    h.bth.SetSe((wqe.wr.send_flags & RDMA_SEND_SOLICITED) != 0);
+    IbDethHeader deth;
+    // IBA vol. 1 §10.2.5: a Q_Key with the high bit set in the WR means "use the QP's own".
+    deth.SetQkey((wqe.wr.ud.remote_qkey & 0x80000000u) ? c.qp->GetAttr().qkey
+                                                         : wqe.wr.ud.remote_qkey);
+    deth.SetSrcQp(c.qpn);
+    h.deth = deth;
+    if (imm)
+    {
+        IbImmDtHeader i;
+        i.SetImmediateData(wqe.wr.imm_data);
+        h.immDt = i;
+    }
+    std::vector<uint8_t> payload(op.length);
+    if (!wqe.inlineData.empty())
+    {
+        payload = wqe.inlineData;
+    }
+    else if (op.length)
+    {
+        const RdmaWcStatus st =
+            GatherSgl(c.qp->GetPd(), wqe.wr.sg_list, 0, payload.data(), op.length);
+        if (st != RdmaWcStatus::SUCCESS)
+        {
+            op.status = st;
+            op.fullySent = true;
+            c.sendOp++;
+            return;
+        }
+    }
+    std::vector<uint8_t> bytes =
+        BuildPacket(h, payload.data(), static_cast<uint32_t>(payload.size()));
+    op.fullySent = true;
+    c.sendOp++;
+    c.sendPkt = 0;
+    c.maxSentNext = c.nextNewPsn;
+    RdmaAhAttr av = wqe.ah;
+    if (av.port_num == 0)
+    {
+        av.port_num = c.qp->GetAttr().port_num ? c.qp->GetAttr().port_num : 1;
+    }
+    Transmit(c, std::move(bytes), av, h.bth.GetOpCode(), op.firstPsn, false);
+}
+
+} // namespace ns3

@@ -1,0 +1,126 @@
+/*
+ * A Modbus RTU master built on Debian's libmodbus, for the pty-bridge tests: it opens the port,
+ * reads a span of holding registers, tries a write the device must refuse, writes and reads back
+ * a writable register, closes, and does it all again OPENS times (each time a new
+ * modbus_new_rtu/modbus_connect, as a poller that restarts would).
+ *
+ * usage: cnuas-peer-modbus-client DEVICE BAUD PARITY(N|E|O) SLAVE OPENS READ_REG READ_COUNT
+ *                                 PROTECTED_REG WRITABLE_REG
+ * Prints one line per step, e.g.
+ *   open 0 read 79: 52224 3763 624 24000
+ *   open 0 write 79: exception 2
+ *   open 0 write 100: ok 1000
+ *   open 0 readback 100: 1000
+ * and exits 0 when every open and connect worked (the caller judges the values), 2 otherwise.
+ */
+#include <errno.h>
+#include <modbus.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+report_error(int open, const char* what, int reg)
+{
+    if (errno > MODBUS_ENOBASE && errno < MODBUS_ENOBASE + 0x100)
+    {
+        printf("open %d %s %d: exception %d\n", open, what, reg, errno - MODBUS_ENOBASE);
+    }
+    else
+    {
+        printf("open %d %s %d: error %s\n", open, what, reg, modbus_strerror(errno));
+    }
+}
+
+int
+main(int argc, char** argv)
+{
+    if (argc != 10)
+    {
+        fprintf(stderr,
+                "usage: %s DEVICE BAUD PARITY SLAVE OPENS READ_REG READ_COUNT PROTECTED_REG "
+                "WRITABLE_REG\n",
+                argv[0]);
+        return 1;
+    }
+    const char* device = argv[1];
+    const int baud = atoi(argv[2]);
+    const char parity = argv[3][0];
+    const int slave = atoi(argv[4]);
+    const int opens = atoi(argv[5]);
+    const int readReg = atoi(argv[6]);
+    const int readCount = atoi(argv[7]);
+    const int protectedReg = atoi(argv[8]);
+    const int writableReg = atoi(argv[9]);
+    if (readCount < 1 || readCount > 125)
+    {
+        fprintf(stderr, "READ_COUNT must be 1..125\n");
+        return 1;
+    }
+
+    for (int k = 0; k < opens; ++k)
+    {
+        modbus_t* ctx = modbus_new_rtu(device, baud, parity, 8, 1);
+        if (ctx == NULL)
+        {
+            printf("open %d new: error %s\n", k, modbus_strerror(errno));
+            return 2;
+        }
+        modbus_set_slave(ctx, slave);
+        modbus_set_response_timeout(ctx, 1, 0);
+        if (modbus_connect(ctx) != 0)
+        {
+            printf("open %d connect: error %s\n", k, modbus_strerror(errno));
+            modbus_free(ctx);
+            return 2;
+        }
+
+        uint16_t regs[125];
+        if (modbus_read_registers(ctx, readReg, readCount, regs) == readCount)
+        {
+            printf("open %d read %d:", k, readReg);
+            for (int i = 0; i < readCount; ++i)
+            {
+                printf(" %u", regs[i]);
+            }
+            printf("\n");
+        }
+        else
+        {
+            report_error(k, "read", readReg);
+        }
+
+        if (modbus_write_register(ctx, protectedReg, 1) == 1)
+        {
+            printf("open %d write %d: ok 1\n", k, protectedReg);
+        }
+        else
+        {
+            report_error(k, "write", protectedReg);
+        }
+
+        const uint16_t value = (uint16_t)(1000 + k);
+        if (modbus_write_register(ctx, writableReg, value) == 1)
+        {
+            printf("open %d write %d: ok %u\n", k, writableReg, value);
+        }
+        else
+        {
+            report_error(k, "write", writableReg);
+        }
+        uint16_t back = 0;
+        if (modbus_read_registers(ctx, writableReg, 1, &back) == 1)
+        {
+            printf("open %d readback %d: %u\n", k, writableReg, back);
+        }
+        else
+        {
+            report_error(k, "readback", writableReg);
+        }
+
+        modbus_close(ctx);
+        modbus_free(ctx);
+    }
+    fflush(stdout);
+    return 0;
+}
