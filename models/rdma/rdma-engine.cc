@@ -741,12 +741,14 @@ RdmaEngine::MaybeSendCnp(RdmaQpContext& c, const IbTransportHeaders& h, const Rd
     }
     c.lastCnp = now;
     Ptr<RdmaLinkPort> port = PortOf(c.qp->GetAttr().port_num);
-    if (port && port->GetLinkLayer() == RdmaLinkLayer::INFINIBAND)
+    if (port && port->GetLinkLayer() == RdmaLinkLayer::INFINIBAND &&
+        c.qp->GetType() == RdmaQpType::RC)
     {
         c.becnPending = true; // IBA annex A10: BECN on the next response
         return;
     }
-    // RoCEv2 annex A17: a CNP to the requester's QP.
+    // RoCEv2 annex A17: a CNP to the requester's QP. InfiniBand UC and UD have no responses to
+    // carry BECN: annex A10 has the destination send a CNP (opcode 0x80) with BECN instead.
     uint32_t destQp = c.qp->GetAttr().dest_qp_num;
     if (h.deth)
     {
