@@ -81,6 +81,7 @@ IbCcHelper::InstallManager(Ptr<Node> node) const
     const uint8_t from = node->GetObject<IbSwitch>() ? 0 : static_cast<uint8_t>(port.Get());
     Ptr<IbCcManager> mgr = m_manager.Create<IbCcManager>();
     mgr->Install(sm, disp, from);
+    mgr->SetLocalAgent(GetAgent(node));
     node->AggregateObject(mgr);
     return mgr;
 }

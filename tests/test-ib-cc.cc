@@ -542,11 +542,12 @@ class IbCcIncast : public RdmaPairTest
             helper.SetCongestionControl("ns3::RdmaCcIba");
             helper.SetCongestionControlAttribute("ControlMap", UintegerValue(0xFFFF));
             helper.SetCongestionControlAttribute("CctiLimit", UintegerValue(127));
-            helper.SetCongestionControlAttribute("CctStep", UintegerValue(16));
+            helper.SetCongestionControlAttribute("CctStep", UintegerValue(64));
             helper.SetCongestionControlAttribute("CctiIncrease", UintegerValue(kIncrease));
             helper.SetCongestionControlAttribute("CctiTimer", UintegerValue(kTimer));
             // Annex A10: a BECN for every FECN (no CNP pacing as RoCE's DCQCN has).
             helper.SetEngineAttribute("CnpInterval", TimeValue(Time(0)));
+            helper.SetEngineAttribute("IbBecnByCnp", BooleanValue(true));
         }
         fabric = IbFabricHelper().Build(BuildTopologyFromSpec("dumbbell:left=2,right=9"));
         subnet.Configure(fabric.nodes);
@@ -629,27 +630,33 @@ class IbCcIncast : public RdmaPairTest
         return r;
     }
 
-    static constexpr uint8_t kThreshold = 15;
+    static constexpr uint8_t kThreshold = 14;
     static constexpr uint32_t kIncrease = 1;
     static constexpr uint32_t kTimer = 2;
-    const Time kFrom = MicroSeconds(150);
-    const Time kTo = MicroSeconds(350);
+    // The buffers filled before the first BECN take a few hundred microseconds to drain
+    // (docs/ib-congestion-control.md §3): measure after that.
+    const Time kFrom = MicroSeconds(500);
+    const Time kTo = MicroSeconds(800);
     std::vector<Side> sides;
 };
 
-TEST_F(IbCcIncast, WithoutCongestionControlTheVictimIsHeldToTheHotSpotShare)
-{
-    const IncastResult r = Run(false);
-    EXPECT_EQ(r.fecnMarked, 0u);
-    EXPECT_GT(r.hotSpot, 190.0);
-    EXPECT_LT(r.victim, 60.0); // congestion spreading: far below its 175 Gb/s fair share
-}
-
 TEST_F(IbCcIncast, CongestionControlGivesTheVictimItsShareBack)
 {
-    const IncastResult r = Run(true);
-    EXPECT_GT(r.fecnMarked, 0u);
-    EXPECT_GT(r.h0Ccti, 0);
-    EXPECT_GT(r.hotSpot, 150.0);
-    EXPECT_GT(r.victim, 100.0);
+    const IncastResult off = Run(false);
+    TearDown();
+    const IncastResult on = Run(true);
+    // Without CC: congestion spreading holds the victim to h0's share of the hot spot (1/8 of
+    // the link), far below its max-min fair share of 200 - 25 = 175 Gb/s; nothing is marked.
+    EXPECT_EQ(off.fecnMarked, 0u);
+    EXPECT_GT(off.hotSpot, 190.0);
+    EXPECT_LT(off.victim, 0.2 * 175.0);
+    // With CC: the hot-spot flows are throttled (h0's index is up) and the victim gets several
+    // times its CC-off rate while the hot spot stays busy. (The victim is marked too, now and
+    // then: once the buffers have drained, the inter-switch link it shares with h0 is a real
+    // bottleneck whenever both want more than its 200 Gb/s.)
+    EXPECT_GT(on.fecnMarked, 0u);
+    EXPECT_GT(on.h0Ccti, 0);
+    EXPECT_GT(on.victim, 2 * off.victim);
+    EXPECT_GT(on.victim, 0.8 * 175.0);
+    EXPECT_GT(on.hotSpot, 0.75 * 200.0);
 }

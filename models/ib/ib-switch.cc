@@ -315,6 +315,10 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
     q.frames.push_back(frame);
     if (q.frames.size() == 1)
     {
+        if (!isMgmt)
+        {
+            AddHead(frame);
+        }
         outDev->RegisterReadyQueue(&q);
     }
 }
@@ -322,6 +326,10 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
 void
 IbSwitch::NotifyHeadChanged(IbFrameQueue* queue)
 {
+    if (!queue->frames.empty() && queue->vl != kIbManagementVl)
+    {
+        AddHead(queue->frames.front());
+    }
     if (queue->frames.empty() || queue->readyRegistered)
     {
         return;
@@ -346,6 +354,45 @@ IbSwitch::QueuedBlocks(uint8_t port, uint8_t vl)
         m_outQueued.resize(std::max<size_t>(i + 1, m_ports.size() * 16), 0);
     }
     return m_outQueued[i];
+}
+
+uint32_t&
+IbSwitch::WaitingBlocks(uint8_t port, uint8_t vl)
+{
+    const size_t i = size_t(port) * 16 + (vl & 0xF);
+    if (m_outWaiting.size() <= i)
+    {
+        m_outWaiting.resize(std::max<size_t>(i + 1, m_ports.size() * 16), 0);
+    }
+    return m_outWaiting[i];
+}
+
+uint32_t
+IbSwitch::GetWaitingBlocks(uint8_t port, uint8_t vl) const
+{
+    const size_t i = size_t(port) * 16 + (vl & 0xF);
+    return i < m_outWaiting.size() ? m_outWaiting[i] : 0;
+}
+
+void
+IbSwitch::AddHead(IbFrame* frame)
+{
+    if (!frame->ccHead)
+    {
+        frame->ccHead = true;
+        WaitingBlocks(frame->outPort, frame->outVl) += frame->blocks;
+    }
+}
+
+void
+IbSwitch::RemoveHead(IbFrame* frame)
+{
+    if (frame->ccHead)
+    {
+        frame->ccHead = false;
+        uint32_t& w = WaitingBlocks(frame->outPort, frame->outVl);
+        w -= std::min<uint32_t>(w, frame->blocks);
+    }
 }
 
 uint32_t
@@ -380,6 +427,7 @@ IbSwitch::NotifyDiscard(IbFrame* frame)
     {
         uint32_t& q = QueuedBlocks(frame->outPort, frame->outVl);
         q -= std::min<uint32_t>(q, frame->blocks);
+        RemoveHead(frame);
     }
 }
 
@@ -387,8 +435,13 @@ void
 IbSwitch::NotifyDeparture(IbFrame* frame, IbNetDevice* out, uint8_t vl)
 {
     uint32_t& q = QueuedBlocks(frame->outPort, vl);
-    const uint32_t queued = q; // including this packet
     q -= std::min<uint32_t>(q, frame->blocks);
+    // The port VL's output queue, as annex A10 measures congestion: in this input-buffered
+    // switch, the packets at the heads of input buffers that wait for this output (this one
+    // included). Packets further back wait for whatever their head waits for; counting them
+    // here would mark victims of head-of-line blocking as if they were causing congestion.
+    const uint32_t queued = WaitingBlocks(frame->outPort, vl);
+    RemoveHead(frame);
     // Only IBA transport packets (LNH 2, 3) have a BTH to carry FECN; raw packets pass.
     if (!m_ccMarker || !frame->HasIcrc())
     {

@@ -99,6 +99,9 @@ class IbSwitch : public Object
     void NotifyDiscard(IbFrame* frame);
     /// Data blocks queued in all input buffers for output (port, vl).
     uint32_t GetQueuedBlocks(uint8_t port, uint8_t vl) const;
+    /// Data blocks at the heads of input buffers, waiting for output (port, vl): what
+    /// congestion control takes as the port VL's output queue.
+    uint32_t GetWaitingBlocks(uint8_t port, uint8_t vl) const;
     /// Packets this switch set FECN in.
     uint64_t GetFecnMarked() const;
     /// Forward trace: (packet, input port, output port).
@@ -109,6 +112,9 @@ class IbSwitch : public Object
 
   private:
     uint32_t& QueuedBlocks(uint8_t port, uint8_t vl);
+    uint32_t& WaitingBlocks(uint8_t port, uint8_t vl);
+    void AddHead(IbFrame* frame);
+    void RemoveHead(IbFrame* frame);
 
     std::vector<Ptr<IbNetDevice>> m_ports; ///< index 0 unused (management port)
     std::vector<uint8_t> m_lft;
@@ -124,7 +130,8 @@ class IbSwitch : public Object
     uint64_t m_forwarded = 0;
     ManagementCallback m_management;
     Ptr<IbCcSwitchMarker> m_ccMarker;
-    std::vector<uint32_t> m_outQueued; ///< [port * 16 + vl] data blocks queued for the output
+    std::vector<uint32_t> m_outQueued;  ///< [port * 16 + vl] data blocks queued for the output
+    std::vector<uint32_t> m_outWaiting; ///< [port * 16 + vl] head blocks waiting for it
     uint64_t m_fecnMarked = 0;
     std::vector<uint8_t> m_markScratch;
     TracedCallback<Ptr<const Packet>, uint8_t, uint8_t> m_forwardTrace; ///< packet, in, out

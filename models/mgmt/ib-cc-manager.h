@@ -3,6 +3,7 @@
 #ifndef CNUAS_IB_CC_MANAGER_H
 #define CNUAS_IB_CC_MANAGER_H
 
+#include "ib-cc-agent.h"
 #include "ib-mad-dispatcher.h"
 #include "ib-subnet-manager.h"
 
@@ -31,6 +32,10 @@ class IbCcManager : public Object
 
     /// Run beside `sm` on the node of `dispatcher`, sending from CA port `port` (0: a switch).
     void Install(Ptr<IbSubnetManager> sm, Ptr<IbMadDispatcher> dispatcher, uint8_t port);
+    /// The CC agent of the manager's own node: MADs for its own LID are handed to it directly
+    /// (a GMP to one's own LID would have to leave by the port it is for, and a switch does not
+    /// send a packet back out of the port it came in on).
+    void SetLocalAgent(Ptr<IbCcAgent> agent);
     /// Programs every node of the SM's current subnet view now.
     void ConfigureAll();
 
@@ -55,6 +60,7 @@ class IbCcManager : public Object
 
     Ptr<IbSubnetManager> m_sm;
     Ptr<IbMadDispatcher> m_disp;
+    Ptr<IbCcAgent> m_local;
     uint8_t m_port = 1;
     uint64_t m_tid = 0x2100000000ULL;
     uint64_t m_sent = 0;
@@ -69,7 +75,7 @@ class IbCcManager : public Object
     uint32_t m_cctiIncrease = 1;
     uint32_t m_cctiMin = 0;
     uint32_t m_cctiLimit = 127;
-    uint32_t m_cctStep = 16;
+    uint32_t m_cctStep = 64;
     TracedCallback<uint16_t, uint16_t, uint32_t> m_sentTrace;
 };
 

@@ -104,6 +104,13 @@ RdmaEngine::GetTypeId()
                           TimeValue(MicroSeconds(50)),
                           MakeTimeAccessor(&RdmaEngine::m_cnpInterval),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("IbBecnByCnp",
+                          "InfiniBand RC responder: return each BECN at once in a CNP (opcode "
+                          "0x80, IBA annex A10) instead of in the next ACK; with ACKs coalesced "
+                          "per message the next ACK may be many packets away.",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&RdmaEngine::m_ibBecnByCnp),
+                          MakeBooleanChecker())
             .AddAttribute("WindowBytes",
                           "Requester window: bytes a QP may have sent and not had "
                           "acknowledged (0 = unlimited); congestion control may lower it.",
@@ -742,7 +749,7 @@ RdmaEngine::MaybeSendCnp(RdmaQpContext& c, const IbTransportHeaders& h, const Rd
     c.lastCnp = now;
     Ptr<RdmaLinkPort> port = PortOf(c.qp->GetAttr().port_num);
     if (port && port->GetLinkLayer() == RdmaLinkLayer::INFINIBAND &&
-        c.qp->GetType() == RdmaQpType::RC)
+        c.qp->GetType() == RdmaQpType::RC && !m_ibBecnByCnp)
     {
         c.becnPending = true; // IBA annex A10: BECN on the next response
         return;
