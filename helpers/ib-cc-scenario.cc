@@ -346,8 +346,9 @@ RdmaIncastInfo()
                     "(annex A10) off or on: the victim flow's throughput";
     i.params = {{"cc", "none", "none, or iba (FECN/BECN/CCT, configured by CC MADs)"},
                 {"senders", "8", "hosts writing to the hot spot (h0 and h2..)"},
-                {"duration-us", "1000", "how long the flows run, microseconds (the last three quarters "
-                 "are measured)"},
+                {"duration-us",
+                 "1000",
+                 "how long the flows run, microseconds (the last three quarters are measured)"},
                 {"threshold", "14", "cc=iba: switch Threshold (1..15)"},
                 {"ccti-timer", "2", "cc=iba: CCTI_Timer, units of 1.024 us"},
                 {"cct-step", "64", "cc=iba: CCT entry i delays i * cct-step ns"}};

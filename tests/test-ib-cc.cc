@@ -597,7 +597,8 @@ class IbCcIncast : public RdmaPairTest
         }
         RxMeter m9{kFrom, kTo, {}};
         RxMeter m10{kFrom, kTo, {}};
-        hcas[9].engine->TraceConnectWithoutContext("PacketReceived", MakeBoundCallback(&NoteRx, &m9));
+        hcas[9].engine->TraceConnectWithoutContext("PacketReceived",
+                                                   MakeBoundCallback(&NoteRx, &m9));
         hcas[10].engine->TraceConnectWithoutContext("PacketReceived",
                                                     MakeBoundCallback(&NoteRx, &m10));
         RunFor(kTo);

@@ -53,7 +53,8 @@ struct IbCcSwitchPortSetting
  * \brief Decides FECN marking for the packets a switch sends (annex A10 congestion point).
  *
  * A port VL is congested while its output queue exceeds the threshold (the switch passes the
- * data waiting for the port VL at the heads of its input buffers, see IbSwitch): Threshold t in 1..15 stands for (16 - t)/16 of one VL receive buffer;
+ * data waiting for the port VL at the heads of its input buffers, see IbSwitch): Threshold t
+ * in 1..15 stands for (16 - t)/16 of one VL receive buffer;
  * 0 turns marking off. The annex only orders the thresholds (15 the most aggressive) and leaves
  * the levels to the implementation, so this linear map is the model's choice. A congested port
  * that is a victim (out of credit: it is throttled by congestion further down) marks only if
