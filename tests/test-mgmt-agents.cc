@@ -20,6 +20,7 @@
 #include "models/mgmt/ib-sma-agent.h"
 #include "models/mgmt/ib-smp-attributes.h"
 
+#include "ns3/config.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
@@ -43,6 +44,7 @@ struct Line
     IbFabric f;
     Ptr<IbMadDispatcher> h0;
     std::vector<IbReceivedMad> got;
+    std::vector<Time> gotAt; ///< when each answer reached h0's manager
     uint64_t tid = 100;
 
     Line()
@@ -53,7 +55,10 @@ struct Line
         EXPECT_EQ(mh.Install(f), 4u);
         h0 = IbMgmtHelper::GetDispatcher(f.hosts.Get(0));
         h0->SetManagerHandler(Callback<void, const IbReceivedMad&>(
-            [this](const IbReceivedMad& m) { got.push_back(m); }));
+            [this](const IbReceivedMad& m) {
+                got.push_back(m);
+                gotAt.push_back(Simulator::Now());
+            }));
     }
     ~Line() { Simulator::Destroy(); }
 
@@ -155,6 +160,17 @@ TEST(MgmtAgents, DirectedRouteNodeInfoThroughTwoSwitchesBeforeAnySubnetSetup)
     IbNodeDescription nd;
     nd.ReadFrom(l.got[2].smp.Data());
     EXPECT_EQ(nd.text, "cnuas node " + std::to_string(l.f.hosts.Get(1)->GetId()));
+    // The round trip cannot beat the wire: six hops of a 292-byte packet (LRH..VCRC, 290,
+    // plus the 2 delimiter bytes the port counts) at the trained rate, plus six cable delays.
+    const Time rtt = l.gotAt[0] - MicroSeconds(5);
+    const Time perHop = l.H1Port()->GetActiveRate().SerializationTime(290 + 2) +
+                        l.f.cables[0]->GetDelay();
+    EXPECT_GE(rtt, 6 * perHop);
+    EXPECT_LT(rtt, MicroSeconds(5)); // and nothing waits anywhere on an idle fabric
+    std::cout << "DR Get(NodeInfo) over 3 hops and back: " << rtt.GetNanoSeconds()
+              << " ns (wire and cable floor " << (6 * perHop).GetNanoSeconds() << " ns)"
+              << std::endl;
+
     // The two switches forwarded each SMP both ways.
     EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwL())->GetDrForwarded(), 6u);
     EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwR())->GetDrForwarded(), 4u);
@@ -254,6 +270,49 @@ INSTANTIATE_TEST_SUITE_P(Fabrics,
                                                           4u),
                                            std::make_pair(std::string("fat-tree:k=4"), 6u),
                                            std::make_pair(std::string("fat-tree:k=8"), 6u)));
+
+TEST(MgmtAgents, ProcessingDelayAddsOncePerNodeOnThePath)
+{
+    auto roundTrip = [](Time delay) {
+        Config::SetDefault("ns3::IbMadDispatcher::ProcessingDelay", TimeValue(delay));
+        Line l;
+        Config::SetDefault("ns3::IbMadDispatcher::ProcessingDelay", TimeValue(Seconds(0)));
+        l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1), MicroSeconds(5));
+        EXPECT_EQ(l.gotAt.size(), 1u);
+        return l.gotAt.empty() ? Time() : l.gotAt[0] - MicroSeconds(5);
+    };
+    const Time fast = roundTrip(Seconds(0));
+    const Time slow = roundTrip(MicroSeconds(1));
+    // Six nodes take the MAD from the wire (swL, swR, h1, swR, swL, h0): on an idle fabric the
+    // round trip grows by exactly six processing delays.
+    EXPECT_EQ(slow - fast, MicroSeconds(6));
+}
+
+// A cut-through switch relays data from a packet's first bytes, but its management port
+// (§17.2.1.1) takes an SMP only once it is all in: on a slow link with no switch latency each of
+// the four hops of a DR Get to swR and back costs at least a whole packet time.
+TEST(MgmtAgents, SwitchAgentsTakeWholePackets)
+{
+    IbFabricHelper fh;
+    fh.SetDefaultRate("1xSDR");
+    fh.SetSwitchAttribute("Latency", TimeValue(Seconds(0)));
+    IbFabric f = fh.Build(MakeDumbbell(1, 1));
+    IbMgmtHelper().Install(f);
+    Ptr<IbMadDispatcher> sm = IbMgmtHelper::GetDispatcher(f.hosts.Get(0));
+    Time at;
+    sm->SetManagerHandler(Callback<void, const IbReceivedMad&>(
+        [&at](const IbReceivedMad&) { at = Simulator::Now(); }));
+    IbSmp smp = IbSmp::MakeDirected(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, 1,
+                                    kToSwR.data(), 2);
+    Simulator::Schedule(MicroSeconds(5), [sm, smp]() { sm->SendDirectedSmp(smp); });
+    Simulator::Stop(MicroSeconds(50));
+    Simulator::Run();
+    ASSERT_TRUE(at.IsStrictlyPositive());
+    const Time packet = f.HostPort(0)->GetActiveRate().SerializationTime(290 + 2);
+    const Time cable = f.cables[0]->GetDelay();
+    EXPECT_GE(at - MicroSeconds(5), 4 * (packet + cable));
+    Simulator::Destroy();
+}
 
 TEST(MgmtAgents, SetPortInfoAssignsLidAndMovesPortStateAsAnSmWould)
 {
@@ -577,6 +636,81 @@ TEST(MgmtAgents, MKeyLeaseExpiresWithoutTheOwningSm)
     EXPECT_EQ(now.mKey, 0x77u); // the key itself stays; only the protection lapsed
 }
 
+// A bad M_Key is a security event the SM hears about: Trap 256 from the port that was hit,
+// naming who tried what with which key, decoded by tshark field by field.
+TEST(MgmtAgents, BadMKeyTrap256ReachesTheSm)
+{
+    const std::string path = "/tmp/cnuas-mgmt-trap256-" + std::to_string(getpid()) + ".pcap";
+    {
+        Line l;
+        IbPcapHelper pcap;
+        ASSERT_TRUE(pcap.Enable(l.f.HostPort(0), path));
+        IbStaticSubnetHelper subnet;
+        subnet.Configure(l.f.nodes);
+        const uint16_t h0Lid = subnet.GetLid(l.f.hosts.Get(0));
+        const uint16_t h1Lid = subnet.GetLid(l.f.hosts.Get(1));
+        l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(6));
+        IbPortInfo pi;
+        pi.ReadFrom(l.got[0].smp.Data());
+        pi.mKey = 0xABCD;
+        pi.mKeyProtectBits = 2;
+        pi.masterSmLid = h0Lid;
+        pi.linkWidthEnabled = 0;
+        pi.linkSpeedEnabled = 0;
+        IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+        pi.WriteTo(set.Data());
+        l.Dr(set, MicroSeconds(30));
+        ASSERT_EQ(l.got.size(), 2u);
+        ASSERT_EQ(l.got[1].smp.GetSmpStatus(), 0);
+        IbSmp bad = l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1);
+        bad.SetMKey(0xDEAD);
+        l.Dr(bad, MicroSeconds(55));
+        pcap.Close();
+        ASSERT_EQ(l.got.size(), 3u); // no answer, but a trap
+        const IbReceivedMad& t = l.got[2];
+        EXPECT_EQ(t.smp.Mad().GetMethod(), IbMadMethod::Trap);
+        EXPECT_EQ(t.view.lrh.GetSlid(), h1Lid);
+        IbNotice n;
+        n.ReadFrom(t.smp.Data());
+        EXPECT_EQ(n.trapNumber, 256);
+        EXPECT_EQ(n.type, 2);         // security
+        EXPECT_EQ(n.producerType, 1u); // channel adapter
+        EXPECT_EQ(n.issuerLid, h1Lid);
+        const uint8_t* d = n.dataDetails.data();
+        EXPECT_EQ((d[2] << 8) | d[3], 0xFFFF); // LIDADDR: a DR SMP comes from the permissive LID
+        EXPECT_EQ((d[4] << 8) | d[5], 0xFFFF); // DRSLID of the offending SMP
+        EXPECT_EQ(d[6], IbMadMethod::Get);
+        EXPECT_EQ((d[8] << 8) | d[9], IbSmAttr::NodeInfo);
+        EXPECT_EQ((d[20] << 8) | d[21], 0xDEAD);
+        EXPECT_EQ(d[22], 0);        // the byte before the DR flags is reserved
+        EXPECT_EQ(d[23], 0x80 | 3); // DRNotice, hop count 3
+        EXPECT_EQ(d[24 + 1], 1);    // the return path: swL port 1, swR port 2, h1 port 1
+        EXPECT_EQ(d[24 + 2], 2);
+        EXPECT_EQ(d[24 + 3], 1);
+    }
+    if (system("command -v tshark >/dev/null 2>&1") == 0)
+    {
+        int st = -1;
+        auto rows = cnuas_test::TsharkFieldRows(
+            path,
+            {"infiniband.notice.trapnumberdeviceid", "infiniband.trap.method",
+             "infiniband.trap.attributeid", "infiniband.trap.mkey", "infiniband.trap.drhopcount",
+             "_ws.malformed", "infiniband.trap.drslid"},
+            "-Y infiniband.notice.trapnumberdeviceid", &st);
+        ASSERT_EQ(st, 0);
+        ASSERT_EQ(rows.size(), 1u);
+        ASSERT_EQ(rows[0].size(), 7u);
+        EXPECT_EQ(rows[0][0], "0x0100");
+        EXPECT_EQ(rows[0][1], "0x01");
+        EXPECT_EQ(rows[0][2], "0x0011");
+        EXPECT_EQ(rows[0][3], "0x000000000000dead");
+        EXPECT_EQ(rows[0][4], "0x03");
+        EXPECT_EQ(rows[0][5], "");
+        EXPECT_EQ(rows[0][6], "0xffff");
+    }
+    unlink(path.c_str());
+}
+
 TEST(MgmtAgents, MalformedSmpsAreCountedDropsNeverCrashes)
 {
     Line l;
@@ -862,6 +996,104 @@ TEST(MgmtAgents, PmaCountersAfterTrafficWithResetSemantics)
     s.payload.assign(mad, mad + 256);
     Inject(l.H1Port(), cnuas_test::BuildPacket(s));
     EXPECT_EQ(h1->GetDropCount(IbMadDropReason::BadQkey), 1u);
+
+    // ClassPortInfo: what perfquery asks first, to learn which counters exist.
+    query(IbPerfAttr::ClassPortInfo, IbMadMethod::Get, buf, 0, MicroSeconds(200));
+    ASSERT_EQ(l.got.size(), 8u);
+    r.ReadFrom(l.got[7].view.mad.data());
+    EXPECT_EQ(r.Mad().GetStatus(), 0);
+    IbClassPortInfo cpi;
+    cpi.ReadFrom(r.Data());
+    EXPECT_EQ(cpi.classVersion, 1);
+    EXPECT_EQ(cpi.capabilityMask, (1u << 9) | (1u << 12)); // 64-bit counters, PortXmitWait
+    // PortXmitWait is reset by CounterSelect2 bit 0, not by any CounterSelect bit.
+    l.H1Port()->GetCountersForUpdate().portXmitWait = 1234;
+    req.portSelect = 1;
+    req.counterSelect = 0xFFFF;
+    req.counterSelect2 = 0;
+    req.WriteTo(buf);
+    query(IbPerfAttr::PortCounters, IbMadMethod::Set, buf, sizeof(buf), MicroSeconds(225));
+    r.ReadFrom(l.got[8].view.mad.data());
+    c.ReadFrom(r.Data());
+    EXPECT_EQ(c.portXmitWait, 1234u);
+    EXPECT_EQ(c.portRcvPkts, 0u);
+    req.counterSelect = 0;
+    req.counterSelect2 = IbCounterSelect::PortXmitWait;
+    req.WriteTo(buf);
+    query(IbPerfAttr::PortCounters, IbMadMethod::Set, buf, sizeof(buf), MicroSeconds(250));
+    r.ReadFrom(l.got[9].view.mad.data());
+    c.ReadFrom(r.Data());
+    EXPECT_EQ(c.portXmitWait, 0u);
+    EXPECT_GT(c.portRcvPkts, 0u);
+    // PortCountersExtended Set: bit 3 (PortRcvPkts) clears that counter only.
+    ereq.counterSelect = 1u << 3;
+    ereq.WriteTo(ebuf);
+    query(IbPerfAttr::PortCountersExtended, IbMadMethod::Set, ebuf, sizeof(ebuf),
+          MicroSeconds(275));
+    ASSERT_EQ(l.got.size(), 11u);
+    r.ReadFrom(l.got[10].view.mad.data());
+    e.ReadFrom(r.Data());
+    EXPECT_EQ(e.portRcvPkts, 0u);
+    EXPECT_GT(e.portRcvData, 0u);
+    EXPECT_GT(e.portXmitPkts, 0u);
+}
+
+// A channel adapter with two ports is one node with one SMA (§14.2.5.3: NumPorts 2); what it
+// answers depends on the port the SMP came in by.
+TEST(MgmtAgents, TwoPortChannelAdapter)
+{
+    Topology t;
+    const uint32_t h0 = t.AddNode("h0", TopoNodeKind::Host, 1, 0);
+    const uint32_t h1 = t.AddNode("h1", TopoNodeKind::Host, 2, 0);
+    const uint32_t sw = t.AddNode("sw", TopoNodeKind::Switch, 3, 1);
+    t.AddLink(h0, 1, sw, 1);
+    t.AddLink(h1, 1, sw, 2);
+    t.AddLink(h1, 2, sw, 3);
+    IbFabric f = IbFabricHelper().Build(t);
+    IbMgmtHelper().Install(f);
+    Ptr<IbMadDispatcher> sm = IbMgmtHelper::GetDispatcher(f.hosts.Get(0));
+    std::vector<IbReceivedMad> got;
+    sm->SetManagerHandler(Callback<void, const IbReceivedMad&>(
+        [&got](const IbReceivedMad& m) { got.push_back(m); }));
+    f.Port(h1, 1)->SetLid(11); // so that the two ports' PortInfo can be told apart
+    f.Port(h1, 2)->SetLid(12);
+    auto dr = [&](uint16_t attr, uint32_t mod, std::vector<uint8_t> path, Time at) {
+        IbSmp smp = IbSmp::MakeDirected(IbMadMethod::Get, attr, mod, 1, path.data(),
+                                        static_cast<uint8_t>(path.size()));
+        Simulator::Schedule(at - Simulator::Now(), [sm, smp]() { sm->SendDirectedSmp(smp); });
+        Simulator::Stop(at + MicroSeconds(20) - Simulator::Now());
+        Simulator::Run();
+    };
+    dr(IbSmAttr::NodeInfo, 0, {1, 2}, MicroSeconds(5));  // in by h1's port 1
+    dr(IbSmAttr::NodeInfo, 0, {1, 3}, MicroSeconds(30)); // in by h1's port 2
+    dr(IbSmAttr::PortInfo, 0, {1, 3}, MicroSeconds(55)); // modifier 0: the arrival port
+    dr(IbSmAttr::PortInfo, 1, {1, 3}, MicroSeconds(80)); // modifier 1: port 1
+    dr(IbSmAttr::PortInfo, 3, {1, 3}, MicroSeconds(105)); // no port 3
+    ASSERT_EQ(got.size(), 5u);
+    IbNodeInfo a;
+    IbNodeInfo b;
+    a.ReadFrom(got[0].smp.Data());
+    b.ReadFrom(got[1].smp.Data());
+    Ptr<IbNetDevice> p1 = f.Port(h1, 1);
+    Ptr<IbNetDevice> p2 = f.Port(h1, 2);
+    EXPECT_EQ(a.numPorts, 2);
+    EXPECT_EQ(a.nodeGuid, b.nodeGuid); // one node
+    EXPECT_EQ(a.localPortNum, 1);
+    EXPECT_EQ(b.localPortNum, 2);
+    EXPECT_EQ(a.portGuid, p1->GetPortGuid());
+    EXPECT_EQ(b.portGuid, p2->GetPortGuid());
+    IbPortInfo pa;
+    IbPortInfo pb;
+    pa.ReadFrom(got[2].smp.Data());
+    pb.ReadFrom(got[3].smp.Data());
+    EXPECT_EQ(pa.localPortNum, 2);
+    EXPECT_EQ(pb.localPortNum, 2); // LocalPortNum is where the SMP came in
+    EXPECT_EQ(pa.lid, 12);
+    EXPECT_EQ(pb.lid, 11);
+    EXPECT_EQ(got[2].smp.GetSmpStatus(), 0);
+    EXPECT_EQ(got[3].smp.GetSmpStatus(), 0);
+    EXPECT_EQ(got[4].smp.GetSmpStatus(), IbMadStatus::InvalidField);
+    Simulator::Destroy();
 }
 
 TEST(MgmtAgents, SwitchPmaAnswersThroughItsForwardingTable)
@@ -903,7 +1135,10 @@ TEST(MgmtAgents, SwitchPmaAnswersThroughItsForwardingTable)
 
 TEST(MgmtAgents, SwitchSendsTrap128WhenAPortChangesState)
 {
+    const std::string path = "/tmp/cnuas-mgmt-trap128-" + std::to_string(getpid()) + ".pcap";
     Line l;
+    IbPcapHelper pcap;
+    ASSERT_TRUE(pcap.Enable(l.f.HostPort(0), path));
     IbStaticSubnetHelper subnet;
     subnet.Configure(l.f.nodes);
     const uint16_t h0Lid = subnet.GetLid(l.f.hosts.Get(0));
@@ -944,6 +1179,22 @@ TEST(MgmtAgents, SwitchSendsTrap128WhenAPortChangesState)
     l.Dr(clear, MicroSeconds(125));
     si.ReadFrom(l.got.back().smp.Data());
     EXPECT_FALSE(si.portStateChange);
+    pcap.Close();
+    if (system("command -v tshark >/dev/null 2>&1") == 0)
+    {
+        // tshark reads the trap as Trap 128 with the switch's LID as LIDADDR.
+        int st = -1;
+        auto rows = cnuas_test::TsharkFieldRows(
+            path, {"infiniband.notice.trapnumberdeviceid", "infiniband.trap.lidaddr",
+                   "infiniband.notice.issuerlid", "_ws.malformed"},
+            "-Y infiniband.notice.trapnumberdeviceid", &st);
+        ASSERT_EQ(st, 0);
+        ASSERT_EQ(rows.size(), 1u);
+        char lid[8];
+        std::snprintf(lid, sizeof(lid), "0x%04x", swRLid);
+        EXPECT_EQ(rows[0], (std::vector<std::string>{"0x0080", lid, lid, ""}));
+    }
+    unlink(path.c_str());
 }
 
 TEST(MgmtAgents, TrapRepeatsUntilRepressed)
@@ -1047,6 +1298,21 @@ TEST(MgmtAgents, SweepTraceDecodesInTshark)
     EXPECT_EQ(rows[0][1], "0x03");
     EXPECT_EQ(rows[1][3], "0x01");
     EXPECT_EQ(rows[3][4], "0x02"); // Init: no SM has run
+    // The PortInfo and SwitchInfo answers as Wireshark reads their fields: 4x active out of
+    // 1x/2x/4x supported, VL0-7 capable with VL0 operational, MTU 4096, QDR base speed (HDR is
+    // an extended speed), capability mask IsSLMappingSupported | IsSystemImageGUIDSupported |
+    // IsExtendedSpeedsSupported; the switch's LinearFDBCap 0xC000.
+    auto info = cnuas_test::TsharkFieldRows(
+        path,
+        {"infiniband.portinfo.linkwidthactive", "infiniband.portinfo.linkwidthsupported",
+         "infiniband.portinfo.vlcap", "infiniband.portinfo.operationalvls",
+         "infiniband.portinfo.neighbormtu", "infiniband.portinfo.linkspeedactive",
+         "infiniband.portinfo.capabilitymask", "infiniband.switchinfo.linearfdbcap"},
+        "", &st);
+    ASSERT_EQ(info.size(), 6u);
+    EXPECT_EQ(info[3], (std::vector<std::string>{"0x02", "0x13", "0x04", "0x01", "0x05", "0x04",
+                                                 "0x00004840", ""}));
+    EXPECT_EQ(info[5][7], "0xc000");
     const std::string v =
         cnuas_test::RunCommand("tshark -r '" + path + "' -V -Y frame.number==2 2>/dev/null");
     // The answer's paths: out 1,2,1 and back in on 1,2,1.

@@ -319,3 +319,31 @@ TEST(SmRouting, LidsBeyondTheLftCapAreAnError)
     EXPECT_NE(t.error.find("LinearFDBCap"), std::string::npos) << t.error;
     EXPECT_FALSE(IbCheckRoutes(s, t).Ok());
 }
+
+// ---- deadlock-free virtual layers for routes that need them -----------------------------------
+
+TEST(SmRouting, VirtualLayersMakeMinHopOnARingDeadlockFree)
+{
+    const Topology ring = MakeRing(5);
+    IbSmSubnet s = IbSmSubnetFromTopology(ring);
+    IbSmLidTable lids;
+    lids.Assign(s);
+    IbRoutingTables minhop = IbComputeRoutes(s, IbRoutingAlgorithm::MinHop);
+    ASSERT_NE(IbFindCreditLoop(s, minhop), "");
+    // One layer cannot hold these routes.
+    EXPECT_NE(IbAssignVlLayers(s, minhop, 1).error, "");
+    IbVlLayers v = IbAssignVlLayers(s, minhop, 4);
+    ASSERT_EQ(v.error, "");
+    EXPECT_GE(v.layers, 2);
+    EXPECT_LE(v.layers, 4);
+    EXPECT_EQ(v.layer.size(), IbCheckRoutes(s, minhop).pairs); // every route has its layer
+    for (uint8_t l = 0; l < v.layers; ++l)
+    {
+        EXPECT_EQ(IbFindCreditLoopInLayer(s, minhop, v, l), "") << "layer " << unsigned(l);
+    }
+    // Routes that are deadlock-free on one VL stay on it.
+    IbRoutingTables updn = IbComputeRoutes(s, IbRoutingAlgorithm::UpDown);
+    IbVlLayers one = IbAssignVlLayers(s, updn, 4);
+    EXPECT_EQ(one.error, "");
+    EXPECT_EQ(one.layers, 1);
+}

@@ -11,10 +11,15 @@
 #include "models/mgmt/ib-mad-dispatcher.h"
 #include "models/mgmt/ib-sa-records.h"
 
+#include "ns3/enum.h"
 #include "ns3/simulator.h"
+#include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
+#include <set>
 #include <unistd.h>
 
 using namespace ns3;
@@ -268,4 +273,122 @@ TEST_F(SmSa, PathRecordAnswerDecodesInTshark)
     EXPECT_EQ(std::stoi(rows[1][3], nullptr, 0), 17);
     EXPECT_EQ(std::stoi(rows[1][4], nullptr, 0), 5);
     unlink(path.c_str());
+}
+
+// ---- min-hop on a ring: the SA's PathRecord SLs split the routes into deadlock-free layers ------
+
+namespace
+{
+using CableDir = std::pair<uint32_t, uint8_t>; // (ns-3 node id, output port)
+
+bool
+HasCycle(const std::map<CableDir, std::set<CableDir>>& deps)
+{
+    std::map<CableDir, int> color; // 0 new, 1 on the stack, 2 done
+    std::function<bool(const CableDir&)> visit = [&](const CableDir& c) {
+        color[c] = 1;
+        auto it = deps.find(c);
+        if (it != deps.end())
+        {
+            for (const CableDir& d : it->second)
+            {
+                if (color[d] == 1 || (color[d] == 0 && visit(d)))
+                {
+                    return true;
+                }
+            }
+        }
+        color[c] = 2;
+        return false;
+    };
+    for (const auto& [c, unused] : deps)
+    {
+        if (color[c] == 0 && visit(c))
+        {
+            return true;
+        }
+    }
+    return false;
+}
+} // namespace
+
+TEST_F(SmSa, MinHopRoutesOnARingGetSlsThatMakeEachLayerDeadlockFree)
+{
+    // Five switches in a ring, a host on each (switch i port 2 -> switch i+1 port 3).
+    Topology t;
+    for (uint32_t i = 0; i < 5; ++i)
+    {
+        t.AddNode("h" + std::to_string(i), TopoNodeKind::Host, 1);
+    }
+    for (uint32_t i = 0; i < 5; ++i)
+    {
+        t.AddNode("sw" + std::to_string(i), TopoNodeKind::Switch, 3);
+        t.AddLink(i, 1, 5 + i, 1);
+    }
+    for (uint32_t i = 0; i < 5; ++i)
+    {
+        t.AddLink(5 + i, 2, 5 + (i + 1) % 5, 3);
+    }
+    ASSERT_EQ(t.Validate(), "");
+    IbFabric f = IbFabricHelper().Build(t);
+    IbSmHelper smh;
+    smh.SetSmAttribute("RoutingEngine", EnumValue(static_cast<int>(IbRoutingAlgorithm::MinHop)));
+    smh.SetSmAttribute("OperationalVls", UintegerValue(4));
+    Ptr<IbSubnetManager> sm = smh.Install(f, f.hosts.Get(0), MicroSeconds(2));
+    while (sm->GetPhase() != IbSweepPhase::Up && Simulator::Now() < MilliSeconds(20))
+    {
+        Simulator::Stop(MicroSeconds(10));
+        Simulator::Run();
+    }
+    ASSERT_EQ(sm->GetPhase(), IbSweepPhase::Up);
+    EXPECT_EQ(sm->GetVlLayers().error, "");
+    EXPECT_EQ(f.HostPort(3)->GetOperationalVls(), 4);
+
+    std::vector<IbSaMad> got;
+    Ptr<IbMadDispatcher> client = IbMgmtHelper::GetDispatcher(f.hosts.Get(2));
+    client->SetManagerHandler(MakeBoundCallback(&Collect, &got));
+    std::map<uint8_t, std::map<CableDir, std::set<CableDir>>> bySl;
+    std::map<CableDir, std::set<CableDir>> all;
+    uint64_t tid = 0x77;
+    for (uint32_t a = 0; a < 5; ++a)
+    {
+        for (uint32_t b = 0; b < 5; ++b)
+        {
+            if (a == b)
+            {
+                continue;
+            }
+            IbPathRecord q;
+            q.slid = f.HostPort(a)->GetLid();
+            q.dlid = f.HostPort(b)->GetLid();
+            IbSaMad m = PathQuery(IbPathRecord::kCompSlid | IbPathRecord::kCompDlid, q);
+            m.Mad().SetTransactionId(++tid);
+            uint8_t bytes[kIbMadBytes];
+            m.WriteTo(bytes);
+            ASSERT_TRUE(client->SendGmp(1, bytes, sm->GetSmLid(), kIbGsiQp, 0));
+            Simulator::Stop(MicroSeconds(50));
+            Simulator::Run();
+            ASSERT_FALSE(got.empty());
+            ASSERT_EQ(got.back().Mad().GetStatus(), IbMadStatus::Ok);
+            IbPathRecord r;
+            r.ReadFrom(got.back().Data());
+            // The route as the switches' LFTs give it, independently of the SM's tables.
+            const auto hops = IbFabricRoute(f, a, q.dlid);
+            ASSERT_FALSE(hops.empty());
+            for (size_t k = 1; k < hops.size(); ++k)
+            {
+                const CableDir from{hops[k - 1].node, hops[k - 1].port};
+                const CableDir to{hops[k].node, hops[k].port};
+                bySl[r.sl][from].insert(to);
+                all[from].insert(to);
+            }
+        }
+    }
+    EXPECT_TRUE(HasCycle(all)) << "one VL would deadlock: layers were needed";
+    EXPECT_GE(bySl.size(), 2u);
+    for (const auto& [sl, deps] : bySl)
+    {
+        EXPECT_LT(sl, 4);
+        EXPECT_FALSE(HasCycle(deps)) << "SL " << unsigned(sl);
+    }
 }

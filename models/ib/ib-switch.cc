@@ -229,6 +229,15 @@ IbSwitch::SetManagementCallback(ManagementCallback cb)
     m_management = cb;
 }
 
+void
+IbSwitch::DeliverToManagement(Ptr<IbNetDevice> in, Ptr<const Packet> p)
+{
+    if (!m_management.IsNull())
+    {
+        m_management(in, p, 0);
+    }
+}
+
 Time
 IbSwitch::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, const IbLinkRate& rate,
                        uint32_t delimiterBytes) const
@@ -268,11 +277,23 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
     if (dlid == IbLrhHeader::kPermissiveLid || (m_lid != 0 && (dlid & mask) == (m_lid & mask)))
     {
         Ptr<const Packet> p = frame->packet;
+        const Time tail = frame->tailArrival;
         release();
         IbFramePool::Release(frame);
         if (!m_management.IsNull())
         {
-            m_management(in, p, 0);
+            // A cut-through arrival event is at the packet's head; the management port takes
+            // a packet only once all of it is in.
+            const Time now = Simulator::Now();
+            if (tail > now)
+            {
+                Simulator::Schedule(tail - now, &IbSwitch::DeliverToManagement, this,
+                                    Ptr<IbNetDevice>(in), p);
+            }
+            else
+            {
+                m_management(in, p, 0);
+            }
         }
         return;
     }

@@ -73,8 +73,8 @@ class IbSwitch : public Object
     void SetNodeGuid(uint64_t guid);
 
     /// Packets for the switch itself (DLID = its LID, or directed-route SMPs) go here: the
-    /// subnet management agent of a later layer. The callback takes ownership of nothing: the
-    /// packet is copied out before the frame is freed.
+    /// subnet management agent of a later layer, once the packet's last byte is in. The
+    /// callback takes ownership of nothing: the packet is copied out before the frame is freed.
     typedef Callback<void, Ptr<IbNetDevice>, Ptr<const Packet>, uint8_t> ManagementCallback;
     void SetManagementCallback(ManagementCallback cb);
 
@@ -115,6 +115,8 @@ class IbSwitch : public Object
     uint32_t& WaitingBlocks(uint8_t port, uint8_t vl);
     void AddHead(IbFrame* frame);
     void RemoveHead(IbFrame* frame);
+    /// Hands a packet for the switch itself to the management callback (at its tail).
+    void DeliverToManagement(Ptr<IbNetDevice> in, Ptr<const Packet> p);
 
     std::vector<Ptr<IbNetDevice>> m_ports; ///< index 0 unused (management port)
     std::vector<uint8_t> m_lft;

@@ -4,6 +4,7 @@
 #include "models/ib/ib-switch.h"
 
 #include "ns3/log.h"
+#include "ns3/nstime.h"
 #include "ns3/node.h"
 #include "ns3/simulator.h"
 
@@ -68,6 +69,12 @@ IbMadDispatcher::GetTypeId()
             .SetParent<Object>()
             .SetGroupName("Cnuas")
             .AddConstructor<IbMadDispatcher>()
+            .AddAttribute("ProcessingDelay",
+                          "Time the node takes to process each MAD it receives (forward it "
+                          "along a directed route, or hand it to an agent or manager).",
+                          TimeValue(Seconds(0)),
+                          MakeTimeAccessor(&IbMadDispatcher::m_processingDelay),
+                          MakeTimeChecker(Seconds(0)))
             .AddTraceSource("MadRx",
                             "A MAD packet reached this node's SMI/GSI: (packet, arrival port).",
                             MakeTraceSourceAccessor(&IbMadDispatcher::m_rxTrace),
@@ -214,6 +221,11 @@ void
 IbMadDispatcher::ReceiveFromCaPort(Ptr<IbNetDevice> port, Ptr<const Packet> p,
                                    const IbRxInfo& info)
 {
+    if (m_processingDelay.IsStrictlyPositive())
+    {
+        Simulator::Schedule(m_processingDelay, &IbMadDispatcher::Receive, this, port, p, info.vl);
+        return;
+    }
     Receive(port, p, info.vl);
 }
 
@@ -224,7 +236,13 @@ IbMadDispatcher::ReceiveAtSwitch(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8
     // remapped, and a data VL only matters as "not 15" here).
     uint8_t b0 = 0;
     p->CopyData(&b0, 1);
-    Receive(in, p, static_cast<uint8_t>(b0 >> 4));
+    const uint8_t vl = static_cast<uint8_t>(b0 >> 4);
+    if (m_processingDelay.IsStrictlyPositive())
+    {
+        Simulator::Schedule(m_processingDelay, &IbMadDispatcher::Receive, this, in, p, vl);
+        return;
+    }
+    Receive(in, p, vl);
 }
 
 void

@@ -8,6 +8,7 @@
 #include "ib-smp.h"
 
 #include "ns3/callback.h"
+#include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
 
@@ -66,6 +67,10 @@ struct IbReceivedMad
  * (QP0) or to the GSI agent registered for the class (QP1); responses and traps go to the
  * manager callback (a subnet manager on this node). Everything discarded is counted with its
  * reason and reported by the "MadDrop" trace source.
+ *
+ * Time: a switch hands a packet to its management port when the packet's last byte is in;
+ * the attribute ProcessingDelay then adds the time the node's management firmware takes per
+ * MAD (every MAD the SMI/GSI takes from the wire, forwarded or answered), default 0.
  *
  * Sending: agents answer with SendSmpResponse/SendGmpResponse, which apply the send rules
  * (return path for a directed route, LID routing through the switch's LFT for a switch's own
@@ -151,6 +156,7 @@ class IbMadDispatcher : public Object
     std::map<uint8_t, MadHandler> m_gsi;
     std::array<uint64_t, 12> m_drops{};
     uint64_t m_drForwarded = 0;
+    Time m_processingDelay;
     uint32_t m_psn = 0;
     TracedCallback<Ptr<const Packet>, uint8_t> m_rxTrace;
     TracedCallback<Ptr<const Packet>, uint8_t> m_dropTrace;

@@ -467,66 +467,43 @@ IbCheckRoutes(const IbSmSubnet& subnet, const IbRoutingTables& tables)
     return r;
 }
 
-std::string
-IbFindCreditLoop(const IbSmSubnet& subnet, const IbRoutingTables& tables)
+namespace
 {
-    // Channel ids: base[node] + port.
+
+/// Channel ids: base[node] + port.
+std::vector<uint32_t>
+ChannelBase(const IbSmSubnet& subnet)
+{
     const int32_t n = subnet.NodeCount();
     std::vector<uint32_t> base(n + 1, 0);
     for (int32_t i = 0; i < n; ++i)
     {
         base[i + 1] = base[i] + subnet.Node(i).numPorts + 1u;
     }
-    const uint32_t channels = base[n];
-    std::vector<std::vector<uint32_t>> adj(channels);
-    std::unordered_set<uint64_t> edges;
-    // For each destination, the dependencies along every CA's route. A switch already crossed
-    // for this destination has added the rest of its route, so a walk stops there.
-    std::vector<bool> done(n);
-    for (const auto& [lid, target] : subnet.Lids())
-    {
-        std::fill(done.begin(), done.end(), false);
-        for (int32_t i = 0; i < n; ++i)
-        {
-            const IbSmNode& node = subnet.Node(i);
-            if (node.IsSwitch())
-            {
-                continue;
-            }
-            for (uint8_t p = 1; p <= node.numPorts; ++p)
-            {
-                if (node.ports[p].peerNode < 0 || (target.node == i && target.port == p))
-                {
-                    continue;
-                }
-                int64_t prev = -1;
-                uint32_t hops = 0;
-                Walk(subnet, tables, i, p, lid, target, &hops,
-                     [&](int32_t at, uint8_t out) {
-                         const uint32_t c = base[at] + out;
-                         if (prev >= 0)
-                         {
-                             const uint64_t key = (uint64_t(prev) << 32) | c;
-                             if (edges.insert(key).second)
-                             {
-                                 adj[prev].push_back(c);
-                             }
-                         }
-                         prev = c;
-                         if (subnet.Node(at).IsSwitch())
-                         {
-                             if (done[at])
-                             {
-                                 return false;
-                             }
-                             done[at] = true;
-                         }
-                         return true;
-                     });
-            }
-        }
-    }
-    // Iterative depth-first search for a back edge.
+    return base;
+}
+
+/// The channels one CA-to-LID route crosses, in order.
+std::vector<uint32_t>
+RouteChannels(const IbSmSubnet& subnet, const IbRoutingTables& tables,
+              const std::vector<uint32_t>& base, int32_t ca, uint8_t port, uint16_t lid,
+              const IbSmLidTarget& target)
+{
+    std::vector<uint32_t> ch;
+    uint32_t hops = 0;
+    Walk(subnet, tables, ca, port, lid, target, &hops, [&](int32_t at, uint8_t out) {
+        ch.push_back(base[at] + out);
+        return true;
+    });
+    return ch;
+}
+
+/// A cycle in `adj` as "node[port] -> ..." text, or "".
+std::string
+FindCycle(const IbSmSubnet& subnet, const std::vector<uint32_t>& base,
+          const std::vector<std::vector<uint32_t>>& adj)
+{
+    const uint32_t channels = static_cast<uint32_t>(adj.size());
     std::vector<uint8_t> color(channels, 0); // 0 new, 1 on stack, 2 finished
     std::vector<uint32_t> parent(channels, std::numeric_limits<uint32_t>::max());
     std::vector<std::pair<uint32_t, size_t>> stack;
@@ -580,6 +557,183 @@ IbFindCreditLoop(const IbSmSubnet& subnet, const IbRoutingTables& tables)
         }
     }
     return "";
+}
+
+/// Calls f(ca, port, lid, target) for every CA-to-LID route, destination by destination.
+template <typename F>
+void
+ForEachRoute(const IbSmSubnet& subnet, F&& f)
+{
+    for (const auto& [lid, target] : subnet.Lids())
+    {
+        for (int32_t i = 0; i < subnet.NodeCount(); ++i)
+        {
+            const IbSmNode& node = subnet.Node(i);
+            if (node.IsSwitch())
+            {
+                continue;
+            }
+            for (uint8_t p = 1; p <= node.numPorts; ++p)
+            {
+                if (node.ports[p].peerNode >= 0 && node.ports[p].lid != 0 &&
+                    !(target.node == i && target.port == p))
+                {
+                    f(i, p, lid, target);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `to` can reach `from` in `adj` (adding from -> to would close a cycle).
+bool
+Reaches(const std::vector<std::vector<uint32_t>>& adj, uint32_t to, uint32_t from,
+        std::vector<uint32_t>& mark, uint32_t stamp)
+{
+    std::vector<uint32_t> todo{to};
+    mark[to] = stamp;
+    while (!todo.empty())
+    {
+        const uint32_t c = todo.back();
+        todo.pop_back();
+        if (c == from)
+        {
+            return true;
+        }
+        for (uint32_t d : adj[c])
+        {
+            if (mark[d] != stamp)
+            {
+                mark[d] = stamp;
+                todo.push_back(d);
+            }
+        }
+    }
+    return false;
+}
+
+std::string
+CreditLoop(const IbSmSubnet& subnet, const IbRoutingTables& tables, const IbVlLayers* layers,
+           uint8_t layer)
+{
+    const std::vector<uint32_t> base = ChannelBase(subnet);
+    std::vector<std::vector<uint32_t>> adj(base.back());
+    std::unordered_set<uint64_t> edges;
+    // Without layers, a switch already crossed on the way to this destination has added the
+    // rest of its route: a walk may stop there.
+    std::vector<bool> done(subnet.NodeCount(), false);
+    uint16_t doneFor = 0;
+    ForEachRoute(subnet, [&](int32_t ca, uint8_t port, uint16_t lid, const IbSmLidTarget& t) {
+        if (layers && layers->Of(subnet.Node(ca).ports[port].lid, lid) != layer)
+        {
+            return;
+        }
+        if (lid != doneFor)
+        {
+            std::fill(done.begin(), done.end(), false);
+            doneFor = lid;
+        }
+        int64_t prev = -1;
+        uint32_t hops = 0;
+        Walk(subnet, tables, ca, port, lid, t, &hops, [&](int32_t at, uint8_t out) {
+            const uint32_t c = base[at] + out;
+            if (prev >= 0 && edges.insert((uint64_t(prev) << 32) | c).second)
+            {
+                adj[prev].push_back(c);
+            }
+            prev = c;
+            if (!layers && subnet.Node(at).IsSwitch())
+            {
+                if (done[at])
+                {
+                    return false;
+                }
+                done[at] = true;
+            }
+            return true;
+        });
+    });
+    return FindCycle(subnet, base, adj);
+}
+
+} // namespace
+
+std::string
+IbFindCreditLoop(const IbSmSubnet& subnet, const IbRoutingTables& tables)
+{
+    return CreditLoop(subnet, tables, nullptr, 0);
+}
+
+std::string
+IbFindCreditLoopInLayer(const IbSmSubnet& subnet, const IbRoutingTables& tables,
+                        const IbVlLayers& layers, uint8_t layer)
+{
+    return CreditLoop(subnet, tables, &layers, layer);
+}
+
+IbVlLayers
+IbAssignVlLayers(const IbSmSubnet& subnet, const IbRoutingTables& tables, uint8_t maxLayers)
+{
+    IbVlLayers out;
+    const std::vector<uint32_t> base = ChannelBase(subnet);
+    if (IbFindCreditLoop(subnet, tables).empty())
+    {
+        // Nothing to break: every route on layer 0.
+        ForEachRoute(subnet, [&](int32_t ca, uint8_t port, uint16_t lid, const IbSmLidTarget&) {
+            out.layer[{subnet.Node(ca).ports[port].lid, lid}] = 0;
+        });
+        out.layers = 1;
+        return out;
+    }
+    std::vector<std::vector<std::vector<uint32_t>>> adj(
+        maxLayers, std::vector<std::vector<uint32_t>>(base.back()));
+    std::vector<std::unordered_set<uint64_t>> edges(maxLayers);
+    std::vector<uint32_t> mark(base.back(), 0);
+    uint32_t stamp = 0;
+    ForEachRoute(subnet, [&](int32_t ca, uint8_t port, uint16_t lid, const IbSmLidTarget& t) {
+        if (!out.error.empty())
+        {
+            return;
+        }
+        const auto ch = RouteChannels(subnet, tables, base, ca, port, lid, t);
+        for (uint8_t l = 0; l < maxLayers; ++l)
+        {
+            // Would this route's new dependencies close a cycle in layer l?
+            std::vector<std::pair<uint32_t, uint32_t>> added;
+            bool cycle = false;
+            for (size_t k = 1; k < ch.size() && !cycle; ++k)
+            {
+                const uint64_t key = (uint64_t(ch[k - 1]) << 32) | ch[k];
+                if (edges[l].count(key))
+                {
+                    continue;
+                }
+                if (Reaches(adj[l], ch[k], ch[k - 1], mark, ++stamp))
+                {
+                    cycle = true;
+                    break;
+                }
+                edges[l].insert(key);
+                adj[l][ch[k - 1]].push_back(ch[k]);
+                added.emplace_back(ch[k - 1], ch[k]);
+            }
+            if (!cycle)
+            {
+                out.layer[{subnet.Node(ca).ports[port].lid, lid}] = l;
+                out.layers = std::max<uint8_t>(out.layers, l + 1);
+                return;
+            }
+            for (auto it = added.rbegin(); it != added.rend(); ++it)
+            {
+                adj[l][it->first].pop_back();
+                edges[l].erase((uint64_t(it->first) << 32) | it->second);
+            }
+        }
+        out.error = "the route from LID " + std::to_string(subnet.Node(ca).ports[port].lid) +
+                    " to LID " + std::to_string(lid) + " fits no layer of " +
+                    std::to_string(maxLayers);
+    });
+    return out;
 }
 
 } // namespace ns3

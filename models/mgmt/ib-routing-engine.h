@@ -7,6 +7,7 @@
 #include "ib-sm-subnet.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,35 @@ IbRouteCheck IbCheckRoutes(const IbSmSubnet& subnet, const IbRoutingTables& tabl
  * steps joined by " -> ", or "" if there is none.
  */
 std::string IbFindCreditLoop(const IbSmSubnet& subnet, const IbRoutingTables& tables);
+
+/// Virtual layers that make a routing deadlock-free: each route gets a layer (used as its SL,
+/// mapped to the VL of the same number), and each layer's channel dependencies are acyclic.
+struct IbVlLayers
+{
+    /// (source LID, destination LID) -> layer, for every CA-to-LID route.
+    std::map<std::pair<uint16_t, uint16_t>, uint8_t> layer;
+    uint8_t layers = 0; ///< layers used
+    std::string error;  ///< "" on success; else why the routes do not fit `maxLayers`
+    uint8_t Of(uint16_t slid, uint16_t dlid) const
+    {
+        auto it = layer.find({slid, dlid});
+        return it == layer.end() ? 0 : it->second;
+    }
+};
+
+/**
+ * Spreads the CA-to-LID routes of `tables` over at most `maxLayers` virtual layers so that no
+ * layer's channel dependency graph has a cycle (the layered approach of LASH / DFSSSP, Domke et
+ * al., 2011): routes are taken destination by destination and each goes into the first
+ * layer where its dependencies close no cycle. Routes whose single-VL dependency graph is
+ * already acyclic (up/down, any tree) all land in layer 0.
+ */
+IbVlLayers IbAssignVlLayers(const IbSmSubnet& subnet, const IbRoutingTables& tables,
+                            uint8_t maxLayers);
+
+/// Like IbFindCreditLoop, but only for the routes `layers` puts in layer `layer`.
+std::string IbFindCreditLoopInLayer(const IbSmSubnet& subnet, const IbRoutingTables& tables,
+                                    const IbVlLayers& layers, uint8_t layer);
 
 } // namespace ns3
 

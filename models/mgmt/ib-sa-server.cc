@@ -152,7 +152,7 @@ MakeNodeRecord(const IbSmSubnet& s, const IbSmLidTarget& at)
 
 bool
 IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
-          uint8_t* response)
+          uint8_t* response, const IbVlLayers* layers)
 {
     IbSaMad req;
     req.ReadFrom(request);
@@ -230,7 +230,8 @@ IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t
             r.dlid = subnet.LidOf(dst.node, dst.port);
             r.reversible = true;
             r.pkey = 0xFFFF;
-            r.sl = 0;
+            // The route's virtual layer is its SL (SL n -> VL n, the switches' default map).
+            r.sl = layers ? layers->Of(r.slid, r.dlid) : 0;
             r.mtuSelector = 2; // exactly
             r.mtu = mtu;
             r.rateSelector = 2;

@@ -20,7 +20,8 @@ namespace ns3
  * NodeRecord (§15.2.5.2): by LID (ComponentMask bit 0) or, with no component, every node.
  * PathRecord (§15.2.5.16): source by SLID or SGID, destination by DLID or DGID (LMC 0: one
  * path); the route is the one the LFTs give, checked to arrive; MTU and rate are the smallest
- * along it; SL 0, P_Key 0xFFFF, reversible. Errors are statuses, never silence: bad versions
+ * along it; SL the route's virtual layer when `layers` has one (else 0), P_Key 0xFFFF,
+ * reversible. Errors are statuses, never silence: bad versions
  * (code 1), methods other than Get/GetTable (2), other attributes (3), missing components
  * (ERR_REQ_INSUFFICIENT_COMPONENTS), nothing found or no route (ERR_NO_RECORDS), several
  * matches to a Get (ERR_TOO_MANY_RECORDS). A GetTable answer is one RMPP segment (flags Active,
@@ -28,7 +29,7 @@ namespace ns3
  * not modelled).
  */
 bool IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
-               uint8_t* response);
+               uint8_t* response, const IbVlLayers* layers = nullptr);
 
 } // namespace ns3
 

@@ -390,6 +390,10 @@ IbSmaAgent::HandleSmp(const IbReceivedMad& req)
         NS_LOG_LOGIC("bad M_Key on attribute " << attr);
         m_drops[static_cast<size_t>(IbSmaDropReason::BadMKey)]++;
         m_droppedTrace(attr, static_cast<uint8_t>(IbSmaDropReason::BadMKey));
+        if (m_trapsEnabled)
+        {
+            SendTrap256(req);
+        }
         return;
     }
     if (method == IbMadMethod::TrapRepress)
@@ -543,7 +547,10 @@ void
 IbSmaAgent::FillPortInfo(uint8_t port, uint8_t localPort, bool hideMKey, IbPortInfo& pi) const
 {
     const bool sw = m_disp->IsSwitch();
-    const PortState& st = const_cast<IbSmaAgent*>(this)->State(port);
+    // Install() made a state for every port (and a switch's port 0).
+    static const PortState kNone{};
+    auto found = m_state.find(port);
+    const PortState& st = found != m_state.end() ? found->second : kNone;
     pi.gidPrefix = kDefaultGidPrefix;
     pi.mKey = hideMKey ? 0 : st.mKey;
     pi.mKeyProtectBits = st.mKeyProtect;
@@ -1019,21 +1026,69 @@ IbSmaAgent::SendTrap128()
     n.dataDetails[0] = static_cast<uint8_t>(sw->GetLid() >> 8); // LIDADDR
     n.dataDetails[1] = static_cast<uint8_t>(sw->GetLid());
     n.WriteTo(smp.Data());
-    SendTrap(smp, m_switchSmLid, m_trapRepeats);
+    SendTrap(smp, 0, m_switchSmLid, m_trapRepeats);
 }
 
 void
-IbSmaAgent::SendTrap(IbSmp smp, uint16_t dlid, uint32_t repeatsLeft)
+IbSmaAgent::SendTrap256(const IbReceivedMad& req)
+{
+    const bool sw = m_disp->IsSwitch();
+    const uint8_t port = sw ? 0 : req.portNumber;
+    const uint16_t lid = m_disp->GetLid(port);
+    const uint16_t smLid = sw ? m_switchSmLid : (req.port ? req.port->GetSmLid() : 0);
+    if (lid == 0 || smLid == 0)
+    {
+        return; // no SM to tell yet
+    }
+    IbSmp smp = IbSmp::MakeLidRouted(IbMadMethod::Trap, IbSmAttr::Notice, 0, m_nextTid++);
+    IbNotice n;
+    n.isGeneric = true;
+    n.type = 2; // security
+    n.producerType = sw ? 2 : 1;
+    n.trapNumber = 256;
+    n.issuerLid = lid;
+    // Trap 256 DataDetails (§14.2.5.1 Table 121; byte positions as Wireshark 4.0 decodes
+    // them): reserved (2), LIDADDR = the offender's SLID, DRSLID, Method, reserved,
+    // AttributeID, AttributeModifier, the M_Key it used, DRNotice | DRPathTruncated |
+    // DRHopCount (6 bits), and the first 30 bytes of its ReturnPath.
+    const IbSmp& bad = req.smp;
+    uint8_t* d = n.dataDetails.data();
+    IbMadStore16(d + 2, req.view.lrh.GetSlid());
+    d[6] = bad.Mad().GetMethod();
+    IbMadStore16(d + 8, bad.Mad().GetAttributeId());
+    const uint32_t mod = bad.Mad().GetAttributeModifier();
+    IbMadStore16(d + 10, static_cast<uint16_t>(mod >> 16));
+    IbMadStore16(d + 12, static_cast<uint16_t>(mod));
+    const uint64_t key = bad.GetMKey();
+    for (int i = 0; i < 8; ++i)
+    {
+        d[14 + i] = static_cast<uint8_t>(key >> (56 - 8 * i));
+    }
+    if (bad.IsDirectedRoute())
+    {
+        IbMadStore16(d + 4, bad.GetDrSlid());
+        const uint8_t hc = bad.GetHopCount();
+        d[23] = static_cast<uint8_t>(0x80 | (hc >= 30 ? 0x40 : 0) | (hc & 0x3F));
+        std::copy(bad.ReturnPath().begin(), bad.ReturnPath().begin() + 30, d + 24);
+    }
+    n.WriteTo(smp.Data());
+    SendTrap(smp, port, smLid, m_trapRepeats);
+}
+
+void
+IbSmaAgent::SendTrap(IbSmp smp, uint8_t port, uint16_t dlid, uint32_t repeatsLeft)
 {
     const uint64_t tid = smp.Mad().GetTransactionId();
     m_pendingTraps.erase(tid);
-    if (m_disp->SendLidRoutedSmp(0, smp, dlid))
+    if (m_disp->SendLidRoutedSmp(port, smp, dlid))
     {
         m_trapsSent++;
     }
     if (repeatsLeft > 0)
     {
-        auto again = [this, smp, dlid, repeatsLeft]() { SendTrap(smp, dlid, repeatsLeft - 1); };
+        auto again = [this, smp, port, dlid, repeatsLeft]() {
+            SendTrap(smp, port, dlid, repeatsLeft - 1);
+        };
         m_pendingTraps[tid] = Simulator::Schedule(m_trapRepeatInterval, again);
     }
 }

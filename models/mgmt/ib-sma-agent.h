@@ -42,8 +42,9 @@ enum class IbSmaDropReason : uint8_t
  * M_Key (§14.2.4): a port whose M_Key is non-zero accepts an SMP whose M_Key differs only for a
  * Get with protection bits 0 or 1 (with bits 1 a PortInfo Get returns M_Key 0); otherwise the
  * SMP is discarded unanswered and M_KeyViolations counts it. A violation starts the lease
- * timer (M_KeyLeasePeriod seconds, 0 = never expires); an SMP with the right M_Key stops it; if it
- * runs out, the protection bits drop to 0 so that a new SM can take over (§14.2.4.2).
+ * timer (M_KeyLeasePeriod seconds, 0 = never expires); an SMP with the right M_Key stops it;
+ * if it runs out, the protection bits drop to 0 so that a new SM can take over (§14.2.4.2).
+ * Each violation also sends Trap 256 (bad M_Key) to the port's SM LID when the port has a LID.
  *
  * Traps: a switch whose external ports change PortState sets SwitchInfo.PortStateChange and
  * sends Trap 128 (Notice, urgent, producer switch, LIDADDR = its LID) to its SM LID when both
@@ -125,8 +126,10 @@ class IbSmaAgent : public Object
     uint64_t NodeGuid() const;
     void PortStateChanged(uint8_t port, uint8_t oldState, uint8_t newState);
     void SendTrap128();
-    /// Sends (again) the trap `tid` and schedules its next repetition.
-    void SendTrap(IbSmp smp, uint16_t dlid, uint32_t repeatsLeft);
+    /// Trap 256 (bad M_Key) about `req`, to the SM LID of the port it hit.
+    void SendTrap256(const IbReceivedMad& req);
+    /// Sends (again) a trap from `port` (0 at a switch) and schedules its next repetition.
+    void SendTrap(IbSmp smp, uint8_t port, uint16_t dlid, uint32_t repeatsLeft);
 
     Ptr<IbMadDispatcher> m_disp;
     std::map<uint8_t, PortState> m_state;

@@ -561,7 +561,6 @@ IbSubnetManager::StartHeavySweep()
 {
     m_sweepTimer.Cancel();
     m_heavySweeps++;
-    m_heavy = true;
     m_rediscover = false;
     m_sweepStart = Simulator::Now();
     m_sweepStartedTrace(true);
@@ -592,7 +591,6 @@ IbSubnetManager::StartLightSweep()
         return;
     }
     m_lightSweeps++;
-    m_heavy = false;
     m_rediscover = false;
     m_sweepStart = Simulator::Now();
     m_sweepStartedTrace(false);
@@ -822,6 +820,19 @@ IbSubnetManager::RouteAndConfigure()
     {
         NS_LOG_WARN("routing: " << m_routeCheck.firstProblem);
     }
+    // Up/down is deadlock-free on one VL by construction; min-hop routes with a credit loop
+    // are spread over virtual layers, each route's layer its SL (and VL) in PathRecords.
+    m_layers = IbVlLayers{};
+    m_layers.layers = 1;
+    if (static_cast<IbRoutingAlgorithm>(m_algorithm) == IbRoutingAlgorithm::MinHop &&
+        m_tables.error.empty() && !IbFindCreditLoop(m_subnet, m_tables).empty())
+    {
+        m_layers = IbAssignVlLayers(m_subnet, m_tables, m_opVls);
+        if (!m_layers.error.empty())
+        {
+            NS_LOG_WARN("deadlock-free layers: " << m_layers.error);
+        }
+    }
     SetSmState(IbSmState::Master);
     SetPhase(IbSweepPhase::Configure);
     ConfigurePorts();
@@ -946,6 +957,7 @@ IbSubnetManager::FinishHeavySweep()
     SetPhase(IbSweepPhase::Up);
     m_lastSubnet = m_subnet;
     m_lastTables = m_tables;
+    m_lastLayers = m_layers;
     m_lastUp = Simulator::Now();
     m_actCount++;
     m_sweepFinishedTrace(true, static_cast<uint32_t>(m_subnet.NodeCount()),
@@ -987,7 +999,7 @@ IbSubnetManager::AnswerSa(const uint8_t* request, uint8_t* response)
     {
         return false;
     }
-    if (!IbSaServe(m_lastSubnet, m_lastTables, request, response))
+    if (!IbSaServe(m_lastSubnet, m_lastTables, request, response, &m_lastLayers))
     {
         return false;
     }

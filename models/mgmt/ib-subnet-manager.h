@@ -119,6 +119,9 @@ class IbSubnetManager : public Object
     uint64_t GetLightSweeps() const { return m_lightSweeps; }
     uint64_t GetTrapsReceived() const { return m_trapsReceived; }
     uint32_t GetMaxOutstandingSeen() const { return m_maxOutstandingSeen; }
+    /// Virtual layers of the last completed sweep's routes (one layer unless the routes have a
+    /// credit loop on one VL, which only MinHop can produce; then at most OperationalVls).
+    const IbVlLayers& GetVlLayers() const { return m_lastLayers; }
     /// The routes' check after the last routing run.
     const IbRouteCheck& GetRouteCheck() const { return m_routeCheck; }
 
@@ -207,7 +210,6 @@ class IbSubnetManager : public Object
     bool m_running = false;
     IbSmState m_smState = IbSmState::NotActive;
     IbSweepPhase m_phase = IbSweepPhase::Idle;
-    bool m_heavy = false;
     Time m_sweepStart;
     Time m_lastUp;
 
@@ -216,6 +218,8 @@ class IbSubnetManager : public Object
     IbSmLidTable m_lidTable;
     IbRoutingTables m_tables;
     IbRoutingTables m_lastTables; ///< the routes of m_lastSubnet
+    IbVlLayers m_layers;
+    IbVlLayers m_lastLayers;
     uint64_t m_saAnswered = 0;
     IbRouteCheck m_routeCheck;
     /// What each switch's LFT was last programmed to, by node GUID (only changed blocks are
