@@ -3,6 +3,8 @@
 // gives, and the whole loop on a fabric (FECN -> BECN -> throttled source).
 #include "rdma-engine-fixture.h"
 
+#include "helpers/ib-cc-helper.h"
+#include "helpers/ib-sm-helper.h"
 #include "models/ib/ib-cc-switch-marker.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-switch.h"
@@ -660,4 +662,51 @@ TEST_F(IbCcIncast, CongestionControlGivesTheVictimItsShareBack)
     EXPECT_GT(on.victim, 2 * off.victim);
     EXPECT_GT(on.victim, 0.8 * 175.0);
     EXPECT_GT(on.hotSpot, 0.75 * 200.0);
+}
+
+// ---- the manager: after the SM's sweep, every node holds the profile it sent ------------------
+
+TEST(IbCcManagerTest, AfterTheSweepEverySwitchAndCaHoldsTheProfile)
+{
+    IbFabric f = IbFabricHelper().Build(BuildTopologyFromSpec("dumbbell:left=2,right=3"));
+    Ptr<IbSubnetManager> sm = IbSmHelper().Install(f, f.hosts.Get(0), MicroSeconds(2));
+    RdmaHelper rh;
+    rh.SetCongestionControl("ns3::RdmaCcIba");
+    std::vector<RdmaHca> hcas = rh.Install(f);
+    IbCcHelper ch;
+    ch.SetManagerAttribute("Threshold", UintegerValue(11));
+    ch.SetManagerAttribute("MarkingRate", UintegerValue(3));
+    ch.SetManagerAttribute("CctiTimer", UintegerValue(5));
+    ch.SetManagerAttribute("CctiIncrease", UintegerValue(2));
+    ch.SetManagerAttribute("CctiLimit", UintegerValue(100));
+    ch.SetManagerAttribute("CctStep", UintegerValue(7));
+    EXPECT_EQ(ch.InstallAgents(f, hcas), f.switches.GetN() + f.hosts.GetN());
+    Ptr<IbCcManager> mgr = ch.InstallManager(f.hosts.Get(0));
+    Simulator::Stop(MilliSeconds(2));
+    Simulator::Run();
+    ASSERT_GE(sm->GetLastSubnetUp(), Seconds(0));
+    // Per heavy sweep: one Set per switch; two CCT blocks (101 entries) and a
+    // CACongestionSetting per CA port.
+    EXPECT_GT(mgr->GetMadsSent(), 0u);
+    EXPECT_EQ(mgr->GetMadsSent() % (f.switches.GetN() + 3 * f.hosts.GetN()), 0u);
+    EXPECT_EQ(mgr->GetSendFailures(), 0u);
+    for (uint32_t i = 0; i < f.switches.GetN(); ++i)
+    {
+        Ptr<IbCcSwitchMarker> m = f.switches.Get(i)->GetObject<IbSwitch>()->GetCcMarker();
+        ASSERT_TRUE(m);
+        EXPECT_EQ(m->GetSwitchSetting().threshold, 11) << "switch " << i;
+        EXPECT_EQ(m->GetSwitchSetting().markingRate, 3);
+    }
+    for (uint32_t h = 0; h < f.hosts.GetN(); ++h)
+    {
+        Ptr<RdmaCcIba> p = DynamicCast<RdmaCcIba>(hcas[h].engine->GetCongestionControl());
+        ASSERT_TRUE(p);
+        EXPECT_EQ(p->GetControlMap(), 0xFFFF) << "host " << h;
+        EXPECT_EQ(p->GetCaEntry(3).cctiTimer, 5);
+        EXPECT_EQ(p->GetCaEntry(15).cctiIncrease, 2);
+        EXPECT_EQ(p->GetCctiLimit(), 100);
+        EXPECT_EQ(p->GetCctEntry(100).multiplier, 700); // second block, entry 36
+        EXPECT_EQ(p->GetCctEntry(1).multiplier, 7);
+    }
+    Simulator::Destroy();
 }
