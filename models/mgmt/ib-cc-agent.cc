@@ -222,7 +222,7 @@ IbCcAgent::Attribute(uint16_t attr, uint32_t mod, bool set, uint8_t* data)
             return IbMadStatus::UnsupportedMethodAttr;
         }
         const uint8_t ports = m_disp ? m_disp->GetNumPorts() : 255;
-        if (mod * IbCc::kPortsPerBlock > ports)
+        if (mod > ports / IbCc::kPortsPerBlock)
         {
             return IbMadStatus::InvalidField;
         }

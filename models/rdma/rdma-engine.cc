@@ -772,6 +772,13 @@ RdmaEngine::MaybeSendCnp(RdmaQpContext& c, const IbTransportHeaders& h, const Rd
         av.is_global = 1;
         av.grh.dgid = info.sgid;
     }
+    if (info.slid != 0)
+    {
+        // InfiniBand: back to the sender's LID and SL (a UD QP has no address vector of its
+        // own; for a connected QP this is its path anyway).
+        av.dlid = info.slid;
+        av.sl = info.sl;
+    }
     m_counters.cnpsSent++;
     QueueResponse(c, BuildPacket(cnp, nullptr, 0), av);
 }
