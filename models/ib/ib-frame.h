@@ -61,6 +61,7 @@ struct IbFrame
     uint8_t outVl = 0;
     uint64_t uid = 0; ///< fabric-unique packet number (for traces)
     bool inPool = false; ///< owned by IbFramePool's free list
+    bool ccHead = false; ///< counted as waiting for its output (switch congestion control)
 
     /// True for a packet carrying an ICRC (LNH 2 or 3).
     bool HasIcrc() const { return lnh == IbLnh::IbaLocal || lnh == IbLnh::IbaGlobal; }

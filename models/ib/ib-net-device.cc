@@ -595,6 +595,7 @@ IbNetDevice::DiscardQueued(IbDropReason reason)
                 q->usedBlocks -= f->vl == kIbManagementVl ? 0 : f->blocks;
                 if (q->rxPort)
                 {
+                    m_switch->NotifyDiscard(f);
                     q->rxPort->ReleaseReceiveBlocks(q->vl, f->vl == kIbManagementVl ? 0 : f->blocks);
                     if (q->vl == kIbManagementVl)
                     {
@@ -1251,6 +1252,10 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
     const Time now = Simulator::Now();
     from->frames.pop_front();
     const bool data = vl != kIbManagementVl;
+    if (data && from->rxPort)
+    {
+        m_switch->NotifyDeparture(frame, this, vl); // congestion control may set FECN
+    }
     if (data)
     {
         EndStall(vl);

@@ -1,5 +1,6 @@
 #include "ib-switch.h"
 
+#include "ib-crc.h"
 #include "ib-net-device.h"
 
 #include "ns3/enum.h"
@@ -325,12 +326,20 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
     }
     frame->outPort = out;
     frame->outVl = outVl;
+    if (!isMgmt)
+    {
+        QueuedBlocks(out, outVl) += frame->blocks;
+    }
     m_forwarded++;
     m_forwardTrace(frame->packet, inPort, out);
     IbFrameQueue& q = in->GetReceiveQueue(frame->vl);
     q.frames.push_back(frame);
     if (q.frames.size() == 1)
     {
+        if (!isMgmt)
+        {
+            AddHead(frame);
+        }
         outDev->RegisterReadyQueue(&q);
     }
 }
@@ -338,6 +347,10 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
 void
 IbSwitch::NotifyHeadChanged(IbFrameQueue* queue)
 {
+    if (!queue->frames.empty() && queue->vl != kIbManagementVl)
+    {
+        AddHead(queue->frames.front());
+    }
     if (queue->frames.empty() || queue->readyRegistered)
     {
         return;
@@ -349,6 +362,147 @@ uint64_t
 IbSwitch::GetForwardedPackets() const
 {
     return m_forwarded;
+}
+
+// ---- congestion control (IBA vol. 1 annex A10) -----------------------------------------------
+
+uint32_t&
+IbSwitch::QueuedBlocks(uint8_t port, uint8_t vl)
+{
+    const size_t i = size_t(port) * 16 + (vl & 0xF);
+    if (m_outQueued.size() <= i)
+    {
+        m_outQueued.resize(std::max<size_t>(i + 1, m_ports.size() * 16), 0);
+    }
+    return m_outQueued[i];
+}
+
+uint32_t&
+IbSwitch::WaitingBlocks(uint8_t port, uint8_t vl)
+{
+    const size_t i = size_t(port) * 16 + (vl & 0xF);
+    if (m_outWaiting.size() <= i)
+    {
+        m_outWaiting.resize(std::max<size_t>(i + 1, m_ports.size() * 16), 0);
+    }
+    return m_outWaiting[i];
+}
+
+uint32_t
+IbSwitch::GetWaitingBlocks(uint8_t port, uint8_t vl) const
+{
+    const size_t i = size_t(port) * 16 + (vl & 0xF);
+    return i < m_outWaiting.size() ? m_outWaiting[i] : 0;
+}
+
+void
+IbSwitch::AddHead(IbFrame* frame)
+{
+    if (!frame->ccHead)
+    {
+        frame->ccHead = true;
+        WaitingBlocks(frame->outPort, frame->outVl) += frame->blocks;
+    }
+}
+
+void
+IbSwitch::RemoveHead(IbFrame* frame)
+{
+    if (frame->ccHead)
+    {
+        frame->ccHead = false;
+        uint32_t& w = WaitingBlocks(frame->outPort, frame->outVl);
+        w -= std::min<uint32_t>(w, frame->blocks);
+    }
+}
+
+uint32_t
+IbSwitch::GetQueuedBlocks(uint8_t port, uint8_t vl) const
+{
+    const size_t i = size_t(port) * 16 + (vl & 0xF);
+    return i < m_outQueued.size() ? m_outQueued[i] : 0;
+}
+
+void
+IbSwitch::SetCcMarker(Ptr<IbCcSwitchMarker> marker)
+{
+    m_ccMarker = marker;
+}
+
+Ptr<IbCcSwitchMarker>
+IbSwitch::GetCcMarker() const
+{
+    return m_ccMarker;
+}
+
+uint64_t
+IbSwitch::GetFecnMarked() const
+{
+    return m_fecnMarked;
+}
+
+void
+IbSwitch::NotifyDiscard(IbFrame* frame)
+{
+    if (frame->vl != kIbManagementVl)
+    {
+        uint32_t& q = QueuedBlocks(frame->outPort, frame->outVl);
+        q -= std::min<uint32_t>(q, frame->blocks);
+        RemoveHead(frame);
+    }
+}
+
+void
+IbSwitch::NotifyDeparture(IbFrame* frame, IbNetDevice* out, uint8_t vl)
+{
+    uint32_t& q = QueuedBlocks(frame->outPort, vl);
+    q -= std::min<uint32_t>(q, frame->blocks);
+    // The port VL's output queue, as annex A10 measures congestion: in this input-buffered
+    // switch, the packets at the heads of input buffers that wait for this output (this one
+    // included). Packets further back wait for whatever their head waits for; counting them
+    // here would mark victims of head-of-line blocking as if they were causing congestion.
+    const uint32_t queued = WaitingBlocks(frame->outPort, vl);
+    RemoveHead(frame);
+    // Only IBA transport packets (LNH 2, 3) have a BTH to carry FECN; raw packets pass.
+    if (!m_ccMarker || !frame->HasIcrc())
+    {
+        return;
+    }
+    // A victim port cannot send because the next hop is out of buffer: after this packet it
+    // has no credit left for another like it.
+    const bool victim = out->GetCreditsAvailable(vl) < 2u * frame->blocks;
+    if (!m_ccMarker->ShouldMark(frame->outPort,
+                                vl,
+                                queued,
+                                out->GetReceiveBufferBlocks(),
+                                victim,
+                                frame->blocks))
+    {
+        return;
+    }
+    // FECN is bit 7 of BTH byte 4 (annex A10). ICRC masks the BTH Resv8a byte (IBA vol. 1
+    // §7.8.1), so the ICRC stays valid; the VCRC covers it and is regenerated per hop anyway
+    // (a frame's bytes are materialized with a fresh VCRC when they are needed).
+    const uint32_t bthAt = IbLrhHeader::kSize + (frame->lnh == IbLnh::IbaGlobal ? 40 : 0);
+    const uint32_t len = frame->packet->GetSize();
+    if (len < bthAt + 12 + kIbIcrcBytes + kIbVcrcBytes)
+    {
+        return; // too short to hold a BTH: not an intact IBA packet
+    }
+    m_markScratch.resize(len);
+    frame->packet->CopyData(m_markScratch.data(), len);
+    if (m_markScratch[bthAt + 4] & 0x80)
+    {
+        return; // already marked upstream
+    }
+    m_markScratch[bthAt + 4] |= 0x80;
+    if (frame->verifyBytes)
+    {
+        IbStoreVcrc(m_markScratch.data() + len - kIbVcrcBytes,
+                    IbComputeVcrc(m_markScratch.data(), len - kIbVcrcBytes));
+    }
+    frame->packet = Create<Packet>(m_markScratch.data(), len);
+    ++m_fecnMarked;
 }
 
 } // namespace ns3

@@ -3,6 +3,7 @@
 #ifndef CNUAS_IB_SWITCH_H
 #define CNUAS_IB_SWITCH_H
 
+#include "ib-cc-switch-marker.h"
 #include "ib-frame.h"
 #include "ib-link-rate.h"
 
@@ -87,6 +88,22 @@ class IbSwitch : public Object
                       uint32_t delimiterBytes) const;
 
     uint64_t GetForwardedPackets() const;
+
+    // ---- congestion control (IBA vol. 1 annex A10), used when a marker is set --------------
+    /// The congestion point: FECN marking of packets leaving congested ports (null: none).
+    void SetCcMarker(Ptr<IbCcSwitchMarker> marker);
+    Ptr<IbCcSwitchMarker> GetCcMarker() const;
+    /// IbNetDevice: a data frame from an input buffer starts leaving by `out` on `vl`.
+    void NotifyDeparture(IbFrame* frame, IbNetDevice* out, uint8_t vl);
+    /// IbNetDevice: a queued data frame was discarded instead of sent.
+    void NotifyDiscard(IbFrame* frame);
+    /// Data blocks queued in all input buffers for output (port, vl).
+    uint32_t GetQueuedBlocks(uint8_t port, uint8_t vl) const;
+    /// Data blocks at the heads of input buffers, waiting for output (port, vl): what
+    /// congestion control takes as the port VL's output queue.
+    uint32_t GetWaitingBlocks(uint8_t port, uint8_t vl) const;
+    /// Packets this switch set FECN in.
+    uint64_t GetFecnMarked() const;
     /// Forward trace: (packet, input port, output port).
     typedef void (*ForwardCallback)(Ptr<const Packet> packet, uint8_t inPort, uint8_t outPort);
 
@@ -94,6 +111,10 @@ class IbSwitch : public Object
     void DoDispose() override;
 
   private:
+    uint32_t& QueuedBlocks(uint8_t port, uint8_t vl);
+    uint32_t& WaitingBlocks(uint8_t port, uint8_t vl);
+    void AddHead(IbFrame* frame);
+    void RemoveHead(IbFrame* frame);
     /// Hands a packet for the switch itself to the management callback (at its tail).
     void DeliverToManagement(Ptr<IbNetDevice> in, Ptr<const Packet> p);
 
@@ -110,6 +131,11 @@ class IbSwitch : public Object
     uint32_t m_cutThroughBytes = 8;
     uint64_t m_forwarded = 0;
     ManagementCallback m_management;
+    Ptr<IbCcSwitchMarker> m_ccMarker;
+    std::vector<uint32_t> m_outQueued;  ///< [port * 16 + vl] data blocks queued for the output
+    std::vector<uint32_t> m_outWaiting; ///< [port * 16 + vl] head blocks waiting for it
+    uint64_t m_fecnMarked = 0;
+    std::vector<uint8_t> m_markScratch;
     TracedCallback<Ptr<const Packet>, uint8_t, uint8_t> m_forwardTrace; ///< packet, in, out
 };
 

@@ -47,6 +47,13 @@ class RdmaCongestionControl : public Object
     virtual uint64_t GetRate(uint32_t qpn) const = 0;
     /// Allowed bytes in flight (sent, not acknowledged); 0 = unlimited.
     virtual uint64_t GetWindow(uint32_t qpn) const = 0;
+    /// Least time from the start of a packet of `bytes` transport bytes to the start of the
+    /// QP's next one (a delay-based limiter such as IBA annex A10's); zero = no limit. The
+    /// requester applies the larger of this and the gap GetRate gives.
+    virtual Time GetPacketGap(uint32_t qpn, uint32_t bytes) const
+    {
+        return Time(0);
+    }
 };
 
 /// The "none" policy: no limits, notifications ignored (counted).

@@ -105,6 +105,13 @@ RdmaEngine::GetTypeId()
                           TimeValue(MicroSeconds(50)),
                           MakeTimeAccessor(&RdmaEngine::m_cnpInterval),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("IbBecnByCnp",
+                          "InfiniBand RC responder: return each BECN at once in a CNP (opcode "
+                          "0x80, IBA annex A10) instead of in the next ACK; with ACKs coalesced "
+                          "per message the next ACK may be many packets away.",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&RdmaEngine::m_ibBecnByCnp),
+                          MakeBooleanChecker())
             .AddAttribute("WindowBytes",
                           "Requester window: bytes a QP may have sent and not had "
                           "acknowledged (0 = unlimited); congestion control may lower it.",
@@ -819,12 +826,14 @@ RdmaEngine::MaybeSendCnp(RdmaQpContext& c, const IbTransportHeaders& h, const Rd
     }
     c.lastCnp = now;
     Ptr<RdmaLinkPort> port = PortOf(c.qp->GetAttr().port_num);
-    if (port && port->GetLinkLayer() == RdmaLinkLayer::INFINIBAND)
+    if (port && port->GetLinkLayer() == RdmaLinkLayer::INFINIBAND &&
+        c.qp->GetType() == RdmaQpType::RC && !m_ibBecnByCnp)
     {
         c.becnPending = true; // IBA annex A10: BECN on the next response
         return;
     }
-    // RoCEv2 annex A17: a CNP to the requester's QP.
+    // RoCEv2 annex A17: a CNP to the requester's QP. InfiniBand UC and UD have no responses to
+    // carry BECN: annex A10 has the destination send a CNP (opcode 0x80) with BECN instead.
     uint32_t destQp = c.qp->GetAttr().dest_qp_num;
     if (h.deth)
     {
@@ -840,6 +849,13 @@ RdmaEngine::MaybeSendCnp(RdmaQpContext& c, const IbTransportHeaders& h, const Rd
     {
         av.is_global = 1;
         av.grh.dgid = info.sgid;
+    }
+    if (info.slid != 0)
+    {
+        // InfiniBand: back to the sender's LID and SL (a UD QP has no address vector of its
+        // own; for a connected QP this is its path anyway).
+        av.dlid = info.slid;
+        av.sl = info.sl;
     }
     m_counters.cnpsSent++;
     QueueResponse(c, BuildPacket(cnp, nullptr, 0), av);

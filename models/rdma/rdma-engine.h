@@ -280,6 +280,7 @@ class RdmaEngine : public Object
     uint32_t m_ackReqEvery;
     Time m_rxProcessingDelay;
     Time m_cnpInterval;
+    bool m_ibBecnByCnp = false; ///< IB RC: BECN in an immediate CNP (annex A10)
     uint64_t m_windowBytes;
     uint32_t m_maxResponseQueue;
     uint64_t m_lineRateBps;

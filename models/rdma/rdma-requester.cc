@@ -346,11 +346,22 @@ RdmaEngine::RequesterStep(RdmaQpContext& c)
     {
         rate = ccRate;
     }
+    Time gap(0);
     if (rate)
     {
         const uint64_t bits = (m_counters.bytesSent - before) * 8;
-        c.nextTxTime = std::max(c.nextTxTime, now) +
-                       PicoSeconds(static_cast<int64_t>(bits * 1e12 / double(rate)));
+        gap = PicoSeconds(static_cast<int64_t>(bits * 1e12 / double(rate)));
+    }
+    // A delay-based policy (IBA annex A10's injection rate delay) may ask for a longer gap.
+    const Time ccGap =
+        m_cc->GetPacketGap(c.qpn, static_cast<uint32_t>(m_counters.bytesSent - before));
+    if (ccGap > gap)
+    {
+        gap = ccGap;
+    }
+    if (gap.IsStrictlyPositive())
+    {
+        c.nextTxTime = std::max(c.nextTxTime, now) + gap;
     }
     if (c.dead)
     {
