@@ -1,4 +1,4 @@
-// `cnuas run rdma-incast`: the ib-incast dumbbell with RDMA WRITE flows, with InfiniBand
+// `cnuas run ib-cc-incast`: the ib-incast dumbbell with RDMA WRITE flows, with InfiniBand
 // congestion control (IBA vol. 1 annex A10) off or on. With cc=iba the built-in SM's heavy
 // sweep is followed by the CC manager's Set MADs to every switch and CA.
 #include "helpers/ib-cc-helper.h"
@@ -98,7 +98,7 @@ Connect(Ptr<RdmaQp> qp, uint16_t dlid, uint32_t destQpn)
     uint32_t mask = RDMA_QP_STATE | RDMA_QP_PKEY_INDEX | RDMA_QP_PORT | RDMA_QP_ACCESS_FLAGS;
     if (qp->Modify(a, mask) != 0)
     {
-        throw std::runtime_error("rdma-incast: QP to INIT: " + qp->GetDevice()->GetLastError());
+        throw std::runtime_error("ib-cc-incast: QP to INIT: " + qp->GetDevice()->GetLastError());
     }
     a.qp_state = RdmaQpState::RTR;
     a.ah_attr.dlid = dlid;
@@ -112,7 +112,7 @@ Connect(Ptr<RdmaQp> qp, uint16_t dlid, uint32_t destQpn)
            RDMA_QP_MAX_DEST_RD_ATOMIC | RDMA_QP_MIN_RNR_TIMER;
     if (qp->Modify(a, mask) != 0)
     {
-        throw std::runtime_error("rdma-incast: QP to RTR: " + qp->GetDevice()->GetLastError());
+        throw std::runtime_error("ib-cc-incast: QP to RTR: " + qp->GetDevice()->GetLastError());
     }
     a.qp_state = RdmaQpState::RTS;
     a.sq_psn = 0;
@@ -124,7 +124,7 @@ Connect(Ptr<RdmaQp> qp, uint16_t dlid, uint32_t destQpn)
            RDMA_QP_RNR_RETRY | RDMA_QP_MAX_QP_RD_ATOMIC;
     if (qp->Modify(a, mask) != 0)
     {
-        throw std::runtime_error("rdma-incast: QP to RTS: " + qp->GetDevice()->GetLastError());
+        throw std::runtime_error("ib-cc-incast: QP to RTS: " + qp->GetDevice()->GetLastError());
     }
 }
 
@@ -184,7 +184,7 @@ RunRdmaIncast(const ScenarioOptions& o)
     }
     if (sm->GetLastSubnetUp() < Seconds(0))
     {
-        throw std::runtime_error("rdma-incast: the subnet did not come up in 20 ms");
+        throw std::runtime_error("ib-cc-incast: the subnet did not come up in 20 ms");
     }
     Simulator::Stop(MicroSeconds(20));
     Simulator::Run();
@@ -218,7 +218,7 @@ RunRdmaIncast(const ScenarioOptions& o)
         Ptr<RdmaQp> r = MakeQp(hcas[dst], hosts[dst], 4);
         if (!s || !r)
         {
-            throw std::runtime_error("rdma-incast: QP creation failed");
+            throw std::runtime_error("ib-cc-incast: QP creation failed");
         }
         Connect(s, fabric.HostPort(dst)->GetLid(), r->GetQpNum());
         Connect(r, fabric.HostPort(src)->GetLid(), s->GetQpNum());
@@ -307,7 +307,7 @@ RunRdmaIncast(const ScenarioOptions& o)
                                        " max (all switch input buffers, 64 B blocks)");
     if (!o.outDir.empty())
     {
-        const std::string csv = o.outDir + "/rdma-incast-" + cc + ".csv";
+        const std::string csv = o.outDir + "/ib-cc-incast-" + cc + ".csv";
         std::ofstream f(csv);
         f << "time_us,victim_gbps,h0_gbps,hotspot_gbps\n";
         const int64_t bins = (start + duration).GetPicoSeconds() / hotMeter.bin.GetPicoSeconds();
@@ -341,7 +341,7 @@ ScenarioInfo
 RdmaIncastInfo()
 {
     ScenarioInfo i;
-    i.name = "rdma-incast";
+    i.name = "ib-cc-incast";
     i.description = "ib-incast with RC RDMA WRITE flows and InfiniBand congestion control "
                     "(annex A10) off or on: the victim flow's throughput";
     i.params = {{"cc", "none", "none, or iba (FECN/BECN/CCT, configured by CC MADs)"},

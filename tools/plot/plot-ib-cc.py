@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Plot the rdma-incast runs with congestion control off and on side by side: victim, h0 and
+"""Plot the ib-cc-incast runs with congestion control off and on side by side: victim, h0 and
 hot-spot throughput per 10 us bin. plot-ib-cc.py OFF.csv ON.csv PNG"""
 import csv
 import sys
