@@ -1,9 +1,8 @@
 #include "eth-frame.h"
 
-#include "ns3/simulator.h"
+#include "models/common/sim-object-pool.h"
 
 #include <cstring>
-#include <memory>
 
 namespace ns3
 {
@@ -378,79 +377,22 @@ EthFrame::Parse(const uint8_t* data, uint32_t len, EthFrame& f)
     return EthParseError::None;
 }
 
-namespace
-{
-struct Pool
-{
-    std::vector<std::unique_ptr<EthFrame>> all;
-    std::vector<EthFrame*> free;
-    bool reclaimScheduled = false;
-};
-
-Pool&
-ThePool()
-{
-    static Pool pool;
-    return pool;
-}
-
-/// At Simulator::Destroy, frames referenced only by discarded events come back to the pool.
-void
-ReclaimAll()
-{
-    Pool& p = ThePool();
-    p.reclaimScheduled = false;
-    p.free.clear();
-    for (auto& f : p.all)
-    {
-        *f = EthFrame();
-        f->inPool = true;
-        p.free.push_back(f.get());
-    }
-}
-} // namespace
-
 EthFrame*
 EthFramePool::Allocate()
 {
-    Pool& p = ThePool();
-    if (!p.reclaimScheduled)
-    {
-        Simulator::ScheduleDestroy(&ReclaimAll);
-        p.reclaimScheduled = true;
-    }
-    EthFrame* f;
-    if (p.free.empty())
-    {
-        p.all.push_back(std::make_unique<EthFrame>());
-        f = p.all.back().get();
-    }
-    else
-    {
-        f = p.free.back();
-        p.free.pop_back();
-        *f = EthFrame(); // nothing of a previous life may leak into this one
-    }
-    f->inPool = false;
-    return f;
+    return SimObjectPool<EthFrame>::Allocate();
 }
 
 void
 EthFramePool::Release(EthFrame* frame)
 {
-    if (frame->inPool)
-    {
-        return;
-    }
-    frame->payload = nullptr;
-    frame->inPool = true;
-    ThePool().free.push_back(frame);
+    SimObjectPool<EthFrame>::Release(frame, [](EthFrame& f) { f.payload = nullptr; });
 }
 
 size_t
 EthFramePool::Created()
 {
-    return ThePool().all.size();
+    return SimObjectPool<EthFrame>::Created();
 }
 
 } // namespace ns3
