@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iomanip>
+#include <sstream>
 #include <stdexcept>
 
 namespace ns3
@@ -226,6 +228,21 @@ ScenarioParamTime(const ScenarioOptions& o, const ScenarioInfo& info, const std:
             BadValue(info, key, s, "a duration (a number with a unit s ms us ns ps, e.g. 10ms)"));
     }
     return t;
+}
+
+Time
+ScenarioParamMicroseconds(const ScenarioOptions& o, const ScenarioInfo& info,
+                          const std::string& key)
+{
+    return PicoSeconds(std::llround(ScenarioParamDouble(o, info, key) * 1e6));
+}
+
+std::string
+ScenarioFixed(double v, int digits)
+{
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(digits) << v;
+    return s.str();
 }
 
 Topology
