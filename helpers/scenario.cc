@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iomanip>
 #include <sstream>
 #include <stdexcept>
@@ -243,6 +244,16 @@ ScenarioFixed(double v, int digits)
     std::ostringstream s;
     s << std::fixed << std::setprecision(digits) << v;
     return s.str();
+}
+
+bool
+RunPlotScript(const std::string& script, const std::string& csv, const std::string& png,
+              const std::string& title)
+{
+    const std::string cmd = std::string("/usr/bin/python3 '") + CNUAS_SOURCE_TREE +
+                            "/tools/plot/" + script + "' '" + csv + "' '" + png + "' '" + title +
+                            "' >/dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0 && std::filesystem::exists(png);
 }
 
 Topology

@@ -101,6 +101,13 @@ Time ScenarioParamMicroseconds(const ScenarioOptions& o, const ScenarioInfo& inf
 std::string ScenarioFixed(double v, int digits);
 
 /**
+ * Runs tools/plot/`script` with Debian's python3 (the one with matplotlib) on `csv`; true if
+ * it wrote `png`. A missing python3 or matplotlib is no error of the run: the CSV stays.
+ */
+bool RunPlotScript(const std::string& script, const std::string& csv, const std::string& png,
+                   const std::string& title);
+
+/**
  * Copies what every traffic run takes from the options unchanged (pcap and output folders,
  * plots, progress bar, and the scenario name as the title) into `spec`.
  */
