@@ -164,14 +164,8 @@ RunIbTraffic(const IbTrafficSpec& spec)
     IbPcapHelper pcap;
     if (!spec.pcapDir.empty())
     {
-        std::filesystem::create_directories(spec.pcapDir);
-        for (uint32_t i = 0; i < nHosts; ++i)
+        for (const std::string& path : EnableHostPcaps(pcap, f, spec.pcapDir))
         {
-            const std::string path = spec.pcapDir + "/" + hostName(i) + ".pcap";
-            if (!pcap.Enable(f.HostPort(i), path))
-            {
-                throw std::runtime_error("cannot write " + path);
-            }
             st.artifacts.push_back(path);
         }
         // Host 0's link flow-control packets, in their own trace (see IbPcapHelper).
