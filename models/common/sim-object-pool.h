@@ -17,32 +17,33 @@ namespace ns3
  * \brief Recycles objects of type T, which must be default-constructible, assignable and have a
  * `bool inPool` member (true while the object sits on the free list).
  *
- * One pool per T for the whole process. Objects are never freed before exit: the pool owns every
- * one it made, so a pointer handed out stays valid across Simulator::Destroy.
+ * The pool owns every object it made and frees none before it is destroyed itself, so a pointer
+ * handed out stays valid across Simulator::Destroy. Keep one pool per T with internal linkage
+ * (a function-local static in the .cc that owns T's pool): a template-level static would be
+ * reached through the GOT from a shared library, a few instructions more on every packet.
  */
 template <typename T>
 class SimObjectPool
 {
   public:
     /// A fresh object (all fields as T() makes them), reused from the free list when it can be.
-    static T* Allocate()
+    T* Allocate()
     {
-        State& p = The();
-        if (!p.reclaimScheduled)
+        if (!m_reclaimScheduled)
         {
-            Simulator::ScheduleDestroy(&ReclaimAll);
-            p.reclaimScheduled = true;
+            Simulator::ScheduleDestroy(&SimObjectPool::ReclaimAll, this);
+            m_reclaimScheduled = true;
         }
         T* obj;
-        if (p.free.empty())
+        if (m_free.empty())
         {
-            p.all.push_back(std::make_unique<T>());
-            obj = p.all.back().get();
+            m_all.push_back(std::make_unique<T>());
+            obj = m_all.back().get();
         }
         else
         {
-            obj = p.free.back();
-            p.free.pop_back();
+            obj = m_free.back();
+            m_free.pop_back();
             *obj = T(); // nothing of a previous life may leak into this one
         }
         obj->inPool = false;
@@ -50,57 +51,46 @@ class SimObjectPool
     }
 
     /**
-     * Puts `obj` back on the free list. `dropRefs(*obj)` runs first so that what the object holds
-     * (a Packet's bytes) is let go now, not when the object is next reused. A second release of
-     * the same object is ignored: a device disposing after Simulator::Destroy finds its frames
-     * already reclaimed.
+     * Puts `obj` back on the free list; false if it was there already (a device disposing after
+     * Simulator::Destroy finds its frames reclaimed), and then the caller must not touch it.
+     * On true the caller lets go of what the object holds (a Packet's bytes) now, rather than
+     * when the object is next reused.
      */
-    template <typename DropRefs>
-    static void Release(T* obj, DropRefs dropRefs)
+    bool Release(T* obj)
     {
         if (obj->inPool)
         {
-            return;
+            return false;
         }
-        dropRefs(*obj);
         obj->inPool = true;
-        The().free.push_back(obj);
+        m_free.push_back(obj);
+        return true;
     }
 
     /// Objects made so far (for memory accounting).
-    static size_t Created()
+    size_t Created() const
     {
-        return The().all.size();
+        return m_all.size();
     }
 
   private:
-    struct State
-    {
-        std::vector<std::unique_ptr<T>> all; ///< every object ever made (the pool owns them)
-        std::vector<T*> free;
-        bool reclaimScheduled = false;
-    };
-
-    static State& The()
-    {
-        static State state;
-        return state;
-    }
-
     /// At Simulator::Destroy, objects still referenced only by discarded events (packets in
     /// flight when the run stopped) come back to the pool.
-    static void ReclaimAll()
+    void ReclaimAll()
     {
-        State& p = The();
-        p.reclaimScheduled = false;
-        p.free.clear();
-        for (auto& obj : p.all)
+        m_reclaimScheduled = false;
+        m_free.clear();
+        for (auto& obj : m_all)
         {
             *obj = T();
             obj->inPool = true;
-            p.free.push_back(obj.get());
+            m_free.push_back(obj.get());
         }
     }
+
+    std::vector<std::unique_ptr<T>> m_all; ///< every object ever made (the pool owns them)
+    std::vector<T*> m_free;
+    bool m_reclaimScheduled = false;
 };
 
 } // namespace ns3

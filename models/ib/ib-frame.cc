@@ -5,17 +5,31 @@
 namespace ns3
 {
 
+namespace
+{
+SimObjectPool<IbFrame>&
+ThePool()
+{
+    static SimObjectPool<IbFrame> pool;
+    return pool;
+}
+} // namespace
+
 IbFrame*
 IbFramePool::Allocate()
 {
-    return SimObjectPool<IbFrame>::Allocate();
+    return ThePool().Allocate();
 }
 
-void
+// flatten: GCC 12 otherwise calls an out-of-line copy of Ptr::operator= for the nulling, some 20
+// instructions more per frame than when the pool was written out here (measured with callgrind).
+__attribute__((flatten)) void
 IbFramePool::Release(IbFrame* frame)
 {
-    // Drop the packet's bytes now, keep the frame for reuse.
-    SimObjectPool<IbFrame>::Release(frame, [](IbFrame& f) { f.packet = nullptr; });
+    if (ThePool().Release(frame))
+    {
+        frame->packet = nullptr; // drop the packet's bytes now, keep the frame for reuse
+    }
 }
 
 } // namespace ns3
