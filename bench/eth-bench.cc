@@ -6,28 +6,19 @@
 // Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
 // The reference is the HPCC simulator on its 320-host fat-tree WebSearch run, 73 k packets/s
 // and 348 MB on this machine (/work/shared/design/notes/roce-dcqcn-anchors.md §3.5).
+#include "bench/bench-util.h"
 #include "helpers/eth-traffic-run.h"
-#include "models/common/cnuas-init.h"
 
 #include "ns3/uinteger.h"
 
 #include <benchmark/benchmark.h>
 #include <cstdlib>
 #include <string>
-#include <sys/resource.h>
 
 using namespace ns3;
 
 namespace
 {
-double
-PeakRssMb()
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0; // kilobytes on Linux
-}
-
 /// ns-3's PriorityQueueScheduler measured fastest here (docs/roce.md); ETH_BENCH_SCHEDULER
 /// overrides it to compare.
 std::string
@@ -40,23 +31,20 @@ Scheduler()
 void
 Report(benchmark::State& state, const EthTrafficStats& st)
 {
-    state.SetIterationTime(st.wallSeconds);
-    state.counters["hosts"] = st.hosts;
-    state.counters["sim_us"] = st.simulated.GetSeconds() * 1e6;
-    state.counters["packets"] = double(st.received);
-    state.counters["packet_hops"] = double(st.packetHops);
-    state.counters["packets_per_wall_s"] = st.received / st.wallSeconds;
+    BenchReportTraffic(state,
+                       {st.hosts,
+                        st.simulated,
+                        st.received,
+                        st.packetHops,
+                        st.events,
+                        st.drops,
+                        st.wallSeconds,
+                        st.aggregateGbps});
     state.counters["cpu_s"] = st.cpuSeconds;
     state.counters["packets_per_cpu_s"] = st.received / st.cpuSeconds;
     state.counters["packet_hops_per_cpu_s"] = st.packetHops / st.cpuSeconds;
-    state.counters["packet_hops_per_wall_s"] = st.packetHops / st.wallSeconds;
-    state.counters["events_per_packet_hop"] = double(st.events) / double(st.packetHops);
-    state.counters["events_per_wall_s"] = st.events / st.wallSeconds;
-    state.counters["aggregate_gbps"] = st.aggregateGbps;
-    state.counters["drops"] = double(st.drops);
     state.counters["pfc_frames"] = double(st.pfcFramesSent);
     state.counters["frames_pooled"] = double(st.framesCreated);
-    state.counters["peak_rss_mb"] = PeakRssMb();
 }
 
 /// k-ary fat-tree (k^3/4 hosts) at 100 Gb/s, every host sending to every other host in turn,
@@ -133,9 +121,5 @@ BENCHMARK(Incast)->Args({8, 1})->Args({32, 4})->Iterations(1)->UseManualTime()->
 int
 main(int argc, char** argv)
 {
-    CnuasInit();
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return BenchMain(argc, argv);
 }

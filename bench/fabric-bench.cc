@@ -4,39 +4,27 @@
 //   build/bin/fabric-bench --benchmark_filter=FatTreeAllToAll/8
 //
 // Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
+#include "bench/bench-util.h"
 #include "helpers/ib-traffic-run.h"
-#include "models/common/cnuas-init.h"
 
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
 using namespace ns3;
 
 namespace
 {
-double
-PeakRssMb()
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0; // kilobytes on Linux
-}
-
 void
 Report(benchmark::State& state, const IbTrafficStats& st)
 {
-    state.SetIterationTime(st.wallSeconds);
-    state.counters["hosts"] = st.hosts;
-    state.counters["sim_us"] = st.simulated.GetSeconds() * 1e6;
-    state.counters["packets"] = double(st.packetsReceived);
-    state.counters["packet_hops"] = double(st.packetHops);
-    state.counters["packets_per_wall_s"] = st.packetsReceived / st.wallSeconds;
-    state.counters["packet_hops_per_wall_s"] = st.packetHops / st.wallSeconds;
-    state.counters["events_per_packet_hop"] = double(st.events) / double(st.packetHops);
-    state.counters["events_per_wall_s"] = st.events / st.wallSeconds;
-    state.counters["aggregate_gbps"] = st.aggregateGbps;
-    state.counters["drops"] = double(st.drops);
-    state.counters["peak_rss_mb"] = PeakRssMb();
+    BenchReportTraffic(state,
+                       {st.hosts,
+                        st.simulated,
+                        st.packetsReceived,
+                        st.packetHops,
+                        st.events,
+                        st.drops,
+                        st.wallSeconds,
+                        st.aggregateGbps});
 }
 
 /// k-ary fat-tree (k^3/4 hosts), every host sending to every other host in turn.
@@ -95,9 +83,5 @@ BENCHMARK(FatTreeSmallPackets)->Iterations(1)->UseManualTime()->Unit(benchmark::
 int
 main(int argc, char** argv)
 {
-    CnuasInit();
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return BenchMain(argc, argv);
 }

@@ -9,8 +9,8 @@
 // rack-modbus-orv3.md §1.4); Cnuas models PSUs, BBUs and shelf PMMs, so the 178 are three full
 // HPR segments (4 PSU shelves x 6 + 4 BBU shelves x 6 + 8 PMMs = 56 each) and a fourth with one
 // PSU shelf of 6, one BBU shelf of 2 and their PMMs (10), all at 115200 8E1.
+#include "bench/bench-util.h"
 #include "helpers/rack-helper.h"
-#include "models/common/cnuas-init.h"
 #include "models/rack/redfish-server.h"
 
 #include "ns3/double.h"
@@ -18,32 +18,14 @@
 #include "ns3/uinteger.h"
 
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
 #include <chrono>
-#include <ctime>
 #include <vector>
 
 using namespace ns3;
 
 namespace
 {
-
-double
-PeakRssMb()
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0;
-}
-
-double
-CpuSeconds()
-{
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return static_cast<double>(t.tv_sec) + t.tv_nsec * 1e-9;
-}
 
 struct Segments
 {
@@ -97,12 +79,11 @@ Hpr178(benchmark::State& state)
             BuildHpr178(static_cast<double>(state.range(1)),
                         static_cast<uint32_t>(state.range(2)), state.range(3) != 0);
         const auto t0 = std::chrono::steady_clock::now();
-        const double cpu0 = CpuSeconds();
+        const double cpu0 = BenchCpuSeconds();
         Simulator::Stop(Seconds(simSeconds));
         Simulator::Run();
-        const double wall =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const double cpu = CpuSeconds() - cpu0;
+        const double wall = BenchSecondsSince(t0);
+        const double cpu = BenchCpuSeconds() - cpu0;
         state.SetIterationTime(wall);
         uint64_t reads = 0;
         uint64_t failures = 0;
@@ -130,7 +111,7 @@ Hpr178(benchmark::State& state)
         state.counters["bmc_read_failures"] = static_cast<double>(failures);
         state.counters["bmc_probes"] = static_cast<double>(probes);
         state.counters["redfish_snapshots"] = static_cast<double>(publications);
-        state.counters["peak_rss_mb"] = PeakRssMb();
+        state.counters["peak_rss_mb"] = BenchPeakRssMb();
         Simulator::Destroy();
     }
 }
@@ -152,9 +133,5 @@ BENCHMARK(Hpr178)
 int
 main(int argc, char** argv)
 {
-    CnuasInit();
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return BenchMain(argc, argv);
 }

@@ -3,10 +3,10 @@
 // transport packets per wall-clock second and ns-3 events per transport packet.
 //
 //   build/bin/rdma-bench --benchmark_filter=RcWriteStream
+#include "bench/bench-util.h"
 #include "helpers/ib-fabric-helper.h"
 #include "helpers/ib-static-subnet-helper.h"
 #include "helpers/rdma-helper.h"
-#include "models/common/cnuas-init.h"
 
 #include "ns3/simulator.h"
 
@@ -141,8 +141,7 @@ Run(benchmark::State& state, uint32_t qps, uint32_t wrs, uint32_t size)
                                                     MakeCallback(&LastCompletion::On, &last));
         Simulator::Stop(Seconds(10));
         Simulator::Run();
-        const double wall =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+        const double wall = BenchSecondsSince(w0);
         const auto wcs = h[0].cq->Poll(1 << 20);
         const Ptr<RdmaEngine> e = h[0].hca.engine;
         const double sim = (last.at - t0).GetSeconds();
@@ -180,8 +179,5 @@ BENCHMARK(ManyQps)->Arg(1000)->UseManualTime()->Unit(benchmark::kMillisecond)->I
 int
 main(int argc, char** argv)
 {
-    CnuasInit();
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    return 0;
+    return BenchMain(argc, argv);
 }

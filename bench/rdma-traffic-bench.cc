@@ -5,24 +5,15 @@
 //   build/bin/rdma-traffic-bench --benchmark_filter=OneQp/4096/16/
 //
 // Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
+#include "bench/bench-util.h"
 #include "helpers/rdma-traffic-run.h"
-#include "models/common/cnuas-init.h"
 
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
 using namespace ns3;
 
 namespace
 {
-double
-PeakRssMb()
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0; // kilobytes on Linux
-}
-
 void
 Report(benchmark::State& state, const RdmaTrafficStats& st)
 {
@@ -38,7 +29,7 @@ Report(benchmark::State& state, const RdmaTrafficStats& st)
     state.counters["events_per_packet"] = double(st.events) / double(st.transportPackets);
     state.counters["packet_hops"] = double(st.packetHops);
     state.counters["failed"] = double(st.messagesFailed + st.postErrors);
-    state.counters["peak_rss_mb"] = PeakRssMb();
+    state.counters["peak_rss_mb"] = BenchPeakRssMb();
 }
 
 /// One RC QP between two hosts behind one switch (4x HDR): RDMA WRITEs of range(0) bytes,
@@ -114,9 +105,5 @@ BENCHMARK(FctWebSearch)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillis
 int
 main(int argc, char** argv)
 {
-    CnuasInit();
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return BenchMain(argc, argv);
 }

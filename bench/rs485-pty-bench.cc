@@ -9,10 +9,10 @@
 //              (mean; added_p50_us and added_p90_us: median and 90th percentile);
 //   held     - requests the bridge held back for t3.5 (0: the 5 ms gap keeps it out).
 // Manual time is wall_us, so "Time" in the table is the client's transaction time.
+#include "bench/bench-util.h"
 #include "helpers/modbus-helper.h"
 #include "helpers/rs485-bus-helper.h"
 #include "helpers/rs485-pty-bridge-helper.h"
-#include "models/common/cnuas-init.h"
 #include "models/rack/modbus-rtu.h"
 
 #include "ns3/node-container.h"
@@ -224,13 +224,5 @@ BENCHMARK(BM_PtyTransaction)
 int
 main(int argc, char** argv)
 {
-    CnuasInit();
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv))
-    {
-        return 1;
-    }
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return BenchMain(argc, argv);
 }

@@ -5,9 +5,9 @@
 //   build/bin/sm-bench --benchmark_filter=FatTreeBringUp/8
 //
 // Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
+#include "bench/bench-util.h"
 #include "helpers/ib-fabric-helper.h"
 #include "helpers/ib-sm-helper.h"
-#include "models/common/cnuas-init.h"
 #include "models/mgmt/ib-subnet-manager.h"
 
 #include "ns3/config.h"
@@ -16,20 +16,11 @@
 
 #include <benchmark/benchmark.h>
 #include <chrono>
-#include <sys/resource.h>
 
 using namespace ns3;
 
 namespace
 {
-double
-PeakRssMb()
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_maxrss / 1024.0; // kilobytes on Linux
-}
-
 /// k-ary fat-tree (k^3/4 hosts, 5k^2/4 switches), SM on host 0; range(1): 0 up/down, 1 min-hop.
 void
 FatTreeBringUp(benchmark::State& state)
@@ -39,8 +30,7 @@ FatTreeBringUp(benchmark::State& state)
         const auto t0 = std::chrono::steady_clock::now();
         IbFabric f = IbFabricHelper().Build(
             BuildTopologyFromSpec("fat-tree:k=" + std::to_string(state.range(0))));
-        const double buildSeconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        const double buildSeconds = BenchSecondsSince(t0);
         Config::SetDefault("ns3::IbSubnetManager::RoutingEngine",
                            EnumValue(static_cast<int>(state.range(1) == 0
                                                           ? IbRoutingAlgorithm::UpDown
@@ -55,8 +45,7 @@ FatTreeBringUp(benchmark::State& state)
             Simulator::Stop(MicroSeconds(10));
             Simulator::Run();
         }
-        const double quietSeconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        const double quietSeconds = BenchSecondsSince(t1);
         state.SetIterationTime(up.wallSeconds);
         state.counters["hosts"] = f.hosts.GetN();
         state.counters["switches"] = f.switches.GetN();
@@ -69,7 +58,7 @@ FatTreeBringUp(benchmark::State& state)
         state.counters["heavy_sweeps"] = double(sm->GetHeavySweeps());
         state.counters["smp_timeouts"] = double(sm->GetSmpsTimedOut());
         state.counters["routes_ok"] = sm->GetRouteCheck().Ok() ? 1 : 0;
-        state.counters["peak_rss_mb"] = PeakRssMb();
+        state.counters["peak_rss_mb"] = BenchPeakRssMb();
         Simulator::Destroy();
     }
 }
@@ -86,9 +75,5 @@ BENCHMARK(FatTreeBringUp)
 int
 main(int argc, char** argv)
 {
-    CnuasInit();
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return BenchMain(argc, argv);
 }

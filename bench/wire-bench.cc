@@ -1,7 +1,7 @@
 // Micro-benchmarks of the InfiniBand wire path: header serialization (raw and through
 // ns3::Packet), VCRC/ICRC throughput and per-packet pcap writing. Figures: docs/ib-wire.md.
+#include "bench/bench-util.h"
 #include "helpers/ib-pcap-writer.h"
-#include "models/common/cnuas-init.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-lrh-header.h"
 #include "models/rdma/ib-bth-header.h"
@@ -254,13 +254,5 @@ BENCHMARK(BM_PcapWrite)->Arg(64)->Arg(256)->Arg(4096);
 int
 main(int argc, char** argv)
 {
-    CnuasInit();
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv))
-    {
-        return 1;
-    }
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return BenchMain(argc, argv);
 }

@@ -2,9 +2,7 @@
 #include "helpers/ib-traffic-run.h"
 #include "helpers/scenario.h"
 
-#include <cmath>
-#include <iomanip>
-#include <sstream>
+#include <algorithm>
 #include <stdexcept>
 
 namespace ns3
@@ -12,14 +10,6 @@ namespace ns3
 
 namespace
 {
-
-std::string
-Fixed(double v, int digits)
-{
-    std::ostringstream s;
-    s << std::fixed << std::setprecision(digits) << v;
-    return s.str();
-}
 
 ScenarioResult
 RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pattern pattern)
@@ -30,7 +20,7 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     spec.pattern = pattern;
     spec.topology = ScenarioParamString(o, info, "topology");
     spec.rate = ScenarioParamString(o, info, "rate");
-    spec.duration = PicoSeconds(std::llround(ScenarioParamDouble(o, info, "duration-us") * 1e6));
+    spec.duration = ScenarioParamMicroseconds(o, info, "duration-us");
     spec.vls = static_cast<uint8_t>(ScenarioParamUint(o, info, "vls"));
     spec.payloadBytes = static_cast<uint32_t>(ScenarioParamUint(o, info, "payload"));
     spec.subnetManager = ScenarioParamString(o, info, "sm");
@@ -55,11 +45,7 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
             throw std::invalid_argument("pattern must be all-to-all or shift, not '" + p + "'");
         }
     }
-    spec.pcapDir = o.pcapDir;
-    spec.outDir = o.outDir;
-    spec.plots = o.plots;
-    spec.progress = o.progress;
-    spec.title = o.name;
+    ApplyScenarioOutputs(o, spec);
     IbTrafficStats st = RunIbTraffic(spec);
 
     ScenarioResult r;
@@ -67,25 +53,25 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     add("topology", spec.topology + " (" + std::to_string(st.hosts) + " hosts, " +
                         std::to_string(st.switches) + " switches)");
     add("link rate", "host 0 trained to " + st.linkRateName + " (" +
-                         Fixed(st.linkDataRate / 1e9, 1) + " Gb/s data)");
+                         ScenarioFixed(st.linkDataRate / 1e9, 1) + " Gb/s data)");
     if (spec.subnetManager == "builtin")
     {
         add("subnet manager", "built-in SM on host 0: subnet up at " +
-                                  Fixed(st.subnetUp.GetSeconds() * 1e6, 1) + " us after " +
+                                  ScenarioFixed(st.subnetUp.GetSeconds() * 1e6, 1) + " us after " +
                                   std::to_string(st.smpsSent) + " SMPs (" +
-                                  Fixed(st.smWallSeconds, 2) + " s wall)");
+                                  ScenarioFixed(st.smWallSeconds, 2) + " s wall)");
     }
     else
     {
         add("subnet manager", "static (configured directly, no SMPs)");
     }
-    add("simulated", Fixed(st.simulated.GetSeconds() * 1e6, 1) + " us in " +
-                         Fixed(st.wallSeconds, 2) + " s wall");
+    add("simulated", ScenarioFixed(st.simulated.GetSeconds() * 1e6, 1) + " us in " +
+                         ScenarioFixed(st.wallSeconds, 2) + " s wall");
     add("packets", std::to_string(st.packetsSent) + " sent, " +
                        std::to_string(st.packetsReceived) + " received, " +
                        std::to_string(st.drops) + " dropped");
     add("events", std::to_string(st.events) + " (" +
-                      Fixed(double(st.events) / std::max<uint64_t>(1, st.packetHops), 2) +
+                      ScenarioFixed(double(st.events) / std::max<uint64_t>(1, st.packetHops), 2) +
                       " per packet-hop, " + std::to_string(st.packetHops) + " packet-hops)");
     add("event breakdown", std::to_string(st.packetHops) + " arrivals, " +
                                std::to_string(st.wakeEvents) + " transmitter wake-ups, " +
@@ -102,7 +88,8 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     else if (pattern == IbTrafficSpec::Pattern::Incast || pattern == IbTrafficSpec::Pattern::Pair)
     {
         add("throughput into " + st.hotName,
-            Fixed(st.hotGbps, 2) + " Gb/s (" + Fixed(100 * st.hotGbps * 1e9 / st.linkDataRate, 1) +
+            ScenarioFixed(st.hotGbps, 2) + " Gb/s (" +
+                ScenarioFixed(100 * st.hotGbps * 1e9 / st.linkDataRate, 1) +
                 "% of the link's data rate, headers included)");
     }
     if (st.ratesMeasured &&
@@ -110,12 +97,12 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     {
         for (const auto& fl : st.flows)
         {
-            add("flow " + fl.name, Fixed(fl.gbps, 2) + " Gb/s");
+            add("flow " + fl.name, ScenarioFixed(fl.gbps, 2) + " Gb/s");
         }
     }
     if (st.ratesMeasured && st.victimGbps >= 0)
     {
-        std::string text = Fixed(st.victimGbps, 2) + " Gb/s to an idle host";
+        std::string text = ScenarioFixed(st.victimGbps, 2) + " Gb/s to an idle host";
         if (st.sharedWithVictim >= 0 && size_t(st.sharedWithVictim) < st.flows.size())
         {
             // Max-min fair share of the link the victim shares with host 0's flow, which the
@@ -123,20 +110,20 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
             // blocking (on a path where that link is the victim's bottleneck).
             const double fair = st.linkDataRate / 1e9 - st.flows[st.sharedWithVictim].gbps;
             text += "; max-min fair share of the link it shares with " +
-                    st.flows[st.sharedWithVictim].name + ": " + Fixed(fair, 1) + " Gb/s";
+                    st.flows[st.sharedWithVictim].name + ": " + ScenarioFixed(fair, 1) + " Gb/s";
             if (st.victimGbps < 0.95 * fair)
             {
                 text += " (congestion spreading costs it " +
-                        Fixed(100 * (1 - st.victimGbps / fair), 0) + "%)";
+                        ScenarioFixed(100 * (1 - st.victimGbps / fair), 0) + "%)";
             }
         }
         add("victim flow " + st.victimName, text);
     }
     if (st.ratesMeasured)
     {
-        add("aggregate throughput", Fixed(st.aggregateGbps, 1) + " Gb/s");
+        add("aggregate throughput", ScenarioFixed(st.aggregateGbps, 1) + " Gb/s");
     }
-    add("credit stall at host 0", Fixed(st.creditStall.GetSeconds() * 1e6, 2) + " us");
+    add("credit stall at host 0", ScenarioFixed(st.creditStall.GetSeconds() * 1e6, 2) + " us");
     r.artifacts = st.artifacts;
     r.exitCode = (st.drops == 0 && st.packetsReceived == st.packetsSent) ? 0 : 1;
     return r;

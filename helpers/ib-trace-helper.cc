@@ -1,11 +1,15 @@
 #include "ib-trace-helper.h"
 
+#include "helpers/ib-fabric-helper.h"
 #include "helpers/ib-pcap-writer.h"
 #include "models/ib/ib-flow-control-header.h"
 #include "models/ib/ib-net-device.h"
 
 #include "ns3/callback.h"
 #include "ns3/simulator.h"
+
+#include <filesystem>
+#include <stdexcept>
 
 namespace ns3
 {
@@ -30,6 +34,24 @@ WriteFlowControl(IbErfPcapWriter* w, uint8_t op, uint8_t vl, uint16_t fctbs, uin
     w->Write(Simulator::Now(), bytes, sizeof bytes, IbErfPcapWriter::kErfTypeInfinibandLink);
 }
 } // namespace
+
+std::vector<std::string>
+EnableHostPcaps(IbPcapHelper& pcap, const IbFabric& f, const std::string& dir)
+{
+    std::filesystem::create_directories(dir);
+    std::vector<std::string> paths;
+    const std::vector<uint32_t> hosts = f.topology.Hosts();
+    for (uint32_t i = 0; i < f.hosts.GetN(); ++i)
+    {
+        const std::string path = dir + "/" + f.topology.nodes[hosts[i]].name + ".pcap";
+        if (!pcap.Enable(f.HostPort(i), path))
+        {
+            throw std::runtime_error("cannot write " + path);
+        }
+        paths.push_back(path);
+    }
+    return paths;
+}
 
 bool
 IbPcapHelper::EnableFlowControl(Ptr<IbNetDevice> port, const std::string& path)

@@ -14,6 +14,7 @@ namespace ns3
 
 class IbNetDevice;
 class IbErfPcapWriter;
+struct IbFabric;
 
 /**
  * \brief Writes one pcap per port (ERF-in-pcap, link type 197, that stock tshark decodes) with
@@ -37,6 +38,14 @@ class IbPcapHelper
   private:
     std::vector<std::shared_ptr<IbErfPcapWriter>> m_writers;
 };
+
+/**
+ * One trace per host port of `f` in `dir` (created if missing), named after the host in the
+ * topology (`<dir>/<host>.pcap`); returns the paths in host order. Throws std::runtime_error
+ * naming the file that cannot be written.
+ */
+std::vector<std::string> EnableHostPcaps(IbPcapHelper& pcap, const IbFabric& f,
+                                         const std::string& dir);
 
 /**
  * \brief The credit trace: a CSV of every flow-control packet sent and received, every change of

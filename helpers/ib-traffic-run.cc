@@ -4,6 +4,7 @@
 #include "helpers/ib-sm-helper.h"
 #include "helpers/ib-static-subnet-helper.h"
 #include "helpers/ib-trace-helper.h"
+#include "helpers/scenario.h"
 #include "helpers/sim-progress.h"
 #include "helpers/topology.h"
 #include "models/ib/ib-net-device.h"
@@ -21,20 +22,6 @@
 
 namespace ns3
 {
-
-namespace
-{
-/// Runs a plotting script from tools/plot with Debian's python3; true if it wrote `png`.
-bool
-Plot(const std::string& script, const std::string& csv, const std::string& png,
-     const std::string& title)
-{
-    const std::string cmd = std::string("/usr/bin/python3 '") + CNUAS_SOURCE_TREE +
-                            "/tools/plot/" + script + "' '" + csv + "' '" + png + "' '" + title +
-                            "' >/dev/null 2>&1";
-    return std::system(cmd.c_str()) == 0 && std::filesystem::exists(png);
-}
-} // namespace
 
 IbTrafficStats
 RunIbTraffic(const IbTrafficSpec& spec)
@@ -177,14 +164,8 @@ RunIbTraffic(const IbTrafficSpec& spec)
     IbPcapHelper pcap;
     if (!spec.pcapDir.empty())
     {
-        std::filesystem::create_directories(spec.pcapDir);
-        for (uint32_t i = 0; i < nHosts; ++i)
+        for (const std::string& path : EnableHostPcaps(pcap, f, spec.pcapDir))
         {
-            const std::string path = spec.pcapDir + "/" + hostName(i) + ".pcap";
-            if (!pcap.Enable(f.HostPort(i), path))
-            {
-                throw std::runtime_error("cannot write " + path);
-            }
             st.artifacts.push_back(path);
         }
         // Host 0's link flow-control packets, in their own trace (see IbPcapHelper).
@@ -329,13 +310,13 @@ RunIbTraffic(const IbTrafficSpec& spec)
         st.artifacts.push_back(tputCsv);
         if (spec.plots)
         {
-            if (Plot("plot-throughput.py", tputCsv, spec.outDir + "/throughput.png",
-                     spec.title + ": throughput"))
+            if (RunPlotScript("plot-throughput.py", tputCsv, spec.outDir + "/throughput.png",
+                              spec.title + ": throughput"))
             {
                 st.artifacts.push_back(spec.outDir + "/throughput.png");
             }
-            if (Plot("plot-credits.py", creditCsv, spec.outDir + "/credits.png",
-                     spec.title + ": credits of " + hostName(0)))
+            if (RunPlotScript("plot-credits.py", creditCsv, spec.outDir + "/credits.png",
+                              spec.title + ": credits of " + hostName(0)))
             {
                 st.artifacts.push_back(spec.outDir + "/credits.png");
             }

@@ -4,10 +4,7 @@
 #include "helpers/scenario.h"
 
 #include <algorithm>
-#include <cmath>
-#include <iomanip>
 #include <numeric>
-#include <sstream>
 #include <stdexcept>
 
 namespace ns3
@@ -15,14 +12,6 @@ namespace ns3
 
 namespace
 {
-
-std::string
-Fixed(double v, int digits)
-{
-    std::ostringstream s;
-    s << std::fixed << std::setprecision(digits) << v;
-    return s.str();
-}
 
 RdmaWrOpcode
 ParseOp(const std::string& s, bool pingPong)
@@ -104,11 +93,7 @@ CommonSpec(const ScenarioOptions& o, const ScenarioInfo& info, bool pingPong)
     s.mtu = ParseMtu(ScenarioParamUint(o, info, "mtu"));
     s.seed = o.seed;
     s.run = o.run;
-    s.pcapDir = o.pcapDir;
-    s.outDir = o.outDir;
-    s.plots = o.plots;
-    s.progress = o.progress;
-    s.title = o.name;
+    ApplyScenarioOutputs(o, s);
     return s;
 }
 
@@ -129,9 +114,10 @@ AddCommonSummary(ScenarioResult& r, const RdmaTrafficSpec& spec, const RdmaTraff
     auto add = [&](const std::string& k, const std::string& v) { r.summary.emplace_back(k, v); };
     add("topology", spec.topology + " (" + std::to_string(st.hosts) + " hosts, " +
                         std::to_string(st.switches) + " switches)");
-    add("link rate", st.linkRateName + " (" + Fixed(st.linkDataRate / 1e9, 1) + " Gb/s data)");
-    add("simulated", Fixed(st.simulated.GetSeconds() * 1e6, 1) + " us in " +
-                         Fixed(st.wallSeconds, 2) + " s wall");
+    add("link rate",
+        st.linkRateName + " (" + ScenarioFixed(st.linkDataRate / 1e9, 1) + " Gb/s data)");
+    add("simulated", ScenarioFixed(st.simulated.GetSeconds() * 1e6, 1) + " us in " +
+                         ScenarioFixed(st.wallSeconds, 2) + " s wall");
     add("messages", std::to_string(st.messagesIssued) + " issued, " +
                         std::to_string(st.messagesCompleted) + " completed, " +
                         std::to_string(st.messagesFailed) + " failed, " +
@@ -140,7 +126,9 @@ AddCommonSummary(ScenarioResult& r, const RdmaTrafficSpec& spec, const RdmaTraff
                                  std::to_string(st.retransmissions) + " retransmitted), " +
                                  std::to_string(st.packetHops) + " packet-hops");
     add("events", std::to_string(st.events) + " (" +
-                      Fixed(double(st.events) / std::max<uint64_t>(1, st.transportPackets), 2) +
+                      ScenarioFixed(double(st.events) /
+                                        std::max<uint64_t>(1, st.transportPackets),
+                                    2) +
                       " per transport packet)");
 }
 
@@ -184,13 +172,14 @@ PingPongInfo()
             }
             const double mean = std::accumulate(ns.begin(), ns.end(), 0.0) / double(ns.size());
             r.summary.emplace_back("round trip",
-                                   "first " + Fixed(ns.front(), 3) + " ns, mean " +
-                                       Fixed(mean, 3) + " ns, min " +
-                                       Fixed(*std::min_element(ns.begin(), ns.end()), 3) +
+                                   "first " + ScenarioFixed(ns.front(), 3) + " ns, mean " +
+                                       ScenarioFixed(mean, 3) + " ns, min " +
+                                       ScenarioFixed(*std::min_element(ns.begin(), ns.end()), 3) +
                                        " ns, max " +
-                                       Fixed(*std::max_element(ns.begin(), ns.end()), 3) + " ns");
+                                       ScenarioFixed(*std::max_element(ns.begin(), ns.end()), 3) +
+                                       " ns");
             r.summary.emplace_back("one-way latency (half the mean round trip)",
-                                   Fixed(mean / 2, 3) + " ns");
+                                   ScenarioFixed(mean / 2, 3) + " ns");
         }
         r.artifacts = st.artifacts;
         r.exitCode = (ExitCode(st) == 0 && st.rtts.size() == s.iterations) ? 0 : 1;
@@ -222,27 +211,29 @@ IncastInfo()
         {
             throw std::invalid_argument("outstanding must be at least 1");
         }
-        s.duration = PicoSeconds(std::llround(ScenarioParamDouble(o, info, "duration-us") * 1e6));
+        s.duration = ScenarioParamMicroseconds(o, info, "duration-us");
         RdmaTrafficStats st = RunRdmaTraffic(s);
         ScenarioResult r;
         AddCommonSummary(r, s, st);
         r.summary.emplace_back("goodput into the last host",
-                               Fixed(st.goodputGbps, 2) + " Gb/s of messages (" +
-                                   Fixed(100 * st.goodputGbps * 1e9 / st.linkDataRate, 1) +
+                               ScenarioFixed(st.goodputGbps, 2) + " Gb/s of messages (" +
+                                   ScenarioFixed(100 * st.goodputGbps * 1e9 / st.linkDataRate, 1) +
                                    "% of the link's data rate), " +
-                                   Fixed(st.messagesPerSecond / 1e6, 3) + " M messages/s");
+                                   ScenarioFixed(st.messagesPerSecond / 1e6, 3) + " M messages/s");
         // Jain's fairness index of the senders' goodputs: 1 when the link is shared equally.
         double sum = 0, sq = 0;
         for (const auto& [name, gbps] : st.connectionGbps)
         {
-            r.summary.emplace_back("sender " + name, Fixed(gbps, 2) + " Gb/s");
+            r.summary.emplace_back("sender " + name, ScenarioFixed(gbps, 2) + " Gb/s");
             sum += gbps;
             sq += gbps * gbps;
         }
         if (!st.connectionGbps.empty() && sq > 0)
         {
             r.summary.emplace_back("fairness (Jain's index)",
-                                   Fixed(sum * sum / (double(st.connectionGbps.size()) * sq), 4));
+                                   ScenarioFixed(sum * sum /
+                                                     (double(st.connectionGbps.size()) * sq),
+                                                 4));
         }
         r.artifacts = st.artifacts;
         r.exitCode = ExitCode(st);
@@ -288,8 +279,8 @@ FctInfo()
         }
         s.cdf = ScenarioParamString(o, info, "cdf");
         s.load = ScenarioParamDouble(o, info, "load");
-        s.duration = PicoSeconds(std::llround(ScenarioParamDouble(o, info, "duration-us") * 1e6));
-        s.drain = PicoSeconds(std::llround(ScenarioParamDouble(o, info, "drain-us") * 1e6));
+        s.duration = ScenarioParamMicroseconds(o, info, "duration-us");
+        s.drain = ScenarioParamMicroseconds(o, info, "drain-us");
         s.qps = static_cast<uint32_t>(ScenarioParamUint(o, info, "qps-per-pair"));
         if (s.qps == 0 || s.qps > 64)
         {
@@ -300,8 +291,9 @@ FctInfo()
         AddCommonSummary(r, s, st);
         r.summary.emplace_back("connections", std::to_string(st.connections) + " QP pairs");
         r.summary.emplace_back("FCT slowdown (fct / ideal)",
-                               "p50 " + Fixed(st.fctP50, 2) + ", p95 " + Fixed(st.fctP95, 2) +
-                                   ", p99 " + Fixed(st.fctP99, 2));
+                               "p50 " + ScenarioFixed(st.fctP50, 2) + ", p95 " +
+                                   ScenarioFixed(st.fctP95, 2) + ", p99 " +
+                                   ScenarioFixed(st.fctP99, 2));
         const uint64_t open = st.messagesIssued - st.messagesCompleted - st.messagesFailed -
                               st.postErrors;
         r.summary.emplace_back("unfinished", std::to_string(open) +

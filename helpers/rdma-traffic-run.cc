@@ -3,6 +3,7 @@
 #include "helpers/ib-fabric-helper.h"
 #include "helpers/ib-static-subnet-helper.h"
 #include "helpers/ib-trace-helper.h"
+#include "helpers/scenario.h"
 #include "helpers/rdma-helper.h"
 #include "helpers/rdma-traffic-helper.h"
 #include "helpers/sim-progress.h"
@@ -38,16 +39,6 @@ namespace ns3
 
 namespace
 {
-bool
-Plot(const std::string& script, const std::string& csv, const std::string& png,
-     const std::string& title)
-{
-    const std::string cmd = std::string("/usr/bin/python3 '") + CNUAS_SOURCE_TREE +
-                            "/tools/plot/" + script + "' '" + csv + "' '" + png + "' '" + title +
-                            "' >/dev/null 2>&1";
-    return std::system(cmd.c_str()) == 0 && std::filesystem::exists(png);
-}
-
 bool
 TwoSided(RdmaWrOpcode op)
 {
@@ -168,14 +159,8 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
     IbPcapHelper pcap;
     if (!spec.pcapDir.empty())
     {
-        std::filesystem::create_directories(spec.pcapDir);
-        for (uint32_t i = 0; i < nHosts; ++i)
+        for (const std::string& path : EnableHostPcaps(pcap, f, spec.pcapDir))
         {
-            const std::string path = spec.pcapDir + "/" + hostName(i) + ".pcap";
-            if (!pcap.Enable(f.HostPort(i), path))
-            {
-                throw std::runtime_error("cannot write " + path);
-            }
             st.artifacts.push_back(path);
         }
     }
@@ -481,8 +466,8 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
                 throw std::runtime_error("cannot write " + csv);
             }
             st.artifacts.push_back(csv);
-            if (spec.plots && Plot("plot-fct.py", csv, spec.outDir + "/fct.png",
-                                   spec.title + ": FCT slowdown by size"))
+            if (spec.plots && RunPlotScript("plot-fct.py", csv, spec.outDir + "/fct.png",
+                                            spec.title + ": FCT slowdown by size"))
             {
                 st.artifacts.push_back(spec.outDir + "/fct.png");
             }

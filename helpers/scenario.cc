@@ -6,6 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
 #include <stdexcept>
 
 namespace ns3
@@ -226,6 +229,31 @@ ScenarioParamTime(const ScenarioOptions& o, const ScenarioInfo& info, const std:
             BadValue(info, key, s, "a duration (a number with a unit s ms us ns ps, e.g. 10ms)"));
     }
     return t;
+}
+
+Time
+ScenarioParamMicroseconds(const ScenarioOptions& o, const ScenarioInfo& info,
+                          const std::string& key)
+{
+    return PicoSeconds(std::llround(ScenarioParamDouble(o, info, key) * 1e6));
+}
+
+std::string
+ScenarioFixed(double v, int digits)
+{
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(digits) << v;
+    return s.str();
+}
+
+bool
+RunPlotScript(const std::string& script, const std::string& csv, const std::string& png,
+              const std::string& title)
+{
+    const std::string cmd = std::string("/usr/bin/python3 '") + CNUAS_SOURCE_TREE +
+                            "/tools/plot/" + script + "' '" + csv + "' '" + png + "' '" + title +
+                            "' >/dev/null 2>&1";
+    return std::system(cmd.c_str()) == 0 && std::filesystem::exists(png);
 }
 
 Topology

@@ -91,6 +91,38 @@ Time ScenarioParamTime(const ScenarioOptions& o, const ScenarioInfo& info, const
 Topology ScenarioParamTopology(const ScenarioOptions& o, const ScenarioInfo& info);
 
 /**
+ * Reads a parameter given as a number of microseconds (the `*-us` keys) as a Time, rounded to
+ * the picosecond (MicroSeconds(double) would truncate).
+ */
+Time ScenarioParamMicroseconds(const ScenarioOptions& o, const ScenarioInfo& info,
+                               const std::string& key);
+
+/// `v` with `digits` digits after the point, for summary lines.
+std::string ScenarioFixed(double v, int digits);
+
+/**
+ * Runs tools/plot/`script` with Debian's python3 (the one with matplotlib) on `csv`; true if
+ * it wrote `png`. A missing python3 or matplotlib is no error of the run: the CSV stays.
+ */
+bool RunPlotScript(const std::string& script, const std::string& csv, const std::string& png,
+                   const std::string& title);
+
+/**
+ * Copies what every traffic run takes from the options unchanged (pcap and output folders,
+ * plots, progress bar, and the scenario name as the title) into `spec`.
+ */
+template <typename Spec>
+void
+ApplyScenarioOutputs(const ScenarioOptions& o, Spec& spec)
+{
+    spec.pcapDir = o.pcapDir;
+    spec.outDir = o.outDir;
+    spec.plots = o.plots;
+    spec.progress = o.progress;
+    spec.title = o.name;
+}
+
+/**
  * Parses a duration in the syntax ns-3 accepts for Time attributes (see ScenarioParamTime).
  * Returns false (leaving *out alone) on anything ns-3 would reject or abort on, or on a value
  * outside the representable range.

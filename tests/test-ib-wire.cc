@@ -1,5 +1,6 @@
 // Wire formats of InfiniBand: headers byte-exact against layouts written out by hand from the
 // spec, the CRCs against independent computations, and the ERF-in-pcap writer.
+#include "header-test-util.h"
 #include "ib-test-packets.h"
 
 #include "helpers/ib-pcap-writer.h"
@@ -28,6 +29,8 @@
 #include <vector>
 
 using namespace ns3;
+using cnuas_test::Raw;
+using cnuas_test::ViaPacket;
 using cnuas_test::BuildPacket;
 using cnuas_test::Payload;
 using cnuas_test::TestPacketSpec;
@@ -36,18 +39,6 @@ namespace
 {
 
 using Bytes = std::vector<uint8_t>;
-
-/// Serialize through an ns3::Packet (AddHeader) and return the bytes.
-template <typename H>
-Bytes
-ViaPacket(const H& h)
-{
-    Ptr<Packet> p = Create<Packet>();
-    p->AddHeader(h);
-    Bytes out(p->GetSize());
-    p->CopyData(out.data(), out.size());
-    return out;
-}
 
 /// Parse bytes through an ns3::Packet (RemoveHeader).
 template <typename H>
@@ -58,15 +49,6 @@ FromPacket(const Bytes& raw)
     H h;
     EXPECT_EQ(p->RemoveHeader(h), raw.size());
     return h;
-}
-
-template <typename H>
-Bytes
-Raw(const H& h)
-{
-    Bytes out(H::kSize);
-    h.WriteTo(out.data());
-    return out;
 }
 
 /// The VCRC's CRC-16 computed by Boost.CRC, an implementation independent of ours.

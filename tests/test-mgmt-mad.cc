@@ -2,6 +2,7 @@
 // byte-exactly against layouts written out by hand from the spec tables, parsed back, and a
 // pcap of MAD packets decoded by tshark with the right attribute names and directed-route
 // fields and no malformed packet.
+#include "header-test-util.h"
 #include "ib-test-packets.h"
 
 #include "helpers/ib-pcap-writer.h"
@@ -23,32 +24,13 @@
 #include <vector>
 
 using namespace ns3;
+using cnuas_test::Raw;
+using cnuas_test::ViaPacket;
 
 namespace
 {
 
 using Bytes = std::vector<uint8_t>;
-
-template <typename H>
-Bytes
-Raw(const H& h)
-{
-    Bytes out(H::kSize);
-    h.WriteTo(out.data());
-    return out;
-}
-
-/// Serialize through an ns3::Packet (AddHeader) and return the bytes.
-template <typename H>
-Bytes
-ViaPacket(const H& h)
-{
-    Ptr<Packet> p = Create<Packet>();
-    p->AddHeader(h);
-    Bytes out(p->GetSize());
-    p->CopyData(out.data(), out.size());
-    return out;
-}
 
 /// Bytes with the given (offset, value) pairs set, the rest zero.
 Bytes

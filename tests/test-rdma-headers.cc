@@ -2,6 +2,7 @@
 // from the spec, the opcode table against the spec's table written out again by hand, the
 // message-sequence rule against an independent list of allowed successors, the parser against
 // malformed and random input, and tshark's decoding of packets built with all of it.
+#include "header-test-util.h"
 #include "ib-test-packets.h"
 
 #include "helpers/ib-pcap-writer.h"
@@ -33,6 +34,8 @@
 #include <vector>
 
 using namespace ns3;
+using cnuas_test::Raw;
+using cnuas_test::ViaPacket;
 using cnuas_test::Payload;
 using cnuas_test::RunCommand;
 
@@ -40,27 +43,6 @@ namespace
 {
 
 using Bytes = std::vector<uint8_t>;
-
-template <typename H>
-Bytes
-Raw(const H& h)
-{
-    Bytes out(H::kSize);
-    h.WriteTo(out.data());
-    return out;
-}
-
-/// Serialize through an ns3::Packet (AddHeader) and return the bytes.
-template <typename H>
-Bytes
-ViaPacket(const H& h)
-{
-    Ptr<Packet> p = Create<Packet>();
-    p->AddHeader(h);
-    Bytes out(p->GetSize());
-    p->CopyData(out.data(), out.size());
-    return out;
-}
 
 /// Parse through an ns3::Packet (RemoveHeader) and through ReadFrom; both must agree.
 template <typename H>

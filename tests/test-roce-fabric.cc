@@ -1,5 +1,7 @@
 // Ethernet fabric behaviour: PFC keeps an incast lossless, drops without it are counted, a NIC
 // pauses its switch when it cannot keep up, ECN marking, ECMP, link failure.
+#include "test-roce-util.h"
+
 #include "helpers/eth-fabric-helper.h"
 #include "helpers/eth-traffic-run.h"
 
@@ -33,6 +35,24 @@ SmallBufferIncast(bool pfc)
         h.SetMmuAttribute("BufferBytes", UintegerValue(1024 * 1024));
     };
     return spec;
+}
+
+/// Greedy 1000-byte sources on hosts first .. last-1, all to host 0 on priority 3 (DSCP 26) for
+/// `sendFor`, started at time 0: the incast of the PFC tests.
+std::vector<std::unique_ptr<EthGreedySource>>
+StartIncastToHost0(EthFabric& fab, uint32_t first, uint32_t last, Time sendFor)
+{
+    std::vector<std::unique_ptr<EthGreedySource>> srcs;
+    EthUdpFlow flow;
+    flow.priority = 3;
+    flow.dscp = 26;
+    for (uint32_t i = first; i < last; ++i)
+    {
+        srcs.push_back(std::make_unique<EthGreedySource>(
+            fab.HostPort(i), std::vector<uint32_t>{fab.HostIp(0)}, flow, 1000, sendFor));
+        Simulator::Schedule(Time(0), &EthGreedySource::Start, srcs.back().get());
+    }
+    return srcs;
 }
 
 } // namespace
@@ -114,24 +134,10 @@ TEST(RoceFabric, IncastQueuesStayWithinThresholds)
         IncastObserver obs;
         toTarget->TraceConnectWithoutContext("QueueDepth",
                                              MakeCallback(&IncastObserver::Queue, &obs));
-        std::vector<std::unique_ptr<EthGreedySource>> srcs;
-        EthUdpFlow flow;
-        flow.priority = 3;
-        flow.dscp = 26;
-        for (uint32_t i = 1; i < 7; ++i)
-        {
-            srcs.push_back(std::make_unique<EthGreedySource>(
-                fab.HostPort(i), std::vector<uint32_t>{fab.HostIp(0)}, flow, 1000,
-                MicroSeconds(300)));
-            Simulator::Schedule(Time(0), &EthGreedySource::Start, srcs.back().get());
-        }
+        std::vector<std::unique_ptr<EthGreedySource>> srcs =
+            StartIncastToHost0(fab, 1, 7, MicroSeconds(300));
         uint64_t got = 0;
-        struct Rx
-        {
-            uint64_t* n;
-            void Cb(Ptr<EthNetDevice>, const EthFrame&) { (*n)++; }
-        } rx{&got};
-        fab.HostPort(0)->SetEthReceiveCallback(MakeCallback(&Rx::Cb, &rx));
+        cnuas_test::CountEthRx(fab.HostPort(0), &got);
         Simulator::Stop(MilliSeconds(5));
         Simulator::Run();
         uint64_t sent = 0;
@@ -191,12 +197,7 @@ TEST(RoceFabric, NicPausesSwitchWhenItCannotKeepUpAndPausePropagates)
         flow.dscp = 26;
         EthGreedySource src(a, {fab.HostIp(1)}, flow, 1000, MicroSeconds(400));
         uint64_t got = 0;
-        struct Rx
-        {
-            uint64_t* n;
-            void Cb(Ptr<EthNetDevice>, const EthFrame&) { (*n)++; }
-        } rx{&got};
-        b->SetEthReceiveCallback(MakeCallback(&Rx::Cb, &rx));
+        cnuas_test::CountEthRx(b, &got);
         Simulator::Schedule(Time(0), &EthGreedySource::Start, &src);
         Simulator::Stop(MilliSeconds(10));
         Simulator::Run();
@@ -461,24 +462,10 @@ TEST(RoceFabric, PausePropagatesAcrossSwitches)
     EthFabric fab = h.Build(MakeDumbbell(4, 4));
     const uint32_t swL = *fab.topology.Find("swL");
     const uint32_t swR = *fab.topology.Find("swR");
-    std::vector<std::unique_ptr<EthGreedySource>> srcs;
-    EthUdpFlow flow;
-    flow.priority = 3;
-    flow.dscp = 26;
-    for (uint32_t i = 1; i < 8; ++i)
-    {
-        srcs.push_back(std::make_unique<EthGreedySource>(
-            fab.HostPort(i), std::vector<uint32_t>{fab.HostIp(0)}, flow, 1000,
-            MicroSeconds(300)));
-        Simulator::Schedule(Time(0), &EthGreedySource::Start, srcs.back().get());
-    }
+    std::vector<std::unique_ptr<EthGreedySource>> srcs =
+        StartIncastToHost0(fab, 1, 8, MicroSeconds(300));
     uint64_t got = 0;
-    struct Rx
-    {
-        uint64_t* n;
-        void Cb(Ptr<EthNetDevice>, const EthFrame&) { (*n)++; }
-    } rx{&got};
-    fab.HostPort(0)->SetEthReceiveCallback(MakeCallback(&Rx::Cb, &rx));
+    cnuas_test::CountEthRx(fab.HostPort(0), &got);
     Simulator::Run();
     uint64_t sent = 0;
     for (auto& s : srcs)

@@ -352,12 +352,7 @@ TEST(RoceLink, FramesDamagedOnTheWireAreCountedAsBadFcs)
     flow.dscp = 26;
     EthGreedySource src(a, {fab.HostIp(1)}, flow, 1000, MicroSeconds(100));
     uint64_t got = 0;
-    struct Rx
-    {
-        uint64_t* n;
-        void Cb(Ptr<EthNetDevice>, const EthFrame&) { (*n)++; }
-    } rx{&got};
-    b->SetEthReceiveCallback(MakeCallback(&Rx::Cb, &rx));
+    cnuas_test::CountEthRx(b, &got);
     Simulator::Schedule(Time(0), &EthGreedySource::Start, &src);
     Simulator::Run();
     uint64_t drops = 0;

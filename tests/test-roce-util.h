@@ -4,6 +4,7 @@
 
 #include "helpers/eth-fabric-helper.h"
 
+#include "ns3/callback.h"
 #include "ns3/data-rate.h"
 #include "ns3/uinteger.h"
 
@@ -44,6 +45,20 @@ OnesComplementSum(const uint8_t* p, size_t n)
         sum = (sum >> 16) + (sum & 0xFFFF);
     }
     return static_cast<uint16_t>(sum);
+}
+
+/// Receive callback body for CountEthRx.
+inline void
+CountEthFrame(uint64_t* n, ns3::Ptr<ns3::EthNetDevice>, const ns3::EthFrame&)
+{
+    (*n)++;
+}
+
+/// Counts into `*n` the frames `port` hands up; `n` must outlive the simulation run.
+inline void
+CountEthRx(ns3::Ptr<ns3::EthNetDevice> port, uint64_t* n)
+{
+    port->SetEthReceiveCallback(ns3::MakeBoundCallback(&CountEthFrame, n));
 }
 
 } // namespace cnuas_test
