@@ -128,7 +128,8 @@ TEST(RackPeersCli, PauseGivesThePtyMasterTheBusAndResumeRestartsTheBmc)
         int cs = -1;
         const json r = json::parse(RunCommand("timeout 10 curl -s -f '" + url + "'", &cs),
                                    nullptr, false);
-        return cs == 0 && r.is_object() ? r["Oem"]["Cnuas"]["Reads"].get<long>() : -1L;
+        const json::json_pointer at("/Oem/Cnuas/Reads");
+        return cs == 0 && r.is_object() && r.contains(at) ? r.at(at).get<long>() : -1L;
     };
     ASSERT_TRUE(Until([&]() { return reads() > 50; }, 60)) << "the BMC is not polling";
 

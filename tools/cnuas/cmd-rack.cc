@@ -713,6 +713,13 @@ RackUp(const std::vector<std::string>& args)
         {"pmms", rack.pmms.size()},
         {"addresses", AddressList(rack)},
         {"config", config}};
+    // Before the state file makes the pid public: a `cnuas rack pause` that comes at once must
+    // find the handler (SIGUSR1's default action would end the process).
+    struct sigaction su = {};
+    su.sa_handler = &OnBmcSignal;
+    sigemptyset(&su.sa_mask);
+    sigaction(SIGUSR1, &su, nullptr);
+    sigaction(SIGUSR2, &su, nullptr);
     if (!WriteState(statePath, state, &why))
     {
         std::fprintf(stderr, "cnuas rack up: %s\n", why.c_str());
@@ -755,11 +762,6 @@ RackUp(const std::vector<std::string>& args)
         g_bmcWatch.statePath = statePath;
         g_bmcWatch.state = state;
         rack.bmc->TraceConnectWithoutContext("Held", ns3::MakeCallback(&OnBmcHeld));
-        struct sigaction su = {};
-        su.sa_handler = &OnBmcSignal;
-        sigemptyset(&su.sa_mask);
-        sigaction(SIGUSR1, &su, nullptr);
-        sigaction(SIGUSR2, &su, nullptr);
     }
     ns3::Simulator::Schedule(ns3::Seconds(0), &WatchSignals);
     if (c.duration > 0)
