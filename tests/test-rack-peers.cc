@@ -152,7 +152,7 @@ TEST_F(RackPeers, LibmodbusUnlocksAProtectedPsuRegisterWithTheWriteEnableBit)
     PeerRack r;
     r.Build(false, 2, 2000.0); // two PSUs at 200 and 201 sharing 2 kW: 1000 W each
     Ptr<RackPsu> psu = r.rack.psus[0];
-    ASSERT_EQ(r.rack.slaves[0]->GetAddress(), 200);
+    ASSERT_EQ(psu->GetModbusAddress(), 200);
     std::vector<uint8_t> refusedCodes;
     psu->TraceConnectWithoutContext(
         "WriteRefused",
@@ -202,8 +202,8 @@ TEST_F(RackPeers, LibmodbusUnlocksAProtectedPsuRegisterWithTheWriteEnableBit)
         EXPECT_EQ(lines[6 * k + 5], open + "disable 94: ok 0");
     }
     EXPECT_EQ(refusedCodes, std::vector<uint8_t>(kOpens, 0x01));
-    EXPECT_EQ(psu->GetHoldingRegister(100), 1000 + kOpens - 1);
-    EXPECT_EQ(psu->GetHoldingRegister(94) & 1u, 0u); // the client cleared the bit again
+    EXPECT_EQ(psu->GetRaw(100), 1000 + kOpens - 1);
+    EXPECT_EQ(psu->GetRaw(94) & 1u, 0u); // the client cleared the bit again
     EXPECT_GE(r.bridge->GetCounters().clientOpens, static_cast<uint64_t>(kOpens));
     if (!haveMbpoll)
     {
