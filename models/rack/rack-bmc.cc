@@ -102,6 +102,12 @@ RackBmc::GetTypeId()
                           PointerValue(),
                           MakePointerAccessor(&RackBmc::m_master),
                           MakePointerChecker<ModbusMaster>())
+            .AddAttribute("Paused",
+                          "Polling paused (Pause/Resume): the transaction in flight finishes, "
+                          "then the BMC sends nothing until resumed.",
+                          BooleanValue(false),
+                          MakeBooleanAccessor(&RackBmc::SetPaused, &RackBmc::GetPaused),
+                          MakeBooleanChecker())
             .AddTraceSource("Discovered",
                             "A probe found a device: (address, type).",
                             MakeTraceSourceAccessor(&RackBmc::m_discoveredTrace),
@@ -126,7 +132,12 @@ RackBmc::GetTypeId()
             .AddTraceSource("MonitorCycle",
                             "A monitoring cycle's transactions all ended: (cycle, start, end).",
                             MakeTraceSourceAccessor(&RackBmc::m_cycleTrace),
-                            "ns3::RackBmc::CycleCallback");
+                            "ns3::RackBmc::CycleCallback")
+            .AddTraceSource("Held",
+                            "Paused with nothing in flight, the bus is free (true); resumed "
+                            "(false).",
+                            MakeTraceSourceAccessor(&RackBmc::m_heldTrace),
+                            "ns3::RackBmc::HeldCallback");
     return tid;
 }
 
@@ -247,8 +258,75 @@ RackBmc::Enqueue(const Job& j)
 }
 
 void
+RackBmc::SetPaused(bool paused)
+{
+    if (paused)
+    {
+        Pause();
+    }
+    else
+    {
+        Resume();
+    }
+}
+
+void
+RackBmc::Pause()
+{
+    if (m_paused)
+    {
+        return;
+    }
+    m_paused = true;
+    m_counters.pauses++;
+    if (!m_busy)
+    {
+        Hold(); // nothing in flight or scheduled: the bus is free now
+    }
+}
+
+void
+RackBmc::Hold()
+{
+    m_busy = false;
+    if (!m_held)
+    {
+        m_held = true;
+        m_heldTrace(true);
+    }
+}
+
+void
+RackBmc::Resume()
+{
+    if (!m_paused)
+    {
+        return;
+    }
+    m_paused = false;
+    if (m_held)
+    {
+        m_held = false;
+        m_heldTrace(false);
+    }
+    // If a transaction is still in flight (resumed before it ended), its completion goes on.
+    if (!m_busy && m_running)
+    {
+        Simulator::ScheduleNow(&RackBmc::RunNext, this);
+        m_busy = true;
+    }
+}
+
+void
 RackBmc::RunNext()
 {
+    if (m_paused)
+    {
+        // Called after the last transaction's completion (or instead of the first): hold the
+        // queue, as rackmon's pause lets the command in progress finish and then waits.
+        Hold();
+        return;
+    }
     while (m_running && !m_queue.empty())
     {
         const Job j = m_queue.front();
@@ -527,7 +605,7 @@ RackBmc::MonitorTick()
         return;
     }
     m_monitorEvent = Simulator::Schedule(m_monitorInterval, &RackBmc::MonitorTick, this);
-    if (m_cycleOpen)
+    if (m_cycleOpen || m_paused)
     {
         return; // the previous cycle is still running: skip this one
     }
@@ -573,6 +651,10 @@ RackBmc::ScanTick()
         return;
     }
     m_scanEvent = Simulator::Schedule(m_scanInterval, &RackBmc::ScanTick, this);
+    if (m_paused)
+    {
+        return;
+    }
     // The next (map, address) pair not in the inventory, round robin.
     std::vector<std::pair<std::size_t, uint8_t>> all;
     for (std::size_t i = 0; i < m_maps.size(); ++i)

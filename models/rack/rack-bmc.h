@@ -58,6 +58,7 @@ struct RackBmcCounters
     uint64_t timeWrites = 0;
     uint64_t timeWriteFailures = 0;
     uint64_t monitorCycles = 0;
+    uint64_t pauses = 0; ///< Pause() calls that paused a running poller
 };
 
 /**
@@ -94,6 +95,7 @@ class RackBmc : public Application
     typedef void (*PollCallback)(uint8_t address, uint16_t start, uint16_t count, bool ok);
     typedef void (*ChangedCallback)(uint8_t address, const std::string& registerName);
     typedef void (*CycleCallback)(uint64_t cycle, Time start, Time end);
+    typedef void (*HeldCallback)(bool held);
 
     void SetMaster(Ptr<ModbusMaster> master);
     Ptr<ModbusMaster> GetMaster() const;
@@ -111,6 +113,21 @@ class RackBmc : public Application
     const RackBmcCounters& GetCounters() const { return m_counters; }
     /// The Unix time the BMC believes it is (UnixTimeAtStart + simulation time), seconds.
     uint32_t GetUnixTime() const;
+
+    // ---- sharing the bus with another master ------------------------------------------------
+    /**
+     * Stops polling, as `rackmoncli pause` does: the transaction in flight (with its retries)
+     * finishes, then nothing more is sent until Resume(); monitoring and discovery ticks that
+     * fall in the pause are skipped. Modbus has no arbitration (serial line v1.02 §2.1: one
+     * master), so this is how an external master gets the segment to itself.
+     */
+    void Pause();
+    /// Polling again: queued work continues, the next monitoring tick runs a cycle.
+    void Resume();
+    /// Whether a pause was asked for (the bus may still carry the last transaction).
+    bool IsPaused() const { return m_paused; }
+    /// Whether the BMC is paused and has no transaction in flight: the bus is free.
+    bool IsHeld() const { return m_held; }
 
   protected:
     void DoDispose() override;
@@ -145,6 +162,9 @@ class RackBmc : public Application
     void QueueReads(uint8_t address);
     void QueueTimeWrite(uint8_t address);
     void Failure(RackBmcDevice& d);
+    void SetPaused(bool paused);
+    bool GetPaused() const { return m_paused; }
+    void Hold();
     bool Known(uint8_t address) const;
 
     Ptr<ModbusMaster> m_master;
@@ -179,6 +199,8 @@ class RackBmc : public Application
     EventId m_monitorEvent;
     EventId m_scanEvent;
     RackBmcCounters m_counters;
+    bool m_paused = false;
+    bool m_held = false;
 
     TracedCallback<uint8_t, const std::string&> m_discoveredTrace;
     TracedCallback<uint8_t, const std::string&> m_dormantTrace;
@@ -186,6 +208,7 @@ class RackBmc : public Application
     TracedCallback<uint8_t, uint16_t, uint16_t, bool> m_pollTrace;
     TracedCallback<uint8_t, const std::string&> m_changedTrace;
     TracedCallback<uint64_t, Time, Time> m_cycleTrace;
+    TracedCallback<bool> m_heldTrace;
 };
 
 } // namespace ns3

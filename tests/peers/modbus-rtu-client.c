@@ -12,6 +12,13 @@
  *   open 0 write 100: ok 1000
  *   open 0 readback 100: 1000
  * and exits 0 when every open and connect worked (the caller judges the values), 2 otherwise.
+ *
+ * With two more arguments ENABLE_REG ENABLE_BIT (an ORv3 PSU: 94 0, the write-enable bit of
+ * PSU_Setting_Register), after the refused write the client sets that bit by read-modify-write
+ * (as rackmon does before a protected write), writes and reads back WRITABLE_REG (the caller
+ * passes the protected register again), then clears the bit, printing
+ *   open 0 enable 94: ok 1
+ *   open 0 disable 94: ok 0
  */
 #include <errno.h>
 #include <modbus.h>
@@ -35,11 +42,11 @@ report_error(int open, const char* what, int reg)
 int
 main(int argc, char** argv)
 {
-    if (argc != 10)
+    if (argc != 10 && argc != 12)
     {
         fprintf(stderr,
                 "usage: %s DEVICE BAUD PARITY SLAVE OPENS READ_REG READ_COUNT PROTECTED_REG "
-                "WRITABLE_REG\n",
+                "WRITABLE_REG [ENABLE_REG ENABLE_BIT]\n",
                 argv[0]);
         return 1;
     }
@@ -52,6 +59,13 @@ main(int argc, char** argv)
     const int readCount = atoi(argv[7]);
     const int protectedReg = atoi(argv[8]);
     const int writableReg = atoi(argv[9]);
+    const int enableReg = argc == 12 ? atoi(argv[10]) : -1;
+    const int enableBit = argc == 12 ? atoi(argv[11]) : 0;
+    if (enableReg >= 0 && (enableBit < 0 || enableBit > 15))
+    {
+        fprintf(stderr, "ENABLE_BIT must be 0..15\n");
+        return 1;
+    }
     if (readCount < 1 || readCount > 125)
     {
         fprintf(stderr, "READ_COUNT must be 1..125\n");
@@ -99,6 +113,20 @@ main(int argc, char** argv)
             report_error(k, "write", protectedReg);
         }
 
+        uint16_t settings = 0;
+        if (enableReg >= 0)
+        {
+            if (modbus_read_registers(ctx, enableReg, 1, &settings) == 1 &&
+                modbus_write_register(ctx, enableReg, settings | (1u << enableBit)) == 1)
+            {
+                printf("open %d enable %d: ok 1\n", k, enableReg);
+            }
+            else
+            {
+                report_error(k, "enable", enableReg);
+            }
+        }
+
         const uint16_t value = (uint16_t)(1000 + k);
         if (modbus_write_register(ctx, writableReg, value) == 1)
         {
@@ -116,6 +144,17 @@ main(int argc, char** argv)
         else
         {
             report_error(k, "readback", writableReg);
+        }
+        if (enableReg >= 0)
+        {
+            if (modbus_write_register(ctx, enableReg, settings & ~(1u << enableBit)) == 1)
+            {
+                printf("open %d disable %d: ok 0\n", k, enableReg);
+            }
+            else
+            {
+                report_error(k, "disable", enableReg);
+            }
         }
 
         modbus_close(ctx);

@@ -1,6 +1,6 @@
-// `cnuas rack up|down`: runs an ORv3 rack (power shelves, BBU shelf, a rackmon-like BMC) in
-// real time, with a pty on its RS-485 bus for a real Modbus master and the BMC's Redfish
-// service on loopback; `cnuas status` shows both.
+// `cnuas rack up|down|pause|resume`: runs an ORv3 rack (power shelves, BBU shelf, a
+// rackmon-like BMC) in real time, with a pty on its RS-485 bus for a real Modbus master and the
+// BMC's Redfish service on loopback; `cnuas status` shows both; pauses and resumes its BMC.
 #include "command.h"
 #include "cmd-status.h"
 
@@ -8,6 +8,7 @@
 #include "helpers/rack-helper.h"
 #include "helpers/rs485-pty-bridge-helper.h"
 #include "helpers/scenario-file.h"
+#include "models/rack/rack-bmc.h"
 #include "models/rack/redfish-server.h"
 
 #include "ns3/boolean.h"
@@ -21,14 +22,18 @@
 
 #include <cmath>
 #include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <sstream>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -43,12 +48,17 @@ const char* const kUsage =
     "                     [--redfish-port P] [--pty-link PATH] [--duration S]\n"
     "                     [--set ATTRIBUTE=VALUE]... [--state-dir DIR]\n"
     "       cnuas rack down [--timeout S] [--state-dir DIR]\n"
+    "       cnuas rack pause|resume [--timeout S] [--state-dir DIR]\n"
     "\n"
     "'up' runs an ORv3 rack in real time until interrupted (Ctrl-C, SIGTERM or 'cnuas rack\n"
     "down'): PSU shelves and a BBU shelf on one RS-485 segment, a BMC polling them as rackmon\n"
     "does and serving what it reads as DMTF Redfish on 127.0.0.1, and a pseudo-terminal on the\n"
     "same bus for a real Modbus master (mbpoll, libmodbus, pymodbus, rackmond). It prints the\n"
     "pty path and the Redfish URL and records them in a state file that 'cnuas status' reads.\n"
+    "'pause' stops the simulated BMC's polling (the transaction in flight ends first) so that a\n"
+    "master on the pty has the bus to itself, as 'rackmoncli pause' does; 'resume' restarts\n"
+    "it. Both return once the rack has done it (SIGUSR1/SIGUSR2 to the rack's pid). To start\n"
+    "paused: --set ns3::RackBmc::Paused=true.\n"
     "\n"
     "options (they override the config file):\n"
     "  --config FILE          a rack file (key = value lines, 'at T ACTION' events, 'set';\n"
@@ -64,7 +74,7 @@ const char* const kUsage =
     "  --set ATTR=VALUE       an ns-3 attribute default, e.g. ns3::RackBmc::MonitorInterval=5s\n"
     "  --state-dir DIR        where the state file goes (default $CNUAS_STATE_DIR, else\n"
     "                         $XDG_RUNTIME_DIR/cnuas, else /tmp/cnuas-UID)\n"
-    "  --timeout S            down: how long to wait for the rack to stop (default 15)\n"
+    "  --timeout S            down, pause, resume: how long to wait (default 15)\n"
     "\n"
     "Exit status: 0 after a clean stop, 1 on a runtime error, 2 on a usage or config error.\n";
 
@@ -378,11 +388,40 @@ CheckAddresses(const ns3::RackConfig& c)
 }
 
 volatile std::sig_atomic_t g_stopSignal = 0;
+volatile std::sig_atomic_t g_bmcSignal = 0; ///< SIGUSR1 pause, SIGUSR2 resume
 
 void
 OnSignal(int sig)
 {
     g_stopSignal = sig;
+}
+
+void
+OnBmcSignal(int sig)
+{
+    g_bmcSignal = sig;
+}
+
+/// What the signal watcher and the BMC's Held trace need: the state file records whether the
+/// BMC has released the bus, which is what `cnuas rack pause` waits for.
+struct BmcWatch
+{
+    ns3::Ptr<ns3::RackBmc> bmc;
+    std::string statePath;
+    nlohmann::json state;
+};
+
+BmcWatch g_bmcWatch;
+
+void
+OnBmcHeld(bool held)
+{
+    g_bmcWatch.state["bmc_paused"] = held;
+    std::string why;
+    if (!WriteState(g_bmcWatch.statePath, g_bmcWatch.state, &why))
+    {
+        std::fprintf(stderr, "cnuas rack up: %s\n", why.c_str());
+    }
 }
 
 void
@@ -392,6 +431,19 @@ WatchSignals()
     {
         ns3::Simulator::Stop();
         return;
+    }
+    const int bmcSignal = g_bmcSignal;
+    if (bmcSignal != 0)
+    {
+        g_bmcSignal = 0;
+        if (g_bmcWatch.bmc && bmcSignal == SIGUSR1)
+        {
+            g_bmcWatch.bmc->Pause();
+        }
+        else if (g_bmcWatch.bmc)
+        {
+            g_bmcWatch.bmc->Resume();
+        }
     }
     ns3::Simulator::Schedule(ns3::MilliSeconds(50), &WatchSignals);
 }
@@ -653,6 +705,7 @@ RackUp(const std::vector<std::string>& args)
         {"redfish", rack.bmc ? redfish->GetBaseUrl() : ""},
         {"redfish_port", redfish->GetPort()},
         {"bmc", static_cast<bool>(rack.bmc)},
+        {"bmc_paused", rack.bmc && rack.bmc->IsHeld()},
         {"baud", f.baudRate},
         {"parity", even ? "even" : f.parity == ns3::Rs485Parity::Odd ? "odd" : "none"},
         {"psus", rack.psus.size()},
@@ -660,6 +713,13 @@ RackUp(const std::vector<std::string>& args)
         {"pmms", rack.pmms.size()},
         {"addresses", AddressList(rack)},
         {"config", config}};
+    // Before the state file makes the pid public: a `cnuas rack pause` that comes at once must
+    // find the handler (SIGUSR1's default action would end the process).
+    struct sigaction su = {};
+    su.sa_handler = &OnBmcSignal;
+    sigemptyset(&su.sa_mask);
+    sigaction(SIGUSR1, &su, nullptr);
+    sigaction(SIGUSR2, &su, nullptr);
     if (!WriteState(statePath, state, &why))
     {
         std::fprintf(stderr, "cnuas rack up: %s\n", why.c_str());
@@ -696,12 +756,20 @@ RackUp(const std::vector<std::string>& args)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    if (rack.bmc)
+    {
+        g_bmcWatch.bmc = rack.bmc;
+        g_bmcWatch.statePath = statePath;
+        g_bmcWatch.state = state;
+        rack.bmc->TraceConnectWithoutContext("Held", ns3::MakeCallback(&OnBmcHeld));
+    }
     ns3::Simulator::Schedule(ns3::Seconds(0), &WatchSignals);
     if (c.duration > 0)
     {
         ns3::Simulator::Stop(ns3::PicoSeconds(std::llround(c.duration * 1e12)));
     }
     ns3::Simulator::Run();
+    g_bmcWatch.bmc = nullptr;
 
     const double simSeconds = ns3::Simulator::Now().GetSeconds();
     const ns3::RackBmcCounters bmc = rack.bmc ? rack.bmc->GetCounters() : ns3::RackBmcCounters();
@@ -781,6 +849,78 @@ RackDown(const std::vector<std::string>& args)
     return 0;
 }
 
+/// `cnuas rack pause|resume`: signals the rack and waits until its state file shows the BMC
+/// held (the transaction in flight has ended) or polling again.
+int
+RackPauseResume(bool pause, const std::vector<std::string>& args)
+{
+    const char* const name = pause ? "cnuas rack pause" : "cnuas rack resume";
+    std::string stateDir;
+    double timeout = 15;
+    try
+    {
+        for (std::size_t i = 0; i < args.size(); ++i)
+        {
+            if (args[i] == "--state-dir" && i + 1 < args.size())
+            {
+                stateDir = args[++i];
+            }
+            else if (args[i] == "--timeout" && i + 1 < args.size())
+            {
+                timeout = Number(args[++i], "--timeout", 0.1, 3600);
+            }
+            else
+            {
+                throw std::invalid_argument("unknown option '" + args[i] + "'");
+            }
+        }
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "%s: %s\n", name, e.what());
+        return 2;
+    }
+    const std::string statePath = StateDirectory(stateDir) + "/rack.json";
+    auto state = ReadState(statePath);
+    if (!state)
+    {
+        std::fprintf(stderr, "%s: no rack is up (%s)\n", name, statePath.c_str());
+        return 1;
+    }
+    const int pid = state->value("pid", 0);
+    if (!ProcessAlive(pid))
+    {
+        std::fprintf(stderr, "%s: pid %d is gone (stale state file)\n", name, pid);
+        return 1;
+    }
+    if (!state->value("bmc", false))
+    {
+        std::fprintf(stderr, "%s: the rack runs without a simulated BMC (--no-bmc)\n", name);
+        return 1;
+    }
+    if (kill(pid, pause ? SIGUSR1 : SIGUSR2) != 0)
+    {
+        std::fprintf(stderr, "%s: cannot signal pid %d: %s\n", name, pid, std::strerror(errno));
+        return 1;
+    }
+    const auto end = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+    while (std::chrono::steady_clock::now() < end)
+    {
+        auto s = ReadState(statePath);
+        if (s && s->value("bmc_paused", !pause) == pause)
+        {
+            std::printf("%s: %s\n", name,
+                        pause ? "the BMC is paused, the bus is free"
+                              : "the BMC polls again");
+            return 0;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::fprintf(stderr, "%s: pid %d did not confirm within %.1f s\n", name, pid, timeout);
+    return 1;
+}
+
 int
 RunRack(const std::vector<std::string>& args)
 {
@@ -806,8 +946,12 @@ RunRack(const std::vector<std::string>& args)
     {
         return RackDown(rest);
     }
-    std::fprintf(stderr, "cnuas rack: unknown action '%s' (up, down)\n%s", args[0].c_str(),
-                 kUsage);
+    if (args[0] == "pause" || args[0] == "resume")
+    {
+        return RackPauseResume(args[0] == "pause", rest);
+    }
+    std::fprintf(stderr, "cnuas rack: unknown action '%s' (up, down, pause, resume)\n%s",
+                 args[0].c_str(), kUsage);
     return 2;
 }
 
