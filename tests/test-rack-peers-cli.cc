@@ -1,7 +1,7 @@
 // `cnuas rack pause|resume` end to end: the real `cnuas rack up` with a BMC that keeps the bus
 // busy, paused so that mbpoll on the pty succeeds every time, then resumed. Every wait has a
 // deadline, the child has a --duration safety net and is killed if the test fails early.
-#include "ib-test-packets.h"
+#include "rack-cli-process.h"
 
 #include <nlohmann/json.hpp>
 
@@ -30,17 +30,6 @@ using nlohmann::json;
 namespace
 {
 
-const std::string kCnuasBin = CNUAS_BINARY_DIR "/bin/cnuas";
-
-std::string
-Slurp(const std::string& p)
-{
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
 bool
 Until(const std::function<bool()>& done, int seconds)
 {
@@ -56,58 +45,6 @@ Until(const std::function<bool()>& done, int seconds)
     return false;
 }
 
-/// `cnuas rack up` in a temporary state directory, output in DIR/up.log.
-struct UpChild
-{
-    std::string dir;
-    pid_t pid = -1;
-    int exitStatus = -1;
-
-    bool Start(const std::vector<std::string>& extra)
-    {
-        char t[] = "/tmp/cnuas-rack-peers-XXXXXX";
-        const char* d = mkdtemp(t);
-        if (!d)
-        {
-            return false;
-        }
-        dir = d;
-        std::vector<std::string> args = {kCnuasBin, "rack", "up", "--state-dir", dir,
-                                         "--pty-link", dir + "/tty", "--duration", "120"};
-        args.insert(args.end(), extra.begin(), extra.end());
-        std::vector<char*> argv;
-        for (auto& a : args)
-        {
-            argv.push_back(a.data());
-        }
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t fa;
-        posix_spawn_file_actions_init(&fa);
-        const std::string log = dir + "/up.log";
-        posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        const int rc = posix_spawn(&pid, kCnuasBin.c_str(), &fa, nullptr, argv.data(), environ);
-        posix_spawn_file_actions_destroy(&fa);
-        return rc == 0;
-    }
-
-    json State() const { return json::parse(Slurp(dir + "/rack.json"), nullptr, false); }
-
-    ~UpChild()
-    {
-        if (pid > 0)
-        {
-            kill(pid, SIGKILL);
-            waitpid(pid, &exitStatus, 0);
-        }
-        if (!dir.empty())
-        {
-            RunCommand("rm -rf '" + dir + "'");
-        }
-    }
-};
-
 } // namespace
 
 TEST(RackPeersCli, PauseGivesThePtyMasterTheBusAndResumeRestartsTheBmc)
@@ -116,11 +53,12 @@ TEST(RackPeersCli, PauseGivesThePtyMasterTheBusAndResumeRestartsTheBmc)
     {
         GTEST_SKIP() << "mbpoll is not installed";
     }
-    UpChild p;
+    RackProcess p;
+    p.dir = TempDir();
     // A new BMC cycle every 200 ms: the bus is never quiet for long while the BMC runs.
     ASSERT_TRUE(p.Start({"--set", "ns3::RackBmc::MonitorInterval=200ms", "--set",
                          "ns3::RackBmc::FirstReloadPerRegister=false"}));
-    ASSERT_TRUE(Until([&]() { return p.State().is_object(); }, 30)) << Slurp(p.dir + "/up.log");
+    ASSERT_TRUE(Until([&]() { return p.State().is_object(); }, 30)) << ReadFile(p.dir + "/up.log");
     const json state = p.State();
     EXPECT_EQ(state["bmc_paused"], false);
     const std::string url = state["redfish"];
@@ -136,7 +74,7 @@ TEST(RackPeersCli, PauseGivesThePtyMasterTheBusAndResumeRestartsTheBmc)
     int st = -1;
     const std::string stateDir = " --state-dir " + p.dir;
     const std::string paused =
-        RunCommand("timeout 30 " + kCnuasBin + " rack pause --timeout 20" + stateDir + " 2>&1",
+        RunCommand("timeout 30 " + kCnuas + " rack pause --timeout 20" + stateDir + " 2>&1",
                    &st);
     ASSERT_EQ(st, 0) << paused;
     EXPECT_EQ(p.State()["bmc_paused"], true);
@@ -166,7 +104,7 @@ TEST(RackPeersCli, PauseGivesThePtyMasterTheBusAndResumeRestartsTheBmc)
     EXPECT_EQ(reads(), atPause) << "the BMC read while paused";
 
     const std::string resumed =
-        RunCommand("timeout 30 " + kCnuasBin + " rack resume --timeout 20" + stateDir + " 2>&1",
+        RunCommand("timeout 30 " + kCnuas + " rack resume --timeout 20" + stateDir + " 2>&1",
                    &st);
     ASSERT_EQ(st, 0) << resumed;
     EXPECT_EQ(p.State()["bmc_paused"], false);
@@ -177,7 +115,7 @@ TEST(RackPeersCli, PauseGivesThePtyMasterTheBusAndResumeRestartsTheBmc)
     ASSERT_TRUE(Until([&]() { return waitpid(p.pid, &p.exitStatus, WNOHANG) == p.pid; }, 20));
     p.pid = -1;
     EXPECT_TRUE(WIFEXITED(p.exitStatus) && WEXITSTATUS(p.exitStatus) == 0)
-        << Slurp(p.dir + "/up.log");
+        << ReadFile(p.dir + "/up.log");
 }
 
 TEST(RackPeersCli, PauseWithoutARackOrWithoutABmcIsAnError)
@@ -186,11 +124,11 @@ TEST(RackPeersCli, PauseWithoutARackOrWithoutABmcIsAnError)
     const std::string dir = mkdtemp(t);
     int st = -1;
     const std::string none =
-        RunCommand("timeout 10 " + kCnuasBin + " rack pause --state-dir " + dir + " 2>&1", &st);
+        RunCommand("timeout 10 " + kCnuas + " rack pause --state-dir " + dir + " 2>&1", &st);
     EXPECT_NE(none.find("no rack is up"), std::string::npos) << none;
     EXPECT_EQ(st, 1);
     const std::string bad =
-        RunCommand("timeout 10 " + kCnuasBin + " rack resume --bogus 2>&1", &st);
+        RunCommand("timeout 10 " + kCnuas + " rack resume --bogus 2>&1", &st);
     EXPECT_EQ(st, 2) << bad;
     RunCommand("rm -rf '" + dir + "'");
 }
