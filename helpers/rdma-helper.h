@@ -4,6 +4,7 @@
 #define CNUAS_RDMA_HELPER_H
 
 #include "helpers/ib-fabric-helper.h"
+#include "helpers/rdma-hca-factories.h"
 #include "models/ib/ib-rdma-port.h"
 #include "models/rdma/rdma-device.h"
 #include "models/rdma/rdma-engine.h"
@@ -33,26 +34,13 @@ struct RdmaHca
  * deterministic key streams (AssignStreams with the host index) and node GUIDs from the
  * port GUIDs.
  */
-class RdmaHelper
+class RdmaHelper : public RdmaHcaFactories
 {
   public:
     RdmaHelper();
-    void SetDeviceAttribute(const std::string& name, const AttributeValue& value);
-    void SetEngineAttribute(const std::string& name, const AttributeValue& value);
-    void SetPortAttribute(const std::string& name, const AttributeValue& value);
-    /// The congestion-control policy's TypeId name (default "ns3::RdmaCcNone"); one instance
-    /// per engine.
-    void SetCongestionControl(const std::string& typeId);
-    void SetCongestionControlAttribute(const std::string& name, const AttributeValue& value);
 
     /// An HCA per host, in fabric.hosts order.
     std::vector<RdmaHca> Install(const IbFabric& fabric) const;
-
-  private:
-    ObjectFactory m_deviceFactory;
-    ObjectFactory m_engineFactory;
-    ObjectFactory m_portFactory;
-    ObjectFactory m_ccFactory;
 };
 
 } // namespace ns3

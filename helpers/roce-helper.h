@@ -4,6 +4,7 @@
 #define CNUAS_ROCE_HELPER_H
 
 #include "helpers/eth-fabric-helper.h"
+#include "helpers/rdma-hca-factories.h"
 #include "models/rdma/rdma-device.h"
 #include "models/rdma/rdma-engine.h"
 #include "models/rdma/rdma-memory.h"
@@ -38,25 +39,13 @@ struct RoceHca
  * decides when a notification point sends a CNP (RdmaCcDcqcn's CnpInterval), so the interval
  * is a constant of the DCQCN preset. SetEngineAttribute("CnpInterval", ...) overrides it.
  */
-class RoceHelper
+class RoceHelper : public RdmaHcaFactories
 {
   public:
     RoceHelper();
-    void SetDeviceAttribute(const std::string& name, const AttributeValue& value);
-    void SetEngineAttribute(const std::string& name, const AttributeValue& value);
-    void SetPortAttribute(const std::string& name, const AttributeValue& value);
-    /// The congestion-control policy's TypeId name (default "ns3::RdmaCcNone").
-    void SetCongestionControl(const std::string& typeId);
-    void SetCongestionControlAttribute(const std::string& name, const AttributeValue& value);
 
     /// A NIC per host, in fabric.hosts order.
     std::vector<RoceHca> Install(const EthFabric& fabric) const;
-
-  private:
-    ObjectFactory m_deviceFactory;
-    ObjectFactory m_engineFactory;
-    ObjectFactory m_portFactory;
-    ObjectFactory m_ccFactory;
 };
 
 } // namespace ns3
