@@ -284,7 +284,7 @@ RunRoceFlows(const RoceRunSpec& spec)
         throw std::invalid_argument("roce run: recovery is gbn or irn, not '" + spec.recovery +
                                     "'");
     }
-    if (spec.rtoLow.IsNegative() || spec.rtoHigh.IsNegative() ||
+    if (spec.rtoLow.IsStrictlyNegative() || spec.rtoHigh.IsStrictlyNegative() ||
         (spec.rtoLow.IsStrictlyPositive() && spec.rtoLow > spec.rtoHigh))
     {
         throw std::invalid_argument("roce run: need 0 <= rto-low <= rto (rto-low needs rto)");

@@ -59,7 +59,7 @@ struct TimeLog
 
     void Sent(uint32_t, uint8_t opcode, uint32_t, uint32_t, bool)
     {
-        if (opcode != IbOpcode::kRcAcknowledge && firstSent.IsNegative())
+        if (opcode != IbOpcode::kRcAcknowledge && firstSent.IsStrictlyNegative())
         {
             firstSent = Simulator::Now();
         }
@@ -413,7 +413,7 @@ class RdmaSelectiveRepeatRto : public RdmaSelectiveRepeatIb,
 
     void OnTimeout(uint32_t, uint32_t)
     {
-        if (lastRxBeforeTimeout.IsNegative())
+        if (lastRxBeforeTimeout.IsStrictlyNegative())
         {
             lastRxBeforeTimeout = lastRx;
         }
@@ -453,7 +453,7 @@ TEST_P(RdmaSelectiveRepeatRto, ALostLastPacketIsResentAfterRtoLow)
     // The ACK of the packet before the lost one restarted the timer with one packet in
     // flight: RTO_low from that ACK's arrival.
     ASSERT_EQ(log.timeouts.size(), 1u);
-    ASSERT_TRUE(lastRxBeforeTimeout.IsPositive());
+    ASSERT_TRUE(lastRxBeforeTimeout.IsStrictlyPositive());
     EXPECT_EQ(log.timeouts[0] - lastRxBeforeTimeout, rtoLow);
     EXPECT_EQ(a.hca.engine->GetCounters().rtoExtensions, 0u);
     EXPECT_EQ(a.hca.engine->GetCounters().retransmittedPackets, 1u);
