@@ -11,7 +11,6 @@
 #include "rdma-link-port.h"
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <vector>
 
@@ -112,7 +111,9 @@ class RdmaSelectiveRepeat
 
     bool m_haveBase = false;
     uint32_t m_base = 0;
-    std::deque<uint8_t> m_flags; ///< m_flags[i]: PSN base + i
+    /// m_flags[i]: PSN base + i. A vector rather than a deque: an empty deque allocates, and
+    /// every QP context holds one of these even under go-back-N.
+    std::vector<uint8_t> m_flags;
     uint32_t m_sackEnd = 0;      ///< one past the highest SACKed offset
     uint32_t m_scan = 0;         ///< offsets below it hold no unresent lost packet
     std::map<uint32_t, RdmaHeldRequest> m_held;
