@@ -481,6 +481,22 @@ TEST_F(RdmaSelectiveRepeatRto, SilenceWithManyPacketsInFlightWaitsRtoHigh)
     EXPECT_EQ(a.hca.engine->GetCounters().retransmittedPackets, 6u);
 }
 
+TEST_F(RdmaSelectiveRepeatRto, ALostLastPacketWithoutPerPacketAcksWaitsRtoHigh)
+{
+    SetUpRto();
+    a.hca.engine->SetAttribute("AckReqEveryPackets", UintegerValue(0));
+    // Only the last packet asks for an ACK, and it is lost: the requester hears nothing with
+    // 6 packets in flight, so RTO_high from the first packet; with no SACK to tell what
+    // arrived, it resends all six (the responder acknowledges the five duplicates).
+    SetLoss(Loss(PacketLossModel::LIST, 0, "5", 1), nullptr);
+    SendAndCheck(6);
+    ASSERT_EQ(log.timeouts.size(), 1u);
+    EXPECT_EQ(log.timeouts[0] - log.firstSent, rtoHigh);
+    EXPECT_EQ(a.hca.engine->GetCounters().rtoExtensions, 1u);
+    EXPECT_EQ(a.hca.engine->GetCounters().retransmittedPackets, 6u);
+    EXPECT_EQ(b.hca.engine->GetDropCount(RdmaDropReason::Duplicate), 5u);
+}
+
 TEST_F(RdmaSelectiveRepeatIb, GoBackNTakesTheRtoInsteadOfTheLocalAckTimeout)
 {
     QpOptions o;
