@@ -523,6 +523,30 @@ TEST_F(RdmaSelectiveRepeatIb, GoBackNTakesTheRtoInsteadOfTheLocalAckTimeout)
     EXPECT_EQ(log.timeouts[0] - log.firstSent, rto);
 }
 
+TEST_F(RdmaSelectiveRepeatIb, AGoBackNRequesterReadsASackNakAsAPlainNak)
+{
+    QpOptions o;
+    o.timeout = 12;
+    Setup(o);
+    // Mixed ends: a (requester) goes back N, b (responder) SACKs.
+    SetRecovery(a.hca.engine, RDMA_RECOVERY_GO_BACK_N, Time(0), Time(0));
+    SetRecovery(b.hca.engine, RDMA_RECOVERY_SELECTIVE, Time(0), Time(0));
+    SetLoss(Loss(PacketLossModel::LIST, 0, "2", 1), nullptr);
+    a.Write(0, TestBytes(8000, 6));
+    ASSERT_EQ(b.PostRecv(1, 100000, 8000), 0);
+    ASSERT_EQ(a.qp->PostSend(Wr(1, RdmaWrOpcode::SEND, {a.Sge(0, 8000)})), 0);
+    RunFor(MilliSeconds(2));
+    const auto sc = a.PollSend();
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, RdmaWcStatus::SUCCESS);
+    EXPECT_EQ(b.Read(100000, 8000), TestBytes(8000, 6));
+    EXPECT_GT(b.hca.engine->GetCounters().sacksSent, 0u);
+    EXPECT_EQ(a.hca.engine->GetCounters().naksReceived, b.hca.engine->GetCounters().sacksSent);
+    EXPECT_EQ(a.hca.engine->GetCounters().sacksReceived, 0u);
+    EXPECT_EQ(a.hca.engine->GetDropCount(RdmaDropReason::Malformed), 0u);
+    EXPECT_EQ(a.hca.engine->GetCounters().timeouts, 0u);
+}
+
 TEST_F(RdmaSelectiveRepeatIb, MalformedSacksAreCountedAndIgnored)
 {
     QpOptions o;
