@@ -92,6 +92,42 @@ Percentile(std::vector<double> v, double p)
     return v[i];
 }
 
+/// The loss-recovery parameters every roce scenario with drops takes (`recovery`, `rto`,
+/// `rto-low`, `inflight-cap`). "auto" gives IRN the settings ConWeave's IRN uses (RTO_low
+/// 454 us, RTO_high 1350 us, BDP cap 100 KB = 100 packets at 1 KB MTU; anchors §1.3) and
+/// go-back-N the QPs' local ACK timeout and no cap.
+void
+ApplyRecoveryParams(const ScenarioOptions& o, const ScenarioInfo& info,
+                    const std::string& recovery, RoceRunSpec& spec)
+{
+    if (recovery != "gbn" && recovery != "irn")
+    {
+        throw std::invalid_argument("recovery is gbn or irn, not '" + recovery + "'");
+    }
+    const bool irn = recovery == "irn";
+    spec.recovery = recovery;
+    const auto timeOr = [&](const std::string& key, Time dflt) {
+        return ScenarioParamString(o, info, key) == "auto" ? dflt
+                                                           : ScenarioParamTime(o, info, key);
+    };
+    spec.rtoHigh = timeOr("rto", irn ? MicroSeconds(1350) : Time(0));
+    spec.rtoLow = timeOr("rto-low", irn ? MicroSeconds(454) : Time(0));
+    if (spec.rtoHigh.IsZero())
+    {
+        spec.rtoLow = Time(0); // RTO_low only refines an RTO
+    }
+    const std::string cap = ScenarioParamString(o, info, "inflight-cap");
+    spec.maxInflightPackets = cap == "auto" ? (irn ? 100 : 0)
+                                            : static_cast<uint32_t>(
+                                                  ScenarioParamUint(o, info, "inflight-cap"));
+}
+
+const std::vector<ScenarioParam> kRecoveryParams = {
+    {"recovery", "gbn", "RC loss recovery: gbn (go-back-N) or irn (selective repeat)"},
+    {"rto", "auto", "retransmission timeout (auto: irn 1350us, gbn the local ACK timeout)"},
+    {"rto-low", "auto", "RTO with at most 3 packets in flight (auto: irn 454us, gbn none)"},
+    {"inflight-cap", "auto", "packets in flight per QP (auto: irn 100, gbn no cap)"}};
+
 // ---- roce-fairness ------------------------------------------------------------------------
 
 ScenarioResult
@@ -261,6 +297,7 @@ RunIncast(const ScenarioOptions& o)
             spec.pfc = mode != "dcqcn";
             spec.ecn = mode != "pfc";
             spec.cc = mode == "pfc" ? "ns3::RdmaCcNone" : cc;
+            ApplyRecoveryParams(o, info, ScenarioParamString(o, info, "recovery"), spec);
             for (uint32_t i = 0; i < n; ++i)
             {
                 spec.flows.push_back({i + 1, 0, bytes, Time(0)});
@@ -342,9 +379,11 @@ RunCollapse(const ScenarioOptions& o)
     ScenarioResult res;
     for (const auto& cfg : configs)
     {
-        if (cfg != "consistent" && cfg != "pfc-off" && cfg != "inconsistent")
+        if (cfg != "consistent" && cfg != "pfc-off" && cfg != "inconsistent" &&
+            cfg != "pfc-off-irn")
         {
-            throw std::invalid_argument("configs are consistent, pfc-off, inconsistent");
+            throw std::invalid_argument(
+                "configs are consistent, pfc-off, inconsistent, pfc-off-irn");
         }
         for (const auto& ls : loads)
         {
@@ -353,9 +392,15 @@ RunCollapse(const ScenarioOptions& o)
             spec.topology = MakeLeafSpine(4, 2, 4); // 16 hosts, 2:1 spread over 2 spines
             spec.hostRate = DataRate(rate);
             spec.fabricRate = spec.hostRate;
-            spec.pfc = cfg != "pfc-off";
+            // pfc-off-irn: IRN's headline case, no PFC and selective repeat (with its RTO and
+            // BDP cap) instead of go-back-N.
+            spec.pfc = cfg != "pfc-off" && cfg != "pfc-off-irn";
             spec.ecn = true;
             spec.cc = cc;
+            ApplyRecoveryParams(o, info,
+                                cfg == "pfc-off-irn" ? "irn"
+                                                     : ScenarioParamString(o, info, "recovery"),
+                                spec);
             spec.bufferBytes = 2 * 1024 * 1024;
             if (cfg == "inconsistent")
             {
@@ -453,6 +498,7 @@ IncastInfo()
                 {"buffer", "4194304", "switch shared buffer, bytes"},
                 {"cc", "dcqcn-paper", "the DCQCN preset of the dcqcn and both modes"},
                 {"limit", "50ms", "simulated time limit per run"}};
+    i.params.insert(i.params.end(), kRecoveryParams.begin(), kRecoveryParams.end());
     i.run = RunIncast;
     return i;
 }
@@ -465,12 +511,15 @@ CollapseInfo()
     i.description = "The same WebSearch load on a 16-host leaf-spine with PFC+ECN consistent, "
                     "PFC off, and one spine misconfigured (writes roce-collapse.csv)";
     i.params = {{"loads", "0.1,0.3,0.5,0.7", "comma-separated offered loads (of host links)"},
-                {"configs", "consistent,pfc-off,inconsistent", "comma-separated configs"},
+                {"configs", "consistent,pfc-off,inconsistent,pfc-off-irn",
+                 "comma-separated: consistent, pfc-off, inconsistent, pfc-off-irn (PFC off, "
+                 "recovery irn)"},
                 {"arrivals", "1ms", "flows arrive during this time"},
                 {"max-flow-bytes", "1000000", "cap on WebSearch flow sizes, bytes"},
                 {"rate", "40Gbps", "link rate"},
                 {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx or timely on every NIC"},
                 {"limit", "30ms", "simulated time limit per run"}};
+    i.params.insert(i.params.end(), kRecoveryParams.begin(), kRecoveryParams.end());
     i.run = RunCollapse;
     return i;
 }

@@ -2,6 +2,7 @@
 
 #include "models/rdma/rdma-cq.h"
 #include "models/rdma/rdma-memory.h"
+#include "models/rdma/rdma-selective-repeat.h"
 
 #include "ns3/double.h"
 #include "ns3/enum.h"
@@ -278,6 +279,22 @@ RunRoceFlows(const RoceRunSpec& spec)
     RoceHelper rh;
     rh.SetCongestionControl(spec.cc);
     rh.SetEngineAttribute("AckReqEveryPackets", UintegerValue(spec.ackEveryPackets));
+    if (spec.recovery != "gbn" && spec.recovery != "irn")
+    {
+        throw std::invalid_argument("roce run: recovery is gbn or irn, not '" + spec.recovery +
+                                    "'");
+    }
+    if (spec.rtoLow.IsStrictlyNegative() || spec.rtoHigh.IsStrictlyNegative() ||
+        (spec.rtoLow.IsStrictlyPositive() && spec.rtoLow > spec.rtoHigh))
+    {
+        throw std::invalid_argument("roce run: need 0 <= rto-low <= rto (rto-low needs rto)");
+    }
+    rh.SetEngineAttribute("LossRecovery", EnumValue(spec.recovery == "irn"
+                                                        ? RDMA_RECOVERY_SELECTIVE
+                                                        : RDMA_RECOVERY_GO_BACK_N));
+    rh.SetEngineAttribute("RtoHigh", TimeValue(spec.rtoHigh));
+    rh.SetEngineAttribute("RtoLow", TimeValue(spec.rtoLow));
+    rh.SetEngineAttribute("MaxInflightPackets", UintegerValue(spec.maxInflightPackets));
     if (spec.configureNics)
     {
         spec.configureNics(rh);

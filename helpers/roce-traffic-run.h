@@ -50,6 +50,14 @@ struct RoceRunSpec
     /// packet is acknowledged, as the HPCC simulator does; without it a long message is only
     /// acknowledged at its end and its transport timer runs out).
     uint32_t ackEveryPackets = 1;
+    /// RC loss recovery on every NIC: "gbn" (IBA go-back-N) or "irn" (IRN-style selective
+    /// repeat; RdmaEngine LossRecovery).
+    std::string recovery = "gbn";
+    /// RdmaEngine RtoHigh / RtoLow (0: the QPs' local ACK timeout, 4.096 us x 2^8).
+    Time rtoHigh;
+    Time rtoLow;
+    /// RdmaEngine MaxInflightPackets (IRN's BDP cap; 0 = none).
+    uint32_t maxInflightPackets = 0;
     uint16_t ethMtu = 1500;
     std::vector<RoceFlowSpec> flows;
     Time limit = MilliSeconds(100); ///< the run stops here even if flows are unfinished

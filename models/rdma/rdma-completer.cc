@@ -55,12 +55,22 @@ RdmaEngine::ArmRetryTimer(RdmaQpContext& c)
         return;
     }
     c.compState = RdmaCompState::WaitAck;
-    if (code == 0 || c.retryTimer.IsRunning())
+    if (c.retryTimer.IsRunning())
     {
-        return; // timeout 0: wait forever (IBA vol. 1 §9.7.6.1.3)
+        return;
     }
-    c.retryTimer =
-        Simulator::Schedule(LocalAckTimeout(code), &RdmaEngine::OnRetryTimeout, this, c.qpn);
+    // The RTO attributes, when set, replace the local ACK timeout; else timeout 0 waits
+    // forever (IBA vol. 1 §9.7.6.1.3).
+    const Time t = m_rtoHigh.IsStrictlyPositive() ? RetryTimeout(c)
+                   : code == 0                    ? Time(0)
+                                                  : LocalAckTimeout(code);
+    if (t.IsZero())
+    {
+        return;
+    }
+    c.retryArmedAt = Simulator::Now();
+    c.retryArmedSentEnd = c.maxSentNext;
+    c.retryTimer = Simulator::Schedule(t, &RdmaEngine::OnRetryTimeout, this, c.qpn);
 }
 
 void
@@ -69,6 +79,10 @@ RdmaEngine::OnRetryTimeout(uint32_t qpn)
     RdmaQpContext* c = FindContext(qpn);
     if (!c || c->reqState == RdmaReqState::RnrWait ||
         RdmaPsnDiff(c->maxSentNext, c->unackedPsn) <= 0)
+    {
+        return;
+    }
+    if (ExtendRto(*c))
     {
         return;
     }
@@ -83,6 +97,11 @@ RdmaEngine::OnRetryTimeout(uint32_t qpn)
         return;
     }
     c->retryLeft--;
+    if (Selective())
+    {
+        SelectiveTimeout(*c);
+        return;
+    }
     Rewind(*c, c->unackedPsn);
 }
 

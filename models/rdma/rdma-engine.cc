@@ -4,6 +4,7 @@
 #include "rdma-engine.h"
 
 #include "ns3/boolean.h"
+#include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
@@ -143,6 +144,48 @@ RdmaEngine::GetTypeId()
                           UintegerValue(200000000000ULL),
                           MakeUintegerAccessor(&RdmaEngine::m_lineRateBps),
                           MakeUintegerChecker<uint64_t>())
+            .AddAttribute("LossRecovery",
+                          "RC loss recovery: GoBackN (IBA vol. 1 §9.7.5: the responder drops "
+                          "packets after a gap, NAKs once, the requester resends from there) "
+                          "or Selective (IRN, SIGCOMM 2018: the responder keeps them and SACKs "
+                          "each, the requester resends only the missing ones). Both ends of a "
+                          "connection must use the same.",
+                          EnumValue(RDMA_RECOVERY_GO_BACK_N),
+                          MakeEnumAccessor(&RdmaEngine::m_lossRecovery),
+                          MakeEnumChecker(RDMA_RECOVERY_GO_BACK_N, "GoBackN",
+                                          RDMA_RECOVERY_SELECTIVE, "Selective"))
+            .AddAttribute("RtoHigh",
+                          "RC retransmission timeout (time) used instead of the QP's local ACK "
+                          "timeout (4.096 us x 2^timeout, IBA vol. 1 §9.7.6.1.3); 0 keeps the "
+                          "local ACK timeout. IRN's RTO_high.",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&RdmaEngine::m_rtoHigh),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("RtoLow",
+                          "With RtoHigh set: the timeout while at most RtoLowPackets packets "
+                          "are in flight (time; 0 = always RtoHigh). IRN's RTO_low.",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&RdmaEngine::m_rtoLow),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("RtoLowPackets",
+                          "IRN's N: RtoLow applies while at most this many packets are in "
+                          "flight, packets.",
+                          UintegerValue(3),
+                          MakeUintegerAccessor(&RdmaEngine::m_rtoLowPackets),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("MaxInflightPackets",
+                          "RC requester: at most this many packets sent and not acknowledged "
+                          "(IRN's BDP cap; 0 = no cap), packets.",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&RdmaEngine::m_maxInflightPackets),
+                          MakeUintegerChecker<uint32_t>())
+            .AddAttribute("SackWindow",
+                          "Selective recovery: out-of-order packets a responder keeps ahead of "
+                          "its expected PSN, and so the requester's in-flight cap and the "
+                          "range a SACK may name, packets.",
+                          UintegerValue(1024),
+                          MakeUintegerAccessor(&RdmaEngine::m_sackWindow),
+                          MakeUintegerChecker<uint32_t>(1, 1u << 22))
             .AddTraceSource("PacketSent",
                             "A transport packet went to the port: (qpn, opcode, PSN, bytes, "
                             "retransmission).",
@@ -741,7 +784,9 @@ RdmaEngine::Dispatch(Ptr<RdmaLinkPort> port,
                      const RdmaRxInfo& info)
 {
     IbTransportHeaders h;
-    if (!h.Parse(data, length, port->GetIcrcSize()))
+    uint32_t sackPsn = 0xFFFFFFFF;
+    if (!h.Parse(data, length, port->GetIcrcSize()) &&
+        !ParseSack(h, data, length, port->GetIcrcSize(), sackPsn))
     {
         Drop(0xFFFFFFFF, RdmaDropReason::Malformed);
         return;
@@ -790,9 +835,15 @@ RdmaEngine::Dispatch(Ptr<RdmaLinkPort> port,
             return;
         }
         RdmaQpContext* c = Context(qp);
+        c->lastResponseAt = Simulator::Now(); // what an RTO learns about the path
         if (h.bth.GetBecn())
         {
             m_cc->OnBecn(qpn);
+        }
+        if (sackPsn != 0xFFFFFFFF)
+        {
+            SackReceive(*c, h, payload, sackPsn);
+            return;
         }
         CompleterReceive(*c, h, payload);
         return;

@@ -9,6 +9,7 @@
 #include "rdma-device.h"
 #include "rdma-link-port.h"
 #include "rdma-qp-context.h"
+#include "rdma-selective-repeat.h"
 
 #include "ns3/event-id.h"
 #include "ns3/object.h"
@@ -64,6 +65,12 @@ struct RdmaEngineCounters
     uint64_t creditStalls = 0; ///< times a requester stopped for lack of credits
     uint64_t sendCompletions = 0;
     uint64_t recvCompletions = 0;
+    // Selective repeat (LossRecovery Selective; rdma-engine-recovery.cc).
+    uint64_t sacksSent = 0;      ///< responder: NAKs carrying a SACK PSN
+    uint64_t sacksReceived = 0;  ///< requester: SACK NAKs taken
+    uint64_t sacksIgnored = 0;   ///< requester: SACKs out of window or for unsent PSNs
+    uint64_t heldOutOfOrder = 0; ///< responder: requests kept after a gap
+    uint64_t rtoExtensions = 0;  ///< RTO_low ran out with more than RtoLowPackets in flight
 };
 
 /**
@@ -217,6 +224,33 @@ class RdmaEngine : public Object
     /// Complete the oldest WQE with `status` and move the QP to its error state.
     void FailHead(RdmaQpContext& c, RdmaWcStatus status);
 
+    // ---- loss recovery options: RTO and selective repeat (rdma-engine-recovery.cc) ----
+    /// The retransmission timeout the next timer of `c` runs for (RtoLow/RtoHigh, or IBA's
+    /// local ACK timeout when RtoHigh is 0); zero means no timer.
+    Time RetryTimeout(const RdmaQpContext& c) const;
+    /// RTO_low expired while more than RtoLowPackets are in flight: wait on to RTO_high.
+    bool ExtendRto(RdmaQpContext& c);
+    /// Packets a QP may have in flight (0 = no cap): MaxInflightPackets, and in selective
+    /// mode no more than the SACK window.
+    uint32_t InflightCap() const;
+    bool Selective() const
+    {
+        return m_lossRecovery == RDMA_RECOVERY_SELECTIVE;
+    }
+    /// Point the requester's cursor at the oldest lost packet to resend; false if none.
+    bool PickSelectiveResend(RdmaQpContext& c, uint32_t& resendCount);
+    /// A NAK whose AETH is followed by a SACK extension (cumulative PSN in the BTH).
+    void SackReceive(RdmaQpContext& c, const IbTransportHeaders& h, const uint8_t* payload,
+                     uint32_t sackPsn);
+    void SelectiveTimeout(RdmaQpContext& c);
+    /// Try the transport headers of a NAK with a SACK extension; true and the SACK PSN if so.
+    static bool ParseSack(IbTransportHeaders& h, const uint8_t* data, uint32_t length,
+                          uint32_t icrcSize, uint32_t& sackPsn);
+    void HoldOutOfOrder(RdmaQpContext& c, const IbTransportHeaders& h, const uint8_t* payload,
+                        const RdmaRxInfo& info);
+    void DrainHeld(RdmaQpContext& c);
+    void SendSack(RdmaQpContext& c, uint32_t sackPsn);
+
     // ---- responder (rdma-responder.cc) ----
     void ResponderReceive(RdmaQpContext& c, const IbTransportHeaders& h,
                           const uint8_t* payload, const RdmaRxInfo& info);
@@ -286,6 +320,12 @@ class RdmaEngine : public Object
     uint64_t m_lineRateBps;
     bool m_e2eCredits;
     Time m_creditProbeDelay;
+    int m_lossRecovery = RDMA_RECOVERY_GO_BACK_N; ///< an RdmaLossRecovery (EnumValue: int)
+    Time m_rtoLow;
+    Time m_rtoHigh;
+    uint32_t m_rtoLowPackets = 3;
+    uint32_t m_maxInflightPackets = 0;
+    uint32_t m_sackWindow = 1024;
 
     // traces
     TracedCallback<uint32_t, uint8_t, uint32_t, uint32_t, bool> m_sentTrace;

@@ -7,6 +7,7 @@
 
 #include "rdma-mr.h"
 #include "rdma-qp.h"
+#include "rdma-selective-repeat.h"
 #include "rdma-types.h"
 
 #include "ns3/event-id.h"
@@ -170,6 +171,12 @@ struct RdmaQpContext
     uint8_t rnrRetryLeft = 0;
     EventId retryTimer;
     uint32_t lastGapRewindPsn = 0xFFFFFFFF;
+    Time retryArmedAt;           ///< when retryTimer was started
+    uint32_t retryArmedSentEnd = 0; ///< maxSentNext then: older packets have had the whole RTO
+    Time lastResponseAt{Time(-1)};  ///< when the last response (ACK, NAK, READ data) arrived
+
+    // ---- selective repeat (RdmaEngine LossRecovery Selective) ----
+    RdmaSelectiveRepeat sr;
 
     // ---- responder ----
     RdmaRespState respState = RdmaRespState::Idle;

@@ -250,7 +250,34 @@ RdmaEngine::RequesterStep(RdmaQpContext& c)
     }
     Ptr<RdmaQueue<RdmaSendWqe>> sq = qp->GetSendQueue();
     const bool rc = qp->GetType() == RdmaQpType::RC;
-    if (c.sendOp >= c.sendOps.size())
+    // Selective repeat: a packet known lost goes before any new one (IRN §3.1). The cursor
+    // points at it for this one packet and comes back to where it was afterwards.
+    struct CursorRestore
+    {
+        RdmaQpContext* c = nullptr;
+        uint32_t op = 0;
+        uint32_t pkt = 0;
+
+        ~CursorRestore()
+        {
+            if (c)
+            {
+                c->sendOp = op;
+                c->sendPkt = pkt;
+            }
+        }
+    } restore;
+    uint32_t resendCount = 0;
+    const uint32_t savedOp = c.sendOp;
+    const uint32_t savedPkt = c.sendPkt;
+    const bool resend = rc && Selective() && PickSelectiveResend(c, resendCount);
+    if (resend)
+    {
+        restore.c = &c;
+        restore.op = savedOp;
+        restore.pkt = savedPkt;
+    }
+    if (!resend && c.sendOp >= c.sendOps.size())
     {
         if (!c.sendOps.empty() && c.sendOps.back().status != RdmaWcStatus::SUCCESS)
         {
@@ -298,7 +325,7 @@ RdmaEngine::RequesterStep(RdmaQpContext& c)
     const RdmaSendWqe& wqe = sq->At(c.sendOp);
     const uint32_t psn = RdmaPsnAdd(op.firstPsn, c.sendPkt);
     const uint32_t mtu = PathMtu(c);
-    if (rc)
+    if (rc && !resend)
     {
         uint64_t window = m_windowBytes;
         const uint64_t ccWindow = m_cc->GetWindow(c.qpn);
@@ -310,6 +337,12 @@ RdmaEngine::RequesterStep(RdmaQpContext& c)
         if (window && inFlight > 0 && uint64_t(inFlight) * mtu >= window)
         {
             c.reqState = RdmaReqState::WaitWindow;
+            return false;
+        }
+        const uint32_t cap = InflightCap();
+        if (cap && inFlight > 0 && uint32_t(inFlight) >= cap)
+        {
+            c.reqState = RdmaReqState::WaitWindow; // IRN's BDP cap
             return false;
         }
     }
@@ -337,6 +370,10 @@ RdmaEngine::RequesterStep(RdmaQpContext& c)
     else
     {
         SendRequestPacket(c, wqe, op);
+        if (resend)
+        {
+            c.sr.MarkResent(psn, resendCount);
+        }
     }
     // Rate limiter: the QP's rate_limit (kbit/s, ibv_modify_qp(3)) and congestion control's
     // rate, whichever is lower; the next packet may leave when this one would have at that rate.
@@ -489,8 +526,11 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
         }
         if (!uc)
         {
+            // A selective resend asks for an ACK: it may be the only packet sent for a while,
+            // and a duplicate without AckReq would go unanswered.
             h.bth.SetAckReq(endOfMessage ||
-                            (m_ackReqEvery && (psn % m_ackReqEvery) == m_ackReqEvery - 1));
+                            (m_ackReqEvery && (psn % m_ackReqEvery) == m_ackReqEvery - 1) ||
+                            (retrans && Selective()));
         }
         break;
     }

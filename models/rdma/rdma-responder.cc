@@ -79,6 +79,10 @@ RdmaEngine::NoteAckReq(RdmaQpContext& c)
 {
     // ACK coalescing (IBA vol. 1 §9.7.5.1.2: one ACK may acknowledge every earlier PSN).
     c.ackPending++;
+    if (c.sr.draining)
+    {
+        return; // requests kept after a gap: one ACK when they are all executed
+    }
     if (c.ackPending >= m_ackCoalesceCount || m_ackCoalesceDelay.IsZero())
     {
         SendAck(c, RdmaPsnAdd(c.ePsn, -1));
@@ -231,6 +235,10 @@ RdmaEngine::ResponderReceive(RdmaQpContext& c, const IbTransportHeaders& h,
     {
     case RdmaQpType::RC:
         RcResponder(c, h, payload, info);
+        if (Selective() && !c.dead && c.sr.HeldCount())
+        {
+            DrainHeld(c);
+        }
         break;
     case RdmaQpType::UC:
         UcResponder(c, h, payload, info);
@@ -528,6 +536,11 @@ RdmaEngine::RcResponder(RdmaQpContext& c, const IbTransportHeaders& h, const uin
     if (c.respState == RdmaRespState::Error)
     {
         Drop(c.qpn, RdmaDropReason::QpState);
+        return;
+    }
+    if (d > 0 && Selective())
+    {
+        HoldOutOfOrder(c, h, payload, info); // IRN: keep it, SACK it
         return;
     }
     if (d > 0)

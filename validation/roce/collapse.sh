@@ -1,7 +1,8 @@
 #!/bin/bash
 # (3) The seed's collapse: the same WebSearch load on a 16-host leaf-spine with PFC and ECN
-# consistent, PFC off, and one spine misconfigured (PFC and ECN off); with PFC as the only
-# protection (cc none) and with DCQCN. Goodput and tail FCT part only under load. About 1 min.
+# consistent, PFC off, and one spine misconfigured (PFC and ECN off), and PFC off with IRN-style
+# selective repeat instead of go-back-N (pfc-off-irn); with PFC as the only protection (cc none)
+# and with DCQCN. Goodput and tail FCT part only under load. About 1.5 min.
 source "$(dirname "$0")/common.sh"
 for cc in none dcqcn-paper; do
   mkdir -p "$OUT/collapse-$cc"

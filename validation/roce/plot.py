@@ -65,8 +65,10 @@ def collapse(out):
     fig, axes = plt.subplots(2, 2, figsize=(11, 7))
     for row, cc in enumerate(["none", "dcqcn-paper"]):
         r = rows(os.path.join(out, f"collapse-{cc}", "roce-collapse.csv"))
-        for cfg in ["consistent", "pfc-off", "inconsistent"]:
+        for cfg in ["consistent", "pfc-off", "inconsistent", "pfc-off-irn"]:
             m = [x for x in r if x["config"] == cfg]
+            if not m:
+                continue
             load = [float(x["load"]) for x in m]
             axes[row][0].plot(load, [float(x["goodput_gbps"]) for x in m], marker="o", label=cfg)
             axes[row][1].plot(load, [float(x["p99_fct_us"]) / 1000 for x in m], marker="o",
@@ -76,7 +78,8 @@ def collapse(out):
         for ax in axes[row]:
             ax.set_xlabel("offered load")
             ax.legend(fontsize=8)
-    fig.suptitle("WebSearch on a 16-host leaf-spine: consistent vs misconfigured PFC/ECN")
+    fig.suptitle("WebSearch on a 16-host leaf-spine: consistent vs misconfigured PFC/ECN, "
+                 "and PFC off with IRN")
     fig.tight_layout()
     fig.savefig(os.path.join(out, "collapse.png"), dpi=110)
 
