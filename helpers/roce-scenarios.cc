@@ -48,12 +48,16 @@ CcTypeId(const std::string& name)
     {
         return "ns3::RdmaCcDcqcnMlx";
     }
-if (name == "timely")
+    if (name == "dctcp")
+    {
+        return "ns3::RdmaCcDctcp";
+    }
+    if (name == "timely")
     {
         return "ns3::RdmaCcTimely";
     }
-    throw std::invalid_argument("cc must be none, dcqcn-paper, dcqcn-mlx or timely, not '" +
-                                name + "'");
+    throw std::invalid_argument(
+        "cc must be none, dcqcn-paper, dcqcn-mlx, dctcp or timely, not '" + name + "'");
 }
 
 std::vector<std::string>
