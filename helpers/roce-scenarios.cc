@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <random>
 #include <sstream>
@@ -252,14 +253,18 @@ RunFairness(const ScenarioOptions& o)
         }
         csv << "," << r.maxQueueBytes[s] << "\n";
     }
-    double converged = -1;
-    double filled = -1;
-    std::vector<double> avg(n, 0);
-    uint32_t windows = 0;
-    double spreadSum = 0; // |max - min| / line per window of the converged period
-    double queueSum = 0;
-    uint64_t queueSamples = 0;
-    uint64_t queueInBand = 0; // samples with Kmin < q <= Kmax
+    // 1 ms windows between the last start and the first end.
+    struct Window
+    {
+        double t0;
+        std::vector<double> m; ///< per-flow mean rate, Gb/s
+        double spread;         ///< (max - min) / line
+        double sum;
+        double queueSum = 0;
+        uint32_t queueN = 0;
+        uint32_t inBand = 0; ///< queue samples in (Kmin, Kmax]
+    };
+    std::vector<Window> ws;
     for (size_t s = 0; s + win <= r.sampleTimesUs.size(); s += win)
     {
         const double t0 = r.sampleTimesUs[s] - dt;
@@ -267,83 +272,88 @@ RunFairness(const ScenarioOptions& o)
         {
             continue;
         }
-        std::vector<double> m(n, 0);
+        Window w{t0 - lastStart, std::vector<double>(n, 0), 0, 0};
         for (uint32_t i = 0; i < n; ++i)
         {
             for (size_t k = s; k < s + win; ++k)
             {
-                m[i] += r.flowRateGbps[i][k] / win;
+                w.m[i] += r.flowRateGbps[i][k] / win;
             }
+            w.sum += w.m[i];
         }
-        const auto [lo, hi] = std::minmax_element(m.begin(), m.end());
-        double sum = 0;
-        for (double v : m)
-        {
-            sum += v;
-        }
-        if ((*hi - *lo) / line <= 0.10 && sum >= 0.9 * line)
-        {
-            filled = filled < 0 ? t0 - lastStart : filled;
-        }
-        else
-        {
-            filled = -1;
-        }
-        if ((*hi - *lo) / line <= 0.10)
-        {
-            if (converged < 0)
-            {
-                converged = t0 - lastStart;
-                std::fill(avg.begin(), avg.end(), 0);
-                windows = 0;
-                spreadSum = queueSum = 0;
-                queueSamples = queueInBand = 0;
-            }
-        }
-        else
-        {
-            converged = -1;
-        }
-        for (uint32_t i = 0; i < n; ++i)
-        {
-            avg[i] += m[i];
-        }
-        spreadSum += (*hi - *lo) / line;
+        const auto [lo, hi] = std::minmax_element(w.m.begin(), w.m.end());
+        w.spread = (*hi - *lo) / line;
         for (size_t k = s; k < s + win; ++k)
         {
             const uint64_t q = r.maxQueueBytes[k];
-            queueSum += q;
-            queueSamples++;
-            queueInBand += q > spec.kminBytes && q <= spec.kmaxBytes;
+            w.queueSum += q;
+            w.queueN++;
+            w.inBand += q > spec.kminBytes && q <= spec.kmaxBytes;
         }
-        windows++;
+        ws.push_back(std::move(w));
     }
-    double total = 0;
-    for (double& a : avg)
+    // The first window from which every later one meets `ok` (ws.size() if none).
+    auto settledFrom = [&ws](const std::function<bool(const Window&)>& ok) {
+        size_t from = ws.size();
+        while (from > 0 && ok(ws[from - 1]))
+        {
+            --from;
+        }
+        return from;
+    };
+    const size_t conv10 = settledFrom([](const Window& w) { return w.spread <= 0.10; });
+    const size_t conv5 = settledFrom([](const Window& w) { return w.spread <= 0.05; });
+    const size_t fill =
+        settledFrom([line](const Window& w) { return w.spread <= 0.10 && w.sum >= 0.9 * line; });
+    auto at = [&ws](size_t i) { return i < ws.size() ? Fixed(ws[i].t0, 0) : std::string("never"); };
+    // Steady state: from the fill time; if the flows never fill the link, every window.
+    const size_t from = fill < ws.size() ? fill : 0;
+    std::vector<double> avg(n, 0);
+    double spreadSum = 0;
+    double queueSum = 0;
+    uint64_t queueN = 0;
+    uint64_t inBand = 0;
+    for (size_t i = from; i < ws.size(); ++i)
     {
-        a /= std::max<uint32_t>(windows, 1);
-        total += a;
+        for (uint32_t f = 0; f < n; ++f)
+        {
+            avg[f] += ws[i].m[f];
+        }
+        spreadSum += ws[i].spread;
+        queueSum += ws[i].queueSum;
+        queueN += ws[i].queueN;
+        inBand += ws[i].inBand;
     }
+    const size_t count = ws.size() > from ? ws.size() - from : 1;
+    double total = 0;
+    for (double& v : avg)
+    {
+        v /= count;
+        total += v;
+    }
+    const std::string period = fill < ws.size() ? " (steady: from fill time)"
+                                                : " (never filled: all windows)";
     ScenarioResult res;
     res.summary.push_back({"flows", std::to_string(n)});
     res.summary.push_back({"all flows done", r.allDone ? "yes" : "no"});
-    res.summary.push_back({"convergence time (us after last start)",
-                           converged < 0 ? "not converged" : Fixed(converged, 0)});
-    res.summary.push_back({"fill time (us after last start, >= 90 % of line)",
-                           filled < 0 ? "never" : Fixed(filled, 0)});
-    res.summary.push_back({"Jain index (converged period)", Fixed(JainIndex(avg), 4)});
-    res.summary.push_back({"utilisation (converged period)", Fixed(total / line, 4)});
+    res.summary.push_back({"convergence time, within 10 % of line (us after last start)",
+                           at(conv10)});
+    res.summary.push_back({"convergence time, within 5 % of line (us after last start)",
+                           at(conv5)});
+    res.summary.push_back({"fill time (us after last start, within 10 % and >= 90 % of line)",
+                           at(fill)});
+    res.summary.push_back({"Jain index" + period, Fixed(JainIndex(avg), 4)});
+    res.summary.push_back({"utilisation of the line" + period, Fixed(total / line, 4)});
     const double ceiling = TransportCeilingGbps(spec.hostRate.GetBitRate(),
                                                 RdmaMtuBytes(spec.pathMtu));
-    res.summary.push_back({"utilisation of the transport ceiling (converged period)",
+    res.summary.push_back({"utilisation of the transport ceiling" + period,
                            Fixed(total / ceiling, 4)});
-    res.summary.push_back({"mean |max - min| / line, 1 ms windows (converged period)",
-                           Fixed(spreadSum / std::max<uint32_t>(windows, 1), 4)});
-    res.summary.push_back({"mean queue bytes (converged period)",
-                           Fixed(queueSum / std::max<uint64_t>(queueSamples, 1), 0)});
-    res.summary.push_back(
-        {"queue samples in (Kmin, Kmax] (converged period)",
-         Fixed(double(queueInBand) / std::max<uint64_t>(queueSamples, 1), 4)});
+    res.summary.push_back({"mean (max - min) / line of 1 ms windows" + period,
+                           Fixed(spreadSum / count, 4)});
+    res.summary.push_back({"mean queue bytes" + period,
+                           Fixed(queueSum / std::max<uint64_t>(queueN, 1), 0)});
+    res.summary.push_back({"queue samples in (Kmin, Kmax]" + period,
+                           Fixed(double(inBand) / std::max<uint64_t>(queueN, 1), 4)});
     res.summary.push_back({"peak queue bytes", std::to_string(r.peakQueueBytes)});
     res.summary.push_back({"ECN marks", std::to_string(r.ecnMarks)});
     res.summary.push_back({"CNPs", std::to_string(r.cnps)});

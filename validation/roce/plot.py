@@ -66,7 +66,7 @@ def incast_steady(out):
                          label=lab)
     axes[3].set_yscale("log")
     for ax, y in zip(axes, ["throughput (% of what the link carries)", "Jain index (per flow)",
-                            "mean switch queue (KB)", "PFC PAUSE frames (40 ms, log)"]):
+                            "mean switch queue (KB)", "PFC PAUSE frames in 40 ms (0 drawn as 1)"]):
         ax.set_xlabel("senders N")
         ax.set_ylabel(y)
     axes[0].legend(fontsize=8)
