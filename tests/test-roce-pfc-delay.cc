@@ -68,9 +68,10 @@ InjectPause(Ptr<EthNetDevice> port, uint16_t quanta)
 }
 
 /// Runs a saturated priority-3 sender at 100 Gb/s that gets a 1000-quanta PFC at `atPs`, and
-/// returns its frame start times.
+/// returns its frame start times; with `downPs` > 0 the cable goes down then and up 200 ns
+/// later.
 std::vector<int64_t>
-RunWithDelay(Time delay, int64_t atPs)
+RunWithDelay(Time delay, int64_t atPs, int64_t downPs = 0, uint64_t* pauses = nullptr)
 {
     EthFabric fab = MakeEthPair("100Gbps");
     Ptr<EthNetDevice> a = fab.HostPort(0);
@@ -83,9 +84,22 @@ RunWithDelay(Time delay, int64_t atPs)
     a->TraceConnectWithoutContext("Tx", MakeCallback(&Starts::Tx, &log));
     Simulator::Schedule(Time(0), &Filler::Start, &src);
     Simulator::Schedule(PicoSeconds(atPs), &InjectPause, a, uint16_t(1000));
+    if (downPs > 0)
+    {
+        Ptr<EthChannel> cable = a->GetEthChannel();
+        Simulator::Schedule(PicoSeconds(downPs), &EthChannel::SetUp, cable, false);
+        Simulator::Schedule(PicoSeconds(downPs + 200000), &EthChannel::SetUp, cable, true);
+    }
     Simulator::Stop(MicroSeconds(150));
     Simulator::Run();
-    EXPECT_EQ(a->GetCounters().pauseReceived[3], 1u);
+    if (pauses)
+    {
+        *pauses = a->GetCounters().pauseReceived[3];
+    }
+    else
+    {
+        EXPECT_EQ(a->GetCounters().pauseReceived[3], 1u);
+    }
     Simulator::Destroy();
     return log.ps;
 }
@@ -132,4 +146,27 @@ TEST(RocePfcResponseDelay, ZeroKeepsTheImmediateResponse)
         }
     }
     EXPECT_EQ(firstAfter, at + pausePs);
+}
+
+TEST(RocePfcResponseDelay, AFrameReceivedBeforeALinkDownIsForgotten)
+{
+    // The link goes down 300 ns after the PFC arrives and is back 200 ns later, before the
+    // 1 us response delay ends: the pause never takes effect (counted nowhere, no stall).
+    const int64_t at = NanoSeconds(10000).GetPicoSeconds() + 300;
+    const int64_t delay = MicroSeconds(1).GetPicoSeconds();
+    uint64_t pauses = 99;
+    const std::vector<int64_t> s =
+        RunWithDelay(PicoSeconds(delay), at, at + NanoSeconds(300).GetPicoSeconds(), &pauses);
+    EXPECT_EQ(pauses, 0u);
+    int64_t firstAfter = -1;
+    for (int64_t t : s)
+    {
+        if (t >= at + delay)
+        {
+            firstAfter = t;
+            break;
+        }
+    }
+    ASSERT_GT(firstAfter, 0);
+    EXPECT_LT(firstAfter, at + delay + NanoSeconds(100).GetPicoSeconds()); // back to back
 }

@@ -299,8 +299,8 @@ RdmaCcDcqcn::OnSend(uint32_t qpn, uint32_t bytes, bool)
     q->bytes += bytes;
     for (;;)
     {
-        const uint64_t limit =
-            m_hyperHalving && InHyper(*q) ? std::max<uint64_t>(1, m_byteCounter / 2) : m_byteCounter;
+        const bool half = m_hyperHalving && InHyper(*q);
+        const uint64_t limit = half ? std::max<uint64_t>(1, m_byteCounter / 2) : m_byteCounter;
         if (q->bytes < limit)
         {
             break;

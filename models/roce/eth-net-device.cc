@@ -1128,7 +1128,13 @@ EthNetDevice::HandlePfc(const EthFrame& frame)
         // 802.1Qbb Annex O: the receiver needs its response time to act on the frame; frames
         // it starts meanwhile still go out.
         const EthPfcHeader pfc = frame.pfc;
-        Simulator::Schedule(m_pfcResponseDelay, [this, pfc]() { ApplyPfc(pfc); });
+        const uint32_t epoch = m_linkEpoch;
+        Simulator::Schedule(m_pfcResponseDelay, [this, pfc, epoch]() {
+            if (epoch == m_linkEpoch) // a link that went down since forgot the frame
+            {
+                ApplyPfc(pfc);
+            }
+        });
         return;
     }
     ApplyPfc(frame.pfc);
@@ -1186,6 +1192,7 @@ EthNetDevice::NotifyLinkChange(bool up)
 {
     if (!up)
     {
+        m_linkEpoch++;
         DropQueued(EthDropReason::LinkDown);
         m_wake.Cancel();
         m_wakeAtPs = -1;

@@ -311,6 +311,7 @@ class EthNetDevice : public NetDevice
     uint64_t m_nicXon = 128 * 1024;
     Time m_responseTime; ///< 0: from the 802.3 table by rate
     Time m_pfcResponseDelay; ///< received PFC takes effect this much later (0: at once)
+    uint32_t m_linkEpoch = 0; ///< link-down count: a delayed PFC from before one is void
 
     // transmit state
     std::array<TxQueue, kEthPriorities> m_txq;
