@@ -1,5 +1,8 @@
 #include "roce-hpcc-compat.h"
 
+#include "models/rdma/rdma-cc-dcqcn.h"
+#include "models/rdma/rdma-cc-dctcp.h"
+
 #include "ns3/boolean.h"
 #include "ns3/data-rate.h"
 #include "ns3/double.h"
@@ -14,6 +17,7 @@
 #include <functional>
 #include <iomanip>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -467,13 +471,15 @@ ApplyDctcpKeys(const std::map<std::string, std::string>& cfg, RoceRunSpec& spec,
 }
 
 /**
- * HAS_WIN, VAR_WIN, GLOBAL_T: a window of the largest base-RTT BDP over all host pairs, as the
- * HPCC simulator's third.cc computes it: per pair, twice the path's propagation delay plus one
- * PACKET_PAYLOAD_SIZE packet's serialization at every hop, times the host rate.
+ * HAS_WIN, VAR_WIN, GLOBAL_T: a window of the base-RTT BDP as the HPCC simulator's third.cc
+ * computes it: per pair, twice the path's propagation delay plus one PACKET_PAYLOAD_SIZE
+ * packet's serialization at every hop, times the host rate; the largest over all host pairs
+ * for every QP (GLOBAL_T 1), or each flow's own pair's (GLOBAL_T 0, set on the sender's QP as
+ * the flow starts).
  */
 void
 ApplyWindowKeys(const std::map<std::string, std::string>& cfg, const HpccTopology& topo,
-                std::vector<std::function<void(RoceHelper&)>>& nic,
+                RoceRunSpec& spec, std::vector<std::function<void(RoceHelper&)>>& nic,
                 std::vector<std::string>& used)
 {
     if (!cfg.count("HAS_WIN"))
@@ -494,15 +500,46 @@ ApplyWindowKeys(const std::map<std::string, std::string>& cfg, const HpccTopolog
     {
         return;
     }
-    if (cfg.count("GLOBAL_T") && Num(cfg, "GLOBAL_T") == 0)
-    {
-        throw std::invalid_argument("HPCC config: GLOBAL_T 0 (a window per host pair) is not "
-                                    "supported yet; use GLOBAL_T 1 (the largest BDP)");
-    }
     const double payload = cfg.count("PACKET_PAYLOAD_SIZE") ? Num(cfg, "PACKET_PAYLOAD_SIZE")
                                                             : 1000.0;
     const double hostBps = DataRate(topo.hostRate).GetBitRate();
     const double fabricBps = DataRate(topo.fabricRate).GetBitRate();
+    // The base RTT of a path of `h` links: two host links, the rest fabric links (every host
+    // has one NIC port on a switch).
+    const double delay = topo.linkDelaySeconds;
+    auto bdpOf = [payload, hostBps, fabricBps, delay](uint32_t h) {
+        const uint32_t fabricHops = h >= 2 ? h - 2 : 0;
+        const double rtt = 2.0 * h * delay + payload * 8 / hostBps * 2 +
+                           payload * 8 / fabricBps * fabricHops;
+        return static_cast<uint64_t>(rtt * hostBps / 8);
+    };
+    if (cfg.count("GLOBAL_T") && Num(cfg, "GLOBAL_T") == 0)
+    {
+        // A window per host pair: each flow's sender QP gets its own path's BDP.
+        auto t = std::make_shared<HpccTopology>(topo);
+        auto hops = std::make_shared<HopCounter>(t->topology);
+        auto previous = spec.onFlowStart;
+        spec.onFlowStart = [t, hops, bdpOf, previous](const RoceFlowSpec& fs, uint32_t qpn,
+                                                      const RoceHca& src) {
+            if (previous)
+            {
+                previous(fs, qpn, src);
+            }
+            const uint64_t w = bdpOf(hops->Hops(t->nodeOfHost[fs.src], t->nodeOfHost[fs.dst]));
+            if (auto d = DynamicCast<RdmaCcDcqcn>(src.cc))
+            {
+                d->SetQpWindow(qpn, w);
+            }
+            else if (auto c = DynamicCast<RdmaCcDctcp>(src.cc))
+            {
+                c->SetQpWindow(qpn, w);
+            }
+        };
+        nic.push_back([varWin](RoceHelper& h) {
+            h.SetCongestionControlAttribute("VariableWindow", BooleanValue(varWin));
+        });
+        return;
+    }
     HopCounter hops(topo.topology);
     uint32_t maxHops = 0;
     for (uint32_t a : topo.nodeOfHost)
@@ -515,11 +552,7 @@ ApplyWindowKeys(const std::map<std::string, std::string>& cfg, const HpccTopolog
             }
         }
     }
-    // Two host links, the rest fabric links (every host has one NIC port on a switch).
-    const uint32_t fabricHops = maxHops >= 2 ? maxHops - 2 : 0;
-    const double rtt = 2.0 * maxHops * topo.linkDelaySeconds + payload * 8 / hostBps * 2 +
-                       payload * 8 / fabricBps * fabricHops;
-    const uint64_t bdp = static_cast<uint64_t>(rtt * hostBps / 8);
+    const uint64_t bdp = bdpOf(maxHops);
     nic.push_back([bdp, varWin](RoceHelper& h) {
         h.SetCongestionControlAttribute("Window", UintegerValue(bdp));
         h.SetCongestionControlAttribute("VariableWindow", BooleanValue(varWin));
@@ -657,7 +690,7 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
         }
         use("PACKET_PAYLOAD_SIZE");
     }
-    ApplyWindowKeys(cfg, topo, nic, used);
+    ApplyWindowKeys(cfg, topo, spec, nic, used);
     if (has("L2_ACK_INTERVAL"))
     {
         spec.ackEveryPackets =

@@ -53,7 +53,8 @@ std::map<std::string, std::string> ReadHpccConfig(const std::string& path);
  * EWMA_GAIN, ALPHA_RESUME_INTERVAL, RATE_DECREASE_INTERVAL, RP_TIMER, FAST_RECOVERY_TIMES,
  * RATE_AI, RATE_HAI, MIN_RATE, CLAMP_TARGET_RATE; CC_MODE 8 selects ns3::RdmaCcDctcp with
  * EWMA_GAIN, DCTCP_RATE_AI and MIN_RATE; HAS_WIN 1 gives the policy a Window of the largest
- * base-RTT BDP over all host pairs (GLOBAL_T 1; GLOBAL_T 0 throws), VAR_WIN its
+ * base-RTT BDP over all host pairs (GLOBAL_T 1) or, GLOBAL_T 0, each flow's sender QP its own
+ * pair's BDP (through RoceRunSpec::onFlowStart, DCQCN and DCTCP policies), VAR_WIN its
  * VariableWindow; BUFFER_SIZE (MB) sets the switch buffer; KMIN_MAP/KMAX_MAP/PMAX_MAP set
  * every switch's EcnRateMap (thresholds per port speed) and the host-rate entry as the
  * fallback set; PACKET_PAYLOAD_SIZE picks the RoCE path MTU (the IB MTU nearest to it);

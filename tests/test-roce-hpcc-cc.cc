@@ -124,7 +124,7 @@ TEST(RoceHpccCc, DctcpModeWindowAndPerSpeedThresholds)
     }
 }
 
-TEST(RoceHpccCc, VariableWindowAndRefusedKeys)
+TEST(RoceHpccCc, VariableAndPerPairWindowsAndARefusedMap)
 {
     const HpccTopology t = TwoTiers();
     std::string text = kDctcp;
@@ -141,14 +141,33 @@ TEST(RoceHpccCc, VariableWindowAndRefusedKeys)
         EXPECT_TRUE(vw.Get());
         Simulator::Destroy();
     }
-    // A window per host pair is not implemented: refused, not silently global.
+    // GLOBAL_T 0: each flow's sender QP gets its own pair's BDP as the flow starts. Hosts 0
+    // and 1 share switch 4 (2 links), host 0 to host 2 crosses the 400 G link (3 links).
     std::string perPair = kDctcp;
     perPair.replace(perPair.find("GLOBAL_T 1"), 10, "GLOBAL_T 0");
     RoceRunSpec s2;
-    EXPECT_NE(ErrorOf([&]() {
-                  ApplyHpccConfig(ReadHpccConfig(WriteTemp("pp.txt", perPair)), t, s2, nullptr);
-              }).find("GLOBAL_T 0"),
-              std::string::npos);
+    s2.topology = t.topology;
+    s2.hostRate = DataRate(t.hostRate);
+    s2.fabricRate = DataRate(t.fabricRate);
+    s2.flows = {{0, 1, 100000, Time(0)}, {0, 2, 100000, Time(0)}};
+    s2.limit = MilliSeconds(1);
+    ApplyHpccConfig(ReadHpccConfig(WriteTemp("pp.txt", perPair)), t, s2, nullptr);
+    ASSERT_TRUE(s2.onFlowStart);
+    std::vector<uint64_t> windows;
+    auto setWindows = s2.onFlowStart;
+    s2.onFlowStart = [&](const RoceFlowSpec& fs, uint32_t qpn, const RoceHca& src) {
+        setWindows(fs, qpn, src);
+        windows.push_back(src.cc->GetWindow(qpn));
+    };
+    const RoceRunResult r = RunRoceFlows(s2);
+    Simulator::Destroy();
+    EXPECT_TRUE(r.allDone);
+    const uint64_t two = static_cast<uint64_t>((2 * 2 * 1e-6 + 2 * 8000 / 100e9) * 100e9 / 8);
+    const uint64_t three =
+        static_cast<uint64_t>((2 * 3 * 1e-6 + 2 * 8000 / 100e9 + 8000 / 400e9) * 100e9 / 8);
+    ASSERT_EQ(windows.size(), 2u);
+    EXPECT_EQ(windows[0], two); // 52000 bytes
+    EXPECT_EQ(windows[1], three);
     // A Kmin map above the Kmax map for the fabric speed is refused by the switches.
     std::string bad = kDctcp;
     bad.replace(bad.find("KMIN_MAP 2 100000000000 120 400000000000 480"), 44,
