@@ -718,7 +718,7 @@ CollapseInfo()
                 {"arrivals", "1ms", "flows arrive during this time"},
                 {"max-flow-bytes", "1000000", "cap on WebSearch flow sizes, bytes"},
                 {"rate", "40Gbps", "link rate"},
-                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx or timely on every NIC"},
+                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx, dctcp or timely on every NIC"},
                 {"limit", "30ms", "simulated time limit per run"}};
     i.run = RunCollapse;
     return i;

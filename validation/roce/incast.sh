@@ -3,7 +3,7 @@
 # senders (the DCQCN paper's incast measures steady throughput), throughput against what the
 # link can carry, per-flow Jain index, mean and peak queue, PAUSE frames and drops over a
 # 40 ms run, rates averaged over its second half. Second table: every sender writes 2 MB once
-# (goodput = all bytes / last completion). About 1.5 min.
+# (goodput = all bytes / last completion). About 2 min.
 source "$(dirname "$0")/common.sh"
 for cc in dcqcn-paper dcqcn-mlx; do
   mkdir -p "$OUT/incast-steady-$cc"
