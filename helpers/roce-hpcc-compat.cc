@@ -1,9 +1,13 @@
 #include "roce-hpcc-compat.h"
 
+#include "models/rdma/rdma-cc-dcqcn.h"
+#include "models/rdma/rdma-cc-dctcp.h"
+
 #include "ns3/boolean.h"
 #include "ns3/data-rate.h"
 #include "ns3/double.h"
 #include "ns3/nstime.h"
+#include "ns3/string.h"
 #include "ns3/uinteger.h"
 
 #include <algorithm>
@@ -13,6 +17,7 @@
 #include <functional>
 #include <iomanip>
 #include <limits>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -383,6 +388,176 @@ MapValue(const std::map<std::string, std::string>& cfg, const std::string& key, 
     }
     throw std::invalid_argument("HPCC config: " + key + " has no entry for " + RateString(rateBps));
 }
+
+/// "2 100000000000 400 400000000000 1600": the (rate, value) pairs.
+std::vector<std::pair<double, double>>
+MapEntries(const std::map<std::string, std::string>& cfg, const std::string& key)
+{
+    std::istringstream s(cfg.at(key));
+    uint32_t n = 0;
+    std::vector<std::pair<double, double>> out;
+    if (!(s >> n))
+    {
+        throw std::invalid_argument("HPCC config: " + key + " '" + cfg.at(key) +
+                                    "' is not 'N RATE VALUE ...'");
+    }
+    for (uint32_t i = 0; i < n; ++i)
+    {
+        double rate;
+        double v;
+        if (!(s >> rate >> v))
+        {
+            throw std::invalid_argument("HPCC config: " + key + " has fewer than " +
+                                        std::to_string(n) + " entries");
+        }
+        out.emplace_back(rate, v);
+    }
+    return out;
+}
+
+/// KMIN_MAP/KMAX_MAP/PMAX_MAP as a SharedBufferMmu EcnRateMap ("RATE KMIN KMAX PMAX; ...").
+std::string
+EcnRateMapOf(const std::map<std::string, std::string>& cfg)
+{
+    std::ostringstream map;
+    for (const auto& [rate, kmin] : MapEntries(cfg, "KMIN_MAP"))
+    {
+        // The HPCC simulator gives Kmin and Kmax in KB of 1000 bytes.
+        map << std::llround(rate) << " " << std::llround(kmin * 1000) << " "
+            << std::llround(MapValue(cfg, "KMAX_MAP", rate) * 1000) << " "
+            << MapValue(cfg, "PMAX_MAP", rate) << "; ";
+    }
+    return map.str();
+}
+
+double
+RateKey(const std::map<std::string, std::string>& cfg, const std::string& k)
+{
+    double bps = 0;
+    if (!ParseUnit(cfg.at(k), bps))
+    {
+        throw std::invalid_argument("HPCC config: " + k + " '" + cfg.at(k) + "' is not a rate");
+    }
+    return bps;
+}
+
+/// CC_MODE 8: the DCTCP policy with EWMA_GAIN, DCTCP_RATE_AI and MIN_RATE.
+void
+ApplyDctcpKeys(const std::map<std::string, std::string>& cfg, RoceRunSpec& spec,
+               std::vector<std::function<void(RoceHelper&)>>& nic,
+               std::vector<std::string>& used)
+{
+    spec.cc = "ns3::RdmaCcDctcp";
+    used.push_back("CC_MODE");
+    if (cfg.count("EWMA_GAIN"))
+    {
+        const double g = Num(cfg, "EWMA_GAIN");
+        nic.push_back([g](RoceHelper& h) { h.SetCongestionControlAttribute("G", DoubleValue(g)); });
+        used.push_back("EWMA_GAIN");
+    }
+    const std::vector<std::pair<std::string, std::string>> rates = {
+        {"DCTCP_RATE_AI", "RateAi"}, {"MIN_RATE", "MinRate"}};
+    for (const auto& [k, attr] : rates)
+    {
+        if (cfg.count(k))
+        {
+            const DataRate r(static_cast<uint64_t>(std::llround(RateKey(cfg, k))));
+            nic.push_back([attr = attr, r](RoceHelper& h) {
+                h.SetCongestionControlAttribute(attr, DataRateValue(r));
+            });
+            used.push_back(k);
+        }
+    }
+}
+
+/**
+ * HAS_WIN, VAR_WIN, GLOBAL_T: a window of the base-RTT BDP as the HPCC simulator's third.cc
+ * computes it: per pair, twice the path's propagation delay plus one PACKET_PAYLOAD_SIZE
+ * packet's serialization at every hop, times the host rate; the largest over all host pairs
+ * for every QP (GLOBAL_T 1), or each flow's own pair's (GLOBAL_T 0, set on the sender's QP as
+ * the flow starts).
+ */
+void
+ApplyWindowKeys(const std::map<std::string, std::string>& cfg, const HpccTopology& topo,
+                RoceRunSpec& spec, std::vector<std::function<void(RoceHelper&)>>& nic,
+                std::vector<std::string>& used)
+{
+    if (!cfg.count("HAS_WIN"))
+    {
+        return;
+    }
+    used.push_back("HAS_WIN");
+    const bool varWin = cfg.count("VAR_WIN") && Num(cfg, "VAR_WIN") != 0;
+    if (cfg.count("VAR_WIN"))
+    {
+        used.push_back("VAR_WIN");
+    }
+    if (cfg.count("GLOBAL_T"))
+    {
+        used.push_back("GLOBAL_T");
+    }
+    if (Num(cfg, "HAS_WIN") == 0)
+    {
+        return;
+    }
+    const double payload = cfg.count("PACKET_PAYLOAD_SIZE") ? Num(cfg, "PACKET_PAYLOAD_SIZE")
+                                                            : 1000.0;
+    const double hostBps = DataRate(topo.hostRate).GetBitRate();
+    const double fabricBps = DataRate(topo.fabricRate).GetBitRate();
+    // The base RTT of a path of `h` links: two host links, the rest fabric links (every host
+    // has one NIC port on a switch).
+    const double delay = topo.linkDelaySeconds;
+    auto bdpOf = [payload, hostBps, fabricBps, delay](uint32_t h) {
+        const uint32_t fabricHops = h >= 2 ? h - 2 : 0;
+        const double rtt = 2.0 * h * delay + payload * 8 / hostBps * 2 +
+                           payload * 8 / fabricBps * fabricHops;
+        return static_cast<uint64_t>(rtt * hostBps / 8);
+    };
+    if (cfg.count("GLOBAL_T") && Num(cfg, "GLOBAL_T") == 0)
+    {
+        // A window per host pair: each flow's sender QP gets its own path's BDP.
+        auto t = std::make_shared<HpccTopology>(topo);
+        auto hops = std::make_shared<HopCounter>(t->topology);
+        auto previous = spec.onFlowStart;
+        spec.onFlowStart = [t, hops, bdpOf, previous](const RoceFlowSpec& fs, uint32_t qpn,
+                                                      const RoceHca& src) {
+            if (previous)
+            {
+                previous(fs, qpn, src);
+            }
+            const uint64_t w = bdpOf(hops->Hops(t->nodeOfHost[fs.src], t->nodeOfHost[fs.dst]));
+            if (auto d = DynamicCast<RdmaCcDcqcn>(src.cc))
+            {
+                d->SetQpWindow(qpn, w);
+            }
+            else if (auto c = DynamicCast<RdmaCcDctcp>(src.cc))
+            {
+                c->SetQpWindow(qpn, w);
+            }
+        };
+        nic.push_back([varWin](RoceHelper& h) {
+            h.SetCongestionControlAttribute("VariableWindow", BooleanValue(varWin));
+        });
+        return;
+    }
+    HopCounter hops(topo.topology);
+    uint32_t maxHops = 0;
+    for (uint32_t a : topo.nodeOfHost)
+    {
+        for (uint32_t b : topo.nodeOfHost)
+        {
+            if (a != b)
+            {
+                maxHops = std::max(maxHops, hops.Hops(a, b));
+            }
+        }
+    }
+    const uint64_t bdp = bdpOf(maxHops);
+    nic.push_back([bdp, varWin](RoceHelper& h) {
+        h.SetCongestionControlAttribute("Window", UintegerValue(bdp));
+        h.SetCongestionControlAttribute("VariableWindow", BooleanValue(varWin));
+    });
+}
 } // namespace
 
 std::vector<std::string>
@@ -396,11 +571,18 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
     if (has("CC_MODE"))
     {
         const int mode = static_cast<int>(Num(cfg, "CC_MODE"));
-        if (mode != 1)
+        if (mode != 1 && mode != 8)
         {
             throw std::invalid_argument("HPCC config: CC_MODE " + std::to_string(mode) +
-                                        " has no Cnuas policy yet (only 1, DCQCN)");
+                                        " has no Cnuas policy yet (only 1, DCQCN, and 8, DCTCP)");
         }
+        if (mode == 8)
+        {
+            ApplyDctcpKeys(cfg, spec, nic, used);
+        }
+    }
+    if (has("CC_MODE") && Num(cfg, "CC_MODE") == 1)
+    {
         spec.cc = "ns3::RdmaCcDcqcnMlx";
         use("CC_MODE");
         const std::vector<std::pair<std::string, std::string>> times = {
@@ -472,6 +654,17 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
         spec.kminBytes = static_cast<uint64_t>(MapValue(cfg, "KMIN_MAP", hostBps) * 1000);
         spec.kmaxBytes = static_cast<uint64_t>(MapValue(cfg, "KMAX_MAP", hostBps) * 1000);
         spec.pmax = MapValue(cfg, "PMAX_MAP", hostBps);
+        // Every speed of the maps (host and fabric ports differ) as the switches' EcnRateMap;
+        // the host-rate set above stays the fallback for speeds the maps do not name.
+        const std::string map = EcnRateMapOf(cfg);
+        auto previousFabric = spec.configureFabric;
+        spec.configureFabric = [map, previousFabric](EthFabricHelper& h) {
+            if (previousFabric)
+            {
+                previousFabric(h);
+            }
+            h.SetMmuAttribute("EcnRateMap", StringValue(map));
+        };
         use("KMIN_MAP");
         use("KMAX_MAP");
         use("PMAX_MAP");
@@ -497,6 +690,7 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
         }
         use("PACKET_PAYLOAD_SIZE");
     }
+    ApplyWindowKeys(cfg, topo, spec, nic, used);
     if (has("L2_ACK_INTERVAL"))
     {
         spec.ackEveryPackets =

@@ -51,11 +51,14 @@ std::map<std::string, std::string> ReadHpccConfig(const std::string& path);
  * Applies the configuration keys that have a Cnuas equivalent to `spec` and returns the keys it
  * used; the rest are listed in `ignored`. CC_MODE 1 selects ns3::RdmaCcDcqcnMlx with
  * EWMA_GAIN, ALPHA_RESUME_INTERVAL, RATE_DECREASE_INTERVAL, RP_TIMER, FAST_RECOVERY_TIMES,
- * RATE_AI, RATE_HAI, MIN_RATE, CLAMP_TARGET_RATE; BUFFER_SIZE (MB) sets the switch buffer;
- * KMIN_MAP/KMAX_MAP/PMAX_MAP the marking thresholds of the host link rate (Cnuas has one set
- * per switch); PACKET_PAYLOAD_SIZE picks the RoCE path MTU (the IB MTU nearest to it);
- * L2_ACK_INTERVAL the ACK request interval. CC_MODE values Cnuas does not implement (3 HPCC, 7
- * TIMELY, 8 DCTCP, 10 HPCC-PINT) throw std::invalid_argument.
+ * RATE_AI, RATE_HAI, MIN_RATE, CLAMP_TARGET_RATE; CC_MODE 8 selects ns3::RdmaCcDctcp with
+ * EWMA_GAIN, DCTCP_RATE_AI and MIN_RATE; HAS_WIN 1 gives the policy a Window of the largest
+ * base-RTT BDP over all host pairs (GLOBAL_T 1) or, GLOBAL_T 0, each flow's sender QP its own
+ * pair's BDP (through RoceRunSpec::onFlowStart, DCQCN and DCTCP policies), VAR_WIN its
+ * VariableWindow; BUFFER_SIZE (MB) sets the switch buffer; KMIN_MAP/KMAX_MAP/PMAX_MAP set
+ * every switch's EcnRateMap (thresholds per port speed) and the host-rate entry as the
+ * fallback set; PACKET_PAYLOAD_SIZE picks the RoCE path MTU (the IB MTU nearest to it);
+ * L2_ACK_INTERVAL the ACK request interval. Other CC_MODE values throw std::invalid_argument.
  */
 std::vector<std::string> ApplyHpccConfig(const std::map<std::string, std::string>& cfg,
                                          const HpccTopology& topo, RoceRunSpec& spec,

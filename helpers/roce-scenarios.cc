@@ -5,13 +5,16 @@
 #include "helpers/roce-traffic-run.h"
 #include "helpers/scenario.h"
 
+#include "ns3/enum.h"
 #include "ns3/rng-seed-manager.h"
+#include "ns3/string.h"
 #include "ns3/uinteger.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <random>
 #include <sstream>
@@ -48,12 +51,16 @@ CcTypeId(const std::string& name)
     {
         return "ns3::RdmaCcDcqcnMlx";
     }
-if (name == "timely")
+    if (name == "dctcp")
+    {
+        return "ns3::RdmaCcDctcp";
+    }
+    if (name == "timely")
     {
         return "ns3::RdmaCcTimely";
     }
-    throw std::invalid_argument("cc must be none, dcqcn-paper, dcqcn-mlx or timely, not '" +
-                                name + "'");
+    throw std::invalid_argument(
+        "cc must be none, dcqcn-paper, dcqcn-mlx, dctcp or timely, not '" + name + "'");
 }
 
 std::vector<std::string>
@@ -127,6 +134,99 @@ const std::vector<ScenarioParam> kRecoveryParams = {
     {"rto", "auto", "retransmission timeout (auto: irn 1350us, gbn the local ACK timeout)"},
     {"rto-low", "auto", "RTO with at most 3 packets in flight (auto: irn 454us, gbn none)"},
     {"inflight-cap", "auto", "packets in flight per QP (auto: irn 100, gbn no cap)"}};
+/// The switch-marking and policy parameters roce-fairness and roce-incast share: `ecn`
+/// (red, threshold, off), `kmin`/`kmax` (bytes), `pmax`, and `cc-attrs`, "Name=Value;..." set
+/// on every NIC's policy (ns-3 attribute syntax, e.g. "RateAi=200Mbps;Window=100000").
+void
+ApplyMarkingParams(const ScenarioOptions& o, const ScenarioInfo& info, RoceRunSpec& spec)
+{
+    const std::string ecn = ScenarioParamString(o, info, "ecn");
+    if (ecn != "red" && ecn != "threshold" && ecn != "off")
+    {
+        throw std::invalid_argument("ecn must be red, threshold or off, not '" + ecn + "'");
+    }
+    spec.kminBytes = ScenarioParamUint(o, info, "kmin");
+    spec.kmaxBytes = ScenarioParamUint(o, info, "kmax");
+    spec.pmax = ScenarioParamDouble(o, info, "pmax");
+    if (ecn == "off")
+    {
+        spec.ecn = false;
+    }
+    std::vector<std::pair<std::string, std::string>> attrs;
+    std::stringstream in(ScenarioParamString(o, info, "cc-attrs"));
+    std::string item;
+    while (std::getline(in, item, ';'))
+    {
+        const size_t eq = item.find('=');
+        if (item.empty())
+        {
+            continue;
+        }
+        if (eq == std::string::npos || eq == 0)
+        {
+            throw std::invalid_argument("cc-attrs item '" + item + "' is not Name=Value");
+        }
+        attrs.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    }
+    // Refuse a name the policy does not have here, before anything is built.
+    const TypeId tid = TypeId::LookupByName(spec.cc);
+    for (const auto& [name, value] : attrs)
+    {
+        TypeId::AttributeInformation ai;
+        if (!tid.LookupAttributeByName(name, &ai))
+        {
+            throw std::invalid_argument("cc-attrs: " + spec.cc + " has no attribute " + name);
+        }
+        Ptr<AttributeValue> v = ai.checker->CreateValidValue(StringValue(value));
+        if (!v)
+        {
+            throw std::invalid_argument("cc-attrs: '" + value + "' is not a valid " + name);
+        }
+    }
+    const bool threshold = ecn == "threshold";
+    auto previousFabric = spec.configureFabric;
+    spec.configureFabric = [threshold, previousFabric](EthFabricHelper& h) {
+        if (previousFabric)
+        {
+            previousFabric(h);
+        }
+        if (threshold)
+        {
+            h.SetMmuAttribute("EcnMode", EnumValue(2)); // DCTCP's single threshold at kmin
+        }
+    };
+    auto previousNics = spec.configureNics;
+    spec.configureNics = [attrs, previousNics](RoceHelper& h) {
+        if (previousNics)
+        {
+            previousNics(h);
+        }
+        for (const auto& [name, value] : attrs)
+        {
+            h.SetCongestionControlAttribute(name, StringValue(value));
+        }
+    };
+}
+
+/// Transport bytes (what the rate samples count) a fully used link of `bps` carries at path
+/// MTU `mtu`: each packet's payload + BTH 12 + ICRC 4 out of that + UDP 8, IPv4 20, Ethernet
+/// 14 + FCS 4, preamble 8 and IFG 12 on the wire.
+double
+TransportCeilingGbps(double bps, uint32_t mtu)
+{
+    return bps / 1e9 * (mtu + 16.0) / (mtu + 16.0 + 66.0);
+}
+
+/// The marking parameters as scenario parameters (DCQCN paper defaults).
+std::vector<ScenarioParam>
+MarkingParams()
+{
+    return {{"ecn", "red", "switch marking: red (kmin/kmax/pmax), threshold (at kmin), off"},
+            {"kmin", "5000", "ECN Kmin, bytes (DCQCN paper 5 KB)"},
+            {"kmax", "200000", "ECN Kmax, bytes (DCQCN paper 200 KB)"},
+            {"pmax", "0.01", "ECN marking probability at Kmax (DCQCN paper 1 %)"},
+            {"cc-attrs", "", "policy attributes on every NIC, Name=Value;Name=Value"}};
+}
 
 // ---- roce-fairness ------------------------------------------------------------------------
 
@@ -145,6 +245,7 @@ RunFairness(const ScenarioOptions& o)
     spec.hostRate = DataRate(ScenarioParamString(o, info, "rate"));
     spec.fabricRate = spec.hostRate;
     spec.cc = CcTypeId(ScenarioParamString(o, info, "cc"));
+    ApplyMarkingParams(o, info, spec);
     const Time stagger = ScenarioParamTime(o, info, "stagger");
     const uint64_t bytes = ScenarioParamUint(o, info, "bytes");
     for (uint32_t i = 0; i < n; ++i)
@@ -187,10 +288,18 @@ RunFairness(const ScenarioOptions& o)
         }
         csv << "," << r.maxQueueBytes[s] << "\n";
     }
-    double converged = -1;
-    double filled = -1;
-    std::vector<double> avg(n, 0);
-    uint32_t windows = 0;
+    // 1 ms windows between the last start and the first end.
+    struct Window
+    {
+        double t0;
+        std::vector<double> m; ///< per-flow mean rate, Gb/s
+        double spread;         ///< (max - min) / line
+        double sum;
+        double queueSum = 0;
+        uint32_t queueN = 0;
+        uint32_t inBand = 0; ///< queue samples in (Kmin, Kmax]
+    };
+    std::vector<Window> ws;
     for (size_t s = 0; s + win <= r.sampleTimesUs.size(); s += win)
     {
         const double t0 = r.sampleTimesUs[s] - dt;
@@ -198,62 +307,88 @@ RunFairness(const ScenarioOptions& o)
         {
             continue;
         }
-        std::vector<double> m(n, 0);
+        Window w{t0 - lastStart, std::vector<double>(n, 0), 0, 0};
         for (uint32_t i = 0; i < n; ++i)
         {
             for (size_t k = s; k < s + win; ++k)
             {
-                m[i] += r.flowRateGbps[i][k] / win;
+                w.m[i] += r.flowRateGbps[i][k] / win;
             }
+            w.sum += w.m[i];
         }
-        const auto [lo, hi] = std::minmax_element(m.begin(), m.end());
-        double sum = 0;
-        for (double v : m)
+        const auto [lo, hi] = std::minmax_element(w.m.begin(), w.m.end());
+        w.spread = (*hi - *lo) / line;
+        for (size_t k = s; k < s + win; ++k)
         {
-            sum += v;
+            const uint64_t q = r.maxQueueBytes[k];
+            w.queueSum += q;
+            w.queueN++;
+            w.inBand += q > spec.kminBytes && q <= spec.kmaxBytes;
         }
-        if ((*hi - *lo) / line <= 0.10 && sum >= 0.9 * line)
-        {
-            filled = filled < 0 ? t0 - lastStart : filled;
-        }
-        else
-        {
-            filled = -1;
-        }
-        if ((*hi - *lo) / line <= 0.10)
-        {
-            if (converged < 0)
-            {
-                converged = t0 - lastStart;
-                std::fill(avg.begin(), avg.end(), 0);
-                windows = 0;
-            }
-        }
-        else
-        {
-            converged = -1;
-        }
-        for (uint32_t i = 0; i < n; ++i)
-        {
-            avg[i] += m[i];
-        }
-        windows++;
+        ws.push_back(std::move(w));
     }
-    double total = 0;
-    for (double& a : avg)
+    // The first window from which every later one meets `ok` (ws.size() if none).
+    auto settledFrom = [&ws](const std::function<bool(const Window&)>& ok) {
+        size_t from = ws.size();
+        while (from > 0 && ok(ws[from - 1]))
+        {
+            --from;
+        }
+        return from;
+    };
+    const size_t conv10 = settledFrom([](const Window& w) { return w.spread <= 0.10; });
+    const size_t conv5 = settledFrom([](const Window& w) { return w.spread <= 0.05; });
+    const size_t fill =
+        settledFrom([line](const Window& w) { return w.spread <= 0.10 && w.sum >= 0.9 * line; });
+    auto at = [&ws](size_t i) { return i < ws.size() ? Fixed(ws[i].t0, 0) : std::string("never"); };
+    // Steady state: from the fill time; if the flows never fill the link, every window.
+    const size_t from = fill < ws.size() ? fill : 0;
+    std::vector<double> avg(n, 0);
+    double spreadSum = 0;
+    double queueSum = 0;
+    uint64_t queueN = 0;
+    uint64_t inBand = 0;
+    for (size_t i = from; i < ws.size(); ++i)
     {
-        a /= std::max<uint32_t>(windows, 1);
-        total += a;
+        for (uint32_t f = 0; f < n; ++f)
+        {
+            avg[f] += ws[i].m[f];
+        }
+        spreadSum += ws[i].spread;
+        queueSum += ws[i].queueSum;
+        queueN += ws[i].queueN;
+        inBand += ws[i].inBand;
     }
+    const size_t count = ws.size() > from ? ws.size() - from : 1;
+    double total = 0;
+    for (double& v : avg)
+    {
+        v /= count;
+        total += v;
+    }
+    const std::string period = fill < ws.size() ? " (steady: from fill time)"
+                                                : " (never filled: all windows)";
     ScenarioResult res;
     res.summary.push_back({"flows", std::to_string(n)});
     res.summary.push_back({"all flows done", r.allDone ? "yes" : "no"});
-    res.summary.push_back({"convergence time (us after last start)",
-                           converged < 0 ? "not converged" : Fixed(converged, 0)});
-    res.summary.push_back({"fill time (us after last start, >= 90 % of line)",
-                           filled < 0 ? "never" : Fixed(filled, 0)});
-    res.summary.push_back({"Jain index (converged period)", Fixed(JainIndex(avg), 4)});
-    res.summary.push_back({"utilisation (converged period)", Fixed(total / line, 4)});
+    res.summary.push_back({"convergence time, within 10 % of line (us after last start)",
+                           at(conv10)});
+    res.summary.push_back({"convergence time, within 5 % of line (us after last start)",
+                           at(conv5)});
+    res.summary.push_back({"fill time (us after last start, within 10 % and >= 90 % of line)",
+                           at(fill)});
+    res.summary.push_back({"Jain index" + period, Fixed(JainIndex(avg), 4)});
+    res.summary.push_back({"utilisation of the line" + period, Fixed(total / line, 4)});
+    const double ceiling = TransportCeilingGbps(spec.hostRate.GetBitRate(),
+                                                RdmaMtuBytes(spec.pathMtu));
+    res.summary.push_back({"utilisation of the transport ceiling" + period,
+                           Fixed(total / ceiling, 4)});
+    res.summary.push_back({"mean (max - min) / line of 1 ms windows" + period,
+                           Fixed(spreadSum / count, 4)});
+    res.summary.push_back({"mean queue bytes" + period,
+                           Fixed(queueSum / std::max<uint64_t>(queueN, 1), 0)});
+    res.summary.push_back({"queue samples in (Kmin, Kmax]" + period,
+                           Fixed(double(inBand) / std::max<uint64_t>(queueN, 1), 4)});
     res.summary.push_back({"peak queue bytes", std::to_string(r.peakQueueBytes)});
     res.summary.push_back({"ECN marks", std::to_string(r.ecnMarks)});
     res.summary.push_back({"CNPs", std::to_string(r.cnps)});
@@ -265,11 +400,108 @@ RunFairness(const ScenarioOptions& o)
 
 // ---- roce-incast ---------------------------------------------------------------------------
 
+/// roce-incast with `duration` > 0: long-lived senders (the DCQCN paper's incast measures
+/// steady throughput, not completion): per-flow rates averaged from `warmup` to `duration`,
+/// their sum against the transport ceiling, Jain's index over them, queue and PAUSE counts.
+ScenarioResult
+RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
+{
+    const auto senders = SplitList(ScenarioParamString(o, info, "senders"));
+    const auto modes = SplitList(ScenarioParamString(o, info, "modes"));
+    const std::string rate = ScenarioParamString(o, info, "rate");
+    const uint64_t buffer = ScenarioParamUint(o, info, "buffer");
+    const std::string cc = CcTypeId(ScenarioParamString(o, info, "cc"));
+    const Time duration = ScenarioParamTime(o, info, "duration");
+    const Time warmup = ScenarioParamTime(o, info, "warmup");
+    if (warmup >= duration)
+    {
+        throw std::invalid_argument("warmup must be shorter than duration");
+    }
+    std::ofstream csv(OutFile(o, "roce-incast-steady.csv"));
+    csv << "mode,senders,throughput_gbps,utilisation,jain,min_flow_gbps,max_flow_gbps,"
+           "mean_queue_bytes,peak_queue_bytes,pauses,drops,retransmitted,cnps,marks\n";
+    ScenarioResult res;
+    for (const auto& mode : modes)
+    {
+        if (mode != "pfc" && mode != "dcqcn" && mode != "both")
+        {
+            throw std::invalid_argument("modes are pfc, dcqcn, both, not '" + mode + "'");
+        }
+        for (const auto& ns : senders)
+        {
+            const uint32_t n = static_cast<uint32_t>(std::stoul(ns));
+            RoceRunSpec spec;
+            spec.topology = MakeStar(n + 1);
+            spec.hostRate = DataRate(rate);
+            spec.fabricRate = spec.hostRate;
+            spec.bufferBytes = buffer;
+            spec.pfc = mode != "dcqcn";
+            spec.ecn = mode != "pfc";
+            spec.cc = mode == "pfc" ? "ns3::RdmaCcNone" : cc;
+            if (mode != "pfc")
+            {
+                ApplyMarkingParams(o, info, spec);
+            }
+            for (uint32_t i = 0; i < n; ++i)
+            {
+                // 2 GB: more than a 40-400 Gb/s link carries in the run (a long-lived flow).
+                spec.flows.push_back({i + 1, 0, 2000000000ULL, Time(0)});
+            }
+            spec.sampleInterval = MicroSeconds(10);
+            spec.limit = duration;
+            const RoceRunResult r = RunRoceFlows(spec);
+            std::vector<double> avg(n, 0);
+            double queueSum = 0;
+            uint32_t samples = 0;
+            for (size_t k = 0; k < r.sampleTimesUs.size(); ++k)
+            {
+                if (r.sampleTimesUs[k] <= warmup.GetSeconds() * 1e6)
+                {
+                    continue;
+                }
+                for (uint32_t i = 0; i < n; ++i)
+                {
+                    avg[i] += r.flowRateGbps[i][k];
+                }
+                queueSum += r.maxQueueBytes[k];
+                samples++;
+            }
+            double total = 0;
+            for (double& a : avg)
+            {
+                a /= std::max<uint32_t>(samples, 1);
+                total += a;
+            }
+            const double ceiling =
+                TransportCeilingGbps(spec.hostRate.GetBitRate(), RdmaMtuBytes(spec.pathMtu));
+            const auto [lo, hi] = std::minmax_element(avg.begin(), avg.end());
+            csv << mode << "," << n << "," << Fixed(total, 3) << "," << Fixed(total / ceiling, 4)
+                << "," << Fixed(JainIndex(avg), 4) << "," << Fixed(*lo, 3) << "," << Fixed(*hi, 3)
+                << "," << Fixed(queueSum / std::max<uint32_t>(samples, 1), 0) << ","
+                << r.peakQueueBytes << "," << r.pauseFrames << "," << r.drops << ","
+                << r.retransmittedPackets << "," << r.cnps << "," << r.ecnMarks << "\n";
+            res.summary.push_back(
+                {mode + " N=" + ns,
+                 "throughput " + Fixed(total, 2) + " Gb/s (" + Fixed(100 * total / ceiling, 1) +
+                     " % of ceiling), Jain " + Fixed(JainIndex(avg), 4) + ", mean queue " +
+                     Fixed(queueSum / std::max<uint32_t>(samples, 1) / 1000, 1) +
+                     " KB, pauses " + std::to_string(r.pauseFrames) + ", drops " +
+                     std::to_string(r.drops)});
+        }
+    }
+    res.artifacts.push_back(OutFile(o, "roce-incast-steady.csv"));
+    return res;
+}
+
 ScenarioResult
 RunIncast(const ScenarioOptions& o)
 {
     const ScenarioInfo& info = *ScenarioRegistry::Find("roce-incast");
     CheckScenarioParams(o, info);
+    if (ScenarioParamTime(o, info, "duration").IsStrictlyPositive())
+    {
+        return RunIncastSteady(o, info);
+    }
     const auto senders = SplitList(ScenarioParamString(o, info, "senders"));
     const auto modes = SplitList(ScenarioParamString(o, info, "modes"));
     const uint64_t bytes = ScenarioParamUint(o, info, "bytes");
@@ -298,6 +530,10 @@ RunIncast(const ScenarioOptions& o)
             spec.ecn = mode != "pfc";
             spec.cc = mode == "pfc" ? "ns3::RdmaCcNone" : cc;
             ApplyRecoveryParams(o, info, ScenarioParamString(o, info, "recovery"), spec);
+            if (mode != "pfc")
+            {
+                ApplyMarkingParams(o, info, spec);
+            }
             for (uint32_t i = 0; i < n; ++i)
             {
                 spec.flows.push_back({i + 1, 0, bytes, Time(0)});
@@ -475,11 +711,15 @@ FairnessInfo()
                     "convergence time and Jain's index (writes roce-fairness.csv)";
     i.params = {{"flows", "2", "flows into one receiver (2..64)"},
                 {"rate", "40Gbps", "link rate"},
-                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx or timely"},
+                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx, dctcp or timely"},
                 {"bytes", "25000000", "bytes each flow writes"},
                 {"stagger", "500us", "start of flow i is i x stagger"},
                 {"sample", "10us", "rate sampling interval"},
                 {"limit", "20ms", "simulated time limit"}};
+    for (const auto& p : MarkingParams())
+    {
+        i.params.push_back(p);
+    }
     i.run = RunFairness;
     return i;
 }
@@ -496,8 +736,16 @@ IncastInfo()
                 {"bytes", "2000000", "bytes each sender writes"},
                 {"rate", "40Gbps", "link rate"},
                 {"buffer", "4194304", "switch shared buffer, bytes"},
-                {"cc", "dcqcn-paper", "the DCQCN preset of the dcqcn and both modes"},
-                {"limit", "50ms", "simulated time limit per run"}};
+                {"cc", "dcqcn-paper", "the policy of the dcqcn and both modes"},
+                {"limit", "50ms", "simulated time limit per run"},
+                {"duration", "0",
+                 "> 0: long-lived senders for this long, steady state measured after warmup "
+                 "(writes roce-incast-steady.csv)"},
+                {"warmup", "10ms", "long-lived mode: rates are averaged from here on"}};
+    for (const auto& p : MarkingParams())
+    {
+        i.params.push_back(p);
+    }
     i.params.insert(i.params.end(), kRecoveryParams.begin(), kRecoveryParams.end());
     i.run = RunIncast;
     return i;
@@ -517,7 +765,7 @@ CollapseInfo()
                 {"arrivals", "1ms", "flows arrive during this time"},
                 {"max-flow-bytes", "1000000", "cap on WebSearch flow sizes, bytes"},
                 {"rate", "40Gbps", "link rate"},
-                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx or timely on every NIC"},
+                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx, dctcp or timely on every NIC"},
                 {"limit", "30ms", "simulated time limit per run"}};
     i.params.insert(i.params.end(), kRecoveryParams.begin(), kRecoveryParams.end());
     i.run = RunCollapse;

@@ -137,6 +137,10 @@ struct Run
         Connect(s, gd, d->GetQpNum());
         Connect(d, gs, s->GetQpNum());
         flowOfQp[(uint64_t(fs.src) << 32) | s->GetQpNum()] = f;
+        if (spec.onFlowStart)
+        {
+            spec.onFlowStart(fs, s->GetQpNum(), hcas[fs.src]);
+        }
         RdmaSendWr wr;
         wr.wr_id = f;
         wr.opcode = RdmaWrOpcode::RDMA_WRITE;

@@ -69,6 +69,10 @@ struct RoceRunSpec
     std::function<void(RoceHelper&)> configureNics;
     /// Called after the fabric and NICs exist and before the run (e.g. to enable pcap).
     std::function<void(const EthFabric&, const std::vector<RoceHca>&)> beforeRun;
+    /// Called when a flow has its QPs connected, before its WRITE is posted, with the sender's
+    /// QP number and HCA (e.g. to give that QP its own congestion window).
+    std::function<void(const RoceFlowSpec& flow, uint32_t srcQpn, const RoceHca& src)>
+        onFlowStart;
 };
 
 struct RoceFlowResult

@@ -149,7 +149,8 @@ TEST(RoceHpcc, DcqcnConfigMapsToTheFirmwarePresetAndHpccModeIsRefused)
     EXPECT_EQ(spec.pathMtu, RdmaMtu::MTU_1024); // PACKET_PAYLOAD_SIZE 1000
     EXPECT_EQ(spec.ackEveryPackets, 1u);
     EXPECT_EQ(used.size() + ignored.size(), cfg.size());
-    EXPECT_NE(std::find(ignored.begin(), ignored.end(), "HAS_WIN"), ignored.end());
+    EXPECT_NE(std::find(used.begin(), used.end(), "HAS_WIN"), used.end()); // HAS_WIN 0
+    EXPECT_NE(std::find(ignored.begin(), ignored.end(), "DCTCP_RATE_AI"), ignored.end());
     // The NIC attributes the config sets reach the policy.
     RoceHelper rh;
     rh.SetCongestionControl(spec.cc);

@@ -19,6 +19,7 @@ TEST(RoceRdmaCcTimely, RateFollowsTheRttGradientRules)
     cc->SetAttribute("Delta", DataRateValue(DataRate("1Gbps")));
     cc->SetAttribute("HaiRounds", UintegerValue(3));
     cc->SetAttribute("MinRate", DataRateValue(DataRate("1Gbps")));
+    cc->SetAttribute("SegmentBytes", UintegerValue(0)); // the RTT each OnAck passes
     const double G = 1e9;
     cc->OnQpStart(1, 100000000000ULL);
     cc->OnAck(1, 1, MicroSeconds(30)); // first sample: only remembered

@@ -123,6 +123,35 @@ RdmaCcDcqcn::AddAttributes(TypeId tid, const Defaults& d)
                       "instead of R_HAI once.",
                       BooleanValue(d.hyperScaled),
                       MakeBooleanAccessor(&RdmaCcDcqcn::m_hyperScaled),
+                      MakeBooleanChecker())
+        .AddAttribute("HyperIncreaseHalving",
+                      "Paper form: in hyper increase (both counters past F) the increase "
+                      "timer runs at T/2 and the byte counter at B/2 (QCN, 802.1Qau; ns3-rdma).",
+                      BooleanValue(d.hyperHalving),
+                      MakeBooleanAccessor(&RdmaCcDcqcn::m_hyperHalving),
+                      MakeBooleanChecker())
+        .AddAttribute("AlphaBeforeCut",
+                      "Paper form: a CNP updates alpha first and cuts with the new alpha (as "
+                      "ns3-rdma does) instead of cutting with the old one (the paper's order).",
+                      BooleanValue(d.alphaBeforeCut),
+                      MakeBooleanAccessor(&RdmaCcDcqcn::m_alphaBeforeCut),
+                      MakeBooleanChecker())
+        .AddAttribute("TargetRateHeuristic",
+                      "Paper form: ns3-rdma's heuristic, at a CNP with no increase round since "
+                      "the last cut, Rt > 10 Rc makes Rt = Rt / 8.",
+                      BooleanValue(d.targetHeuristic),
+                      MakeBooleanAccessor(&RdmaCcDcqcn::m_targetHeuristic),
+                      MakeBooleanChecker())
+        .AddAttribute("Window",
+                      "Bytes a QP may have in flight, 0 = none (the HPCC paper's dcqcn_vwin "
+                      "runs: HAS_WIN with the window = the base-RTT BDP), bytes.",
+                      UintegerValue(0),
+                      MakeUintegerAccessor(&RdmaCcDcqcn::m_window),
+                      MakeUintegerChecker<uint64_t>())
+        .AddAttribute("VariableWindow",
+                      "Scale Window by Rc / line rate (the HPCC simulator's VAR_WIN).",
+                      BooleanValue(false),
+                      MakeBooleanAccessor(&RdmaCcDcqcn::m_varWin),
                       MakeBooleanChecker());
 }
 
@@ -144,7 +173,10 @@ RdmaCcDcqcnPaper::GetTypeId()
     d.rateOnFirstCnp = 1.0;
     d.minDecreaseFactor = 0.0;
     d.cnpInterval = MicroSeconds(50);
-    d.hyperScaled = false;
+    d.hyperScaled = true;
+    d.hyperHalving = true;
+    d.alphaBeforeCut = false;
+    d.targetHeuristic = false;
     static TypeId tid = AddAttributes(TypeId("ns3::RdmaCcDcqcnPaper")
                                           .SetParent<RdmaCcDcqcn>()
                                           .SetGroupName("Cnuas")
@@ -177,6 +209,9 @@ RdmaCcDcqcnMlx::GetTypeId()
     d.minDecreaseFactor = 0.0;
     d.cnpInterval = MicroSeconds(4);
     d.hyperScaled = false;
+    d.hyperHalving = false;
+    d.alphaBeforeCut = false;
+    d.targetHeuristic = false;
     static TypeId tid = AddAttributes(TypeId("ns3::RdmaCcDcqcnMlx")
                                           .SetParent<RdmaCcDcqcn>()
                                           .SetGroupName("Cnuas")
@@ -228,8 +263,10 @@ RdmaCcDcqcn::OnQpStart(uint32_t qpn, uint64_t lineRateBps)
     q.decreaseEvent.Cancel();
     q.increaseEvent.Cancel();
     const Time lastCnp = q.lastCnpSent; // the notification point's memory survives a restart
+    const uint64_t window = q.window;
     q = Qp();
     q.lastCnpSent = lastCnp;
+    q.window = window;
     // DCQCN starts every flow at line rate: there is no slow start (paper §3.1).
     q.line = static_cast<double>(lineRateBps);
     q.rc = q.rt = q.line;
@@ -257,11 +294,18 @@ RdmaCcDcqcn::OnSend(uint32_t qpn, uint32_t bytes, bool)
     {
         return;
     }
-    // Paper §3.1: every B bytes sent is an increase event of the byte counter.
+    // Paper §3.1: every B bytes sent is an increase event of the byte counter (B/2 in hyper
+    // increase with HyperIncreaseHalving, as QCN's byte counter).
     q->bytes += bytes;
-    while (q->bytes >= m_byteCounter)
+    for (;;)
     {
-        q->bytes -= m_byteCounter;
+        const bool half = m_hyperHalving && InHyper(*q);
+        const uint64_t limit = half ? std::max<uint64_t>(1, m_byteCounter / 2) : m_byteCounter;
+        if (q->bytes < limit)
+        {
+            break;
+        }
+        q->bytes -= limit;
         q->byteCount++;
         Increase(qpn, *q);
     }
@@ -315,12 +359,24 @@ RdmaCcDcqcn::OnCnp(uint32_t qpn)
         // alpha = (1 - g) alpha + g; both increase counters and the byte count restart, and
         // so do the alpha timer (K) and the increase timer (T).
         q->cnpSeen = true;
-        if (m_clamp || q->timerCount != 0 || q->byteCount != 0)
+        const bool increased = q->timerCount != 0 || q->byteCount != 0;
+        if (m_clamp || increased)
         {
             q->rt = q->rc;
         }
+        if (m_alphaBeforeCut)
+        {
+            SetAlpha(qpn, *q, (1 - m_g) * q->alpha + m_g);
+        }
         Cut(qpn, *q);
-        SetAlpha(qpn, *q, (1 - m_g) * q->alpha + m_g);
+        if (!m_alphaBeforeCut)
+        {
+            SetAlpha(qpn, *q, (1 - m_g) * q->alpha + m_g);
+        }
+        if (m_targetHeuristic && !increased && q->rt > 10 * q->rc)
+        {
+            q->rt /= 8; // ns3-rdma: repeated cuts left the target far above the rate
+        }
         q->timerCount = 0;
         q->byteCount = 0;
         q->bytes = 0;
@@ -417,8 +473,10 @@ RdmaCcDcqcn::IncreaseTimer(uint32_t qpn)
     {
         q->timerCount++; // the firmware counts the round after acting on it
     }
-    q->increaseEvent =
-        Simulator::Schedule(m_increaseTimer, &RdmaCcDcqcn::IncreaseTimer, this, qpn);
+    // QCN's timer runs at T/2 in hyper increase (HyperIncreaseHalving, paper form only).
+    const Time period = !m_firmware && m_hyperHalving && InHyper(*q) ? m_increaseTimer / 2
+                                                                      : m_increaseTimer;
+    q->increaseEvent = Simulator::Schedule(period, &RdmaCcDcqcn::IncreaseTimer, this, qpn);
 }
 
 void
@@ -453,6 +511,14 @@ RdmaCcDcqcn::Increase(uint32_t qpn, Qp& q)
 }
 
 bool
+RdmaCcDcqcn::InHyper(const Qp& q) const
+{
+    const uint32_t lo =
+        m_byteCounter != 0 ? std::min(q.timerCount, q.byteCount) : q.timerCount;
+    return lo > m_f;
+}
+
+bool
 RdmaCcDcqcn::OnEcnMarkedReceive(uint32_t qpn)
 {
     // Notification point (paper §3.1): at most one CNP per QP per CnpInterval.
@@ -476,9 +542,22 @@ RdmaCcDcqcn::GetRate(uint32_t qpn) const
 }
 
 uint64_t
-RdmaCcDcqcn::GetWindow(uint32_t) const
+RdmaCcDcqcn::GetWindow(uint32_t qpn) const
 {
-    return 0;
+    const Qp* q = Find(qpn);
+    const uint64_t w = q && q->window ? q->window : m_window;
+    if (!w || !m_varWin || !q || q->line <= 0)
+    {
+        return w;
+    }
+    // HPCC simulator (rdma-queue-pair.cc GetWin): the BDP window shrinks with the rate.
+    return std::max<uint64_t>(1, static_cast<uint64_t>(double(w) * q->rc / q->line));
+}
+
+void
+RdmaCcDcqcn::SetQpWindow(uint32_t qpn, uint64_t bytes)
+{
+    m_qps[qpn].window = bytes;
 }
 
 double

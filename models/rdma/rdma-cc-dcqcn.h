@@ -69,6 +69,9 @@ class RdmaCcDcqcn : public RdmaCongestionControl
         return m_decreases;
     }
 
+    /// Sets the window of one QP (bytes; overrides Window, e.g. a per-pair BDP).
+    void SetQpWindow(uint32_t qpn, uint64_t bytes);
+
     /// Rate: (qpn, Rc bit/s, Rt bit/s) whenever Rc or Rt changes.
     typedef void (*RateCallback)(uint32_t qpn, double rc, double rt);
     /// Alpha: (qpn, alpha) whenever alpha changes.
@@ -94,6 +97,9 @@ class RdmaCcDcqcn : public RdmaCongestionControl
         double minDecreaseFactor; ///< firmware option: largest single cut (1 = none)
         Time cnpInterval;      ///< notification point: least time between CNPs of a QP
         bool hyperScaled;      ///< hyper increase adds R_HAI x (rounds past F), as QCN does
+        bool hyperHalving;     ///< paper form: T and B halve in hyper increase (QCN)
+        bool alphaBeforeCut;   ///< paper form: a CNP updates alpha before the cut uses it
+        bool targetHeuristic;  ///< paper form: ns3-rdma's "Rt > 10 Rc: Rt /= 8" on a CNP
     };
     static TypeId AddAttributes(TypeId tid, const Defaults& d);
 
@@ -113,6 +119,7 @@ class RdmaCcDcqcn : public RdmaCongestionControl
         bool cnpInAlphaPeriod = false;
         bool cnpInDecreasePeriod = false;
         Time lastCnpSent = Time(-1); ///< notification point
+        uint64_t window = 0;         ///< per-QP window (0: the Window attribute)
         EventId alphaEvent;
         EventId decreaseEvent;
         EventId increaseEvent;
@@ -143,6 +150,13 @@ class RdmaCcDcqcn : public RdmaCongestionControl
     double m_minDecreaseFactor = 1.0;
     Time m_cnpInterval;
     bool m_hyperScaled = false;
+    bool m_hyperHalving = false;
+    bool m_alphaBeforeCut = false;
+    bool m_targetHeuristic = false;
+    /// Paper form: both counters are past F (hyper increase).
+    bool InHyper(const Qp& q) const;
+    uint64_t m_window = 0;
+    bool m_varWin = false;
 
     std::unordered_map<uint32_t, Qp> m_qps;
     uint64_t m_cnpsReceived = 0;
@@ -156,7 +170,11 @@ class RdmaCcDcqcn : public RdmaCongestionControl
 /**
  * The paper's DCQCN (SIGCOMM 2015 §3): g = 1/256, K = 55 us, T = 55 us, B = 10 MB, F = 5,
  * R_AI = 40 Mb/s, R_HAI = 400 Mb/s (10 x R_AI, the QCN ratio; the paper does not fix it),
- * CNP at most once per 50 us per QP, alpha starting at 1.
+ * CNP at most once per 50 us per QP, alpha starting at 1. From QCN (802.1Qau), which the
+ * paper's increase follows, as the authors' ns3-rdma also does: in hyper increase the step is
+ * R_HAI times the rounds past F and the timer and byte counter run at T/2 and B/2. ns3-rdma's
+ * other choices (alpha updated before the cut, "Rt > 10 Rc: Rt /= 8", initial alpha 0.5) are
+ * attributes, off by default.
  */
 class RdmaCcDcqcnPaper : public RdmaCcDcqcn
 {

@@ -1,6 +1,7 @@
 #include "rdma-cc-timely.h"
 
 #include "ns3/double.h"
+#include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
 #include "ns3/uinteger.h"
 
@@ -45,6 +46,16 @@ RdmaCcTimely::GetTypeId()
                           MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("MinRate", "Lowest rate (bit/s).", DataRateValue(DataRate("100Mbps")),
                           MakeDataRateAccessor(&RdmaCcTimely::m_minRate), MakeDataRateChecker())
+            .AddAttribute("SegmentBytes",
+                          "Bytes per RTT-sample segment (TIMELY §4: 16-64 KB; a sample is a "
+                          "segment's completion time less its serialization), bytes; 0 = use "
+                          "the engine's per-acknowledgment RTT.",
+                          UintegerValue(16384),
+                          MakeUintegerAccessor(&RdmaCcTimely::m_segmentBytes),
+                          MakeUintegerChecker<uint32_t>())
+            .AddTraceSource("RttSample", "An RTT sample was taken: (qpn, rtt).",
+                            MakeTraceSourceAccessor(&RdmaCcTimely::m_rttTrace),
+                            "ns3::RdmaCcTimely::RttCallback")
             .AddTraceSource("Rate", "A QP's rate changed: (qpn, bit/s).",
                             MakeTraceSourceAccessor(&RdmaCcTimely::m_rateTrace),
                             "ns3::RdmaCcDcqcn::AlphaCallback");
@@ -67,20 +78,70 @@ RdmaCcTimely::OnQpStop(uint32_t qpn)
 }
 
 void
-RdmaCcTimely::OnSend(uint32_t, uint32_t, bool)
-{
-}
-
-void
-RdmaCcTimely::OnAck(uint32_t qpn, uint32_t, Time rtt)
+RdmaCcTimely::OnSend(uint32_t qpn, uint32_t bytes, bool retransmission)
 {
     auto it = m_qps.find(qpn);
-    if (it == m_qps.end() || !rtt.IsStrictlyPositive())
+    if (m_segmentBytes == 0 || it == m_qps.end() || retransmission)
     {
         return;
     }
     Qp& q = it->second;
-    const double r = rtt.GetSeconds();
+    if (q.openBytes == 0)
+    {
+        q.openFirstSent = Simulator::Now();
+    }
+    q.sent++;
+    q.openBytes += bytes;
+    if (q.openBytes >= m_segmentBytes)
+    {
+        const double lastOnWire = q.line > 0 ? bytes * 8.0 / q.line : 0.0;
+        q.segments.push_back({q.sent, q.openBytes, q.openFirstSent,
+                              Simulator::Now() - q.openFirstSent + Seconds(lastOnWire)});
+        q.openBytes = 0;
+    }
+}
+
+void
+RdmaCcTimely::OnAck(uint32_t qpn, uint32_t ackedPackets, Time rtt)
+{
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end())
+    {
+        return;
+    }
+    Qp& q = it->second;
+    if (m_segmentBytes == 0)
+    {
+        if (rtt.IsStrictlyPositive())
+        {
+            Sample(qpn, q, rtt.GetSeconds());
+        }
+        return;
+    }
+    q.acked += ackedPackets;
+    // TIMELY §4: a completed segment gives one sample, its completion time less the time its
+    // first packet left less its own serialization at line rate (the NIC's send time of the
+    // segment, which is not queueing). Several segments completed at once give the newest.
+    double sample = -1;
+    while (!q.segments.empty() && q.segments.front().endPacket <= q.acked)
+    {
+        const auto& seg = q.segments.front();
+        const double serialization = q.line > 0 ? seg.bytes * 8.0 / q.line : 0.0;
+        sample = (Simulator::Now() - seg.firstSent).GetSeconds() -
+                 std::max(serialization, seg.sendTime.GetSeconds());
+        q.segments.pop_front();
+    }
+    if (sample > 0)
+    {
+        Sample(qpn, q, sample);
+    }
+}
+
+void
+RdmaCcTimely::Sample(uint32_t qpn, Qp& q, double r)
+{
+    m_samples++;
+    m_rttTrace(qpn, Seconds(r));
     if (q.prevRtt < 0)
     {
         q.prevRtt = r;

@@ -172,6 +172,13 @@ EthNetDevice::GetTypeId()
                           TimeValue(Time(0)),
                           MakeTimeAccessor(&EthNetDevice::m_responseTime),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("PfcResponseDelay",
+                          "Time from receiving a PFC frame to acting on it (802.1Qbb Annex O's "
+                          "response time, modelled rather than only budgeted): a frame started "
+                          "within it still goes out. 0 = at once, the next frame boundary.",
+                          TimeValue(Time(0)),
+                          MakeTimeAccessor(&EthNetDevice::m_pfcResponseDelay),
+                          MakeTimeChecker(Time(0)))
             .AddTraceSource("Tx",
                             "A frame starts transmission.",
                             MakeTraceSourceAccessor(&EthNetDevice::m_txTrace),
@@ -445,9 +452,15 @@ EthNetDevice::HeadroomNeeded() const
     Ptr<EthNetDevice> peer = GetPeer();
     const double bps = static_cast<double>(m_rate.GetBitRate());
     const double cablePs = m_channel ? m_channel->GetDelay().GetPicoSeconds() : 0.0;
-    const double responsePs = m_responseTime.IsZero()
-                                  ? DefaultResponsePs(m_rate.GetBitRate())
-                                  : static_cast<double>(m_responseTime.GetPicoSeconds());
+    double responsePs = m_responseTime.IsZero()
+                            ? DefaultResponsePs(m_rate.GetBitRate())
+                            : static_cast<double>(m_responseTime.GetPicoSeconds());
+    if (peer)
+    {
+        // A peer that takes longer to act than the budget keeps sending for that long.
+        responsePs =
+            std::max(responsePs, static_cast<double>(peer->m_pfcResponseDelay.GetPicoSeconds()));
+    }
     const uint32_t peerMax = peer ? peer->MaxFrameBytes() : MaxFrameBytes();
     double bits = 8.0 * (MaxFrameBytes() + kEthWireOverheadBytes);      // frame ahead of PFC
     bits += 8.0 * (kEthMinFrameBytes + kEthWireOverheadBytes);           // the PFC frame
@@ -1110,10 +1123,30 @@ void
 EthNetDevice::HandlePfc(const EthFrame& frame)
 {
     m_counters.pfcFramesReceived++;
+    if (m_pfcResponseDelay.IsStrictlyPositive())
+    {
+        // 802.1Qbb Annex O: the receiver needs its response time to act on the frame; frames
+        // it starts meanwhile still go out.
+        const EthPfcHeader pfc = frame.pfc;
+        const uint32_t epoch = m_linkEpoch;
+        Simulator::Schedule(m_pfcResponseDelay, [this, pfc, epoch]() {
+            if (epoch == m_linkEpoch) // a link that went down since forgot the frame
+            {
+                ApplyPfc(pfc);
+            }
+        });
+        return;
+    }
+    ApplyPfc(frame.pfc);
+}
+
+void
+EthNetDevice::ApplyPfc(const EthPfcHeader& pfc)
+{
     const int64_t now = Simulator::Now().GetPicoSeconds();
     for (uint8_t p = 0; p < kEthPriorities; ++p)
     {
-        if (!((frame.pfc.classEnable >> p) & 1))
+        if (!((pfc.classEnable >> p) & 1))
         {
             continue;
         }
@@ -1122,7 +1155,7 @@ EthNetDevice::HandlePfc(const EthFrame& frame)
             m_counters.pfcIgnored++;
             continue;
         }
-        const uint16_t quanta = frame.pfc.quanta[p];
+        const uint16_t quanta = pfc.quanta[p];
         m_pauseRxTrace(p, quanta);
         TxQueue& q = m_txq[p];
         if (q.pauseStartPs >= 0 && q.pausedUntilPs <= now)
@@ -1159,6 +1192,7 @@ EthNetDevice::NotifyLinkChange(bool up)
 {
     if (!up)
     {
+        m_linkEpoch++;
         DropQueued(EthDropReason::LinkDown);
         m_wake.Cancel();
         m_wakeAtPs = -1;

@@ -269,6 +269,7 @@ class EthNetDevice : public NetDevice
     void SendPfc(uint16_t mask, uint16_t quanta);
     void RefreshPause();
     void HandlePfc(const EthFrame& frame);
+    void ApplyPfc(const EthPfcHeader& pfc);
     void EndPauseInterval(uint8_t prio, int64_t endPs);
     void DeliverLocal(EthFrame* frame);
     void DrainRxHead();
@@ -309,6 +310,8 @@ class EthNetDevice : public NetDevice
     uint64_t m_nicXoff = 256 * 1024;
     uint64_t m_nicXon = 128 * 1024;
     Time m_responseTime; ///< 0: from the 802.3 table by rate
+    Time m_pfcResponseDelay; ///< received PFC takes effect this much later (0: at once)
+    uint32_t m_linkEpoch = 0; ///< link-down count: a delayed PFC from before one is void
 
     // transmit state
     std::array<TxQueue, kEthPriorities> m_txq;

@@ -277,7 +277,7 @@ EthSwitch::MaybeMark(EthNetDevice* out, EthFrame* f, uint64_t queueBytes)
     {
         return;
     }
-    if (m_mmu->ShouldMark(queueBytes))
+    if (m_mmu->ShouldMark(queueBytes, static_cast<uint16_t>(out->GetPortNumber() - 1)))
     {
         f->ecn = kEcnCe;
         m_ecnMarked++;

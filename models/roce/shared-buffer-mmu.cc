@@ -6,8 +6,11 @@
 #include "ns3/double.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
+#include "ns3/string.h"
 #include "ns3/uinteger.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 namespace ns3
@@ -105,7 +108,14 @@ SharedBufferMmu::GetTypeId()
                           "of when it joins it (queue ahead of it).",
                           BooleanValue(false),
                           MakeBooleanAccessor(&SharedBufferMmu::m_ecnAtDequeue),
-                          MakeBooleanChecker());
+                          MakeBooleanChecker())
+            .AddAttribute("EcnRateMap",
+                          "ECN thresholds by egress port speed, \"RATE KMIN KMAX PMAX; ...\" "
+                          "(RATE e.g. 400Gbps, KMIN/KMAX bytes, PMAX 0..1); ports of other "
+                          "speeds use KminBytes/KmaxBytes/Pmax. Applied at Setup.",
+                          StringValue(""),
+                          MakeStringAccessor(&SharedBufferMmu::m_ecnRateMap),
+                          MakeStringChecker());
     return tid;
 }
 
@@ -163,6 +173,69 @@ SharedBufferMmu::Setup(const std::vector<EthNetDevice*>& ports)
     }
     m_pool = carved < m_bufferBytes ? m_bufferBytes - carved : 0;
     m_setUp = true;
+
+    std::vector<EcnRateEntry> map;
+    ParseEcnRateMap(m_ecnRateMap, &map); // a bad map is reported by Validate
+    m_portEcn.assign(ports.size(), EcnSet{m_kmin, m_kmax, m_pmax});
+    for (size_t i = 0; i < ports.size(); ++i)
+    {
+        const uint64_t bps = ports[i]->GetDataRate().GetBitRate();
+        for (const EcnRateEntry& e : map)
+        {
+            if (e.rateBps == bps)
+            {
+                m_portEcn[i] = EcnSet{e.kminBytes, e.kmaxBytes, e.pmax};
+            }
+        }
+    }
+}
+
+std::string
+SharedBufferMmu::ParseEcnRateMap(const std::string& text, std::vector<EcnRateEntry>* out)
+{
+    out->clear();
+    std::istringstream all(text);
+    std::string item;
+    while (std::getline(all, item, ';'))
+    {
+        std::istringstream s(item);
+        std::string rate;
+        EcnRateEntry e;
+        if (!(s >> rate))
+        {
+            continue; // empty item (e.g. a trailing ';')
+        }
+        std::string extra;
+        if (!(s >> e.kminBytes >> e.kmaxBytes >> e.pmax) || (s >> extra))
+        {
+            return "EcnRateMap entry '" + item + "' is not 'RATE KMIN KMAX PMAX'";
+        }
+        // The rate: a number of bit/s with an optional bps/Kbps/Mbps/Gbps/Tbps unit.
+        char* end = nullptr;
+        const double v = std::strtod(rate.c_str(), &end);
+        const std::string unit(end);
+        const std::pair<const char*, double> units[] = {
+            {"", 1}, {"bps", 1}, {"Kbps", 1e3}, {"Mbps", 1e6}, {"Gbps", 1e9}, {"Tbps", 1e12}};
+        bool known = false;
+        for (const auto& [name, mult] : units)
+        {
+            if (unit == name)
+            {
+                e.rateBps = static_cast<uint64_t>(std::llround(v * mult));
+                known = true;
+            }
+        }
+        if (!known || end == rate.c_str() || !(v > 0))
+        {
+            return "EcnRateMap rate '" + rate + "' is not a rate (e.g. 100Gbps)";
+        }
+        if (e.pmax < 0 || e.pmax > 1)
+        {
+            return "EcnRateMap entry '" + item + "': Pmax is not within 0..1";
+        }
+        out->push_back(e);
+    }
+    return "";
 }
 
 std::string
@@ -173,6 +246,21 @@ SharedBufferMmu::Validate() const
     {
         err << "ECN Kmin " << m_kmin << " bytes is above Kmax " << m_kmax << " bytes";
         return err.str();
+    }
+    std::vector<EcnRateEntry> map;
+    const std::string mapError = ParseEcnRateMap(m_ecnRateMap, &map);
+    if (!mapError.empty())
+    {
+        return mapError;
+    }
+    for (const EcnRateEntry& e : map)
+    {
+        if (m_ecnMode == static_cast<int>(EcnMode::Red) && e.kminBytes > e.kmaxBytes)
+        {
+            err << "ECN Kmin " << e.kminBytes << " bytes is above Kmax " << e.kmaxBytes
+                << " bytes for " << e.rateBps / 1e9 << " Gb/s ports (EcnRateMap)";
+            return err.str();
+        }
     }
     if (m_thresholdMode == static_cast<int>(ThresholdMode::Static) && m_xon >= m_xoff)
     {
@@ -296,36 +384,54 @@ SharedBufferMmu::ShouldResume(uint16_t port, uint8_t prio) const
 }
 
 double
-SharedBufferMmu::MarkProbability(uint64_t q) const
+SharedBufferMmu::Probability(uint64_t q, const EcnSet& e) const
 {
     switch (static_cast<EcnMode>(m_ecnMode))
     {
     case EcnMode::Off:
         return 0.0;
     case EcnMode::Threshold:
-        return q > m_kmin ? 1.0 : 0.0;
+        return q > e.kmin ? 1.0 : 0.0;
     case EcnMode::Red:
-        if (q <= m_kmin)
+        if (q <= e.kmin)
         {
             return 0.0;
         }
-        if (q > m_kmax)
+        if (q > e.kmax)
         {
             return 1.0;
         }
-        if (m_kmax == m_kmin)
+        if (e.kmax == e.kmin)
         {
-            return m_pmax;
+            return e.pmax;
         }
-        return m_pmax * static_cast<double>(q - m_kmin) / static_cast<double>(m_kmax - m_kmin);
+        return e.pmax * static_cast<double>(q - e.kmin) / static_cast<double>(e.kmax - e.kmin);
     }
     return 0.0;
+}
+
+double
+SharedBufferMmu::MarkProbability(uint64_t q) const
+{
+    return Probability(q, EcnSet{m_kmin, m_kmax, m_pmax});
+}
+
+double
+SharedBufferMmu::MarkProbability(uint64_t q, uint16_t port) const
+{
+    return port < m_portEcn.size() ? Probability(q, m_portEcn[port]) : MarkProbability(q);
 }
 
 bool
 SharedBufferMmu::ShouldMark(uint64_t queueBytes)
 {
-    const double p = MarkProbability(queueBytes);
+    return ShouldMark(queueBytes, UINT16_MAX);
+}
+
+bool
+SharedBufferMmu::ShouldMark(uint64_t queueBytes, uint16_t port)
+{
+    const double p = MarkProbability(queueBytes, port);
     if (p <= 0.0)
     {
         return false;

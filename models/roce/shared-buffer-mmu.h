@@ -37,6 +37,11 @@ class EthNetDevice;
  * ECN (RFC 3168 CE marking on egress queue length q): RED-like, p = 0 for q <= Kmin,
  * Pmax (q - Kmin)/(Kmax - Kmin) up to Kmax, 1 above (the DCQCN switch rule); or a single
  * threshold, mark when q > Kmin (DCTCP).
+ *
+ * EcnRateMap gives other thresholds to egress ports of given speeds (the HPCC simulator's
+ * KMIN_MAP/KMAX_MAP/PMAX_MAP: a 400 Gb/s fabric port drains a queue four times faster than a
+ * 100 Gb/s host port, so the same queue in bytes is a quarter of the delay); a port whose rate
+ * is not in the map uses KminBytes/KmaxBytes/Pmax.
  */
 class SharedBufferMmu : public Object
 {
@@ -78,13 +83,30 @@ class SharedBufferMmu : public Object
     void Release(uint16_t port, uint8_t prio, uint32_t bytes, uint8_t bucket);
     bool ShouldPause(uint16_t port, uint8_t prio) const;
     bool ShouldResume(uint16_t port, uint8_t prio) const;
-    /// Whether a frame meeting an egress queue of `queueBytes` gets CE.
+    /// Whether a frame meeting an egress queue of `queueBytes` gets CE (the default set).
     bool ShouldMark(uint64_t queueBytes);
+    /// The same on the egress port of index `port` (its rate's thresholds after Setup).
+    bool ShouldMark(uint64_t queueBytes, uint16_t port);
     bool EcnAtDequeue() const { return m_ecnAtDequeue; }
     bool EcnEnabled() const { return m_ecnMode != static_cast<int>(EcnMode::Off); }
     /// Marking probability at queue length q (for tests and plots).
     double MarkProbability(uint64_t q) const;
+    /// Marking probability at queue length q on the egress port of index `port`.
+    double MarkProbability(uint64_t q, uint16_t port) const;
 
+    /// One EcnRateMap entry: thresholds for egress ports of `rateBps`.
+    struct EcnRateEntry
+    {
+        uint64_t rateBps = 0;
+        uint64_t kminBytes = 0;
+        uint64_t kmaxBytes = 0;
+        double pmax = 0;
+    };
+    /**
+     * Parses an EcnRateMap value, "RATE KMIN KMAX PMAX[; ...]" (RATE as 100Gbps or bit/s, KMIN
+     * and KMAX in bytes, PMAX 0..1). Returns "" and fills `out`, or the problem.
+     */
+    static std::string ParseEcnRateMap(const std::string& text, std::vector<EcnRateEntry>* out);
     /// The current shared-space threshold of a (port, priority).
     uint64_t Threshold(uint16_t port, uint8_t prio) const;
     uint64_t GetSharedPoolBytes() const { return m_pool; }
@@ -126,6 +148,16 @@ class SharedBufferMmu : public Object
     uint64_t m_kmax;
     double m_pmax;
     bool m_ecnAtDequeue;
+    std::string m_ecnRateMap;
+
+    struct EcnSet
+    {
+        uint64_t kmin;
+        uint64_t kmax;
+        double pmax;
+    };
+    double Probability(uint64_t q, const EcnSet& e) const;
+    std::vector<EcnSet> m_portEcn; ///< per port index, from EcnRateMap at Setup
 
     std::vector<PortAcct> m_ports;
     uint64_t m_pool = 0;

@@ -1,5 +1,5 @@
-"""Plots for validation/roce: `plot.py fairness|incast|collapse OUTDIR` reads the CSVs the
-roce-* scenarios wrote under OUTDIR and writes PNGs beside them."""
+"""Plots for validation/roce: `plot.py fairness|incast|incast_steady|collapse OUTDIR` reads
+the CSVs the roce-* scenarios wrote under OUTDIR and writes PNGs beside them."""
 import csv
 import os
 import sys
@@ -15,9 +15,15 @@ def rows(path):
         return list(csv.DictReader(f))
 
 
+FAIRNESS_RUNS = ["dcqcn-paper", "dcqcn-paper-alpha05", "dcqcn-mlx", "dctcp", "timely"]
+
+
 def fairness(out):
-    fig, axes = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
-    for ax, cc in zip(axes, ["dcqcn-paper", "dcqcn-mlx"]):
+    runs = [r for r in FAIRNESS_RUNS
+            if os.path.exists(os.path.join(out, f"fairness-{r}", "roce-fairness.csv"))]
+    fig, axes = plt.subplots(len(runs), 1, figsize=(9, 2.6 * len(runs)), sharex=True,
+                             squeeze=False)
+    for ax, cc in zip(axes[:, 0], runs):
         r = rows(os.path.join(out, f"fairness-{cc}", "roce-fairness.csv"))
         t = [float(x["time_us"]) / 1000 for x in r]
         # 1 ms moving average: single 10 us samples are quantised to whole packets.
@@ -30,12 +36,43 @@ def fairness(out):
         ax2 = ax.twinx()
         ax2.plot(t, [int(x["max_queue_bytes"]) / 1000 for x in r], color="grey", lw=0.5)
         ax2.set_ylabel("queue (KB)")
-        ax.set_ylabel("rate (Gb/s, 1 ms avg)")
-        ax.set_title(f"two flows, 40 Gb/s bottleneck, {cc}")
-        ax.legend(loc="upper right")
-    axes[-1].set_xlabel("time (ms)")
+        ax.set_ylabel("Gb/s (1 ms avg)")
+        ax.set_title(f"two flows, 40 Gb/s bottleneck, {cc}", fontsize=9)
+        ax.legend(loc="upper right", fontsize=7)
+    axes[-1][0].set_xlabel("time (ms)")
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "fairness.png"), dpi=110)
+    fig.savefig(os.path.join(out, "fairness.png"), dpi=100)
+
+
+def incast_steady(out):
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4))
+    for cc, style in [("dcqcn-paper", "-"), ("dcqcn-mlx", "--")]:
+        path = os.path.join(out, f"incast-steady-{cc}", "roce-incast-steady.csv")
+        if not os.path.exists(path):
+            continue
+        r = rows(path)
+        for mode in ["pfc", "dcqcn", "both"]:
+            if mode == "pfc" and cc != "dcqcn-paper":
+                continue
+            m = [x for x in r if x["mode"] == mode]
+            n = [int(x["senders"]) for x in m]
+            lab = mode if mode == "pfc" else f"{mode} ({cc})"
+            axes[0].plot(n, [100 * float(x["utilisation"]) for x in m], style, marker="o",
+                         label=lab)
+            axes[1].plot(n, [float(x["jain"]) for x in m], style, marker="o", label=lab)
+            axes[2].plot(n, [float(x["mean_queue_bytes"]) / 1e3 for x in m], style,
+                         marker="o", label=lab)
+            axes[3].plot(n, [max(1, int(x["pauses"])) for x in m], style, marker="o",
+                         label=lab)
+    axes[3].set_yscale("log")
+    for ax, y in zip(axes, ["throughput (% of what the link carries)", "Jain index (per flow)",
+                            "mean switch queue (KB)", "PFC PAUSE frames in 40 ms (0 drawn as 1)"]):
+        ax.set_xlabel("senders N")
+        ax.set_ylabel(y)
+    axes[0].legend(fontsize=8)
+    fig.suptitle("N-to-1 incast, 40 Gb/s, long-lived senders, steady state (20-40 ms)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "incast-steady.png"), dpi=100)
 
 
 def incast(out):
@@ -85,4 +122,5 @@ def collapse(out):
 
 
 if __name__ == "__main__":
-    {"fairness": fairness, "incast": incast, "collapse": collapse}[sys.argv[1]](sys.argv[2])
+    {"fairness": fairness, "incast": incast, "incast_steady": incast_steady,
+     "collapse": collapse}[sys.argv[1]](sys.argv[2])
