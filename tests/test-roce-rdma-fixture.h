@@ -102,67 +102,30 @@ class RocePairTest : public ::testing::Test
         ASSERT_TRUE(s.qp) << s.hca.device->GetLastError();
     }
 
-    /// RESET -> INIT -> RTR -> RTS; the destination is addressed by its GID (IPv4-mapped).
+    /// RESET -> INIT -> RTR -> RTS (ConnectQp); the destination is addressed by its GID.
     void Connect(Ptr<RdmaQp> qp, const RdmaGid& dgid, uint32_t destQpn, const QpOptions& o)
     {
-        RdmaQpAttr a;
-        a.qp_state = RdmaQpState::INIT;
-        a.pkey_index = 0;
-        a.port_num = 1;
-        a.qp_access_flags = o.qpAccess;
-        a.qkey = o.qkey;
-        uint32_t mask = RDMA_QP_STATE | RDMA_QP_PKEY_INDEX | RDMA_QP_PORT;
-        mask |= o.type == RdmaQpType::UD ? RDMA_QP_QKEY : RDMA_QP_ACCESS_FLAGS;
-        ASSERT_EQ(qp->Modify(a, mask), 0) << qp->GetDevice()->GetLastError();
-        a.qp_state = RdmaQpState::RTR;
-        mask = RDMA_QP_STATE;
-        if (o.type != RdmaQpType::UD)
-        {
-            a.ah_attr.is_global = 1;
-            a.ah_attr.port_num = 1;
-            a.ah_attr.grh.hop_limit = 64;
-            a.ah_attr.grh.dgid = dgid;
-            a.path_mtu = o.mtu;
-            a.dest_qp_num = destQpn;
-            a.rq_psn = o.sqPsn;
-            mask |= RDMA_QP_AV | RDMA_QP_PATH_MTU | RDMA_QP_DEST_QPN | RDMA_QP_RQ_PSN;
-            if (o.type == RdmaQpType::RC)
-            {
-                a.max_dest_rd_atomic = o.maxRdAtomic;
-                a.min_rnr_timer = o.minRnrTimer;
-                mask |= RDMA_QP_MAX_DEST_RD_ATOMIC | RDMA_QP_MIN_RNR_TIMER;
-            }
-        }
-        ASSERT_EQ(qp->Modify(a, mask), 0) << qp->GetDevice()->GetLastError();
-        a.qp_state = RdmaQpState::RTS;
-        a.sq_psn = o.sqPsn;
-        mask = RDMA_QP_STATE | RDMA_QP_SQ_PSN;
-        if (o.type == RdmaQpType::RC)
-        {
-            a.timeout = o.timeout;
-            a.retry_cnt = o.retryCnt;
-            a.rnr_retry = o.rnrRetry;
-            a.max_rd_atomic = o.maxRdAtomic;
-            mask |= RDMA_QP_TIMEOUT | RDMA_QP_RETRY_CNT | RDMA_QP_RNR_RETRY |
-                    RDMA_QP_MAX_QP_RD_ATOMIC;
-        }
-        ASSERT_EQ(qp->Modify(a, mask), 0) << qp->GetDevice()->GetLastError();
+        ASSERT_EQ(TryConnectQp(qp, RdmaGidAddress(dgid, 64), destQpn,
+                               QpConnectOptions(o, o.sqPsn)),
+                  "");
     }
 
-    RdmaGid GidOf(uint32_t host) const
+    /// GID index 0 is the IPv4-mapped GID, index 1 the port's IPv6 address.
+    RdmaGid GidOf(uint32_t host, uint8_t index = 0) const
     {
         RdmaGid g{};
-        hcas[host].port->GetGid(0, g);
+        EXPECT_TRUE(hcas[host].port->GetGid(index, g)) << "host " << host << " GID " << +index;
         return g;
     }
 
-    /// A connected QP pair between hosts x and y.
-    void Pair(RoceSide& x, uint32_t hx, RoceSide& y, uint32_t hy, const QpOptions& o)
+    /// A connected QP pair between hosts x and y, addressed by GID `gidIndex` (1: IPv6).
+    void Pair(RoceSide& x, uint32_t hx, RoceSide& y, uint32_t hy, const QpOptions& o,
+              uint8_t gidIndex = 0)
     {
         MakeSide(x, hx, o);
         MakeSide(y, hy, o);
-        Connect(x.qp, GidOf(hy), y.qp->GetQpNum(), o);
-        Connect(y.qp, GidOf(hx), x.qp->GetQpNum(), o);
+        Connect(x.qp, GidOf(hy, gidIndex), y.qp->GetQpNum(), o);
+        Connect(y.qp, GidOf(hx, gidIndex), x.qp->GetQpNum(), o);
     }
 
     void RunFor(Time t)
