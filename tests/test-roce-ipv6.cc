@@ -9,6 +9,7 @@
 #include "helpers/rdma-qp-connect.h"
 #include "helpers/trace-check.h"
 #include "models/rdma/rdma-cc-dcqcn.h"
+#include "models/roce/shared-buffer-mmu.h"
 
 #include "ns3/double.h"
 #include "ns3/enum.h"
@@ -276,12 +277,17 @@ TEST_F(RoceIpv6, DcqcnCnpsGoBackOverIpv6WhereMarksHappened)
 {
     RoceHelper rh;
     rh.SetCongestionControl("ns3::RdmaCcDcqcnPaper");
+    // An ACK request every 16 packets, as NICs do: with the last packet's alone, a WRITE that
+    // DCQCN slows past the 1 ms transport timer is restarted by go-back-N again and again.
+    rh.SetEngineAttribute("AckReqEveryPackets", UintegerValue(16));
     Build(MakeStar(3), rh, [](EthFabricHelper& h) {
         h.SetMmuAttribute("EcnMode", EnumValue(1));
         h.SetMmuAttribute("KminBytes", UintegerValue(5000));
         h.SetMmuAttribute("KmaxBytes", UintegerValue(100000));
         h.SetMmuAttribute("Pmax", DoubleValue(0.2));
     });
+    // A fixed marking stream: the outcome does not depend on the tests run before this one.
+    fabric.Switches()[0]->GetMmu()->AssignStreams(7);
     Frames tx;
     Frames rx;
     fabric.HostPort(0)->TraceConnectWithoutContext("Tx", MakeCallback(&Frames::On, &tx));
