@@ -829,7 +829,7 @@ RoceFctInfo()
                 {"cdf", "websearch.cdf",
                  "flow-size CDF: a file, or a name in data/cdf/ (websearch.cdf, fb-hadoop.cdf)"},
                 {"load", "0.3", "offered load, fraction of a sender's link (incast: of h0's)"},
-                {"duration", "2ms", "flows arrive during this time"},
+                {"duration", "10ms", "flows arrive during this time"},
                 {"senders", "8", "incast: number of senders"},
                 {"max-flows", "0", "run only the first N flows (0: all)"},
                 {"rate", "40Gbps", "host link rate"},
@@ -837,7 +837,7 @@ RoceFctInfo()
                 {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx or timely on every NIC"},
                 {"pfc", "on", "PFC on the RoCE priority: on or off"},
                 {"ecn", "on", "ECN marking in the switches: on or off"},
-                {"limit", "100ms", "simulated time limit"}};
+                {"limit", "200ms", "simulated time limit"}};
     i.run = RunRoceFct;
     return i;
 }
