@@ -702,6 +702,15 @@ RunRoceFct(const ScenarioOptions& o)
     t.incastSenders = static_cast<uint32_t>(ScenarioParamUint(o, info, "senders"));
     t.seed = o.seed;
     RoceTraffic traffic = MakeRoceTraffic(t);
+    // The load the generated flows offer, measured from them (flow bytes over the senders'
+    // links and the arrival window), beside the requested one; before max-flows cuts them.
+    double bytes = 0;
+    for (const auto& f : traffic.flows)
+    {
+        bytes += f.bytes;
+    }
+    const double links = t.pattern == RocePattern::Incast ? 1.0 : traffic.senders;
+    const double offered = bytes * 8 / (t.duration.GetSeconds() * t.linkBps * links);
     const uint64_t maxFlows = ScenarioParamUint(o, info, "max-flows");
     if (maxFlows > 0 && traffic.flows.size() > maxFlows)
     {
@@ -764,15 +773,6 @@ RunRoceFct(const ScenarioOptions& o)
         }
     }
     csv.close();
-    // The load the generated flows offer, measured from them (flow bytes over the senders'
-    // links and the arrival window), beside the requested one.
-    double bytes = 0;
-    for (const auto& f : traffic.flows)
-    {
-        bytes += f.bytes;
-    }
-    const double links = t.pattern == RocePattern::Incast ? 1.0 : traffic.senders;
-    const double offered = bytes * 8 / (t.duration.GetSeconds() * t.linkBps * links);
 
     ScenarioResult res;
     res.summary.push_back({"pattern", ScenarioParamString(o, info, "pattern")});
