@@ -5,6 +5,7 @@
 #include "helpers/ib-fabric-helper.h"
 #include "helpers/ib-sm-helper.h"
 #include "helpers/rdma-helper.h"
+#include "helpers/rdma-qp-connect.h"
 #include "helpers/scenario.h"
 
 #include "models/ib/ib-net-device.h"
@@ -86,46 +87,6 @@ MakeQp(const RdmaHca& hca, const Host& h, uint32_t depth)
     init.cap.max_send_sge = 1;
     init.cap.max_recv_sge = 1;
     return hca.device->CreateQp(h.pd, init);
-}
-
-void
-Connect(Ptr<RdmaQp> qp, uint16_t dlid, uint32_t destQpn)
-{
-    RdmaQpAttr a;
-    a.qp_state = RdmaQpState::INIT;
-    a.port_num = 1;
-    a.qp_access_flags = RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE;
-    uint32_t mask = RDMA_QP_STATE | RDMA_QP_PKEY_INDEX | RDMA_QP_PORT | RDMA_QP_ACCESS_FLAGS;
-    if (qp->Modify(a, mask) != 0)
-    {
-        throw std::runtime_error("ib-cc-incast: QP to INIT: " + qp->GetDevice()->GetLastError());
-    }
-    a.qp_state = RdmaQpState::RTR;
-    a.ah_attr.dlid = dlid;
-    a.ah_attr.port_num = 1;
-    a.path_mtu = RdmaMtu::MTU_4096;
-    a.dest_qp_num = destQpn;
-    a.rq_psn = 0;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = 1;
-    mask = RDMA_QP_STATE | RDMA_QP_AV | RDMA_QP_PATH_MTU | RDMA_QP_DEST_QPN | RDMA_QP_RQ_PSN |
-           RDMA_QP_MAX_DEST_RD_ATOMIC | RDMA_QP_MIN_RNR_TIMER;
-    if (qp->Modify(a, mask) != 0)
-    {
-        throw std::runtime_error("ib-cc-incast: QP to RTR: " + qp->GetDevice()->GetLastError());
-    }
-    a.qp_state = RdmaQpState::RTS;
-    a.sq_psn = 0;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    a.max_rd_atomic = 1;
-    mask = RDMA_QP_STATE | RDMA_QP_SQ_PSN | RDMA_QP_TIMEOUT | RDMA_QP_RETRY_CNT |
-           RDMA_QP_RNR_RETRY | RDMA_QP_MAX_QP_RD_ATOMIC;
-    if (qp->Modify(a, mask) != 0)
-    {
-        throw std::runtime_error("ib-cc-incast: QP to RTS: " + qp->GetDevice()->GetLastError());
-    }
 }
 
 ScenarioInfo RdmaIncastInfo();
@@ -220,8 +181,11 @@ RunRdmaIncast(const ScenarioOptions& o)
         {
             throw std::runtime_error("ib-cc-incast: QP creation failed");
         }
-        Connect(s, fabric.HostPort(dst)->GetLid(), r->GetQpNum());
-        Connect(r, fabric.HostPort(src)->GetLid(), s->GetQpNum());
+        RdmaQpConnectOptions c;
+        c.mtu = RdmaMtu::MTU_4096;
+        c.access = RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE;
+        ConnectQpPair(s, RdmaLidAddress(fabric.HostPort(src)->GetLid()), r,
+                      RdmaLidAddress(fabric.HostPort(dst)->GetLid()), c);
         rxQpOf[src] = r->GetQpNum();
         senderQps.push_back(s);
         for (uint32_t w = 0; w < depth; ++w)

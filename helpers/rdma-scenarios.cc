@@ -252,8 +252,9 @@ FctInfo()
     i.params = CommonParams("fat-tree:k=4", "write");
     i.params[2].help = "QP type: rc only (FCT ends at the acknowledgment)";
     i.params[3].help = "operation: write, write-imm, send or send-imm";
-    i.params.push_back({"cdf", std::string(CNUAS_SOURCE_TREE) + "/data/cdf/websearch.cdf",
-                        "message-size CDF file (format: data/cdf/README.md)"});
+    i.params.push_back({"cdf", "websearch.cdf",
+                        "message-size CDF: a file, or a name in data/cdf/ (websearch.cdf, "
+                        "fb-hadoop.cdf; format: data/cdf/README.md)"});
     i.params.push_back({"load", "0.3", "offered load per host, fraction of its link rate"});
     i.params.push_back({"duration-us", "1000", "how long messages arrive, microseconds"});
     i.params.push_back({"drain-us", "20000", "longest wait for the last messages, microseconds"});

@@ -1,5 +1,6 @@
 #include "rdma-traffic-helper.h"
 
+#include "helpers/rdma-qp-connect.h"
 #include "models/rdma/apps/rdma-null-memory.h"
 
 #include "ns3/uinteger.h"
@@ -17,14 +18,33 @@ RdmaIbWireBytes(uint32_t transportBytes, uint32_t delimiterBytes)
 
 RdmaTrafficHelper::RdmaTrafficHelper(const std::vector<RdmaHca>& hcas, bool realMemory,
                                      uint64_t bufferBytes)
-    : m_hcas(hcas),
-      m_hosts(hcas.size()),
+    : m_hosts(hcas.size()),
       m_real(realMemory),
       m_bufferBytes(bufferBytes)
 {
     if (bufferBytes == 0)
     {
         throw std::invalid_argument("RdmaTrafficHelper: buffer of 0 bytes");
+    }
+    for (const RdmaHca& h : hcas)
+    {
+        m_hcas.push_back(Nic{h.device, h.port, h.memory});
+    }
+}
+
+RdmaTrafficHelper::RdmaTrafficHelper(const std::vector<RoceHca>& nics, bool realMemory,
+                                     uint64_t bufferBytes)
+    : m_hosts(nics.size()),
+      m_real(realMemory),
+      m_bufferBytes(bufferBytes)
+{
+    if (bufferBytes == 0)
+    {
+        throw std::invalid_argument("RdmaTrafficHelper: buffer of 0 bytes");
+    }
+    for (const RoceHca& h : nics)
+    {
+        m_hcas.push_back(Nic{h.device, h.port, h.memory});
     }
 }
 
@@ -41,7 +61,7 @@ RdmaTrafficHelper::HostCtx(uint32_t i)
     {
         return h;
     }
-    const RdmaHca& hca = m_hcas[i];
+    const Nic& hca = m_hcas[i];
     if (m_real)
     {
         // The HCA's own address space, as RdmaHelper made it: tests read what arrived there.
@@ -119,74 +139,28 @@ void
 RdmaTrafficHelper::ToRts(RdmaAppEndpoint& self, const RdmaAppEndpoint& peer, uint32_t sqPsn,
                          uint32_t rqPsn)
 {
-    const RdmaQpType type = m_opts.type;
     Ptr<RdmaDevice> dev = m_hcas[self.host].device;
-    const uint16_t peerLid = m_hcas[peer.host].port->GetLid();
-    auto check = [&](int rc, const char* what) {
-        if (rc != 0)
-        {
-            throw std::runtime_error("host " + std::to_string(self.host) + ": modify_qp to " +
-                                     what + ": " + dev->GetLastError());
-        }
-    };
-    // ibv_modify_qp(3): RESET -> INIT needs state, pkey_index, port and access flags (RC/UC)
-    // or the Q_Key (UD).
-    RdmaQpAttr a;
-    a.qp_state = RdmaQpState::INIT;
-    a.pkey_index = 0;
-    a.port_num = 1;
-    a.qp_access_flags = RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE |
-                        RDMA_ACCESS_REMOTE_READ | RDMA_ACCESS_REMOTE_ATOMIC;
-    a.qkey = m_opts.qkey;
-    uint32_t mask = RDMA_QP_STATE | RDMA_QP_PKEY_INDEX | RDMA_QP_PORT;
-    mask |= type == RdmaQpType::UD ? RDMA_QP_QKEY : RDMA_QP_ACCESS_FLAGS;
-    check(self.qp->Modify(a, mask), "INIT");
-
-    // INIT -> RTR: the peer's address (the one place where IB and RoCE differ, seed 000 §4.4:
-    // a LID here), its QPN and the PSN it will start at; RC adds the responder resources.
-    a.qp_state = RdmaQpState::RTR;
-    mask = RDMA_QP_STATE;
-    if (type != RdmaQpType::UD)
+    // The peer's address: a LID on InfiniBand, a GID on RoCEv2 (seed 000 §4.4).
+    const RdmaAhAttr peerAv = RdmaAddressOf(*m_hcas[peer.host].port, m_opts.sl);
+    RdmaQpConnectOptions c;
+    c.mtu = m_opts.mtu;
+    c.qkey = m_opts.qkey;
+    c.sqPsn = sqPsn;
+    c.rqPsn = rqPsn;
+    c.timeout = m_opts.timeout;
+    c.retryCnt = m_opts.retryCnt;
+    c.rnrRetry = m_opts.rnrRetry;
+    c.minRnrTimer = m_opts.minRnrTimer;
+    c.maxRdAtomic = m_opts.maxRdAtomic;
+    const std::string err = TryConnectQp(self.qp, peerAv, peer.qp->GetQpNum(), c);
+    if (!err.empty())
     {
-        a.ah_attr.dlid = peerLid;
-        a.ah_attr.sl = m_opts.sl;
-        a.ah_attr.port_num = 1;
-        a.path_mtu = m_opts.mtu;
-        a.dest_qp_num = peer.qp->GetQpNum();
-        a.rq_psn = rqPsn;
-        mask |= RDMA_QP_AV | RDMA_QP_PATH_MTU | RDMA_QP_DEST_QPN | RDMA_QP_RQ_PSN;
-        if (type == RdmaQpType::RC)
-        {
-            a.max_dest_rd_atomic = m_opts.maxRdAtomic;
-            a.min_rnr_timer = m_opts.minRnrTimer;
-            mask |= RDMA_QP_MAX_DEST_RD_ATOMIC | RDMA_QP_MIN_RNR_TIMER;
-        }
+        throw std::runtime_error("host " + std::to_string(self.host) + ": " + err);
     }
-    check(self.qp->Modify(a, mask), "RTR");
-
-    // RTR -> RTS: our own starting PSN; RC adds the retry policy and the initiator depth.
-    a.qp_state = RdmaQpState::RTS;
-    a.sq_psn = sqPsn;
-    mask = RDMA_QP_STATE | RDMA_QP_SQ_PSN;
-    if (type == RdmaQpType::RC)
+    if (m_opts.type == RdmaQpType::UD)
     {
-        a.timeout = m_opts.timeout;
-        a.retry_cnt = m_opts.retryCnt;
-        a.rnr_retry = m_opts.rnrRetry;
-        a.max_rd_atomic = m_opts.maxRdAtomic;
-        mask |= RDMA_QP_TIMEOUT | RDMA_QP_RETRY_CNT | RDMA_QP_RNR_RETRY |
-                RDMA_QP_MAX_QP_RD_ATOMIC;
-    }
-    check(self.qp->Modify(a, mask), "RTS");
-
-    if (type == RdmaQpType::UD)
-    {
-        RdmaAhAttr av;
-        av.dlid = peerLid;
-        av.sl = m_opts.sl;
-        av.port_num = 1;
-        int err = 0;
-        self.ah = dev->CreateAh(m_hosts[self.host].pd, av, &err);
+        int ahErr = 0;
+        self.ah = dev->CreateAh(m_hosts[self.host].pd, peerAv, &ahErr);
         if (!self.ah)
         {
             throw std::runtime_error("host " + std::to_string(self.host) + ": create_ah: " +

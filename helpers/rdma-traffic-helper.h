@@ -1,12 +1,14 @@
-// Wires queue pairs between hosts of an RDMA-equipped fabric for the traffic applications:
-// per host a PD, one registered buffer and CQs; per connection two QPs taken through
-// INIT -> RTR -> RTS with the attributes ibv_modify_qp(3) requires for the QP type, the peers'
-// QPN, PSN, LID, buffer address and R_Key exchanged directly in the simulation (what msgstream's
-// TCP bootstrap carries, seed 000 §2).
+// Wires queue pairs between hosts of an RDMA-equipped fabric (InfiniBand HCAs from RdmaHelper or
+// RoCEv2 NICs from RoceHelper) for the traffic applications: per host a PD, one registered buffer
+// and CQs; per connection two QPs taken through INIT -> RTR -> RTS by ConnectQp
+// (helpers/rdma-qp-connect.h), the peers' QPN, PSN, address (LID or GID), buffer address and
+// R_Key exchanged directly in the simulation (what msgstream's TCP bootstrap carries, seed 000
+// §2).
 #ifndef CNUAS_RDMA_TRAFFIC_HELPER_H
 #define CNUAS_RDMA_TRAFFIC_HELPER_H
 
 #include "helpers/rdma-helper.h"
+#include "helpers/roce-helper.h"
 #include "models/rdma/apps/rdma-app-endpoint.h"
 
 #include <cstdint>
@@ -52,6 +54,10 @@ class RdmaTrafficHelper
     /// `hcas` as RdmaHelper::Install returned them (host index = position).
     RdmaTrafficHelper(const std::vector<RdmaHca>& hcas, bool realMemory = false,
                       uint64_t bufferBytes = 1ULL << 32);
+    /// The same over RoCEv2 NICs as RoceHelper::Install returned them: peers are addressed by
+    /// their GID (index 0) instead of a LID.
+    RdmaTrafficHelper(const std::vector<RoceHca>& nics, bool realMemory = false,
+                      uint64_t bufferBytes = 1ULL << 32);
 
     void SetOptions(const RdmaConnectOptions& o)
     {
@@ -77,6 +83,14 @@ class RdmaTrafficHelper
     }
 
   private:
+    /// What the helper needs of one host's HCA or NIC, whatever the fabric.
+    struct Nic
+    {
+        Ptr<RdmaDevice> device;
+        Ptr<RdmaLinkPort> port;
+        Ptr<RdmaSimulatedMemory> memory;
+    };
+
     struct Host
     {
         Ptr<RdmaMemory> memory;
@@ -88,7 +102,7 @@ class RdmaTrafficHelper
     RdmaAppEndpoint MakeEndpoint(uint32_t host, uint32_t peer);
     void ToRts(RdmaAppEndpoint& self, const RdmaAppEndpoint& peer, uint32_t sqPsn, uint32_t rqPsn);
 
-    std::vector<RdmaHca> m_hcas;
+    std::vector<Nic> m_hcas;
     std::vector<Host> m_hosts;
     bool m_real;
     uint64_t m_bufferBytes;

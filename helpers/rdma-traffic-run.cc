@@ -8,6 +8,7 @@
 #include "helpers/rdma-traffic-helper.h"
 #include "helpers/sim-progress.h"
 #include "helpers/topology.h"
+#include "models/common/data-directory.h"
 #include "models/ib/ib-channel.h"
 #include "models/ib/ib-net-device.h"
 #include "models/ib/ib-port-counters.h"
@@ -63,7 +64,30 @@ Percentile(std::vector<double> v, double p)
 std::string
 RdmaShippedCdf(const std::string& name)
 {
-    return std::string(CNUAS_SOURCE_TREE) + "/data/cdf/" + name;
+    return CnuasDataFile("cdf/" + name);
+}
+
+std::string
+RdmaResolveCdf(const std::string& value)
+{
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(value, ec))
+    {
+        return value;
+    }
+    if (value.find('/') == std::string::npos && !value.empty())
+    {
+        try
+        {
+            return RdmaShippedCdf(value);
+        }
+        catch (const std::runtime_error& e)
+        {
+            throw std::invalid_argument("cdf: " + std::string(e.what()));
+        }
+    }
+    throw std::invalid_argument("cdf: no such file '" + value +
+                                "' (a path, or the name of a CDF shipped in data/cdf/)");
 }
 
 Time
@@ -120,7 +144,7 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
     {
         cdf = CreateObject<EmpiricalSizeDistribution>();
         std::string err;
-        if (!cdf->LoadFile(spec.cdf, &err))
+        if (!cdf->LoadFile(RdmaResolveCdf(spec.cdf), &err))
         {
             throw std::invalid_argument(err);
         }

@@ -34,7 +34,7 @@ struct RdmaTrafficSpec
     RdmaWrOpcode op = RdmaWrOpcode::RDMA_WRITE;
     RdmaMtu mtu = RdmaMtu::MTU_4096;
     uint64_t size = 4096;          ///< fixed message size, bytes (PingPong, Incast, Qps)
-    std::string cdf;               ///< Fct: size CDF file
+    std::string cdf;               ///< Fct: size CDF file (RdmaResolveCdf)
     double load = 0.3;             ///< Fct: offered load per host, fraction of its link rate
     uint32_t senders = 8;          ///< Incast
     uint32_t qps = 1;              ///< Qps: QPs from host 0 to host 1; Fct: QPs per pair
@@ -84,8 +84,16 @@ struct RdmaTrafficStats
     std::vector<std::string> artifacts;
 };
 
-/// The path of a CDF file shipped in data/cdf/ of the source tree ("websearch.cdf").
+/// The path of a CDF file shipped in data/cdf/ ("websearch.cdf"), found by CnuasDataFile
+/// (models/common/data-directory.h); throws std::runtime_error when no data directory has it.
 std::string RdmaShippedCdf(const std::string& name);
+
+/**
+ * A `cdf` parameter's file: `value` itself when it names a file, else (a bare name such as
+ * "fb-hadoop.cdf") the shipped CDF of that name. Throws std::invalid_argument naming the
+ * parameter when neither exists.
+ */
+std::string RdmaResolveCdf(const std::string& value);
 
 /// Runs the experiment (calls Simulator::Destroy at the end). Throws std::invalid_argument for
 /// an impossible spec (bad topology, too few hosts, unreadable CDF) with the reason.

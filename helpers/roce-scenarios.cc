@@ -2,8 +2,11 @@
 // incast under PFC / DCQCN / both, and the seed's "works in testing, collapses under load"
 // misconfiguration. validation/roce/ runs them and plots their CSV output.
 #include "helpers/roce-hpcc-compat.h"
+#include "helpers/rdma-traffic-run.h"
+#include "helpers/roce-traffic-pattern.h"
 #include "helpers/roce-traffic-run.h"
 #include "helpers/scenario.h"
+#include "models/common/data-directory.h"
 
 #include "ns3/enum.h"
 #include "ns3/rng-seed-manager.h"
@@ -777,12 +780,38 @@ CollapseInfo()
 /// FCT slowdown buckets by flow size (upper bounds, bytes), as FCT-by-size plots use them.
 const std::vector<double> kSizeBuckets = {1e3, 1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 1e12};
 
+/// The `dir` parameter: as given, or (empty) the HPCC-simulator inputs beside the source tree,
+/// which their README forbids copying into it. A missing directory is named with the parameter.
+std::string
+HpccDataDir(const std::string& given)
+{
+    std::string dir = given;
+    if (dir.empty())
+    {
+        const std::string src = CnuasSourceTree();
+        dir = "/work/shared/data/hpcc-compat";
+        struct stat st;
+        if (!src.empty() && stat((src + "/../shared/data/hpcc-compat").c_str(), &st) == 0 &&
+            S_ISDIR(st.st_mode))
+        {
+            dir = src + "/../shared/data/hpcc-compat";
+        }
+    }
+    struct stat st;
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    {
+        throw std::invalid_argument("dir: no such directory '" + dir +
+                                    "' (the HPCC-simulator input files; give --param dir=DIR)");
+    }
+    return dir;
+}
+
 ScenarioResult
 RunHpcc(const ScenarioOptions& o)
 {
     const ScenarioInfo& info = *ScenarioRegistry::Find("roce-hpcc");
     CheckScenarioParams(o, info);
-    const std::string dir = ScenarioParamString(o, info, "dir");
+    const std::string dir = HpccDataDir(ScenarioParamString(o, info, "dir"));
     const HpccTopology topo =
         ReadHpccTopology(dir + "/" + ScenarioParamString(o, info, "topology-file"));
     const double offset = ScenarioParamDouble(o, info, "time-offset");
@@ -914,7 +943,8 @@ HpccInfo()
     i.name = "roce-hpcc";
     i.description = "Runs HPCC-simulator inputs (topology, flow and KEY value config files) on "
                     "RoCE NICs and writes its FCT format (fct.txt) beside Cnuas's CSV";
-    i.params = {{"dir", "/work/shared/data/hpcc-compat", "directory of the HPCC-format files"},
+    i.params = {{"dir", "", "directory of the HPCC-format files ('': ../shared/data/hpcc-compat "
+                            "beside the source tree, else /work/shared/data/hpcc-compat)"},
                 {"topology-file", "fat.txt", "HPCC topology file in dir"},
                 {"flow-file", "ws30_5ms.txt", "HPCC flow file in dir"},
                 {"config-file", "config_fat_ws30_5ms_dcqcn.txt", "HPCC config in dir ('' none)"},
@@ -927,11 +957,194 @@ HpccInfo()
     return i;
 }
 
+// ---- roce-fct -------------------------------------------------------------------------------
+
+bool
+OnOff(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
+{
+    const std::string v = ScenarioParamString(o, info, key);
+    if (v == "on" || v == "yes" || v == "true" || v == "1")
+    {
+        return true;
+    }
+    if (v == "off" || v == "no" || v == "false" || v == "0")
+    {
+        return false;
+    }
+    throw std::invalid_argument(key + " must be on or off, not '" + v + "'");
+}
+
+ScenarioResult
+RunRoceFct(const ScenarioOptions& o)
+{
+    const ScenarioInfo& info = *ScenarioRegistry::Find("roce-fct");
+    CheckScenarioParams(o, info);
+    RoceRunSpec spec;
+    spec.topology = ScenarioParamTopology(o, info);
+    spec.hostRate = DataRate(ScenarioParamString(o, info, "rate"));
+    const std::string fabricRate = ScenarioParamString(o, info, "fabric-rate");
+    spec.fabricRate = fabricRate.empty() ? spec.hostRate : DataRate(fabricRate);
+    spec.cc = CcTypeId(ScenarioParamString(o, info, "cc"));
+    spec.pfc = OnOff(o, info, "pfc");
+    spec.ecn = OnOff(o, info, "ecn");
+    spec.limit = ScenarioParamTime(o, info, "limit");
+
+    RoceTrafficSpec t;
+    t.pattern = ParseRocePattern(ScenarioParamString(o, info, "pattern"));
+    t.hosts = static_cast<uint32_t>(spec.topology.Hosts().size());
+    t.linkBps = static_cast<double>(spec.hostRate.GetBitRate());
+    t.load = ScenarioParamDouble(o, info, "load");
+    t.duration = ScenarioParamTime(o, info, "duration");
+    t.cdfFile = RdmaResolveCdf(ScenarioParamString(o, info, "cdf"));
+    t.incastSenders = static_cast<uint32_t>(ScenarioParamUint(o, info, "senders"));
+    t.seed = o.seed;
+    RoceTraffic traffic = MakeRoceTraffic(t);
+    // The load the generated flows offer, measured from them (flow bytes over the senders'
+    // links and the arrival window), beside the requested one; before max-flows cuts them.
+    double bytes = 0;
+    for (const auto& f : traffic.flows)
+    {
+        bytes += f.bytes;
+    }
+    const double links = t.pattern == RocePattern::Incast ? 1.0 : traffic.senders;
+    const double offered = bytes * 8 / (t.duration.GetSeconds() * t.linkBps * links);
+    const uint64_t maxFlows = ScenarioParamUint(o, info, "max-flows");
+    if (maxFlows > 0 && traffic.flows.size() > maxFlows)
+    {
+        traffic.flows.resize(maxFlows);
+    }
+    spec.flows = traffic.flows;
+    Time cableDelay;
+    spec.beforeRun = [&cableDelay](const EthFabric& f, const std::vector<RoceHca>&) {
+        cableDelay = f.cables.empty() ? Time(0) : f.cables[0]->GetDelay();
+    };
+    const RoceRunResult r = RunRoceFlows(spec);
+
+    // Slowdown = FCT / the FCT the flow would have alone on its path (StandaloneFctSeconds,
+    // the HPCC simulator's definition), so flows of every size and path compare.
+    const auto hops = TopologyHopCounts(spec.topology);
+    const std::vector<uint32_t> hostNode = spec.topology.Hosts();
+    const uint32_t mtu = RdmaMtuBytes(spec.pathMtu);
+    const std::string csvPath = OutFile(o, "roce-fct.csv");
+    std::ofstream csv(csvPath);
+    if (!csv)
+    {
+        throw std::runtime_error("cannot write " + csvPath);
+    }
+    csv << "id,src,dst,size_bytes,start_ns,end_ns,fct_ns,ideal_ns,slowdown,status\n";
+    std::vector<std::vector<double>> slow(kSizeBuckets.size());
+    std::vector<double> all;
+    uint32_t done = 0;
+    for (size_t i = 0; i < r.flows.size(); ++i)
+    {
+        const RoceFlowResult& f = r.flows[i];
+        const double start = f.spec.start.GetSeconds() * 1e9;
+        csv << i << "," << f.spec.src << "," << f.spec.dst << "," << f.spec.bytes << ","
+            << Fixed(start, 3) << ",";
+        if (!f.fct.IsPositive())
+        {
+            csv << ",,,,unfinished\n";
+            continue;
+        }
+        const double ideal = StandaloneFctSeconds(
+            f.spec.bytes, mtu, t.linkBps, hops[hostNode[f.spec.src]][hostNode[f.spec.dst]],
+            cableDelay.GetSeconds());
+        const double fct = f.fct.GetSeconds();
+        const double sd = fct / ideal;
+        csv << Fixed(start + fct * 1e9, 3) << "," << Fixed(fct * 1e9, 3) << ","
+            << Fixed(ideal * 1e9, 3) << "," << Fixed(sd, 4) << ","
+            << (f.ok ? "success" : "error") << "\n";
+        if (!f.ok)
+        {
+            continue;
+        }
+        done++;
+        all.push_back(sd);
+        for (size_t b = 0; b < kSizeBuckets.size(); ++b)
+        {
+            if (f.spec.bytes <= kSizeBuckets[b])
+            {
+                slow[b].push_back(sd);
+                break;
+            }
+        }
+    }
+    csv.close();
+
+    ScenarioResult res;
+    res.summary.push_back({"pattern", ScenarioParamString(o, info, "pattern")});
+    res.summary.push_back({"flows done", std::to_string(done) + "/" +
+                                             std::to_string(r.flows.size())});
+    res.summary.push_back({"offered load (requested / generated)",
+                           Fixed(t.load, 3) + " / " + Fixed(offered, 3)});
+    res.summary.push_back({"congestion control", spec.cc});
+    res.summary.push_back({"PFC / ECN", std::string(spec.pfc ? "on" : "off") + " / " +
+                                            (spec.ecn ? "on" : "off")});
+    res.summary.push_back({"simulated time (ms)", Fixed(r.end.GetSeconds() * 1e3, 3)});
+    res.summary.push_back({"slowdown p50/p95/p99", Fixed(Percentile(all, 0.5), 2) + " / " +
+                                                       Fixed(Percentile(all, 0.95), 2) + " / " +
+                                                       Fixed(Percentile(all, 0.99), 2)});
+    double lo = 0;
+    for (size_t b = 0; b < kSizeBuckets.size(); ++b)
+    {
+        if (!slow[b].empty())
+        {
+            res.summary.push_back(
+                {"slowdown " + Fixed(lo, 0) + "-" + Fixed(std::min(kSizeBuckets[b], 3e7), 0) +
+                     " B (n=" + std::to_string(slow[b].size()) + ") p50/p95/p99",
+                 Fixed(Percentile(slow[b], 0.5), 2) + " / " + Fixed(Percentile(slow[b], 0.95), 2) +
+                     " / " + Fixed(Percentile(slow[b], 0.99), 2)});
+        }
+        lo = kSizeBuckets[b];
+    }
+    res.summary.push_back({"PFC pauses / drops", std::to_string(r.pauseFrames) + " / " +
+                                                     std::to_string(r.drops)});
+    res.summary.push_back(
+        {"ECN marks / CNPs", std::to_string(r.ecnMarks) + " / " + std::to_string(r.cnps)});
+    res.artifacts.push_back(csvPath);
+    const std::string png = OutFile(o, "roce-fct.png");
+    if (o.plots && done > 0 &&
+        RunPlotScript("plot-fct.py", csvPath, png, "RoCE FCT slowdown by flow size"))
+    {
+        res.artifacts.push_back(png);
+    }
+    res.exitCode = done == r.flows.size() ? 0 : 1;
+    return res;
+}
+
+ScenarioInfo
+RoceFctInfo()
+{
+    ScenarioInfo i;
+    i.name = "roce-fct";
+    i.description = "RoCE flow completion times: all-to-all, permutation or incast flows with "
+                    "Poisson arrivals at a load and sizes from a CDF; FCT CSV with slowdown and "
+                    "a slowdown-by-size plot";
+    i.params = {{"topology", "leaf-spine:leaves=4,spines=2,hosts=4",
+                 "fabric (leaf-spine:..., fat-tree:k=..., any topology spec)"},
+                {"pattern", "all-to-all", "all-to-all, permutation or incast (senders -> h0)"},
+                {"cdf", "websearch.cdf",
+                 "flow-size CDF: a file, or a name in data/cdf/ (websearch.cdf, fb-hadoop.cdf)"},
+                {"load", "0.3", "offered load, fraction of a sender's link (incast: of h0's)"},
+                {"duration", "10ms", "flows arrive during this time"},
+                {"senders", "8", "incast: number of senders"},
+                {"max-flows", "0", "run only the first N flows (0: all)"},
+                {"rate", "40Gbps", "host link rate"},
+                {"fabric-rate", "", "switch-to-switch link rate ('': the host rate)"},
+                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx or timely on every NIC"},
+                {"pfc", "on", "PFC on the RoCE priority: on or off"},
+                {"ecn", "on", "ECN marking in the switches: on or off"},
+                {"limit", "200ms", "simulated time limit"}};
+    i.run = RunRoceFct;
+    return i;
+}
+
 } // namespace
 
 CNUAS_REGISTER_SCENARIO(FairnessInfo());
 CNUAS_REGISTER_SCENARIO(HpccInfo());
 CNUAS_REGISTER_SCENARIO(IncastInfo());
 CNUAS_REGISTER_SCENARIO(CollapseInfo());
+CNUAS_REGISTER_SCENARIO(RoceFctInfo());
 
 } // namespace ns3

@@ -1,5 +1,6 @@
 #include "roce-traffic-run.h"
 
+#include "helpers/rdma-qp-connect.h"
 #include "models/rdma/rdma-cq.h"
 #include "models/rdma/rdma-memory.h"
 #include "models/rdma/rdma-selective-repeat.h"
@@ -63,50 +64,6 @@ struct Run
 
     explicit Run(const RoceRunSpec& s) : spec(s) {}
 
-    void Connect(Ptr<RdmaQp> qp, const RdmaGid& dgid, uint32_t destQpn)
-    {
-        RdmaQpAttr a;
-        a.qp_state = RdmaQpState::INIT;
-        a.pkey_index = 0;
-        a.port_num = 1;
-        a.qp_access_flags = RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE;
-        Check(
-            qp->Modify(a, RDMA_QP_STATE | RDMA_QP_PKEY_INDEX | RDMA_QP_PORT | RDMA_QP_ACCESS_FLAGS),
-            qp);
-        a.qp_state = RdmaQpState::RTR;
-        a.ah_attr.is_global = 1;
-        a.ah_attr.port_num = 1;
-        a.ah_attr.grh.hop_limit = 64;
-        a.ah_attr.grh.dgid = dgid;
-        a.path_mtu = spec.pathMtu;
-        a.dest_qp_num = destQpn;
-        a.rq_psn = 0;
-        a.max_dest_rd_atomic = 1;
-        a.min_rnr_timer = 1;
-        Check(qp->Modify(a, RDMA_QP_STATE | RDMA_QP_AV | RDMA_QP_PATH_MTU | RDMA_QP_DEST_QPN |
-                                RDMA_QP_RQ_PSN | RDMA_QP_MAX_DEST_RD_ATOMIC |
-                                RDMA_QP_MIN_RNR_TIMER),
-              qp);
-        a.qp_state = RdmaQpState::RTS;
-        a.sq_psn = 0;
-        a.timeout = 8; // 4.096 us x 2^8 = 1.05 ms: tail losses recover within a run
-        a.retry_cnt = 7;
-        a.rnr_retry = 7;
-        a.max_rd_atomic = 1;
-        Check(qp->Modify(a, RDMA_QP_STATE | RDMA_QP_SQ_PSN | RDMA_QP_TIMEOUT | RDMA_QP_RETRY_CNT |
-                                RDMA_QP_RNR_RETRY | RDMA_QP_MAX_QP_RD_ATOMIC),
-              qp);
-    }
-
-    static void Check(int rc, Ptr<RdmaQp> qp)
-    {
-        if (rc != 0)
-        {
-            throw std::runtime_error("roce run: QP transition failed: " +
-                                     qp->GetDevice()->GetLastError());
-        }
-    }
-
     Ptr<RdmaQp> NewQp(uint32_t host)
     {
         RdmaQpInitAttr init;
@@ -130,12 +87,12 @@ struct Run
         const RoceFlowSpec& fs = spec.flows[f];
         Ptr<RdmaQp> s = NewQp(fs.src);
         Ptr<RdmaQp> d = NewQp(fs.dst);
-        RdmaGid gs{};
-        RdmaGid gd{};
-        hcas[fs.src].port->GetGid(0, gs);
-        hcas[fs.dst].port->GetGid(0, gd);
-        Connect(s, gd, d->GetQpNum());
-        Connect(d, gs, s->GetQpNum());
+        RdmaQpConnectOptions c;
+        c.mtu = spec.pathMtu;
+        c.access = RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE;
+        c.timeout = 8; // 4.096 us x 2^8 = 1.05 ms: tail losses recover within a run
+        ConnectQpPair(s, RdmaAddressOf(*hcas[fs.src].port), d, RdmaAddressOf(*hcas[fs.dst].port),
+                      c);
         flowOfQp[(uint64_t(fs.src) << 32) | s->GetQpNum()] = f;
         if (spec.onFlowStart)
         {

@@ -1,5 +1,7 @@
 #include "scenario.h"
 
+#include "models/common/data-directory.h"
+
 #include "parse-util.h"
 
 #include <cerrno>
@@ -57,17 +59,33 @@ ScenarioRegistry::Register(ScenarioInfo info)
 {
     if (info.name.empty() || !info.run)
     {
-        std::fprintf(stderr, "cnuas: ignoring a scenario registered without a name or body\n");
-        return false;
+        throw std::logic_error("a scenario was registered without a name or body");
     }
     std::string name = info.name;
+    // Two scenarios under one name are a build error: which one `cnuas run NAME` ran would
+    // depend on the static-initialisation order of libcnuas's object files.
     if (!Registry().emplace(name, std::move(info)).second)
     {
-        std::fprintf(stderr, "cnuas: scenario '%s' registered twice; keeping the first\n",
-                     name.c_str());
-        return false;
+        throw std::logic_error("scenario '" + name + "' is registered twice");
     }
     return true;
+}
+
+bool
+ScenarioRegistry::RegisterAtStartup(ScenarioInfo info)
+{
+    try
+    {
+        return Register(std::move(info));
+    }
+    catch (const std::logic_error& e)
+    {
+        // Static initialisation cannot report an error any other way; stopping here keeps a
+        // libcnuas with a clash from running anything.
+        std::fprintf(stderr, "cnuas: fatal: %s\n", e.what());
+        std::fflush(stderr);
+        std::_Exit(kDuplicateScenarioExit);
+    }
 }
 
 std::vector<ScenarioInfo>
@@ -250,9 +268,13 @@ bool
 RunPlotScript(const std::string& script, const std::string& csv, const std::string& png,
               const std::string& title)
 {
-    const std::string cmd = std::string("/usr/bin/python3 '") + CNUAS_SOURCE_TREE +
-                            "/tools/plot/" + script + "' '" + csv + "' '" + png + "' '" + title +
-                            "' >/dev/null 2>&1";
+    const std::string path = CnuasShareFile("tools/plot/" + script);
+    if (path.empty())
+    {
+        return false;
+    }
+    const std::string cmd = std::string("/usr/bin/python3 '") + path + "' '" + csv + "' '" + png +
+                            "' '" + title + "' >/dev/null 2>&1";
     return std::system(cmd.c_str()) == 0 && std::filesystem::exists(png);
 }
 

@@ -62,7 +62,13 @@ struct ScenarioInfo
 class ScenarioRegistry
 {
   public:
+    /// Adds a scenario; throws std::logic_error for one without a name or body, or under a
+    /// name already taken (the first stays). Returns true.
     static bool Register(ScenarioInfo info);
+    /// Register for static initialisers (CNUAS_REGISTER_SCENARIO): an error is printed and the
+    /// process exits with kDuplicateScenarioExit before main() runs.
+    static bool RegisterAtStartup(ScenarioInfo info);
+    static constexpr int kDuplicateScenarioExit = 70; ///< EX_SOFTWARE, sysexits.h
     static std::vector<ScenarioInfo> All(); ///< sorted by name
     static const ScenarioInfo* Find(const std::string& name);
 };
@@ -136,6 +142,6 @@ bool ParseTimeString(const std::string& text, Time* out);
 /// Register a scenario from a .cc file in libcnuas: CNUAS_REGISTER_SCENARIO(MakeInfoFunction());
 #define CNUAS_REGISTER_SCENARIO(infoExpr)                                                          \
     static const bool CNUAS_SCENARIO_CONCAT(cnuasScenarioRegistered_, __LINE__) =                 \
-        ::ns3::ScenarioRegistry::Register(infoExpr)
+        ::ns3::ScenarioRegistry::RegisterAtStartup(infoExpr)
 
 #endif

@@ -6,6 +6,7 @@
 #include "helpers/ib-fabric-helper.h"
 #include "helpers/ib-static-subnet-helper.h"
 #include "helpers/rdma-helper.h"
+#include "helpers/rdma-qp-connect.h"
 
 #include "ns3/pointer.h"
 #include "ns3/simulator.h"
@@ -44,6 +45,24 @@ struct QpOptions
     uint32_t sqDepth = 512;
     uint32_t rqDepth = 512;
 };
+
+/// The ConnectQp options a test's QpOptions stand for.
+inline RdmaQpConnectOptions
+QpConnectOptions(const QpOptions& o, uint32_t rqPsn)
+{
+    RdmaQpConnectOptions c;
+    c.mtu = o.mtu;
+    c.access = o.qpAccess;
+    c.qkey = o.qkey;
+    c.sqPsn = o.sqPsn;
+    c.rqPsn = rqPsn;
+    c.timeout = o.timeout;
+    c.retryCnt = o.retryCnt;
+    c.rnrRetry = o.rnrRetry;
+    c.minRnrTimer = o.minRnrTimer;
+    c.maxRdAtomic = o.maxRdAtomic;
+    return c;
+}
 
 /// One host's verbs objects.
 struct Side
@@ -154,65 +173,26 @@ class RdmaPairTest : public ::testing::Test
         return s.hca.device->CreateQp(s.pd, init);
     }
 
-    /// RESET -> INIT -> RTR -> RTS with the masks ibv_modify_qp(3) requires per type.
+    /// RESET -> INIT -> RTR -> RTS (ConnectQp) towards the port with LID `dlid`; with
+    /// o.global the address vector also carries that port's GID (a GRH, LNH 3).
     void Connect(Ptr<RdmaQp> qp, uint16_t dlid, uint32_t destQpn, uint32_t rqPsn,
                  const QpOptions& o)
     {
-        RdmaQpAttr a;
-        a.qp_state = RdmaQpState::INIT;
-        a.pkey_index = 0;
-        a.port_num = 1;
-        a.qp_access_flags = o.qpAccess;
-        a.qkey = o.qkey;
-        uint32_t mask = RDMA_QP_STATE | RDMA_QP_PKEY_INDEX | RDMA_QP_PORT;
-        mask |= o.type == RdmaQpType::UD ? RDMA_QP_QKEY : RDMA_QP_ACCESS_FLAGS;
-        ASSERT_EQ(qp->Modify(a, mask), 0) << qp->GetDevice()->GetLastError();
-
-        a.qp_state = RdmaQpState::RTR;
-        mask = RDMA_QP_STATE;
-        if (o.type != RdmaQpType::UD)
+        RdmaAhAttr av = RdmaLidAddress(dlid);
+        if (o.global)
         {
-            a.ah_attr.dlid = dlid;
-            a.ah_attr.port_num = 1;
-            if (o.global)
+            // The destination GID: the peer port's (subnet prefix + port GUID).
+            av.is_global = 1;
+            av.grh.hop_limit = 8;
+            for (auto& h : hcas)
             {
-                // The destination GID: the peer port's (subnet prefix + port GUID).
-                a.ah_attr.is_global = 1;
-                a.ah_attr.grh.hop_limit = 8;
-                for (auto& h : hcas)
+                if (h.port->GetLid() == dlid)
                 {
-                    if (h.port->GetLid() == dlid)
-                    {
-                        h.port->GetGid(0, a.ah_attr.grh.dgid);
-                    }
+                    h.port->GetGid(0, av.grh.dgid);
                 }
             }
-            a.path_mtu = o.mtu;
-            a.dest_qp_num = destQpn;
-            a.rq_psn = rqPsn;
-            mask |= RDMA_QP_AV | RDMA_QP_PATH_MTU | RDMA_QP_DEST_QPN | RDMA_QP_RQ_PSN;
-            if (o.type == RdmaQpType::RC)
-            {
-                a.max_dest_rd_atomic = o.maxRdAtomic;
-                a.min_rnr_timer = o.minRnrTimer;
-                mask |= RDMA_QP_MAX_DEST_RD_ATOMIC | RDMA_QP_MIN_RNR_TIMER;
-            }
         }
-        ASSERT_EQ(qp->Modify(a, mask), 0) << qp->GetDevice()->GetLastError();
-
-        a.qp_state = RdmaQpState::RTS;
-        a.sq_psn = o.sqPsn;
-        mask = RDMA_QP_STATE | RDMA_QP_SQ_PSN;
-        if (o.type == RdmaQpType::RC)
-        {
-            a.timeout = o.timeout;
-            a.retry_cnt = o.retryCnt;
-            a.rnr_retry = o.rnrRetry;
-            a.max_rd_atomic = o.maxRdAtomic;
-            mask |= RDMA_QP_TIMEOUT | RDMA_QP_RETRY_CNT | RDMA_QP_RNR_RETRY |
-                    RDMA_QP_MAX_QP_RD_ATOMIC;
-        }
-        ASSERT_EQ(qp->Modify(a, mask), 0) << qp->GetDevice()->GetLastError();
+        ASSERT_EQ(TryConnectQp(qp, av, destQpn, QpConnectOptions(o, rqPsn)), "");
     }
 
     /// Build everything: a on host 0, b on host 1, QPs connected both ways.

@@ -9,6 +9,7 @@
 
 #include "ns3/uinteger.h"
 
+#include <cstring>
 #include <functional>
 
 namespace cnuas_test
@@ -102,73 +103,101 @@ class RocePairTest : public ::testing::Test
         ASSERT_TRUE(s.qp) << s.hca.device->GetLastError();
     }
 
-    /// RESET -> INIT -> RTR -> RTS; the destination is addressed by its GID (IPv4-mapped).
+    /// RESET -> INIT -> RTR -> RTS (ConnectQp); the destination is addressed by its GID.
     void Connect(Ptr<RdmaQp> qp, const RdmaGid& dgid, uint32_t destQpn, const QpOptions& o)
     {
-        RdmaQpAttr a;
-        a.qp_state = RdmaQpState::INIT;
-        a.pkey_index = 0;
-        a.port_num = 1;
-        a.qp_access_flags = o.qpAccess;
-        a.qkey = o.qkey;
-        uint32_t mask = RDMA_QP_STATE | RDMA_QP_PKEY_INDEX | RDMA_QP_PORT;
-        mask |= o.type == RdmaQpType::UD ? RDMA_QP_QKEY : RDMA_QP_ACCESS_FLAGS;
-        ASSERT_EQ(qp->Modify(a, mask), 0) << qp->GetDevice()->GetLastError();
-        a.qp_state = RdmaQpState::RTR;
-        mask = RDMA_QP_STATE;
-        if (o.type != RdmaQpType::UD)
-        {
-            a.ah_attr.is_global = 1;
-            a.ah_attr.port_num = 1;
-            a.ah_attr.grh.hop_limit = 64;
-            a.ah_attr.grh.dgid = dgid;
-            a.path_mtu = o.mtu;
-            a.dest_qp_num = destQpn;
-            a.rq_psn = o.sqPsn;
-            mask |= RDMA_QP_AV | RDMA_QP_PATH_MTU | RDMA_QP_DEST_QPN | RDMA_QP_RQ_PSN;
-            if (o.type == RdmaQpType::RC)
-            {
-                a.max_dest_rd_atomic = o.maxRdAtomic;
-                a.min_rnr_timer = o.minRnrTimer;
-                mask |= RDMA_QP_MAX_DEST_RD_ATOMIC | RDMA_QP_MIN_RNR_TIMER;
-            }
-        }
-        ASSERT_EQ(qp->Modify(a, mask), 0) << qp->GetDevice()->GetLastError();
-        a.qp_state = RdmaQpState::RTS;
-        a.sq_psn = o.sqPsn;
-        mask = RDMA_QP_STATE | RDMA_QP_SQ_PSN;
-        if (o.type == RdmaQpType::RC)
-        {
-            a.timeout = o.timeout;
-            a.retry_cnt = o.retryCnt;
-            a.rnr_retry = o.rnrRetry;
-            a.max_rd_atomic = o.maxRdAtomic;
-            mask |= RDMA_QP_TIMEOUT | RDMA_QP_RETRY_CNT | RDMA_QP_RNR_RETRY |
-                    RDMA_QP_MAX_QP_RD_ATOMIC;
-        }
-        ASSERT_EQ(qp->Modify(a, mask), 0) << qp->GetDevice()->GetLastError();
+        ASSERT_EQ(TryConnectQp(qp, RdmaGidAddress(dgid, 64), destQpn,
+                               QpConnectOptions(o, o.sqPsn)),
+                  "");
     }
 
-    RdmaGid GidOf(uint32_t host) const
+    /// GID index 0 is the IPv4-mapped GID, index 1 the port's IPv6 address.
+    RdmaGid GidOf(uint32_t host, uint8_t index = 0) const
     {
         RdmaGid g{};
-        hcas[host].port->GetGid(0, g);
+        EXPECT_TRUE(hcas[host].port->GetGid(index, g)) << "host " << host << " GID " << +index;
         return g;
     }
 
-    /// A connected QP pair between hosts x and y.
-    void Pair(RoceSide& x, uint32_t hx, RoceSide& y, uint32_t hy, const QpOptions& o)
+    /// A connected QP pair between hosts x and y, addressed by GID `gidIndex` (1: IPv6).
+    void Pair(RoceSide& x, uint32_t hx, RoceSide& y, uint32_t hy, const QpOptions& o,
+              uint8_t gidIndex = 0)
     {
         MakeSide(x, hx, o);
         MakeSide(y, hy, o);
-        Connect(x.qp, GidOf(hy), y.qp->GetQpNum(), o);
-        Connect(y.qp, GidOf(hx), x.qp->GetQpNum(), o);
+        Connect(x.qp, GidOf(hy, gidIndex), y.qp->GetQpNum(), o);
+        Connect(y.qp, GidOf(hx, gidIndex), x.qp->GetQpNum(), o);
     }
 
     void RunFor(Time t)
     {
         Simulator::Stop(t);
         Simulator::Run();
+    }
+
+    static uint64_t Load64(const std::vector<uint8_t>& v)
+    {
+        uint64_t x;
+        std::memcpy(&x, v.data(), 8);
+        return x;
+    }
+
+    /**
+     * On a connected RC pair: a SENDs 10000 bytes, WRITEs 70001, READs 33333 from b and runs a
+     * fetch-and-add and a compare-and-swap on b's memory; after 2 ms every completion is
+     * checked in order and every byte compared (`seed`, +1, +2 make the data).
+     */
+    void ExpectSendWriteReadAtomics(RoceSide& a, RoceSide& b, uint32_t seed)
+    {
+        const auto msg = TestBytes(10000, seed);
+        const auto wdata = TestBytes(70001, seed + 1);
+        const auto rdata = TestBytes(33333, seed + 2);
+        a.Write(0, msg);
+        a.Write(100000, wdata);
+        b.Write(300000, rdata);
+        const uint64_t v0 = 0x0123456789ABCDEFULL;
+        std::vector<uint8_t> init(8);
+        std::memcpy(init.data(), &v0, 8);
+        b.Write(4096 * 200, init);
+        ASSERT_EQ(b.PostRecv(50, 500000, 20000), 0);
+        ASSERT_EQ(a.qp->PostSend(Wr(1, RdmaWrOpcode::SEND, {a.Sge(0, 10000)})), 0);
+        RdmaSendWr w = Wr(2, RdmaWrOpcode::RDMA_WRITE, {a.Sge(100000, 70001)});
+        w.rdma.remote_addr = kRegionBase + 1000001;
+        w.rdma.rkey = b.mr->GetRkey();
+        ASSERT_EQ(a.qp->PostSend(w), 0);
+        RdmaSendWr r = Wr(3, RdmaWrOpcode::RDMA_READ, {a.Sge(2000000, 33333)});
+        r.rdma.remote_addr = kRegionBase + 300000;
+        r.rdma.rkey = b.mr->GetRkey();
+        ASSERT_EQ(a.qp->PostSend(r), 0);
+        RdmaSendWr fa = Wr(4, RdmaWrOpcode::ATOMIC_FETCH_AND_ADD, {a.Sge(3000000, 8)});
+        fa.atomic.remote_addr = kRegionBase + 4096 * 200;
+        fa.atomic.rkey = b.mr->GetRkey();
+        fa.atomic.compare_add = 0x10;
+        ASSERT_EQ(a.qp->PostSend(fa), 0);
+        RdmaSendWr cs = Wr(5, RdmaWrOpcode::ATOMIC_CMP_AND_SWP, {a.Sge(3000008, 8)});
+        cs.atomic = fa.atomic;
+        cs.atomic.compare_add = v0 + 0x10;
+        cs.atomic.swap = 0xFEEDULL;
+        ASSERT_EQ(a.qp->PostSend(cs), 0);
+        RunFor(MilliSeconds(2));
+
+        auto sc = a.sendCq->Poll(100);
+        ASSERT_EQ(sc.size(), 5u);
+        for (size_t i = 0; i < sc.size(); ++i)
+        {
+            EXPECT_EQ(sc[i].wr_id, i + 1);
+            EXPECT_EQ(sc[i].status, RdmaWcStatus::SUCCESS) << i;
+        }
+        auto rc = b.recvCq->Poll(100);
+        ASSERT_EQ(rc.size(), 1u);
+        EXPECT_EQ(rc[0].byte_len, 10000u);
+        EXPECT_EQ(b.Read(500000, 10000), msg);
+        EXPECT_EQ(b.Read(1000001, 70001), wdata);
+        EXPECT_EQ(a.Read(2000000, 33333), rdata);
+        EXPECT_EQ(Load64(a.Read(3000000, 8)), v0);
+        EXPECT_EQ(Load64(a.Read(3000008, 8)), v0 + 0x10);
+        EXPECT_EQ(Load64(b.Read(4096 * 200, 8)), 0xFEEDULL);
+        EXPECT_EQ(a.hca.engine->GetCounters().retransmittedPackets, 0u);
     }
 
     static RdmaSendWr Wr(uint64_t id, RdmaWrOpcode op, std::vector<RdmaSge> sgl)

@@ -20,14 +20,6 @@ using namespace cnuas_test;
 
 namespace
 {
-uint64_t
-U64(const std::vector<uint8_t>& v)
-{
-    uint64_t x;
-    std::memcpy(&x, v.data(), 8);
-    return x;
-}
-
 /// Every frame a port sends or receives, as bytes (without FCS).
 struct FrameLog
 {
@@ -65,55 +57,7 @@ TEST_F(RoceRdma, RcSendWriteReadAndAtomicsArriveIntact)
     RoceSide a;
     RoceSide b;
     Pair(a, 0, b, 1, o);
-    const auto msg = TestBytes(10000, 1);
-    const auto wdata = TestBytes(70001, 2);
-    const auto rdata = TestBytes(33333, 3);
-    a.Write(0, msg);
-    a.Write(100000, wdata);
-    b.Write(300000, rdata);
-    const uint64_t v0 = 0x0123456789ABCDEFULL;
-    std::vector<uint8_t> init(8);
-    std::memcpy(init.data(), &v0, 8);
-    b.Write(4096 * 200, init);
-    ASSERT_EQ(b.PostRecv(50, 500000, 20000), 0);
-    ASSERT_EQ(a.qp->PostSend(Wr(1, RdmaWrOpcode::SEND, {a.Sge(0, 10000)})), 0);
-    RdmaSendWr w = Wr(2, RdmaWrOpcode::RDMA_WRITE, {a.Sge(100000, 70001)});
-    w.rdma.remote_addr = kRegionBase + 1000001;
-    w.rdma.rkey = b.mr->GetRkey();
-    ASSERT_EQ(a.qp->PostSend(w), 0);
-    RdmaSendWr r = Wr(3, RdmaWrOpcode::RDMA_READ, {a.Sge(2000000, 33333)});
-    r.rdma.remote_addr = kRegionBase + 300000;
-    r.rdma.rkey = b.mr->GetRkey();
-    ASSERT_EQ(a.qp->PostSend(r), 0);
-    RdmaSendWr fa = Wr(4, RdmaWrOpcode::ATOMIC_FETCH_AND_ADD, {a.Sge(3000000, 8)});
-    fa.atomic.remote_addr = kRegionBase + 4096 * 200;
-    fa.atomic.rkey = b.mr->GetRkey();
-    fa.atomic.compare_add = 0x10;
-    ASSERT_EQ(a.qp->PostSend(fa), 0);
-    RdmaSendWr cs = Wr(5, RdmaWrOpcode::ATOMIC_CMP_AND_SWP, {a.Sge(3000008, 8)});
-    cs.atomic = fa.atomic;
-    cs.atomic.compare_add = v0 + 0x10;
-    cs.atomic.swap = 0xFEEDULL;
-    ASSERT_EQ(a.qp->PostSend(cs), 0);
-    RunFor(MilliSeconds(2));
-
-    auto sc = a.sendCq->Poll(100);
-    ASSERT_EQ(sc.size(), 5u);
-    for (size_t i = 0; i < sc.size(); ++i)
-    {
-        EXPECT_EQ(sc[i].wr_id, i + 1);
-        EXPECT_EQ(sc[i].status, RdmaWcStatus::SUCCESS) << i;
-    }
-    auto rc = b.recvCq->Poll(100);
-    ASSERT_EQ(rc.size(), 1u);
-    EXPECT_EQ(rc[0].byte_len, 10000u);
-    EXPECT_EQ(b.Read(500000, 10000), msg);
-    EXPECT_EQ(b.Read(1000001, 70001), wdata);
-    EXPECT_EQ(a.Read(2000000, 33333), rdata);
-    EXPECT_EQ(U64(a.Read(3000000, 8)), v0);
-    EXPECT_EQ(U64(a.Read(3000008, 8)), v0 + 0x10);
-    EXPECT_EQ(U64(b.Read(4096 * 200, 8)), 0xFEEDULL);
-    EXPECT_EQ(a.hca.engine->GetCounters().retransmittedPackets, 0u);
+    ExpectSendWriteReadAtomics(a, b, 1);
     EXPECT_GT(a.hca.port->GetPacketsSent(), 70u); // 70001 bytes at MTU 1024 alone need 69
     EXPECT_EQ(b.hca.port->GetDropCount(RoceDropReason::BadIcrc), 0u);
 }

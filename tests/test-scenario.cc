@@ -52,14 +52,30 @@ TEST(ScenarioRegistry, SelftestIsRegisteredAndNamesAreUnique)
     {
         EXPECT_LT(all[i - 1].name, all[i].name) << "sorted and unique";
     }
-    // A second registration under a taken name is refused and does not replace the first.
+    // A second registration under a taken name is an error and does not replace the first.
     ScenarioInfo dup = FakeInfo(false);
     dup.name = "selftest-timer";
-    EXPECT_FALSE(ScenarioRegistry::Register(dup));
+    EXPECT_THROW(ScenarioRegistry::Register(dup), std::logic_error);
     EXPECT_EQ(ScenarioRegistry::Find("selftest-timer")->description, s->description);
     ScenarioInfo unnamed = FakeInfo(false);
     unnamed.name = "";
-    EXPECT_FALSE(ScenarioRegistry::Register(unnamed));
+    EXPECT_THROW(ScenarioRegistry::Register(unnamed), std::logic_error);
+}
+
+TEST(ScenarioRegistry, DuplicateAtStartupStopsTheProcess)
+{
+    // What CNUAS_REGISTER_SCENARIO does when two .cc files use one name: the process ends with
+    // a message naming the scenario instead of running with one of them silently dropped.
+    ScenarioInfo dup = FakeInfo(false);
+    dup.name = "selftest-timer";
+    EXPECT_EXIT(ScenarioRegistry::RegisterAtStartup(dup),
+                ::testing::ExitedWithCode(ScenarioRegistry::kDuplicateScenarioExit),
+                "fatal: scenario 'selftest-timer' is registered twice");
+    // A new name registers normally.
+    ScenarioInfo fresh = FakeInfo(false);
+    fresh.name = "selftest-registered-at-startup";
+    EXPECT_TRUE(ScenarioRegistry::RegisterAtStartup(fresh));
+    EXPECT_NE(ScenarioRegistry::Find("selftest-registered-at-startup"), nullptr);
 }
 
 TEST(ScenarioParams, DefaultsAndValues)

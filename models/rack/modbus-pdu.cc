@@ -35,6 +35,68 @@ RangeFits(uint16_t start, uint16_t quantity)
 {
     return static_cast<uint32_t>(start) + quantity <= 0x10000u;
 }
+
+/**
+ * The function codes whose request names a range (start address, quantity) and, for the
+ * write-multiple ones, carries the values after a byte count: one row a code, read by the
+ * request encoder and decoder and by the response coder (MODBUS Application Protocol V1.1b3
+ * §6.1-§6.4, §6.11, §6.12).
+ */
+struct RangeFunction
+{
+    ModbusFunction function;
+    bool bits;          ///< coils / discrete inputs (packed 8 a byte), else 16-bit registers
+    bool carriesValues; ///< request: quantity, byte count and the values follow the address
+    uint16_t maxQuantity;
+};
+
+constexpr RangeFunction kRangeFunctions[] = {
+    {ModbusFunction::ReadCoils, true, false, kModbusMaxReadBits},                   // §6.1
+    {ModbusFunction::ReadDiscreteInputs, true, false, kModbusMaxReadBits},          // §6.2
+    {ModbusFunction::ReadHoldingRegisters, false, false, kModbusMaxReadRegisters},  // §6.3
+    {ModbusFunction::ReadInputRegisters, false, false, kModbusMaxReadRegisters},    // §6.4
+    {ModbusFunction::WriteMultipleCoils, true, true, kModbusMaxWriteCoils},         // §6.11
+    {ModbusFunction::WriteMultipleRegisters, false, true, kModbusMaxWriteRegisters}, // §6.12
+};
+
+const RangeFunction*
+FindRangeFunction(uint8_t function)
+{
+    for (const RangeFunction& f : kRangeFunctions)
+    {
+        if (static_cast<uint8_t>(f.function) == function)
+        {
+            return &f;
+        }
+    }
+    return nullptr;
+}
+
+/// Appends a byte count and the values: packed bits or big-endian registers.
+void
+PutValues(std::vector<uint8_t>& v, bool bits, const std::vector<bool>& b,
+          const std::vector<uint16_t>& regs)
+{
+    if (bits)
+    {
+        const std::vector<uint8_t> packed = ModbusPackBits(b);
+        v.push_back(static_cast<uint8_t>(packed.size()));
+        v.insert(v.end(), packed.begin(), packed.end());
+        return;
+    }
+    v.push_back(static_cast<uint8_t>(2 * regs.size()));
+    for (uint16_t r : regs)
+    {
+        Put16(v, r);
+    }
+}
+
+/// The byte count `quantity` values take: bits packed 8 a byte, registers 2 bytes each.
+uint32_t
+ValueBytes(bool bits, uint16_t quantity)
+{
+    return bits ? (quantity + 7u) / 8u : 2u * quantity;
+}
 } // namespace
 
 const char*
@@ -97,7 +159,7 @@ ModbusUnpackBits(const uint8_t* bytes, std::size_t nBytes, std::size_t nBits)
 namespace
 {
 ModbusRequest
-MakeRead(ModbusFunction f, uint16_t start, uint16_t quantity)
+MakeRange(ModbusFunction f, uint16_t start, uint16_t quantity)
 {
     ModbusRequest r;
     r.function = static_cast<uint8_t>(f);
@@ -110,34 +172,31 @@ MakeRead(ModbusFunction f, uint16_t start, uint16_t quantity)
 ModbusRequest
 ModbusRequest::ReadCoils(uint16_t start, uint16_t quantity)
 {
-    return MakeRead(ModbusFunction::ReadCoils, start, quantity);
+    return MakeRange(ModbusFunction::ReadCoils, start, quantity);
 }
 
 ModbusRequest
 ModbusRequest::ReadDiscreteInputs(uint16_t start, uint16_t quantity)
 {
-    return MakeRead(ModbusFunction::ReadDiscreteInputs, start, quantity);
+    return MakeRange(ModbusFunction::ReadDiscreteInputs, start, quantity);
 }
 
 ModbusRequest
 ModbusRequest::ReadHoldingRegisters(uint16_t start, uint16_t quantity)
 {
-    return MakeRead(ModbusFunction::ReadHoldingRegisters, start, quantity);
+    return MakeRange(ModbusFunction::ReadHoldingRegisters, start, quantity);
 }
 
 ModbusRequest
 ModbusRequest::ReadInputRegisters(uint16_t start, uint16_t quantity)
 {
-    return MakeRead(ModbusFunction::ReadInputRegisters, start, quantity);
+    return MakeRange(ModbusFunction::ReadInputRegisters, start, quantity);
 }
 
 ModbusRequest
 ModbusRequest::WriteSingleCoil(uint16_t address, bool on)
 {
-    ModbusRequest r;
-    r.function = static_cast<uint8_t>(ModbusFunction::WriteSingleCoil);
-    r.address = address;
-    r.quantity = 1;
+    ModbusRequest r = MakeRange(ModbusFunction::WriteSingleCoil, address, 1);
     r.bits = {on};
     return r;
 }
@@ -145,10 +204,7 @@ ModbusRequest::WriteSingleCoil(uint16_t address, bool on)
 ModbusRequest
 ModbusRequest::WriteSingleRegister(uint16_t address, uint16_t value)
 {
-    ModbusRequest r;
-    r.function = static_cast<uint8_t>(ModbusFunction::WriteSingleRegister);
-    r.address = address;
-    r.quantity = 1;
+    ModbusRequest r = MakeRange(ModbusFunction::WriteSingleRegister, address, 1);
     r.registers = {value};
     return r;
 }
@@ -156,10 +212,8 @@ ModbusRequest::WriteSingleRegister(uint16_t address, uint16_t value)
 ModbusRequest
 ModbusRequest::WriteMultipleCoils(uint16_t start, const std::vector<bool>& values)
 {
-    ModbusRequest r;
-    r.function = static_cast<uint8_t>(ModbusFunction::WriteMultipleCoils);
-    r.address = start;
-    r.quantity = static_cast<uint16_t>(values.size());
+    ModbusRequest r = MakeRange(ModbusFunction::WriteMultipleCoils, start,
+                                static_cast<uint16_t>(values.size()));
     r.bits = values;
     return r;
 }
@@ -167,10 +221,8 @@ ModbusRequest::WriteMultipleCoils(uint16_t start, const std::vector<bool>& value
 ModbusRequest
 ModbusRequest::WriteMultipleRegisters(uint16_t start, const std::vector<uint16_t>& values)
 {
-    ModbusRequest r;
-    r.function = static_cast<uint8_t>(ModbusFunction::WriteMultipleRegisters);
-    r.address = start;
-    r.quantity = static_cast<uint16_t>(values.size());
+    ModbusRequest r = MakeRange(ModbusFunction::WriteMultipleRegisters, start,
+                                static_cast<uint16_t>(values.size()));
     r.registers = values;
     return r;
 }
@@ -181,10 +233,8 @@ ModbusRequest::ReadWriteMultipleRegisters(uint16_t readStart,
                                           uint16_t writeStart,
                                           const std::vector<uint16_t>& values)
 {
-    ModbusRequest r;
-    r.function = static_cast<uint8_t>(ModbusFunction::ReadWriteMultipleRegisters);
-    r.address = readStart;
-    r.quantity = readQuantity;
+    ModbusRequest r = MakeRange(ModbusFunction::ReadWriteMultipleRegisters, readStart,
+                                readQuantity);
     r.writeAddress = writeStart;
     r.registers = values;
     return r;
@@ -246,15 +296,18 @@ ModbusRequest::Encode() const
         v.insert(v.end(), data.begin(), data.end());
         return v;
     }
-    switch (static_cast<ModbusFunction>(function))
+    if (const RangeFunction* rf = FindRangeFunction(function))
     {
-    case ModbusFunction::ReadCoils:
-    case ModbusFunction::ReadDiscreteInputs:
-    case ModbusFunction::ReadHoldingRegisters:
-    case ModbusFunction::ReadInputRegisters:
         Put16(v, address);
         Put16(v, quantity);
-        break;
+        if (rf->carriesValues)
+        {
+            PutValues(v, rf->bits, bits, registers);
+        }
+        return v;
+    }
+    switch (static_cast<ModbusFunction>(function))
+    {
     case ModbusFunction::WriteSingleCoil:
         Put16(v, address);
         Put16(v, !bits.empty() && bits[0] ? 0xFF00 : 0x0000);
@@ -263,33 +316,12 @@ ModbusRequest::Encode() const
         Put16(v, address);
         Put16(v, registers.empty() ? 0 : registers[0]);
         break;
-    case ModbusFunction::WriteMultipleCoils: {
-        Put16(v, address);
-        Put16(v, quantity);
-        const std::vector<uint8_t> packed = ModbusPackBits(bits);
-        v.push_back(static_cast<uint8_t>(packed.size()));
-        v.insert(v.end(), packed.begin(), packed.end());
-        break;
-    }
-    case ModbusFunction::WriteMultipleRegisters:
-        Put16(v, address);
-        Put16(v, quantity);
-        v.push_back(static_cast<uint8_t>(2 * registers.size()));
-        for (uint16_t r : registers)
-        {
-            Put16(v, r);
-        }
-        break;
     case ModbusFunction::ReadWriteMultipleRegisters:
         Put16(v, address);
         Put16(v, quantity);
         Put16(v, writeAddress);
         Put16(v, static_cast<uint16_t>(registers.size()));
-        v.push_back(static_cast<uint8_t>(2 * registers.size()));
-        for (uint16_t r : registers)
-        {
-            Put16(v, r);
-        }
+        PutValues(v, false, bits, registers);
         break;
     case ModbusFunction::EncapsulatedInterface:
         v.push_back(meiType);
@@ -326,30 +358,43 @@ ModbusRequest::Decode(const uint8_t* pdu, std::size_t n, ModbusRequest& out)
     const uint8_t* d = pdu + 1;
     const std::size_t len = n - 1;
     constexpr auto kBadValue = ModbusExceptionCode::IllegalDataValue;
-    switch (static_cast<ModbusFunction>(out.function))
+    if (const RangeFunction* rf = FindRangeFunction(out.function))
     {
-    case ModbusFunction::ReadCoils:
-    case ModbusFunction::ReadDiscreteInputs:
-    case ModbusFunction::ReadHoldingRegisters:
-    case ModbusFunction::ReadInputRegisters: {
-        if (len != 4)
+        // Reads are exactly address + quantity; writes add a byte count and the values.
+        if (rf->carriesValues ? len < 5 : len != 4)
         {
             return kBadValue;
         }
         out.address = Get16(d);
         out.quantity = Get16(d + 2);
-        const bool bitsFn = out.function <= 0x02;
-        const uint16_t max = bitsFn ? kModbusMaxReadBits : kModbusMaxReadRegisters;
-        if (out.quantity < 1 || out.quantity > max)
+        if (out.quantity < 1 || out.quantity > rf->maxQuantity)
         {
-            return kBadValue; // §6.1-§6.4: quantity check -> exception 03
+            return kBadValue; // quantity check -> exception 03
+        }
+        if (rf->carriesValues &&
+            (d[4] != ValueBytes(rf->bits, out.quantity) || len != 5u + d[4]))
+        {
+            return kBadValue; // byte count check -> exception 03
         }
         if (!RangeFits(out.address, out.quantity))
         {
             return ModbusExceptionCode::IllegalDataAddress;
         }
+        if (rf->carriesValues && rf->bits)
+        {
+            out.bits = ModbusUnpackBits(d + 5, d[4], out.quantity);
+        }
+        else if (rf->carriesValues)
+        {
+            for (uint16_t i = 0; i < out.quantity; ++i)
+            {
+                out.registers.push_back(Get16(d + 5 + 2 * i));
+            }
+        }
         return ModbusExceptionCode::None;
     }
+    switch (static_cast<ModbusFunction>(out.function))
+    {
     case ModbusFunction::WriteSingleCoil: {
         if (len != 4)
         {
@@ -374,49 +419,6 @@ ModbusRequest::Decode(const uint8_t* pdu, std::size_t n, ModbusRequest& out)
         out.quantity = 1;
         out.registers = {Get16(d + 2)};
         return ModbusExceptionCode::None;
-    case ModbusFunction::WriteMultipleCoils: {
-        if (len < 5)
-        {
-            return kBadValue;
-        }
-        out.address = Get16(d);
-        out.quantity = Get16(d + 2);
-        const uint8_t byteCount = d[4];
-        if (out.quantity < 1 || out.quantity > kModbusMaxWriteCoils ||
-            byteCount != (out.quantity + 7) / 8 || len != 5u + byteCount)
-        {
-            return kBadValue; // §6.11
-        }
-        if (!RangeFits(out.address, out.quantity))
-        {
-            return ModbusExceptionCode::IllegalDataAddress;
-        }
-        out.bits = ModbusUnpackBits(d + 5, byteCount, out.quantity);
-        return ModbusExceptionCode::None;
-    }
-    case ModbusFunction::WriteMultipleRegisters: {
-        if (len < 5)
-        {
-            return kBadValue;
-        }
-        out.address = Get16(d);
-        out.quantity = Get16(d + 2);
-        const uint8_t byteCount = d[4];
-        if (out.quantity < 1 || out.quantity > kModbusMaxWriteRegisters ||
-            byteCount != 2 * out.quantity || len != 5u + byteCount)
-        {
-            return kBadValue; // §6.12
-        }
-        if (!RangeFits(out.address, out.quantity))
-        {
-            return ModbusExceptionCode::IllegalDataAddress;
-        }
-        for (uint16_t i = 0; i < out.quantity; ++i)
-        {
-            out.registers.push_back(Get16(d + 5 + 2 * i));
-        }
-        return ModbusExceptionCode::None;
-    }
     case ModbusFunction::ReadWriteMultipleRegisters: {
         if (len < 9)
         {
@@ -525,20 +527,13 @@ ModbusResponse::Encode() const
     switch (static_cast<ModbusFunction>(function))
     {
     case ModbusFunction::ReadCoils:
-    case ModbusFunction::ReadDiscreteInputs: {
-        const std::vector<uint8_t> packed = ModbusPackBits(bits);
-        v.push_back(static_cast<uint8_t>(packed.size()));
-        v.insert(v.end(), packed.begin(), packed.end());
+    case ModbusFunction::ReadDiscreteInputs:
+        PutValues(v, true, bits, registers);
         break;
-    }
     case ModbusFunction::ReadHoldingRegisters:
     case ModbusFunction::ReadInputRegisters:
     case ModbusFunction::ReadWriteMultipleRegisters:
-        v.push_back(static_cast<uint8_t>(2 * registers.size()));
-        for (uint16_t r : registers)
-        {
-            Put16(v, r);
-        }
+        PutValues(v, false, bits, registers);
         break;
     case ModbusFunction::WriteSingleCoil:
     case ModbusFunction::WriteSingleRegister:

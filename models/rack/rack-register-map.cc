@@ -1,5 +1,7 @@
 #include "rack-register-map.h"
 
+#include "models/common/data-directory.h"
+
 #include "ns3/abort.h"
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -523,11 +526,18 @@ RackRegisterMap::DefaultDirectory()
     {
         return env;
     }
-#ifdef CNUAS_SOURCE_TREE
-    return std::string(CNUAS_SOURCE_TREE) + "/data/rack/maps";
-#else
+    // The shipped maps in the first data directory that has them
+    // (models/common/data-directory.h); a relative data/rack/maps when none has, so the error
+    // names a path the user can check.
+    for (const std::string& d : CnuasDataSearchPath())
+    {
+        std::error_code ec;
+        if (std::filesystem::is_directory(d + "/rack/maps", ec))
+        {
+            return d + "/rack/maps";
+        }
+    }
     return "data/rack/maps";
-#endif
 }
 
 RackRegisterMap
