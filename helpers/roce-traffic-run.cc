@@ -1,5 +1,6 @@
 #include "roce-traffic-run.h"
 
+#include "models/common/int-stack.h"
 #include "models/rdma/rdma-cq.h"
 #include "models/rdma/rdma-memory.h"
 
@@ -278,6 +279,16 @@ RunRoceFlows(const RoceRunSpec& spec)
     RoceHelper rh;
     rh.SetCongestionControl(spec.cc);
     rh.SetEngineAttribute("AckReqEveryPackets", UintegerValue(spec.ackEveryPackets));
+    const uint32_t intHops = spec.intMaxHops != 0 ? spec.intMaxHops
+                             : spec.cc == "ns3::RdmaCcHpcc" ? kIntDefaultMaxHops
+                                                            : 0;
+    if (intHops > kIntStackCapacity)
+    {
+        throw std::invalid_argument("roce run: intMaxHops " + std::to_string(intHops) +
+                                    " exceeds the INT stack capacity " +
+                                    std::to_string(kIntStackCapacity));
+    }
+    rh.SetPortAttribute("IntMaxHops", UintegerValue(intHops));
     if (spec.configureNics)
     {
         spec.configureNics(rh);

@@ -50,6 +50,9 @@ struct RoceRunSpec
     /// packet is acknowledged, as the HPCC simulator does; without it a long message is only
     /// acknowledged at its end and its transport timer runs out).
     uint32_t ackEveryPackets = 1;
+    /// INT hop slots on every NIC's request packets (RoceRdmaPort IntMaxHops; HPCC paper
+    /// §3.2). 0 = none, except that ns3::RdmaCcHpcc always gets kIntDefaultMaxHops (5).
+    uint32_t intMaxHops = 0;
     uint16_t ethMtu = 1500;
     std::vector<RoceFlowSpec> flows;
     Time limit = MilliSeconds(100); ///< the run stops here even if flows are unfinished
