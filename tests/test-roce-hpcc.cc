@@ -4,6 +4,7 @@
 #include "ib-test-packets.h"
 
 #include "helpers/roce-hpcc-compat.h"
+#include "helpers/scenario.h"
 #include "models/rdma/rdma-types.h"
 
 #include "ns3/double.h"
@@ -308,4 +309,28 @@ TEST(RoceHpcc, FctFileColumnsAndALoneFlowNearItsStandaloneFct)
     EXPECT_LT(fct, standalone * 11 / 10);
     std::string extra;
     EXPECT_FALSE(in >> extra);
+}
+
+TEST(RoceHpcc, HpccConfigRunsOnTheFatTreeWithoutMarksOrPauses)
+{
+    if (!HaveData())
+    {
+        GTEST_SKIP() << kData << " not present";
+    }
+    // The first 40 WebSearch flows under the hp95 configuration, through the scenario a user
+    // runs (cnuas run roce-hpcc --param config-file=config_fat_ws30_5ms_hp95.txt).
+    ScenarioOptions o;
+    o.name = "roce-hpcc";
+    o.outDir = std::string(CNUAS_BINARY_DIR) + "/test-output/roce-hpcc/hp95";
+    o.progress = false;
+    o.plots = false;
+    o.params = {{"config-file", "config_fat_ws30_5ms_hp95.txt"}, {"max-flows", "40"},
+                {"dir", kData}};
+    const ScenarioResult r = ScenarioRegistry::Find("roce-hpcc")->run(o);
+    std::map<std::string, std::string> sum(r.summary.begin(), r.summary.end());
+    EXPECT_EQ(sum.at("flows done"), "40/40");
+    EXPECT_EQ(sum.at("congestion control"), "ns3::RdmaCcHpcc");
+    EXPECT_EQ(sum.at("drops"), "0");
+    // HPCC keeps the queues far below the configuration's 400 KB Kmin: nothing is marked.
+    EXPECT_EQ(sum.at("ECN marks / CNPs"), "0 / 0");
 }
