@@ -102,11 +102,13 @@ def hpcc_fct(out):
     fig, axes = plt.subplots(1, 2, figsize=(14, 4.5))
     lines = ["workload cc bucket n p50 p95 p99"]
     for ax, wl, title in zip(axes, ["ws", "fb"], ["WebSearch 30 %", "FB_Hadoop 30 %"]):
+        nflows = 0
         for cc, color in [("dcqcn", "tab:red"), ("hpcc", "tab:blue")]:
             path = os.path.join(out, f"hpcc-fct-{wl}-{cc}", "roce-hpcc-fct.csv")
             if not os.path.exists(path):
                 continue
             r = rows(path)
+            nflows = max(nflows, len(r))
             lo = 0
             xs, stats = [], []
             for b, hi in enumerate(HPCC_BUCKETS):
@@ -126,7 +128,7 @@ def hpcc_fct(out):
         ax.set_yscale("log")
         ax.set_xlabel("flow size")
         ax.set_ylabel("FCT slowdown")
-        ax.set_title(f"{title}, 320-host fat-tree")
+        ax.set_title(f"{title}, 320-host fat-tree, {nflows} flows")
         ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "hpcc-fct.png"), dpi=110)
