@@ -309,3 +309,34 @@ TEST(RoceHpccFabric, IncastKeepsQueueAndPausesWellBelowDcqcn)
     RecordProperty("hpcc_pauses", std::to_string(h.pauseFrames));
     RecordProperty("dcqcn_pauses", std::to_string(d.pauseFrames));
 }
+
+TEST(RoceHpccFabric, EchoSurvivesAReceiveProcessingDelay)
+{
+    // With RxProcessingDelay the engine handles a packet after the port's receive call has
+    // returned: the stack must be copied, not referenced.
+    RoceRunSpec spec = StarRun("ns3::RdmaCcHpcc", 1, 100000);
+    auto base = spec.configureNics;
+    spec.configureNics = [base](RoceHelper& h) {
+        base(h);
+        h.SetEngineAttribute("RxProcessingDelay", TimeValue(NanoSeconds(300)));
+    };
+    uint64_t acks = 0;
+    uint64_t ackBytes = 0;
+    uint64_t updates = 0;
+    std::vector<RoceHca> keep;
+    spec.beforeRun = [&](const EthFabric& f, const std::vector<RoceHca>& hcas) {
+        f.HostPort(1)->TraceConnectWithoutContext("Rx",
+                                                  MakeBoundCallback(&CountFrame, &acks, &ackBytes));
+        hcas[1].cc->TraceConnectWithoutContext(
+            "Utilization",
+            MakeBoundCallback(+[](uint64_t* n, uint32_t, double) { (*n)++; }, &updates));
+        keep = hcas;
+    };
+    const RoceRunResult r = RunRoceFlows(spec);
+    ASSERT_TRUE(r.allDone);
+    const uint64_t dataSent = keep[1].port->GetPacketsSent();
+    EXPECT_EQ(acks, dataSent);
+    // Every echo after the first is differenced against its predecessor: one update each.
+    EXPECT_EQ(updates, dataSent - 1);
+    keep.clear();
+}
