@@ -560,6 +560,129 @@ ApplyWindowKeys(const std::map<std::string, std::string>& cfg, const HpccTopolog
 }
 } // namespace
 
+namespace
+{
+/// CC_MODE 3: ns3::RdmaCcHpcc with the keys the HPCC simulator's HPCC reads (its third.cc and
+/// rdma-hw.cc), and INT on every NIC.
+void
+ApplyHpccMode3(const std::map<std::string, std::string>& cfg, const HpccTopology& topo,
+               RoceRunSpec& spec, std::vector<std::function<void(RoceHelper&)>>& nic,
+               std::vector<std::string>& used)
+{
+    auto has = [&](const std::string& k) { return cfg.count(k) != 0; };
+    auto flag = [&](const std::string& k) { return Num(cfg, k) != 0; };
+    spec.cc = "ns3::RdmaCcHpcc";
+    spec.intMaxHops = kIntDefaultMaxHops; // the simulator's IntHeader::maxHop
+    auto set = [&nic](const std::string& attr, std::shared_ptr<AttributeValue> v) {
+        nic.push_back([attr, v](RoceHelper& h) { h.SetCongestionControlAttribute(attr, *v); });
+    };
+    if (has("U_TARGET"))
+    {
+        set("TargetUtilization", std::make_shared<DoubleValue>(Num(cfg, "U_TARGET")));
+        used.push_back("U_TARGET");
+    }
+    if (has("MI_THRESH"))
+    {
+        set("MaxStage",
+            std::make_shared<UintegerValue>(static_cast<uint32_t>(Num(cfg, "MI_THRESH"))));
+        used.push_back("MI_THRESH");
+    }
+    const std::vector<std::pair<std::string, std::string>> rates = {{"RATE_AI", "RateAi"},
+                                                                    {"MIN_RATE", "MinRate"}};
+    for (const auto& [k, attr] : rates)
+    {
+        double bps = 0;
+        if (!has(k))
+        {
+            continue;
+        }
+        if (!ParseUnit(cfg.at(k), bps))
+        {
+            throw std::invalid_argument("HPCC config: " + k + " '" + cfg.at(k) +
+                                        "' is not a rate");
+        }
+        set(attr, std::make_shared<DataRateValue>(
+                      DataRate(static_cast<uint64_t>(std::llround(bps)))));
+        used.push_back(k);
+    }
+    const std::vector<std::pair<std::string, std::string>> flags = {
+        {"HAS_WIN", "HasWindow"}, {"VAR_WIN", "VarWindow"}, {"FAST_REACT", "FastReact"}};
+    for (const auto& [k, attr] : flags)
+    {
+        if (has(k))
+        {
+            set(attr, std::make_shared<BooleanValue>(flag(k)));
+            used.push_back(k);
+        }
+    }
+    for (const char* k : {"MULTI_RATE", "SAMPLE_FEEDBACK"})
+    {
+        if (has(k) && flag(k))
+        {
+            throw std::invalid_argument(std::string("HPCC config: ") + k +
+                                        " 1 (per-hop rates / sampled feedback) is not modelled");
+        }
+        if (has(k))
+        {
+            used.push_back(k); // 0: the behaviour Cnuas has
+        }
+    }
+    if (has("GLOBAL_T") && !flag("GLOBAL_T"))
+    {
+        throw std::invalid_argument("HPCC config: GLOBAL_T 0 (a per-pair base RTT) is not "
+                                    "modelled; Cnuas uses the fabric's largest (GLOBAL_T 1)");
+    }
+    if (has("GLOBAL_T"))
+    {
+        used.push_back("GLOBAL_T");
+    }
+    if (has("RATE_BOUND") && flag("RATE_BOUND"))
+    {
+        used.push_back("RATE_BOUND"); // the requester always paces at the policy's rate
+    }
+    const uint32_t payload =
+        has("PACKET_PAYLOAD_SIZE") ? static_cast<uint32_t>(Num(cfg, "PACKET_PAYLOAD_SIZE")) : 1000;
+    const Time rtt = HpccMaxBaseRtt(topo, payload);
+    nic.push_back([rtt](RoceHelper& h) {
+        h.SetCongestionControlAttribute("BaseRtt", TimeValue(rtt));
+    });
+}
+} // namespace
+
+Time
+HpccMaxBaseRtt(const HpccTopology& topo, uint32_t payloadBytes)
+{
+    HopCounter hops(topo.topology);
+    uint32_t maxHops = 0;
+    const std::vector<uint32_t> hosts = topo.topology.Hosts();
+    // Every source's BFS (the simulator takes the maximum over all pairs).
+    for (uint32_t a : hosts)
+    {
+        for (uint32_t b : hosts)
+        {
+            if (a != b)
+            {
+                const uint32_t h = hops.Hops(a, b);
+                if (h != std::numeric_limits<uint32_t>::max())
+                {
+                    maxHops = std::max(maxHops, h);
+                }
+            }
+        }
+    }
+    if (maxHops == 0)
+    {
+        return Time(0);
+    }
+    const double pkt = (payloadBytes + 48.0) * 8;
+    const double host = DataRate(topo.hostRate).GetBitRate();
+    const double fabric = DataRate(topo.fabricRate).GetBitRate();
+    const uint32_t hostLinks = std::min<uint32_t>(2, maxHops);
+    const double s = 2.0 * maxHops * topo.linkDelaySeconds + hostLinks * pkt / host +
+                     (maxHops - hostLinks) * pkt / fabric;
+    return PicoSeconds(std::llround(s * 1e12));
+}
+
 std::vector<std::string>
 ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopology& topo,
                 RoceRunSpec& spec, std::vector<std::string>* ignored)
@@ -571,17 +694,23 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
     if (has("CC_MODE"))
     {
         const int mode = static_cast<int>(Num(cfg, "CC_MODE"));
-        if (mode != 1 && mode != 8)
+        if (mode != 1 && mode != 3 && mode != 8)
         {
             throw std::invalid_argument("HPCC config: CC_MODE " + std::to_string(mode) +
-                                        " has no Cnuas policy yet (only 1, DCQCN, and 8, DCTCP)");
+                                        " has no Cnuas policy yet (only 1 DCQCN, 3 HPCC and "
+                                        "8 DCTCP)");
         }
         if (mode == 8)
         {
             ApplyDctcpKeys(cfg, spec, nic, used);
         }
+        if (mode == 3)
+        {
+            use("CC_MODE");
+            ApplyHpccMode3(cfg, topo, spec, nic, used);
+        }
     }
-    if (has("CC_MODE") && Num(cfg, "CC_MODE") == 1)
+    if (has("CC_MODE") && static_cast<int>(Num(cfg, "CC_MODE")) == 1)
     {
         spec.cc = "ns3::RdmaCcDcqcnMlx";
         use("CC_MODE");
@@ -690,7 +819,11 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
         }
         use("PACKET_PAYLOAD_SIZE");
     }
-    ApplyWindowKeys(cfg, topo, spec, nic, used);
+    if (spec.cc != "ns3::RdmaCcHpcc")
+    {
+        // HPCC reads HAS_WIN/VAR_WIN/GLOBAL_T itself (ApplyHpccMode3).
+        ApplyWindowKeys(cfg, topo, spec, nic, used);
+    }
     if (has("L2_ACK_INTERVAL"))
     {
         spec.ackEveryPackets =

@@ -58,11 +58,24 @@ std::map<std::string, std::string> ReadHpccConfig(const std::string& path);
  * VariableWindow; BUFFER_SIZE (MB) sets the switch buffer; KMIN_MAP/KMAX_MAP/PMAX_MAP set
  * every switch's EcnRateMap (thresholds per port speed) and the host-rate entry as the
  * fallback set; PACKET_PAYLOAD_SIZE picks the RoCE path MTU (the IB MTU nearest to it);
- * L2_ACK_INTERVAL the ACK request interval. Other CC_MODE values throw std::invalid_argument.
+ * L2_ACK_INTERVAL the ACK request interval. CC_MODE 3 selects ns3::RdmaCcHpcc (with INT on
+ * every NIC) with U_TARGET, MI_THRESH, RATE_AI, MIN_RATE, HAS_WIN, VAR_WIN, FAST_REACT and
+ * GLOBAL_T 1 (BaseRtt = HpccMaxBaseRtt); INT_MULTI only scales the simulator's quantization of
+ * INT fields, which Cnuas does not quantize, so it is listed as without equivalent;
+ * MULTI_RATE or SAMPLE_FEEDBACK other than 0 and, for HPCC, GLOBAL_T 0 are refused. CC_MODE
+ * values Cnuas does not implement (7 TIMELY, 10 HPCC-PINT) throw std::invalid_argument.
  */
 std::vector<std::string> ApplyHpccConfig(const std::map<std::string, std::string>& cfg,
                                          const HpccTopology& topo, RoceRunSpec& spec,
                                          std::vector<std::string>* ignored);
+
+/**
+ * The largest base round-trip time between two hosts of `topo` as the HPCC simulator computes
+ * it for GLOBAL_T 1 (its third.cc): twice the one-way propagation delay plus the serialization
+ * of one packet of `payloadBytes` + 48 header bytes on every link of the path (host links at
+ * the host rate, the others at the fabric rate).
+ */
+Time HpccMaxBaseRtt(const HpccTopology& topo, uint32_t payloadBytes);
 
 /**
  * The FCT a flow would have alone on an idle path (the HPCC simulator's "standalone" FCT):

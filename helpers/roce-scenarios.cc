@@ -9,6 +9,7 @@
 #include "models/common/data-directory.h"
 
 #include "ns3/enum.h"
+#include "ns3/nstime.h"
 #include "ns3/rng-seed-manager.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
@@ -62,8 +63,12 @@ CcTypeId(const std::string& name)
     {
         return "ns3::RdmaCcTimely";
     }
+    if (name == "hpcc")
+    {
+        return "ns3::RdmaCcHpcc";
+    }
     throw std::invalid_argument(
-        "cc must be none, dcqcn-paper, dcqcn-mlx, dctcp or timely, not '" + name + "'");
+        "cc must be none, dcqcn-paper, dcqcn-mlx, dctcp, timely or hpcc, not '" + name + "'");
 }
 
 std::vector<std::string>
@@ -714,7 +719,8 @@ FairnessInfo()
                     "convergence time and Jain's index (writes roce-fairness.csv)";
     i.params = {{"flows", "2", "flows into one receiver (2..64)"},
                 {"rate", "40Gbps", "link rate"},
-                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx, dctcp or timely"},
+                {"cc", "dcqcn-paper",
+                 "none, dcqcn-paper, dcqcn-mlx, dctcp, timely or hpcc"},
                 {"bytes", "25000000", "bytes each flow writes"},
                 {"stagger", "500us", "start of flow i is i x stagger"},
                 {"sample", "10us", "rate sampling interval"},
@@ -768,7 +774,8 @@ CollapseInfo()
                 {"arrivals", "1ms", "flows arrive during this time"},
                 {"max-flow-bytes", "1000000", "cap on WebSearch flow sizes, bytes"},
                 {"rate", "40Gbps", "link rate"},
-                {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx, dctcp or timely on every NIC"},
+                {"cc", "dcqcn-paper",
+                 "none, dcqcn-paper, dcqcn-mlx, dctcp, timely or hpcc on every NIC"},
                 {"limit", "30ms", "simulated time limit per run"}};
     i.params.insert(i.params.end(), kRecoveryParams.begin(), kRecoveryParams.end());
     i.run = RunCollapse;
@@ -840,6 +847,14 @@ RunHpcc(const ScenarioOptions& o)
     {
         spec.cc = CcTypeId(cc);
         spec.configureNics = nullptr; // the config's constants are the firmware DCQCN's
+        if (spec.cc == "ns3::RdmaCcHpcc")
+        {
+            // HPCC's own defaults (run.py), with the base RTT of this topology (GLOBAL_T 1).
+            const Time rtt = HpccMaxBaseRtt(topo, RdmaMtuBytes(spec.pathMtu));
+            spec.configureNics = [rtt](RoceHelper& h) {
+                h.SetCongestionControlAttribute("BaseRtt", TimeValue(rtt));
+            };
+        }
     }
     spec.limit = ScenarioParamTime(o, info, "limit");
     // The binary-heap scheduler is about 20 % faster than ns-3's default map on this load.
@@ -948,7 +963,8 @@ HpccInfo()
                 {"topology-file", "fat.txt", "HPCC topology file in dir"},
                 {"flow-file", "ws30_5ms.txt", "HPCC flow file in dir"},
                 {"config-file", "config_fat_ws30_5ms_dcqcn.txt", "HPCC config in dir ('' none)"},
-                {"cc", "", "override: none, dcqcn-paper, dcqcn-mlx, timely ('': config's)"},
+                {"cc", "",
+                 "override: none, dcqcn-paper, dcqcn-mlx, dctcp, timely, hpcc ('': config's)"},
                 {"time-offset", "2", "seconds subtracted from flow start times"},
                 {"max-flows", "0", "run only the first N flows (0: all)"},
                 {"limit", "100ms", "simulated time limit"},

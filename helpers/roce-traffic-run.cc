@@ -1,6 +1,7 @@
 #include "roce-traffic-run.h"
 
 #include "helpers/rdma-qp-connect.h"
+#include "models/common/int-stack.h"
 #include "models/rdma/rdma-cq.h"
 #include "models/rdma/rdma-memory.h"
 #include "models/rdma/rdma-selective-repeat.h"
@@ -256,6 +257,16 @@ RunRoceFlows(const RoceRunSpec& spec)
     rh.SetEngineAttribute("RtoHigh", TimeValue(spec.rtoHigh));
     rh.SetEngineAttribute("RtoLow", TimeValue(spec.rtoLow));
     rh.SetEngineAttribute("MaxInflightPackets", UintegerValue(spec.maxInflightPackets));
+    const uint32_t intHops = spec.intMaxHops != 0 ? spec.intMaxHops
+                             : spec.cc == "ns3::RdmaCcHpcc" ? kIntDefaultMaxHops
+                                                            : 0;
+    if (intHops > kIntStackCapacity)
+    {
+        throw std::invalid_argument("roce run: intMaxHops " + std::to_string(intHops) +
+                                    " exceeds the INT stack capacity " +
+                                    std::to_string(kIntStackCapacity));
+    }
+    rh.SetPortAttribute("IntMaxHops", UintegerValue(intHops));
     if (spec.configureNics)
     {
         spec.configureNics(rh);

@@ -58,6 +58,9 @@ struct RoceRunSpec
     Time rtoLow;
     /// RdmaEngine MaxInflightPackets (IRN's BDP cap; 0 = none).
     uint32_t maxInflightPackets = 0;
+    /// INT hop slots on every NIC's request packets (RoceRdmaPort IntMaxHops; HPCC paper
+    /// §3.2). 0 = none, except that ns3::RdmaCcHpcc always gets kIntDefaultMaxHops (5).
+    uint32_t intMaxHops = 0;
     uint16_t ethMtu = 1500;
     std::vector<RoceFlowSpec> flows;
     Time limit = MilliSeconds(100); ///< the run stops here even if flows are unfinished

@@ -4,6 +4,7 @@
 #include "ib-test-packets.h"
 
 #include "helpers/roce-hpcc-compat.h"
+#include "helpers/scenario.h"
 #include "models/rdma/rdma-types.h"
 
 #include "ns3/double.h"
@@ -128,7 +129,7 @@ TEST(RoceHpcc, WebSearchFlowsMatchTheFile)
     }
 }
 
-TEST(RoceHpcc, DcqcnConfigMapsToTheFirmwarePresetAndHpccModeIsRefused)
+TEST(RoceHpcc, DcqcnConfigMapsToTheFirmwarePreset)
 {
     if (!HaveData())
     {
@@ -168,10 +169,68 @@ TEST(RoceHpcc, DcqcnConfigMapsToTheFirmwarePresetAndHpccModeIsRefused)
         EXPECT_DOUBLE_EQ(g.Get(), 0.00390625);
         Simulator::Destroy();
     }
-    EXPECT_NE(ErrorOf([&]() {
-                  ApplyHpccConfig(ReadHpccConfig(kData + "/config_fat_ws30_5ms_hp95.txt"), t, spec,
-                                  nullptr);
-              }).find("CC_MODE 3"),
+}
+
+TEST(RoceHpcc, HpccConfigMapsToTheHpccPolicyWithInt)
+{
+    if (!HaveData())
+    {
+        GTEST_SKIP() << kData << " not present";
+    }
+    const HpccTopology t = ReadHpccTopology(kData + "/fat.txt");
+    RoceRunSpec spec;
+    std::vector<std::string> ignored;
+    const auto cfg = ReadHpccConfig(kData + "/config_fat_ws30_5ms_hp95.txt");
+    ASSERT_EQ(cfg.at("CC_MODE"), "3");
+    const auto used = ApplyHpccConfig(cfg, t, spec, &ignored);
+    EXPECT_EQ(spec.cc, "ns3::RdmaCcHpcc");
+    EXPECT_EQ(spec.intMaxHops, 5u);
+    EXPECT_EQ(used.size() + ignored.size(), cfg.size());
+    for (const char* k : {"U_TARGET", "MI_THRESH", "RATE_AI", "HAS_WIN", "VAR_WIN", "FAST_REACT",
+                          "GLOBAL_T", "MIN_RATE"})
+    {
+        EXPECT_NE(std::find(used.begin(), used.end(), k), used.end()) << k;
+    }
+    // The DCQCN constants of the file mean nothing to HPCC; INT_MULTI only scales the
+    // simulator's field quantization.
+    for (const char* k : {"RP_TIMER", "EWMA_GAIN", "INT_MULTI"})
+    {
+        EXPECT_NE(std::find(ignored.begin(), ignored.end(), k), ignored.end()) << k;
+    }
+    RoceHelper rh;
+    rh.SetCongestionControl(spec.cc);
+    spec.configureNics(rh);
+    {
+        const auto hcas = rh.Install(EthFabricHelper().Build(MakeTwoHostsOneSwitch()));
+        DoubleValue eta;
+        hcas[0].cc->GetAttribute("TargetUtilization", eta);
+        EXPECT_DOUBLE_EQ(eta.Get(), 0.95);
+        DataRateValue ai;
+        hcas[0].cc->GetAttribute("RateAi", ai);
+        EXPECT_EQ(ai.Get(), DataRate("40Mbps"));
+        UintegerValue stage;
+        hcas[0].cc->GetAttribute("MaxStage", stage);
+        EXPECT_EQ(stage.Get(), 0u);
+        // GLOBAL_T 1: the fat-tree's longest path is 6 links of 1 us; a 1048-byte packet
+        // serializes at 100 Gb/s on the 2 host links and 400 Gb/s on the 4 others:
+        // 12 us + 2 x 83.84 ns + 4 x 20.96 ns.
+        TimeValue rtt;
+        hcas[0].cc->GetAttribute("BaseRtt", rtt);
+        EXPECT_EQ(rtt.Get(), PicoSeconds(12000000 + 2 * 83840 + 4 * 20960));
+        Simulator::Destroy();
+    }
+    // Variants Cnuas does not model are refused with the key.
+    auto bad = cfg;
+    bad["MULTI_RATE"] = "1";
+    EXPECT_NE(ErrorOf([&]() { ApplyHpccConfig(bad, t, spec, nullptr); }).find("MULTI_RATE"),
+              std::string::npos);
+    bad = cfg;
+    bad["GLOBAL_T"] = "0";
+    EXPECT_NE(ErrorOf([&]() { ApplyHpccConfig(bad, t, spec, nullptr); }).find("GLOBAL_T"),
+              std::string::npos);
+    bad = cfg;
+    bad["CC_MODE"] = "7";
+    EXPECT_NE(ErrorOf([&]() { ApplyHpccConfig(bad, t, spec, nullptr); }).find("CC_MODE 7"),
               std::string::npos);
 }
 
@@ -251,4 +310,28 @@ TEST(RoceHpcc, FctFileColumnsAndALoneFlowNearItsStandaloneFct)
     EXPECT_LT(fct, standalone * 11 / 10);
     std::string extra;
     EXPECT_FALSE(in >> extra);
+}
+
+TEST(RoceHpcc, HpccConfigRunsOnTheFatTreeWithoutMarksOrPauses)
+{
+    if (!HaveData())
+    {
+        GTEST_SKIP() << kData << " not present";
+    }
+    // The first 40 WebSearch flows under the hp95 configuration, through the scenario a user
+    // runs (cnuas run roce-hpcc --param config-file=config_fat_ws30_5ms_hp95.txt).
+    ScenarioOptions o;
+    o.name = "roce-hpcc";
+    o.outDir = std::string(CNUAS_BINARY_DIR) + "/test-output/roce-hpcc/hp95";
+    o.progress = false;
+    o.plots = false;
+    o.params = {{"config-file", "config_fat_ws30_5ms_hp95.txt"}, {"max-flows", "40"},
+                {"dir", kData}};
+    const ScenarioResult r = ScenarioRegistry::Find("roce-hpcc")->run(o);
+    std::map<std::string, std::string> sum(r.summary.begin(), r.summary.end());
+    EXPECT_EQ(sum.at("flows done"), "40/40");
+    EXPECT_EQ(sum.at("congestion control"), "ns3::RdmaCcHpcc");
+    EXPECT_EQ(sum.at("drops"), "0");
+    // HPCC keeps the queues far below the configuration's 400 KB Kmin: nothing is marked.
+    EXPECT_EQ(sum.at("ECN marks / CNPs"), "0 / 0");
 }

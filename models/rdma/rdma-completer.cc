@@ -219,6 +219,12 @@ RdmaEngine::AckThrough(RdmaQpContext& c, uint32_t psnEx, Time now)
         }
         m_cc->OnAck(c.qpn, static_cast<uint32_t>(acked), rtt);
     }
+    if (m_rxInt)
+    {
+        // The echoed INT of this acknowledgment (HPCC); once per received ACK.
+        m_cc->OnIntAck(c.qpn, psnEx, c.maxSentNext, *m_rxInt);
+        m_rxInt = nullptr;
+    }
     if (lost && RdmaPsnDiff(c.maxSentNext, psnEx) > 0 && c.lastGapRewindPsn != psnEx)
     {
         c.lastGapRewindPsn = psnEx;

@@ -5,6 +5,8 @@
 #ifndef CNUAS_RDMA_CONGESTION_CONTROL_H
 #define CNUAS_RDMA_CONGESTION_CONTROL_H
 
+#include "models/common/int-stack.h"
+
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 
@@ -53,6 +55,16 @@ class RdmaCongestionControl : public Object
     virtual Time GetPacketGap(uint32_t qpn, uint32_t bytes) const
     {
         return Time(0);
+    }
+    /**
+     * An acknowledgment arrived with the INT stack its responder echoed (HPCC paper §3.2):
+     * `psnEnd` is one past the last PSN it acknowledges, `sndNxt` one past the highest PSN the
+     * requester has sent (a policy that updates once per round trip compares the two, as the
+     * HPCC simulator compares ack_seq with snd_nxt). Called after OnAck, for every ACK or NAK
+     * that carried a stack. Policies that do not use telemetry ignore it.
+     */
+    virtual void OnIntAck(uint32_t qpn, uint32_t psnEnd, uint32_t sndNxt, const IntStack& stack)
+    {
     }
 };
 

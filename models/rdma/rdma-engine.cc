@@ -544,7 +544,8 @@ RdmaEngine::Pump()
         uint32_t psn = (uint32_t(p.bytes[9]) << 16) | (uint32_t(p.bytes[10]) << 8) | p.bytes[11];
         m_counters.packetsSent++;
         m_counters.bytesSent += p.bytes.size();
-        if (!port->Send(p.bytes, p.av))
+        if (!(p.intEcho ? port->SendWithIntEcho(p.bytes, p.av, *p.intEcho)
+                        : port->Send(p.bytes, p.av)))
         {
             m_counters.txRefused++;
         }
@@ -711,6 +712,11 @@ RdmaEngine::QueueResponse(RdmaQpContext& c, std::vector<uint8_t>&& bytes, const 
     p.bytes = std::move(bytes);
     p.av = av;
     p.qpn = c.qpn;
+    if (m_rxInt && !p.bytes.empty() && p.bytes[0] == IbOpcode::kRcAcknowledge)
+    {
+        // HPCC (Li et al. 2019 §3.2): the ACK carries the INT of the packet it acknowledges.
+        p.intEcho = std::make_unique<IntStack>(*m_rxInt);
+    }
     m_responses.push_back(std::move(p));
     SchedulePump();
 }
@@ -729,6 +735,18 @@ RdmaEngine::Receive(Ptr<RdmaLinkPort> port,
                     uint32_t length,
                     const RdmaRxInfo& info)
 {
+    if (m_rxProcessingDelay.IsStrictlyPositive() && info.intStack)
+    {
+        // The stack lives only as long as the port's receive call: keep a copy.
+        auto stack = std::make_shared<IntStack>(*info.intStack);
+        Simulator::Schedule(m_rxProcessingDelay,
+                            [this, port, d = std::vector<uint8_t>(data, data + length),
+                             in = RdmaRxInfo(info), stack]() mutable {
+                                in.intStack = stack.get();
+                                Dispatch(port, d.data(), static_cast<uint32_t>(d.size()), in);
+                            });
+        return;
+    }
     if (m_rxProcessingDelay.IsStrictlyPositive())
     {
         Simulator::Schedule(m_rxProcessingDelay,
@@ -840,12 +858,15 @@ RdmaEngine::Dispatch(Ptr<RdmaLinkPort> port,
         {
             m_cc->OnBecn(qpn);
         }
+        m_rxInt = info.intStack;
         if (sackPsn != 0xFFFFFFFF)
         {
             SackReceive(*c, h, payload, sackPsn);
+            m_rxInt = nullptr;
             return;
         }
         CompleterReceive(*c, h, payload);
+        m_rxInt = nullptr;
         return;
     }
     // Requests: the receive side works from RTR on (IBA vol. 1 §10.3.1).
@@ -860,7 +881,9 @@ RdmaEngine::Dispatch(Ptr<RdmaLinkPort> port,
     {
         MaybeSendCnp(*c, h, info);
     }
+    m_rxInt = info.intStack;
     ResponderReceive(*c, h, payload, info);
+    m_rxInt = nullptr;
 }
 
 void

@@ -155,6 +155,7 @@ class RdmaEngine : public Object
         std::vector<uint8_t> bytes;
         RdmaAhAttr av;
         uint32_t qpn = 0;
+        std::unique_ptr<IntStack> intEcho; ///< an ACK's echo of the data packet's INT (HPCC)
     };
 
     // ---- engine plumbing (rdma-engine.cc) ----
@@ -294,6 +295,9 @@ class RdmaEngine : public Object
     Ptr<RdmaDevice> m_device;
     std::vector<Ptr<RdmaLinkPort>> m_ports;
     Ptr<RdmaCongestionControl> m_cc;
+    /// The INT stack of the packet being dispatched (null: none), for the responder's ACK to
+    /// echo and the completer to hand to the congestion control.
+    const IntStack* m_rxInt = nullptr;
     std::unordered_map<uint32_t, std::unique_ptr<RdmaQpContext>> m_ctx;
     /// Contexts dropped while engine code may still hold them; freed by a later event.
     std::vector<std::unique_ptr<RdmaQpContext>> m_graveyard;

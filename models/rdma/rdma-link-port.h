@@ -8,6 +8,8 @@
 
 #include "rdma-types.h"
 
+#include "models/common/int-stack.h"
+
 #include "ns3/callback.h"
 #include "ns3/object.h"
 
@@ -32,6 +34,10 @@ struct RdmaRxInfo
     /// (IBA vol. 1 §11.4.1.2: the GRH, or undefined bytes when there was none; RoCEv2 puts the
     /// IP header there). Valid when `global`.
     std::array<uint8_t, 40> grhBytes{};
+    /// In-band telemetry the packet carried (HPCC paper §3.2), valid for the duration of the
+    /// receive call only; null when none. On a request: the hops of the data path, for the
+    /// responder to echo in its ACK. On a response: the echo, for the congestion control.
+    const IntStack* intStack = nullptr;
 };
 
 /**
@@ -59,6 +65,13 @@ class RdmaLinkPort : public Object
     /// Queue one packet. False when the port refused it (not active, queue full, malformed):
     /// the transport treats that as a loss.
     virtual bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av) = 0;
+    /// As Send, for an acknowledgment that echoes the INT stack of the packet it acknowledges
+    /// (HPCC). A port without telemetry sends the packet alone.
+    virtual bool SendWithIntEcho(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
+                                 const IntStack& echo)
+    {
+        return Send(transport, av);
+    }
     /// Whether a packet on `sl` would be queued now.
     virtual bool CanSend(uint8_t sl) const = 0;
     /// The port can queue again (after CanSend() said no).

@@ -2,6 +2,7 @@
 
 #include "models/common/sim-object-pool.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ns3
@@ -169,13 +170,20 @@ EthFrame::ComputeSize()
     n += kind == EthFrameKind::Pfc
              ? EthPfcHeader::kSize
              : (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes + payloadBytes;
-    n += kEthFcsBytes;
+    n += kEthFcsBytes + intBytes;
     bytes = n < kEthMinFrameBytes ? kEthMinFrameBytes : n;
 }
 
 void
 EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
 {
+    // The INT bytes are accounted, not materialized (see intBytes): the frame as captured is
+    // the one without them, padded on its own.
+    uint32_t bytes = this->bytes;
+    if (intBytes != 0)
+    {
+        bytes = std::max(kEthMinFrameBytes, bytes - intBytes);
+    }
     out.assign(bytes, 0); // zeros are also the padding (802.3 §3.2.8)
     uint8_t* p = out.data();
     PutMac(p, dstMac);
@@ -401,7 +409,40 @@ EthFramePool::Release(EthFrame* frame)
     if (ThePool().Release(frame))
     {
         frame->payload = nullptr;
+        if (frame->intRec)
+        {
+            EthIntPool::Release(frame->intRec);
+            frame->intRec = nullptr;
+        }
     }
+}
+
+namespace
+{
+SimObjectPool<EthIntRecord>&
+TheIntPool()
+{
+    static SimObjectPool<EthIntRecord> pool;
+    return pool;
+}
+} // namespace
+
+EthIntRecord*
+EthIntPool::Allocate()
+{
+    return TheIntPool().Allocate();
+}
+
+void
+EthIntPool::Release(EthIntRecord* rec)
+{
+    TheIntPool().Release(rec);
+}
+
+size_t
+EthIntPool::Created()
+{
+    return TheIntPool().Created();
 }
 
 size_t

@@ -5,6 +5,8 @@
 
 #include "eth-pfc-header.h"
 
+#include "models/common/int-stack.h"
+
 #include "ns3/packet.h"
 
 #include <array>
@@ -64,6 +66,18 @@ enum class EthParseError : uint8_t
 const char* EthParseErrorName(EthParseError e);
 
 /**
+ * \brief The INT stack a frame carries (HPCC paper §3.2), kept beside the frame record so
+ * that frames without telemetry pay one pointer for it. Pooled like the frames.
+ */
+struct EthIntRecord
+{
+    IntStack stack;
+    uint8_t maxHops = kIntDefaultMaxHops; ///< slots of the stack (hops beyond are not pushed)
+    bool echo = false;   ///< an ACK carrying a receiver's echo: switches do not push into it
+    bool inPool = false;
+};
+
+/**
  * \brief A frame in flight through the Ethernet fabric.
  *
  * The fields are authoritative; the bytes are produced only when someone needs them
@@ -105,8 +119,15 @@ struct alignas(64) EthFrame
     Ipv6Bytes srcIp6{};     ///< IPv6 (when ipv6)
     Ipv6Bytes dstIp6{};
     EthPfcHeader pfc;
+    // INT telemetry (cold: only frames of INT-enabled flows have a record). The record is owned
+    // by the frame and returned to its pool with it (EthFramePool::Release).
+    EthIntRecord* intRec = nullptr;
+    /// Bytes the INT stack occupies on the wire, counted in `bytes` (and so in the wire time,
+    /// buffer and queue accounting) but not materialized: no dissector knows an INT shim between
+    /// UDP and the BTH, so the bytes a capture shows stay a valid RoCEv2 frame.
+    uint16_t intBytes = 0;
 
-    /// Fills `bytes` from the fields (header sizes, payload, padding to 64, FCS).
+    /// Fills `bytes` from the fields (header sizes, payload, INT bytes, padding to 64, FCS).
     void ComputeSize();
     /**
      * The frame's bytes as on the wire, destination MAC through FCS when `withFcs`, else
@@ -141,6 +162,15 @@ class EthFramePool
     static EthFrame* Allocate();
     static void Release(EthFrame* frame);
     /// Frames made so far (for memory accounting).
+    static size_t Created();
+};
+
+/// Recycles EthIntRecord objects (EthFramePool::Release returns a frame's record).
+class EthIntPool
+{
+  public:
+    static EthIntRecord* Allocate();
+    static void Release(EthIntRecord* rec);
     static size_t Created();
 };
 

@@ -789,6 +789,21 @@ EthNetDevice::SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const P
     f->priority = flow.priority;
     f->uid = g_nextUid++;
     f->sentPs = Simulator::Now().GetPicoSeconds();
+    if (flow.intMaxHops > 0 || flow.intEcho)
+    {
+        EthIntRecord* rec = EthIntPool::Allocate();
+        uint32_t slots = flow.intMaxHops;
+        if (flow.intEcho)
+        {
+            rec->stack = *flow.intEcho;
+            rec->echo = true;
+            slots = std::max<uint32_t>(flow.intEchoSlots, flow.intEcho->nHops);
+        }
+        slots = std::min(slots, kIntStackCapacity);
+        rec->maxHops = static_cast<uint8_t>(slots);
+        f->intRec = rec;
+        f->intBytes = static_cast<uint16_t>(IntStackWireBytes(slots));
+    }
     f->ComputeSize();
     q.frames.push_back(f);
     m_nonEmpty |= static_cast<uint8_t>(1u << flow.priority);

@@ -77,6 +77,12 @@ struct EthUdpFlow
     uint8_t priority = 0; ///< traffic class at the host; also the PCP when tagging
     uint8_t dscp = 0;
     uint8_t ecn = kEcnNotEct;
+    /// INT (HPCC paper §3.2): > 0 gives the frame an empty INT stack of this many slots
+    /// (<= kIntStackCapacity) that switches fill; its wire bytes are charged to the frame.
+    uint8_t intMaxHops = 0;
+    /// An echo of a received stack (a receiver's ACK, HPCC): carried, charged, never pushed to.
+    const IntStack* intEcho = nullptr;
+    uint8_t intEchoSlots = 0; ///< the slots the echo is charged for (its sender's hop limit)
 };
 
 /**

@@ -5,6 +5,7 @@
 #include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/pointer.h"
+#include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
 #include "ns3/uinteger.h"
 
@@ -40,6 +41,18 @@ EthSwitch::GetTypeId()
                           PointerValue(),
                           MakePointerAccessor(&EthSwitch::m_mmu),
                           MakePointerChecker<SharedBufferMmu>())
+            .AddAttribute("IntEnabled",
+                          "Push an INT hop record (HPCC paper §3.2) into every frame that "
+                          "carries an INT stack, as it leaves an egress port. Frames carry a "
+                          "stack only when their sender asked for one (RoceRdmaPort IntMaxHops), "
+                          "so this costs nothing for other traffic.",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&EthSwitch::m_intEnabled),
+                          MakeBooleanChecker())
+            .AddTraceSource("IntHop",
+                            "An INT hop was pushed: egress port, the record.",
+                            MakeTraceSourceAccessor(&EthSwitch::m_intTrace),
+                            "ns3::EthSwitch::IntHopCallback")
             .AddTraceSource("EcnMark",
                             "A frame was marked CE: egress port, priority, queue bytes.",
                             MakeTraceSourceAccessor(&EthSwitch::m_ecnTrace),
@@ -376,11 +389,49 @@ EthSwitch::NotifyDequeue(EthNetDevice* out, EthFrame* f)
     {
         MaybeMark(out, f, out->GetQueueBytes(prio));
     }
+    if (f->intRec && m_intEnabled)
+    {
+        PushIntHop(out, f);
+    }
     EthNetDevice* in = PeekPointer(m_ports[inIdx]);
     if (in->IsPauseAsserted(prio) && m_mmu->ShouldResume(inIdx, prio))
     {
         in->ReleasePause(prio);
     }
+}
+
+void
+EthSwitch::PushIntHop(EthNetDevice* out, EthFrame* f)
+{
+    EthIntRecord& r = *f->intRec;
+    if (r.echo)
+    {
+        return; // an ACK's echo describes the data path; it is carried untouched
+    }
+    if (r.stack.nHops >= r.maxHops)
+    {
+        m_intOverflow++; // a path longer than the sender's hop limit: the tail goes unrecorded
+        return;
+    }
+    // HPCC paper §3.2 / Fig. 4 (the HPCC simulator records at dequeue): the port's rate, the
+    // time, the bytes it sent before this frame and what is still queued behind it. Bytes are
+    // wire bytes (preamble, SFD and inter-frame gap included), so that a saturated link reads
+    // exactly its line rate.
+    const EthPortCounters& c = out->GetCounters();
+    uint64_t tx = 0;
+    uint64_t qlen = 0;
+    for (uint8_t p = 0; p < kEthPriorities; ++p)
+    {
+        tx += c.txBytes[p] + c.txFrames[p] * kEthWireOverheadBytes;
+        qlen += out->GetQueueBytes(p);
+    }
+    IntHop& h = r.stack.hops[r.stack.nHops++];
+    h.lineRateBps = out->GetDataRate().GetBitRate();
+    h.timePs = Simulator::Now().GetPicoSeconds();
+    h.txBytes = tx - (f->bytes + kEthWireOverheadBytes); // Transmit counted this frame already
+    h.qlenBytes = qlen;
+    m_intPushed++;
+    m_intTrace(out->GetPortNumber(), h);
 }
 
 void

@@ -72,9 +72,14 @@ class EthSwitch : public Object
     uint64_t GetForwarded() const { return m_forwarded; }
     uint64_t GetEcnMarked() const { return m_ecnMarked; }
     uint32_t GetEcmpSeed() const { return m_seed; }
+    /// INT hop records pushed, and frames that passed with their stack already full.
+    uint64_t GetIntHopsPushed() const { return m_intPushed; }
+    uint64_t GetIntOverflows() const { return m_intOverflow; }
 
     /// EcnMark: (egress port, priority, queue bytes seen).
     typedef void (*EcnMarkCallback)(uint16_t port, uint8_t priority, uint64_t queueBytes);
+    /// IntHop: (egress port, the hop record pushed).
+    typedef void (*IntHopCallback)(uint16_t port, const IntHop& hop);
 
   protected:
     void DoDispose() override;
@@ -82,6 +87,7 @@ class EthSwitch : public Object
   private:
     void Drop(EthNetDevice* in, EthFrame* frame, EthDropReason reason);
     void MaybeMark(EthNetDevice* out, EthFrame* frame, uint64_t queueBytes);
+    void PushIntHop(EthNetDevice* out, EthFrame* frame);
 
     std::vector<Ptr<EthNetDevice>> m_ports;
     Ptr<SharedBufferMmu> m_mmu;
@@ -108,7 +114,11 @@ class EthSwitch : public Object
     bool m_trustPcp = false;
     uint64_t m_forwarded = 0;
     uint64_t m_ecnMarked = 0;
+    bool m_intEnabled = true;
+    uint64_t m_intPushed = 0;
+    uint64_t m_intOverflow = 0;
     TracedCallback<uint16_t, uint8_t, uint64_t> m_ecnTrace;
+    TracedCallback<uint16_t, const IntHop&> m_intTrace;
 };
 
 } // namespace ns3

@@ -1,6 +1,7 @@
 #include "roce-rdma-port.h"
 
 #include "models/ib/ib-crc.h"
+#include "models/rdma/ib-opcode.h"
 
 #include "ns3/boolean.h"
 #include "ns3/log.h"
@@ -169,6 +170,14 @@ RoceRdmaPort::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&RoceRdmaPort::m_checkIcrc),
                           MakeBooleanChecker())
+            .AddAttribute("IntMaxHops",
+                          "INT hop slots on this port's RDMA request packets (HPCC paper §3.2): "
+                          "0 sends no INT; n > 0 gives every ECN-capable request an n-slot "
+                          "stack (at most 8) that switches fill and the responder echoes in its "
+                          "ACK; 8 n + 2 bytes are charged on the wire (count).",
+                          UintegerValue(0),
+                          MakeUintegerAccessor(&RoceRdmaPort::m_intMaxHops),
+                          MakeUintegerChecker<uint8_t>(0, kIntStackCapacity))
             .AddTraceSource("Tx",
                             "A RoCEv2 packet was queued: (bytes BTH..ICRC, BTH opcode).",
                             MakeTraceSourceAccessor(&RoceRdmaPort::m_txTrace),
@@ -275,6 +284,20 @@ RoceRdmaPort::WriteIpUdp(const EthFrame& f, uint8_t* out)
 bool
 RoceRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av)
 {
+    return SendFrame(transport, av, nullptr);
+}
+
+bool
+RoceRdmaPort::SendWithIntEcho(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
+                              const IntStack& echo)
+{
+    return SendFrame(transport, av, &echo);
+}
+
+bool
+RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
+                        const IntStack* echo)
+{
     if (!m_dev || transport.size() < kBthSize)
     {
         return false;
@@ -318,6 +341,19 @@ RoceRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av)
         flow.dscp = av.grh.traffic_class ? static_cast<uint8_t>(av.grh.traffic_class >> 2)
                                          : m_dscp;
         flow.ecn = m_ecn;
+        if (echo)
+        {
+            flow.intEcho = echo;
+            flow.intEchoSlots = m_intMaxHops;
+        }
+        else if (m_intMaxHops > 0 && flow.ecn != kEcnNotEct)
+        {
+            const IbOpcodeInfo* op = IbOpcodeLookup(transport[0]);
+            if (op && op->Has(IbOpFlag::kRequest))
+            {
+                flow.intMaxHops = m_intMaxHops; // a data packet of an INT flow
+            }
+        }
     }
     const uint32_t payloadBytes = static_cast<uint32_t>(transport.size() + kIbIcrcSize);
     f.srcPort = flow.srcPort;
@@ -497,6 +533,7 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
     info.sl = f.priority;
     info.global = true;
     info.ecnMarked = f.ecn == kEcnCe;
+    info.intStack = f.intRec ? &f.intRec->stack : nullptr;
     if (f.ipv6)
     {
         std::copy(f.srcIp6.begin(), f.srcIp6.end(), info.sgid.begin());

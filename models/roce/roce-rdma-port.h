@@ -61,6 +61,10 @@ uint16_t RoceUdpSourcePort(uint32_t flowLabel, const RdmaGid& sgid, const RdmaGi
  * and the IP header placed in the 40-byte GRH area the way annex A17.4.5.1 lays it out for UD
  * receive buffers. Everything else is counted (GetDropCount) and traced, never delivered.
  *
+ * INT (HPCC): with IntMaxHops > 0 every ECN-capable request carries an INT stack of that many
+ * slots for the switches to fill (EthSwitch IntEnabled); a received stack reaches the engine in
+ * RdmaRxInfo::intStack, and SendWithIntEcho sends an ACK carrying the echo back.
+ *
  * GID table: index 0 is the IPv4-mapped GID of the port's IPv4 address; index 1 its IPv6
  * address when one is set.
  */
@@ -77,6 +81,8 @@ class RoceRdmaPort : public RdmaLinkPort
     void SetPkeyTable(const std::vector<uint16_t>& table);
 
     bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av) override;
+    bool SendWithIntEcho(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
+                         const IntStack& echo) override;
     bool CanSend(uint8_t sl) const override;
     void SetTxReadyCallback(Callback<void> cb) override;
     void SetReceiveCallback(ReceiveCallback cb) override;
@@ -121,6 +127,8 @@ class RoceRdmaPort : public RdmaLinkPort
     void DoDispose() override;
 
   private:
+    bool SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
+                   const IntStack* echo);
     void OnReceive(Ptr<EthNetDevice> dev, const EthFrame& frame);
     void OnTxReady(Ptr<EthNetDevice> dev, uint8_t priority);
     void Drop(RoceDropReason r);
@@ -137,6 +145,7 @@ class RoceRdmaPort : public RdmaLinkPort
     uint8_t m_cnpDscp = 48;
     uint8_t m_hopLimit = 64;
     bool m_checkIcrc = true;
+    uint8_t m_intMaxHops = 0;
     ReceiveCallback m_rx;
     Callback<void> m_txReady;
     std::vector<uint8_t> m_buf;   ///< transmit scratch

@@ -1,6 +1,7 @@
 """Plots for validation/roce: `plot.py fairness|incast|incast_steady|collapse OUTDIR` reads
 the CSVs the roce-* scenarios wrote under OUTDIR and writes PNGs beside them."""
 import csv
+import math
 import os
 import sys
 
@@ -121,6 +122,61 @@ def collapse(out):
     fig.savefig(os.path.join(out, "collapse.png"), dpi=110)
 
 
+# Flow-size buckets (upper bounds, bytes): the roce-hpcc scenario's, so that the plot and its
+# summary agree.
+HPCC_BUCKETS = [1e3, 1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 1e12]
+HPCC_LABELS = ["<=1K", "1K-10K", "10K-30K", "30K-100K", "100K-300K", "300K-1M", "1M-3M",
+               "3M-10M", ">10M"]
+
+
+def _percentile(v, p):
+    """The smallest value with at least p of the samples at or below it."""
+    v = sorted(v)
+    return v[max(0, min(len(v) - 1, math.ceil(p * len(v)) - 1))]
+
+
+def hpcc_fct(out):
+    """(4): slowdown p50/p95/p99 per flow-size bucket, DCQCN vs HPCC, one panel per workload,
+    from the roce-hpcc-fct.csv files of validation/roce/hpcc-fct.sh. Writes hpcc-fct.png and
+    the table hpcc-fct.txt."""
+    fig, axes = plt.subplots(1, 2, figsize=(14, 4.5))
+    lines = ["workload cc bucket n p50 p95 p99"]
+    for ax, wl, title in zip(axes, ["ws", "fb"], ["WebSearch 30 %", "FB_Hadoop 30 %"]):
+        nflows = 0
+        for cc, color in [("dcqcn", "tab:red"), ("hpcc", "tab:blue")]:
+            path = os.path.join(out, f"hpcc-fct-{wl}-{cc}", "roce-hpcc-fct.csv")
+            if not os.path.exists(path):
+                continue
+            r = rows(path)
+            nflows = max(nflows, len(r))
+            lo = 0
+            xs, stats = [], []
+            for b, hi in enumerate(HPCC_BUCKETS):
+                v = [float(x["slowdown"]) for x in r if lo < int(x["bytes"]) <= hi]
+                lo = hi
+                if not v:
+                    continue
+                s = [_percentile(v, p) for p in (0.5, 0.95, 0.99)]
+                xs.append(b)
+                stats.append(s)
+                lines.append(f"{wl} {cc} {b} {len(v)} {s[0]:.2f} {s[1]:.2f} {s[2]:.2f}")
+            for k, (p, style) in enumerate([("p50", ":"), ("p95", "--"), ("p99", "-")]):
+                ax.plot(xs, [s[k] for s in stats], style, color=color, marker="o",
+                        label=f"{cc} {p}")
+        ax.set_xticks(range(len(HPCC_BUCKETS)))
+        ax.set_xticklabels(HPCC_LABELS, rotation=30, fontsize=8)
+        ax.set_yscale("log")
+        ax.set_xlabel("flow size")
+        ax.set_ylabel("FCT slowdown")
+        ax.set_title(f"{title}, 320-host fat-tree, {nflows} flows")
+        ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "hpcc-fct.png"), dpi=110)
+    with open(os.path.join(out, "hpcc-fct.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 if __name__ == "__main__":
     {"fairness": fairness, "incast": incast, "incast_steady": incast_steady,
-     "collapse": collapse}[sys.argv[1]](sys.argv[2])
+     "collapse": collapse, "hpcc-fct": hpcc_fct}[sys.argv[1]](sys.argv[2])
