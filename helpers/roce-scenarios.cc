@@ -516,6 +516,7 @@ RunHpcc(const ScenarioOptions& o)
         spec.configureNics = nullptr; // the config's constants are the firmware DCQCN's
     }
     spec.limit = ScenarioParamTime(o, info, "limit");
+    spec.sampleInterval = ScenarioParamTime(o, info, "sample");
     // The binary-heap scheduler is about 20 % faster than ns-3's default map on this load.
     spec.scheduler = ScenarioParamString(o, info, "scheduler");
     spec.configureFabric = [](EthFabricHelper& h) {
@@ -625,7 +626,8 @@ HpccInfo()
                 {"time-offset", "2", "seconds subtracted from flow start times"},
                 {"max-flows", "0", "run only the first N flows (0: all)"},
                 {"limit", "100ms", "simulated time limit"},
-                {"scheduler", "ns3::PriorityQueueScheduler", "ns-3 event scheduler TypeId"}};
+                {"scheduler", "ns3::PriorityQueueScheduler", "ns-3 event scheduler TypeId"},
+                {"sample", "0s", "per-flow rate and switch queue sampling interval (0s: none)"}};
     i.run = RunHpcc;
     return i;
 }

@@ -773,6 +773,7 @@ EthNetDevice::SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const P
     f->ipId = m_ipId++;
     f->payloadBytes = payloadBytes;
     f->payload = payload;
+    f->icrcPending = flow.icrcPending && payload;
     f->priority = flow.priority;
     f->uid = g_nextUid++;
     f->sentPs = Simulator::Now().GetPicoSeconds();

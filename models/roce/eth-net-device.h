@@ -77,6 +77,8 @@ struct EthUdpFlow
     uint8_t priority = 0; ///< traffic class at the host; also the PCP when tagging
     uint8_t dscp = 0;
     uint8_t ecn = kEcnNotEct;
+    /// The payload ends in a RoCEv2 ICRC placeholder (EthFrame::icrcPending).
+    bool icrcPending = false;
 };
 
 /**

@@ -169,6 +169,14 @@ RoceRdmaPort::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&RoceRdmaPort::m_checkIcrc),
                           MakeBooleanChecker())
+            .AddAttribute("LazyIcrc",
+                          "Send model-made packets with an ICRC placeholder that is computed "
+                          "only when bytes are materialized (pcap, sniffers); receivers skip "
+                          "the check for them, as they would pass (false: compute at the "
+                          "sender and check at the receiver, as for bytes from outside).",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&RoceRdmaPort::m_lazyIcrc),
+                          MakeBooleanChecker())
             .AddTraceSource("Tx",
                             "A RoCEv2 packet was queued: (bytes BTH..ICRC, BTH opcode).",
                             MakeTraceSourceAccessor(&RoceRdmaPort::m_txTrace),
@@ -320,18 +328,32 @@ RoceRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av)
         flow.ecn = m_ecn;
     }
     const uint32_t payloadBytes = static_cast<uint32_t>(transport.size() + kIbIcrcSize);
-    f.srcPort = flow.srcPort;
-    f.dstPort = flow.dstPort;
-    f.payloadBytes = payloadBytes;
-    f.ipId = m_dev->PeekNextIpId();
-
-    // IP + UDP headers, then the transport, then the ICRC over all of it (annex A17.4.5.3).
-    m_buf.resize(kIpv6HeaderBytes + kUdpHeaderBytes + payloadBytes);
-    const uint32_t hdr = WriteIpUdp(f, m_buf.data());
-    std::copy(transport.begin(), transport.end(), m_buf.begin() + hdr);
-    const uint32_t icrcAt = hdr + static_cast<uint32_t>(transport.size());
-    IbStoreIcrc(m_buf.data() + icrcAt, IbComputeRoceIcrc(m_buf.data(), icrcAt));
-    Ptr<Packet> p = Create<Packet>(m_buf.data() + hdr, payloadBytes);
+    Ptr<Packet> p;
+    if (m_lazyIcrc)
+    {
+        // The packet is correct by construction: the ICRC is a placeholder that
+        // EthFrame::Materialize fills when bytes are needed, and receivers do not check it.
+        m_buf.resize(payloadBytes);
+        std::copy(transport.begin(), transport.end(), m_buf.begin());
+        std::fill(m_buf.end() - kIbIcrcSize, m_buf.end(), 0);
+        p = Create<Packet>(m_buf.data(), payloadBytes);
+        flow.icrcPending = true;
+    }
+    else
+    {
+        f.srcPort = flow.srcPort;
+        f.dstPort = flow.dstPort;
+        f.payloadBytes = payloadBytes;
+        f.ipId = m_dev->PeekNextIpId();
+        // IP + UDP headers, then the transport, then the ICRC over all of it (annex
+        // A17.4.5.3).
+        m_buf.resize(kIpv6HeaderBytes + kUdpHeaderBytes + payloadBytes);
+        const uint32_t hdr = WriteIpUdp(f, m_buf.data());
+        std::copy(transport.begin(), transport.end(), m_buf.begin() + hdr);
+        const uint32_t icrcAt = hdr + static_cast<uint32_t>(transport.size());
+        IbStoreIcrc(m_buf.data() + icrcAt, IbComputeRoceIcrc(m_buf.data(), icrcAt));
+        p = Create<Packet>(m_buf.data() + hdr, payloadBytes);
+    }
     if (!m_dev->SendUdp(flow, payloadBytes, p))
     {
         return false;
@@ -479,7 +501,10 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
     const uint32_t hdr = WriteIpUdp(f, m_rxBuf.data());
     f.payload->CopyData(m_rxBuf.data() + hdr, f.payloadBytes);
     const uint32_t icrcAt = hdr + f.payloadBytes - kIbIcrcSize;
-    if (m_checkIcrc &&
+    // A frame the model made (icrcPending) is correct by construction; only bytes from
+    // outside the model are checked (docs/architecture.md §6.7). A frame an error model
+    // damaged never gets here: the MAC drops it as BadFcs.
+    if (m_checkIcrc && !f.icrcPending &&
         IbLoadIcrc(m_rxBuf.data() + icrcAt) != IbComputeRoceIcrc(m_rxBuf.data(), icrcAt))
     {
         Drop(RoceDropReason::BadIcrc);

@@ -1,0 +1,191 @@
+// The speed-ups of the RoCE run change nothing that is simulated: a small fat-tree under the
+// firmware DCQCN gives the same flow completion times to the picosecond, the same packets, marks
+// and CNPs whichever event scheduler runs it, whether the ICRC is computed lazily or eagerly,
+// and whether per-flow monitoring samples or not; and a finished flow leaves no QP behind.
+#include "helpers/roce-traffic-run.h"
+#include "models/rdma/rdma-device.h"
+
+#include "ns3/config.h"
+#include "ns3/boolean.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+/// 48 flows on a k=4 fat-tree (16 hosts), sizes 1 KB..300 KB and starts within 60 us from a
+/// fixed linear congruential sequence, firmware DCQCN with an aggressive RED curve so that
+/// marks, CNPs and the per-QP rate timers all take part.
+RoceRunSpec
+SmallFatTree()
+{
+    RoceRunSpec s;
+    s.topology = MakeFatTree(4);
+    s.hostRate = DataRate("40Gbps");
+    s.fabricRate = DataRate("40Gbps");
+    s.cc = "ns3::RdmaCcDcqcnMlx";
+    s.kminBytes = 4000;
+    s.kmaxBytes = 40000;
+    s.pmax = 0.2;
+    s.ethMtu = 9000;
+    s.limit = MilliSeconds(20);
+    uint64_t x = 12345;
+    auto next = [&x]() {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        return static_cast<uint32_t>(x >> 33);
+    };
+    for (uint32_t f = 0; f < 48; ++f)
+    {
+        RoceFlowSpec fs;
+        fs.src = next() % 16;
+        fs.dst = (fs.src + 1 + next() % 15) % 16;
+        fs.bytes = 1000 + next() % 300000;
+        fs.start = NanoSeconds(next() % 60000);
+        s.flows.push_back(fs);
+    }
+    return s;
+}
+
+struct Outcome
+{
+    std::vector<int64_t> fctPs;
+    uint64_t packets = 0;
+    uint64_t marks = 0;
+    uint64_t cnps = 0;
+    uint64_t drops = 0;
+    bool allDone = false;
+};
+
+Outcome
+RunIt(const RoceRunSpec& spec)
+{
+    const RoceRunResult r = RunRoceFlows(spec);
+    Outcome o;
+    for (const auto& f : r.flows)
+    {
+        o.fctPs.push_back(f.fct.GetPicoSeconds());
+    }
+    o.packets = r.packetsSent;
+    o.marks = r.ecnMarks;
+    o.cnps = r.cnps;
+    o.drops = r.drops;
+    o.allDone = r.allDone;
+    return o;
+}
+
+void
+ExpectSame(const Outcome& a, const Outcome& b, const std::string& what)
+{
+    EXPECT_EQ(a.fctPs, b.fctPs) << what;
+    EXPECT_EQ(a.packets, b.packets) << what;
+    EXPECT_EQ(a.marks, b.marks) << what;
+    EXPECT_EQ(a.cnps, b.cnps) << what;
+    EXPECT_EQ(a.drops, b.drops) << what;
+}
+
+class RocePerf : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        m_ref = SmallFatTree();
+        m_ref.scheduler = "ns3::MapScheduler";
+    }
+
+    void TearDown() override
+    {
+        Config::Reset();
+    }
+
+    /// The reference run (map scheduler, defaults), checked to exercise what the others vary.
+    Outcome Reference()
+    {
+        const Outcome o = RunIt(m_ref);
+        EXPECT_TRUE(o.allDone);
+        EXPECT_GT(o.marks, 0u);
+        EXPECT_GT(o.cnps, 0u);
+        EXPECT_EQ(o.drops, 0u);
+        return o;
+    }
+
+    RoceRunSpec m_ref;
+};
+
+} // namespace
+
+TEST_F(RocePerf, SchedulerChoiceChangesNoOutcome)
+{
+    // Every ns-3 scheduler orders events by (time, insertion number): the same total order.
+    const Outcome ref = Reference();
+    for (const char* s :
+         {"ns3::PriorityQueueScheduler", "ns3::HeapScheduler", "ns3::CalendarScheduler"})
+    {
+        RoceRunSpec spec = m_ref;
+        spec.scheduler = s;
+        ExpectSame(ref, RunIt(spec), s);
+    }
+}
+
+TEST_F(RocePerf, LazyIcrcChangesNoOutcome)
+{
+    // Model-made packets are correct by construction: not computing their ICRC at the sender
+    // and not checking it at the receiver cannot change a decision (docs/architecture.md §6.7).
+    const Outcome lazy = Reference();
+    Config::SetDefault("ns3::RoceRdmaPort::LazyIcrc", BooleanValue(false));
+    ExpectSame(lazy, RunIt(m_ref), "eager ICRC");
+}
+
+TEST_F(RocePerf, SamplingObservesWithoutPerturbing)
+{
+    const Outcome quiet = Reference();
+    RoceRunSpec spec = m_ref;
+    spec.sampleInterval = MicroSeconds(5);
+    const RoceRunResult r = RunRoceFlows(spec);
+    Outcome sampled;
+    for (const auto& f : r.flows)
+    {
+        sampled.fctPs.push_back(f.fct.GetPicoSeconds());
+    }
+    sampled.packets = r.packetsSent;
+    sampled.marks = r.ecnMarks;
+    sampled.cnps = r.cnps;
+    sampled.drops = r.drops;
+    ExpectSame(quiet, sampled, "sampled every 5 us");
+    ASSERT_FALSE(r.sampleTimesUs.empty());
+    // The samples saw the flows' bytes: their rates integrate to what was sent.
+    double bits = 0;
+    for (const auto& rates : r.flowRateGbps)
+    {
+        for (double g : rates)
+        {
+            bits += g * 1e9 * 5e-6;
+        }
+    }
+    EXPECT_GT(bits, 0.0);
+}
+
+TEST_F(RocePerf, FinishedFlowsLeaveNoQpBehind)
+{
+    std::vector<Ptr<RdmaDevice>> devices;
+    m_ref.beforeRun = [&devices](const EthFabric&, const std::vector<RoceHca>& hcas) {
+        for (const auto& h : hcas)
+        {
+            devices.push_back(h.device);
+        }
+    };
+    const Outcome o = RunIt(m_ref);
+    ASSERT_TRUE(o.allDone);
+    ASSERT_EQ(devices.size(), 16u);
+    uint32_t left = 0;
+    for (const auto& d : devices)
+    {
+        left += d->GetNQps();
+    }
+    EXPECT_EQ(left, 0u) << "QPs of finished flows still exist";
+}
