@@ -3,6 +3,7 @@
 // and CNPs whichever event scheduler runs it, whether the ICRC is computed lazily or eagerly,
 // and whether per-flow monitoring samples or not; and a finished flow leaves no QP behind.
 #include "helpers/roce-traffic-run.h"
+#include "models/common/fifo-heap-scheduler.h"
 #include "models/rdma/rdma-device.h"
 
 #include "ns3/config.h"
@@ -11,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,8 +125,10 @@ TEST_F(RocePerf, SchedulerChoiceChangesNoOutcome)
 {
     // Every ns-3 scheduler orders events by (time, insertion number): the same total order.
     const Outcome ref = Reference();
-    for (const char* s :
-         {"ns3::PriorityQueueScheduler", "ns3::HeapScheduler", "ns3::CalendarScheduler"})
+    for (const char* s : {"ns3::FifoHeapScheduler",
+                          "ns3::PriorityQueueScheduler",
+                          "ns3::HeapScheduler",
+                          "ns3::CalendarScheduler"})
     {
         RoceRunSpec spec = m_ref;
         spec.scheduler = s;
@@ -188,4 +192,74 @@ TEST_F(RocePerf, FinishedFlowsLeaveNoQpBehind)
         left += d->GetNQps();
     }
     EXPECT_EQ(left, 0u) << "QPs of finished flows still exist";
+}
+
+TEST(FifoHeapScheduler, RemovesInTimestampThenInsertionOrder)
+{
+    // Against a reference ordered set: inserts for the current time and for later times
+    // (with many ties), arbitrary removals, and the current time advancing as events leave.
+    Ptr<FifoHeapScheduler> q = CreateObject<FifoHeapScheduler>();
+    std::set<std::pair<uint64_t, uint32_t>> ref;
+    uint64_t x = 99;
+    auto next = [&x]() {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        return static_cast<uint32_t>(x >> 33);
+    };
+    uint32_t uid = 0;
+    uint64_t now = 0;
+    uint32_t removedArbitrarily = 0;
+    auto insert = [&](uint64_t ts) {
+        Scheduler::Event ev;
+        ev.impl = nullptr;
+        ev.key.m_ts = ts;
+        ev.key.m_uid = ++uid;
+        ev.key.m_context = 0;
+        q->Insert(ev);
+        ref.insert({ts, uid});
+    };
+    for (int step = 0; step < 20000; ++step)
+    {
+        const uint32_t r = next() % 10;
+        if (r < 3)
+        {
+            insert(now); // the "now" FIFO
+        }
+        else if (r < 7)
+        {
+            insert(now + 1 + next() % 8); // near future, many ties
+        }
+        else if (r == 7 && !ref.empty())
+        {
+            // Simulator::Remove of some pending event.
+            auto it = ref.begin();
+            std::advance(it, next() % ref.size());
+            Scheduler::Event ev;
+            ev.impl = nullptr;
+            ev.key.m_ts = it->first;
+            ev.key.m_uid = it->second;
+            ev.key.m_context = 0;
+            q->Remove(ev);
+            ref.erase(it);
+            ++removedArbitrarily;
+        }
+        else if (!ref.empty())
+        {
+            ASSERT_FALSE(q->IsEmpty());
+            const Scheduler::Event peek = q->PeekNext();
+            const Scheduler::Event ev = q->RemoveNext();
+            ASSERT_EQ(peek.key.m_uid, ev.key.m_uid);
+            ASSERT_EQ(ev.key.m_ts, ref.begin()->first) << "step " << step;
+            ASSERT_EQ(ev.key.m_uid, ref.begin()->second) << "step " << step;
+            ref.erase(ref.begin());
+            now = ev.key.m_ts;
+        }
+    }
+    while (!ref.empty())
+    {
+        const Scheduler::Event ev = q->RemoveNext();
+        ASSERT_EQ(ev.key.m_uid, ref.begin()->second);
+        ref.erase(ref.begin());
+    }
+    EXPECT_TRUE(q->IsEmpty());
+    EXPECT_GT(removedArbitrarily, 100u);
 }
