@@ -497,20 +497,30 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
         Drop(RoceDropReason::Malformed);
         return;
     }
-    m_rxBuf.resize(kIpv6HeaderBytes + kUdpHeaderBytes + f.payloadBytes);
-    const uint32_t hdr = WriteIpUdp(f, m_rxBuf.data());
-    f.payload->CopyData(m_rxBuf.data() + hdr, f.payloadBytes);
-    const uint32_t icrcAt = hdr + f.payloadBytes - kIbIcrcSize;
+    // The transport bytes go after room for the largest IP + UDP header, which is written in
+    // front of them only when needed: for the ICRC check, or for a UD packet's GRH area.
+    constexpr uint32_t kRoom = kIpv6HeaderBytes + kUdpHeaderBytes;
+    m_rxBuf.resize(kRoom + f.payloadBytes);
+    f.payload->CopyData(m_rxBuf.data() + kRoom, f.payloadBytes);
+    const uint8_t* bth = m_rxBuf.data() + kRoom;
+    uint8_t* ip =
+        m_rxBuf.data() + kRoom - (f.ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) - kUdpHeaderBytes;
     // A frame the model made (icrcPending) is correct by construction; only bytes from
     // outside the model are checked (docs/architecture.md §6.7). A frame an error model
     // damaged never gets here: the MAC drops it as BadFcs.
-    if (m_checkIcrc && !f.icrcPending &&
-        IbLoadIcrc(m_rxBuf.data() + icrcAt) != IbComputeRoceIcrc(m_rxBuf.data(), icrcAt))
+    const bool check = m_checkIcrc && !f.icrcPending;
+    // IBA vol. 1 §9.2 table 38: opcodes 011xxxxx are UD, whose receive buffers get the GRH.
+    const bool ud = (bth[0] >> 5) == 3;
+    if (check || ud)
+    {
+        WriteIpUdp(f, ip);
+    }
+    const uint32_t icrcAt = static_cast<uint32_t>(bth - ip) + f.payloadBytes - kIbIcrcSize;
+    if (check && IbLoadIcrc(ip + icrcAt) != IbComputeRoceIcrc(ip, icrcAt))
     {
         Drop(RoceDropReason::BadIcrc);
         return;
     }
-    const uint8_t* bth = m_rxBuf.data() + hdr;
     const uint32_t destQp = (uint32_t(bth[kBthDestQpOffset]) << 16) |
                             (uint32_t(bth[kBthDestQpOffset + 1]) << 8) | bth[kBthDestQpOffset + 2];
     if (destQp <= 1)
@@ -526,7 +536,10 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
     {
         std::copy(f.srcIp6.begin(), f.srcIp6.end(), info.sgid.begin());
         std::copy(f.dstIp6.begin(), f.dstIp6.end(), info.dgid.begin());
-        std::copy(m_rxBuf.begin(), m_rxBuf.begin() + kIpv6HeaderBytes, info.grhBytes.begin());
+        if (ud)
+        {
+            std::copy(ip, ip + kIpv6HeaderBytes, info.grhBytes.begin());
+        }
     }
     else
     {
@@ -534,7 +547,10 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
         info.dgid = RoceGidFromIpv4(f.dstIp);
         // Annex A17.4.5.1: over IPv4 the first 20 bytes of the GRH area are undefined (zero
         // here) and the IPv4 header fills the last 20.
-        std::copy(m_rxBuf.begin(), m_rxBuf.begin() + kIpv4HeaderBytes, info.grhBytes.begin() + 20);
+        if (ud)
+        {
+            std::copy(ip, ip + kIpv4HeaderBytes, info.grhBytes.begin() + 20);
+        }
     }
     ++m_received;
     if (info.ecnMarked)
