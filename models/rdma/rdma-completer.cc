@@ -55,10 +55,23 @@ RdmaEngine::ArmRetryTimer(RdmaQpContext& c)
         return;
     }
     c.compState = RdmaCompState::WaitAck;
-    if (code == 0 || c.retryTimer.IsRunning())
+    if (code == 0)
     {
         return; // timeout 0: wait forever (IBA vol. 1 §9.7.6.1.3)
     }
+    if (c.retryTimer.IsRunning())
+    {
+        if (c.retryRestart)
+        {
+            // Restarted by progress: the expiry a cancel and a fresh schedule would give; the
+            // pending event runs on to it (OnRetryTimeout).
+            c.retryDeadline = Simulator::Now() + LocalAckTimeout(code);
+            c.retryRestart = false;
+        }
+        return;
+    }
+    c.retryRestart = false;
+    c.retryDeadline = Simulator::Now() + LocalAckTimeout(code);
     c.retryTimer =
         Simulator::Schedule(LocalAckTimeout(code), &RdmaEngine::OnRetryTimeout, this, c.qpn);
 }
@@ -67,6 +80,20 @@ void
 RdmaEngine::OnRetryTimeout(uint32_t qpn)
 {
     RdmaQpContext* c = FindContext(qpn);
+    if (c && c->retryRestart)
+    {
+        c->retryRestart = false; // stopped by progress and not re-armed: a cancelled timer
+        return;
+    }
+    if (c && Simulator::Now() < c->retryDeadline)
+    {
+        // Restarted since this event was scheduled: not expired yet.
+        c->retryTimer = Simulator::Schedule(c->retryDeadline - Simulator::Now(),
+                                            &RdmaEngine::OnRetryTimeout,
+                                            this,
+                                            qpn);
+        return;
+    }
     if (!c || c->reqState == RdmaReqState::RnrWait ||
         RdmaPsnDiff(c->maxSentNext, c->unackedPsn) <= 0)
     {
@@ -192,7 +219,7 @@ RdmaEngine::AckThrough(RdmaQpContext& c, uint32_t psnEx, Time now)
         // Forward progress restores the retry budgets (IBA vol. 1 §9.7.6.1.3).
         c.retryLeft = c.qp->GetAttr().retry_cnt;
         c.rnrRetryLeft = c.qp->GetAttr().rnr_retry;
-        c.retryTimer.Cancel();
+        c.retryRestart = true; // the timer restarts at ArmRetryTimer below (or stops)
         Time rtt;
         if (!c.sendOps.empty() && !c.sendOps.front().firstSent.IsZero())
         {
