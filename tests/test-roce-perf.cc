@@ -4,10 +4,13 @@
 // and whether per-flow monitoring samples or not; and a finished flow leaves no QP behind.
 #include "helpers/roce-traffic-run.h"
 #include "models/common/fifo-heap-scheduler.h"
+#include "models/ib/ib-crc.h"
+#include "models/roce/eth-frame.h"
 #include "models/rdma/rdma-device.h"
 
-#include "ns3/config.h"
 #include "ns3/boolean.h"
+#include "ns3/config.h"
+#include "ns3/packet.h"
 
 #include <gtest/gtest.h>
 
@@ -262,4 +265,54 @@ TEST(FifoHeapScheduler, RemovesInTimestampThenInsertionOrder)
     }
     EXPECT_TRUE(q->IsEmpty());
     EXPECT_GT(removedArbitrarily, 100u);
+}
+
+TEST(RoceLazyIcrc, MaterializeFillsTheIcrcOverIpv4AndIpv6)
+{
+    // A RoCE packet as RoceRdmaPort makes it lazily: BTH (RC SEND Only) + 8 payload bytes + a
+    // zero ICRC placeholder. The bytes made from the frame must carry the ICRC of annex
+    // A17.4.5.3 (recomputed here over the materialized IP packet) and, over IPv6, a UDP
+    // checksum that covers the filled-in ICRC (EthFrame::Parse verifies it).
+    std::vector<uint8_t> transport = {0x04, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x12,
+                                      0x80, 0x00, 0x00, 0x07, 1,    2,    3,    4,
+                                      5,    6,    7,    8,    0,    0,    0,    0};
+    for (bool ipv6 : {false, true})
+    {
+        EthFrame f;
+        f.kind = EthFrameKind::Udp;
+        f.dstMac = 0x020000000002ULL;
+        f.srcMac = 0x020000000001ULL;
+        f.ipv6 = ipv6;
+        f.srcIp = 0x0A000001;
+        f.dstIp = 0x0A000002;
+        f.srcIp6 = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        f.dstIp6 = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+        f.flowLabel = 0x12345;
+        f.srcPort = 0xC123;
+        f.dstPort = 4791;
+        f.dscp = 26;
+        f.ecn = kEcnEct0;
+        f.ipId = 77;
+        f.payloadBytes = static_cast<uint32_t>(transport.size());
+        f.payload = Create<Packet>(transport.data(), f.payloadBytes);
+        f.ComputeSize();
+        const uint32_t ipAt = kEthHeaderBytes;
+        const uint32_t ipLen = (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes +
+                               f.payloadBytes;
+        std::vector<uint8_t> bytes;
+        f.icrcPending = false;
+        f.Materialize(bytes, true);
+        EXPECT_EQ(IbLoadIcrc(bytes.data() + ipAt + ipLen - 4), 0u) << "placeholder kept";
+        f.icrcPending = true;
+        f.Materialize(bytes, true);
+        const uint8_t* ip = bytes.data() + ipAt;
+        EXPECT_EQ(IbLoadIcrc(ip + ipLen - 4), IbComputeRoceIcrc(ip, ipLen - 4)) << ipv6;
+        EXPECT_NE(IbLoadIcrc(ip + ipLen - 4), 0u);
+        EthFrame g;
+        g.icrcPending = true; // Parse must clear it: bytes from outside are checked
+        ASSERT_EQ(EthFrame::Parse(bytes.data(), static_cast<uint32_t>(bytes.size()), g),
+                  EthParseError::None)
+            << ipv6;
+        EXPECT_FALSE(g.icrcPending);
+    }
 }
