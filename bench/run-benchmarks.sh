@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target wire-bench fabric-bench rdma-bench rdma-traffic-bench rs485-pty-bench sm-bench eth-bench rack-bench >/dev/null
+cmake --build build -j"$(nproc)" --target wire-bench fabric-bench rdma-bench rdma-traffic-bench rs485-pty-bench sm-bench eth-bench rack-bench roce-hpcc-bench >/dev/null
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=bench/results/$stamp.txt
@@ -29,6 +29,12 @@ out=bench/results/$stamp.txt
   # Ethernet/PFC fabric (docs/roce.md §7)
   for f in 'FatTreeAllToAll/4/' 'FatTreeAllToAll/8/' 'LeafSpine320' 'Incast/8/' 'Incast/32/'; do
     build/bin/eth-bench --benchmark_filter="$f"
+  done
+  # RoCE on HPCC's fat-tree (issue 4; skipped without /work/shared/data/hpcc-compat or
+  # $CNUAS_HPCC_DIR). One benchmark per process: peak RSS is a process high-water mark.
+  for f in 'RoceHpccWebSearch$' 'RoceHpccWebSearch300$' 'RoceHpccWebSearch300Sampled' \
+           'RoceHpccFbHadoop'; do
+    build/bin/roce-hpcc-bench --benchmark_filter="$f"
   done
 } 2>&1 | tee "$out"
 echo "results in $out"

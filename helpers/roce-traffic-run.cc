@@ -61,6 +61,8 @@ struct Run
     std::unordered_map<uint64_t, uint32_t> flowOfQp; ///< (host << 32 | qpn) -> flow
     std::vector<uint64_t> sentBytes;
     std::vector<uint64_t> sentAtLastSample;
+    /// The two QPs of each flow (sender, receiver), released when the flow completes.
+    std::vector<std::pair<Ptr<RdmaQp>, Ptr<RdmaQp>>> flowQps;
     uint32_t done = 0;
 
     explicit Run(const RoceRunSpec& s) : spec(s) {}
@@ -94,7 +96,11 @@ struct Run
         c.timeout = 8; // 4.096 us x 2^8 = 1.05 ms: tail losses recover within a run
         ConnectQpPair(s, RdmaAddressOf(*hcas[fs.src].port), d, RdmaAddressOf(*hcas[fs.dst].port),
                       c);
-        flowOfQp[(uint64_t(fs.src) << 32) | s->GetQpNum()] = f;
+        if (spec.sampleInterval.IsStrictlyPositive())
+        {
+            flowOfQp[(uint64_t(fs.src) << 32) | s->GetQpNum()] = f;
+        }
+        flowQps[f] = {s, d};
         if (spec.onFlowStart)
         {
             spec.onFlowStart(fs, s->GetQpNum(), hcas[fs.src]);
@@ -123,12 +129,32 @@ struct Run
             RoceFlowResult& r = res.flows[wc.wr_id];
             r.fct = Simulator::Now() - r.spec.start;
             r.ok = wc.status == RdmaWcStatus::SUCCESS;
+            // A finished flow's QPs go, as an application destroys them after its last
+            // completion (HPCC's simulator likewise stops a finished QP's DCQCN timers): the
+            // congestion-control ticks of thousands of finished flows would otherwise run, and
+            // their contexts stay in every lookup, until the end of the run. After the last
+            // ACK nothing of the flow is in flight but CNPs, which a destroyed QP ignores.
+            // In a fresh event: the engine is still inside the completion's call chain.
+            Simulator::ScheduleNow(&Run::ReleaseFlow, this, static_cast<uint32_t>(wc.wr_id));
             if (++done == res.flows.size())
             {
                 Simulator::Stop();
             }
         }
         cq->ReqNotify(false);
+    }
+
+    void ReleaseFlow(uint32_t f)
+    {
+        const RoceFlowSpec& fs = spec.flows[f];
+        auto& [s, d] = flowQps[f];
+        if (s)
+        {
+            hcas[fs.src].device->DestroyQp(s);
+            hcas[fs.dst].device->DestroyQp(d);
+            s = nullptr;
+            d = nullptr;
+        }
     }
 
     void OnSent(uint32_t host, uint32_t qpn, uint8_t, uint32_t, uint32_t bytes, bool)
@@ -288,12 +314,19 @@ RunRoceFlows(const RoceRunSpec& spec)
         }
         hs.cq->TraceConnectWithoutContext("CompletionEvent", MakeBoundCallback(&OnCqEvent, &run));
         hs.cq->ReqNotify(false);
-        run.hcas[h].engine->TraceConnectWithoutContext("PacketSent",
-                                                       MakeBoundCallback(&OnPacketSent, &run, h));
+        if (spec.sampleInterval.IsStrictlyPositive())
+        {
+            // Monitoring costs only when it samples: without a sample interval no per-packet
+            // callback runs.
+            run.hcas[h].engine->TraceConnectWithoutContext(
+                "PacketSent",
+                MakeBoundCallback(&OnPacketSent, &run, h));
+        }
     }
     run.res.flows.resize(spec.flows.size());
     run.sentBytes.assign(spec.flows.size(), 0);
     run.sentAtLastSample.assign(spec.flows.size(), 0);
+    run.flowQps.resize(spec.flows.size());
     run.res.flowRateGbps.resize(spec.flows.size());
     for (uint32_t f = 0; f < spec.flows.size(); ++f)
     {

@@ -55,10 +55,6 @@ RdmaEngine::ArmRetryTimer(RdmaQpContext& c)
         return;
     }
     c.compState = RdmaCompState::WaitAck;
-    if (c.retryTimer.IsRunning())
-    {
-        return;
-    }
     // The RTO attributes, when set, replace the local ACK timeout; else timeout 0 waits
     // forever (IBA vol. 1 §9.7.6.1.3).
     const Time t = m_rtoHigh.IsStrictlyPositive() ? RetryTimeout(c)
@@ -68,8 +64,29 @@ RdmaEngine::ArmRetryTimer(RdmaQpContext& c)
     {
         return;
     }
+    if (c.retryTimer.IsRunning())
+    {
+        if (!c.retryRestart)
+        {
+            return;
+        }
+        // Restarted by progress: the expiry a cancel and a fresh schedule would give. The
+        // pending event runs on to it (OnRetryTimeout) unless the new expiry is earlier than
+        // the event (RTO_low after RTO_high): then it is rescheduled.
+        c.retryRestart = false;
+        c.retryArmedAt = Simulator::Now();
+        c.retryArmedSentEnd = c.maxSentNext;
+        c.retryDeadline = Simulator::Now() + t;
+        if (c.retryDeadline >= TimeStep(c.retryTimer.GetTs()))
+        {
+            return;
+        }
+        c.retryTimer.Cancel();
+    }
+    c.retryRestart = false;
     c.retryArmedAt = Simulator::Now();
     c.retryArmedSentEnd = c.maxSentNext;
+    c.retryDeadline = Simulator::Now() + t;
     c.retryTimer = Simulator::Schedule(t, &RdmaEngine::OnRetryTimeout, this, c.qpn);
 }
 
@@ -77,6 +94,20 @@ void
 RdmaEngine::OnRetryTimeout(uint32_t qpn)
 {
     RdmaQpContext* c = FindContext(qpn);
+    if (c && c->retryRestart)
+    {
+        c->retryRestart = false; // stopped by progress and not re-armed: a cancelled timer
+        return;
+    }
+    if (c && Simulator::Now() < c->retryDeadline)
+    {
+        // Restarted since this event was scheduled: not expired yet.
+        c->retryTimer = Simulator::Schedule(c->retryDeadline - Simulator::Now(),
+                                            &RdmaEngine::OnRetryTimeout,
+                                            this,
+                                            qpn);
+        return;
+    }
     if (!c || c->reqState == RdmaReqState::RnrWait ||
         RdmaPsnDiff(c->maxSentNext, c->unackedPsn) <= 0)
     {
@@ -211,7 +242,7 @@ RdmaEngine::AckThrough(RdmaQpContext& c, uint32_t psnEx, Time now)
         // Forward progress restores the retry budgets (IBA vol. 1 §9.7.6.1.3).
         c.retryLeft = c.qp->GetAttr().retry_cnt;
         c.rnrRetryLeft = c.qp->GetAttr().rnr_retry;
-        c.retryTimer.Cancel();
+        c.retryRestart = true; // the timer restarts at ArmRetryTimer below (or stops)
         Time rtt;
         if (!c.sendOps.empty() && !c.sendOps.front().firstSent.IsZero())
         {

@@ -49,6 +49,7 @@ RdmaEngine::ExtendRto(RdmaQpContext& c)
         return false;
     }
     m_counters.rtoExtensions++;
+    c.retryDeadline = c.retryArmedAt + m_rtoHigh;
     c.retryTimer =
         Simulator::Schedule(m_rtoHigh - ran, &RdmaEngine::OnRetryTimeout, this, c.qpn);
     return true;

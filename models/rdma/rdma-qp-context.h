@@ -170,6 +170,11 @@ struct RdmaQpContext
     uint8_t retryLeft = 0;
     uint8_t rnrRetryLeft = 0;
     EventId retryTimer;
+    /// When the retry timer expires. Progress restarts the timer by moving this (ArmRetryTimer)
+    /// rather than by cancelling and rescheduling its event: a cancelled event would stay in
+    /// the event queue for a whole timeout, one per ACK.
+    Time retryDeadline;
+    bool retryRestart = false; ///< progress since the timer was armed: next arm restarts it
     uint32_t lastGapRewindPsn = 0xFFFFFFFF;
     Time retryArmedAt;           ///< when retryTimer was started
     uint32_t retryArmedSentEnd = 0; ///< maxSentNext then: older packets have had the whole RTO

@@ -1,6 +1,7 @@
 #include "eth-frame.h"
 
 #include "models/common/sim-object-pool.h"
+#include "models/ib/ib-crc.h"
 
 #include <algorithm>
 #include <cstring>
@@ -175,6 +176,19 @@ EthFrame::ComputeSize()
 }
 
 void
+EthFrame::FillPendingIcrc(uint8_t* ip, uint32_t ipHeaderBytes) const
+{
+    if (!icrcPending || !payload || payloadBytes < kIbIcrcSize)
+    {
+        return;
+    }
+    // Annex A17.4.5.3: the ICRC covers the IP header through the end of the transport payload
+    // (variant fields masked); the IP and UDP headers written above are the ones on the wire.
+    const size_t before = ipHeaderBytes + kUdpHeaderBytes + payloadBytes - kIbIcrcSize;
+    IbStoreIcrc(ip + before, IbComputeRoceIcrc(ip, before));
+}
+
+void
 EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
 {
     // The INT bytes are accounted, not materialized (see intBytes): the frame as captured is
@@ -224,6 +238,7 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
         {
             payload->CopyData(udp + kUdpHeaderBytes, payloadBytes);
         }
+        FillPendingIcrc(ip, kIpv6HeaderBytes);
         Put16(udp + 6, Udp6Checksum(ip, udp, udpLen));
     }
     else
@@ -250,6 +265,7 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
         {
             payload->CopyData(udp + kUdpHeaderBytes, payloadBytes);
         }
+        FillPendingIcrc(ip, kIpv4HeaderBytes);
     }
     const uint32_t fcs = EthCrc32(p, bytes - kEthFcsBytes);
     for (int i = 0; i < 4; ++i)
@@ -303,6 +319,7 @@ EthFrame::ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& f)
 EthParseError
 EthFrame::Parse(const uint8_t* data, uint32_t len, EthFrame& f)
 {
+    f.icrcPending = false; // bytes from outside carry their own ICRC, to be checked
     if (len < kEthMinFrameBytes)
     {
         return EthParseError::Runt;

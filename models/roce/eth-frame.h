@@ -115,6 +115,14 @@ struct alignas(64) EthFrame
     uint16_t vid = 0;      ///< 802.1Q VLAN identifier (0: priority-tagged frame)
     uint16_t ipId = 0;
     uint32_t flowLabel = 0; ///< IPv6 flow label, 20 bits
+    /**
+     * The payload ends in a RoCEv2 ICRC that is not computed yet: the frame was made by the
+     * model (RoceRdmaPort), whose packets are correct by construction, so the 4 bytes are a
+     * placeholder and Materialize computes them when someone needs bytes (pcap, sniffers,
+     * tests). The InfiniBand side does the same (docs/architecture.md §6.7). Frames parsed
+     * from bytes (EthFrame::Parse) never have it: their ICRC is whatever arrived and is checked.
+     */
+    bool icrcPending = false;
     Ptr<const Packet> payload; ///< null: payloadBytes zero bytes
     Ipv6Bytes srcIp6{};     ///< IPv6 (when ipv6)
     Ipv6Bytes dstIp6{};
@@ -143,6 +151,8 @@ struct alignas(64) EthFrame
     static EthParseError Parse(const uint8_t* data, uint32_t len, EthFrame& out);
 
   private:
+    /// Writes the ICRC into a materialized frame whose IP header is at `ip` (icrcPending).
+    void FillPendingIcrc(uint8_t* ip, uint32_t ipHeaderBytes) const;
     /// The IPv6 and UDP part of Parse: `avail` bytes from the IPv6 header to the FCS.
     static EthParseError ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& out);
 

@@ -786,6 +786,7 @@ EthNetDevice::SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const P
     f->ipId = m_ipId++;
     f->payloadBytes = payloadBytes;
     f->payload = payload;
+    f->icrcPending = flow.icrcPending && payload;
     f->priority = flow.priority;
     f->uid = g_nextUid++;
     f->sentPs = Simulator::Now().GetPicoSeconds();
@@ -872,10 +873,23 @@ EthNetDevice::Dequeue(int64_t nowPs, int64_t* retryPs)
         // Deficit weighted round robin over the other classes (802.1Q §8.6.8.3 allows any
         // weighted algorithm; DWRR is what RoCE switches implement as "ETS"). A quantum of at
         // least one maximum frame guarantees a pick within two rounds.
-        for (int visits = 0; visits < 2 * kEthPriorities + 1; ++visits)
+        // The classes that can be picked now; the loop steps over the others in one go
+        // (each skipped class still counts as a visit, so the result and the round-robin
+        // state are those of visiting them one by one).
+        uint8_t eligible = 0;
+        for (uint8_t rest = m_nonEmpty & ~m_strictMask; rest != 0; rest &= rest - 1)
+        {
+            const int c = __builtin_ctz(rest);
+            if (m_txq[c].pausedUntilPs <= nowPs)
+            {
+                eligible |= static_cast<uint8_t>(1u << c);
+            }
+        }
+        constexpr int kVisits = 2 * kEthPriorities + 1;
+        for (int visits = 0; visits < kVisits;)
         {
             const uint8_t c = m_rrNext;
-            if (!((m_strictMask >> c) & 1) && Eligible(c, nowPs))
+            if ((eligible >> c) & 1)
             {
                 TxQueue& q = m_txq[c];
                 if (!m_rrCredited)
@@ -889,9 +903,22 @@ EthNetDevice::Dequeue(int64_t nowPs, int64_t* retryPs)
                     tc = c;
                     break;
                 }
+                m_rrNext = static_cast<uint8_t>((c + 1) % kEthPriorities);
+                m_rrCredited = false;
+                ++visits;
+                continue;
             }
-            m_rrNext = static_cast<uint8_t>((m_rrNext + 1) % kEthPriorities);
+            // Steps to the next eligible class after c (cyclically), or all remaining visits.
+            int steps = kVisits - visits;
+            if (eligible != 0)
+            {
+                const int from = (c + 1) % kEthPriorities;
+                const uint32_t twice = eligible | (uint32_t(eligible) << kEthPriorities);
+                steps = std::min(steps, 1 + __builtin_ctz(twice >> from));
+            }
+            m_rrNext = static_cast<uint8_t>((c + steps) % kEthPriorities);
             m_rrCredited = false;
+            visits += steps;
         }
     }
     if (tc < 0)

@@ -83,6 +83,8 @@ struct EthUdpFlow
     /// An echo of a received stack (a receiver's ACK, HPCC): carried, charged, never pushed to.
     const IntStack* intEcho = nullptr;
     uint8_t intEchoSlots = 0; ///< the slots the echo is charged for (its sender's hop limit)
+    /// The payload ends in a RoCEv2 ICRC placeholder (EthFrame::icrcPending).
+    bool icrcPending = false;
 };
 
 /**

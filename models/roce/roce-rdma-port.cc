@@ -178,6 +178,14 @@ RoceRdmaPort::GetTypeId()
                           UintegerValue(0),
                           MakeUintegerAccessor(&RoceRdmaPort::m_intMaxHops),
                           MakeUintegerChecker<uint8_t>(0, kIntStackCapacity))
+            .AddAttribute("LazyIcrc",
+                          "Send model-made packets with an ICRC placeholder that is computed "
+                          "only when bytes are materialized (pcap, sniffers); receivers skip "
+                          "the check for them, as they would pass (false: compute at the "
+                          "sender and check at the receiver, as for bytes from outside).",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&RoceRdmaPort::m_lazyIcrc),
+                          MakeBooleanChecker())
             .AddTraceSource("Tx",
                             "A RoCEv2 packet was queued: (bytes BTH..ICRC, BTH opcode).",
                             MakeTraceSourceAccessor(&RoceRdmaPort::m_txTrace),
@@ -356,18 +364,32 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
         }
     }
     const uint32_t payloadBytes = static_cast<uint32_t>(transport.size() + kIbIcrcSize);
-    f.srcPort = flow.srcPort;
-    f.dstPort = flow.dstPort;
-    f.payloadBytes = payloadBytes;
-    f.ipId = m_dev->PeekNextIpId();
-
-    // IP + UDP headers, then the transport, then the ICRC over all of it (annex A17.4.5.3).
-    m_buf.resize(kIpv6HeaderBytes + kUdpHeaderBytes + payloadBytes);
-    const uint32_t hdr = WriteIpUdp(f, m_buf.data());
-    std::copy(transport.begin(), transport.end(), m_buf.begin() + hdr);
-    const uint32_t icrcAt = hdr + static_cast<uint32_t>(transport.size());
-    IbStoreIcrc(m_buf.data() + icrcAt, IbComputeRoceIcrc(m_buf.data(), icrcAt));
-    Ptr<Packet> p = Create<Packet>(m_buf.data() + hdr, payloadBytes);
+    Ptr<Packet> p;
+    if (m_lazyIcrc)
+    {
+        // The packet is correct by construction: the ICRC is a placeholder that
+        // EthFrame::Materialize fills when bytes are needed, and receivers do not check it.
+        m_buf.resize(payloadBytes);
+        std::copy(transport.begin(), transport.end(), m_buf.begin());
+        std::fill(m_buf.end() - kIbIcrcSize, m_buf.end(), 0);
+        p = Create<Packet>(m_buf.data(), payloadBytes);
+        flow.icrcPending = true;
+    }
+    else
+    {
+        f.srcPort = flow.srcPort;
+        f.dstPort = flow.dstPort;
+        f.payloadBytes = payloadBytes;
+        f.ipId = m_dev->PeekNextIpId();
+        // IP + UDP headers, then the transport, then the ICRC over all of it (annex
+        // A17.4.5.3).
+        m_buf.resize(kIpv6HeaderBytes + kUdpHeaderBytes + payloadBytes);
+        const uint32_t hdr = WriteIpUdp(f, m_buf.data());
+        std::copy(transport.begin(), transport.end(), m_buf.begin() + hdr);
+        const uint32_t icrcAt = hdr + static_cast<uint32_t>(transport.size());
+        IbStoreIcrc(m_buf.data() + icrcAt, IbComputeRoceIcrc(m_buf.data(), icrcAt));
+        p = Create<Packet>(m_buf.data() + hdr, payloadBytes);
+    }
     if (!m_dev->SendUdp(flow, payloadBytes, p))
     {
         return false;
@@ -511,17 +533,30 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
         Drop(RoceDropReason::Malformed);
         return;
     }
-    m_rxBuf.resize(kIpv6HeaderBytes + kUdpHeaderBytes + f.payloadBytes);
-    const uint32_t hdr = WriteIpUdp(f, m_rxBuf.data());
-    f.payload->CopyData(m_rxBuf.data() + hdr, f.payloadBytes);
-    const uint32_t icrcAt = hdr + f.payloadBytes - kIbIcrcSize;
-    if (m_checkIcrc &&
-        IbLoadIcrc(m_rxBuf.data() + icrcAt) != IbComputeRoceIcrc(m_rxBuf.data(), icrcAt))
+    // The transport bytes go after room for the largest IP + UDP header, which is written in
+    // front of them only when needed: for the ICRC check, or for a UD packet's GRH area.
+    constexpr uint32_t kRoom = kIpv6HeaderBytes + kUdpHeaderBytes;
+    m_rxBuf.resize(kRoom + f.payloadBytes);
+    f.payload->CopyData(m_rxBuf.data() + kRoom, f.payloadBytes);
+    const uint8_t* bth = m_rxBuf.data() + kRoom;
+    uint8_t* ip =
+        m_rxBuf.data() + kRoom - (f.ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) - kUdpHeaderBytes;
+    // A frame the model made (icrcPending) is correct by construction; only bytes from
+    // outside the model are checked (docs/architecture.md §6.7). A frame an error model
+    // damaged never gets here: the MAC drops it as BadFcs.
+    const bool check = m_checkIcrc && !f.icrcPending;
+    // IBA vol. 1 §9.2 table 38: opcodes 011xxxxx are UD, whose receive buffers get the GRH.
+    const bool ud = (bth[0] >> 5) == 3;
+    if (check || ud)
+    {
+        WriteIpUdp(f, ip);
+    }
+    const uint32_t icrcAt = static_cast<uint32_t>(bth - ip) + f.payloadBytes - kIbIcrcSize;
+    if (check && IbLoadIcrc(ip + icrcAt) != IbComputeRoceIcrc(ip, icrcAt))
     {
         Drop(RoceDropReason::BadIcrc);
         return;
     }
-    const uint8_t* bth = m_rxBuf.data() + hdr;
     const uint32_t destQp = (uint32_t(bth[kBthDestQpOffset]) << 16) |
                             (uint32_t(bth[kBthDestQpOffset + 1]) << 8) | bth[kBthDestQpOffset + 2];
     if (destQp <= 1)
@@ -538,7 +573,10 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
     {
         std::copy(f.srcIp6.begin(), f.srcIp6.end(), info.sgid.begin());
         std::copy(f.dstIp6.begin(), f.dstIp6.end(), info.dgid.begin());
-        std::copy(m_rxBuf.begin(), m_rxBuf.begin() + kIpv6HeaderBytes, info.grhBytes.begin());
+        if (ud)
+        {
+            std::copy(ip, ip + kIpv6HeaderBytes, info.grhBytes.begin());
+        }
     }
     else
     {
@@ -546,7 +584,10 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
         info.dgid = RoceGidFromIpv4(f.dstIp);
         // Annex A17.4.5.1: over IPv4 the first 20 bytes of the GRH area are undefined (zero
         // here) and the IPv4 header fills the last 20.
-        std::copy(m_rxBuf.begin(), m_rxBuf.begin() + kIpv4HeaderBytes, info.grhBytes.begin() + 20);
+        if (ud)
+        {
+            std::copy(ip, ip + kIpv4HeaderBytes, info.grhBytes.begin() + 20);
+        }
     }
     ++m_received;
     if (info.ecnMarked)

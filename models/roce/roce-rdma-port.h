@@ -50,13 +50,15 @@ uint16_t RoceUdpSourcePort(uint32_t flowLabel, const RdmaGid& sgid, const RdmaGi
  *
  * Send: the address vector's GID picks the family (IPv4-mapped: IPv4, else IPv6). The
  * transport bytes get the ICRC (annex A17.4.5.3, IbComputeRoceIcrc over the IP and UDP headers
- * this port's EthNetDevice will write) and go out as one UDP datagram to port 4791 with the
+ * this port's EthNetDevice will write; with LazyIcrc a placeholder that EthFrame::Materialize
+ * fills when bytes are needed, since the packet is correct by construction) and go out as one UDP datagram to port 4791 with the
  * source port of RoceUdpSourcePort, on traffic class Priority (or the SL of the address vector
  * when non-zero), DSCP from the address vector's traffic class (else Dscp) and ECN codepoint
  * EcnCodepoint (ECT, so switches can mark). CNPs (BTH opcode 0x81) go on CnpPriority with
  * CnpDscp and Not-ECT, the way NICs separate them from data.
  *
- * Receive: frames to UDP 4791 with a BTH and a good ICRC (if CheckIcrc) are handed to the
+ * Receive: frames to UDP 4791 with a BTH and a good ICRC (if CheckIcrc; checked for frames
+ * parsed from bytes, not for the model's own icrcPending frames) are handed to the
  * engine with RdmaRxInfo.global set, the GIDs from the IP addresses, ecnMarked from IP ECN CE,
  * and the IP header placed in the 40-byte GRH area the way annex A17.4.5.1 lays it out for UD
  * receive buffers. Everything else is counted (GetDropCount) and traced, never delivered.
@@ -146,6 +148,7 @@ class RoceRdmaPort : public RdmaLinkPort
     uint8_t m_hopLimit = 64;
     bool m_checkIcrc = true;
     uint8_t m_intMaxHops = 0;
+    bool m_lazyIcrc = true;
     ReceiveCallback m_rx;
     Callback<void> m_txReady;
     std::vector<uint8_t> m_buf;   ///< transmit scratch

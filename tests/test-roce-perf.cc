@@ -1,0 +1,318 @@
+// The speed-ups of the RoCE run change nothing that is simulated: a small fat-tree under the
+// firmware DCQCN gives the same flow completion times to the picosecond, the same packets, marks
+// and CNPs whichever event scheduler runs it, whether the ICRC is computed lazily or eagerly,
+// and whether per-flow monitoring samples or not; and a finished flow leaves no QP behind.
+#include "helpers/roce-traffic-run.h"
+#include "models/common/fifo-heap-scheduler.h"
+#include "models/ib/ib-crc.h"
+#include "models/roce/eth-frame.h"
+#include "models/rdma/rdma-device.h"
+
+#include "ns3/boolean.h"
+#include "ns3/config.h"
+#include "ns3/packet.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+/// 48 flows on a k=4 fat-tree (16 hosts), sizes 1 KB..300 KB and starts within 60 us from a
+/// fixed linear congruential sequence, firmware DCQCN with an aggressive RED curve so that
+/// marks, CNPs and the per-QP rate timers all take part.
+RoceRunSpec
+SmallFatTree()
+{
+    RoceRunSpec s;
+    s.topology = MakeFatTree(4);
+    s.hostRate = DataRate("40Gbps");
+    s.fabricRate = DataRate("40Gbps");
+    s.cc = "ns3::RdmaCcDcqcnMlx";
+    s.kminBytes = 4000;
+    s.kmaxBytes = 40000;
+    s.pmax = 0.2;
+    s.ethMtu = 9000;
+    s.limit = MilliSeconds(20);
+    uint64_t x = 12345;
+    auto next = [&x]() {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        return static_cast<uint32_t>(x >> 33);
+    };
+    for (uint32_t f = 0; f < 48; ++f)
+    {
+        RoceFlowSpec fs;
+        fs.src = next() % 16;
+        fs.dst = (fs.src + 1 + next() % 15) % 16;
+        fs.bytes = 1000 + next() % 300000;
+        fs.start = NanoSeconds(next() % 60000);
+        s.flows.push_back(fs);
+    }
+    return s;
+}
+
+struct Outcome
+{
+    std::vector<int64_t> fctPs;
+    uint64_t packets = 0;
+    uint64_t marks = 0;
+    uint64_t cnps = 0;
+    uint64_t drops = 0;
+    bool allDone = false;
+};
+
+Outcome
+RunIt(const RoceRunSpec& spec)
+{
+    const RoceRunResult r = RunRoceFlows(spec);
+    Outcome o;
+    for (const auto& f : r.flows)
+    {
+        o.fctPs.push_back(f.fct.GetPicoSeconds());
+    }
+    o.packets = r.packetsSent;
+    o.marks = r.ecnMarks;
+    o.cnps = r.cnps;
+    o.drops = r.drops;
+    o.allDone = r.allDone;
+    return o;
+}
+
+void
+ExpectSame(const Outcome& a, const Outcome& b, const std::string& what)
+{
+    EXPECT_EQ(a.fctPs, b.fctPs) << what;
+    EXPECT_EQ(a.packets, b.packets) << what;
+    EXPECT_EQ(a.marks, b.marks) << what;
+    EXPECT_EQ(a.cnps, b.cnps) << what;
+    EXPECT_EQ(a.drops, b.drops) << what;
+}
+
+class RocePerf : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        m_ref = SmallFatTree();
+        m_ref.scheduler = "ns3::MapScheduler";
+    }
+
+    void TearDown() override
+    {
+        Config::Reset();
+    }
+
+    /// The reference run (map scheduler, defaults), checked to exercise what the others vary.
+    Outcome Reference()
+    {
+        const Outcome o = RunIt(m_ref);
+        EXPECT_TRUE(o.allDone);
+        EXPECT_GT(o.marks, 0u);
+        EXPECT_GT(o.cnps, 0u);
+        EXPECT_EQ(o.drops, 0u);
+        return o;
+    }
+
+    RoceRunSpec m_ref;
+};
+
+} // namespace
+
+TEST_F(RocePerf, SchedulerChoiceChangesNoOutcome)
+{
+    // Every ns-3 scheduler orders events by (time, insertion number): the same total order.
+    const Outcome ref = Reference();
+    for (const char* s : {"ns3::FifoHeapScheduler",
+                          "ns3::PriorityQueueScheduler",
+                          "ns3::HeapScheduler",
+                          "ns3::CalendarScheduler"})
+    {
+        RoceRunSpec spec = m_ref;
+        spec.scheduler = s;
+        ExpectSame(ref, RunIt(spec), s);
+    }
+}
+
+TEST_F(RocePerf, LazyIcrcChangesNoOutcome)
+{
+    // Model-made packets are correct by construction: not computing their ICRC at the sender
+    // and not checking it at the receiver cannot change a decision (docs/architecture.md §6.7).
+    const Outcome lazy = Reference();
+    Config::SetDefault("ns3::RoceRdmaPort::LazyIcrc", BooleanValue(false));
+    ExpectSame(lazy, RunIt(m_ref), "eager ICRC");
+}
+
+TEST_F(RocePerf, SamplingObservesWithoutPerturbing)
+{
+    const Outcome quiet = Reference();
+    RoceRunSpec spec = m_ref;
+    spec.sampleInterval = MicroSeconds(5);
+    const RoceRunResult r = RunRoceFlows(spec);
+    Outcome sampled;
+    for (const auto& f : r.flows)
+    {
+        sampled.fctPs.push_back(f.fct.GetPicoSeconds());
+    }
+    sampled.packets = r.packetsSent;
+    sampled.marks = r.ecnMarks;
+    sampled.cnps = r.cnps;
+    sampled.drops = r.drops;
+    ExpectSame(quiet, sampled, "sampled every 5 us");
+    ASSERT_FALSE(r.sampleTimesUs.empty());
+    // The samples saw the flows' bytes: their rates integrate to what was sent.
+    double bits = 0;
+    for (const auto& rates : r.flowRateGbps)
+    {
+        for (double g : rates)
+        {
+            bits += g * 1e9 * 5e-6;
+        }
+    }
+    EXPECT_GT(bits, 0.0);
+}
+
+TEST_F(RocePerf, FinishedFlowsLeaveNoQpBehind)
+{
+    std::vector<Ptr<RdmaDevice>> devices;
+    m_ref.beforeRun = [&devices](const EthFabric&, const std::vector<RoceHca>& hcas) {
+        for (const auto& h : hcas)
+        {
+            devices.push_back(h.device);
+        }
+    };
+    const Outcome o = RunIt(m_ref);
+    ASSERT_TRUE(o.allDone);
+    ASSERT_EQ(devices.size(), 16u);
+    uint32_t left = 0;
+    for (const auto& d : devices)
+    {
+        left += d->GetNQps();
+    }
+    EXPECT_EQ(left, 0u) << "QPs of finished flows still exist";
+}
+
+TEST(FifoHeapScheduler, RemovesInTimestampThenInsertionOrder)
+{
+    // Against a reference ordered set: inserts for the current time and for later times
+    // (with many ties), arbitrary removals, and the current time advancing as events leave.
+    Ptr<FifoHeapScheduler> q = CreateObject<FifoHeapScheduler>();
+    std::set<std::pair<uint64_t, uint32_t>> ref;
+    uint64_t x = 99;
+    auto next = [&x]() {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        return static_cast<uint32_t>(x >> 33);
+    };
+    uint32_t uid = 0;
+    uint64_t now = 0;
+    uint32_t removedArbitrarily = 0;
+    auto insert = [&](uint64_t ts) {
+        Scheduler::Event ev;
+        ev.impl = nullptr;
+        ev.key.m_ts = ts;
+        ev.key.m_uid = ++uid;
+        ev.key.m_context = 0;
+        q->Insert(ev);
+        ref.insert({ts, uid});
+    };
+    for (int step = 0; step < 20000; ++step)
+    {
+        const uint32_t r = next() % 10;
+        if (r < 3)
+        {
+            insert(now); // the "now" FIFO
+        }
+        else if (r < 7)
+        {
+            insert(now + 1 + next() % 8); // near future, many ties
+        }
+        else if (r == 7 && !ref.empty())
+        {
+            // Simulator::Remove of some pending event.
+            auto it = ref.begin();
+            std::advance(it, next() % ref.size());
+            Scheduler::Event ev;
+            ev.impl = nullptr;
+            ev.key.m_ts = it->first;
+            ev.key.m_uid = it->second;
+            ev.key.m_context = 0;
+            q->Remove(ev);
+            ref.erase(it);
+            ++removedArbitrarily;
+        }
+        else if (!ref.empty())
+        {
+            ASSERT_FALSE(q->IsEmpty());
+            const Scheduler::Event peek = q->PeekNext();
+            const Scheduler::Event ev = q->RemoveNext();
+            ASSERT_EQ(peek.key.m_uid, ev.key.m_uid);
+            ASSERT_EQ(ev.key.m_ts, ref.begin()->first) << "step " << step;
+            ASSERT_EQ(ev.key.m_uid, ref.begin()->second) << "step " << step;
+            ref.erase(ref.begin());
+            now = ev.key.m_ts;
+        }
+    }
+    while (!ref.empty())
+    {
+        const Scheduler::Event ev = q->RemoveNext();
+        ASSERT_EQ(ev.key.m_uid, ref.begin()->second);
+        ref.erase(ref.begin());
+    }
+    EXPECT_TRUE(q->IsEmpty());
+    EXPECT_GT(removedArbitrarily, 100u);
+}
+
+TEST(RoceLazyIcrc, MaterializeFillsTheIcrcOverIpv4AndIpv6)
+{
+    // A RoCE packet as RoceRdmaPort makes it lazily: BTH (RC SEND Only) + 8 payload bytes + a
+    // zero ICRC placeholder. The bytes made from the frame must carry the ICRC of annex
+    // A17.4.5.3 (recomputed here over the materialized IP packet) and, over IPv6, a UDP
+    // checksum that covers the filled-in ICRC (EthFrame::Parse verifies it).
+    std::vector<uint8_t> transport = {0x04, 0x00, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x12,
+                                      0x80, 0x00, 0x00, 0x07, 1,    2,    3,    4,
+                                      5,    6,    7,    8,    0,    0,    0,    0};
+    for (bool ipv6 : {false, true})
+    {
+        EthFrame f;
+        f.kind = EthFrameKind::Udp;
+        f.dstMac = 0x020000000002ULL;
+        f.srcMac = 0x020000000001ULL;
+        f.ipv6 = ipv6;
+        f.srcIp = 0x0A000001;
+        f.dstIp = 0x0A000002;
+        f.srcIp6 = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        f.dstIp6 = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+        f.flowLabel = 0x12345;
+        f.srcPort = 0xC123;
+        f.dstPort = 4791;
+        f.dscp = 26;
+        f.ecn = kEcnEct0;
+        f.ipId = 77;
+        f.payloadBytes = static_cast<uint32_t>(transport.size());
+        f.payload = Create<Packet>(transport.data(), f.payloadBytes);
+        f.ComputeSize();
+        const uint32_t ipAt = kEthHeaderBytes;
+        const uint32_t ipLen = (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes +
+                               f.payloadBytes;
+        std::vector<uint8_t> bytes;
+        f.icrcPending = false;
+        f.Materialize(bytes, true);
+        EXPECT_EQ(IbLoadIcrc(bytes.data() + ipAt + ipLen - 4), 0u) << "placeholder kept";
+        f.icrcPending = true;
+        f.Materialize(bytes, true);
+        const uint8_t* ip = bytes.data() + ipAt;
+        EXPECT_EQ(IbLoadIcrc(ip + ipLen - 4), IbComputeRoceIcrc(ip, ipLen - 4)) << ipv6;
+        EXPECT_NE(IbLoadIcrc(ip + ipLen - 4), 0u);
+        EthFrame g;
+        g.icrcPending = true; // Parse must clear it: bytes from outside are checked
+        ASSERT_EQ(EthFrame::Parse(bytes.data(), static_cast<uint32_t>(bytes.size()), g),
+                  EthParseError::None)
+            << ipv6;
+        EXPECT_FALSE(g.icrcPending);
+    }
+}
