@@ -408,6 +408,33 @@ RunFairness(const ScenarioOptions& o)
 
 // ---- roce-incast ---------------------------------------------------------------------------
 
+/// The incast run of `n` senders into one receiver in `mode` (pfc, dcqcn, both), as both forms
+/// of roce-incast build it: a star, one link rate, the switch buffer, the recovery and marking
+/// parameters; the caller adds the flows and the limit.
+RoceRunSpec
+IncastSpec(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& mode,
+           uint32_t n)
+{
+    if (mode != "pfc" && mode != "dcqcn" && mode != "both")
+    {
+        throw std::invalid_argument("modes are pfc, dcqcn, both, not '" + mode + "'");
+    }
+    RoceRunSpec spec;
+    spec.topology = MakeStar(n + 1);
+    spec.hostRate = DataRate(ScenarioParamString(o, info, "rate"));
+    spec.fabricRate = spec.hostRate;
+    spec.bufferBytes = ScenarioParamUint(o, info, "buffer");
+    spec.pfc = mode != "dcqcn";
+    spec.ecn = mode != "pfc";
+    spec.cc = mode == "pfc" ? "ns3::RdmaCcNone" : CcTypeId(ScenarioParamString(o, info, "cc"));
+    ApplyRecoveryParams(o, info, ScenarioParamString(o, info, "recovery"), spec);
+    if (mode != "pfc")
+    {
+        ApplyMarkingParams(o, info, spec);
+    }
+    return spec;
+}
+
 /// roce-incast with `duration` > 0: long-lived senders (the DCQCN paper's incast measures
 /// steady throughput, not completion): per-flow rates averaged from `warmup` to `duration`,
 /// their sum against the transport ceiling, Jain's index over them, queue and PAUSE counts.
@@ -416,9 +443,6 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
 {
     const auto senders = SplitList(ScenarioParamString(o, info, "senders"));
     const auto modes = SplitList(ScenarioParamString(o, info, "modes"));
-    const std::string rate = ScenarioParamString(o, info, "rate");
-    const uint64_t buffer = ScenarioParamUint(o, info, "buffer");
-    const std::string cc = CcTypeId(ScenarioParamString(o, info, "cc"));
     const Time duration = ScenarioParamTime(o, info, "duration");
     const Time warmup = ScenarioParamTime(o, info, "warmup");
     if (warmup >= duration)
@@ -431,25 +455,10 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
     ScenarioResult res;
     for (const auto& mode : modes)
     {
-        if (mode != "pfc" && mode != "dcqcn" && mode != "both")
-        {
-            throw std::invalid_argument("modes are pfc, dcqcn, both, not '" + mode + "'");
-        }
         for (const auto& ns : senders)
         {
             const uint32_t n = static_cast<uint32_t>(std::stoul(ns));
-            RoceRunSpec spec;
-            spec.topology = MakeStar(n + 1);
-            spec.hostRate = DataRate(rate);
-            spec.fabricRate = spec.hostRate;
-            spec.bufferBytes = buffer;
-            spec.pfc = mode != "dcqcn";
-            spec.ecn = mode != "pfc";
-            spec.cc = mode == "pfc" ? "ns3::RdmaCcNone" : cc;
-            if (mode != "pfc")
-            {
-                ApplyMarkingParams(o, info, spec);
-            }
+            RoceRunSpec spec = IncastSpec(o, info, mode, n);
             for (uint32_t i = 0; i < n; ++i)
             {
                 // 2 GB: more than a 40-400 Gb/s link carries in the run (a long-lived flow).
@@ -513,35 +522,16 @@ RunIncast(const ScenarioOptions& o)
     const auto senders = SplitList(ScenarioParamString(o, info, "senders"));
     const auto modes = SplitList(ScenarioParamString(o, info, "modes"));
     const uint64_t bytes = ScenarioParamUint(o, info, "bytes");
-    const std::string rate = ScenarioParamString(o, info, "rate");
-    const uint64_t buffer = ScenarioParamUint(o, info, "buffer");
-    const std::string cc = CcTypeId(ScenarioParamString(o, info, "cc"));
     std::ofstream csv(OutFile(o, "roce-incast.csv"));
     csv << "mode,senders,goodput_gbps,peak_queue_bytes,pauses,drops,retransmitted,"
            "cnps,marks,jain_fct,max_fct_us,all_done\n";
     ScenarioResult res;
     for (const auto& mode : modes)
     {
-        if (mode != "pfc" && mode != "dcqcn" && mode != "both")
-        {
-            throw std::invalid_argument("modes are pfc, dcqcn, both, not '" + mode + "'");
-        }
         for (const auto& ns : senders)
         {
             const uint32_t n = static_cast<uint32_t>(std::stoul(ns));
-            RoceRunSpec spec;
-            spec.topology = MakeStar(n + 1);
-            spec.hostRate = DataRate(rate);
-            spec.fabricRate = spec.hostRate;
-            spec.bufferBytes = buffer;
-            spec.pfc = mode != "dcqcn";
-            spec.ecn = mode != "pfc";
-            spec.cc = mode == "pfc" ? "ns3::RdmaCcNone" : cc;
-            ApplyRecoveryParams(o, info, ScenarioParamString(o, info, "recovery"), spec);
-            if (mode != "pfc")
-            {
-                ApplyMarkingParams(o, info, spec);
-            }
+            RoceRunSpec spec = IncastSpec(o, info, mode, n);
             for (uint32_t i = 0; i < n; ++i)
             {
                 spec.flows.push_back({i + 1, 0, bytes, Time(0)});
