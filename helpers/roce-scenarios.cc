@@ -777,6 +777,39 @@ CollapseInfo()
 /// FCT slowdown buckets by flow size (upper bounds, bytes), as FCT-by-size plots use them.
 const std::vector<double> kSizeBuckets = {1e3, 1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 1e12};
 
+/// Files slowdown `sd` of a flow of `bytes` under its kSizeBuckets bucket.
+void
+AddToSizeBucket(std::vector<std::vector<double>>& slow, uint64_t bytes, double sd)
+{
+    for (size_t b = 0; b < kSizeBuckets.size(); ++b)
+    {
+        if (bytes <= kSizeBuckets[b])
+        {
+            slow[b].push_back(sd);
+            break;
+        }
+    }
+}
+
+/// One summary line per non-empty size bucket: its range, count and p50/p95/p99 slowdown.
+void
+SummarizeSizeBuckets(const std::vector<std::vector<double>>& slow, ScenarioResult& res)
+{
+    double lo = 0;
+    for (size_t b = 0; b < kSizeBuckets.size(); ++b)
+    {
+        if (!slow[b].empty())
+        {
+            res.summary.push_back(
+                {"slowdown " + Fixed(lo, 0) + "-" + Fixed(std::min(kSizeBuckets[b], 3e7), 0) +
+                     " B (n=" + std::to_string(slow[b].size()) + ") p50/p95/p99",
+                 Fixed(Percentile(slow[b], 0.5), 2) + " / " + Fixed(Percentile(slow[b], 0.95), 2) +
+                     " / " + Fixed(Percentile(slow[b], 0.99), 2)});
+        }
+        lo = kSizeBuckets[b];
+    }
+}
+
 /// The `dir` parameter: as given, or (empty) the HPCC-simulator inputs beside the source tree,
 /// which their README forbids copying into it. A missing directory is named with the parameter.
 std::string
@@ -885,14 +918,7 @@ RunHpcc(const ScenarioOptions& o)
             csv << i << "," << f.spec.src << "," << f.spec.dst << "," << f.spec.bytes << ","
                 << Fixed(f.spec.start.GetSeconds() * 1e6, 3) << "," << Fixed(fct * 1e6, 3) << ","
                 << Fixed(ideal * 1e6, 3) << "," << Fixed(sd, 3) << "\n";
-            for (size_t b = 0; b < kSizeBuckets.size(); ++b)
-            {
-                if (f.spec.bytes <= kSizeBuckets[b])
-                {
-                    slow[b].push_back(sd);
-                    break;
-                }
-            }
+            AddToSizeBucket(slow, f.spec.bytes, sd);
         }
     }
     ScenarioResult res;
@@ -925,19 +951,7 @@ RunHpcc(const ScenarioOptions& o)
     res.summary.push_back({"drops", std::to_string(r.drops)});
     res.summary.push_back(
         {"ECN marks / CNPs", std::to_string(r.ecnMarks) + " / " + std::to_string(r.cnps)});
-    double lo = 0;
-    for (size_t b = 0; b < kSizeBuckets.size(); ++b)
-    {
-        if (!slow[b].empty())
-        {
-            res.summary.push_back(
-                {"slowdown " + Fixed(lo, 0) + "-" + Fixed(std::min(kSizeBuckets[b], 3e7), 0) +
-                     " B (n=" + std::to_string(slow[b].size()) + ") p50/p95/p99",
-                 Fixed(Percentile(slow[b], 0.5), 2) + " / " + Fixed(Percentile(slow[b], 0.95), 2) +
-                     " / " + Fixed(Percentile(slow[b], 0.99), 2)});
-        }
-        lo = kSizeBuckets[b];
-    }
+    SummarizeSizeBuckets(slow, res);
     res.artifacts.push_back(OutFile(o, "fct.txt"));
     res.artifacts.push_back(OutFile(o, "roce-hpcc-fct.csv"));
     return res;
@@ -1069,14 +1083,7 @@ RunRoceFct(const ScenarioOptions& o)
         }
         done++;
         all.push_back(sd);
-        for (size_t b = 0; b < kSizeBuckets.size(); ++b)
-        {
-            if (f.spec.bytes <= kSizeBuckets[b])
-            {
-                slow[b].push_back(sd);
-                break;
-            }
-        }
+        AddToSizeBucket(slow, f.spec.bytes, sd);
     }
     csv.close();
 
@@ -1093,19 +1100,7 @@ RunRoceFct(const ScenarioOptions& o)
     res.summary.push_back({"slowdown p50/p95/p99", Fixed(Percentile(all, 0.5), 2) + " / " +
                                                        Fixed(Percentile(all, 0.95), 2) + " / " +
                                                        Fixed(Percentile(all, 0.99), 2)});
-    double lo = 0;
-    for (size_t b = 0; b < kSizeBuckets.size(); ++b)
-    {
-        if (!slow[b].empty())
-        {
-            res.summary.push_back(
-                {"slowdown " + Fixed(lo, 0) + "-" + Fixed(std::min(kSizeBuckets[b], 3e7), 0) +
-                     " B (n=" + std::to_string(slow[b].size()) + ") p50/p95/p99",
-                 Fixed(Percentile(slow[b], 0.5), 2) + " / " + Fixed(Percentile(slow[b], 0.95), 2) +
-                     " / " + Fixed(Percentile(slow[b], 0.99), 2)});
-        }
-        lo = kSizeBuckets[b];
-    }
+    SummarizeSizeBuckets(slow, res);
     res.summary.push_back({"PFC pauses / drops", std::to_string(r.pauseFrames) + " / " +
                                                      std::to_string(r.drops)});
     res.summary.push_back(
