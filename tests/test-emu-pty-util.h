@@ -27,6 +27,7 @@
 #include <termios.h>
 #include <thread>
 #include <unistd.h>
+#include <sstream>
 #include <vector>
 
 namespace cnuas_test
@@ -358,6 +359,24 @@ inline void
 SleepMs(int ms)
 {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+/// The step lines ("open K ...") of tests/peers/modbus-rtu-client.c's output; the "note:"
+/// lines it writes to stderr for retried timeouts are left out.
+inline std::vector<std::string>
+PeerClientStepLines(const std::string& out)
+{
+    std::vector<std::string> lines;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line))
+    {
+        if (line.rfind("open ", 0) == 0)
+        {
+            lines.push_back(line);
+        }
+    }
+    return lines;
 }
 
 } // namespace cnuas_test

@@ -182,15 +182,7 @@ TEST_F(RackPeers, LibmodbusUnlocksAProtectedPsuRegisterWithTheWriteEnableBit)
         Seconds(120));
     SCOPED_TRACE("libmodbus client output:\n" + out);
     EXPECT_EQ(status, 0);
-    // The client's step lines; "note:" lines on stderr report retried timeouts.
-    std::vector<std::string> lines;
-    for (const std::string& line : SplitLines(out))
-    {
-        if (line.rfind("open ", 0) == 0)
-        {
-            lines.push_back(line);
-        }
-    }
+    const std::vector<std::string> lines = PeerClientStepLines(out);
     ASSERT_EQ(lines.size(), 6u * kOpens);
     for (int k = 0; k < kOpens; ++k)
     {
