@@ -10,6 +10,8 @@ PACKAGES=(
   libns3-dev ns3 libgsl-dev libxml2-dev libsqlite3-dev python3-dev
   # chosen libraries
   libboost-dev zlib1g-dev libpcap-dev libgtest-dev libbenchmark-dev pybind11-dev
+  # the allocator the programs link (tcmalloc: the simulation's many small objects)
+  libgoogle-perftools-dev
   # the BMC's Redfish JSON, and the JSON-schema check of it in the tests
   nlohmann-json3-dev python3-jsonschema curl
   # tests and plots: trace decoding and figures

@@ -197,13 +197,14 @@ TEST_F(RocePerf, FinishedFlowsLeaveNoQpBehind)
     EXPECT_EQ(left, 0u) << "QPs of finished flows still exist";
 }
 
-TEST(FifoHeapScheduler, RemovesInTimestampThenInsertionOrder)
+/// A scheduler against a reference ordered set: inserts for the current time, the near future
+/// (many ties) and far ahead, idle gaps; arbitrary removals; the current time advancing as
+/// events leave.
+void
+CheckOrderAgainstReference(Ptr<Scheduler> q, uint64_t farSpan, uint64_t seed)
 {
-    // Against a reference ordered set: inserts for the current time and for later times
-    // (with many ties), arbitrary removals, and the current time advancing as events leave.
-    Ptr<FifoHeapScheduler> q = CreateObject<FifoHeapScheduler>();
     std::set<std::pair<uint64_t, uint32_t>> ref;
-    uint64_t x = 99;
+    uint64_t x = seed;
     auto next = [&x]() {
         x = x * 6364136223846793005ULL + 1442695040888963407ULL;
         return static_cast<uint32_t>(x >> 33);
@@ -220,16 +221,20 @@ TEST(FifoHeapScheduler, RemovesInTimestampThenInsertionOrder)
         q->Insert(ev);
         ref.insert({ts, uid});
     };
-    for (int step = 0; step < 20000; ++step)
+    for (int step = 0; step < 40000; ++step)
     {
-        const uint32_t r = next() % 10;
+        const uint32_t r = next() % 12;
         if (r < 3)
         {
-            insert(now); // the "now" FIFO
+            insert(now); // the current time
         }
-        else if (r < 7)
+        else if (r < 6)
         {
             insert(now + 1 + next() % 8); // near future, many ties
+        }
+        else if (r == 6)
+        {
+            insert(now + next() % farSpan); // anywhere up to farSpan ahead
         }
         else if (r == 7 && !ref.empty())
         {
@@ -256,15 +261,27 @@ TEST(FifoHeapScheduler, RemovesInTimestampThenInsertionOrder)
             ref.erase(ref.begin());
             now = ev.key.m_ts;
         }
+        else
+        {
+            ASSERT_TRUE(q->IsEmpty());
+            now += next() % (4 * farSpan); // idle: the next event may be far away
+        }
     }
     while (!ref.empty())
     {
         const Scheduler::Event ev = q->RemoveNext();
+        ASSERT_EQ(ev.key.m_ts, ref.begin()->first);
         ASSERT_EQ(ev.key.m_uid, ref.begin()->second);
         ref.erase(ref.begin());
     }
     EXPECT_TRUE(q->IsEmpty());
     EXPECT_GT(removedArbitrarily, 100u);
+}
+
+TEST(FifoHeapScheduler, RemovesInTimestampThenInsertionOrder)
+{
+    CheckOrderAgainstReference(CreateObject<FifoHeapScheduler>(), 64, 99);
+    CheckOrderAgainstReference(CreateObject<FifoHeapScheduler>(), 1u << 20, 7);
 }
 
 TEST(RoceLazyIcrc, MaterializeFillsTheIcrcOverIpv4AndIpv6)

@@ -14,6 +14,7 @@
 
 #include <cstring>
 #include <set>
+#include <tuple>
 
 using namespace ns3;
 using namespace cnuas_test;
@@ -60,6 +61,63 @@ TEST_F(RoceRdma, RcSendWriteReadAndAtomicsArriveIntact)
     ExpectSendWriteReadAtomics(a, b, 1);
     EXPECT_GT(a.hca.port->GetPacketsSent(), 70u); // 70001 bytes at MTU 1024 alone need 69
     EXPECT_EQ(b.hca.port->GetDropCount(RoceDropReason::BadIcrc), 0u);
+}
+
+TEST_F(RoceRdma, DataEndingInZerosArrivesExactlyAndMaterializesWithGoodIcrcs)
+{
+    // A packet's trailing zero bytes are not stored in the frame (EthFrame::payload): the
+    // receiver must still write them, over memory that held something else, after packets
+    // with other data passed through the same receive buffer, and a capture must show every
+    // byte with the ICRC computed over them.
+    Build(MakeTwoHostsOneSwitch());
+    QpOptions o;
+    RoceSide a;
+    RoceSide b;
+    Pair(a, 0, b, 1, o);
+    FrameLog log;
+    fabric.HostPort(1)->AddSniffer(MakeCallback(&FrameLog::On, &log));
+    // 6000 bytes: data, then zeros from the middle of the second packet (MTU 1024) on, then
+    // one data byte in the last packet, which ends in zeros again but for it.
+    std::vector<uint8_t> src = TestBytes(6000, 9);
+    std::fill(src.begin() + 1500, src.end(), 0);
+    src[5500] = 0x5A;
+    a.Write(0, src);
+    a.Write(100000, TestBytes(6000, 10)); // a message of data first: a full receive buffer
+    b.Write(200000, std::vector<uint8_t>(6000, 0xCD));
+    b.Write(300000, std::vector<uint8_t>(6000, 0xCD));
+    for (const auto& [wrId, from, to] : {std::tuple<uint64_t, uint64_t, uint64_t>{1, 100000, 300000},
+                                         {2, 0, 200000}})
+    {
+        RdmaSendWr w = Wr(wrId, RdmaWrOpcode::RDMA_WRITE, {a.Sge(from, 6000)});
+        w.rdma.remote_addr = kRegionBase + to;
+        w.rdma.rkey = b.mr->GetRkey();
+        ASSERT_EQ(a.qp->PostSend(w), 0);
+    }
+    RunFor(MilliSeconds(1));
+    const auto wc = a.sendCq->Poll(10);
+    ASSERT_EQ(wc.size(), 2u);
+    EXPECT_EQ(wc[1].status, RdmaWcStatus::SUCCESS);
+    EXPECT_EQ(b.Read(300000, 6000), TestBytes(6000, 10));
+    EXPECT_EQ(b.Read(200000, 6000), src);
+    // Every received RoCE frame, materialized for the sniffer: the IPv4 total length covers
+    // the whole packet and the ICRC (annex A17.4.5.3) is right over the zeros too.
+    uint32_t roce = 0;
+    for (const auto& f : log.rx)
+    {
+        const uint8_t* ip = f.data() + kEthHeaderBytes;
+        if (f.size() < kEthHeaderBytes + 28 || ip[9] != kIpProtoUdp ||
+            ((ip[22] << 8) | ip[23]) != 4791)
+        {
+            continue;
+        }
+        const uint32_t ipLen = (uint32_t(ip[2]) << 8) | ip[3];
+        ASSERT_LE(kEthHeaderBytes + ipLen, f.size());
+        EXPECT_EQ(IbLoadIcrc(ip + ipLen - kIbIcrcSize), IbComputeRoceIcrc(ip, ipLen - kIbIcrcSize))
+            << "frame " << roce;
+        ++roce;
+    }
+    EXPECT_GE(roce, 12u); // two messages of six packets (and their ACKs' frames go the other way)
+    EXPECT_EQ(b.hca.port->GetDropCount(RoceDropReason::Malformed), 0u);
 }
 
 TEST_F(RoceRdma, EncapsulationFieldsOnTheWire)

@@ -81,9 +81,11 @@ struct EthIntRecord
  * \brief A frame in flight through the Ethernet fabric.
  *
  * The fields are authoritative; the bytes are produced only when someone needs them
- * (Materialize: pcap writers, tests). `payload` is the opaque UDP payload (the RoCEv2
- * encapsulation puts BTH.. there); when it is null the payload is `payloadBytes` zero bytes, so
- * synthetic traffic costs no buffer at all.
+ * (Materialize: pcap writers, tests). `payload` holds the leading bytes of the opaque UDP
+ * payload (the RoCEv2 encapsulation puts BTH.. there); the bytes from its end up to
+ * `payloadBytes` are zeros and are not stored, and a null payload is `payloadBytes` zero bytes.
+ * So synthetic traffic costs no buffer at all, and a RoCE packet whose data is zeros (load
+ * experiments on memory that reads as zeros) carries only its headers through the fabric.
  */
 struct alignas(64) EthFrame
 {
@@ -123,7 +125,7 @@ struct alignas(64) EthFrame
      * from bytes (EthFrame::Parse) never have it: their ICRC is whatever arrived and is checked.
      */
     bool icrcPending = false;
-    Ptr<const Packet> payload; ///< null: payloadBytes zero bytes
+    Ptr<const Packet> payload; ///< leading payload bytes; zeros follow up to payloadBytes
     Ipv6Bytes srcIp6{};     ///< IPv6 (when ipv6)
     Ipv6Bytes dstIp6{};
     EthPfcHeader pfc;

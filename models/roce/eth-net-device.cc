@@ -739,8 +739,8 @@ bool
 EthNetDevice::SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const Packet> payload)
 {
     NS_ABORT_MSG_IF(flow.priority >= kEthPriorities, "EthNetDevice::SendUdp: priority > 7");
-    NS_ABORT_MSG_IF(payload && payload->GetSize() != payloadBytes,
-                    "EthNetDevice::SendUdp: payload size disagrees with payloadBytes");
+    NS_ABORT_MSG_IF(payload && payload->GetSize() > payloadBytes,
+                    "EthNetDevice::SendUdp: payload larger than payloadBytes");
     const uint32_t ipHeader = flow.ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes;
     if (payloadBytes + ipHeader + kUdpHeaderBytes > m_mtu)
     {

@@ -200,7 +200,8 @@ class EthNetDevice : public NetDevice
 
     // ---- host data path --------------------------------------------------------------------
     /**
-     * Sends a UDP datagram of `payloadBytes` (opaque bytes `payload`, or zeros if null) to
+     * Sends a UDP datagram of `payloadBytes` (opaque bytes `payload` followed by zeros up to
+     * `payloadBytes`; all zeros if null) to
      * flow.dstIp (or flow.dstIp6 when flow.ipv6) with traffic class flow.priority. Returns
      * false, counted, if the queue for that priority is full (TxQueueFull), the link is down
      * (LinkDown) or the datagram exceeds the MTU (Oversize).

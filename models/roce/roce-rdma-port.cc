@@ -43,6 +43,30 @@ Put32(uint8_t* p, uint32_t v)
         p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
     }
 }
+
+/// The transport bytes to store for a packet: all but the zeros that end them, and never less
+/// than the BTH. Scans eight bytes at a time from the end; real data stops it at once.
+uint32_t
+StoredLength(const std::vector<uint8_t>& transport)
+{
+    size_t n = transport.size();
+    const uint8_t* b = transport.data();
+    while (n >= kBthSize + 8)
+    {
+        uint64_t w;
+        std::memcpy(&w, b + n - 8, 8);
+        if (w != 0)
+        {
+            break;
+        }
+        n -= 8;
+    }
+    while (n > kBthSize && b[n - 1] == 0)
+    {
+        --n;
+    }
+    return static_cast<uint32_t>(n);
+}
 } // namespace
 
 const char*
@@ -369,10 +393,12 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
     {
         // The packet is correct by construction: the ICRC is a placeholder that
         // EthFrame::Materialize fills when bytes are needed, and receivers do not check it.
-        m_buf.resize(payloadBytes);
-        std::copy(transport.begin(), transport.end(), m_buf.begin());
-        std::fill(m_buf.end() - kIbIcrcSize, m_buf.end(), 0);
-        p = Create<Packet>(m_buf.data(), payloadBytes);
+        // The placeholder and any zeros that end the transport bytes (the data of memory that
+        // reads as zeros, in load experiments) are not stored: the frame's payload is its
+        // leading bytes, zeros follow (EthFrame::payload). Same bytes, no kilobyte copied and
+        // held per packet in flight.
+        const uint32_t stored = StoredLength(transport);
+        p = Create<Packet>(transport.data(), stored);
         flow.icrcPending = true;
     }
     else
@@ -527,8 +553,10 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
         Drop(RoceDropReason::NotRoce);
         return;
     }
+    // The frame's payload holds at least the BTH; zeros the model did not store may follow
+    // (EthFrame::payload).
     if (!f.payload || f.payloadBytes < kBthSize + kIbIcrcSize ||
-        f.payload->GetSize() != f.payloadBytes)
+        f.payload->GetSize() < kBthSize || f.payload->GetSize() > f.payloadBytes)
     {
         Drop(RoceDropReason::Malformed);
         return;
@@ -537,7 +565,8 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
     // front of them only when needed: for the ICRC check, or for a UD packet's GRH area.
     constexpr uint32_t kRoom = kIpv6HeaderBytes + kUdpHeaderBytes;
     m_rxBuf.resize(kRoom + f.payloadBytes);
-    f.payload->CopyData(m_rxBuf.data() + kRoom, f.payloadBytes);
+    const uint32_t stored = f.payload->CopyData(m_rxBuf.data() + kRoom, f.payloadBytes);
+    std::fill(m_rxBuf.begin() + kRoom + stored, m_rxBuf.end(), 0);
     const uint8_t* bth = m_rxBuf.data() + kRoom;
     uint8_t* ip =
         m_rxBuf.data() + kRoom - (f.ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) - kUdpHeaderBytes;
