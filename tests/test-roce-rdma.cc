@@ -85,8 +85,8 @@ TEST_F(RoceRdma, DataEndingInZerosArrivesExactlyAndMaterializesWithGoodIcrcs)
     a.Write(100000, TestBytes(6000, 10)); // a message of data first: a full receive buffer
     b.Write(200000, std::vector<uint8_t>(6000, 0xCD));
     b.Write(300000, std::vector<uint8_t>(6000, 0xCD));
-    for (const auto& [wrId, from, to] : {std::tuple<uint64_t, uint64_t, uint64_t>{1, 100000, 300000},
-                                         {2, 0, 200000}})
+    using WriteOp = std::tuple<uint64_t, uint64_t, uint64_t>; // wr_id, from (a), to (b)
+    for (const auto& [wrId, from, to] : {WriteOp{1, 100000, 300000}, WriteOp{2, 0, 200000}})
     {
         RdmaSendWr w = Wr(wrId, RdmaWrOpcode::RDMA_WRITE, {a.Sge(from, 6000)});
         w.rdma.remote_addr = kRegionBase + to;
@@ -96,6 +96,7 @@ TEST_F(RoceRdma, DataEndingInZerosArrivesExactlyAndMaterializesWithGoodIcrcs)
     RunFor(MilliSeconds(1));
     const auto wc = a.sendCq->Poll(10);
     ASSERT_EQ(wc.size(), 2u);
+    EXPECT_EQ(wc[0].status, RdmaWcStatus::SUCCESS);
     EXPECT_EQ(wc[1].status, RdmaWcStatus::SUCCESS);
     EXPECT_EQ(b.Read(300000, 6000), TestBytes(6000, 10));
     EXPECT_EQ(b.Read(200000, 6000), src);
