@@ -32,9 +32,9 @@ uint8_t
 OpcodeOf(const EthFrame& f)
 {
     uint8_t op = 0xFF;
-    if (f.payload && f.payload->GetSize() > 0)
+    if (f.StoredPayloadBytes() > 0)
     {
-        f.payload->CopyData(&op, 1);
+        f.CopyPayload(&op, 1);
     }
     return op;
 }
@@ -190,8 +190,8 @@ TEST_F(RoceIpv6, EcmpSpreadsQpsByFlowLabelAndSourcePortAndKeepsEachOnOnePath)
         EXPECT_GE(f.srcPort, 0xC000);
         // The requester's packets name the destination QP in the BTH.
         uint8_t bth[12];
-        ASSERT_GE(f.payload->GetSize(), 12u);
-        f.payload->CopyData(bth, 12);
+        ASSERT_GE(f.StoredPayloadBytes(), 12u);
+        f.CopyPayload(bth, 12);
         const uint32_t destQp = (uint32_t(bth[5]) << 16) | (uint32_t(bth[6]) << 8) | bth[7];
         uint32_t dstHost = 0;
         for (uint32_t h = 4; h < 8; ++h)

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -331,5 +332,64 @@ TEST(RoceLazyIcrc, MaterializeFillsTheIcrcOverIpv4AndIpv6)
                   EthParseError::None)
             << ipv6;
         EXPECT_FALSE(g.icrcPending);
+    }
+}
+
+TEST(RoceFrameStorage, InlinePacketAndImpliedZerosMaterializeTheSameBytes)
+{
+    // The same RoCE payload (a transport part, then zeros, then the ICRC placeholder) stored
+    // three ways: all of it in a Packet, its leading bytes in a Packet, its leading bytes in
+    // the frame record (up to kInlinePayloadBytes; one byte more goes to a Packet). Every way
+    // must read back and materialize to the same bytes, with the same ICRC and FCS.
+    constexpr uint32_t kInline = EthFrame::kInlinePayloadBytes;
+    for (uint32_t lead : {12u, 40u, kInline, kInline + 1})
+    {
+        std::vector<uint8_t> full(1028, 0);
+        for (uint32_t i = 0; i < lead; ++i)
+        {
+            full[i] = static_cast<uint8_t>(0x40 + i);
+        }
+        auto make = [&full](EthFrame& f) {
+            f.kind = EthFrameKind::Udp;
+            f.dstMac = 0x020000000002ULL;
+            f.srcMac = 0x020000000001ULL;
+            f.srcIp = 0x0A000001;
+            f.dstIp = 0x0A000002;
+            f.srcPort = 0xC123;
+            f.dstPort = 4791;
+            f.ecn = kEcnEct0;
+            f.ipId = 5;
+            f.icrcPending = true;
+            f.payloadBytes = static_cast<uint32_t>(full.size());
+            f.ComputeSize();
+        };
+        EthFrame whole;
+        make(whole);
+        whole.payload = Create<Packet>(full.data(), static_cast<uint32_t>(full.size()));
+        EthFrame leading;
+        make(leading);
+        leading.payload = Create<Packet>(full.data(), lead);
+        EthFrame stored;
+        make(stored);
+        stored.StorePayload(full.data(), lead);
+        EXPECT_EQ(stored.inlineLength != 0, lead <= EthFrame::kInlinePayloadBytes) << lead;
+        EXPECT_EQ(stored.payload == nullptr, lead <= EthFrame::kInlinePayloadBytes) << lead;
+        EXPECT_EQ(stored.StoredPayloadBytes(), lead);
+        std::vector<uint8_t> back(full.size(), 0xEE);
+        EXPECT_EQ(stored.CopyPayload(back.data(), static_cast<uint32_t>(back.size())), lead);
+        EXPECT_TRUE(std::equal(back.begin(), back.begin() + lead, full.begin()));
+        std::vector<uint8_t> a;
+        std::vector<uint8_t> b;
+        std::vector<uint8_t> c;
+        whole.Materialize(a, true);
+        leading.Materialize(b, true);
+        stored.Materialize(c, true);
+        EXPECT_EQ(a, b) << lead;
+        EXPECT_EQ(a, c) << lead;
+        EthFrame parsed;
+        ASSERT_EQ(EthFrame::Parse(c.data(), static_cast<uint32_t>(c.size()), parsed),
+                  EthParseError::None);
+        EXPECT_EQ(parsed.inlineLength, 0u); // bytes from outside keep all of their payload
+        EXPECT_EQ(parsed.StoredPayloadBytes(), full.size());
     }
 }

@@ -176,9 +176,35 @@ EthFrame::ComputeSize()
 }
 
 void
+EthFrame::StorePayload(const uint8_t* data, uint32_t len)
+{
+    if (len > 0 && len <= kInlinePayloadBytes)
+    {
+        std::memcpy(inlinePayload.data(), data, len);
+        inlineLength = static_cast<uint8_t>(len);
+        payload = nullptr;
+        return;
+    }
+    inlineLength = 0;
+    payload = len > 0 ? Create<Packet>(data, len) : nullptr;
+}
+
+uint32_t
+EthFrame::CopyPayload(uint8_t* dst, uint32_t len) const
+{
+    if (inlineLength)
+    {
+        const uint32_t n = std::min<uint32_t>(len, inlineLength);
+        std::memcpy(dst, inlinePayload.data(), n);
+        return n;
+    }
+    return payload && len > 0 ? payload->CopyData(dst, len) : 0;
+}
+
+void
 EthFrame::FillPendingIcrc(uint8_t* ip, uint32_t ipHeaderBytes) const
 {
-    if (!icrcPending || !payload || payloadBytes < kIbIcrcSize)
+    if (!icrcPending || StoredPayloadBytes() == 0 || payloadBytes < kIbIcrcSize)
     {
         return;
     }
@@ -234,10 +260,7 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
         Put16(udp, srcPort);
         Put16(udp + 2, dstPort);
         Put16(udp + 4, udpLen);
-        if (payload && payloadBytes > 0)
-        {
-            payload->CopyData(udp + kUdpHeaderBytes, payloadBytes);
-        }
+        CopyPayload(udp + kUdpHeaderBytes, payloadBytes);
         FillPendingIcrc(ip, kIpv6HeaderBytes);
         Put16(udp + 6, Udp6Checksum(ip, udp, udpLen));
     }
@@ -261,10 +284,7 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
         Put16(udp, srcPort);
         Put16(udp + 2, dstPort);
         Put16(udp + 4, udpLen);
-        if (payload && payloadBytes > 0)
-        {
-            payload->CopyData(udp + kUdpHeaderBytes, payloadBytes);
-        }
+        CopyPayload(udp + kUdpHeaderBytes, payloadBytes);
         FillPendingIcrc(ip, kIpv4HeaderBytes);
     }
     const uint32_t fcs = EthCrc32(p, bytes - kEthFcsBytes);
@@ -311,6 +331,7 @@ EthFrame::ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& f)
     f.srcPort = Get16(udp);
     f.dstPort = Get16(udp + 2);
     f.payloadBytes = payloadLen - kUdpHeaderBytes;
+    f.inlineLength = 0;
     f.payload = f.payloadBytes > 0 ? Create<Packet>(udp + kUdpHeaderBytes, f.payloadBytes)
                                    : nullptr;
     return EthParseError::None;
@@ -397,6 +418,7 @@ EthFrame::Parse(const uint8_t* data, uint32_t len, EthFrame& f)
     f.srcPort = Get16(udp);
     f.dstPort = Get16(udp + 2);
     f.payloadBytes = total - kIpv4HeaderBytes - kUdpHeaderBytes;
+    f.inlineLength = 0;
     f.payload = f.payloadBytes > 0 ? Create<Packet>(udp + kUdpHeaderBytes, f.payloadBytes)
                                    : nullptr;
     return EthParseError::None;

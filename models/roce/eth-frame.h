@@ -81,11 +81,13 @@ struct EthIntRecord
  * \brief A frame in flight through the Ethernet fabric.
  *
  * The fields are authoritative; the bytes are produced only when someone needs them
- * (Materialize: pcap writers, tests). `payload` holds the leading bytes of the opaque UDP
- * payload (the RoCEv2 encapsulation puts BTH.. there); the bytes from its end up to
- * `payloadBytes` are zeros and are not stored, and a null payload is `payloadBytes` zero bytes.
- * So synthetic traffic costs no buffer at all, and a RoCE packet whose data is zeros (load
- * experiments on memory that reads as zeros) carries only its headers through the fabric.
+ * (Materialize: pcap writers, tests). The frame stores the leading bytes of the opaque UDP
+ * payload (the RoCEv2 encapsulation puts BTH.. there): up to kInlinePayloadBytes of them in the
+ * record itself, more in `payload`; the bytes from their end up to `payloadBytes` are zeros and
+ * are not stored, and a frame that stores none is `payloadBytes` zero bytes. So synthetic traffic
+ * costs no buffer at all, and a RoCE ACK, or a packet whose data is zeros (load experiments on
+ * memory that reads as zeros), carries only its headers, in the frame record: no ns-3 Packet to
+ * make, touch at the far end and free. Read them with StoredPayloadBytes and CopyPayload.
  */
 struct alignas(64) EthFrame
 {
@@ -125,7 +127,7 @@ struct alignas(64) EthFrame
      * from bytes (EthFrame::Parse) never have it: their ICRC is whatever arrived and is checked.
      */
     bool icrcPending = false;
-    Ptr<const Packet> payload; ///< leading payload bytes; zeros follow up to payloadBytes
+    Ptr<const Packet> payload; ///< leading payload bytes (when not inline); zeros follow
     Ipv6Bytes srcIp6{};     ///< IPv6 (when ipv6)
     Ipv6Bytes dstIp6{};
     EthPfcHeader pfc;
@@ -136,6 +138,21 @@ struct alignas(64) EthFrame
     /// buffer and queue accounting) but not materialized: no dissector knows an INT shim between
     /// UDP and the BTH, so the bytes a capture shows stay a valid RoCEv2 frame.
     uint16_t intBytes = 0;
+    /// Leading payload bytes kept in the record (instead of `payload`): how many, and them.
+    static constexpr uint32_t kInlinePayloadBytes = 64;
+    uint8_t inlineLength = 0;
+    std::array<uint8_t, kInlinePayloadBytes> inlinePayload;
+
+    /// Payload bytes the frame stores (inline or in `payload`); zeros follow up to payloadBytes.
+    uint32_t StoredPayloadBytes() const
+    {
+        return inlineLength ? inlineLength : (payload ? payload->GetSize() : 0);
+    }
+    /// Stores `len` leading payload bytes: in the record when they fit, else in a Packet.
+    void StorePayload(const uint8_t* data, uint32_t len);
+    /// Copies the first min(len, StoredPayloadBytes()) payload bytes to `dst`; returns how many
+    /// (the rest of the payload is zeros).
+    uint32_t CopyPayload(uint8_t* dst, uint32_t len) const;
 
     /// Fills `bytes` from the fields (header sizes, payload, INT bytes, padding to 64, FCS).
     void ComputeSize();

@@ -738,9 +738,30 @@ EthNetDevice::CanSend(uint8_t priority) const
 bool
 EthNetDevice::SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const Packet> payload)
 {
-    NS_ABORT_MSG_IF(flow.priority >= kEthPriorities, "EthNetDevice::SendUdp: priority > 7");
     NS_ABORT_MSG_IF(payload && payload->GetSize() > payloadBytes,
                     "EthNetDevice::SendUdp: payload larger than payloadBytes");
+    return SendUdpFrame(flow, payloadBytes, payload, nullptr, 0);
+}
+
+bool
+EthNetDevice::SendUdp(const EthUdpFlow& flow,
+                      uint32_t payloadBytes,
+                      const uint8_t* leading,
+                      uint32_t stored)
+{
+    NS_ABORT_MSG_IF(stored > payloadBytes || (stored > 0 && !leading),
+                    "EthNetDevice::SendUdp: stored bytes beyond payloadBytes");
+    return SendUdpFrame(flow, payloadBytes, nullptr, leading, stored);
+}
+
+bool
+EthNetDevice::SendUdpFrame(const EthUdpFlow& flow,
+                           uint32_t payloadBytes,
+                           Ptr<const Packet> payload,
+                           const uint8_t* leading,
+                           uint32_t stored)
+{
+    NS_ABORT_MSG_IF(flow.priority >= kEthPriorities, "EthNetDevice::SendUdp: priority > 7");
     const uint32_t ipHeader = flow.ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes;
     if (payloadBytes + ipHeader + kUdpHeaderBytes > m_mtu)
     {
@@ -785,8 +806,15 @@ EthNetDevice::SendUdp(const EthUdpFlow& flow, uint32_t payloadBytes, Ptr<const P
     f->ecn = flow.ecn & 3;
     f->ipId = m_ipId++;
     f->payloadBytes = payloadBytes;
-    f->payload = payload;
-    f->icrcPending = flow.icrcPending && payload;
+    if (leading)
+    {
+        f->StorePayload(leading, stored);
+    }
+    else
+    {
+        f->payload = payload;
+    }
+    f->icrcPending = flow.icrcPending && f->StoredPayloadBytes() > 0;
     f->priority = flow.priority;
     f->uid = g_nextUid++;
     f->sentPs = Simulator::Now().GetPicoSeconds();

@@ -209,6 +209,13 @@ class EthNetDevice : public NetDevice
     bool SendUdp(const EthUdpFlow& flow,
                  uint32_t payloadBytes,
                  Ptr<const Packet> payload = nullptr);
+    /// The same with the payload's first `stored` bytes given as memory (zeros follow up to
+    /// `payloadBytes`): a few dozen are kept in the frame record itself (EthFrame::StorePayload),
+    /// so a header-only packet needs no ns-3 Packet.
+    bool SendUdp(const EthUdpFlow& flow,
+                 uint32_t payloadBytes,
+                 const uint8_t* leading,
+                 uint32_t stored);
     bool CanSend(uint8_t priority) const;
     /// The IPv4 identification the next SendUdp will use (RoCEv2's ICRC covers it).
     uint16_t PeekNextIpId() const { return m_ipId; }
@@ -267,6 +274,12 @@ class EthNetDevice : public NetDevice
         uint32_t weight = 1;
     };
 
+    /// SendUdp's checks and frame; the payload as a Packet or as memory (one of them).
+    bool SendUdpFrame(const EthUdpFlow& flow,
+                      uint32_t payloadBytes,
+                      Ptr<const Packet> payload,
+                      const uint8_t* leading,
+                      uint32_t stored);
     void Kick();
     void WakeUp();
     void ScheduleWake(int64_t atPs);

@@ -388,18 +388,19 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
         }
     }
     const uint32_t payloadBytes = static_cast<uint32_t>(transport.size() + kIbIcrcSize);
-    Ptr<Packet> p;
     if (m_lazyIcrc)
     {
         // The packet is correct by construction: the ICRC is a placeholder that
         // EthFrame::Materialize fills when bytes are needed, and receivers do not check it.
         // The placeholder and any zeros that end the transport bytes (the data of memory that
-        // reads as zeros, in load experiments) are not stored: the frame's payload is its
-        // leading bytes, zeros follow (EthFrame::payload). Same bytes, no kilobyte copied and
-        // held per packet in flight.
-        const uint32_t stored = StoredLength(transport);
-        p = Create<Packet>(transport.data(), stored);
+        // reads as zeros, in load experiments) are not stored: the frame keeps the leading
+        // bytes, zeros follow, and a header-only packet stays in the frame record
+        // (EthFrame::StorePayload). Same bytes, no ns-3 Packet and no kilobyte per packet.
         flow.icrcPending = true;
+        if (!m_dev->SendUdp(flow, payloadBytes, transport.data(), StoredLength(transport)))
+        {
+            return false;
+        }
     }
     else
     {
@@ -414,11 +415,10 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
         std::copy(transport.begin(), transport.end(), m_buf.begin() + hdr);
         const uint32_t icrcAt = hdr + static_cast<uint32_t>(transport.size());
         IbStoreIcrc(m_buf.data() + icrcAt, IbComputeRoceIcrc(m_buf.data(), icrcAt));
-        p = Create<Packet>(m_buf.data() + hdr, payloadBytes);
-    }
-    if (!m_dev->SendUdp(flow, payloadBytes, p))
-    {
-        return false;
+        if (!m_dev->SendUdp(flow, payloadBytes, Create<Packet>(m_buf.data() + hdr, payloadBytes)))
+        {
+            return false;
+        }
     }
     ++m_sent;
     if (cnp)
@@ -555,8 +555,9 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
     }
     // The frame's payload holds at least the BTH; zeros the model did not store may follow
     // (EthFrame::payload).
-    if (!f.payload || f.payloadBytes < kBthSize + kIbIcrcSize ||
-        f.payload->GetSize() < kBthSize || f.payload->GetSize() > f.payloadBytes)
+    const uint32_t storedBytes = f.StoredPayloadBytes();
+    if (f.payloadBytes < kBthSize + kIbIcrcSize || storedBytes < kBthSize ||
+        storedBytes > f.payloadBytes)
     {
         Drop(RoceDropReason::Malformed);
         return;
@@ -565,7 +566,7 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
     // front of them only when needed: for the ICRC check, or for a UD packet's GRH area.
     constexpr uint32_t kRoom = kIpv6HeaderBytes + kUdpHeaderBytes;
     m_rxBuf.resize(kRoom + f.payloadBytes);
-    const uint32_t stored = f.payload->CopyData(m_rxBuf.data() + kRoom, f.payloadBytes);
+    const uint32_t stored = f.CopyPayload(m_rxBuf.data() + kRoom, f.payloadBytes);
     std::fill(m_rxBuf.begin() + kRoom + stored, m_rxBuf.end(), 0);
     const uint8_t* bth = m_rxBuf.data() + kRoom;
     uint8_t* ip =
