@@ -112,9 +112,13 @@ struct alignas(64) EthFrame
     uint16_t dstPort = 0;
     uint64_t dstMac = 0;   ///< 48-bit, most significant octet first on the wire
     uint64_t srcMac = 0;
-    uint64_t uid = 0;      ///< fabric-unique frame number, for traces
+    /// The frame sent next on the same cable, while this one is in flight (else null): a hint
+    /// the receiver uses to start fetching that frame's record before it arrives. Never
+    /// dereferenced.
+    const EthFrame* nextOnWire = nullptr;
     // Read at the ends of the path, or only when bytes are made.
     int64_t sentPs = 0;    ///< when the frame left its source (for latency)
+    uint64_t uid = 0;      ///< fabric-unique frame number, for traces
     uint32_t payloadBytes = 0;
     uint16_t vid = 0;      ///< 802.1Q VLAN identifier (0: priority-tagged frame)
     uint16_t ipId = 0;
