@@ -389,7 +389,9 @@ EthSwitch::NotifyDequeue(EthNetDevice* out, EthFrame* f)
     {
         MaybeMark(out, f, out->GetQueueBytes(prio));
     }
-    if (f->intRec && m_intEnabled)
+    // The switch's flag first: the frame's INT pointer is outside the record's first cache
+    // line, which holds what every hop reads.
+    if (m_intEnabled && f->intRec)
     {
         PushIntHop(out, f);
     }
