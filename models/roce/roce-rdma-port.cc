@@ -553,8 +553,8 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
         Drop(RoceDropReason::NotRoce);
         return;
     }
-    // The frame's payload holds at least the BTH; zeros the model did not store may follow
-    // (EthFrame::payload).
+    // The frame stores at least the BTH; zeros it did not store may follow
+    // (EthFrame::StorePayload).
     const uint32_t storedBytes = f.StoredPayloadBytes();
     if (f.payloadBytes < kBthSize + kIbIcrcSize || storedBytes < kBthSize ||
         storedBytes > f.payloadBytes)
