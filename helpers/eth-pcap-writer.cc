@@ -17,12 +17,19 @@ WriteRecord(Ptr<PcapFileWrapper> file, Time t, const uint8_t* bytes, uint32_t le
 Ptr<PcapFileWrapper>
 EthPcapHelper::Enable(Ptr<EthNetDevice> port, const std::string& path)
 {
+    uint32_t handle = 0;
+    return Enable(port, path, &handle);
+}
+
+Ptr<PcapFileWrapper>
+EthPcapHelper::Enable(Ptr<EthNetDevice> port, const std::string& path, uint32_t* snifferHandle)
+{
     Ptr<PcapFileWrapper> file = OpenNanosecondPcap(path, kLinkTypeEthernet);
     if (!file)
     {
         return nullptr;
     }
-    port->AddSniffer(MakeBoundCallback(&WriteRecord, file));
+    *snifferHandle = port->AddSniffer(MakeBoundCallback(&WriteRecord, file));
     return file;
 }
 

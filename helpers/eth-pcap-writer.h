@@ -28,6 +28,10 @@ class EthPcapHelper
      * Simulator::Destroy drop the last reference, to flush), or null if it cannot be created.
      */
     static Ptr<PcapFileWrapper> Enable(Ptr<EthNetDevice> port, const std::string& path);
+    /// As Enable, and gives the sniffer's handle (EthNetDevice::RemoveSniffer ends the capture).
+    static Ptr<PcapFileWrapper> Enable(Ptr<EthNetDevice> port,
+                                       const std::string& path,
+                                       uint32_t* snifferHandle);
 };
 
 } // namespace ns3

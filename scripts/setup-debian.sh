@@ -18,6 +18,8 @@ PACKAGES=(
   tshark python3-matplotlib python3-numpy
   # real peers the tests drive: Modbus masters, InfiniBand management tools
   mbpoll libmodbus-dev python3-pymodbus python3-serial python3-serial-asyncio opensm infiniband-diags
+  # emulation: namespaces, TAP devices and the ordinary programs the tests run inside hosts
+  iproute2 iputils-ping tcpdump iperf3
   # optional: faster rebuilds
   ccache
 )

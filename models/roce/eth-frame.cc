@@ -30,6 +30,8 @@ EthParseErrorName(EthParseError e)
         return "BadUdp";
     case EthParseError::BadIpv6:
         return "BadIpv6";
+    case EthParseError::BadArp:
+        return "BadArp";
     }
     return "?";
 }
@@ -168,9 +170,18 @@ void
 EthFrame::ComputeSize()
 {
     uint32_t n = kEthHeaderBytes + (vlanTagged ? kEthVlanTagBytes : 0);
-    n += kind == EthFrameKind::Pfc
-             ? EthPfcHeader::kSize
-             : (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes + payloadBytes;
+    if (kind == EthFrameKind::Pfc)
+    {
+        n += EthPfcHeader::kSize;
+    }
+    else if (kind == EthFrameKind::Verbatim)
+    {
+        n += payloadBytes; // the host's network-layer bytes (the EtherType is in the header)
+    }
+    else
+    {
+        n += (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes + payloadBytes;
+    }
     n += kEthFcsBytes + intBytes;
     bytes = n < kEthMinFrameBytes ? kEthMinFrameBytes : n;
 }
@@ -239,6 +250,12 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
     {
         Put16(p + off, kEthTypeMacControl);
         pfc.WriteTo(p + off + 2);
+    }
+    else if (kind == EthFrameKind::Verbatim)
+    {
+        Put16(p + off, etherType);
+        CopyPayload(p + off + 2, payloadBytes);
+        MaterializeVerbatim(p + off + 2);
     }
     else if (ipv6)
     {
@@ -421,6 +438,166 @@ EthFrame::Parse(const uint8_t* data, uint32_t len, EthFrame& f)
     f.inlineLength = 0;
     f.payload = f.payloadBytes > 0 ? Create<Packet>(udp + kUdpHeaderBytes, f.payloadBytes)
                                    : nullptr;
+    return EthParseError::None;
+}
+
+void
+EthFrame::MaterializeVerbatim(uint8_t* ip) const
+{
+    if (etherType == kEthTypeIpv4)
+    {
+        // A router rewrites TTL (RFC 1812 §5.3.1) and may set CE (RFC 3168 §5), and then
+        // recomputes the header checksum (RFC 1624 allows it incrementally; the whole header is
+        // as cheap here). DSCP is written too: a switch may re-mark it.
+        const uint32_t ihl = static_cast<uint32_t>(ip[0] & 0x0F) * 4;
+        ip[1] = static_cast<uint8_t>(dscp << 2 | (ecn & 3));
+        ip[8] = ttl;
+        Put16(ip + 10, 0);
+        Put16(ip + 10, InternetChecksum(ip, ihl));
+    }
+    else if (etherType == kEthTypeIpv6)
+    {
+        // RFC 8200 §3: the traffic class straddles bytes 0 and 1; the hop limit is byte 7.
+        const uint8_t tc = static_cast<uint8_t>(dscp << 2 | (ecn & 3));
+        ip[0] = static_cast<uint8_t>(0x60 | tc >> 4);
+        ip[1] = static_cast<uint8_t>((tc & 0x0F) << 4 | (ip[1] & 0x0F));
+        ip[7] = ttl;
+    }
+}
+
+EthParseError
+EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
+{
+    f.icrcPending = false;
+    f.intRec = nullptr;
+    f.intBytes = 0;
+    if (len < kEthHeaderBytes)
+    {
+        return EthParseError::Runt;
+    }
+    f.dstMac = GetMac(data);
+    f.srcMac = GetMac(data + 6);
+    uint32_t off = 12;
+    uint16_t type = Get16(data + off);
+    f.vlanTagged = false;
+    if (type == kEthTypeVlan)
+    {
+        if (len < kEthHeaderBytes + kEthVlanTagBytes)
+        {
+            return EthParseError::Runt;
+        }
+        const uint16_t tci = Get16(data + off + 2);
+        f.vlanTagged = true;
+        f.pcp = static_cast<uint8_t>(tci >> 13);
+        f.vid = tci & 0x0FFF;
+        off += kEthVlanTagBytes;
+        type = Get16(data + off);
+    }
+    off += 2;
+    if (type == kEthTypeMacControl)
+    {
+        // A host may send PFC itself (its own receive buffer backing up): parse it as the wire
+        // parser does, which needs the padded 64-byte frame with its FCS.
+        std::vector<uint8_t> padded(data, data + len);
+        padded.resize(std::max<uint32_t>(len, kEthMinFrameBytes - kEthFcsBytes), 0);
+        const uint32_t fcs = EthCrc32(padded.data(), padded.size());
+        for (int i = 0; i < 4; ++i)
+        {
+            padded.push_back(static_cast<uint8_t>(fcs >> (8 * i)));
+        }
+        return Parse(padded.data(), static_cast<uint32_t>(padded.size()), f);
+    }
+    const uint8_t* l3 = data + off;
+    const uint32_t avail = len - off;
+    uint32_t l3Len = 0;
+    uint32_t l4Off = 0; // where TCP/UDP ports start, if any
+    f.kind = EthFrameKind::Verbatim;
+    f.etherType = type;
+    f.srcPort = 0;
+    f.dstPort = 0;
+    f.flowLabel = 0;
+    if (type == kEthTypeIpv4)
+    {
+        f.ipv6 = false;
+        const uint32_t ihl = static_cast<uint32_t>(l3[0] & 0x0F) * 4;
+        if (avail < kIpv4HeaderBytes || l3[0] >> 4 != 4 || ihl < kIpv4HeaderBytes ||
+            ihl > avail)
+        {
+            return EthParseError::BadIpv4;
+        }
+        l3Len = Get16(l3 + 2);
+        // RFC 1812 §5.2.2: a router checks the length fields and the header checksum.
+        if (l3Len < ihl || l3Len > avail || InternetChecksum(l3, ihl) != 0)
+        {
+            return EthParseError::BadIpv4;
+        }
+        f.dscp = l3[1] >> 2;
+        f.ecn = l3[1] & 3;
+        f.ipId = Get16(l3 + 4);
+        f.ttl = l3[8];
+        f.ipProtocol = l3[9];
+        f.srcIp = Get32(l3 + 12);
+        f.dstIp = Get32(l3 + 16);
+        // Ports only in a first (or only) fragment: later ones carry no transport header.
+        if ((Get16(l3 + 6) & 0x1FFF) == 0)
+        {
+            l4Off = ihl;
+        }
+    }
+    else if (type == kEthTypeIpv6)
+    {
+        f.ipv6 = true;
+        if (avail < kIpv6HeaderBytes || l3[0] >> 4 != 6)
+        {
+            return EthParseError::BadIpv6;
+        }
+        l3Len = kIpv6HeaderBytes + Get16(l3 + 4);
+        if (l3Len > avail)
+        {
+            return EthParseError::BadIpv6;
+        }
+        const uint8_t tc = static_cast<uint8_t>((l3[0] & 0x0F) << 4 | l3[1] >> 4);
+        f.dscp = tc >> 2;
+        f.ecn = tc & 3;
+        f.flowLabel = static_cast<uint32_t>(l3[1] & 0x0F) << 16 | Get16(l3 + 2);
+        f.ttl = l3[7];
+        f.ipProtocol = l3[6];
+        std::memcpy(f.srcIp6.data(), l3 + 8, 16);
+        std::memcpy(f.dstIp6.data(), l3 + 24, 16);
+        l4Off = kIpv6HeaderBytes; // extension headers: hashed without ports
+    }
+    else if (type == kEthTypeArp)
+    {
+        f.ipv6 = false;
+        // RFC 826: hardware type 1 (Ethernet), protocol 0x0800, lengths 6 and 4.
+        if (avail < kArpIpv4Bytes || Get16(l3) != 1 || Get16(l3 + 2) != kEthTypeIpv4 ||
+            l3[4] != 6 || l3[5] != 4)
+        {
+            return EthParseError::BadArp;
+        }
+        l3Len = kArpIpv4Bytes;
+        f.dscp = 0;
+        f.ecn = kEcnNotEct;
+        f.ttl = 64; // no TTL in ARP: enough for any path, never written back
+        f.ipProtocol = 0;
+        f.srcIp = Get32(l3 + 14); // sender protocol address
+        f.dstIp = Get32(l3 + 24); // target protocol address: where the frame goes
+    }
+    else
+    {
+        return EthParseError::UnknownEthertype;
+    }
+    if (l4Off != 0 && (f.ipProtocol == kIpProtoTcp || f.ipProtocol == kIpProtoUdp) &&
+        l4Off + 4 <= l3Len)
+    {
+        f.srcPort = Get16(l3 + l4Off);
+        f.dstPort = Get16(l3 + l4Off + 2);
+    }
+    f.payloadBytes = l3Len; // trailing bytes past the IP length (padding) are not carried
+    f.inlineLength = 0;
+    f.payload = nullptr;
+    f.StorePayload(l3, l3Len);
+    f.ComputeSize();
     return EthParseError::None;
 }
 

@@ -20,7 +20,12 @@ namespace ns3
 constexpr uint16_t kEthTypeIpv4 = 0x0800;
 constexpr uint16_t kEthTypeIpv6 = 0x86DD;
 constexpr uint16_t kEthTypeVlan = 0x8100; ///< 802.1Q C-tag TPID, IEEE 802.1Q §9.5
+constexpr uint16_t kEthTypeArp = 0x0806;  ///< RFC 826
+constexpr uint8_t kIpProtoTcp = 6;
 constexpr uint8_t kIpProtoUdp = 17;
+/// An ARP request or reply for IPv4 over Ethernet (RFC 826): 8 bytes of header, two MAC and two
+/// IPv4 addresses.
+constexpr uint32_t kArpIpv4Bytes = 28;
 /// Ethernet header without and with an 802.1Q tag, FCS, and minimum frame (802.3 §3.1.1, §4.4.2).
 constexpr uint32_t kEthHeaderBytes = 14;
 constexpr uint32_t kEthVlanTagBytes = 4;
@@ -49,6 +54,16 @@ enum class EthFrameKind : uint8_t
 {
     Udp, ///< Ethernet [802.1Q] IPv4 or IPv6, UDP, payload
     Pfc, ///< MAC Control PFC
+    /**
+     * A frame from a real host's IP stack (emulation, models/emu/eth-tap-bridge.h): IPv4 or
+     * IPv6 with any upper protocol, or ARP. Its bytes from the IP (or ARP) header on are
+     * carried as the host sent them, in the payload fields (payloadBytes = that length); the
+     * fields the fabric acts on are parsed from them (addresses, TCP/UDP ports for ECMP, TTL,
+     * DSCP, ECN) and what the switches change in them (TTL or hop limit, the ECN field) is
+     * written back when bytes are made. An ARP frame travels to the owner of its target
+     * address (dstIp = the target protocol address), see docs/emulation.md.
+     */
+    Verbatim,
 };
 
 /// Why a frame's bytes were refused (EthFrame::Parse), also the port's drop reasons for them.
@@ -62,6 +77,7 @@ enum class EthParseError : uint8_t
     BadIpv4,          ///< IPv4 version/IHL/total length/checksum wrong, fragment, or not UDP
     BadUdp,           ///< UDP length disagrees with the IP length; bad or zero IPv6 checksum
     BadIpv6,          ///< IPv6 version, payload length, or a next header other than UDP
+    BadArp,           ///< an ARP packet that is not IPv4 over Ethernet, or is truncated
 };
 const char* EthParseErrorName(EthParseError e);
 
@@ -146,6 +162,10 @@ struct alignas(64) EthFrame
     static constexpr uint32_t kInlinePayloadBytes = 64;
     uint8_t inlineLength = 0;
     std::array<uint8_t, kInlinePayloadBytes> inlinePayload;
+    /// Verbatim frames: the EtherType after the optional tag (IPv4, IPv6 or ARP), and the IP
+    /// protocol or IPv6 next header (0 for ARP).
+    uint16_t etherType = 0;
+    uint8_t ipProtocol = 0;
 
     /// Payload bytes the frame stores (inline or in `payload`); zeros follow up to payloadBytes.
     uint32_t StoredPayloadBytes() const
@@ -173,7 +193,21 @@ struct alignas(64) EthFrame
      */
     static EthParseError Parse(const uint8_t* data, uint32_t len, EthFrame& out);
 
+    /**
+     * Parses the bytes a real host's network stack sent (destination MAC through the end of
+     * the packet, no FCS, as a TAP device delivers them; shorter than 64 bytes is allowed, the
+     * MAC pads) into a Verbatim frame (UDP included: the host's datagrams are carried as sent),
+     * or into a PFC frame for MAC Control. Checks what a first-hop router checks: an IPv4
+     * header's version, IHL, length and header checksum (RFC 1812 §5.2.2), an IPv6 header's
+     * version and payload length, ARP's hardware and protocol types. Returns the first problem,
+     * or None.
+     */
+    static EthParseError ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& out);
+
   private:
+    /// Materialize's Verbatim part: the stored network-layer bytes at `l3`, with the fields the
+    /// fabric changes written back.
+    void MaterializeVerbatim(uint8_t* l3) const;
     /// Writes the ICRC into a materialized frame whose IP header is at `ip` (icrcPending).
     void FillPendingIcrc(uint8_t* ip, uint32_t ipHeaderBytes) const;
     /// The IPv6 and UDP part of Parse: `avail` bytes from the IPv6 header to the FCS.

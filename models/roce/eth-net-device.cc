@@ -32,7 +32,7 @@ EthDropReasonName(EthDropReason r)
                                   "LinkDown",   "TxQueueFull", "RxBufferFull",
                                   "NotForUs",   "NoRoute",     "TtlExpired",
                                   "BufferFull", "HeadroomOverflow",
-                                  "Oversize",   "BadIpv6"};
+                                  "Oversize",   "BadIpv6",     "BadArp"};
     const int i = static_cast<int>(r);
     return i < static_cast<int>(EthDropReason::Count) ? names[i] : "?";
 }
@@ -58,6 +58,8 @@ DropFor(EthParseError e)
         return EthDropReason::BadUdp;
     case EthParseError::BadIpv6:
         return EthDropReason::BadIpv6;
+    case EthParseError::BadArp:
+        return EthDropReason::BadArp;
     default:
         return EthDropReason::BadIpv4;
     }
@@ -710,10 +712,26 @@ EthNetDevice::GetPausedTime(uint8_t priority) const
     return PicoSeconds(total);
 }
 
-void
+uint32_t
 EthNetDevice::AddSniffer(SnifferCallback cb)
 {
     m_sniffers.push_back(cb);
+    m_snifferHandles.push_back(m_nextSnifferHandle);
+    return m_nextSnifferHandle++;
+}
+
+void
+EthNetDevice::RemoveSniffer(uint32_t handle)
+{
+    for (size_t i = 0; i < m_snifferHandles.size(); ++i)
+    {
+        if (m_snifferHandles[i] == handle)
+        {
+            m_sniffers.erase(m_sniffers.begin() + static_cast<std::ptrdiff_t>(i));
+            m_snifferHandles.erase(m_snifferHandles.begin() + static_cast<std::ptrdiff_t>(i));
+            return;
+        }
+    }
 }
 
 void
@@ -834,12 +852,67 @@ EthNetDevice::SendUdpFrame(const EthUdpFlow& flow,
         f->intBytes = static_cast<uint16_t>(IntStackWireBytes(slots));
     }
     f->ComputeSize();
+    EnqueueHostFrame(f);
+    return true;
+}
+
+void
+EthNetDevice::EnqueueHostFrame(EthFrame* f)
+{
+    TxQueue& q = m_txq[f->priority];
     q.frames.push_back(f);
-    m_nonEmpty |= static_cast<uint8_t>(1u << flow.priority);
+    m_nonEmpty |= static_cast<uint8_t>(1u << f->priority);
     q.bytes += f->bytes;
     q.maxBytes = std::max(q.maxBytes, q.bytes);
-    m_queueTrace(flow.priority, q.bytes);
+    m_queueTrace(f->priority, q.bytes);
     Kick();
+}
+
+bool
+EthNetDevice::SendFromHost(const uint8_t* bytes, uint32_t length)
+{
+    EthFrame* f = EthFramePool::Allocate();
+    const EthParseError e = EthFrame::ParseFromHost(bytes, length, *f);
+    if (e != EthParseError::None)
+    {
+        NS_LOG_DEBUG("host frame refused: " << EthParseErrorName(e));
+        CountDrop(nullptr, DropFor(e));
+        Release(f);
+        return false;
+    }
+    if (f->kind == EthFrameKind::Pfc)
+    {
+        // A host's own PFC goes on the control queue like the port's (never paused itself).
+        f->uid = g_nextUid++;
+        f->sentPs = Simulator::Now().GetPicoSeconds();
+        m_ctrl.push_back(f);
+        Kick();
+        return true;
+    }
+    // The packet as the network layer sees it against the MTU (RFC 894: the MTU is the
+    // Ethernet payload, tag excluded).
+    if (f->payloadBytes > m_mtu)
+    {
+        CountDrop(nullptr, EthDropReason::Oversize);
+        Release(f);
+        return false;
+    }
+    if (!IsLinkUp())
+    {
+        CountDrop(nullptr, EthDropReason::LinkDown);
+        Release(f);
+        return false;
+    }
+    f->priority = f->vlanTagged ? f->pcp : static_cast<uint8_t>(f->dscp >> 3);
+    if (m_txq[f->priority].frames.size() >= m_txQueueFrames)
+    {
+        CountDrop(nullptr, EthDropReason::TxQueueFull);
+        Release(f);
+        return false;
+    }
+    f->uid = g_nextUid++;
+    f->sentPs = Simulator::Now().GetPicoSeconds();
+    EnqueueHostFrame(f);
     return true;
 }
 
@@ -1065,7 +1138,7 @@ EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
     EthNetDevice* peer = m_peerRaw;
     const int64_t wirePs = WireTime(f->bytes).GetPicoSeconds();
     m_busyUntilPs = nowPs + wirePs;
-    if (f->kind == EthFrameKind::Udp)
+    if (f->kind != EthFrameKind::Pfc)
     {
         const uint8_t p = f->priority;
         m_counters.txFrames[p]++;

@@ -45,6 +45,7 @@ enum class EthDropReason : uint8_t
     HeadroomOverflow, ///< at a switch: lossless priority over its headroom (PFC came too late)
     Oversize,         ///< a host asked to send a datagram larger than the MTU
     BadIpv6,          ///< bad IPv6 header (version, payload length, extension headers)
+    BadArp,           ///< an ARP packet that is not IPv4 over Ethernet, or truncated
     Count
 };
 const char* EthDropReasonName(EthDropReason r);
@@ -216,6 +217,15 @@ class EthNetDevice : public NetDevice
                  uint32_t payloadBytes,
                  const uint8_t* leading,
                  uint32_t stored);
+    /**
+     * Sends a frame a real host's network stack made (emulation: models/emu/eth-tap-bridge.h),
+     * `length` bytes from the destination MAC on, no FCS. It is parsed (EthFrame::ParseFromHost)
+     * and queued on the class its 802.1Q PCP names, or for an untagged frame the class selector
+     * of its DSCP (RFC 2474 §4.2.2.2), as the receiving side classifies. Returns false, counted,
+     * when the bytes are malformed (the parse error's drop reason), the packet exceeds the MTU
+     * (Oversize), the link is down (LinkDown) or the class's queue is full (TxQueueFull).
+     */
+    bool SendFromHost(const uint8_t* bytes, uint32_t length);
     bool CanSend(uint8_t priority) const;
     /// The IPv4 identification the next SendUdp will use (RoCEv2's ICRC covers it).
     uint16_t PeekNextIpId() const { return m_ipId; }
@@ -254,7 +264,11 @@ class EthNetDevice : public NetDevice
     uint64_t GetWakeEvents() const { return m_wakes; }
     /// Receives every frame's bytes (without FCS) on this port, tx and rx, with the time.
     typedef Callback<void, Time, const uint8_t*, uint32_t, bool> SnifferCallback;
-    void AddSniffer(SnifferCallback cb);
+    /// Adds a sniffer; returns its handle for RemoveSniffer.
+    uint32_t AddSniffer(SnifferCallback cb);
+    /// Removes a sniffer (a capture stopped while the simulation runs); unknown handles are
+    /// ignored.
+    void RemoveSniffer(uint32_t handle);
     /// Arrival of a frame's last bit (scheduled by the peer's transmitter).
     void ReceiveFrameEvent(EthFrame* frame);
 
@@ -280,6 +294,8 @@ class EthNetDevice : public NetDevice
                       Ptr<const Packet> payload,
                       const uint8_t* leading,
                       uint32_t stored);
+    /// Puts a host's frame on its class's transmit queue (room already checked).
+    void EnqueueHostFrame(EthFrame* f);
     void Kick();
     void WakeUp();
     void ScheduleWake(int64_t atPs);
@@ -363,6 +379,8 @@ class EthNetDevice : public NetDevice
     uint64_t m_wakes = 0;
     uint16_t m_ipId = 0;
     std::vector<SnifferCallback> m_sniffers;
+    std::vector<uint32_t> m_snifferHandles; ///< parallel to m_sniffers
+    uint32_t m_nextSnifferHandle = 1;
     std::vector<uint8_t> m_scratch;
 
     EthReceiveCallback m_ethRx;

@@ -2,6 +2,7 @@
 #include "cmd-status.h"
 
 #include "command.h"
+#include "emu-control.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -226,6 +227,13 @@ RunStatus(const std::vector<std::string>& args)
         }
         (*s)["alive"] = ProcessAlive(s->value("pid", 0));
         (*s)["state_file"] = f;
+        if (s->value("kind", "") == "fabric" && (*s)["alive"].get<bool>())
+        {
+            // A fabric's live figures (lag, counters) come from its daemon.
+            std::string why;
+            auto live = QueryFabric(s->value("socket", ""), "status", 5.0, &why);
+            (*s)["live"] = live ? *live : nlohmann::json{{"error", why}};
+        }
         all.push_back(*s);
     }
     if (asJson)
@@ -244,14 +252,20 @@ RunStatus(const std::vector<std::string>& args)
         const int pid = s.value("pid", 0);
         if (!s["alive"].get<bool>())
         {
-            std::printf("%s: not running (stale state of pid %d in %s; 'cnuas %s down' removes "
-                        "it)\n",
+            const std::string down = kind == "fabric" ? "cnuas down --name " + s.value("name", "")
+                                                      : "cnuas " + kind + " down";
+            std::printf("%s: not running (stale state of pid %d in %s; '%s' removes it)\n",
                         kind.c_str(), pid, s["state_file"].get<std::string>().c_str(),
-                        kind.c_str());
+                        down.c_str());
             continue;
         }
-        std::printf("%s: up (pid %d, for %s)\n", kind.c_str(), pid,
-                    Uptime(s.value("started", 0LL)).c_str());
+        std::printf("%s%s%s: up (pid %d, for %s)\n", kind.c_str(),
+                    kind == "fabric" ? " " : "", kind == "fabric" ? s.value("name", "").c_str() : "",
+                    pid, Uptime(s.value("started", 0LL)).c_str());
+        if (kind == "fabric")
+        {
+            PrintFabricStatus(s, s.contains("live") ? &s["live"] : nullptr);
+        }
         if (kind == "rack")
         {
             const std::string link = s.value("pty_link", "");
@@ -271,6 +285,6 @@ RunStatus(const std::vector<std::string>& args)
 
 } // namespace
 
-CNUAS_COMMAND("status", "show the running emulations (rack pty, Redfish URL)", RunStatus);
+CNUAS_COMMAND("status", "show the running emulations (fabrics: hosts, lag, counters; rack: pty, Redfish URL)", RunStatus);
 
 } // namespace cnuas

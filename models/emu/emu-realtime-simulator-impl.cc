@@ -1,0 +1,434 @@
+#include "emu-realtime-simulator-impl.h"
+
+#include "ns3/double.h"
+#include "ns3/log.h"
+#include "ns3/map-scheduler.h"
+#include "ns3/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("EmuRealtimeSimulatorImpl");
+NS_OBJECT_ENSURE_REGISTERED(EmuRealtimeSimulatorImpl);
+
+TypeId
+EmuRealtimeSimulatorImpl::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::EmuRealtimeSimulatorImpl")
+            .SetParent<SimulatorImpl>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<EmuRealtimeSimulatorImpl>()
+            .AddAttribute("TimeDilation",
+                          "Wall seconds per simulated second (>= 1e-3): 1 is real time, 10 runs "
+                          "the model ten times slower than the wall clock (simulated time = "
+                          "wall time / 10), for fabrics faster than the machine can follow.",
+                          DoubleValue(1.0),
+                          MakeDoubleAccessor(&EmuRealtimeSimulatorImpl::m_dilation),
+                          MakeDoubleChecker<double>(1e-3, 1e6))
+            .AddAttribute("SpinWindow",
+                          "The last stretch before an event's wall deadline that is spun "
+                          "instead of slept (a sleeping thread wakes tens of microseconds late).",
+                          TimeValue(MicroSeconds(200)),
+                          MakeTimeAccessor(&EmuRealtimeSimulatorImpl::m_spinWindow),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("LateThreshold",
+                          "An event that runs later than this behind its wall deadline is "
+                          "counted as late (the lag report's lateEvents).",
+                          TimeValue(MilliSeconds(1)),
+                          MakeTimeAccessor(&EmuRealtimeSimulatorImpl::m_lateThreshold),
+                          MakeTimeChecker(Time(0)));
+    return tid;
+}
+
+EmuRealtimeSimulatorImpl::EmuRealtimeSimulatorImpl()
+{
+    ObjectFactory f;
+    f.SetTypeId(MapScheduler::GetTypeId());
+    SetScheduler(f);
+}
+
+EmuRealtimeSimulatorImpl::~EmuRealtimeSimulatorImpl() = default;
+
+Ptr<EmuRealtimeSimulatorImpl>
+EmuRealtimeSimulatorImpl::Current()
+{
+    return DynamicCast<EmuRealtimeSimulatorImpl>(Simulator::GetImplementation());
+}
+
+void
+EmuRealtimeSimulatorImpl::DoDispose()
+{
+    if (m_events)
+    {
+        while (!m_events->IsEmpty())
+        {
+            Scheduler::Event ev = m_events->RemoveNext();
+            ev.impl->Unref();
+        }
+        m_events = nullptr;
+    }
+    std::lock_guard<std::mutex> lock(m_mutex);
+    for (auto& f : m_foreign)
+    {
+        f.impl->Unref();
+    }
+    m_foreign.clear();
+    SimulatorImpl::DoDispose();
+}
+
+void
+EmuRealtimeSimulatorImpl::Destroy()
+{
+    while (!m_destroyEvents.empty())
+    {
+        Ptr<EventImpl> ev = m_destroyEvents.front().PeekEventImpl();
+        m_destroyEvents.pop_front();
+        if (!ev->IsCancelled())
+        {
+            ev->Invoke();
+        }
+    }
+}
+
+void
+EmuRealtimeSimulatorImpl::SetScheduler(ObjectFactory schedulerFactory)
+{
+    Ptr<Scheduler> scheduler = schedulerFactory.Create<Scheduler>();
+    if (m_events)
+    {
+        while (!m_events->IsEmpty())
+        {
+            scheduler->Insert(m_events->RemoveNext());
+        }
+    }
+    m_events = scheduler;
+}
+
+bool
+EmuRealtimeSimulatorImpl::OnSimulationThread() const
+{
+    return !m_running.load(std::memory_order_acquire) ||
+           std::this_thread::get_id() == m_mainThread;
+}
+
+uint64_t
+EmuRealtimeSimulatorImpl::WallToSim(Clock::time_point t) const
+{
+    const double wallNs =
+        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t - m_wallStart)
+                                .count());
+    const double simNs = std::max(0.0, wallNs / m_dilation);
+    return m_simStart + static_cast<uint64_t>(std::llround(
+                            simNs * static_cast<double>(Time(NanoSeconds(1)).GetTimeStep())));
+}
+
+EmuRealtimeSimulatorImpl::Clock::time_point
+EmuRealtimeSimulatorImpl::SimToWall(uint64_t ts) const
+{
+    const double simNs = static_cast<double>(ts - m_simStart) /
+                         static_cast<double>(Time(NanoSeconds(1)).GetTimeStep());
+    return m_wallStart + std::chrono::nanoseconds(std::llround(simNs * m_dilation));
+}
+
+void
+EmuRealtimeSimulatorImpl::Insert(uint64_t ts, uint32_t context, EventImpl* impl, uint32_t uid)
+{
+    Scheduler::Event ev;
+    ev.impl = impl;
+    ev.key.m_ts = ts;
+    ev.key.m_context = context;
+    ev.key.m_uid = uid;
+    m_unscheduledEvents++;
+    m_events->Insert(ev);
+}
+
+EventId
+EmuRealtimeSimulatorImpl::Schedule(const Time& delay, EventImpl* event)
+{
+    NS_ASSERT_MSG(OnSimulationThread(),
+                  "EmuRealtimeSimulatorImpl: Schedule from another thread (use "
+                  "ScheduleWithContext)");
+    NS_ASSERT_MSG(!delay.IsStrictlyNegative(), "Schedule: negative delay " << delay);
+    const uint64_t ts = m_currentTs + static_cast<uint64_t>(delay.GetTimeStep());
+    const uint32_t uid = m_uid++;
+    Insert(ts, GetContext(), event, uid);
+    return EventId(event, ts, GetContext(), uid);
+}
+
+EventId
+EmuRealtimeSimulatorImpl::ScheduleNow(EventImpl* event)
+{
+    return Schedule(Time(0), event);
+}
+
+void
+EmuRealtimeSimulatorImpl::ScheduleWithContext(uint32_t context, const Time& delay, EventImpl* event)
+{
+    NS_ASSERT_MSG(!delay.IsStrictlyNegative(), "ScheduleWithContext: negative delay " << delay);
+    if (OnSimulationThread())
+    {
+        const uint64_t ts = m_currentTs + static_cast<uint64_t>(delay.GetTimeStep());
+        Insert(ts, context, event, m_uid++);
+        return;
+    }
+    // Another thread: the event happens when it is handed in, on the simulated clock that the
+    // wall clock defines (plus the delay asked for).
+    const uint64_t ts = WallToSim(Clock::now()) + static_cast<uint64_t>(delay.GetTimeStep());
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_foreign.push_back({context, ts, event});
+        m_foreignCount.store(static_cast<uint32_t>(m_foreign.size()), std::memory_order_release);
+    }
+    m_foreignTotal.fetch_add(1, std::memory_order_relaxed);
+    m_cv.notify_one();
+}
+
+void
+EmuRealtimeSimulatorImpl::TakeForeign()
+{
+    if (m_foreignCount.load(std::memory_order_acquire) == 0)
+    {
+        return;
+    }
+    std::vector<ForeignEvent> taken;
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        taken.swap(m_foreign);
+        m_foreignCount.store(0, std::memory_order_release);
+    }
+    for (auto& f : taken)
+    {
+        // Never before the event being run: the model's own time is the floor (an event handed
+        // in while the model lags enters at the model's present, and the lag shows it).
+        Insert(std::max(f.ts, m_currentTs), f.context, f.impl, m_uid++);
+    }
+}
+
+EventId
+EmuRealtimeSimulatorImpl::ScheduleDestroy(EventImpl* event)
+{
+    EventId id(Ptr<EventImpl>(event, false), m_currentTs, 0xffffffff, EventId::UID::DESTROY);
+    m_destroyEvents.push_back(id);
+    m_uid++;
+    return id;
+}
+
+void
+EmuRealtimeSimulatorImpl::Remove(const EventId& id)
+{
+    if (id.GetUid() == EventId::UID::DESTROY)
+    {
+        for (auto i = m_destroyEvents.begin(); i != m_destroyEvents.end(); ++i)
+        {
+            if (*i == id)
+            {
+                m_destroyEvents.erase(i);
+                break;
+            }
+        }
+        return;
+    }
+    if (IsExpired(id))
+    {
+        return;
+    }
+    Scheduler::Event ev;
+    ev.impl = id.PeekEventImpl();
+    ev.key.m_ts = id.GetTs();
+    ev.key.m_context = id.GetContext();
+    ev.key.m_uid = id.GetUid();
+    m_events->Remove(ev);
+    m_unscheduledEvents--;
+    ev.impl->Cancel();
+    ev.impl->Unref();
+}
+
+void
+EmuRealtimeSimulatorImpl::Cancel(const EventId& id)
+{
+    if (!IsExpired(id))
+    {
+        id.PeekEventImpl()->Cancel();
+    }
+}
+
+bool
+EmuRealtimeSimulatorImpl::IsExpired(const EventId& id) const
+{
+    if (id.PeekEventImpl() == nullptr || id.PeekEventImpl()->IsCancelled())
+    {
+        return true;
+    }
+    if (id.GetUid() == EventId::UID::DESTROY)
+    {
+        return std::find(m_destroyEvents.begin(), m_destroyEvents.end(), id) ==
+               m_destroyEvents.end();
+    }
+    return id.GetTs() < m_currentTs ||
+           (id.GetTs() == m_currentTs && id.GetUid() <= m_currentUid);
+}
+
+bool
+EmuRealtimeSimulatorImpl::IsFinished() const
+{
+    return m_stop || m_events->IsEmpty();
+}
+
+void
+EmuRealtimeSimulatorImpl::Stop()
+{
+    m_stop = true;
+}
+
+void
+EmuRealtimeSimulatorImpl::Stop(const Time& delay)
+{
+    Simulator::Schedule(delay, &Simulator::Stop);
+}
+
+bool
+EmuRealtimeSimulatorImpl::WaitUntil(Clock::time_point deadline)
+{
+    std::unique_lock<std::mutex> lock(m_mutex);
+    return !m_cv.wait_until(lock, deadline, [this] { return !m_foreign.empty(); });
+}
+
+void
+EmuRealtimeSimulatorImpl::ProcessOneEvent()
+{
+    Scheduler::Event next = m_events->RemoveNext();
+    m_unscheduledEvents--;
+    m_eventCount++;
+    m_currentTs = next.key.m_ts;
+    m_currentContext = next.key.m_context;
+    m_currentUid = next.key.m_uid;
+    next.impl->Invoke();
+    next.impl->Unref();
+}
+
+void
+EmuRealtimeSimulatorImpl::Run()
+{
+    m_mainThread = std::this_thread::get_id();
+    m_stop = false;
+    m_simStart = m_currentTs;
+    m_wallStart = Clock::now();
+    m_running.store(true, std::memory_order_release);
+    const auto spin = std::chrono::nanoseconds(m_spinWindow.GetNanoSeconds());
+    const int64_t lateNs = m_lateThreshold.GetNanoSeconds();
+    const double tsPerNs = static_cast<double>(Time(NanoSeconds(1)).GetTimeStep());
+    while (!m_stop)
+    {
+        TakeForeign();
+        if (m_events->IsEmpty())
+        {
+            // Nothing scheduled: only another thread can bring work (or Stop via one).
+            WaitUntil(Clock::now() + std::chrono::milliseconds(100));
+            continue;
+        }
+        const uint64_t ts = m_events->PeekNext().key.m_ts;
+        const Clock::time_point deadline = SimToWall(ts);
+        Clock::time_point now = Clock::now();
+        if (now < deadline)
+        {
+            if (deadline - now > spin)
+            {
+                WaitUntil(deadline - spin);
+                continue; // re-check: a real host's frame may have come first
+            }
+            while (now < deadline && m_foreignCount.load(std::memory_order_acquire) == 0)
+            {
+                now = Clock::now();
+            }
+            if (now < deadline)
+            {
+                continue;
+            }
+        }
+        const int64_t lag = std::chrono::duration_cast<std::chrono::nanoseconds>(now - deadline)
+                                .count();
+        ProcessOneEvent();
+        // Publish the lag figures for other threads (status queries).
+        const uint64_t n = m_lagEvents.load(std::memory_order_relaxed) + 1;
+        m_lagSumNs += static_cast<double>(lag);
+        m_lagEvents.store(n, std::memory_order_relaxed);
+        m_currentLagNs.store(lag, std::memory_order_relaxed);
+        if (lag > m_maxLagNs.load(std::memory_order_relaxed))
+        {
+            m_maxLagNs.store(lag, std::memory_order_relaxed);
+        }
+        if (lag > lateNs)
+        {
+            m_lateEvents.fetch_add(1, std::memory_order_relaxed);
+        }
+        m_meanLagNs.store(m_lagSumNs / static_cast<double>(n), std::memory_order_relaxed);
+        m_simNowNs.store(static_cast<int64_t>(static_cast<double>(m_currentTs - m_simStart) /
+                                              tsPerNs),
+                         std::memory_order_relaxed);
+    }
+    m_running.store(false, std::memory_order_release);
+}
+
+EmuLagStats
+EmuRealtimeSimulatorImpl::GetLagStats() const
+{
+    EmuLagStats s;
+    s.dilation = m_dilation;
+    s.events = m_lagEvents.load(std::memory_order_relaxed);
+    s.lateEvents = m_lateEvents.load(std::memory_order_relaxed);
+    s.currentLagNs = m_currentLagNs.load(std::memory_order_relaxed);
+    s.maxLagNs = m_maxLagNs.load(std::memory_order_relaxed);
+    s.meanLagNs = m_meanLagNs.load(std::memory_order_relaxed);
+    s.simNs = m_simNowNs.load(std::memory_order_relaxed);
+    if (m_running.load(std::memory_order_acquire))
+    {
+        s.wallNs =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - m_wallStart)
+                .count();
+    }
+    s.foreignEvents = m_foreignTotal.load(std::memory_order_relaxed);
+    s.pendingForeign = m_foreignCount.load(std::memory_order_relaxed);
+    return s;
+}
+
+Time
+EmuRealtimeSimulatorImpl::Now() const
+{
+    return TimeStep(m_currentTs);
+}
+
+Time
+EmuRealtimeSimulatorImpl::GetDelayLeft(const EventId& id) const
+{
+    return IsExpired(id) ? TimeStep(0) : TimeStep(id.GetTs() - m_currentTs);
+}
+
+Time
+EmuRealtimeSimulatorImpl::GetMaximumSimulationTime() const
+{
+    return TimeStep(0x7fffffffffffffffLL);
+}
+
+uint32_t
+EmuRealtimeSimulatorImpl::GetSystemId() const
+{
+    return 0;
+}
+
+uint32_t
+EmuRealtimeSimulatorImpl::GetContext() const
+{
+    return m_currentContext;
+}
+
+uint64_t
+EmuRealtimeSimulatorImpl::GetEventCount() const
+{
+    return m_eventCount;
+}
+
+} // namespace ns3

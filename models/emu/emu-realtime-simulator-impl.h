@@ -1,0 +1,159 @@
+// The simulator that drives an emulated fabric: ns-3 events run when the wall clock reaches
+// them (optionally dilated), real processes' frames enter from other threads, and how far the
+// model trails the wall clock is measured on every event.
+#ifndef CNUAS_EMU_REALTIME_SIMULATOR_IMPL_H
+#define CNUAS_EMU_REALTIME_SIMULATOR_IMPL_H
+
+#include "ns3/event-impl.h"
+#include "ns3/nstime.h"
+#include "ns3/ptr.h"
+#include "ns3/scheduler.h"
+#include "ns3/simulator-impl.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace ns3
+{
+
+/// How well the simulator kept to the wall clock (EmuRealtimeSimulatorImpl::GetLagStats).
+struct EmuLagStats
+{
+    double dilation = 1;        ///< wall seconds per simulated second
+    uint64_t events = 0;        ///< events run while the clock ran
+    uint64_t lateEvents = 0;    ///< of which later than LateThreshold behind their wall time
+    int64_t currentLagNs = 0;   ///< lateness of the last event run (0 when on time)
+    int64_t maxLagNs = 0;       ///< the largest lateness seen
+    double meanLagNs = 0;       ///< mean lateness over the events run
+    int64_t wallNs = 0;         ///< wall time since the clock started
+    int64_t simNs = 0;          ///< simulated time since the clock started
+    uint64_t foreignEvents = 0; ///< events handed in by other threads (real hosts)
+    uint32_t pendingForeign = 0; ///< of those, waiting to be taken now
+};
+
+/**
+ * \brief A real-time SimulatorImpl with time dilation and lag accounting, for emulation.
+ *
+ * An event stamped t runs at wall time start + (t - t0) x TimeDilation, where start and t0 are
+ * the wall and simulated times at which Run began. A dilation of 10 runs the model ten times
+ * slower than the wall clock: simulated time = wall time / 10. That is how a fabric faster than
+ * the machine can follow is emulated honestly: everything the real hosts measure is stretched
+ * by the stated factor, and the model itself keeps exact simulated time.
+ *
+ * Waiting: a wait longer than SpinWindow sleeps on a condition variable (woken early by events
+ * from other threads); the last SpinWindow before a deadline is spun, because a sleeping
+ * thread wakes tens of microseconds late on a busy machine and a frame crossing the fabric is a
+ * chain of events microseconds apart.
+ *
+ * Other threads (TAP readers, the pty bridge, the control socket) may call only
+ * ScheduleWithContext; their events are stamped with the simulated time that corresponds to
+ * the wall clock when they were handed in (never before the current event), so a real host's
+ * frame enters the model when it was sent. Everything else is for the simulation thread, as in
+ * ns-3's other implementations.
+ *
+ * Lag: each event's lateness (wall time when it runs minus its wall deadline) is measured; a
+ * model that cannot keep up shows a growing lag (GetLagStats), never a silent slowdown.
+ */
+class EmuRealtimeSimulatorImpl : public SimulatorImpl
+{
+  public:
+    static TypeId GetTypeId();
+    EmuRealtimeSimulatorImpl();
+    ~EmuRealtimeSimulatorImpl() override;
+
+    // ns3::SimulatorImpl
+    void Destroy() override;
+    bool IsFinished() const override;
+    void Stop() override;
+    void Stop(const Time& delay) override;
+    EventId Schedule(const Time& delay, EventImpl* event) override;
+    void ScheduleWithContext(uint32_t context, const Time& delay, EventImpl* event) override;
+    EventId ScheduleNow(EventImpl* event) override;
+    EventId ScheduleDestroy(EventImpl* event) override;
+    void Remove(const EventId& id) override;
+    void Cancel(const EventId& id) override;
+    bool IsExpired(const EventId& id) const override;
+    void Run() override;
+    Time Now() const override;
+    Time GetDelayLeft(const EventId& id) const override;
+    Time GetMaximumSimulationTime() const override;
+    void SetScheduler(ObjectFactory schedulerFactory) override;
+    uint32_t GetSystemId() const override;
+    uint32_t GetContext() const override;
+    uint64_t GetEventCount() const override;
+
+    /// Lag figures. Any thread (a consistent snapshot of the counters the simulation thread
+    /// publishes after each event).
+    EmuLagStats GetLagStats() const;
+    double GetDilation() const { return m_dilation; }
+    /// The running instance, or null when the simulator in use is another implementation.
+    static Ptr<EmuRealtimeSimulatorImpl> Current();
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    using Clock = std::chrono::steady_clock;
+    struct ForeignEvent
+    {
+        uint32_t context;
+        uint64_t ts; ///< stamped from the wall clock when handed in
+        EventImpl* impl;
+    };
+
+    void Insert(uint64_t ts, uint32_t context, EventImpl* impl, uint32_t uid);
+    /// Moves events handed in by other threads into the scheduler. Simulation thread.
+    void TakeForeign();
+    /// The simulated time stamp that the wall clock reads now (running clock only).
+    uint64_t WallToSim(Clock::time_point t) const;
+    Clock::time_point SimToWall(uint64_t ts) const;
+    /// Waits until `deadline` or until another thread hands in an event (then false).
+    bool WaitUntil(Clock::time_point deadline);
+    void ProcessOneEvent();
+    bool OnSimulationThread() const;
+
+    Ptr<Scheduler> m_events;
+    std::list<EventId> m_destroyEvents;
+    uint64_t m_currentTs = 0;
+    uint32_t m_currentUid = 0;
+    uint32_t m_currentContext = 0xffffffff;
+    uint32_t m_uid = EventId::UID::VALID;
+    uint64_t m_eventCount = 0;
+    int m_unscheduledEvents = 0;
+    bool m_stop = false;
+    std::thread::id m_mainThread;
+
+    // the clock
+    double m_dilation = 1;
+    Time m_spinWindow;
+    Time m_lateThreshold;
+    std::atomic<bool> m_running{false};
+    Clock::time_point m_wallStart;
+    uint64_t m_simStart = 0;
+
+    // hand-over from other threads
+    mutable std::mutex m_mutex;
+    std::condition_variable m_cv;
+    std::vector<ForeignEvent> m_foreign; ///< guarded by m_mutex
+    std::atomic<uint32_t> m_foreignCount{0};
+    std::atomic<uint64_t> m_foreignTotal{0};
+
+    // lag figures, published by the simulation thread
+    std::atomic<uint64_t> m_lagEvents{0};
+    std::atomic<uint64_t> m_lateEvents{0};
+    std::atomic<int64_t> m_currentLagNs{0};
+    std::atomic<int64_t> m_maxLagNs{0};
+    std::atomic<int64_t> m_simNowNs{0};
+    double m_lagSumNs = 0;
+    std::atomic<double> m_meanLagNs{0};
+};
+
+} // namespace ns3
+
+#endif

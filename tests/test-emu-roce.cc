@@ -1,0 +1,471 @@
+// Real hosts on an emulated RoCE fabric: `cnuas up` makes network namespaces whose kernels
+// reach simulated NICs through TAP devices; ping, TCP, tcpdump, ECN, PFC, faults and clean-up,
+// with the ordinary programs a user would run. These tests need root (namespaces, TAPs) and
+// fail without it: CI runs as root, and a skipped emulation test would hide a broken feature.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace
+{
+
+struct ShResult
+{
+    std::string out;
+    int exit = -1;
+};
+
+ShResult
+Sh(const std::string& cmd)
+{
+    ShResult r;
+    // Error output with the rest, unless the command sends it elsewhere itself.
+    const bool ownStderr = cmd.find("2>") != std::string::npos;
+    FILE* p = popen((ownStderr ? cmd : cmd + " 2>&1").c_str(), "r");
+    if (!p)
+    {
+        ADD_FAILURE() << "popen failed: " << cmd;
+        return r;
+    }
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+    {
+        r.out.append(buf, n);
+    }
+    const int status = pclose(p);
+    r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+int
+CountLines(const std::string& s)
+{
+    int n = 0;
+    std::istringstream in(s);
+    std::string line;
+    while (std::getline(in, line))
+    {
+        n += !line.empty();
+    }
+    return n;
+}
+
+/// A TCP receiver and sender in Python (Debian's python3): the receiver prints the byte count
+/// and SHA-256 of what it got; the sender sends seeded pseudo-random bytes and prints theirs.
+const char* const kTcpScript = R"PY(
+import hashlib, random, socket, sys, time
+mode = sys.argv[1]
+if mode == "recv":
+    port = int(sys.argv[2])
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", port)); s.listen(1)
+    print("listening", flush=True)
+    c, _ = s.accept(); h = hashlib.sha256(); n = 0
+    while True:
+        b = c.recv(65536)
+        if not b: break
+        h.update(b); n += len(b)
+    print(n, h.hexdigest(), flush=True)
+else:
+    host, port, size, tos = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    rng = random.Random(port); h = hashlib.sha256()
+    deadline = time.time() + 15
+    while True:
+        s = socket.socket()
+        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
+        try:
+            s.connect((host, port)); break
+        except OSError:
+            s.close()
+            if time.time() > deadline: raise
+            time.sleep(0.1)
+    left = size
+    while left > 0:
+        chunk = rng.randbytes(min(left, 1 << 20)); h.update(chunk); s.sendall(chunk)
+        left -= len(chunk)
+    s.shutdown(socket.SHUT_WR); s.recv(1); s.close()
+    print(size, h.hexdigest(), flush=True)
+)PY";
+
+/// A UDP flood for `seconds`: as fast as the kernel takes datagrams; prints how many it sent.
+const char* const kFloodScript = R"PY(
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+end = time.time() + float(sys.argv[2]); n = 0; payload = bytes(1000)
+while time.time() < end:
+    try:
+        s.sendto(payload, (sys.argv[1], 9)); n += 1
+    except OSError:
+        pass
+print(n, flush=True)
+)PY";
+
+class EmuRoce : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        ASSERT_EQ(geteuid(), 0u) << "the emulation tests need root (network namespaces, TAP "
+                                    "devices); CI runs them as root";
+        m_name = "t" + std::to_string(getpid());
+        m_dir = std::filesystem::temp_directory_path() / ("cnuas-emu-" + m_name);
+        std::filesystem::remove_all(m_dir);
+        std::filesystem::create_directories(m_dir);
+        std::ofstream(m_dir / "tcp.py") << kTcpScript;
+        std::ofstream(m_dir / "flood.py") << kFloodScript;
+    }
+    void TearDown() override
+    {
+        Sh(Cnuas("down --name " + m_name));
+        std::filesystem::remove_all(m_dir);
+    }
+    std::string Cnuas(const std::string& args) const
+    {
+        return "CNUAS_STATE_DIR=" + (m_dir / "state").string() + " " CNUAS_BINARY_DIR
+               "/bin/cnuas " + args;
+    }
+    ShResult Up(const std::string& args)
+    {
+        return Sh(Cnuas("up --name " + m_name + " " + args));
+    }
+    ShResult Exec(const std::string& host, const std::string& cmd)
+    {
+        return Sh(Cnuas("exec --name " + m_name + " " + host + " -- " + cmd));
+    }
+    /// Starts a command in a host in the background, its output to `outFile`.
+    void ExecBackground(const std::string& host, const std::string& cmd, const std::string& out)
+    {
+        Sh("(" + Cnuas("exec --name " + m_name + " " + host + " -- " + cmd) + " > " +
+           (m_dir / out).string() + " 2>&1 &)");
+    }
+    /// Waits until `file` has at least `lines` lines (or `seconds` pass); returns its text.
+    std::string WaitForLines(const std::string& file, int lines, double seconds)
+    {
+        const auto end = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+        std::string text;
+        while (std::chrono::steady_clock::now() < end)
+        {
+            std::ifstream in(m_dir / file);
+            std::stringstream s;
+            s << in.rdbuf();
+            text = s.str();
+            if (CountLines(text) >= lines)
+            {
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return text;
+    }
+    nlohmann::json Status()
+    {
+        ShResult r = Sh(Cnuas("status --json"));
+        auto all = nlohmann::json::parse(r.out, nullptr, false);
+        if (all.is_discarded())
+        {
+            ADD_FAILURE() << "status --json: " << r.out;
+            return {};
+        }
+        for (const auto& s : all)
+        {
+            if (s.value("name", "") == m_name)
+            {
+                return s;
+            }
+        }
+        return {};
+    }
+    std::string Ns(const std::string& host) const { return m_name + "-" + host; }
+    /// A verified TCP transfer of `bytes` from `from` to the host at `toIp` (port `port`).
+    void TcpTransfer(const std::string& from,
+                     const std::string& to,
+                     const std::string& toIp,
+                     int port,
+                     int bytes,
+                     int tos = 0)
+    {
+        const std::string py = "python3 " + (m_dir / "tcp.py").string();
+        const std::string rx = "rx-" + std::to_string(port);
+        ExecBackground(to, "timeout 60 " + py + " recv " + std::to_string(port), rx);
+        ASSERT_NE(WaitForLines(rx, 1, 10).find("listening"), std::string::npos);
+        ShResult tx = Exec(from, "timeout 60 " + py + " send " + toIp + " " +
+                                     std::to_string(port) + " " + std::to_string(bytes) + " " +
+                                     std::to_string(tos));
+        ASSERT_EQ(tx.exit, 0) << tx.out;
+        const std::string got = WaitForLines(rx, 2, 20);
+        std::istringstream sent(tx.out);
+        std::string n, sha;
+        sent >> n >> sha;
+        EXPECT_EQ(n, std::to_string(bytes));
+        EXPECT_NE(got.find(n + " " + sha), std::string::npos)
+            << "received: " << got << " sent: " << tx.out;
+    }
+    std::string Tshark(const std::string& pcap, const std::string& filter)
+    {
+        return Sh("tshark -r " + pcap + " -n -Y '" + filter + "' 2>/dev/null").out;
+    }
+
+    std::string m_name;
+    std::filesystem::path m_dir;
+};
+
+TEST_F(EmuRoce, TwoHostsPingTcpTcpdumpAndPcapsThatDecode)
+{
+    const std::string pcaps = (m_dir / "pcap").string();
+    ShResult up = Up("--hosts 2 --pcap " + pcaps);
+    ASSERT_EQ(up.exit, 0) << up.out;
+    EXPECT_NE(up.out.find("10.0.0.2"), std::string::npos) << up.out;
+    // The host's own view: eth0 with the fabric's address, in its own namespace.
+    ShResult addr = Exec("h0", "ip -4 -o addr show dev eth0");
+    EXPECT_NE(addr.out.find("10.0.0.1/8"), std::string::npos) << addr.out;
+    // tcpdump inside h1 sees the echo requests that crossed the simulated switch.
+    ExecBackground("h1", "timeout 20 tcpdump -i eth0 -nn -l -c 2 icmp", "tcpdump.out");
+    std::this_thread::sleep_for(std::chrono::milliseconds(800)); // tcpdump attaches
+    ShResult ping = Exec("h0", "ping -c 3 -i 0.2 -W 2 10.0.0.2");
+    EXPECT_EQ(ping.exit, 0) << ping.out;
+    EXPECT_NE(ping.out.find("3 received"), std::string::npos) << ping.out;
+    ShResult back = Exec("h1", "ping -c 2 -i 0.2 -W 2 10.0.0.1");
+    EXPECT_EQ(back.exit, 0) << back.out;
+    const std::string dump = WaitForLines("tcpdump.out", 4, 10);
+    EXPECT_NE(dump.find("10.0.0.1 > 10.0.0.2: ICMP echo request"), std::string::npos) << dump;
+    TcpTransfer("h0", "h1", "10.0.0.2", 5001, 3000000);
+    TcpTransfer("h1", "h0", "10.0.0.1", 5002, 500000);
+    // The daemon counted what crossed, and keeps time.
+    nlohmann::json s = Status();
+    ASSERT_TRUE(s.contains("live")) << s.dump();
+    const auto& live = s["live"];
+    EXPECT_GT(live["hosts"][0]["from_host_frames"].get<uint64_t>(), 2000u);
+    EXPECT_GT(live["hosts"][1]["to_host_frames"].get<uint64_t>(), 2000u);
+    EXPECT_TRUE(live["lag"].contains("max_lag_us"));
+    ShResult text = Sh(Cnuas("status"));
+    EXPECT_NE(text.out.find("lag:"), std::string::npos) << text.out;
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    // The daemon's pcaps: ARP, ICMP and TCP, nothing malformed.
+    for (const char* host : {"h0", "h1"})
+    {
+        const std::string f = pcaps + "/" + host + ".pcap";
+        EXPECT_GT(CountLines(Tshark(f, "arp")), 0) << f;
+        EXPECT_GE(CountLines(Tshark(f, "icmp")), 10) << f;
+        EXPECT_GT(CountLines(Tshark(f, "tcp")), 1000) << f;
+        EXPECT_EQ(Tshark(f, "_ws.malformed || _ws.expert.severity >= error"), "") << f;
+    }
+}
+
+TEST_F(EmuRoce, EightHostsPingEveryPair)
+{
+    ShResult up = Up("--hosts 8");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    for (int a = 0; a < 8; ++a)
+    {
+        // One ping per other host, all at once from each host (ARP for each first).
+        std::string cmd = "sh -c '";
+        for (int b = 0; b < 8; ++b)
+        {
+            if (b != a)
+            {
+                cmd += "ping -c 1 -W 3 10.0.0." + std::to_string(b + 1) + " >/dev/null || echo "
+                       "FAIL" + std::to_string(b) + "; ";
+            }
+        }
+        cmd += "echo done'";
+        ShResult r = Exec("h" + std::to_string(a), cmd);
+        EXPECT_EQ(r.out, "done\n") << "from h" << a << ": " << r.out;
+    }
+}
+
+TEST_F(EmuRoce, SwitchEcnMarksReachTheReceivingKernel)
+{
+    // h0 and h1 send to h2 through a 1 Gb/s inter-switch link (hosts at 100 Gb/s): the left
+    // switch's egress queue passes Kmin and marks; h2's kernel sees CE and echoes ECE.
+    const std::string pcaps = (m_dir / "pcap").string();
+    ShResult up = Up("--topology dumbbell:left=2,right=1 --fabric-rate 1Gbps --pcap " + pcaps +
+                     " --set ns3::SharedBufferMmu::EcnMode=Red"
+                     " --set ns3::SharedBufferMmu::KminBytes=20000"
+                     " --set ns3::SharedBufferMmu::KmaxBytes=200000"
+                     " --set ns3::SharedBufferMmu::Pmax=0.2");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    for (const char* h : {"h0", "h1", "h2"})
+    {
+        ASSERT_EQ(Exec(h, "sh -c 'echo 1 > /proc/sys/net/ipv4/tcp_ecn'").exit, 0);
+    }
+    const std::string py = "python3 " + (m_dir / "tcp.py").string();
+    ExecBackground("h2", "timeout 60 " + py + " recv 5001", "rx1");
+    ExecBackground("h2", "timeout 60 " + py + " recv 5002", "rx2");
+    ASSERT_NE(WaitForLines("rx1", 1, 10).find("listening"), std::string::npos);
+    ASSERT_NE(WaitForLines("rx2", 1, 10).find("listening"), std::string::npos);
+    ExecBackground("h0", "timeout 60 " + py + " send 10.0.0.3 5001 4000000 0", "tx1");
+    ExecBackground("h1", "timeout 60 " + py + " send 10.0.0.3 5002 4000000 0", "tx2");
+    EXPECT_EQ(CountLines(WaitForLines("rx1", 2, 40)), 2);
+    EXPECT_EQ(CountLines(WaitForLines("rx2", 2, 40)), 2);
+    nlohmann::json s = Status();
+    uint64_t marked = 0;
+    for (const auto& sw : s["live"]["switches"])
+    {
+        marked += sw["ecn_marked"].get<uint64_t>();
+    }
+    EXPECT_GT(marked, 0u) << s.dump();
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    const std::string f = pcaps + "/h2.pcap";
+    const int ce = CountLines(Tshark(f, "ip.dst == 10.0.0.3 && ip.dsfield.ecn == 3"));
+    const int ece = CountLines(Tshark(f, "ip.src == 10.0.0.3 && tcp.flags.ece == 1"));
+    EXPECT_GT(ce, 0) << "CE-marked segments arriving at h2";
+    EXPECT_LE(static_cast<uint64_t>(ce), marked);
+    EXPECT_GT(ece, 0) << "h2's kernel echoes the marks (RFC 3168 §6.1.3)";
+}
+
+TEST_F(EmuRoce, PfcPausesTheSendersOfALosslessClass)
+{
+    // The same incast with DSCP 26 (priority 3, PFC-enabled): the left switch's ingress
+    // passes XOFF and sends PFC to the hosts, which appears in their captures.
+    const std::string pcaps = (m_dir / "pcap").string();
+    ShResult up = Up("--topology dumbbell:left=2,right=1 --fabric-rate 1Gbps --pcap " + pcaps +
+                     " --set ns3::SharedBufferMmu::ThresholdMode=Static"
+                     " --set ns3::SharedBufferMmu::XoffBytes=60000"
+                     " --set ns3::SharedBufferMmu::XonBytes=30000");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    const std::string py = "python3 " + (m_dir / "tcp.py").string();
+    ExecBackground("h2", "timeout 60 " + py + " recv 5001", "rx1");
+    ExecBackground("h2", "timeout 60 " + py + " recv 5002", "rx2");
+    ASSERT_NE(WaitForLines("rx1", 1, 10).find("listening"), std::string::npos);
+    ASSERT_NE(WaitForLines("rx2", 1, 10).find("listening"), std::string::npos);
+    ExecBackground("h0", "timeout 60 " + py + " send 10.0.0.3 5001 4000000 104", "tx1");
+    ExecBackground("h1", "timeout 60 " + py + " send 10.0.0.3 5002 4000000 104", "tx2");
+    const std::string r1 = WaitForLines("rx1", 2, 40);
+    const std::string r2 = WaitForLines("rx2", 2, 40);
+    EXPECT_NE(r1.find("4000000"), std::string::npos) << r1;
+    EXPECT_NE(r2.find("4000000"), std::string::npos) << r2;
+    nlohmann::json s = Status();
+    uint64_t pfc = 0;
+    for (const auto& sw : s["live"]["switches"])
+    {
+        pfc += sw["pfc_sent"].get<uint64_t>();
+    }
+    EXPECT_GT(pfc, 0u) << s.dump();
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    int pauses = 0;
+    for (const char* h : {"h0", "h1"})
+    {
+        pauses += CountLines(Tshark(pcaps + "/" + h + ".pcap", "macc.opcode == 0x0101"));
+    }
+    EXPECT_GT(pauses, 0) << "PFC frames on the senders' links";
+    EXPECT_EQ(Tshark(pcaps + "/h0.pcap", "_ws.malformed"), "");
+}
+
+TEST_F(EmuRoce, MistakesAreRefusedClearly)
+{
+    ShResult bad = Up("--hosts 0");
+    EXPECT_EQ(bad.exit, 2) << bad.out;
+    std::ofstream(m_dir / "broken.topo") << "Switch 4 \"sw\"\n[1] \"nowhere\"[1]\n";
+    ShResult topo = Up("--topology " + (m_dir / "broken.topo").string());
+    EXPECT_NE(topo.exit, 0);
+    EXPECT_NE(topo.out.find("broken.topo"), std::string::npos) << topo.out;
+    ShResult ib = Up("--fabric ib");
+    EXPECT_EQ(ib.exit, 2) << ib.out;
+    ShResult none = Exec("h0", "true");
+    EXPECT_EQ(none.exit, 1);
+    EXPECT_NE(none.out.find("not up"), std::string::npos) << none.out;
+
+    ASSERT_EQ(Up("--hosts 2").exit, 0);
+    ShResult twice = Up("--hosts 2");
+    EXPECT_EQ(twice.exit, 1);
+    EXPECT_NE(twice.out.find("up already"), std::string::npos) << twice.out;
+    ShResult unknown = Exec("h7", "true");
+    EXPECT_EQ(unknown.exit, 1);
+    EXPECT_NE(unknown.out.find("no host 'h7'"), std::string::npos) << unknown.out;
+    EXPECT_EQ(Exec("h0", "sh -c 'exit 7'").exit, 7) << "exec returns the command's status";
+}
+
+
+TEST_F(EmuRoce, DownAfterTheDaemonIsKilledLeavesNothingBehind)
+{
+    // Other tests may make and remove namespaces meanwhile, so the check is on this fabric's
+    // names, plus a namespace of the same prefix that is not the fabric's and must survive.
+    const std::string keep = m_name + "-keep";
+    ASSERT_EQ(Sh("ip netns add " + keep).exit, 0);
+    ASSERT_EQ(Up("--hosts 2").exit, 0);
+    const int pid = Status().value("pid", 0);
+    ASSERT_GT(pid, 0);
+    const std::string tapPrefix = "cn" + std::to_string(pid % 10000000) + "t";
+    EXPECT_NE(Sh("ip netns list").out.find(Ns("h1")), std::string::npos);
+    // A transfer that will not finish by itself, then SIGKILL for the daemon mid-transfer.
+    const std::string py = "python3 " + (m_dir / "tcp.py").string();
+    ExecBackground("h1", py + " recv 5001", "rx");
+    ASSERT_NE(WaitForLines("rx", 1, 10).find("listening"), std::string::npos);
+    ExecBackground("h0", py + " send 10.0.0.2 5001 2000000000 0", "tx");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    EXPECT_GT(CountLines(Sh("ip netns pids " + Ns("h0")).out), 0);
+    ASSERT_EQ(kill(pid, SIGKILL), 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // The hosts' NICs went with the daemon: a new send fails at once instead of hanging.
+    ShResult ping = Sh("timeout 5 ip netns exec " + Ns("h0") + " ping -c 1 -W 1 10.0.0.2");
+    EXPECT_NE(ping.exit, 0);
+    EXPECT_NE(ping.exit, 124) << "ping hung";
+    EXPECT_EQ(Sh("ip -o link show | grep " + tapPrefix).out, "") << "TAPs outlived the daemon";
+    EXPECT_NE(Sh(Cnuas("status")).out.find("not running"), std::string::npos);
+    ShResult down = Sh(Cnuas("down --name " + m_name));
+    EXPECT_EQ(down.exit, 0) << down.out;
+    EXPECT_NE(down.out.find("ended"), std::string::npos) << "the stranded programs: " << down.out;
+    const std::string after = Sh("ip netns list").out;
+    EXPECT_EQ(after.find(Ns("h0")), std::string::npos) << after;
+    EXPECT_EQ(after.find(Ns("h1")), std::string::npos) << after;
+    EXPECT_NE(after.find(keep), std::string::npos) << "a namespace that was not the fabric's";
+    EXPECT_EQ(Sh("ls " + (m_dir / "state").string() + " | grep fabric-" + m_name).out, "");
+    EXPECT_EQ(Sh("ps -eo pid,args | grep -v grep | grep " + (m_dir / "tcp.py").string()).out,
+              "");
+    EXPECT_EQ(Sh("ip netns delete " + keep).exit, 0);
+}
+
+TEST_F(EmuRoce, AFloodIsDroppedAndCountedNeverQueuedWithoutBound)
+{
+    // At dilation 200 the host link of 100 Gb/s carries 0.5 Gb/s of wall time: a UDP flood
+    // from h0's kernel outruns it. Frames are refused at the NIC's full queue or its ring,
+    // counted, and every frame read from the TAP is accounted for.
+    ASSERT_EQ(Up("--hosts 2 --dilation 200").exit, 0);
+    ShResult flood = Exec("h0", "python3 " + (m_dir / "flood.py").string() + " 10.0.0.2 2");
+    ASSERT_EQ(flood.exit, 0) << flood.out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    nlohmann::json s = Status();
+    ASSERT_TRUE(s.contains("live")) << s.dump();
+    const auto& h0 = s["live"]["hosts"][0];
+    const uint64_t read = h0["from_host_frames"];
+    const uint64_t sent = h0["sent_to_fabric"];
+    const uint64_t refused = h0["refused_by_port"];
+    const uint64_t overruns = h0["rx_ring_overruns"];
+    const uint64_t pending = h0["pending_frames"];
+    EXPECT_GT(read, 10000u) << h0.dump();
+    EXPECT_GT(refused + overruns, 0u) << h0.dump();
+    EXPECT_EQ(read, sent + refused + overruns + pending) << "no frame unaccounted: " << h0.dump();
+    EXPECT_EQ(refused, h0["drops"].value("TxQueueFull", uint64_t(0))) << h0.dump();
+    EXPECT_NEAR(s["live"]["lag"]["dilation"].get<double>(), 200.0, 1e-9);
+    // Bounded memory: the daemon's resident set stays small.
+    std::ifstream st("/proc/" + std::to_string(s.value("pid", 0)) + "/status");
+    std::string line;
+    long rssKb = 0;
+    while (std::getline(st, line))
+    {
+        if (line.rfind("VmRSS:", 0) == 0)
+        {
+            rssKb = std::stol(line.substr(6));
+        }
+    }
+    EXPECT_GT(rssKb, 0);
+    EXPECT_LT(rssKb, 400 * 1024) << "daemon RSS after the flood";
+    ShResult text = Sh(Cnuas("status"));
+    EXPECT_NE(text.out.find("time dilation"), std::string::npos) << text.out;
+}
+
+} // namespace

@@ -1,0 +1,1639 @@
+// `cnuas up`, `cnuas exec`, `cnuas capture`, `cnuas down`: emulated fabrics whose hosts are
+// Linux network namespaces, their kernels attached to simulated NICs through TAP devices, the
+// model driven in real time by a daemon (one process per fabric). docs/emulation.md.
+#include "cmd-status.h"
+#include "command.h"
+#include "emu-control.h"
+#include "emu-host.h"
+
+#include "helpers/eth-fabric-helper.h"
+#include "helpers/eth-pcap-writer.h"
+#include "helpers/scenario-file.h"
+#include "helpers/topology.h"
+#include "models/emu/emu-realtime-simulator-impl.h"
+#include "models/emu/eth-tap-bridge.h"
+
+#include "ns3/config.h"
+#include "ns3/double.h"
+#include "ns3/global-value.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace cnuas
+{
+
+namespace
+{
+
+const char* const kDefaultFabric = "cnuas";
+
+// ---- names and files ---------------------------------------------------------------------------
+
+std::string
+FabricStatePath(const std::string& dir, const std::string& name)
+{
+    return dir + "/fabric-" + name + ".json";
+}
+
+std::string
+FabricSocketPath(const std::string& dir, const std::string& name)
+{
+    return dir + "/fabric-" + name + ".sock";
+}
+
+std::string
+FabricLogPath(const std::string& dir, const std::string& name)
+{
+    return dir + "/fabric-" + name + ".log";
+}
+
+/// The namespace of a host: its own name for the default fabric (`cnuas exec h0`, as the
+/// topology names it), prefixed by the fabric's name for any other, so that fabrics coexist.
+std::string
+NetnsName(const std::string& fabric, const std::string& host)
+{
+    return fabric == kDefaultFabric ? host : fabric + "-" + host;
+}
+
+bool
+ValidFabricName(const std::string& n)
+{
+    if (n.empty() || n.size() > 32)
+    {
+        return false;
+    }
+    return std::all_of(n.begin(), n.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+    });
+}
+
+std::string
+Ipv4Text(uint32_t a)
+{
+    char b[20];
+    std::snprintf(b, sizeof(b), "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255,
+                  a & 255);
+    return b;
+}
+
+std::string
+MacText(uint64_t m)
+{
+    char b[20];
+    std::snprintf(b, sizeof(b), "%02x:%02x:%02x:%02x:%02x:%02x",
+                  static_cast<unsigned>(m >> 40) & 255, static_cast<unsigned>(m >> 32) & 255,
+                  static_cast<unsigned>(m >> 24) & 255, static_cast<unsigned>(m >> 16) & 255,
+                  static_cast<unsigned>(m >> 8) & 255, static_cast<unsigned>(m) & 255);
+    return b;
+}
+
+/// The fabric files in the state directory, by fabric name.
+std::vector<std::string>
+FabricNames(const std::string& dir)
+{
+    std::vector<std::string> names;
+    if (DIR* d = opendir(dir.c_str()))
+    {
+        while (dirent* e = readdir(d))
+        {
+            const std::string n = e->d_name;
+            if (n.size() > 12 && n.compare(0, 7, "fabric-") == 0 &&
+                n.compare(n.size() - 5, 5, ".json") == 0)
+            {
+                names.push_back(n.substr(7, n.size() - 12));
+            }
+        }
+        closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+/// The fabric a command means: --name, else $CNUAS_FABRIC, else the only one up, else the
+/// default name.
+std::string
+ChooseFabric(const std::string& explicitName, const std::string& dir)
+{
+    if (!explicitName.empty())
+    {
+        return explicitName;
+    }
+    if (const char* e = std::getenv("CNUAS_FABRIC"); e != nullptr && *e != '\0')
+    {
+        return e;
+    }
+    const auto names = FabricNames(dir);
+    return names.size() == 1 ? names[0] : kDefaultFabric;
+}
+
+// ---- the daemon ----------------------------------------------------------------------------
+
+struct UpOptions
+{
+    std::string fabric = "roce";
+    uint32_t hosts = 0;
+    std::string topology;
+    std::string name = kDefaultFabric;
+    std::string sm = "builtin";
+    std::string pcapDir;
+    double dilation = 1;
+    std::string hostRate;
+    std::string fabricRate;
+    std::vector<ns3::AttributeSetting> settings;
+    std::string stateDir;
+    double readyTimeout = 60;
+};
+
+/// A capture that `cnuas capture` holds open: it ends when that command's connection closes.
+struct Capture
+{
+    ns3::Ptr<ns3::EthNetDevice> port;
+    uint32_t handle = 0;
+    ns3::Ptr<ns3::PcapFileWrapper> file;
+};
+
+/// Everything the daemon runs. The simulation thread owns it; other threads reach it only
+/// through events (Simulator::ScheduleWithContext).
+struct Daemon
+{
+    UpOptions opt;
+    std::string dir;
+    ns3::Topology topology;
+    ns3::EthFabric eth;
+    std::vector<std::string> hostNames;
+    std::vector<std::string> netns;
+    std::vector<std::string> ips;
+    std::vector<std::string> macs;
+    std::vector<ns3::Ptr<ns3::EthTapBridge>> bridges;
+    std::vector<ns3::Ptr<ns3::PcapFileWrapper>> pcaps;
+    std::map<int, Capture> captures; ///< by control connection
+    nlohmann::json state;
+    int readyFd = -1;
+    int stopFd = -1; ///< eventfd: tells the control thread to end
+    long long started = 0;
+};
+
+Daemon* g_daemon = nullptr;
+
+/// Runs `f` on the simulation thread and waits up to `timeout` seconds for it. Control thread.
+bool
+RunInSimulation(std::function<void()> f, double timeout)
+{
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> fut = done->get_future();
+    ns3::Simulator::ScheduleWithContext(ns3::Simulator::NO_CONTEXT, ns3::Time(0), [f, done]() {
+        f();
+        done->set_value();
+    });
+    return fut.wait_for(std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000))) ==
+           std::future_status::ready;
+}
+
+nlohmann::json
+DropsJson(const ns3::EthNetDevice& port)
+{
+    nlohmann::json d = nlohmann::json::object();
+    for (int r = 0; r < static_cast<int>(ns3::EthDropReason::Count); ++r)
+    {
+        const uint64_t n = port.GetDropCount(static_cast<ns3::EthDropReason>(r));
+        if (n > 0)
+        {
+            d[ns3::EthDropReasonName(static_cast<ns3::EthDropReason>(r))] = n;
+        }
+    }
+    return d;
+}
+
+nlohmann::json
+LagJson()
+{
+    nlohmann::json j = nlohmann::json::object();
+    auto sim = ns3::EmuRealtimeSimulatorImpl::Current();
+    if (!sim)
+    {
+        return j;
+    }
+    const ns3::EmuLagStats s = sim->GetLagStats();
+    j["dilation"] = s.dilation;
+    j["events"] = s.events;
+    j["late_events"] = s.lateEvents;
+    j["current_lag_us"] = s.currentLagNs / 1e3;
+    j["max_lag_us"] = s.maxLagNs / 1e3;
+    j["mean_lag_us"] = s.meanLagNs / 1e3;
+    j["wall_s"] = s.wallNs / 1e9;
+    j["sim_s"] = s.simNs / 1e9;
+    j["host_frames_in"] = s.foreignEvents;
+    return j;
+}
+
+/// The live status. Simulation thread.
+nlohmann::json
+StatusJson(const Daemon& d)
+{
+    nlohmann::json j;
+    j["name"] = d.opt.name;
+    j["fabric"] = d.opt.fabric;
+    j["lag"] = LagJson();
+    j["hosts"] = nlohmann::json::array();
+    for (size_t i = 0; i < d.hostNames.size(); ++i)
+    {
+        auto port = d.eth.HostPort(static_cast<uint32_t>(i));
+        const ns3::EthTapBridgeCounters c = d.bridges[i]->GetCounters();
+        uint64_t tx = 0;
+        uint64_t rx = 0;
+        for (uint8_t p = 0; p < ns3::kEthPriorities; ++p)
+        {
+            tx += port->GetCounters().txFrames[p];
+            rx += port->GetCounters().rxFrames[p];
+        }
+        j["hosts"].push_back({{"name", d.hostNames[i]},
+                              {"netns", d.netns[i]},
+                              {"ip", d.ips[i]},
+                              {"mac", d.macs[i]},
+                              {"port_tx_frames", tx},
+                              {"port_rx_frames", rx},
+                              {"pfc_sent", port->GetCounters().pfcFramesSent},
+                              {"pfc_received", port->GetCounters().pfcFramesReceived},
+                              {"from_host_frames", c.framesFromHost},
+                              {"to_host_frames", c.framesToHost},
+                              {"sent_to_fabric", c.sentToFabric},
+                              {"refused_by_port", c.refusedByPort},
+                              {"rx_ring_overruns", c.rxRingOverruns},
+                              {"pending_frames", d.bridges[i]->GetPendingFrames()},
+                              {"to_host_errors", c.toHostErrors},
+                              {"drops", DropsJson(*port)}});
+    }
+    j["switches"] = nlohmann::json::array();
+    for (uint32_t n = 0; n < d.eth.switchAt.size(); ++n)
+    {
+        auto sw = d.eth.switchAt[n];
+        if (!sw)
+        {
+            continue;
+        }
+        uint64_t pfcSent = 0;
+        nlohmann::json drops = nlohmann::json::object();
+        for (const auto& port : d.eth.ports[n])
+        {
+            pfcSent += port->GetCounters().pfcFramesSent;
+            const nlohmann::json portDrops = DropsJson(*port); // outlives the loop over it
+            for (const auto& item : portDrops.items())
+            {
+                drops[item.key()] =
+                    drops.value(item.key(), uint64_t(0)) + item.value().get<uint64_t>();
+            }
+        }
+        j["switches"].push_back({{"name", d.topology.nodes[n].name},
+                                 {"forwarded", sw->GetForwarded()},
+                                 {"ecn_marked", sw->GetEcnMarked()},
+                                 {"pfc_sent", pfcSent},
+                                 {"drops", drops}});
+    }
+    j["captures"] = d.captures.size();
+    return j;
+}
+
+/// Finds a port by "HOST" (its NIC) or "NODE:PORT". Simulation thread.
+ns3::Ptr<ns3::EthNetDevice>
+FindPort(const Daemon& d, const std::string& spec)
+{
+    std::string node = spec;
+    uint32_t portNo = 1;
+    if (auto c = spec.rfind(':'); c != std::string::npos)
+    {
+        node = spec.substr(0, c);
+        try
+        {
+            portNo = static_cast<uint32_t>(std::stoul(spec.substr(c + 1)));
+        }
+        catch (const std::exception&)
+        {
+            return nullptr;
+        }
+    }
+    auto idx = d.topology.Find(node);
+    if (!idx || portNo < 1 || portNo > d.eth.ports[*idx].size())
+    {
+        return nullptr;
+    }
+    return d.eth.ports[*idx][portNo - 1];
+}
+
+/// One request line from a control connection; returns the answer, or "" to keep the
+/// connection open (a capture runs until it closes).
+std::string
+HandleRequest(Daemon& d, int conn, const std::string& line)
+{
+    std::istringstream in(line);
+    std::string verb;
+    in >> verb;
+    if (verb == "status")
+    {
+        auto out = std::make_shared<std::string>();
+        Daemon* dp = &d;
+        if (!RunInSimulation([dp, out]() { *out = StatusJson(*dp).dump(); }, 3.0))
+        {
+            // The model is too far behind to answer: say so with what other threads can read.
+            nlohmann::json j{{"name", d.opt.name},
+                             {"lag", LagJson()},
+                             {"error", "the simulation thread did not answer within 3 s"}};
+            return j.dump();
+        }
+        return *out;
+    }
+    if (verb == "capture")
+    {
+        std::string spec;
+        std::string path;
+        in >> spec;
+        std::getline(in >> std::ws, path);
+        if (spec.empty() || path.empty())
+        {
+            return nlohmann::json{{"error", "usage: capture PORT FILE"}}.dump();
+        }
+        auto err = std::make_shared<std::string>();
+        Daemon* dp = &d;
+        RunInSimulation(
+            [dp, conn, spec, path, err]() {
+                Capture c;
+                c.port = FindPort(*dp, spec);
+                if (!c.port)
+                {
+                    *err = "no port '" + spec + "' (a host name, or NODE:PORT)";
+                    return;
+                }
+                c.file = ns3::EthPcapHelper::Enable(c.port, path, &c.handle);
+                if (!c.file)
+                {
+                    *err = "cannot write " + path;
+                    return;
+                }
+                dp->captures[conn] = c;
+            },
+            3.0);
+        if (!err->empty())
+        {
+            return nlohmann::json{{"error", *err}}.dump();
+        }
+        return nlohmann::json{{"ok", "capturing " + spec + " to " + path}}.dump();
+    }
+    return nlohmann::json{{"error", "unknown request '" + verb + "'"}}.dump();
+}
+
+void
+EndCapture(Daemon& d, int conn)
+{
+    Daemon* dp = &d;
+    RunInSimulation(
+        [dp, conn]() {
+            auto it = dp->captures.find(conn);
+            if (it != dp->captures.end())
+            {
+                it->second.port->RemoveSniffer(it->second.handle);
+                it->second.file->Close();
+                dp->captures.erase(it);
+            }
+        },
+        3.0);
+}
+
+/// The control socket: status queries and captures. One thread, poll over the listening socket,
+/// the stop eventfd and the open captures' connections.
+void
+ControlLoop(Daemon* d, int listenFd)
+{
+    std::set<int> captureConns;
+    while (true)
+    {
+        std::vector<pollfd> fds{{listenFd, POLLIN, 0}, {d->stopFd, POLLIN, 0}};
+        for (int c : captureConns)
+        {
+            fds.push_back({c, POLLIN, 0});
+        }
+        if (poll(fds.data(), fds.size(), -1) < 0)
+        {
+            if (errno == EINTR)
+            {
+                continue;
+            }
+            break;
+        }
+        if (fds[1].revents != 0)
+        {
+            break;
+        }
+        for (size_t i = 2; i < fds.size(); ++i)
+        {
+            if (fds[i].revents != 0)
+            {
+                char b[64];
+                if (read(fds[i].fd, b, sizeof(b)) <= 0) // closed: the capture ends
+                {
+                    EndCapture(*d, fds[i].fd);
+                    captureConns.erase(fds[i].fd);
+                    close(fds[i].fd);
+                }
+            }
+        }
+        if ((fds[0].revents & POLLIN) == 0)
+        {
+            continue;
+        }
+        const int conn = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (conn < 0)
+        {
+            continue;
+        }
+        // One request line, read with a deadline so that a silent client cannot hold the
+        // daemon's control thread.
+        std::string line;
+        pollfd p{conn, POLLIN, 0};
+        char c;
+        while (line.size() < 4096 && poll(&p, 1, 2000) > 0 && read(conn, &c, 1) == 1 && c != '\n')
+        {
+            line += c;
+        }
+        const std::string answer = HandleRequest(*d, conn, line);
+        const std::string out = answer + "\n";
+        if (write(conn, out.data(), out.size()) < 0)
+        {
+            // the client went away; nothing to tell it
+        }
+        if (line.rfind("capture", 0) == 0 && answer.find("\"ok\"") != std::string::npos)
+        {
+            captureConns.insert(conn);
+        }
+        else
+        {
+            close(conn);
+        }
+    }
+    for (int c : captureConns)
+    {
+        EndCapture(*d, c);
+        close(c);
+    }
+}
+
+void
+Report(int fd, const std::string& line)
+{
+    if (fd >= 0)
+    {
+        const std::string l = line + "\n";
+        if (write(fd, l.data(), l.size()) < 0)
+        {
+            // the parent went away; the daemon goes on
+        }
+    }
+}
+
+/// Removes what the daemon made. Called by the daemon on its way out and by `cnuas down` for a
+/// daemon that cannot (killed). Returns lines describing what was removed.
+std::vector<std::string>
+CleanUpFabric(const nlohmann::json& state, const std::string& dir)
+{
+    std::vector<std::string> done;
+    for (const auto& ns : state.value("namespaces", nlohmann::json::array()))
+    {
+        const std::string n = ns.get<std::string>();
+        std::string why;
+        if (!NetnsExists(n))
+        {
+            continue;
+        }
+        const int ended = DeleteNetns(n, 1.0, &why);
+        done.push_back(ended < 0 ? "could not remove namespace " + n + ": " + why
+                                 : "removed namespace " + n +
+                                       (ended > 0 ? " (ended " + std::to_string(ended) +
+                                                        " processes)"
+                                                  : ""));
+    }
+    const std::string name = state.value("name", "");
+    for (const std::string& f : {FabricSocketPath(dir, name), FabricStatePath(dir, name)})
+    {
+        if (unlink(f.c_str()) == 0)
+        {
+            done.push_back("removed " + f);
+        }
+    }
+    return done;
+}
+
+int
+DaemonMain(Daemon& d)
+{
+    const std::string statePath = FabricStatePath(d.dir, d.opt.name);
+    // The state file comes first and names every namespace this fabric will make, so that a
+    // daemon killed at any point leaves `cnuas down` the list of what to remove.
+    d.started = static_cast<long long>(std::time(nullptr));
+    nlohmann::json nsList = nlohmann::json::array();
+    for (const auto& n : d.netns)
+    {
+        nsList.push_back(n);
+    }
+    d.state = {{"kind", "fabric"},
+               {"name", d.opt.name},
+               {"fabric", d.opt.fabric},
+               {"pid", static_cast<int>(getpid())},
+               {"started", d.started},
+               {"phase", "starting"},
+               {"namespaces", nsList},
+               {"socket", FabricSocketPath(d.dir, d.opt.name)},
+               {"log", FabricLogPath(d.dir, d.opt.name)},
+               {"dilation", d.opt.dilation}};
+    std::string why;
+    auto fail = [&](const std::string& msg) {
+        Report(d.readyFd, "error " + msg);
+        std::fprintf(stderr, "cnuas daemon: %s\n", msg.c_str());
+        for (const auto& line : CleanUpFabric(d.state, d.dir))
+        {
+            std::fprintf(stderr, "cnuas daemon: %s\n", line.c_str());
+        }
+        return 1;
+    };
+    if (!WriteState(statePath, d.state, &why))
+    {
+        return fail(why);
+    }
+
+    // The model, in real time.
+    ns3::GlobalValue::Bind("SimulatorImplementationType",
+                           ns3::StringValue("ns3::EmuRealtimeSimulatorImpl"));
+    ns3::Config::SetDefault("ns3::EmuRealtimeSimulatorImpl::TimeDilation",
+                            ns3::DoubleValue(d.opt.dilation));
+    // A NIC's transmit ring: the kernel hands a TAP frames without back-pressure, so the port's
+    // queue is where a burst waits (EthNetDevice's default of 64 frames suits the model's own
+    // senders, which wait for room).
+    ns3::Config::SetDefault("ns3::EthNetDevice::TxQueueFrames", ns3::UintegerValue(1024));
+    for (const auto& s : d.opt.settings)
+    {
+        const std::string problem = ns3::ApplyAttributeSetting(s.name, s.value);
+        if (!problem.empty())
+        {
+            return fail("--set " + s.name + "=" + s.value + ": " + problem);
+        }
+    }
+    ns3::EthFabricHelper helper;
+    try
+    {
+        if (!d.opt.hostRate.empty())
+        {
+            helper.SetHostLinkRate(ns3::DataRate(d.opt.hostRate));
+        }
+        if (!d.opt.fabricRate.empty())
+        {
+            helper.SetFabricLinkRate(ns3::DataRate(d.opt.fabricRate));
+        }
+        d.eth = helper.Build(d.topology);
+    }
+    catch (const std::exception& e)
+    {
+        return fail(std::string("cannot build the fabric: ") + e.what());
+    }
+
+    // The hosts: a namespace each, its NIC a TAP bridged to the host's simulated port.
+    for (size_t i = 0; i < d.hostNames.size(); ++i)
+    {
+        auto port = d.eth.HostPort(static_cast<uint32_t>(i));
+        d.ips.push_back(Ipv4Text(d.eth.HostIp(static_cast<uint32_t>(i))));
+        d.macs.push_back(MacText(port->GetMac()));
+        const std::string tap = "cn" + std::to_string(getpid() % 10000000) + "t" +
+                                std::to_string(i);
+        const int fd = OpenTap(tap, &why);
+        if (fd < 0)
+        {
+            return fail(why);
+        }
+        EmuHostConfig cfg;
+        cfg.netns = d.netns[i];
+        cfg.tap = tap;
+        cfg.ifname = "eth0";
+        cfg.mac = d.macs[i];
+        cfg.ipCidr = d.ips[i] + "/8";
+        cfg.mtu = port->GetMtu();
+        if (!CreateEmuHost(cfg, &why))
+        {
+            close(fd);
+            return fail("host " + d.hostNames[i] + ": " + why);
+        }
+        auto bridge = ns3::CreateObject<ns3::EthTapBridge>();
+        if (!bridge->Start(port, fd, &why))
+        {
+            return fail("host " + d.hostNames[i] + ": " + why);
+        }
+        d.bridges.push_back(bridge);
+        if (!d.opt.pcapDir.empty())
+        {
+            auto f = ns3::EthPcapHelper::Enable(port, d.opt.pcapDir + "/" + d.hostNames[i] +
+                                                          ".pcap");
+            if (!f)
+            {
+                return fail("cannot write " + d.opt.pcapDir + "/" + d.hostNames[i] + ".pcap");
+            }
+            d.pcaps.push_back(f);
+        }
+    }
+
+    // The control socket.
+    const std::string sockPath = FabricSocketPath(d.dir, d.opt.name);
+    unlink(sockPath.c_str());
+    const int listenFd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr = {};
+    addr.sun_family = AF_UNIX;
+    if (sockPath.size() >= sizeof(addr.sun_path))
+    {
+        return fail("control socket path too long: " + sockPath);
+    }
+    std::strncpy(addr.sun_path, sockPath.c_str(), sizeof(addr.sun_path) - 1);
+    if (listenFd < 0 || bind(listenFd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        listen(listenFd, 16) != 0)
+    {
+        return fail("cannot listen on " + sockPath + ": " + std::strerror(errno));
+    }
+    chmod(sockPath.c_str(), 0600);
+    d.stopFd = eventfd(0, EFD_CLOEXEC);
+    std::thread control(ControlLoop, &d, listenFd);
+
+    // Signals end the run: a thread waits for them (they are blocked in every thread) and asks
+    // the simulation thread to stop.
+    sigset_t stopSignals;
+    sigemptyset(&stopSignals);
+    sigaddset(&stopSignals, SIGTERM);
+    sigaddset(&stopSignals, SIGINT);
+    sigaddset(&stopSignals, SIGHUP);
+    std::thread signals([stopSignals]() {
+        int sig = 0;
+        sigwait(&stopSignals, &sig);
+        ns3::Simulator::ScheduleWithContext(ns3::Simulator::NO_CONTEXT, ns3::Time(0),
+                                            []() { ns3::Simulator::Stop(); });
+    });
+
+    ns3::Simulator::ScheduleNow([&d, statePath]() {
+        d.state["phase"] = "running";
+        nlohmann::json hosts = nlohmann::json::array();
+        for (size_t i = 0; i < d.hostNames.size(); ++i)
+        {
+            hosts.push_back({{"name", d.hostNames[i]},
+                             {"netns", d.netns[i]},
+                             {"ip", d.ips[i]},
+                             {"mac", d.macs[i]}});
+        }
+        d.state["hosts"] = hosts;
+        std::string w;
+        if (!WriteState(statePath, d.state, &w))
+        {
+            std::fprintf(stderr, "cnuas daemon: %s\n", w.c_str());
+        }
+        Report(d.readyFd, "ready");
+        close(d.readyFd);
+        d.readyFd = -1;
+    });
+    std::fprintf(stderr, "cnuas daemon: fabric %s running (%zu hosts, dilation %g)\n",
+                 d.opt.name.c_str(), d.hostNames.size(), d.opt.dilation);
+    int rc = 0;
+    try
+    {
+        ns3::Simulator::Run();
+    }
+    catch (const std::exception& e)
+    {
+        // A model error must not leave the hosts behind: report it and clean up as on a stop.
+        std::fprintf(stderr, "cnuas daemon: the simulation failed: %s\n", e.what());
+        rc = 1;
+    }
+
+    // Shut down: the final figures go to the log, then everything made is removed.
+    std::fprintf(stderr, "cnuas daemon: stopping; final status %s\n",
+                 StatusJson(d).dump().c_str());
+    const uint64_t one = 1;
+    if (write(d.stopFd, &one, sizeof(one)) < 0)
+    {
+        std::fprintf(stderr, "cnuas daemon: cannot stop the control thread\n");
+    }
+    control.join();
+    close(listenFd);
+    close(d.stopFd);
+    pthread_kill(signals.native_handle(), SIGTERM); // if no signal came (harmless otherwise)
+    signals.join();
+    for (auto& b : d.bridges)
+    {
+        b->Stop();
+    }
+    for (auto& f : d.pcaps)
+    {
+        f->Close();
+    }
+    d.captures.clear();
+    d.bridges.clear();
+    d.pcaps.clear();
+    ns3::Simulator::Destroy();
+    for (const auto& line : CleanUpFabric(d.state, d.dir))
+    {
+        std::fprintf(stderr, "cnuas daemon: %s\n", line.c_str());
+    }
+    return rc;
+}
+
+// ---- cnuas up --------------------------------------------------------------------------------
+
+const char* const kUpUsage =
+    "usage: cnuas up [--fabric roce] [--hosts N | --topology SPEC] [--name NAME]\n"
+    "                [--pcap DIR] [--dilation F] [--host-rate R] [--fabric-rate R]\n"
+    "                [--set ATTRIBUTE=VALUE]... [--state-dir DIR] [--timeout S]\n"
+    "\n"
+    "Brings up an emulated fabric: one Linux network namespace per host, whose kernel reaches\n"
+    "its simulated NIC through a TAP device (eth0, addressed 10.0.0.<i+1>/8), the fabric's\n"
+    "switches, links, PFC and ECN modelled by a daemon that runs the model in real time.\n"
+    "Returns when the hosts are ready. Needs root (namespaces, TAP devices).\n"
+    "\n"
+    "  --fabric roce          RoCE/Ethernet fabric (InfiniBand emulation is not built yet)\n"
+    "  --hosts N              N hosts on one switch (star; default 2)\n"
+    "  --topology SPEC        pair, star:hosts=N, dumbbell:left=L,right=R,\n"
+    "                         leaf-spine:leaves=L,spines=S,hosts=H, fat-tree:k=K, or a file\n"
+    "  --name NAME            fabric name (default cnuas); hosts of another name's fabric\n"
+    "                         live in namespaces NAME-HOST\n"
+    "  --pcap DIR             write every host port's frames to DIR/HOST.pcap\n"
+    "  --dilation F           run the model F times slower than the wall clock (simulated\n"
+    "                         time = wall time / F; default 1)\n"
+    "  --host-rate R          host link rate (default the port's DataRate, 100Gbps)\n"
+    "  --fabric-rate R        switch-to-switch link rate\n"
+    "  --set A=V              an ns-3 attribute default, as for 'cnuas run'\n"
+    "  --state-dir DIR        where the state, socket and log go (as for 'cnuas status')\n"
+    "  --timeout S            how long to wait for the hosts (default 60 s)\n"
+    "\n"
+    "Then: cnuas exec HOST -- CMD..., cnuas status, cnuas capture HOST -w FILE, cnuas down.\n"
+    "Exit status 0 when the fabric is up, 1 if it could not be brought up, 2 on a usage "
+    "error.\n";
+
+int
+RunUp(const std::vector<std::string>& args)
+{
+    UpOptions o;
+    for (size_t i = 0; i < args.size(); ++i)
+    {
+        std::string a = args[i];
+        std::string v;
+        bool hasValue = false;
+        if (auto eq = a.find('='); a.rfind("--", 0) == 0 && eq != std::string::npos)
+        {
+            v = a.substr(eq + 1);
+            a = a.substr(0, eq);
+            hasValue = true;
+        }
+        auto value = [&]() -> std::string {
+            if (hasValue)
+            {
+                return v;
+            }
+            if (i + 1 >= args.size())
+            {
+                throw std::invalid_argument(a + " needs a value");
+            }
+            return args[++i];
+        };
+        try
+        {
+            if (a == "--help" || a == "-h")
+            {
+                std::fputs(kUpUsage, stdout);
+                return 0;
+            }
+            else if (a == "--fabric")
+            {
+                o.fabric = value();
+            }
+            else if (a == "--hosts")
+            {
+                const std::string n = value();
+                size_t used = 0;
+                const long h = std::stol(n, &used);
+                if (used != n.size() || h < 1 || h > 1000)
+                {
+                    throw std::invalid_argument("--hosts takes 1..1000, not '" + n + "'");
+                }
+                o.hosts = static_cast<uint32_t>(h);
+            }
+            else if (a == "--topology")
+            {
+                o.topology = value();
+            }
+            else if (a == "--name")
+            {
+                o.name = value();
+            }
+            else if (a == "--sm")
+            {
+                o.sm = value();
+            }
+            else if (a == "--pcap")
+            {
+                o.pcapDir = value();
+            }
+            else if (a == "--dilation")
+            {
+                const std::string n = value();
+                size_t used = 0;
+                o.dilation = std::stod(n, &used);
+                if (used != n.size() || !(o.dilation >= 1e-3 && o.dilation <= 1e6))
+                {
+                    throw std::invalid_argument("--dilation takes a factor in 0.001..1e6, not '" +
+                                                n + "'");
+                }
+            }
+            else if (a == "--host-rate")
+            {
+                o.hostRate = value();
+            }
+            else if (a == "--fabric-rate")
+            {
+                o.fabricRate = value();
+            }
+            else if (a == "--set")
+            {
+                auto [k, val] = ns3::SplitAssignment(value(), "--set");
+                o.settings.push_back({k, val, "--set"});
+            }
+            else if (a == "--state-dir")
+            {
+                o.stateDir = value();
+            }
+            else if (a == "--timeout")
+            {
+                o.readyTimeout = std::stod(value());
+            }
+            else
+            {
+                throw std::invalid_argument("unknown option '" + a + "'");
+            }
+        }
+        catch (const std::exception& e)
+        {
+            std::fprintf(stderr, "cnuas up: %s\n%s", e.what(), kUpUsage);
+            return 2;
+        }
+    }
+    if (o.fabric != "roce")
+    {
+        std::fprintf(stderr,
+                     "cnuas up: --fabric %s: %s\n", o.fabric.c_str(),
+                     o.fabric == "ib" ? "InfiniBand emulation is not available yet (only roce)"
+                                      : "unknown fabric (roce)");
+        return 2;
+    }
+    if (!ValidFabricName(o.name))
+    {
+        std::fprintf(stderr, "cnuas up: --name '%s': use 1..32 letters, digits, '-' or '_'\n",
+                     o.name.c_str());
+        return 2;
+    }
+    if (o.hosts > 0 && !o.topology.empty())
+    {
+        std::fprintf(stderr, "cnuas up: give --hosts or --topology, not both\n");
+        return 2;
+    }
+    for (const std::string* rate : {&o.hostRate, &o.fabricRate})
+    {
+        ns3::DataRate r;
+        std::istringstream in(*rate);
+        if (!rate->empty() && (rate->find('-') != std::string::npos || !(in >> r) ||
+                               r.GetBitRate() == 0))
+        {
+            std::fprintf(stderr, "cnuas up: '%s' is not a link rate (e.g. 10Gbps)\n",
+                         rate->c_str());
+            return 2;
+        }
+    }
+
+    Daemon d;
+    d.opt = o;
+    try
+    {
+        std::string spec = o.topology.empty()
+                               ? "star:hosts=" + std::to_string(o.hosts ? o.hosts : 2)
+                               : o.topology;
+        struct stat st = {};
+        if (spec.find(':') == std::string::npos && stat(spec.c_str(), &st) == 0)
+        {
+            spec = "file:" + spec;
+        }
+        d.topology = ns3::BuildTopologyFromSpec(spec);
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "cnuas up: --topology: %s\n", e.what());
+        return 3;
+    }
+    for (uint32_t n : d.topology.Hosts())
+    {
+        d.hostNames.push_back(d.topology.nodes[n].name);
+        d.netns.push_back(NetnsName(o.name, d.topology.nodes[n].name));
+        if (!ValidNetnsName(d.netns.back()))
+        {
+            std::fprintf(stderr, "cnuas up: host name '%s' cannot name a namespace\n",
+                         d.topology.nodes[n].name.c_str());
+            return 3;
+        }
+    }
+    if (d.hostNames.empty())
+    {
+        std::fprintf(stderr, "cnuas up: the topology has no hosts\n");
+        return 3;
+    }
+    if (geteuid() != 0)
+    {
+        std::fprintf(stderr, "cnuas up: emulation needs root (network namespaces, TAP "
+                             "devices)\n");
+        return 1;
+    }
+
+    d.dir = StateDirectory(o.stateDir);
+    std::string why;
+    if (!EnsureStateDirectory(d.dir, &why))
+    {
+        std::fprintf(stderr, "cnuas up: %s\n", why.c_str());
+        return 1;
+    }
+    const std::string statePath = FabricStatePath(d.dir, o.name);
+    if (auto old = ReadState(statePath))
+    {
+        if (ProcessAlive(old->value("pid", 0)))
+        {
+            std::fprintf(stderr,
+                         "cnuas up: fabric '%s' is up already (pid %d); 'cnuas down%s' stops "
+                         "it\n",
+                         o.name.c_str(), old->value("pid", 0),
+                         o.name == kDefaultFabric ? "" : (" --name " + o.name).c_str());
+            return 1;
+        }
+        std::printf("cnuas up: removing what a fabric '%s' that died left behind\n",
+                    o.name.c_str());
+        for (const auto& line : CleanUpFabric(*old, d.dir))
+        {
+            std::printf("  %s\n", line.c_str());
+        }
+    }
+    for (const auto& n : d.netns)
+    {
+        if (NetnsExists(n))
+        {
+            std::fprintf(stderr,
+                         "cnuas up: network namespace '%s' exists already and is not this "
+                         "fabric's; remove it or choose another --name\n",
+                         n.c_str());
+            return 1;
+        }
+    }
+    if (!o.pcapDir.empty() && mkdir(o.pcapDir.c_str(), 0755) != 0 && errno != EEXIST)
+    {
+        std::fprintf(stderr, "cnuas up: cannot create %s: %s\n", o.pcapDir.c_str(),
+                     std::strerror(errno));
+        return 1;
+    }
+
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0)
+    {
+        std::perror("cnuas up: pipe");
+        return 1;
+    }
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t pid = fork();
+    if (pid < 0)
+    {
+        std::perror("cnuas up: fork");
+        return 1;
+    }
+    if (pid == 0)
+    {
+        // The daemon: its own session, no terminal, its output in the log.
+        close(ready[0]);
+        // Nothing of the caller's but the ready pipe: a test harness or a shell pipeline
+        // waiting for EOF on a descriptor it handed down must not wait for the daemon.
+        for (int fd = 3; fd < 4096; ++fd)
+        {
+            if (fd != ready[1])
+            {
+                close(fd);
+            }
+        }
+        setsid();
+        const int devnull = open("/dev/null", O_RDONLY);
+        dup2(devnull, 0);
+        const int log = open(FabricLogPath(d.dir, o.name).c_str(),
+                             O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (log >= 0)
+        {
+            dup2(log, 1);
+            dup2(log, 2);
+        }
+        signal(SIGPIPE, SIG_IGN);
+        sigset_t block;
+        sigemptyset(&block);
+        sigaddset(&block, SIGTERM);
+        sigaddset(&block, SIGINT);
+        sigaddset(&block, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &block, nullptr);
+        d.readyFd = ready[1];
+        g_daemon = &d;
+        int rc = 1;
+        try
+        {
+            rc = DaemonMain(d);
+        }
+        catch (const std::exception& e)
+        {
+            std::fprintf(stderr, "cnuas daemon: %s\n", e.what());
+            Report(d.readyFd, std::string("error ") + e.what());
+            CleanUpFabric(d.state, d.dir);
+        }
+        std::fflush(stdout);
+        std::fflush(stderr);
+        _exit(rc);
+    }
+    close(ready[1]);
+    // Wait for "ready" or "error ...", with a deadline.
+    std::string buf;
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(o.readyTimeout * 1000));
+    bool readyOk = false;
+    std::string error;
+    while (true)
+    {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              until - std::chrono::steady_clock::now())
+                              .count();
+        if (left <= 0)
+        {
+            error = "the hosts were not ready within " + std::to_string(o.readyTimeout) + " s";
+            kill(pid, SIGTERM);
+            break;
+        }
+        pollfd p{ready[0], POLLIN, 0};
+        if (poll(&p, 1, static_cast<int>(left)) <= 0)
+        {
+            continue;
+        }
+        char c[256];
+        const ssize_t n = read(ready[0], c, sizeof(c));
+        if (n <= 0)
+        {
+            break;
+        }
+        buf.append(c, static_cast<size_t>(n));
+        if (buf.find("ready\n") != std::string::npos)
+        {
+            readyOk = true;
+            break;
+        }
+        if (auto e = buf.find("error "); e != std::string::npos && buf.find('\n', e) != buf.npos)
+        {
+            error = buf.substr(e + 6, buf.find('\n', e) - e - 6);
+            break;
+        }
+    }
+    close(ready[0]);
+    if (!readyOk)
+    {
+        if (error.empty())
+        {
+            error = "the daemon ended before the hosts were ready (log: " +
+                    FabricLogPath(d.dir, o.name) + ")";
+        }
+        std::fprintf(stderr, "cnuas up: %s\n", error.c_str());
+        int status = 0;
+        waitpid(pid, &status, 0);
+        return 1;
+    }
+    std::printf("fabric %s up: %zu hosts on a %s fabric, daemon pid %d%s\n", o.name.c_str(),
+                d.hostNames.size(), o.fabric.c_str(), static_cast<int>(pid),
+                o.dilation == 1 ? ", real time"
+                                : (", time dilation " + std::to_string(o.dilation) +
+                                   " (simulated time = wall time / " +
+                                   std::to_string(o.dilation) + ")")
+                                      .c_str());
+    auto state = ReadState(statePath);
+    if (state && state->contains("hosts"))
+    {
+        for (const auto& h : (*state)["hosts"])
+        {
+            std::printf("  %-10s netns %-16s eth0 %-12s %s\n",
+                        h.value("name", "").c_str(), h.value("netns", "").c_str(),
+                        h.value("ip", "").c_str(), h.value("mac", "").c_str());
+        }
+    }
+    const std::string nameOpt = o.name == kDefaultFabric ? "" : " --name " + o.name;
+    std::printf("try: cnuas exec%s %s -- ping -c 3 %s\n", nameOpt.c_str(),
+                d.hostNames[0].c_str(),
+                Ipv4Text(ns3::EthFabricHelper::HostAddress(d.hostNames.size() > 1 ? 1 : 0))
+                    .c_str());
+    std::printf("     cnuas status; cnuas down%s\n", nameOpt.c_str());
+    return 0;
+}
+
+// ---- cnuas exec ------------------------------------------------------------------------------
+
+const char* const kExecUsage =
+    "usage: cnuas exec [--name NAME] [--state-dir DIR] HOST [--] CMD [ARGS...]\n"
+    "\n"
+    "Runs CMD inside emulated host HOST: in its network namespace (eth0 is its simulated NIC)\n"
+    "with a private /sys that shows the host's devices. The exit status is CMD's; 2 for a\n"
+    "usage error, 1 if the fabric or the host does not exist.\n";
+
+int
+RunExec(const std::vector<std::string>& args)
+{
+    std::string name;
+    std::string stateDir;
+    size_t i = 0;
+    for (; i < args.size(); ++i)
+    {
+        if (args[i] == "--help" || args[i] == "-h")
+        {
+            std::fputs(kExecUsage, stdout);
+            return 0;
+        }
+        if ((args[i] == "--name" || args[i] == "--state-dir") && i + 1 < args.size())
+        {
+            (args[i] == "--name" ? name : stateDir) = args[i + 1];
+            ++i;
+            continue;
+        }
+        if (args[i].rfind("--", 0) == 0 && args[i] != "--")
+        {
+            std::fprintf(stderr, "cnuas exec: unknown option '%s'\n%s", args[i].c_str(),
+                         kExecUsage);
+            return 2;
+        }
+        break;
+    }
+    if (i >= args.size() || args[i] == "--")
+    {
+        std::fprintf(stderr, "cnuas exec: which host?\n%s", kExecUsage);
+        return 2;
+    }
+    const std::string host = args[i++];
+    if (i < args.size() && args[i] == "--")
+    {
+        ++i;
+    }
+    if (i >= args.size())
+    {
+        std::fprintf(stderr, "cnuas exec: no command to run in %s\n%s", host.c_str(),
+                     kExecUsage);
+        return 2;
+    }
+    const std::vector<std::string> cmd(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+    const std::string dir = StateDirectory(stateDir);
+    const std::string fabric = ChooseFabric(name, dir);
+    auto state = ReadState(FabricStatePath(dir, fabric));
+    if (!state || !ProcessAlive(state->value("pid", 0)))
+    {
+        std::fprintf(stderr, "cnuas exec: fabric '%s' is not up ('cnuas up' starts one)\n",
+                     fabric.c_str());
+        return 1;
+    }
+    std::string netns;
+    std::string known;
+    for (const auto& h : state->value("hosts", nlohmann::json::array()))
+    {
+        known += (known.empty() ? "" : " ") + h.value("name", "");
+        if (h.value("name", "") == host)
+        {
+            netns = h.value("netns", "");
+        }
+    }
+    if (netns.empty())
+    {
+        std::fprintf(stderr, "cnuas exec: fabric '%s' has no host '%s' (hosts: %s)\n",
+                     fabric.c_str(), host.c_str(), known.c_str());
+        return 1;
+    }
+    setenv("CNUAS_HOST", host.c_str(), 1);
+    setenv("CNUAS_FABRIC", fabric.c_str(), 1);
+    const std::string err = ExecInNetns(netns, cmd);
+    std::fprintf(stderr, "cnuas exec: %s\n", err.c_str());
+    return err.find("cannot run") == 0 ? 127 : 1;
+}
+
+// ---- cnuas down ------------------------------------------------------------------------------
+
+const char* const kDownUsage =
+    "usage: cnuas down [--name NAME | --all] [--state-dir DIR] [--timeout S]\n"
+    "\n"
+    "Stops an emulated fabric and removes everything it made: the hosts' namespaces and the\n"
+    "processes in them, its TAP devices, state file and socket. Works after a crash too (a\n"
+    "daemon killed with SIGKILL): what the state file names is removed, nothing else.\n"
+    "Exit status 0 when nothing is left, 1 if something could not be removed or no fabric\n"
+    "was up, 2 on a usage error.\n";
+
+int
+DownOne(const std::string& dir, const std::string& name, double timeout)
+{
+    const std::string statePath = FabricStatePath(dir, name);
+    auto state = ReadState(statePath);
+    if (!state)
+    {
+        std::fprintf(stderr, "cnuas down: no fabric '%s' is up (%s)\n", name.c_str(),
+                     statePath.c_str());
+        return 1;
+    }
+    const int pid = state->value("pid", 0);
+    if (ProcessAlive(pid))
+    {
+        if (StopProcess(pid, timeout))
+        {
+            std::printf("cnuas down: fabric '%s' stopped (pid %d)\n", name.c_str(), pid);
+        }
+        else
+        {
+            std::printf("cnuas down: fabric '%s' did not stop within %g s; killed pid %d\n",
+                        name.c_str(), timeout, pid);
+        }
+    }
+    else
+    {
+        std::printf("cnuas down: fabric '%s' (pid %d) was not running\n", name.c_str(), pid);
+    }
+    int rc = 0;
+    for (const auto& line : CleanUpFabric(*state, dir))
+    {
+        std::printf("  %s\n", line.c_str());
+        if (line.rfind("could not", 0) == 0)
+        {
+            rc = 1;
+        }
+    }
+    unlink(FabricLogPath(dir, name).c_str());
+    return rc;
+}
+
+int
+RunDown(const std::vector<std::string>& args)
+{
+    std::string name;
+    std::string stateDir;
+    bool all = false;
+    double timeout = 10;
+    for (size_t i = 0; i < args.size(); ++i)
+    {
+        if (args[i] == "--help" || args[i] == "-h")
+        {
+            std::fputs(kDownUsage, stdout);
+            return 0;
+        }
+        else if (args[i] == "--all")
+        {
+            all = true;
+        }
+        else if ((args[i] == "--name" || args[i] == "--state-dir" || args[i] == "--timeout") &&
+                 i + 1 < args.size())
+        {
+            const std::string v = args[++i];
+            if (args[i - 1] == "--name")
+            {
+                name = v;
+            }
+            else if (args[i - 1] == "--state-dir")
+            {
+                stateDir = v;
+            }
+            else
+            {
+                try
+                {
+                    timeout = std::stod(v);
+                }
+                catch (const std::exception&)
+                {
+                    std::fprintf(stderr, "cnuas down: --timeout '%s' is not a number\n",
+                                 v.c_str());
+                    return 2;
+                }
+            }
+        }
+        else
+        {
+            std::fprintf(stderr, "cnuas down: unknown argument '%s'\n%s", args[i].c_str(),
+                         kDownUsage);
+            return 2;
+        }
+    }
+    const std::string dir = StateDirectory(stateDir);
+    if (all)
+    {
+        int rc = 0;
+        for (const auto& n : FabricNames(dir))
+        {
+            rc = std::max(rc, DownOne(dir, n, timeout));
+        }
+        return rc;
+    }
+    return DownOne(dir, ChooseFabric(name, dir), timeout);
+}
+
+// ---- cnuas capture -----------------------------------------------------------------------------
+
+const char* const kCaptureUsage =
+    "usage: cnuas capture [--name NAME] [--state-dir DIR] PORT -w FILE [--duration S]\n"
+    "\n"
+    "Writes the frames of a simulated port of a running fabric to FILE (pcap, nanosecond\n"
+    "time stamps of simulated time, Ethernet), until Ctrl-C or for S seconds. PORT is a host\n"
+    "(its NIC) or NODE:PORT (a switch port, numbered from 1).\n";
+
+volatile sig_atomic_t g_captureStop = 0;
+
+void
+OnCaptureSignal(int)
+{
+    g_captureStop = 1;
+}
+
+int
+RunCapture(const std::vector<std::string>& args)
+{
+    std::string name;
+    std::string stateDir;
+    std::string port;
+    std::string file;
+    double duration = -1;
+    for (size_t i = 0; i < args.size(); ++i)
+    {
+        const std::string& a = args[i];
+        if (a == "--help" || a == "-h")
+        {
+            std::fputs(kCaptureUsage, stdout);
+            return 0;
+        }
+        if ((a == "--name" || a == "--state-dir" || a == "-w" || a == "--duration") &&
+            i + 1 < args.size())
+        {
+            const std::string v = args[++i];
+            if (a == "--name")
+            {
+                name = v;
+            }
+            else if (a == "--state-dir")
+            {
+                stateDir = v;
+            }
+            else if (a == "-w")
+            {
+                file = v;
+            }
+            else
+            {
+                try
+                {
+                    duration = std::stod(v);
+                }
+                catch (const std::exception&)
+                {
+                    std::fprintf(stderr, "cnuas capture: --duration '%s' is not a number\n",
+                                 v.c_str());
+                    return 2;
+                }
+            }
+        }
+        else if (a.rfind("-", 0) != 0 && port.empty())
+        {
+            port = a;
+        }
+        else
+        {
+            std::fprintf(stderr, "cnuas capture: unexpected '%s'\n%s", a.c_str(), kCaptureUsage);
+            return 2;
+        }
+    }
+    if (port.empty() || file.empty())
+    {
+        std::fprintf(stderr, "cnuas capture: give a port and -w FILE\n%s", kCaptureUsage);
+        return 2;
+    }
+    // The daemon writes the file: give it an absolute path.
+    if (file[0] != '/')
+    {
+        char cwd[4096];
+        if (getcwd(cwd, sizeof(cwd)) != nullptr)
+        {
+            file = std::string(cwd) + "/" + file;
+        }
+    }
+    const std::string dir = StateDirectory(stateDir);
+    const std::string fabric = ChooseFabric(name, dir);
+    auto state = ReadState(FabricStatePath(dir, fabric));
+    if (!state || !ProcessAlive(state->value("pid", 0)))
+    {
+        std::fprintf(stderr, "cnuas capture: fabric '%s' is not up\n", fabric.c_str());
+        return 1;
+    }
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr = {};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, state->value("socket", "").c_str(), sizeof(addr.sun_path) - 1);
+    if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+    {
+        std::fprintf(stderr, "cnuas capture: cannot reach the daemon: %s\n",
+                     std::strerror(errno));
+        return 1;
+    }
+    const std::string req = "capture " + port + " " + file + "\n";
+    if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size()))
+    {
+        std::fprintf(stderr, "cnuas capture: cannot talk to the daemon\n");
+        return 1;
+    }
+    std::string line;
+    char c;
+    while (read(fd, &c, 1) == 1 && c != '\n')
+    {
+        line += c;
+    }
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("ok"))
+    {
+        std::fprintf(stderr, "cnuas capture: %s\n",
+                     j.is_discarded() ? "no answer from the daemon"
+                                      : j.value("error", "refused").c_str());
+        return 1;
+    }
+    std::fprintf(stderr, "cnuas capture: %s%s\n", j["ok"].get<std::string>().c_str(),
+                 duration > 0 ? "" : " (Ctrl-C stops)");
+    signal(SIGINT, OnCaptureSignal);
+    signal(SIGTERM, OnCaptureSignal);
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(duration * 1000));
+    while (!g_captureStop && (duration < 0 || std::chrono::steady_clock::now() < until))
+    {
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, 100) > 0 && read(fd, &c, 1) <= 0)
+        {
+            std::fprintf(stderr, "cnuas capture: the fabric went down\n");
+            close(fd);
+            return 1;
+        }
+    }
+    // Closing the connection ends the capture; the daemon flushes and closes the file. Wait
+    // for it so that the file is complete when this command returns.
+    shutdown(fd, SHUT_WR);
+    pollfd p{fd, POLLIN, 0};
+    poll(&p, 1, 3000);
+    close(fd);
+    std::fprintf(stderr, "cnuas capture: wrote %s\n", file.c_str());
+    return 0;
+}
+
+} // namespace
+
+// ---- shared with cnuas status ------------------------------------------------------------------
+
+std::optional<nlohmann::json>
+QueryFabric(const std::string& socketPath,
+            const std::string& request,
+            double timeoutSeconds,
+            std::string* why)
+{
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr = {};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socketPath.c_str(), sizeof(addr.sun_path) - 1);
+    if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+    {
+        *why = "cannot reach " + socketPath + ": " + std::strerror(errno);
+        if (fd >= 0)
+        {
+            close(fd);
+        }
+        return std::nullopt;
+    }
+    const std::string req = request + "\n";
+    std::string line;
+    if (write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size()))
+    {
+        const auto until = std::chrono::steady_clock::now() +
+                           std::chrono::milliseconds(static_cast<int64_t>(timeoutSeconds * 1000));
+        char buf[4096];
+        while (std::chrono::steady_clock::now() < until)
+        {
+            pollfd p{fd, POLLIN, 0};
+            if (poll(&p, 1, 100) <= 0)
+            {
+                continue;
+            }
+            const ssize_t n = read(fd, buf, sizeof(buf));
+            if (n <= 0)
+            {
+                break;
+            }
+            line.append(buf, static_cast<size_t>(n));
+            if (line.find('\n') != std::string::npos)
+            {
+                break;
+            }
+        }
+    }
+    close(fd);
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded())
+    {
+        *why = "no answer from the daemon";
+        return std::nullopt;
+    }
+    return j;
+}
+
+void
+PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
+{
+    const double dilation = state.value("dilation", 1.0);
+    std::printf("  fabric:  %s, %s\n", state.value("fabric", "?").c_str(),
+                dilation == 1 ? "real time"
+                              : ("time dilation " + std::to_string(dilation) +
+                                 " (simulated time = wall time / factor)")
+                                    .c_str());
+    if (!live || live->contains("error"))
+    {
+        std::printf("  daemon:  %s\n",
+                    live ? (*live)["error"].get<std::string>().c_str() : "did not answer");
+    }
+    if (live && live->contains("lag") && !(*live)["lag"].empty())
+    {
+        const auto& l = (*live)["lag"];
+        std::printf("  lag:     now %.1f us, max %.1f us, mean %.1f us; %llu of %llu events "
+                    "late by > 1 ms; simulated %.3f s in %.3f s wall\n",
+                    l.value("current_lag_us", 0.0), l.value("max_lag_us", 0.0),
+                    l.value("mean_lag_us", 0.0),
+                    static_cast<unsigned long long>(l.value("late_events", 0ULL)),
+                    static_cast<unsigned long long>(l.value("events", 0ULL)),
+                    l.value("sim_s", 0.0), l.value("wall_s", 0.0));
+    }
+    const nlohmann::json hosts =
+        live && live->contains("hosts") ? (*live)["hosts"] : state.value("hosts", nlohmann::json::array());
+    for (const auto& h : hosts)
+    {
+        std::printf("  %-10s netns %-16s %-12s %s", h.value("name", "").c_str(),
+                    h.value("netns", "").c_str(), h.value("ip", "").c_str(),
+                    h.value("mac", "").c_str());
+        if (h.contains("from_host_frames"))
+        {
+            std::printf("  from host %llu, to host %llu, ring overruns %llu, refused %llu",
+                        static_cast<unsigned long long>(h.value("from_host_frames", 0ULL)),
+                        static_cast<unsigned long long>(h.value("to_host_frames", 0ULL)),
+                        static_cast<unsigned long long>(h.value("rx_ring_overruns", 0ULL)),
+                        static_cast<unsigned long long>(h.value("refused_by_port", 0ULL)));
+            if (!h["drops"].empty())
+            {
+                std::printf(", drops %s", h["drops"].dump().c_str());
+            }
+        }
+        std::printf("\n");
+    }
+    if (live && live->contains("switches"))
+    {
+        for (const auto& s : (*live)["switches"])
+        {
+            std::printf("  %-10s forwarded %llu, ECN marked %llu, PFC sent %llu%s%s\n",
+                        s.value("name", "").c_str(),
+                        static_cast<unsigned long long>(s.value("forwarded", 0ULL)),
+                        static_cast<unsigned long long>(s.value("ecn_marked", 0ULL)),
+                        static_cast<unsigned long long>(s.value("pfc_sent", 0ULL)),
+                        s["drops"].empty() ? "" : ", drops ",
+                        s["drops"].empty() ? "" : s["drops"].dump().c_str());
+        }
+    }
+}
+
+CNUAS_COMMAND("up", "bring up an emulated fabric whose hosts are network namespaces", RunUp);
+CNUAS_COMMAND("exec", "run a command inside an emulated host", RunExec);
+CNUAS_COMMAND("down", "stop an emulated fabric and remove all it made", RunDown);
+CNUAS_COMMAND("capture", "write a running fabric's port to a pcap", RunCapture);
+
+} // namespace cnuas

@@ -1,0 +1,342 @@
+#include "emu-host.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+namespace cnuas
+{
+
+namespace
+{
+std::string
+NetnsPath(const std::string& name)
+{
+    return std::string(kNetnsDir) + "/" + name;
+}
+
+/// Runs argv, waits, and returns its exit status (-1 if it could not run); stderr and stdout
+/// go to *output.
+int
+RunCapture(const std::vector<std::string>& argv, std::string* output)
+{
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0)
+    {
+        *output = std::string("pipe: ") + std::strerror(errno);
+        return -1;
+    }
+    const pid_t pid = fork();
+    if (pid < 0)
+    {
+        *output = std::string("fork: ") + std::strerror(errno);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return -1;
+    }
+    if (pid == 0)
+    {
+        dup2(pipefd[1], 1);
+        dup2(pipefd[1], 2);
+        std::vector<char*> args;
+        for (const auto& a : argv)
+        {
+            args.push_back(const_cast<char*>(a.c_str()));
+        }
+        args.push_back(nullptr);
+        execvp(args[0], args.data());
+        dprintf(2, "cannot run %s: %s\n", args[0], std::strerror(errno));
+        _exit(127);
+    }
+    close(pipefd[1]);
+    output->clear();
+    char buf[512];
+    ssize_t n;
+    while ((n = read(pipefd[0], buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+    {
+        if (n > 0)
+        {
+            output->append(buf, static_cast<size_t>(n));
+        }
+    }
+    close(pipefd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    {
+    }
+    while (!output->empty() && (output->back() == '\n' || output->back() == ' '))
+    {
+        output->pop_back();
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/// Writes `value` to a /proc/sys file inside the namespace (a child enters it: /proc/sys/net is
+/// the reading process's namespace's).
+bool
+WriteSysctlIn(const std::string& netns, const std::string& path, const std::string& value,
+              std::string* why)
+{
+    const int nsfd = open(NetnsPath(netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0)
+    {
+        *why = "cannot open " + NetnsPath(netns) + ": " + std::strerror(errno);
+        return false;
+    }
+    const pid_t pid = fork();
+    if (pid == 0)
+    {
+        if (setns(nsfd, CLONE_NEWNET) != 0)
+        {
+            _exit(2);
+        }
+        std::ofstream f(path);
+        f << value << "\n";
+        f.flush();
+        _exit(f ? 0 : 3);
+    }
+    close(nsfd);
+    int status = 0;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    {
+    }
+    if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    {
+        *why = "cannot write " + path + " in namespace " + netns;
+        return false;
+    }
+    return true;
+}
+} // namespace
+
+bool
+NetnsExists(const std::string& name)
+{
+    struct stat st = {};
+    return stat(NetnsPath(name).c_str(), &st) == 0;
+}
+
+bool
+ValidNetnsName(const std::string& name)
+{
+    if (name.empty() || name.size() > 64 || name == "." || name == "..")
+    {
+        return false;
+    }
+    for (char c : name)
+    {
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-')
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool
+RunIp(const std::vector<std::string>& args, std::string* why)
+{
+    std::vector<std::string> argv{"ip"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string out;
+    const int rc = RunCapture(argv, &out);
+    if (rc == 0)
+    {
+        return true;
+    }
+    std::string cmd;
+    for (const auto& a : argv)
+    {
+        cmd += (cmd.empty() ? "" : " ") + a;
+    }
+    *why = "'" + cmd + "' failed" + (out.empty() ? "" : ": " + out);
+    return false;
+}
+
+int
+OpenTap(const std::string& ifname, std::string* why)
+{
+    if (ifname.size() >= IFNAMSIZ)
+    {
+        *why = "interface name too long: " + ifname;
+        return -1;
+    }
+    const int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+    {
+        *why = std::string("cannot open /dev/net/tun: ") + std::strerror(errno) +
+               (errno == ENOENT ? " (no TUN/TAP support in this kernel)" : "") +
+               (errno == EACCES || errno == EPERM ? " (emulation needs root)" : "");
+        return -1;
+    }
+    ifreq ifr = {};
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+    if (ioctl(fd, TUNSETIFF, &ifr) != 0)
+    {
+        *why = "TUNSETIFF " + ifname + ": " + std::strerror(errno);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool
+CreateEmuHost(const EmuHostConfig& h, std::string* why)
+{
+    if (!RunIp({"netns", "add", h.netns}, why))
+    {
+        return false;
+    }
+    // IPv6 off before the link comes up, so that no router solicitation or DAD probe is sent.
+    if (!RunIp({"link", "set", "dev", h.tap, "netns", h.netns}, why) ||
+        !RunIp({"-n", h.netns, "link", "set", "dev", h.tap, "name", h.ifname}, why) ||
+        !WriteSysctlIn(h.netns, "/proc/sys/net/ipv6/conf/" + h.ifname + "/disable_ipv6", "1",
+                       why) ||
+        !RunIp({"-n",
+                h.netns,
+                "link",
+                "set",
+                "dev",
+                h.ifname,
+                "address",
+                h.mac,
+                "mtu",
+                std::to_string(h.mtu)},
+               why) ||
+        !RunIp({"-n", h.netns, "addr", "add", h.ipCidr, "dev", h.ifname}, why) ||
+        !RunIp({"-n", h.netns, "link", "set", "dev", "lo", "up"}, why) ||
+        !RunIp({"-n", h.netns, "link", "set", "dev", h.ifname, "up"}, why))
+    {
+        return false;
+    }
+    return true;
+}
+
+std::vector<int>
+PidsInNetns(const std::string& name)
+{
+    std::vector<int> pids;
+    struct stat ns = {};
+    if (stat(NetnsPath(name).c_str(), &ns) != 0)
+    {
+        return pids;
+    }
+    DIR* d = opendir("/proc");
+    if (!d)
+    {
+        return pids;
+    }
+    while (dirent* e = readdir(d))
+    {
+        char* end = nullptr;
+        const long pid = std::strtol(e->d_name, &end, 10);
+        if (pid <= 0 || *end != '\0' || pid == getpid())
+        {
+            continue;
+        }
+        struct stat st = {};
+        const std::string link = std::string("/proc/") + e->d_name + "/ns/net";
+        if (stat(link.c_str(), &st) == 0 && st.st_ino == ns.st_ino && st.st_dev == ns.st_dev)
+        {
+            pids.push_back(static_cast<int>(pid));
+        }
+    }
+    closedir(d);
+    return pids;
+}
+
+int
+DeleteNetns(const std::string& name, double graceSeconds, std::string* why)
+{
+    if (!NetnsExists(name))
+    {
+        return 0;
+    }
+    std::vector<int> pids = PidsInNetns(name);
+    const int ended = static_cast<int>(pids.size());
+    for (int pid : pids)
+    {
+        kill(pid, SIGTERM);
+    }
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(graceSeconds * 1000));
+    while (!pids.empty() && std::chrono::steady_clock::now() < until)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        pids = PidsInNetns(name);
+    }
+    for (int pid : PidsInNetns(name))
+    {
+        kill(pid, SIGKILL);
+    }
+    if (!RunIp({"netns", "delete", name}, why))
+    {
+        return -1;
+    }
+    return ended;
+}
+
+std::string
+ExecInNetns(const std::string& name, const std::vector<std::string>& argv)
+{
+    if (argv.empty())
+    {
+        return "no command to run";
+    }
+    const int nsfd = open(NetnsPath(name).c_str(), O_RDONLY | O_CLOEXEC);
+    if (nsfd < 0)
+    {
+        return "cannot open " + NetnsPath(name) + ": " + std::strerror(errno);
+    }
+    if (setns(nsfd, CLONE_NEWNET) != 0)
+    {
+        const std::string e = std::strerror(errno);
+        close(nsfd);
+        return "cannot enter network namespace " + name + ": " + e +
+               (errno == EPERM ? " (needs root)" : "");
+    }
+    close(nsfd);
+    // A mount namespace of our own, so that /sys can show this namespace's devices (sysfs
+    // shows the network devices of the namespace of whoever mounts it) without touching the
+    // machine's mounts; propagation from us to the machine is cut first.
+    if (unshare(CLONE_NEWNS) != 0)
+    {
+        return std::string("cannot make a mount namespace: ") + std::strerror(errno);
+    }
+    if (mount(nullptr, "/", nullptr, MS_SLAVE | MS_REC, nullptr) != 0)
+    {
+        return std::string("cannot make / a slave mount: ") + std::strerror(errno);
+    }
+    if (umount2("/sys", MNT_DETACH) == 0)
+    {
+        if (mount(name.c_str(), "/sys", "sysfs", 0, nullptr) != 0)
+        {
+            return std::string("cannot mount sysfs: ") + std::strerror(errno);
+        }
+    }
+    std::vector<char*> args;
+    for (const auto& a : argv)
+    {
+        args.push_back(const_cast<char*>(a.c_str()));
+    }
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    return "cannot run " + argv[0] + ": " + std::strerror(errno);
+}
+
+} // namespace cnuas

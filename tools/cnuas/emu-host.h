@@ -1,0 +1,65 @@
+// The Linux side of an emulated host: its network namespace, the TAP device that is its NIC,
+// the processes running in it. What `cnuas up` makes, `cnuas exec` enters and `cnuas down`
+// removes.
+#ifndef CNUAS_TOOLS_EMU_HOST_H
+#define CNUAS_TOOLS_EMU_HOST_H
+
+#include <string>
+#include <vector>
+
+namespace cnuas
+{
+
+/// Where iproute2 keeps named network namespaces (bind mounts of nsfs files).
+constexpr const char* kNetnsDir = "/run/netns";
+
+/// Whether a named network namespace exists.
+bool NetnsExists(const std::string& name);
+/// A namespace name iproute2 accepts: 1..64 characters of [A-Za-z0-9_.-], not "." or "..".
+bool ValidNetnsName(const std::string& name);
+/**
+ * Runs `ip ARGS...` (iproute2) and waits for it. False with its error output in *why when it
+ * fails.
+ */
+bool RunIp(const std::vector<std::string>& args, std::string* why);
+/**
+ * Creates TAP device `ifname` (IFF_TAP | IFF_NO_PI: plain Ethernet frames, no offloads) in this
+ * process's namespace and returns its descriptor (non-blocking, close-on-exec), or -1 with the
+ * reason. The device lives as long as the descriptor: when the daemon dies, it vanishes.
+ */
+int OpenTap(const std::string& ifname, std::string* why);
+
+/// One host's addressing, as `cnuas up` configures its namespace.
+struct EmuHostConfig
+{
+    std::string netns;    ///< namespace name
+    std::string tap;      ///< the TAP's name in the daemon's namespace (renamed inside)
+    std::string ifname;   ///< its name inside the host ("eth0")
+    std::string mac;      ///< "02:00:00:00:00:01"
+    std::string ipCidr;   ///< "10.0.0.1/8"
+    unsigned mtu = 1500;
+};
+
+/**
+ * Creates the namespace, moves the TAP into it, names, addresses and raises it, raises
+ * loopback, and turns IPv6 off on the NIC (the fabric routes the hosts' IPv4 addresses; IPv6
+ * neighbour discovery would only be counted as unroutable). False with the reason.
+ */
+bool CreateEmuHost(const EmuHostConfig& host, std::string* why);
+/// Processes whose network namespace is the named one.
+std::vector<int> PidsInNetns(const std::string& name);
+/**
+ * Ends every process in the namespace (SIGTERM, then SIGKILL after `graceSeconds`) and deletes
+ * it. Returns how many processes it ended; a namespace that does not exist is no error.
+ */
+int DeleteNetns(const std::string& name, double graceSeconds, std::string* why);
+/**
+ * Enters the namespace (network, plus a private mount namespace whose /sys shows the host's
+ * devices, as `ip netns exec` does) and replaces this process with `argv`. Returns only on
+ * failure, with the reason.
+ */
+std::string ExecInNetns(const std::string& name, const std::vector<std::string>& argv);
+
+} // namespace cnuas
+
+#endif
