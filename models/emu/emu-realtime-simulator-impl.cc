@@ -5,8 +5,14 @@
 #include "ns3/map-scheduler.h"
 #include "ns3/simulator.h"
 
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 
 namespace ns3
 {
@@ -35,6 +41,13 @@ EmuRealtimeSimulatorImpl::GetTypeId()
                           TimeValue(MicroSeconds(200)),
                           MakeTimeAccessor(&EmuRealtimeSimulatorImpl::m_spinWindow),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("IdleSpin",
+                          "After input from a watched descriptor, keep polling this long before "
+                          "sleeping (the answer to a frame usually follows within "
+                          "microseconds; waking from sleep costs tens of them).",
+                          TimeValue(MicroSeconds(100)),
+                          MakeTimeAccessor(&EmuRealtimeSimulatorImpl::m_idleSpin),
+                          MakeTimeChecker(Time(0)))
             .AddAttribute("LateThreshold",
                           "An event that runs later than this behind its wall deadline is "
                           "counted as late (the lag report's lateEvents).",
@@ -49,9 +62,51 @@ EmuRealtimeSimulatorImpl::EmuRealtimeSimulatorImpl()
     ObjectFactory f;
     f.SetTypeId(MapScheduler::GetTypeId());
     SetScheduler(f);
+    m_epoll = epoll_create1(EPOLL_CLOEXEC);
+    m_wakeFd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    NS_ABORT_MSG_IF(m_epoll < 0 || m_wakeFd < 0,
+                    "EmuRealtimeSimulatorImpl: cannot make its epoll/eventfd: "
+                        << std::strerror(errno));
+    epoll_event ev = {};
+    ev.events = EPOLLIN;
+    ev.data.fd = m_wakeFd;
+    epoll_ctl(m_epoll, EPOLL_CTL_ADD, m_wakeFd, &ev);
 }
 
-EmuRealtimeSimulatorImpl::~EmuRealtimeSimulatorImpl() = default;
+EmuRealtimeSimulatorImpl::~EmuRealtimeSimulatorImpl()
+{
+    if (m_epoll >= 0)
+    {
+        close(m_epoll);
+    }
+    if (m_wakeFd >= 0)
+    {
+        close(m_wakeFd);
+    }
+}
+
+bool
+EmuRealtimeSimulatorImpl::WatchFd(int fd, uint32_t context, std::function<void()> onReadable)
+{
+    epoll_event ev = {};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(m_epoll, EPOLL_CTL_ADD, fd, &ev) != 0)
+    {
+        return false;
+    }
+    m_watches[fd] = FdWatch{context, std::move(onReadable)};
+    return true;
+}
+
+void
+EmuRealtimeSimulatorImpl::UnwatchFd(int fd)
+{
+    if (m_watches.erase(fd) > 0)
+    {
+        epoll_ctl(m_epoll, EPOLL_CTL_DEL, fd, nullptr);
+    }
+}
 
 Ptr<EmuRealtimeSimulatorImpl>
 EmuRealtimeSimulatorImpl::Current()
@@ -184,7 +239,11 @@ EmuRealtimeSimulatorImpl::ScheduleWithContext(uint32_t context, const Time& dela
         m_foreignCount.store(static_cast<uint32_t>(m_foreign.size()), std::memory_order_release);
     }
     m_foreignTotal.fetch_add(1, std::memory_order_relaxed);
-    m_cv.notify_one();
+    const uint64_t one = 1;
+    if (write(m_wakeFd, &one, sizeof(one)) < 0)
+    {
+        // EAGAIN: the counter is saturated, so a wake-up is pending anyway
+    }
 }
 
 void
@@ -291,10 +350,53 @@ EmuRealtimeSimulatorImpl::Stop(const Time& delay)
 }
 
 bool
-EmuRealtimeSimulatorImpl::WaitUntil(Clock::time_point deadline)
+EmuRealtimeSimulatorImpl::PollInput(Clock::time_point deadline, uint64_t nextTs)
 {
-    std::unique_lock<std::mutex> lock(m_mutex);
-    return !m_cv.wait_until(lock, deadline, [this] { return !m_foreign.empty(); });
+    epoll_event evs[32];
+    const auto now = Clock::now();
+    timespec wait = {0, 0};
+    if (deadline > now)
+    {
+        const int64_t ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count();
+        wait.tv_sec = ns / 1000000000;
+        wait.tv_nsec = ns % 1000000000;
+    }
+    const int n = epoll_pwait2(m_epoll, evs, 32, &wait, nullptr);
+    bool handled = false;
+    for (int i = 0; i < n; ++i)
+    {
+        const int fd = evs[i].data.fd;
+        if (fd == m_wakeFd)
+        {
+            uint64_t v;
+            if (read(m_wakeFd, &v, sizeof(v)) < 0)
+            {
+                // EAGAIN: already drained
+            }
+            continue; // the events themselves are taken by TakeForeign
+        }
+        auto it = m_watches.find(fd);
+        if (it == m_watches.end())
+        {
+            continue;
+        }
+        // The input happens now on the wall clock, but never at or past the next pending event
+        // (that would reorder the model's own events) and never before the present.
+        uint64_t ts = WallToSim(Clock::now());
+        if (nextTs != UINT64_MAX && ts >= nextTs)
+        {
+            ts = nextTs - 1;
+        }
+        m_currentTs = std::max(m_currentTs, ts);
+        m_currentContext = it->second.context;
+        m_currentUid = m_uid++;
+        m_eventCount++;
+        m_inputCallbacks++;
+        it->second.onReadable();
+        handled = true;
+    }
+    return handled;
 }
 
 void
@@ -319,56 +421,61 @@ EmuRealtimeSimulatorImpl::Run()
     m_wallStart = Clock::now();
     m_running.store(true, std::memory_order_release);
     const auto spin = std::chrono::nanoseconds(m_spinWindow.GetNanoSeconds());
+    const auto idleSpin = std::chrono::nanoseconds(m_idleSpin.GetNanoSeconds());
     const int64_t lateNs = m_lateThreshold.GetNanoSeconds();
     const double tsPerNs = static_cast<double>(Time(NanoSeconds(1)).GetTimeStep());
+    Clock::time_point lastInput = m_wallStart;
     while (!m_stop)
     {
         TakeForeign();
-        if (m_events->IsEmpty())
+        const bool haveNext = !m_events->IsEmpty();
+        const uint64_t nextTs = haveNext ? m_events->PeekNext().key.m_ts : UINT64_MAX;
+        Clock::time_point now = Clock::now();
+        const Clock::time_point deadline =
+            haveNext ? SimToWall(nextTs) : now + std::chrono::milliseconds(100);
+        if (haveNext && now >= deadline)
         {
-            // Nothing scheduled: only another thread can bring work (or Stop via one).
-            WaitUntil(Clock::now() + std::chrono::milliseconds(100));
+            const int64_t lag =
+                std::chrono::duration_cast<std::chrono::nanoseconds>(now - deadline).count();
+            ProcessOneEvent();
+            // Publish the lag figures for other threads (status queries).
+            const uint64_t n = m_lagEvents.load(std::memory_order_relaxed) + 1;
+            m_lagSumNs += static_cast<double>(lag);
+            m_lagEvents.store(n, std::memory_order_relaxed);
+            m_currentLagNs.store(lag, std::memory_order_relaxed);
+            if (lag > m_maxLagNs.load(std::memory_order_relaxed))
+            {
+                m_maxLagNs.store(lag, std::memory_order_relaxed);
+            }
+            if (lag > lateNs)
+            {
+                m_lateEvents.fetch_add(1, std::memory_order_relaxed);
+            }
+            m_meanLagNs.store(m_lagSumNs / static_cast<double>(n), std::memory_order_relaxed);
+            m_simNowNs.store(static_cast<int64_t>(static_cast<double>(m_currentTs - m_simStart) /
+                                                  tsPerNs),
+                             std::memory_order_relaxed);
             continue;
         }
-        const uint64_t ts = m_events->PeekNext().key.m_ts;
-        const Clock::time_point deadline = SimToWall(ts);
-        Clock::time_point now = Clock::now();
-        if (now < deadline)
+        // Caught up with the wall clock: real input is taken now, and then waited for.
+        if (PollInput(now, nextTs))
         {
-            if (deadline - now > spin)
+            lastInput = Clock::now();
+            continue;
+        }
+        if (m_foreignCount.load(std::memory_order_acquire) != 0)
+        {
+            continue;
+        }
+        if (deadline - now > spin && now - lastInput > idleSpin)
+        {
+            // Sleep in epoll until input comes or the spin window before the deadline opens.
+            if (PollInput(deadline - spin, nextTs))
             {
-                WaitUntil(deadline - spin);
-                continue; // re-check: a real host's frame may have come first
-            }
-            while (now < deadline && m_foreignCount.load(std::memory_order_acquire) == 0)
-            {
-                now = Clock::now();
-            }
-            if (now < deadline)
-            {
-                continue;
+                lastInput = Clock::now();
             }
         }
-        const int64_t lag = std::chrono::duration_cast<std::chrono::nanoseconds>(now - deadline)
-                                .count();
-        ProcessOneEvent();
-        // Publish the lag figures for other threads (status queries).
-        const uint64_t n = m_lagEvents.load(std::memory_order_relaxed) + 1;
-        m_lagSumNs += static_cast<double>(lag);
-        m_lagEvents.store(n, std::memory_order_relaxed);
-        m_currentLagNs.store(lag, std::memory_order_relaxed);
-        if (lag > m_maxLagNs.load(std::memory_order_relaxed))
-        {
-            m_maxLagNs.store(lag, std::memory_order_relaxed);
-        }
-        if (lag > lateNs)
-        {
-            m_lateEvents.fetch_add(1, std::memory_order_relaxed);
-        }
-        m_meanLagNs.store(m_lagSumNs / static_cast<double>(n), std::memory_order_relaxed);
-        m_simNowNs.store(static_cast<int64_t>(static_cast<double>(m_currentTs - m_simStart) /
-                                              tsPerNs),
-                         std::memory_order_relaxed);
+        // else: spin (the loop polls input without blocking on every turn)
     }
     m_running.store(false, std::memory_order_release);
 }

@@ -12,9 +12,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <list>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -46,10 +47,19 @@ struct EmuLagStats
  * the machine can follow is emulated honestly: everything the real hosts measure is stretched
  * by the stated factor, and the model itself keeps exact simulated time.
  *
- * Waiting: a wait longer than SpinWindow sleeps on a condition variable (woken early by events
- * from other threads); the last SpinWindow before a deadline is spun, because a sleeping
- * thread wakes tens of microseconds late on a busy machine and a frame crossing the fabric is a
- * chain of events microseconds apart.
+ * Real input without threads: WatchFd registers a descriptor (a TAP, a socket) that the
+ * simulation thread itself polls (epoll) whenever it has caught up with the wall clock; its
+ * callback runs on the simulation thread at the simulated time the wall clock reads (never at or
+ * past the next pending event), as an event would. No hand-over between threads, no lock and no
+ * context switch per frame: a frame a real host sends is read and queued on its simulated port
+ * by the same thread that runs the model. While the model lags, input waits in the kernel's
+ * queue (a TAP's holds txqueuelen frames and drops beyond, counted by the host's kernel).
+ *
+ * Waiting: a wait longer than SpinWindow sleeps in epoll (woken at once by a watched descriptor
+ * or by an event from another thread); the last SpinWindow before a deadline is spun, and so
+ * is IdleSpin after the last input, because a sleeping thread wakes tens of microseconds late on
+ * a busy machine and a frame crossing the fabric, and the answer to it, are chains of events
+ * microseconds apart.
  *
  * Other threads (TAP readers, the pty bridge, the control socket) may call only
  * ScheduleWithContext; their events are stamped with the simulated time that corresponds to
@@ -94,6 +104,14 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
     double GetDilation() const { return m_dilation; }
     /// The running instance, or null when the simulator in use is another implementation.
     static Ptr<EmuRealtimeSimulatorImpl> Current();
+    /**
+     * Polls `fd` for input on the simulation thread: `onReadable` runs (in `context`) whenever
+     * it is readable and the model has caught up with the wall clock; it should read what is
+     * there without blocking. Simulation thread; false with errno if epoll refuses the fd.
+     */
+    bool WatchFd(int fd, uint32_t context, std::function<void()> onReadable);
+    /// Stops polling `fd` (before it is closed).
+    void UnwatchFd(int fd);
 
   protected:
     void DoDispose() override;
@@ -113,8 +131,12 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
     /// The simulated time stamp that the wall clock reads now (running clock only).
     uint64_t WallToSim(Clock::time_point t) const;
     Clock::time_point SimToWall(uint64_t ts) const;
-    /// Waits until `deadline` or until another thread hands in an event (then false).
-    bool WaitUntil(Clock::time_point deadline);
+    /**
+     * Waits for input until `deadline` at the latest (now: just looks) and runs the callbacks of
+     * watched descriptors that are readable, stamped no later than just before `nextTs` (the
+     * next pending event; UINT64_MAX for none). Returns whether any input was handled.
+     */
+    bool PollInput(Clock::time_point deadline, uint64_t nextTs);
     void ProcessOneEvent();
     bool OnSimulationThread() const;
 
@@ -132,14 +154,25 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
     // the clock
     double m_dilation = 1;
     Time m_spinWindow;
+    Time m_idleSpin;
     Time m_lateThreshold;
     std::atomic<bool> m_running{false};
     Clock::time_point m_wallStart;
     uint64_t m_simStart = 0;
 
+    // input: watched descriptors and the eventfd that other threads' events ring
+    struct FdWatch
+    {
+        uint32_t context;
+        std::function<void()> onReadable;
+    };
+    int m_epoll = -1;
+    int m_wakeFd = -1;
+    std::map<int, FdWatch> m_watches;
+    uint64_t m_inputCallbacks = 0;
+
     // hand-over from other threads
     mutable std::mutex m_mutex;
-    std::condition_variable m_cv;
     std::vector<ForeignEvent> m_foreign; ///< guarded by m_mutex
     std::atomic<uint32_t> m_foreignCount{0};
     std::atomic<uint64_t> m_foreignTotal{0};

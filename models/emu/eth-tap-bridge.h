@@ -10,7 +10,11 @@
 #include "ns3/traced-callback.h"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,23 +33,35 @@ struct EthTapBridgeCounters
     uint64_t framesToHost = 0;     ///< frames written to the TAP (delivered to the kernel)
     uint64_t bytesToHost = 0;
     uint64_t toHostErrors = 0;     ///< writes the kernel refused (its backlog full, device gone)
+    uint64_t toHostRingFull = 0;   ///< frames for the host dropped: the writer's ring was full
+    uint64_t writtenByWriter = 0;  ///< of framesToHost, written by the writer thread
     uint64_t notForKernel = 0;     ///< frames the port received that were the model's own traffic
 };
 
 /**
  * \brief Bridges a TAP device (IFF_TAP | IFF_NO_PI, no offloads) to an EthNetDevice host port.
  *
- * Host to fabric: a reader thread reads each frame the kernel transmits on the TAP and hands it
- * to the simulator with Simulator::ScheduleWithContext, so it enters the port at the wall-clock
- * time it was sent (the simulator must be a real-time one). The port parses it
- * (EthNetDevice::SendFromHost) and queues it like any frame of its class. Between the thread and
- * the simulator sit at most RxRingFrames frames, the NIC's receive ring: when the simulator falls
- * behind a host that sends faster than the fabric can follow, further frames are dropped and
- * counted (rxRingOverruns), as a NIC counts rx_missed, never queued without bound.
+ * Host to fabric, under EmuRealtimeSimulatorImpl (the emulation daemon's simulator): the
+ * simulation thread itself polls the TAP (EmuRealtimeSimulatorImpl::WatchFd) and reads up to
+ * RxBatchFrames frames whenever it has caught up with the wall clock, each entering the port at
+ * the simulated time the wall clock reads: no thread hand-over, no lock, no context switch per
+ * frame. While the model lags, frames wait in the TAP's own queue, which the kernel bounds
+ * (txqueuelen) and counts drops of, as for a NIC whose ring is full.
+ * Under another real-time simulator (ns-3's RealtimeSimulatorImpl) a reader thread reads the TAP
+ * and hands each frame over with Simulator::ScheduleWithContext; between the thread and the
+ * simulator sit at most RxRingFrames frames, beyond which frames are dropped and counted
+ * (rxRingOverruns), never queued without bound.
+ * Either way the port parses the frame (EthNetDevice::SendFromHost) and queues it like any frame
+ * of its class.
  *
  * Fabric to host: every frame of the host's kernel (EthFrameKind::Verbatim) that the port
  * receives is written to the TAP, so the namespace's kernel receives it and tcpdump inside the
- * namespace sees it. Frames the model itself made (RoCEv2 from the simulated HCA) are passed to
+ * namespace sees it. A TAP write runs the receiving kernel's whole receive path (IP, TCP, the
+ * ACK it sends) in the writing thread, several microseconds a frame: a lone frame is written at
+ * once by the simulation thread (the answer to a ping is then ready before it returns), but
+ * when frames come in bursts (more than InlineBurst within 100 us) they go to a writer thread
+ * through a ring of TxRingFrames frames (full: dropped and counted), so that the model keeps
+ * real time while the kernel works on another core. Frames keep their order either way. Frames the model itself made (RoCEv2 from the simulated HCA) are passed to
  * the ModelFrame callback instead (the verbs bridge), never to the kernel, whose UDP would answer
  * port 4791 with ICMP unreachable.
  */
@@ -77,6 +93,11 @@ class EthTapBridge : public Object
 
   private:
     void ReaderLoop();
+    void WriterLoop();
+    /// Writes one frame to the TAP and counts it. Either thread (counters are atomic).
+    void WriteToTap(const uint8_t* bytes, size_t length, bool byWriter);
+    /// Simulation thread (polled mode): reads what the TAP holds, up to RxBatchFrames.
+    void DrainTap();
     /// Simulation thread: one frame from the host.
     void FromHost(std::vector<uint8_t> bytes);
     /// Simulation thread: one frame the port received.
@@ -85,6 +106,25 @@ class EthTapBridge : public Object
     Ptr<EthNetDevice> m_port;
     uint32_t m_context = 0;
     uint32_t m_ringFrames = 1024;
+    uint32_t m_batchFrames = 64;
+    bool m_polled = false; ///< read by the simulation thread (EmuRealtimeSimulatorImpl)
+    std::vector<uint8_t> m_readBuf;
+    // the writer thread and its ring
+    uint32_t m_inlineBurst = 4;
+    uint32_t m_txRingFrames = 1024;
+    std::thread m_writer;
+    std::mutex m_wmutex;
+    std::condition_variable m_wcv;
+    std::deque<std::vector<uint8_t>> m_wqueue; ///< guarded by m_wmutex
+    std::vector<std::vector<uint8_t>> m_wfree; ///< recycled buffers, guarded by m_wmutex
+    bool m_writerBusy = false;                 ///< guarded by m_wmutex
+    bool m_writerStop = false;                 ///< guarded by m_wmutex
+    std::chrono::steady_clock::time_point m_burstStart;
+    uint32_t m_burstFrames = 0;
+    std::atomic<uint64_t> m_framesWritten{0};
+    std::atomic<uint64_t> m_bytesWritten{0};
+    std::atomic<uint64_t> m_writeErrors{0};
+    std::atomic<uint64_t> m_writerFrames{0};
     int m_fd = -1;
     int m_stopFd = -1; ///< eventfd that wakes the reader to stop
     std::thread m_reader;

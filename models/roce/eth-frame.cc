@@ -304,14 +304,15 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
         CopyPayload(udp + kUdpHeaderBytes, payloadBytes);
         FillPendingIcrc(ip, kIpv4HeaderBytes);
     }
+    if (!withFcs)
+    {
+        out.resize(bytes - kEthFcsBytes); // a capture's view: no FCS, and none to compute
+        return;
+    }
     const uint32_t fcs = EthCrc32(p, bytes - kEthFcsBytes);
     for (int i = 0; i < 4; ++i)
     {
         p[bytes - 4 + i] = static_cast<uint8_t>(fcs >> (8 * i));
-    }
-    if (!withFcs)
-    {
-        out.resize(bytes - kEthFcsBytes);
     }
 }
 

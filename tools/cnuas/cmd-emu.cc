@@ -288,6 +288,8 @@ StatusJson(const Daemon& d)
                               {"rx_ring_overruns", c.rxRingOverruns},
                               {"pending_frames", d.bridges[i]->GetPendingFrames()},
                               {"to_host_errors", c.toHostErrors},
+                              {"to_host_ring_full", c.toHostRingFull},
+                              {"to_host_by_writer", c.writtenByWriter},
                               {"drops", DropsJson(*port)}});
     }
     j["switches"] = nlohmann::json::array();
