@@ -1,0 +1,119 @@
+// The host side of an emulated NIC: a Linux TAP device whose frames a bridge (Ethernet port,
+// IPoIB) takes into the model and into which it writes the model's frames for the host.
+#ifndef CNUAS_TAP_PORT_H
+#define CNUAS_TAP_PORT_H
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ns3
+{
+
+/// What a TapPort counted since it started.
+struct TapPortCounters
+{
+    uint64_t framesFromHost = 0; ///< frames the host's kernel wrote to the TAP, read by us
+    uint64_t bytesFromHost = 0;
+    uint64_t rxRingOverruns = 0; ///< dropped before the simulator saw them (reader-thread mode)
+    uint64_t framesToHost = 0;   ///< frames written to the TAP (delivered to the kernel)
+    uint64_t bytesToHost = 0;
+    uint64_t toHostErrors = 0;   ///< writes the kernel refused (its backlog full, device gone)
+    uint64_t toHostRingFull = 0; ///< frames for the host dropped: the writer's ring was full
+    uint64_t writtenByWriter = 0; ///< of framesToHost, written by the writer thread
+};
+
+/// Sizes of a TapPort's queues (the bridges' attributes).
+struct TapPortConfig
+{
+    uint32_t rxRingFrames = 1024; ///< reader-thread mode: frames waiting for the simulator
+    uint32_t rxBatchFrames = 64;  ///< polled mode: frames read per poll
+    uint32_t inlineBurst = 4;     ///< frames per 100 us written by the simulation thread itself
+    uint32_t txRingFrames = 1024; ///< frames waiting for the writer thread
+};
+
+/**
+ * \brief A TAP descriptor driven from the simulator.
+ *
+ * From the host: under EmuRealtimeSimulatorImpl the simulation thread polls the descriptor
+ * (WatchFd) and reads up to rxBatchFrames frames whenever it has caught up with the wall clock;
+ * no thread hands frames over. Under another real-time simulator a reader thread reads and
+ * hands each frame over with Simulator::ScheduleWithContext, at most rxRingFrames pending
+ * (beyond: dropped, counted). Either way the frame callback runs on the simulation thread.
+ *
+ * To the host: a TAP write runs the receiving kernel's receive path in the writing thread
+ * (microseconds a frame). A lone frame is written by the simulation thread at once; frames in
+ * bursts (more than inlineBurst within 100 us) go to a writer thread through a ring of
+ * txRingFrames (full: dropped, counted), so the model keeps real time while the kernel works
+ * on another core. Order is kept: the simulation thread writes only when the writer is idle
+ * with nothing queued.
+ */
+class TapPort
+{
+  public:
+    using FrameCallback = std::function<void(const uint8_t* bytes, uint32_t length)>;
+    TapPort() = default;
+    ~TapPort();
+    TapPort(const TapPort&) = delete;
+    TapPort& operator=(const TapPort&) = delete;
+
+    /// Takes `fd` (closed by Stop) and starts; `onFrame` gets each frame the host sent, on the
+    /// simulation thread in `context`. False with the reason if it cannot start.
+    bool Start(int fd, uint32_t context, const TapPortConfig& config, FrameCallback onFrame,
+               std::string* why);
+    /// Stops the threads, stops polling and closes the TAP. Idempotent.
+    void Stop();
+    /// Writes one frame for the host (simulation thread).
+    void Write(const uint8_t* bytes, size_t length);
+    /// Counters (any thread; each is read atomically).
+    TapPortCounters GetCounters() const;
+    /// Frames handed over by the reader thread that the simulator has not taken yet.
+    uint32_t GetPendingFrames() const { return m_pending.load(std::memory_order_relaxed); }
+
+  private:
+    void ReaderLoop();
+    void Drain();
+    void FromReader(std::vector<uint8_t> bytes);
+    void WriterLoop();
+    void WriteNow(const uint8_t* bytes, size_t length, bool byWriter);
+
+    int m_fd = -1;
+    int m_stopFd = -1;
+    uint32_t m_context = 0;
+    TapPortConfig m_config;
+    FrameCallback m_onFrame;
+    bool m_polled = false;
+    std::vector<uint8_t> m_readBuf;
+    std::thread m_reader;
+    std::atomic<uint32_t> m_pending{0};
+
+    std::thread m_writer;
+    std::mutex m_wmutex;
+    std::condition_variable m_wcv;
+    std::deque<std::vector<uint8_t>> m_wqueue; ///< guarded by m_wmutex
+    std::vector<std::vector<uint8_t>> m_wfree; ///< recycled buffers, guarded by m_wmutex
+    bool m_writerBusy = false;                 ///< guarded by m_wmutex
+    bool m_writerStop = false;                 ///< guarded by m_wmutex
+    std::chrono::steady_clock::time_point m_burstStart;
+    uint32_t m_burstFrames = 0;
+
+    std::atomic<uint64_t> m_framesRead{0};
+    std::atomic<uint64_t> m_bytesRead{0};
+    std::atomic<uint64_t> m_overruns{0};
+    std::atomic<uint64_t> m_framesWritten{0};
+    std::atomic<uint64_t> m_bytesWritten{0};
+    std::atomic<uint64_t> m_writeErrors{0};
+    std::atomic<uint64_t> m_ringFull{0};
+    std::atomic<uint64_t> m_writerFrames{0};
+};
+
+} // namespace ns3
+
+#endif
