@@ -2,225 +2,16 @@
 // reach simulated NICs through TAP devices; ping, TCP, tcpdump, ECN, PFC, faults and clean-up,
 // with the ordinary programs a user would run. These tests need root (namespaces, TAPs) and
 // fail without it: CI runs as root, and a skipped emulation test would hide a broken feature.
-#include <gtest/gtest.h>
+#include "emu-test-util.h"
 
-#include <nlohmann/json.hpp>
-
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <set>
-#include <sstream>
-#include <string>
-#include <thread>
+#include <csignal>
 
 namespace
 {
+using namespace cnuas_emu_test;
 
-struct ShResult
+class EmuRoce : public EmuFixture
 {
-    std::string out;
-    int exit = -1;
-};
-
-ShResult
-Sh(const std::string& cmd)
-{
-    ShResult r;
-    // Error output with the rest, unless the command sends it elsewhere itself.
-    const bool ownStderr = cmd.find("2>") != std::string::npos;
-    FILE* p = popen((ownStderr ? cmd : cmd + " 2>&1").c_str(), "r");
-    if (!p)
-    {
-        ADD_FAILURE() << "popen failed: " << cmd;
-        return r;
-    }
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    {
-        r.out.append(buf, n);
-    }
-    const int status = pclose(p);
-    r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
-}
-
-int
-CountLines(const std::string& s)
-{
-    int n = 0;
-    std::istringstream in(s);
-    std::string line;
-    while (std::getline(in, line))
-    {
-        n += !line.empty();
-    }
-    return n;
-}
-
-/// A TCP receiver and sender in Python (Debian's python3): the receiver prints the byte count
-/// and SHA-256 of what it got; the sender sends seeded pseudo-random bytes and prints theirs.
-const char* const kTcpScript = R"PY(
-import hashlib, random, socket, sys, time
-mode = sys.argv[1]
-if mode == "recv":
-    port = int(sys.argv[2])
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("0.0.0.0", port)); s.listen(1)
-    print("listening", flush=True)
-    c, _ = s.accept(); h = hashlib.sha256(); n = 0
-    while True:
-        b = c.recv(65536)
-        if not b: break
-        h.update(b); n += len(b)
-    print(n, h.hexdigest(), flush=True)
-else:
-    host, port, size, tos = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-    rng = random.Random(port); h = hashlib.sha256()
-    deadline = time.time() + 15
-    while True:
-        s = socket.socket()
-        s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos)
-        try:
-            s.connect((host, port)); break
-        except OSError:
-            s.close()
-            if time.time() > deadline: raise
-            time.sleep(0.1)
-    left = size
-    while left > 0:
-        chunk = rng.randbytes(min(left, 1 << 20)); h.update(chunk); s.sendall(chunk)
-        left -= len(chunk)
-    s.shutdown(socket.SHUT_WR); s.recv(1); s.close()
-    print(size, h.hexdigest(), flush=True)
-)PY";
-
-/// A UDP flood for `seconds`: as fast as the kernel takes datagrams; prints how many it sent.
-const char* const kFloodScript = R"PY(
-import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-end = time.time() + float(sys.argv[2]); n = 0; payload = bytes(1000)
-while time.time() < end:
-    try:
-        s.sendto(payload, (sys.argv[1], 9)); n += 1
-    except OSError:
-        pass
-print(n, flush=True)
-)PY";
-
-class EmuRoce : public ::testing::Test
-{
-  protected:
-    void SetUp() override
-    {
-        ASSERT_EQ(geteuid(), 0u) << "the emulation tests need root (network namespaces, TAP "
-                                    "devices); CI runs them as root";
-        m_name = "t" + std::to_string(getpid());
-        m_dir = std::filesystem::temp_directory_path() / ("cnuas-emu-" + m_name);
-        std::filesystem::remove_all(m_dir);
-        std::filesystem::create_directories(m_dir);
-        std::ofstream(m_dir / "tcp.py") << kTcpScript;
-        std::ofstream(m_dir / "flood.py") << kFloodScript;
-    }
-    void TearDown() override
-    {
-        Sh(Cnuas("down --name " + m_name));
-        std::filesystem::remove_all(m_dir);
-    }
-    std::string Cnuas(const std::string& args) const
-    {
-        return "CNUAS_STATE_DIR=" + (m_dir / "state").string() + " " CNUAS_BINARY_DIR
-               "/bin/cnuas " + args;
-    }
-    ShResult Up(const std::string& args)
-    {
-        return Sh(Cnuas("up --name " + m_name + " " + args));
-    }
-    ShResult Exec(const std::string& host, const std::string& cmd)
-    {
-        return Sh(Cnuas("exec --name " + m_name + " " + host + " -- " + cmd));
-    }
-    /// Starts a command in a host in the background, its output to `outFile`.
-    void ExecBackground(const std::string& host, const std::string& cmd, const std::string& out)
-    {
-        Sh("(" + Cnuas("exec --name " + m_name + " " + host + " -- " + cmd) + " > " +
-           (m_dir / out).string() + " 2>&1 &)");
-    }
-    /// Waits until `file` has at least `lines` lines (or `seconds` pass); returns its text.
-    std::string WaitForLines(const std::string& file, int lines, double seconds)
-    {
-        const auto end = std::chrono::steady_clock::now() +
-                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-        std::string text;
-        while (std::chrono::steady_clock::now() < end)
-        {
-            std::ifstream in(m_dir / file);
-            std::stringstream s;
-            s << in.rdbuf();
-            text = s.str();
-            if (CountLines(text) >= lines)
-            {
-                break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        return text;
-    }
-    nlohmann::json Status()
-    {
-        ShResult r = Sh(Cnuas("status --json"));
-        auto all = nlohmann::json::parse(r.out, nullptr, false);
-        if (all.is_discarded())
-        {
-            ADD_FAILURE() << "status --json: " << r.out;
-            return {};
-        }
-        for (const auto& s : all)
-        {
-            if (s.value("name", "") == m_name)
-            {
-                return s;
-            }
-        }
-        return {};
-    }
-    std::string Ns(const std::string& host) const { return m_name + "-" + host; }
-    /// A verified TCP transfer of `bytes` from `from` to the host at `toIp` (port `port`).
-    void TcpTransfer(const std::string& from,
-                     const std::string& to,
-                     const std::string& toIp,
-                     int port,
-                     int bytes,
-                     int tos = 0)
-    {
-        const std::string py = "python3 " + (m_dir / "tcp.py").string();
-        const std::string rx = "rx-" + std::to_string(port);
-        ExecBackground(to, "timeout 60 " + py + " recv " + std::to_string(port), rx);
-        ASSERT_NE(WaitForLines(rx, 1, 10).find("listening"), std::string::npos);
-        ShResult tx = Exec(from, "timeout 60 " + py + " send " + toIp + " " +
-                                     std::to_string(port) + " " + std::to_string(bytes) + " " +
-                                     std::to_string(tos));
-        ASSERT_EQ(tx.exit, 0) << tx.out;
-        const std::string got = WaitForLines(rx, 2, 20);
-        std::istringstream sent(tx.out);
-        std::string n, sha;
-        sent >> n >> sha;
-        EXPECT_EQ(n, std::to_string(bytes));
-        EXPECT_NE(got.find(n + " " + sha), std::string::npos)
-            << "received: " << got << " sent: " << tx.out;
-    }
-    std::string Tshark(const std::string& pcap, const std::string& filter)
-    {
-        return Sh("tshark -r " + pcap + " -n -Y '" + filter + "' 2>/dev/null").out;
-    }
-
-    std::string m_name;
-    std::filesystem::path m_dir;
 };
 
 TEST_F(EmuRoce, TwoHostsPingTcpTcpdumpAndPcapsThatDecode)
@@ -373,7 +164,7 @@ TEST_F(EmuRoce, MistakesAreRefusedClearly)
     ShResult topo = Up("--topology " + (m_dir / "broken.topo").string());
     EXPECT_NE(topo.exit, 0);
     EXPECT_NE(topo.out.find("broken.topo"), std::string::npos) << topo.out;
-    ShResult ib = Up("--fabric ib");
+    ShResult ib = Up("--fabric ethernet");
     EXPECT_EQ(ib.exit, 2) << ib.out;
     ShResult none = Exec("h0", "true");
     EXPECT_EQ(none.exit, 1);

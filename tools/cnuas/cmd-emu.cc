@@ -8,10 +8,16 @@
 
 #include "helpers/eth-fabric-helper.h"
 #include "helpers/eth-pcap-writer.h"
+#include "helpers/ib-fabric-helper.h"
+#include "helpers/ib-sm-helper.h"
+#include "helpers/ib-trace-helper.h"
+#include "helpers/mgmt-helper.h"
 #include "helpers/scenario-file.h"
 #include "helpers/topology.h"
 #include "models/emu/emu-realtime-simulator-impl.h"
 #include "models/emu/eth-tap-bridge.h"
+#include "models/emu/ib-ipoib-bridge.h"
+#include "models/ib/ib-net-device.h"
 
 #include "ns3/config.h"
 #include "ns3/double.h"
@@ -193,6 +199,13 @@ struct Daemon
     std::vector<std::string> macs;
     std::vector<ns3::Ptr<ns3::EthTapBridge>> bridges;
     std::vector<ns3::Ptr<ns3::PcapFileWrapper>> pcaps;
+    // InfiniBand
+    ns3::IbFabric ib;
+    std::vector<ns3::Ptr<ns3::IbIpoibBridge>> ipoib;
+    ns3::Ptr<ns3::IbSubnetManager> sm;
+    std::unique_ptr<ns3::IbPcapHelper> ibPcap;
+    std::string mgmtNetns;
+    std::vector<std::string> mgmtIps;
     std::map<int, Capture> captures; ///< by control connection
     nlohmann::json state;
     int readyFd = -1;
@@ -262,6 +275,41 @@ StatusJson(const Daemon& d)
     j["fabric"] = d.opt.fabric;
     j["lag"] = LagJson();
     j["hosts"] = nlohmann::json::array();
+    if (d.opt.fabric == "ib")
+    {
+        for (size_t i = 0; i < d.hostNames.size(); ++i)
+        {
+            auto port = d.ib.HostPort(static_cast<uint32_t>(i));
+            const ns3::IbIpoibBridgeCounters c = d.ipoib[i]->GetCounters();
+            j["hosts"].push_back({{"name", d.hostNames[i]},
+                                  {"netns", d.netns[i]},
+                                  {"ip", d.ips[i]},
+                                  {"mac", d.macs[i]},
+                                  {"mgmt_ip", d.mgmtIps[i]},
+                                  {"port_state", ns3::IbPortStateName(port->GetPortState())},
+                                  {"lid", port->GetLid()},
+                                  {"from_host_frames", c.framesFromHost},
+                                  {"to_host_frames", c.framesToHost},
+                                  {"ipoib_sent", c.sentToFabric},
+                                  {"ipoib_received", c.received},
+                                  {"dropped_no_lid", c.noLid},
+                                  {"dropped_port_not_active", c.notActive},
+                                  {"dropped_no_peer", c.noPeer},
+                                  {"dropped_not_ip", c.notIp}});
+        }
+        if (d.sm)
+        {
+            j["sm"] = {{"node", d.hostNames.empty() ? "" : d.hostNames[0]},
+                       {"phase", ns3::IbSweepPhaseName(d.sm->GetPhase())},
+                       {"subnet_up_s", d.sm->GetLastSubnetUp().GetSeconds()},
+                       {"smps_sent", d.sm->GetSmpsSent()}};
+        }
+        else
+        {
+            j["sm"] = nullptr;
+        }
+        return j;
+    }
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
         auto port = d.eth.HostPort(static_cast<uint32_t>(i));
@@ -379,6 +427,12 @@ HandleRequest(Daemon& d, int conn, const std::string& line)
         if (spec.empty() || path.empty())
         {
             return nlohmann::json{{"error", "usage: capture PORT FILE"}}.dump();
+        }
+        if (d.opt.fabric != "roce")
+        {
+            return nlohmann::json{{"error", "capture of a running InfiniBand fabric is not "
+                                            "available yet; use 'cnuas up --pcap DIR'"}}
+                .dump();
         }
         auto err = std::make_shared<std::string>();
         Daemon* dp = &d;
@@ -549,6 +603,161 @@ CleanUpFabric(const nlohmann::json& state, const std::string& dir)
     return done;
 }
 
+/// The RoCE fabric and its hosts: a TAP per host bridged to its Ethernet port. "" or the
+/// problem.
+std::string
+BuildRoceHosts(Daemon& d)
+{
+    std::string why;
+    ns3::EthFabricHelper helper;
+    try
+    {
+        if (!d.opt.hostRate.empty())
+        {
+            helper.SetHostLinkRate(ns3::DataRate(d.opt.hostRate));
+        }
+        if (!d.opt.fabricRate.empty())
+        {
+            helper.SetFabricLinkRate(ns3::DataRate(d.opt.fabricRate));
+        }
+        d.eth = helper.Build(d.topology);
+    }
+    catch (const std::exception& e)
+    {
+        return std::string("cannot build the fabric: ") + e.what();
+    }
+    for (size_t i = 0; i < d.hostNames.size(); ++i)
+    {
+        auto port = d.eth.HostPort(static_cast<uint32_t>(i));
+        d.ips.push_back(Ipv4Text(d.eth.HostIp(static_cast<uint32_t>(i))));
+        d.macs.push_back(MacText(port->GetMac()));
+        const std::string tap = "cn" + std::to_string(getpid() % 10000000) + "t" +
+                                std::to_string(i);
+        const int fd = OpenTap(tap, &why);
+        if (fd < 0)
+        {
+            return why;
+        }
+        EmuHostConfig cfg;
+        cfg.netns = d.netns[i];
+        cfg.tap = tap;
+        cfg.ifname = "eth0";
+        cfg.mac = d.macs[i];
+        cfg.ipCidr = d.ips[i] + "/8";
+        cfg.mtu = port->GetMtu();
+        if (!CreateEmuHost(cfg, &why))
+        {
+            close(fd);
+            return "host " + d.hostNames[i] + ": " + why;
+        }
+        auto bridge = ns3::CreateObject<ns3::EthTapBridge>();
+        if (!bridge->Start(port, fd, &why))
+        {
+            return "host " + d.hostNames[i] + ": " + why;
+        }
+        d.bridges.push_back(bridge);
+        if (!d.opt.pcapDir.empty())
+        {
+            const std::string f = d.opt.pcapDir + "/" + d.hostNames[i] + ".pcap";
+            auto file = ns3::EthPcapHelper::Enable(port, f);
+            if (!file)
+            {
+                return "cannot write " + f;
+            }
+            d.pcaps.push_back(file);
+        }
+    }
+    return "";
+}
+
+/// The InfiniBand fabric and its hosts: management agents in every node, the built-in SM on
+/// the first host unless --sm none, an IPoIB interface (ib0) per host bridged to its HCA port,
+/// and the management network (mgmt0) beside the fabric. "" or the problem.
+std::string
+BuildIbHosts(Daemon& d)
+{
+    std::string why;
+    try
+    {
+        d.ib = ns3::IbFabricHelper().Build(d.topology);
+    }
+    catch (const std::exception& e)
+    {
+        return std::string("cannot build the fabric: ") + e.what();
+    }
+    // Every node answers management: SMA and PMA behind its SMI/GSI (IBA vol. 1 ch. 13-16).
+    ns3::IbMgmtHelper().Install(d.ib);
+    if (d.opt.sm == "builtin")
+    {
+        d.sm = ns3::IbSmHelper().Install(d.ib, d.ib.hosts.Get(0), ns3::MicroSeconds(2));
+    }
+    if (!d.opt.pcapDir.empty())
+    {
+        // From time zero: the subnet manager's sweep is the most instructive traffic.
+        d.ibPcap = std::make_unique<ns3::IbPcapHelper>();
+        for (size_t i = 0; i < d.hostNames.size(); ++i)
+        {
+            const std::string f = d.opt.pcapDir + "/" + d.hostNames[i] + ".pcap";
+            if (!d.ibPcap->Enable(d.ib.HostPort(static_cast<uint32_t>(i)), f))
+            {
+                return "cannot write " + f;
+            }
+        }
+    }
+    if (!CreateManagementBridge(d.mgmtNetns, &why))
+    {
+        return "management network: " + why;
+    }
+    std::vector<ns3::IbIpoibBridge::Peer> peers;
+    for (size_t i = 0; i < d.hostNames.size(); ++i)
+    {
+        const uint32_t ip = ns3::EthFabricHelper::HostAddress(static_cast<uint32_t>(i));
+        // A locally administered MAC per host for the kernel's view of its IPoIB interface.
+        const uint64_t mac = 0x021B00000000ULL + i + 1;
+        d.ips.push_back(Ipv4Text(ip));
+        d.macs.push_back(MacText(mac));
+        d.mgmtIps.push_back(Ipv4Text(0x0AFF0000u + static_cast<uint32_t>(i) + 1));
+        peers.push_back({ip, mac, d.ib.HostPort(static_cast<uint32_t>(i))});
+    }
+    for (size_t i = 0; i < d.hostNames.size(); ++i)
+    {
+        const std::string tap = "cn" + std::to_string(getpid() % 10000000) + "t" +
+                                std::to_string(i);
+        const int fd = OpenTap(tap, &why);
+        if (fd < 0)
+        {
+            return why;
+        }
+        EmuHostConfig cfg;
+        cfg.netns = d.netns[i];
+        cfg.tap = tap;
+        cfg.ifname = "ib0";
+        cfg.mac = d.macs[i];
+        cfg.ipCidr = d.ips[i] + "/16";
+        cfg.mtu = 2044; // IPoIB datagram mode over a 2048-byte IB MTU (RFC 4391 §3)
+        if (!CreateEmuHost(cfg, &why))
+        {
+            close(fd);
+            return "host " + d.hostNames[i] + ": " + why;
+        }
+        if (!AttachToManagement(d.netns[i], d.mgmtNetns,
+                                "cn" + std::to_string(getpid() % 10000000) + "m" +
+                                    std::to_string(i),
+                                d.mgmtIps[i] + "/16", &why))
+        {
+            return "host " + d.hostNames[i] + " management network: " + why;
+        }
+        auto bridge = ns3::CreateObject<ns3::IbIpoibBridge>();
+        bridge->SetPeers(peers);
+        if (!bridge->Start(static_cast<uint32_t>(i), fd, &why))
+        {
+            return "host " + d.hostNames[i] + ": " + why;
+        }
+        d.ipoib.push_back(bridge);
+    }
+    return "";
+}
+
 int
 DaemonMain(Daemon& d)
 {
@@ -560,6 +769,10 @@ DaemonMain(Daemon& d)
     for (const auto& n : d.netns)
     {
         nsList.push_back(n);
+    }
+    if (!d.mgmtNetns.empty())
+    {
+        nsList.push_back(d.mgmtNetns);
     }
     d.state = {{"kind", "fabric"},
                {"name", d.opt.name},
@@ -603,64 +816,20 @@ DaemonMain(Daemon& d)
             return fail("--set " + s.name + "=" + s.value + ": " + problem);
         }
     }
-    ns3::EthFabricHelper helper;
-    try
+    if (d.opt.fabric == "ib")
     {
-        if (!d.opt.hostRate.empty())
+        const std::string problem = BuildIbHosts(d);
+        if (!problem.empty())
         {
-            helper.SetHostLinkRate(ns3::DataRate(d.opt.hostRate));
+            return fail(problem);
         }
-        if (!d.opt.fabricRate.empty())
-        {
-            helper.SetFabricLinkRate(ns3::DataRate(d.opt.fabricRate));
-        }
-        d.eth = helper.Build(d.topology);
     }
-    catch (const std::exception& e)
+    else
     {
-        return fail(std::string("cannot build the fabric: ") + e.what());
-    }
-
-    // The hosts: a namespace each, its NIC a TAP bridged to the host's simulated port.
-    for (size_t i = 0; i < d.hostNames.size(); ++i)
-    {
-        auto port = d.eth.HostPort(static_cast<uint32_t>(i));
-        d.ips.push_back(Ipv4Text(d.eth.HostIp(static_cast<uint32_t>(i))));
-        d.macs.push_back(MacText(port->GetMac()));
-        const std::string tap = "cn" + std::to_string(getpid() % 10000000) + "t" +
-                                std::to_string(i);
-        const int fd = OpenTap(tap, &why);
-        if (fd < 0)
+        const std::string problem = BuildRoceHosts(d);
+        if (!problem.empty())
         {
-            return fail(why);
-        }
-        EmuHostConfig cfg;
-        cfg.netns = d.netns[i];
-        cfg.tap = tap;
-        cfg.ifname = "eth0";
-        cfg.mac = d.macs[i];
-        cfg.ipCidr = d.ips[i] + "/8";
-        cfg.mtu = port->GetMtu();
-        if (!CreateEmuHost(cfg, &why))
-        {
-            close(fd);
-            return fail("host " + d.hostNames[i] + ": " + why);
-        }
-        auto bridge = ns3::CreateObject<ns3::EthTapBridge>();
-        if (!bridge->Start(port, fd, &why))
-        {
-            return fail("host " + d.hostNames[i] + ": " + why);
-        }
-        d.bridges.push_back(bridge);
-        if (!d.opt.pcapDir.empty())
-        {
-            auto f = ns3::EthPcapHelper::Enable(port, d.opt.pcapDir + "/" + d.hostNames[i] +
-                                                          ".pcap");
-            if (!f)
-            {
-                return fail("cannot write " + d.opt.pcapDir + "/" + d.hostNames[i] + ".pcap");
-            }
-            d.pcaps.push_back(f);
+            return fail(problem);
         }
     }
 
@@ -707,6 +876,10 @@ DaemonMain(Daemon& d)
                              {"netns", d.netns[i]},
                              {"ip", d.ips[i]},
                              {"mac", d.macs[i]}});
+            if (i < d.mgmtIps.size())
+            {
+                hosts.back()["mgmt_ip"] = d.mgmtIps[i];
+            }
         }
         d.state["hosts"] = hosts;
         std::string w;
@@ -749,12 +922,22 @@ DaemonMain(Daemon& d)
     {
         b->Stop();
     }
+    for (auto& b : d.ipoib)
+    {
+        b->Stop();
+    }
+    if (d.ibPcap)
+    {
+        d.ibPcap->Close();
+    }
     for (auto& f : d.pcaps)
     {
         f->Close();
     }
     d.captures.clear();
     d.bridges.clear();
+    d.ipoib.clear();
+    d.sm = nullptr;
     d.pcaps.clear();
     ns3::Simulator::Destroy();
     for (const auto& line : CleanUpFabric(d.state, d.dir))
@@ -767,7 +950,8 @@ DaemonMain(Daemon& d)
 // ---- cnuas up --------------------------------------------------------------------------------
 
 const char* const kUpUsage =
-    "usage: cnuas up [--fabric roce] [--hosts N | --topology SPEC] [--name NAME]\n"
+    "usage: cnuas up [--fabric roce|ib] [--hosts N | --topology SPEC] [--sm builtin|none]\n"
+    "                [--name NAME]\n"
     "                [--pcap DIR] [--dilation F] [--host-rate R] [--fabric-rate R]\n"
     "                [--set ATTRIBUTE=VALUE]... [--state-dir DIR] [--timeout S]\n"
     "\n"
@@ -776,7 +960,10 @@ const char* const kUpUsage =
     "switches, links, PFC and ECN modelled by a daemon that runs the model in real time.\n"
     "Returns when the hosts are ready. Needs root (namespaces, TAP devices).\n"
     "\n"
-    "  --fabric roce          RoCE/Ethernet fabric (InfiniBand emulation is not built yet)\n"
+    "  --fabric roce|ib       RoCE/Ethernet (hosts' eth0 on the fabric) or InfiniBand (hosts'\n"
+    "                         ib0 carries IPoIB on the fabric, mgmt0 a management network)\n"
+    "  --sm builtin|none      InfiniBand: the built-in subnet manager on the first host, or\n"
+    "                         none (ports stay Initializing with LID 0, no data flows)\n"
     "  --hosts N              N hosts on one switch (star; default 2)\n"
     "  --topology SPEC        pair, star:hosts=N, dumbbell:left=L,right=R,\n"
     "                         leaf-spine:leaves=L,spines=S,hosts=H, fat-tree:k=K, or a file\n"
@@ -902,12 +1089,26 @@ RunUp(const std::vector<std::string>& args)
             return 2;
         }
     }
-    if (o.fabric != "roce")
+    if (o.fabric != "roce" && o.fabric != "ib")
     {
-        std::fprintf(stderr,
-                     "cnuas up: --fabric %s: %s\n", o.fabric.c_str(),
-                     o.fabric == "ib" ? "InfiniBand emulation is not available yet (only roce)"
-                                      : "unknown fabric (roce)");
+        std::fprintf(stderr, "cnuas up: --fabric %s: unknown fabric (roce or ib)\n",
+                     o.fabric.c_str());
+        return 2;
+    }
+    if (o.sm != "builtin" && o.sm != "none")
+    {
+        std::fprintf(stderr, "cnuas up: --sm %s: builtin or none\n", o.sm.c_str());
+        return 2;
+    }
+    if (o.fabric == "roce" && (o.sm != "builtin"))
+    {
+        std::fprintf(stderr, "cnuas up: --sm is for InfiniBand fabrics\n");
+        return 2;
+    }
+    if (o.fabric == "ib" && (!o.hostRate.empty() || !o.fabricRate.empty()))
+    {
+        std::fprintf(stderr, "cnuas up: --host-rate/--fabric-rate are for RoCE; an InfiniBand "
+                             "topology file names each link's rate (e.g. 4xHDR)\n");
         return 2;
     }
     if (!ValidFabricName(o.name))
@@ -969,6 +1170,10 @@ RunUp(const std::vector<std::string>& args)
         std::fprintf(stderr, "cnuas up: the topology has no hosts\n");
         return 3;
     }
+    if (o.fabric == "ib")
+    {
+        d.mgmtNetns = o.name == kDefaultFabric ? "cnuas-mgmt" : o.name + "-mgmt";
+    }
     if (geteuid() != 0)
     {
         std::fprintf(stderr, "cnuas up: emulation needs root (network namespaces, TAP "
@@ -1002,7 +1207,12 @@ RunUp(const std::vector<std::string>& args)
             std::printf("  %s\n", line.c_str());
         }
     }
-    for (const auto& n : d.netns)
+    std::vector<std::string> allNetns = d.netns;
+    if (!d.mgmtNetns.empty())
+    {
+        allNetns.push_back(d.mgmtNetns);
+    }
+    for (const auto& n : allNetns)
     {
         if (NetnsExists(n))
         {
@@ -1147,9 +1357,11 @@ RunUp(const std::vector<std::string>& args)
     {
         for (const auto& h : (*state)["hosts"])
         {
-            std::printf("  %-10s netns %-16s eth0 %-12s %s\n",
-                        h.value("name", "").c_str(), h.value("netns", "").c_str(),
-                        h.value("ip", "").c_str(), h.value("mac", "").c_str());
+            const bool ib = o.fabric == "ib";
+            std::printf("  %-10s netns %-16s %s %-12s %s%s%s\n", h.value("name", "").c_str(),
+                        h.value("netns", "").c_str(), ib ? "ib0" : "eth0",
+                        h.value("ip", "").c_str(), h.value("mac", "").c_str(),
+                        ib ? "  mgmt0 " : "", ib ? h.value("mgmt_ip", "").c_str() : "");
         }
     }
     const std::string nameOpt = o.name == kDefaultFabric ? "" : " --name " + o.name;
@@ -1604,7 +1816,17 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
         std::printf("  %-10s netns %-16s %-12s %s", h.value("name", "").c_str(),
                     h.value("netns", "").c_str(), h.value("ip", "").c_str(),
                     h.value("mac", "").c_str());
-        if (h.contains("from_host_frames"))
+        if (h.contains("port_state"))
+        {
+            std::printf("  port %s, LID %d; IPoIB sent %llu, received %llu, dropped (no LID) "
+                        "%llu, (port not Active) %llu",
+                        h.value("port_state", "").c_str(), h.value("lid", 0),
+                        static_cast<unsigned long long>(h.value("ipoib_sent", 0ULL)),
+                        static_cast<unsigned long long>(h.value("ipoib_received", 0ULL)),
+                        static_cast<unsigned long long>(h.value("dropped_no_lid", 0ULL)),
+                        static_cast<unsigned long long>(h.value("dropped_port_not_active", 0ULL)));
+        }
+        else if (h.contains("from_host_frames"))
         {
             std::printf("  from host %llu, to host %llu, ring overruns %llu, refused %llu",
                         static_cast<unsigned long long>(h.value("from_host_frames", 0ULL)),
@@ -1617,6 +1839,22 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
             }
         }
         std::printf("\n");
+    }
+    if (live && live->contains("sm"))
+    {
+        const auto& sm = (*live)["sm"];
+        if (sm.is_null())
+        {
+            std::printf("  subnet manager: none (--sm none): ports stay Initializing, LID 0\n");
+        }
+        else
+        {
+            std::printf("  subnet manager: built-in on %s, %s, subnet up at %.6f s simulated, "
+                        "%llu SMPs\n",
+                        sm.value("node", "").c_str(), sm.value("phase", "").c_str(),
+                        sm.value("subnet_up_s", -1.0),
+                        static_cast<unsigned long long>(sm.value("smps_sent", 0ULL)));
+        }
     }
     if (live && live->contains("switches"))
     {

@@ -227,6 +227,33 @@ CreateEmuHost(const EmuHostConfig& h, std::string* why)
     return true;
 }
 
+bool
+CreateManagementBridge(const std::string& mgmtNetns, std::string* why)
+{
+    return RunIp({"netns", "add", mgmtNetns}, why) &&
+           RunIp({"-n", mgmtNetns, "link", "add", "br0", "type", "bridge"}, why) &&
+           RunIp({"-n", mgmtNetns, "link", "set", "dev", "br0", "up"}, why);
+}
+
+bool
+AttachToManagement(const std::string& hostNetns,
+                   const std::string& mgmtNetns,
+                   const std::string& vethName,
+                   const std::string& ipCidr,
+                   std::string* why)
+{
+    const std::string peer = vethName + "b";
+    // Both ends leave this namespace at once, so nothing of the pair stays on the machine.
+    return RunIp({"link", "add", vethName, "netns", hostNetns, "type", "veth", "peer", "name",
+                  peer, "netns", mgmtNetns},
+                 why) &&
+           RunIp({"-n", hostNetns, "link", "set", "dev", vethName, "name", "mgmt0"}, why) &&
+           RunIp({"-n", hostNetns, "addr", "add", ipCidr, "dev", "mgmt0"}, why) &&
+           RunIp({"-n", hostNetns, "link", "set", "dev", "mgmt0", "up"}, why) &&
+           RunIp({"-n", mgmtNetns, "link", "set", "dev", peer, "master", "br0"}, why) &&
+           RunIp({"-n", mgmtNetns, "link", "set", "dev", peer, "up"}, why);
+}
+
 std::vector<int>
 PidsInNetns(const std::string& name)
 {

@@ -46,6 +46,18 @@ struct EmuHostConfig
  * neighbour discovery would only be counted as unroutable). False with the reason.
  */
 bool CreateEmuHost(const EmuHostConfig& host, std::string* why);
+/**
+ * The management network beside an InfiniBand fabric (the TCP bootstrap of verbs programs):
+ * namespace `mgmtNetns` holds a bridge; each host gets `mgmt0`, a veth whose other end is a port
+ * of that bridge, addressed `ipCidr`. `vethName` names the pair while it is made (unique on the
+ * machine). False with the reason.
+ */
+bool CreateManagementBridge(const std::string& mgmtNetns, std::string* why);
+bool AttachToManagement(const std::string& hostNetns,
+                        const std::string& mgmtNetns,
+                        const std::string& vethName,
+                        const std::string& ipCidr,
+                        std::string* why);
 /// Processes whose network namespace is the named one.
 std::vector<int> PidsInNetns(const std::string& name);
 /**

@@ -1,0 +1,245 @@
+#include "ib-ipoib-bridge.h"
+
+#include "models/ib/ib-crc.h"
+#include "models/rdma/ib-bth-header.h"
+#include "models/rdma/ib-deth-header.h"
+#include "models/rdma/ib-opcode.h"
+
+#include "ns3/log.h"
+#include "ns3/node.h"
+#include "ns3/packet.h"
+#include "ns3/simulator.h"
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("IbIpoibBridge");
+NS_OBJECT_ENSURE_REGISTERED(IbIpoibBridge);
+
+namespace
+{
+constexpr uint16_t kEtherIpv4 = 0x0800;
+constexpr uint16_t kEtherArp = 0x0806;
+constexpr uint32_t kLrhBytes = 8;
+constexpr uint32_t kGrhBytes = 40;
+constexpr uint32_t kBthBytes = 12;
+constexpr uint32_t kDethBytes = 8;
+constexpr uint32_t kIpoibHeaderBytes = 4; ///< RFC 4391 §6: EtherType, reserved
+
+uint16_t
+Get16(const uint8_t* p)
+{
+    return static_cast<uint16_t>(p[0] << 8 | p[1]);
+}
+
+uint32_t
+Get32(const uint8_t* p)
+{
+    return static_cast<uint32_t>(Get16(p)) << 16 | Get16(p + 2);
+}
+
+void
+PutMac(uint8_t* p, uint64_t mac)
+{
+    for (int i = 0; i < 6; ++i)
+    {
+        p[i] = static_cast<uint8_t>(mac >> (8 * (5 - i)));
+    }
+}
+} // namespace
+
+TypeId
+IbIpoibBridge::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::IbIpoibBridge")
+                            .SetParent<Object>()
+                            .SetGroupName("Cnuas")
+                            .AddConstructor<IbIpoibBridge>();
+    return tid;
+}
+
+IbIpoibBridge::IbIpoibBridge() = default;
+
+IbIpoibBridge::~IbIpoibBridge()
+{
+    Stop();
+}
+
+void
+IbIpoibBridge::DoDispose()
+{
+    Stop();
+    if (m_self < m_peers.size() && m_peers[m_self].port)
+    {
+        m_peers[m_self].port->SetIbReceiveCallback(IbNetDevice::IbReceiveCallback());
+    }
+    m_peers.clear();
+    Object::DoDispose();
+}
+
+void
+IbIpoibBridge::SetPeers(const std::vector<Peer>& peers)
+{
+    m_peers = peers;
+    m_byIp.clear();
+    for (uint32_t i = 0; i < peers.size(); ++i)
+    {
+        m_byIp[peers[i].ip] = i;
+    }
+}
+
+bool
+IbIpoibBridge::Start(uint32_t self, int tapFd, std::string* why)
+{
+    NS_ABORT_MSG_IF(self >= m_peers.size(), "IbIpoibBridge::Start: no peer " << self);
+    m_self = self;
+    Ptr<IbNetDevice> port = m_peers[self].port;
+    port->SetIbReceiveCallback(MakeCallback(&IbIpoibBridge::FromFabric, this));
+    const uint32_t context = port->GetNode() ? port->GetNode()->GetId() : Simulator::NO_CONTEXT;
+    return m_tap.Start(tapFd,
+                       context,
+                       TapPortConfig(),
+                       [this](const uint8_t* b, uint32_t n) { FromHost(b, n); },
+                       why);
+}
+
+void
+IbIpoibBridge::Stop()
+{
+    m_tap.Stop();
+}
+
+void
+IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
+{
+    // An untagged Ethernet frame from the kernel: IPv4 or ARP (IPv6 is off on the interface).
+    if (len < 14)
+    {
+        m_counters.notIp++;
+        return;
+    }
+    const uint16_t type = Get16(f + 12);
+    const uint8_t* l3 = f + 14;
+    const uint32_t l3Len = len - 14;
+    uint32_t dst = 0;
+    uint32_t carried = l3Len;
+    if (type == kEtherIpv4 && l3Len >= 20 && (l3[0] >> 4) == 4)
+    {
+        dst = Get32(l3 + 16);
+        carried = std::min<uint32_t>(l3Len, Get16(l3 + 2)); // no Ethernet padding on the wire
+    }
+    else if (type == kEtherArp && l3Len >= 28)
+    {
+        dst = Get32(l3 + 24); // the target protocol address
+        carried = 28;
+    }
+    else
+    {
+        m_counters.notIp++;
+        return;
+    }
+    auto it = m_byIp.find(dst);
+    if (it == m_byIp.end())
+    {
+        m_counters.noPeer++;
+        return;
+    }
+    const uint16_t dlid = m_peers[it->second].port->GetLid();
+    if (dlid == 0)
+    {
+        m_counters.noLid++;
+        return;
+    }
+    // IBA vol. 1 §9.2: the payload is padded to a multiple of 4 bytes, PadCnt says how much.
+    const uint32_t payload = kIpoibHeaderBytes + carried;
+    const uint32_t pad = (4 - payload % 4) % 4;
+    m_scratch.assign(payload + pad, 0);
+    m_scratch[0] = static_cast<uint8_t>(type >> 8);
+    m_scratch[1] = static_cast<uint8_t>(type);
+    std::copy(l3, l3 + carried, m_scratch.begin() + kIpoibHeaderBytes);
+    Ptr<Packet> p = Create<Packet>(m_scratch.data(), static_cast<uint32_t>(m_scratch.size()));
+    IbDethHeader deth;
+    deth.SetQkey(kQkey);
+    deth.SetSrcQp(kQpn);
+    p->AddHeader(deth);
+    IbBthHeader bth;
+    bth.SetOpCode(IbOpcode::kUdSendOnly);
+    bth.SetPadCnt(static_cast<uint8_t>(pad));
+    bth.SetPkey(0xFFFF);
+    bth.SetDestQp(kQpn);
+    bth.SetPsn(m_psn++);
+    p->AddHeader(bth);
+    if (m_peers[m_self].port->SendIb(p, dlid, 0))
+    {
+        m_counters.sentToFabric++;
+    }
+    else
+    {
+        m_counters.notActive++;
+    }
+}
+
+int
+IbIpoibBridge::PeerByLid(uint16_t lid) const
+{
+    for (uint32_t i = 0; i < m_peers.size(); ++i)
+    {
+        if (m_peers[i].port->GetLid() == lid)
+        {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+void
+IbIpoibBridge::FromFabric(Ptr<IbNetDevice>, Ptr<const Packet> packet, const IbRxInfo& info)
+{
+    const uint32_t n = packet->GetSize();
+    m_scratch.resize(n);
+    packet->CopyData(m_scratch.data(), n);
+    const uint8_t* b = m_scratch.data();
+    uint32_t off = kLrhBytes + (info.lnh == IbLnh::IbaGlobal ? kGrhBytes : 0);
+    const uint32_t crcs = static_cast<uint32_t>(kIbIcrcSize + kIbVcrcSize);
+    if (off + kBthBytes + kDethBytes + kIpoibHeaderBytes + crcs > n || b[off] != IbOpcode::kUdSendOnly ||
+        (Get32(b + off + 4) & 0xFFFFFF) != kQpn || Get32(b + off + kBthBytes) != kQkey)
+    {
+        m_counters.notIpoib++;
+        return;
+    }
+    const uint32_t pad = (b[off + 1] >> 4) & 3;
+    off += kBthBytes + kDethBytes;
+    if (off + kIpoibHeaderBytes + pad + crcs > n)
+    {
+        m_counters.notIpoib++;
+        return;
+    }
+    const uint16_t type = Get16(b + off);
+    const uint8_t* l3 = b + off + kIpoibHeaderBytes;
+    const uint32_t l3Len = n - off - kIpoibHeaderBytes - pad - crcs;
+    const int from = PeerByLid(info.slid);
+    if (from < 0 || (type != kEtherIpv4 && type != kEtherArp))
+    {
+        m_counters.notIpoib++;
+        return;
+    }
+    std::vector<uint8_t> frame(14 + l3Len);
+    const bool arpRequest = type == kEtherArp && l3Len >= 8 && Get16(l3 + 6) == 1;
+    PutMac(frame.data(), arpRequest ? 0xFFFFFFFFFFFFULL : m_peers[m_self].mac);
+    PutMac(frame.data() + 6, m_peers[from].mac);
+    frame[12] = static_cast<uint8_t>(type >> 8);
+    frame[13] = static_cast<uint8_t>(type);
+    std::copy(l3, l3 + l3Len, frame.begin() + 14);
+    m_counters.received++;
+    m_tap.Write(frame.data(), frame.size());
+}
+
+IbIpoibBridgeCounters
+IbIpoibBridge::GetCounters() const
+{
+    IbIpoibBridgeCounters c = m_counters;
+    static_cast<TapPortCounters&>(c) = m_tap.GetCounters();
+    return c;
+}
+
+} // namespace ns3

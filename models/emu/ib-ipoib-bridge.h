@@ -1,0 +1,98 @@
+// IP over InfiniBand for emulated hosts: the kernel of a real host (a network namespace) sends
+// IP through a TAP device, and its packets cross the simulated InfiniBand fabric as IPoIB
+// datagrams (RFC 4391: UD SEND, a 4-byte encapsulation header) from its HCA port.
+#ifndef CNUAS_IB_IPOIB_BRIDGE_H
+#define CNUAS_IB_IPOIB_BRIDGE_H
+
+#include "tap-port.h"
+
+#include "models/ib/ib-net-device.h"
+
+#include "ns3/object.h"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ns3
+{
+
+/// What an IPoIB bridge counted since it started.
+struct IbIpoibBridgeCounters : TapPortCounters
+{
+    uint64_t sentToFabric = 0; ///< datagrams queued on the HCA port
+    uint64_t noLid = 0;        ///< dropped: the destination has no LID (no subnet manager ran)
+    uint64_t notActive = 0;    ///< dropped: this port refused (not Active, queue full)
+    uint64_t noPeer = 0;       ///< dropped: no host of the fabric has the destination address
+    uint64_t notIp = 0;        ///< dropped: neither IPv4 nor ARP, or malformed
+    uint64_t received = 0;     ///< IPoIB datagrams received and written for the kernel
+    uint64_t notIpoib = 0;     ///< packets the port received that were not IPoIB
+};
+
+/**
+ * \brief Bridges a TAP device (an Ethernet TAP: what the host's kernel sees as its IPoIB
+ * interface) to an InfiniBand HCA port, carrying IP as IPoIB datagrams on the simulated wire.
+ *
+ * To the fabric: an IPv4 packet or an ARP packet the kernel sends becomes one UD SEND Only
+ * (IBA vol. 1 §9.8) on SL 0 with P_Key 0xFFFF, Q_Key kQkey, to QP kQpn of the host that owns the
+ * destination (for ARP: the target) address, carrying the IPoIB encapsulation header (RFC 4391
+ * §6: EtherType, 2 reserved bytes) and the packet. The destination LID is the one the subnet
+ * manager gave that host's port, read when the packet is sent: IPoIB's path query answered from
+ * the SM's assignment (the wire carries no SA PathRecord query, a simplification). Without a
+ * LID (no SM ran) or with a port that is not Active, nothing is sent and the drop is counted,
+ * as the seed's port story requires: no data flows until a subnet manager has run.
+ *
+ * To the host: an IPoIB datagram for kQpn becomes an Ethernet frame for the TAP, from the MAC
+ * the sending host's interface has (found by the packet's source LID) to this host's (or to
+ * broadcast for an ARP request), so that the kernel's ARP and IP work unchanged. ARP keeps its
+ * Ethernet form on the wire (hardware type 1, 6-byte addresses), not IPoIB's 20-byte link
+ * addresses: the kernel behind the TAP is an Ethernet one.
+ */
+class IbIpoibBridge : public Object
+{
+  public:
+    /// The QP number of every host's IPoIB UD QP, and the Q_Key (opensm's IPoIB default).
+    static constexpr uint32_t kQpn = 0x0000FF;
+    static constexpr uint32_t kQkey = 0x0000000B;
+
+    /// A host of the fabric: its IPoIB address, its interface's MAC, its HCA port.
+    struct Peer
+    {
+        uint32_t ip;
+        uint64_t mac;
+        Ptr<IbNetDevice> port;
+    };
+
+    static TypeId GetTypeId();
+    IbIpoibBridge();
+    ~IbIpoibBridge() override;
+
+    /// Every host of the fabric (this one included), to resolve addresses.
+    void SetPeers(const std::vector<Peer>& peers);
+    /// Takes `tapFd` and starts bridging it to peer `self`'s port. Simulation thread.
+    bool Start(uint32_t self, int tapFd, std::string* why);
+    void Stop();
+    IbIpoibBridgeCounters GetCounters() const;
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    void FromHost(const uint8_t* bytes, uint32_t length);
+    void FromFabric(Ptr<IbNetDevice> port, Ptr<const Packet> packet, const IbRxInfo& info);
+    /// The peer whose port has `lid` now, or -1.
+    int PeerByLid(uint16_t lid) const;
+
+    std::vector<Peer> m_peers;
+    std::unordered_map<uint32_t, uint32_t> m_byIp;
+    uint32_t m_self = 0;
+    uint32_t m_psn = 0;
+    TapPort m_tap;
+    IbIpoibBridgeCounters m_counters;
+    std::vector<uint8_t> m_scratch;
+};
+
+} // namespace ns3
+
+#endif

@@ -1,0 +1,99 @@
+// Real hosts on an emulated InfiniBand fabric: the seed's port story with real processes. With
+// no subnet manager the hosts' ports stay Initializing with LID 0 and no data flows; the built-in
+// SM brings them Active with LIDs, and the hosts' IP (IPoIB on ib0) crosses the fabric. The
+// management network beside the fabric (mgmt0) carries TCP either way. Root, as for EmuRoce.
+#include "emu-test-util.h"
+
+namespace
+{
+using namespace cnuas_emu_test;
+
+class EmuIb : public EmuFixture
+{
+  protected:
+    /// The live status of this fabric's hosts.
+    nlohmann::json Hosts()
+    {
+        nlohmann::json s = Status();
+        if (!s.contains("live") || !s["live"].contains("hosts"))
+        {
+            ADD_FAILURE() << "no live status: " << s.dump();
+            return nlohmann::json::array();
+        }
+        return s["live"]["hosts"];
+    }
+};
+
+TEST_F(EmuIb, WithoutASubnetManagerPortsStayInitializingAndNoDataFlows)
+{
+    ShResult up = Up("--fabric ib --hosts 2 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300)); // links train meanwhile
+    for (const auto& h : Hosts())
+    {
+        EXPECT_EQ(h.value("port_state", ""), "Initializing") << h.dump();
+        EXPECT_EQ(h.value("lid", -1), 0) << h.dump();
+    }
+    // IP over the fabric goes nowhere: no LIDs, so IPoIB has no path.
+    ShResult ping = Exec("h0", "ping -c 2 -i 0.2 -W 1 10.0.0.2");
+    EXPECT_NE(ping.exit, 0) << ping.out;
+    const auto hosts = Hosts();
+    EXPECT_GT(hosts[0].value("dropped_no_lid", 0), 0) << hosts[0].dump();
+    EXPECT_EQ(hosts[1].value("ipoib_received", 1), 0) << hosts[1].dump();
+    // The management network beside the fabric works regardless: the TCP bootstrap.
+    EXPECT_EQ(Exec("h0", "ping -c 1 -W 2 10.255.0.2").exit, 0);
+    TcpTransfer("h0", "h1", "10.255.0.2", 5001, 300000);
+    ShResult text = Sh(Cnuas("status"));
+    EXPECT_NE(text.out.find("port Initializing, LID 0"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("subnet manager: none"), std::string::npos) << text.out;
+}
+
+TEST_F(EmuIb, TheBuiltInSmBringsPortsActiveAndIpoibCarriesTcp)
+{
+    const std::string pcaps = (m_dir / "pcap").string();
+    ShResult up = Up("--fabric ib --hosts 2 --sm builtin --pcap " + pcaps);
+    ASSERT_EQ(up.exit, 0) << up.out;
+    EXPECT_NE(up.out.find("mgmt0 10.255.0.1"), std::string::npos) << up.out;
+    // Ports reach Active once the SM's sweep is done (microseconds of simulated time).
+    std::set<int> lids;
+    for (int tries = 0; tries < 50; ++tries)
+    {
+        lids.clear();
+        bool active = true;
+        for (const auto& h : Hosts())
+        {
+            active = active && h.value("port_state", "") == "Active";
+            lids.insert(h.value("lid", 0));
+        }
+        if (active)
+        {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(lids.size(), 2u);
+    EXPECT_EQ(lids.count(0), 0u) << "every port has a LID";
+    ShResult ping = Exec("h0", "ping -c 3 -i 0.2 -W 3 10.0.0.2");
+    EXPECT_EQ(ping.exit, 0) << ping.out;
+    TcpTransfer("h1", "h0", "10.0.0.1", 5002, 500000); // TCP over IPoIB on the simulated wire
+    TcpTransfer("h0", "h1", "10.255.0.2", 5003, 300000); // and over the management network
+    const auto hosts = Hosts();
+    EXPECT_GT(hosts[1].value("ipoib_sent", 0), 200) << hosts[1].dump();
+    EXPECT_EQ(hosts[0].value("dropped_no_lid", 1), 0) << hosts[0].dump();
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    // The capture starts at time zero: the SM's directed-route SMPs (class 0x81), then IPoIB.
+    const std::string f = pcaps + "/h0.pcap";
+    EXPECT_GT(CountLines(Tshark(f, "infiniband.mad.mgmtclass == 0x81")), 4) << f;
+    EXPECT_GE(CountLines(Tshark(f, "icmp")), 6) << f;
+    EXPECT_GT(CountLines(Tshark(f, "tcp")), 300) << f;
+    EXPECT_EQ(Tshark(f, "_ws.malformed"), "") << f;
+}
+
+TEST_F(EmuIb, MistakesAreRefused)
+{
+    EXPECT_EQ(Up("--fabric ib --sm opensm").exit, 2);
+    EXPECT_EQ(Up("--fabric ib --host-rate 10Gbps").exit, 2);
+    EXPECT_EQ(Up("--sm none").exit, 2) << "--sm is for InfiniBand";
+}
+
+} // namespace
