@@ -56,6 +56,32 @@ TEST_F(EmuRoce, TwoHostsPingTcpTcpdumpAndPcapsThatDecode)
     }
 }
 
+TEST_F(EmuRoce, CaptureWritesAnyPortWhileTheFabricRuns)
+{
+    ASSERT_EQ(Up("--hosts 2").exit, 0);
+    const std::string sw = (m_dir / "sw0-2.pcap").string();
+    const std::string host = (m_dir / "h0.pcap").string();
+    // A switch port (sw0:2 faces h1) and a host's NIC, each for a bounded time.
+    Sh("(" + Cnuas("capture --name " + m_name + " sw0:2 -w " + sw + " --duration 3") +
+       " > " + (m_dir / "cap1.out").string() + " 2>&1 &)");
+    Sh("(" + Cnuas("capture --name " + m_name + " h0 -w " + host + " --duration 3") + " > " +
+       (m_dir / "cap2.out").string() + " 2>&1 &)");
+    ASSERT_NE(WaitForLines("cap1.out", 1, 10).find("capturing"), std::string::npos);
+    ASSERT_NE(WaitForLines("cap2.out", 1, 10).find("capturing"), std::string::npos);
+    EXPECT_EQ(Exec("h0", "ping -c 4 -i 0.2 -W 2 10.0.0.2").exit, 0);
+    EXPECT_NE(WaitForLines("cap1.out", 2, 15).find("wrote"), std::string::npos);
+    EXPECT_NE(WaitForLines("cap2.out", 2, 15).find("wrote"), std::string::npos);
+    EXPECT_EQ(CountLines(Tshark(sw, "icmp.type == 8")), 4) << "requests leaving sw0 for h1";
+    EXPECT_EQ(CountLines(Tshark(host, "icmp")), 8) << "h0's NIC: requests and replies";
+    EXPECT_EQ(Tshark(sw, "_ws.malformed"), "");
+    // Mistakes: an unknown port, and a capture of a fabric that is not up.
+    ShResult bad = Sh(Cnuas("capture --name " + m_name + " sw9:1 -w " + sw + " --duration 1"));
+    EXPECT_EQ(bad.exit, 1);
+    EXPECT_NE(bad.out.find("no port"), std::string::npos) << bad.out;
+    ShResult none = Sh(Cnuas("capture --name nosuch h0 -w " + sw));
+    EXPECT_EQ(none.exit, 1);
+}
+
 TEST_F(EmuRoce, EightHostsPingEveryPair)
 {
     ShResult up = Up("--hosts 8");
