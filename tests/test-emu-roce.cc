@@ -44,7 +44,9 @@ TEST_F(EmuRoce, TwoHostsPingTcpTcpdumpAndPcapsThatDecode)
     EXPECT_TRUE(live["lag"].contains("max_lag_us"));
     ShResult text = Sh(Cnuas("status"));
     EXPECT_NE(text.out.find("lag:"), std::string::npos) << text.out;
-    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    ShResult down = Sh(Cnuas("down --name " + m_name));
+    ASSERT_EQ(down.exit, 0) << down.out;
+    EXPECT_NE(down.out.find("over the run:"), std::string::npos) << "the lag summary: " << down.out;
     // The daemon's pcaps: ARP, ICMP and TCP, nothing malformed.
     for (const char* host : {"h0", "h1"})
     {

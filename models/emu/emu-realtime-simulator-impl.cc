@@ -477,6 +477,9 @@ EmuRealtimeSimulatorImpl::Run()
         }
         // else: spin (the loop polls input without blocking on every turn)
     }
+    m_wallAtStopNs.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - m_wallStart).count(),
+        std::memory_order_relaxed);
     m_running.store(false, std::memory_order_release);
 }
 
@@ -491,12 +494,11 @@ EmuRealtimeSimulatorImpl::GetLagStats() const
     s.maxLagNs = m_maxLagNs.load(std::memory_order_relaxed);
     s.meanLagNs = m_meanLagNs.load(std::memory_order_relaxed);
     s.simNs = m_simNowNs.load(std::memory_order_relaxed);
-    if (m_running.load(std::memory_order_acquire))
-    {
-        s.wallNs =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - m_wallStart)
-                .count();
-    }
+    s.wallNs = m_running.load(std::memory_order_acquire)
+                   ? std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() -
+                                                                          m_wallStart)
+                         .count()
+                   : m_wallAtStopNs.load(std::memory_order_relaxed);
     s.foreignEvents = m_foreignTotal.load(std::memory_order_relaxed);
     s.pendingForeign = m_foreignCount.load(std::memory_order_relaxed);
     return s;

@@ -183,6 +183,7 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
     std::atomic<int64_t> m_currentLagNs{0};
     std::atomic<int64_t> m_maxLagNs{0};
     std::atomic<int64_t> m_simNowNs{0};
+    std::atomic<int64_t> m_wallAtStopNs{0}; ///< wall time the last Run lasted
     double m_lagSumNs = 0;
     std::atomic<double> m_meanLagNs{0};
 };

@@ -44,6 +44,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -1496,6 +1497,32 @@ DownOne(const std::string& dir, const std::string& name, double timeout)
     else
     {
         std::printf("cnuas down: fabric '%s' (pid %d) was not running\n", name.c_str(), pid);
+    }
+    // The daemon's last word is its final status (in its log): the lag over the whole run.
+    {
+        std::ifstream log(FabricLogPath(dir, name));
+        std::string line;
+        const std::string tag = "final status ";
+        while (std::getline(log, line))
+        {
+            const auto at = line.find(tag);
+            if (at == std::string::npos)
+            {
+                continue;
+            }
+            auto j = nlohmann::json::parse(line.substr(at + tag.size()), nullptr, false);
+            if (!j.is_discarded() && j.contains("lag") && !j["lag"].empty())
+            {
+                const auto& l = j["lag"];
+                std::printf("  over the run: %.3f s simulated in %.3f s wall (dilation %g), lag "
+                            "mean %.1f us, max %.1f us, %llu of %llu events late by > 1 ms\n",
+                            l.value("sim_s", 0.0), l.value("wall_s", 0.0),
+                            l.value("dilation", 1.0), l.value("mean_lag_us", 0.0),
+                            l.value("max_lag_us", 0.0),
+                            static_cast<unsigned long long>(l.value("late_events", 0ULL)),
+                            static_cast<unsigned long long>(l.value("events", 0ULL)));
+            }
+        }
     }
     int rc = 0;
     for (const auto& line : CleanUpFabric(*state, dir))
