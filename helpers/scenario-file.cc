@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -36,7 +37,8 @@ StripComment(const std::string& line)
     }
     for (size_t i = 1; i < t.size(); ++i)
     {
-        if (t[i] == '#' && (t[i - 1] == ' ' || t[i - 1] == '\t'))
+        if (t[i] == '#' && t[i - 1] != '\0' &&
+            std::strchr(kBlankChars, t[i - 1]) != nullptr)
         {
             return TrimSpace(t.substr(0, i));
         }
@@ -198,15 +200,13 @@ ParseScenarioText(const std::string& text,
     {
         ++lineNo;
         std::string where = sourceName + ":" + std::to_string(lineNo);
-        auto fail = [&](const std::string& message) {
-            throw std::invalid_argument(where + ": " + message);
-        };
+        auto fail = [&](const std::string& message) { throw InputError(where + ": " + message); };
         std::string line = StripComment(raw);
         if (line.empty())
         {
             continue;
         }
-        size_t sp = line.find_first_of(" \t");
+        size_t sp = line.find_first_of(kBlankChars);
         std::string directive = line.substr(0, sp);
         std::string arg = sp == std::string::npos ? "" : TrimSpace(line.substr(sp));
         auto once = [&](const std::string& key) {
@@ -235,7 +235,7 @@ ParseScenarioText(const std::string& text,
         {
             if (directive == "scenario")
             {
-                if (arg.find_first_of(" \t") != std::string::npos)
+                if (arg.find_first_of(kBlankChars) != std::string::npos)
                 {
                     fail("scenario name must be one word, got '" + arg + "'");
                 }
@@ -272,6 +272,7 @@ ParseScenarioText(const std::string& text,
                     kv.second = ResolveTopologySpec(kv.second, baseDir);
                 }
                 f.params[kv.first] = kv.second;
+                f.paramWhere[kv.first] = where;
             }
             else if (directive == "pcap")
             {
@@ -303,12 +304,12 @@ ParseScenarioFile(const std::string& path)
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
     {
-        throw std::invalid_argument(path + ": is a directory, not a scenario file");
+        throw InputError(path + ": is a directory, not a scenario file");
     }
     std::ifstream in(path);
     if (!in)
     {
-        throw std::invalid_argument(path + ": cannot open scenario file");
+        throw InputError(path + ": cannot open scenario file");
     }
     std::stringstream ss;
     ss << in.rdbuf();
@@ -349,13 +350,23 @@ ApplyAttributeSetting(const std::string& name, const std::string& value)
         return "attribute " + cls + "::" + attr + " cannot be set (it is not a construction-time "
                                                    "attribute)";
     }
-    bool isTime = info.checker->GetValueTypeName() == "ns3::TimeValue";
-    Time unused;
-    if (isTime ? !ParseTimeString(value, &unused) || !ValueConverts(info.checker, value)
-               : !ValueConverts(info.checker, value))
+    // Times and rates are held to Cnuas's rules, stricter than ns-3's: a Time needs its unit
+    // (ns-3 reads a bare number as seconds), and a rate must be positive (ns-3 takes zero,
+    // which no link can run at, and wraps negative numbers around).
+    const std::string type = info.checker->GetValueTypeName();
+    const bool isTime = type == "ns3::TimeValue";
+    // ns-3 names the DataRate checker's value type without its namespace.
+    const bool isRate = type == "ns3::DataRateValue" || type == "DataRateValue";
+    Time unusedTime;
+    uint64_t unusedBps = 0;
+    const bool ok = isTime   ? ParseTimeString(value, &unusedTime)
+                    : isRate ? ParseDataRateBps(value, &unusedBps)
+                             : true;
+    if (!ok || !ValueConverts(info.checker, value))
     {
-        std::string expects = isTime ? "a time with a unit, e.g. 10us"
-                                     : info.checker->GetUnderlyingTypeInformation();
+        std::string expects = isTime   ? "a time with a unit, e.g. 10us"
+                              : isRate ? "a positive data rate with a unit, e.g. 100Gbps"
+                                       : info.checker->GetUnderlyingTypeInformation();
         return "bad value '" + value + "' for " + cls + "::" + attr + " (expects " + expects + ")";
     }
     std::string declared = DeclaringTypeId(tid, attr).GetName() + "::" + attr;

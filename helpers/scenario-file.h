@@ -30,6 +30,7 @@ struct ScenarioFile
     std::optional<uint64_t> run;             ///< `run N`
     std::vector<AttributeSetting> settings;  ///< `set ATTR=VALUE`, in file order
     std::map<std::string, std::string> params; ///< `param KEY=VALUE` and `topology SPEC`
+    std::map<std::string, std::string> paramWhere; ///< param key -> "file.scn:7", for messages
     std::optional<std::string> pcapDir;      ///< `pcap DIR`
     std::optional<std::string> outDir;       ///< `out DIR`
 };
@@ -42,9 +43,9 @@ struct ScenarioFile
  *     set ATTR=VALUE       param KEY=VALUE topology SPEC
  *
  * `topology SPEC` is shorthand for `param topology=SPEC`; a relative `file:` path in SPEC is
- * made relative to the directory of the scenario file. Throws std::invalid_argument
- * ("path:line: message") on an unknown directive, a missing or malformed value, or a directive
- * given twice.
+ * made relative to the directory of the scenario file. Throws InputError (parse-util.h;
+ * "path:line: message") on an unreadable file, an unknown directive, a missing or malformed
+ * value, or a directive given twice.
  */
 ScenarioFile ParseScenarioFile(const std::string& path);
 /// As ParseScenarioFile, from text; `baseDir` is where relative `topology file:` paths point.
