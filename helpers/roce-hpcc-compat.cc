@@ -88,6 +88,33 @@ ParseDelay(const std::string& s, double& out)
     return false;
 }
 
+/**
+ * `in >> Whole{x}` reads one word as a decimal whole number (ParseDecimalUint): `in >> x` for
+ * an unsigned x takes "-1" as 2^64 - 1, which turns a negative flow size into an 18 EB flow.
+ */
+template <typename T>
+struct Whole
+{
+    T& value;
+};
+
+template <typename T>
+std::istream&
+operator>>(std::istream& in, Whole<T> w)
+{
+    std::string word;
+    uint64_t v = 0;
+    if ((in >> word) && ParseDecimalUint(word, std::numeric_limits<T>::max(), &v))
+    {
+        w.value = static_cast<T>(v);
+    }
+    else
+    {
+        in.setstate(std::ios::failbit);
+    }
+    return in;
+}
+
 std::string
 RateString(double bps)
 {
@@ -155,7 +182,9 @@ ReadHpccTopology(const std::string& path)
     uint64_t nodes = 0;
     uint64_t switches = 0;
     uint64_t links = 0;
-    if (!NextLine(in, line, n) || !(std::istringstream(line) >> nodes >> switches >> links) ||
+    if (!NextLine(in, line, n) ||
+        !(std::istringstream(line) >> Whole<uint64_t>{nodes} >> Whole<uint64_t>{switches} >>
+          Whole<uint64_t>{links}) ||
         nodes == 0 || switches >= nodes || nodes > 1000000)
     {
         Fail(path, n, "expected 'nodes switches links'");
@@ -170,8 +199,8 @@ ReadHpccTopology(const std::string& path)
         std::istringstream s(line);
         for (uint64_t i = 0; i < switches; ++i)
         {
-            uint64_t id;
-            if (!(s >> id) || id >= nodes)
+            uint64_t id = 0;
+            if (!(s >> Whole<uint64_t>{id}) || id >= nodes)
             {
                 Fail(path, n, "switch id " + std::to_string(i) + " missing or out of range");
             }
@@ -193,13 +222,14 @@ ReadHpccTopology(const std::string& path)
                  "expected " + std::to_string(links) + " links, found " + std::to_string(i));
         }
         std::istringstream s(line);
-        uint64_t a;
-        uint64_t b;
+        uint64_t a = 0;
+        uint64_t b = 0;
         std::string rate;
         std::string delay;
         double err = 0;
         L l;
-        if (!(s >> a >> b >> rate >> delay) || a >= nodes || b >= nodes || a == b ||
+        if (!(s >> Whole<uint64_t>{a} >> Whole<uint64_t>{b} >> rate >> delay) || a >= nodes ||
+            b >= nodes || a == b ||
             !ParseRate(rate, l.rate) || !ParseDelay(delay, l.delay))
         {
             Fail(path, n,
@@ -282,7 +312,7 @@ ReadHpccFlows(const std::string& path, const HpccTopology& topo, double timeOffs
     std::string line;
     size_t n = 0;
     uint64_t count = 0;
-    if (!NextLine(in, line, n) || !(std::istringstream(line) >> count))
+    if (!NextLine(in, line, n) || !(std::istringstream(line) >> Whole<uint64_t>{count}))
     {
         Fail(path, n, "expected the flow count");
     }
@@ -290,14 +320,15 @@ ReadHpccFlows(const std::string& path, const HpccTopology& topo, double timeOffs
     while (NextLine(in, line, n))
     {
         std::istringstream s(line);
-        uint64_t src;
-        uint64_t dst;
-        uint32_t prio;
-        uint32_t dport;
-        uint64_t size;
-        double start;
-        if (!(s >> src >> dst >> prio >> dport >> size >> start) || size == 0 ||
-            !std::isfinite(start))
+        uint64_t src = 0;
+        uint64_t dst = 0;
+        uint32_t prio = 0;
+        uint32_t dport = 0;
+        uint64_t size = 0;
+        double start = 0;
+        if (!(s >> Whole<uint64_t>{src} >> Whole<uint64_t>{dst} >> Whole<uint32_t>{prio} >>
+              Whole<uint32_t>{dport} >> Whole<uint64_t>{size} >> start) ||
+            size == 0 || !std::isfinite(start))
         {
             Fail(path, n, "expected 'src dst priority dport size start_s'");
         }

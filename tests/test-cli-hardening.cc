@@ -2,6 +2,7 @@
 // now ends with a message and the exit status of its kind (docs/cli.md, "Exit status"): 1 the
 // run failed, 2 a usage error on the command line, 3 an input error in a file the user gave.
 #include "helpers/parse-util.h"
+#include "helpers/roce-hpcc-compat.h"
 
 #include <gtest/gtest.h>
 
@@ -360,4 +361,21 @@ TEST_F(CliHardening, SameMistakeSameStatusInEverySubcommand)
     EXPECT_EQ(Run("pcap check notapcap.pcap").status, 3);
     EXPECT_EQ(Run("pcap check absent.pcap").status, 3);
     EXPECT_EQ(Run("pcap frobnicate").status, 2);
+}
+
+TEST(HpccFiles, NegativeNumbersAreRefusedNotWrappedAround)
+{
+    // `istream >> uint64_t` reads "-1" as 2^64 - 1: an 18 EB flow instead of an error.
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("cnuas-hard-hpcc-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    WriteFile(dir / "topo.txt", "3 1 2\n2\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1000ns 0\n");
+    const HpccTopology t = ReadHpccTopology((dir / "topo.txt").string());
+    WriteFile(dir / "flows.txt", "1\n0 1 3 100 -1 2.0\n");
+    EXPECT_THROW(ReadHpccFlows((dir / "flows.txt").string(), t, 2.0), InputError);
+    WriteFile(dir / "neg.txt", "-3 1 2\n2\n");
+    EXPECT_THROW(ReadHpccTopology((dir / "neg.txt").string()), InputError);
+    WriteFile(dir / "zero.txt", "3 1 2\n2\n0 2 0Gbps 1000ns 0\n1 2 100Gbps 1000ns 0\n");
+    EXPECT_THROW(ReadHpccTopology((dir / "zero.txt").string()), InputError);
+    std::filesystem::remove_all(dir);
 }
