@@ -6,6 +6,7 @@
 #include "helpers/rdma-traffic-run.h"
 #include "helpers/roce-traffic-pattern.h"
 #include "helpers/roce-traffic-run.h"
+#include "helpers/scenario-file.h"
 #include "helpers/scenario.h"
 #include "models/common/data-directory.h"
 
@@ -192,10 +193,11 @@ ApplyMarkingParams(const ScenarioOptions& o, const ScenarioInfo& info, RoceRunSp
         {
             throw std::invalid_argument("cc-attrs: " + spec.cc + " has no attribute " + name);
         }
-        Ptr<AttributeValue> v = ai.checker->CreateValidValue(StringValue(value));
-        if (!v)
+        // As --set checks a value (a Time needs its unit, a rate must be positive).
+        if (const std::string expects = CheckAttributeValue(ai.checker, value); !expects.empty())
         {
-            throw std::invalid_argument("cc-attrs: '" + value + "' is not a valid " + name);
+            throw ScenarioParamError("cc-attrs", "cc-attrs: '" + value + "' is not a valid " +
+                                                     name + " (expects " + expects + ")");
         }
     }
     const bool threshold = ecn == "threshold";

@@ -154,6 +154,30 @@ ApplyGlobalValue(const std::string& name, const std::string& value)
 
 } // namespace
 
+std::string
+CheckAttributeValue(Ptr<const AttributeChecker> checker, const std::string& value)
+{
+    // Times and rates are held to Cnuas's rules, stricter than ns-3's: a Time needs its unit
+    // (ns-3 reads a bare number as seconds), and a rate must be positive (ns-3 takes zero,
+    // which no link can run at, and wraps negative numbers around).
+    const std::string type = checker->GetValueTypeName();
+    const bool isTime = type == "ns3::TimeValue";
+    // ns-3 names the DataRate checker's value type without its namespace.
+    const bool isRate = type == "ns3::DataRateValue" || type == "DataRateValue";
+    Time unusedTime;
+    uint64_t unusedBps = 0;
+    const bool ok = isTime   ? ParseTimeString(value, &unusedTime)
+                    : isRate ? ParseDataRateBps(value, &unusedBps)
+                             : true;
+    if (ok && ValueConverts(checker, value))
+    {
+        return "";
+    }
+    return isTime   ? "a time with a unit, e.g. 10us"
+           : isRate ? "a positive data rate with a unit, e.g. 100Gbps"
+                    : checker->GetUnderlyingTypeInformation();
+}
+
 std::pair<std::string, std::string>
 SplitAssignment(const std::string& text, const std::string& what)
 {
@@ -350,23 +374,8 @@ ApplyAttributeSetting(const std::string& name, const std::string& value)
         return "attribute " + cls + "::" + attr + " cannot be set (it is not a construction-time "
                                                    "attribute)";
     }
-    // Times and rates are held to Cnuas's rules, stricter than ns-3's: a Time needs its unit
-    // (ns-3 reads a bare number as seconds), and a rate must be positive (ns-3 takes zero,
-    // which no link can run at, and wraps negative numbers around).
-    const std::string type = info.checker->GetValueTypeName();
-    const bool isTime = type == "ns3::TimeValue";
-    // ns-3 names the DataRate checker's value type without its namespace.
-    const bool isRate = type == "ns3::DataRateValue" || type == "DataRateValue";
-    Time unusedTime;
-    uint64_t unusedBps = 0;
-    const bool ok = isTime   ? ParseTimeString(value, &unusedTime)
-                    : isRate ? ParseDataRateBps(value, &unusedBps)
-                             : true;
-    if (!ok || !ValueConverts(info.checker, value))
+    if (std::string expects = CheckAttributeValue(info.checker, value); !expects.empty())
     {
-        std::string expects = isTime   ? "a time with a unit, e.g. 10us"
-                              : isRate ? "a positive data rate with a unit, e.g. 100Gbps"
-                                       : info.checker->GetUnderlyingTypeInformation();
         return "bad value '" + value + "' for " + cls + "::" + attr + " (expects " + expects + ")";
     }
     std::string declared = DeclaringTypeId(tid, attr).GetName() + "::" + attr;

@@ -3,6 +3,9 @@
 #ifndef CNUAS_HELPERS_SCENARIO_FILE_H
 #define CNUAS_HELPERS_SCENARIO_FILE_H
 
+#include "ns3/attribute.h"
+#include "ns3/ptr.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -60,6 +63,14 @@ std::pair<std::string, std::string> SplitAssignment(const std::string& text,
 
 /// Rewrites a relative `file:` topology spec to be relative to baseDir; other specs unchanged.
 std::string ResolveTopologySpec(const std::string& spec, const std::string& baseDir);
+
+/**
+ * "" if `value` is a valid value for an attribute with this checker, else what it expects
+ * ("a time with a unit, e.g. 10us"). Stricter than ns-3 where ns-3 is silently wrong: a Time
+ * needs a unit, a DataRate must be positive. Values ns-3 would abort the process on are tried
+ * in a child process, so they come back as a message too.
+ */
+std::string CheckAttributeValue(Ptr<const AttributeChecker> checker, const std::string& value);
 
 /**
  * Applies one setting: an attribute default through Config::SetDefaultFailSafe (a name without
