@@ -5,6 +5,7 @@
 
 #include "ns3/config.h"
 #include "ns3/global-value.h"
+#include "ns3/object-factory.h"
 #include "ns3/string.h"
 #include "ns3/type-id.h"
 
@@ -14,6 +15,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
@@ -86,13 +88,13 @@ DeclaringTypeId(TypeId tid, const std::string& attr)
 }
 
 /**
- * True if `value` converts to a valid value for `checker`. ns-3 parses some attribute types by
- * aborting the process on malformed text (UintegerValue, TimeValue) or by crashing
- * (PointerValue), so the trial conversion runs in a child process: a child that dies means
- * the value is bad, and the user gets a message instead of a core dump.
+ * Runs `trial` in a child process and returns whether it returned true. ns-3 rejects some bad
+ * input by aborting the process (UintegerValue, TimeValue, attribute setters that parse a
+ * string) or by crashing (PointerValue); in a child, a death only means the input is bad, and
+ * the user gets a message instead of a core dump.
  */
 bool
-ValueConverts(Ptr<const AttributeChecker> checker, const std::string& value)
+SucceedsInChild(const std::function<bool()>& trial)
 {
     std::fflush(nullptr); // the child must not flush our buffered output a second time
     pid_t pid = fork();
@@ -109,8 +111,7 @@ ValueConverts(Ptr<const AttributeChecker> checker, const std::string& value)
             dup2(devnull, STDOUT_FILENO);
             dup2(devnull, STDERR_FILENO);
         }
-        bool ok = checker->CreateValidValue(StringValue(value)) != nullptr;
-        _exit(ok ? 0 : 1);
+        _exit(trial() ? 0 : 1);
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
@@ -121,6 +122,14 @@ ValueConverts(Ptr<const AttributeChecker> checker, const std::string& value)
         }
     }
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/// True if `value` converts to a valid value for `checker` (tried in a child process).
+bool
+ValueConverts(Ptr<const AttributeChecker> checker, const std::string& value)
+{
+    return SucceedsInChild(
+        [&checker, &value]() { return checker->CreateValidValue(StringValue(value)) != nullptr; });
 }
 
 std::string
@@ -379,6 +388,25 @@ ApplyAttributeSetting(const std::string& name, const std::string& value)
         return "bad value '" + value + "' for " + cls + "::" + attr + " (expects " + expects + ")";
     }
     std::string declared = DeclaringTypeId(tid, attr).GetName() + "::" + attr;
+    // A string attribute's format is the class's own: its setter parses it, and some setters
+    // abort on what they cannot read (RackElectricalModel::EfficiencyCurve). Build one object
+    // with the value, in a child process, before the real run meets it.
+    const std::string type = info.checker->GetValueTypeName();
+    const bool isString = type == "ns3::StringValue" || type == "StringValue";
+    if (isString && tid.HasConstructor() &&
+        !SucceedsInChild([&tid, &declared, &value]() {
+            if (!Config::SetDefaultFailSafe(declared, StringValue(value)))
+            {
+                return false;
+            }
+            ObjectFactory factory;
+            factory.SetTypeId(tid);
+            return factory.Create() != nullptr;
+        }))
+    {
+        return "bad value '" + value + "' for " + cls + "::" + attr + " (the class refuses it; " +
+               "the attribute: " + info.help + ")";
+    }
     if (!Config::SetDefaultFailSafe(declared, StringValue(value)))
     {
         return "could not set " + declared + " to '" + value + "'";
