@@ -19,6 +19,9 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     IbTrafficSpec spec;
     spec.pattern = pattern;
     spec.topology = ScenarioParamString(o, info, "topology");
+    // Built here once only to check it, so that a bad spec is reported against where it was
+    // given (RunIbTraffic builds it again).
+    ScenarioParamTopology(o, info);
     spec.rate = ScenarioParamString(o, info, "rate");
     spec.duration = ScenarioParamMicroseconds(o, info, "duration-us", 1e-6, 1e9);
     // The data-VL counts PortInfo.OperationalVLs can encode (IBA vol. 1 §14.2.5.6): a port

@@ -90,6 +90,9 @@ CommonSpec(const ScenarioOptions& o, const ScenarioInfo& info, bool pingPong)
     CheckScenarioParams(o, info);
     RdmaTrafficSpec s;
     s.topology = ScenarioParamString(o, info, "topology");
+    // Built here once only to check it, so that a bad spec is reported against where it was
+    // given (RunRdmaTraffic builds it again).
+    ScenarioParamTopology(o, info);
     s.rate = ScenarioParamString(o, info, "rate");
     s.qpType = ParseQpType(ScenarioParamString(o, info, "qp"));
     s.op = ParseOp(ScenarioParamString(o, info, "op"), pingPong);

@@ -426,7 +426,19 @@ RunPlotScript(const std::string& script, const std::string& csv, const std::stri
 Topology
 ScenarioParamTopology(const ScenarioOptions& o, const ScenarioInfo& info)
 {
-    return BuildTopologyFromSpec(ScenarioParamString(o, info, "topology"));
+    try
+    {
+        return BuildTopologyFromSpec(ScenarioParamString(o, info, "topology"));
+    }
+    catch (const InputError&)
+    {
+        throw; // the topology file's own error, with its line
+    }
+    catch (const std::invalid_argument& e)
+    {
+        // A spec that does not parse is the parameter's value: reported where it was given.
+        throw ScenarioParamError("topology", e.what());
+    }
 }
 
 } // namespace ns3

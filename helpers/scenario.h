@@ -136,7 +136,10 @@ void CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info);
  */
 Time ScenarioParamTime(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key,
                        Time min, Time max);
-/// Builds the fabric named by the documented `topology` parameter (BuildTopologyFromSpec).
+/**
+ * Builds the fabric named by the documented `topology` parameter (BuildTopologyFromSpec). A
+ * spec that does not parse is a ScenarioParamError; a bad topology file an InputError.
+ */
 Topology ScenarioParamTopology(const ScenarioOptions& o, const ScenarioInfo& info);
 
 /**

@@ -202,6 +202,9 @@ TEST_F(CliHardening, AParamValueFromAScenarioFileNamesItsLine)
                         "fair.scn:3: scenario 'roce-fairness': parameter rate='-40Gbps'"));
     // The command line replaces the file's value, and then it is the command line's mistake.
     EXPECT_TRUE(Refused(Run("run fair.scn --no-progress --param rate=fast"), 2, "rate='fast'"));
+    // So is a topology spec that does not parse.
+    WriteFile(m_dir / "tree.scn", "scenario ib-fat-tree\ntopology fat-tree:k=3\n");
+    EXPECT_TRUE(Refused(Run("run tree.scn --no-progress"), 3, "tree.scn:2: topology spec"));
     // An unknown key in the file is the file's, with its line.
     WriteFile(m_dir / "typo.scn", "scenario selftest-timer\n\nparam evnets=3\n");
     EXPECT_TRUE(Refused(Run("run typo.scn"), 3, "typo.scn:3: scenario 'selftest-timer' has no "
