@@ -933,7 +933,8 @@ ApplyHpccConfig(const HpccConfig& cfg, const HpccTopology& topo,
         {
             if (has(m) && !has(other))
             {
-                FailKey(cfg, m, "is given without " + other + " (ECN marking needs all three maps)");
+                FailKey(cfg, m,
+                        "is given without " + other + " (ECN marking needs all three maps)");
             }
         }
     }

@@ -159,8 +159,8 @@ ScenarioParamUint(const ScenarioOptions& o, const ScenarioInfo& info, const std:
     uint64_t v = 0;
     if (!ParseDecimalUint(s, max, &v) || v < min)
     {
-        throw ScenarioParamError(key,
-                                 BadValue(info, key, s, "a whole number in " + RangeText(min, max)));
+        throw ScenarioParamError(
+            key, BadValue(info, key, s, "a whole number in " + RangeText(min, max)));
     }
     return v;
 }

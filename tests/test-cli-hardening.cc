@@ -319,8 +319,9 @@ TEST_F(CliHardening, ATimeNeedsItsUnit)
 TEST_F(CliHardening, RatesMustBePositiveInSetToo)
 {
     // A string attribute's setter may abort on what it cannot parse: tried in a child first.
-    EXPECT_TRUE(Refused(Run("run selftest-timer --set ns3::RackElectricalModel::EfficiencyCurve=bad"),
-                        2, "bad value 'bad' for ns3::RackElectricalModel::EfficiencyCurve"));
+    EXPECT_TRUE(
+        Refused(Run("run selftest-timer --set ns3::RackElectricalModel::EfficiencyCurve=bad"), 2,
+                "bad value 'bad' for ns3::RackElectricalModel::EfficiencyCurve"));
     EXPECT_EQ(Run("run selftest-timer --no-progress --param events=1 "
                   "--set 'ns3::RackElectricalModel::EfficiencyCurve=0:0.9;1:0.95'")
                   .status,
