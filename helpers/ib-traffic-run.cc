@@ -18,6 +18,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 
 namespace ns3
@@ -219,9 +220,11 @@ RunIbTraffic(const IbTrafficSpec& spec)
     };
     // Whether the fabric is up when the sources start: on a fabric that never came up (ports
     // still training, say) they send nothing, and 0 sent = 0 received is no result.
-    std::string notActive;
+    // The event owns what it uses (a copy of the fabric's handles, a shared result): it must
+    // not point into this frame, which a throw could leave before the event runs.
+    auto notActive = std::make_shared<std::string>();
     Simulator::Schedule(start - Simulator::Now(),
-                        [&f, &notActive]() { notActive = IbFabricNotActive(f); });
+                        [f, notActive]() { *notActive = IbFabricNotActive(f); });
     const auto wallStart = std::chrono::steady_clock::now();
     SimProgress progress(stop, spec.progress);
     progress.Start();
@@ -239,11 +242,11 @@ RunIbTraffic(const IbTrafficSpec& spec)
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
     pcap.Close();
     credits.Close();
-    if (!notActive.empty())
+    if (!notActive->empty())
     {
         throw std::runtime_error("the fabric did not come up: when the traffic started at " +
                                  ScenarioFixed(start.GetSeconds() * 1e6, 1) + " us, " +
-                                 notActive + "; no packet could be sent");
+                                 *notActive + "; no packet could be sent");
     }
 
     // ---- measurements ----
