@@ -96,22 +96,15 @@ RunRdmaIncast(const ScenarioOptions& o)
 {
     static const ScenarioInfo info = RdmaIncastInfo();
     CheckScenarioParams(o, info);
-    const std::string cc = ScenarioParamString(o, info, "cc");
-    if (cc != "none" && cc != "iba")
-    {
-        throw std::invalid_argument("cc must be none or iba, not '" + cc + "'");
-    }
+    const std::string cc = ScenarioParamChoice(o, info, "cc", {"none", "iba"});
     const bool iba = cc == "iba";
-    const uint32_t senders = static_cast<uint32_t>(ScenarioParamUint(o, info, "senders"));
-    if (senders < 1 || senders > 8)
-    {
-        throw std::invalid_argument("senders must be 1..8");
-    }
-    const double durationUs = ScenarioParamDouble(o, info, "duration-us");
-    if (!(durationUs >= 50 && durationUs <= 100000))
-    {
-        throw std::invalid_argument("duration-us must be 50..100000");
-    }
+    const uint32_t senders = static_cast<uint32_t>(ScenarioParamUint(o, info, "senders", 1, 8));
+    const double durationUs = ScenarioParamDouble(o, info, "duration-us", 50, 100000);
+    // The ranges of the CC manager's attributes (Threshold is 4 bits in the MADs, the others
+    // 16), which would abort the process rather than refuse a value outside them.
+    const uint64_t threshold = ScenarioParamUint(o, info, "threshold", 0, 15);
+    const uint64_t cctiTimer = ScenarioParamUint(o, info, "ccti-timer", 0, 65535);
+    const uint64_t cctStep = ScenarioParamUint(o, info, "cct-step", 0, 65535);
 
     IbFabric fabric = IbFabricHelper().Build(BuildTopologyFromSpec("dumbbell:left=2,right=9"));
     Ptr<IbSubnetManager> sm = IbSmHelper().Install(fabric, fabric.hosts.Get(0), MicroSeconds(2));
@@ -127,11 +120,9 @@ RunRdmaIncast(const ScenarioOptions& o)
     if (iba)
     {
         IbCcHelper ch;
-        ch.SetManagerAttribute("Threshold",
-                               UintegerValue(ScenarioParamUint(o, info, "threshold")));
-        ch.SetManagerAttribute("CctiTimer",
-                               UintegerValue(ScenarioParamUint(o, info, "ccti-timer")));
-        ch.SetManagerAttribute("CctStep", UintegerValue(ScenarioParamUint(o, info, "cct-step")));
+        ch.SetManagerAttribute("Threshold", UintegerValue(threshold));
+        ch.SetManagerAttribute("CctiTimer", UintegerValue(cctiTimer));
+        ch.SetManagerAttribute("CctStep", UintegerValue(cctStep));
         ch.InstallAgents(fabric, hcas);
         mgr = ch.InstallManager(fabric.hosts.Get(0));
     }
@@ -249,11 +240,11 @@ RunRdmaIncast(const ScenarioOptions& o)
     auto add = [&](const std::string& k, const std::string& v) { r.summary.emplace_back(k, v); };
     add("topology", "dumbbell:left=2,right=9, 4x HDR, RC RDMA WRITEs of 64 KiB, MTU 4096");
     add("congestion control", iba ? "IBA annex A10 (threshold " +
-                                        std::to_string(ScenarioParamUint(o, info, "threshold")) +
+                                        std::to_string(threshold) +
                                         ", CCTI_Timer " +
-                                        std::to_string(ScenarioParamUint(o, info, "ccti-timer")) +
+                                        std::to_string(cctiTimer) +
                                         ", CCT step " +
-                                        std::to_string(ScenarioParamUint(o, info, "cct-step")) +
+                                        std::to_string(cctStep) +
                                         " ns)"
                                   : "none");
     if (mgr)

@@ -19,31 +19,27 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     IbTrafficSpec spec;
     spec.pattern = pattern;
     spec.topology = ScenarioParamString(o, info, "topology");
+    // Built here once only to check it, so that a bad spec is reported against where it was
+    // given (RunIbTraffic builds it again).
+    ScenarioParamTopology(o, info);
     spec.rate = ScenarioParamString(o, info, "rate");
-    spec.duration = ScenarioParamMicroseconds(o, info, "duration-us");
-    spec.vls = static_cast<uint8_t>(ScenarioParamUint(o, info, "vls"));
-    spec.payloadBytes = static_cast<uint32_t>(ScenarioParamUint(o, info, "payload"));
-    spec.subnetManager = ScenarioParamString(o, info, "sm");
+    spec.duration = ScenarioParamMicroseconds(o, info, "duration-us", 1e-6, 1e9);
+    // The data-VL counts PortInfo.OperationalVLs can encode (IBA vol. 1 §14.2.5.6): a port
+    // given another count keeps its old one, and the run would silently use fewer VLs.
+    spec.vls = static_cast<uint8_t>(ScenarioParamUintOneOf(o, info, "vls", {1, 2, 4, 8, 15}));
+    // IbPacketSource's PayloadBytes: at most the 4096-byte IB MTU.
+    spec.payloadBytes = static_cast<uint32_t>(ScenarioParamUint(o, info, "payload", 0, 4096));
+    spec.subnetManager = ScenarioParamChoice(o, info, "sm", {"builtin", "static"});
     if (pattern == IbTrafficSpec::Pattern::Incast)
     {
-        spec.senders = static_cast<uint32_t>(ScenarioParamUint(o, info, "senders"));
-        spec.victim = ScenarioParamUint(o, info, "victim") != 0;
+        spec.senders = static_cast<uint32_t>(ScenarioParamUint(o, info, "senders", 0, 1000000));
+        spec.victim = ScenarioParamUint(o, info, "victim", 0, 1) != 0;
     }
     if (pattern == IbTrafficSpec::Pattern::AllToAll || pattern == IbTrafficSpec::Pattern::Shift)
     {
-        const std::string p = ScenarioParamString(o, info, "pattern");
-        if (p == "all-to-all")
-        {
-            spec.pattern = IbTrafficSpec::Pattern::AllToAll;
-        }
-        else if (p == "shift")
-        {
-            spec.pattern = IbTrafficSpec::Pattern::Shift;
-        }
-        else
-        {
-            throw std::invalid_argument("pattern must be all-to-all or shift, not '" + p + "'");
-        }
+        const std::string p = ScenarioParamChoice(o, info, "pattern", {"all-to-all", "shift"});
+        spec.pattern = p == "all-to-all" ? IbTrafficSpec::Pattern::AllToAll
+                                         : IbTrafficSpec::Pattern::Shift;
     }
     ApplyScenarioOutputs(o, spec);
     IbTrafficStats st = RunIbTraffic(spec);

@@ -179,6 +179,11 @@ IbSmHelper::GetSm(Ptr<Node> node)
 IbSmBringUp
 IbBringUpWithSm(const IbFabric& fabric, uint8_t vls, Time limit)
 {
+    if (fabric.hosts.GetN() == 0)
+    {
+        throw std::invalid_argument("the fabric '" + fabric.topology.name +
+                                    "' has no hosts to run the subnet manager on");
+    }
     IbSmBringUp r;
     IbSmHelper h;
     h.SetSmAttribute("OperationalVls", UintegerValue(vls));
@@ -200,9 +205,52 @@ IbBringUpWithSm(const IbFabric& fabric, uint8_t vls, Time limit)
                                  std::to_string(limit.GetSeconds()) + " s (phase " +
                                  IbSweepPhaseName(sm->GetPhase()) + ")");
     }
+    // The SM calls the subnet up when its sweep has nothing left to do, which is also the case
+    // when it found no live link to sweep (ports still training): check the ports themselves.
+    if (const std::string notActive = IbFabricNotActive(fabric); !notActive.empty())
+    {
+        char at[32];
+        std::snprintf(at, sizeof(at), "%.1f", sm->GetLastSubnetUp().GetSeconds() * 1e6);
+        throw std::runtime_error(std::string("the subnet manager's sweep ended at ") + at +
+                                 " us, but the fabric did not come up: " + notActive);
+    }
     r.upAt = sm->GetLastSubnetUp();
     r.smps = sm->GetSmpsSent();
     return r;
+}
+
+std::string
+IbFabricNotActive(const IbFabric& fabric)
+{
+    uint32_t cabled = 0;
+    uint32_t down = 0;
+    std::string first;
+    for (uint32_t node = 0; node < fabric.ports.size(); ++node)
+    {
+        for (uint32_t i = 0; i < fabric.ports[node].size(); ++i)
+        {
+            Ptr<IbNetDevice> p = fabric.ports[node][i];
+            if (!p || !p->GetPeer())
+            {
+                continue;
+            }
+            ++cabled;
+            if (p->GetPortState() != IbPortState::Active)
+            {
+                if (down++ == 0)
+                {
+                    first = fabric.topology.nodes[node].name + " port " + std::to_string(i + 1) +
+                            ": " + IbPortStateName(p->GetPortState());
+                }
+            }
+        }
+    }
+    if (down == 0)
+    {
+        return "";
+    }
+    return std::to_string(down) + " of " + std::to_string(cabled) +
+           " cabled ports are not Active (" + first + ")";
 }
 
 std::vector<IbRouteHop>

@@ -69,10 +69,18 @@ struct IbSmBringUp
 /**
  * Puts an SM (SetSmAttribute defaults; OperationalVls = `vls`) on host 0 of `fabric`, runs the
  * simulation until its first heavy sweep has finished with the subnet up, and returns when and
- * at what cost. Throws std::runtime_error if the subnet is not up within `limit` of simulated
- * time (the simulation is left where it stopped).
+ * at what cost. Throws std::invalid_argument for a fabric without hosts (nowhere to put the SM)
+ * and std::runtime_error if the subnet is not up within `limit` of simulated time (the
+ * simulation is left where it stopped).
  */
 IbSmBringUp IbBringUpWithSm(const IbFabric& fabric, uint8_t vls, Time limit = Seconds(1));
+
+/**
+ * "" if every cabled port of the fabric is Active; else what is not, e.g. "3 of 4 cabled ports
+ * are not Active (h0 port 1: Initialize)". Traffic that starts on such a fabric sends nothing,
+ * so a run checks this before it counts its packets as a result.
+ */
+std::string IbFabricNotActive(const IbFabric& fabric);
 
 /**
  * The cables a packet from host `fromHost` to `dlid` crosses through the switches' LFTs as they

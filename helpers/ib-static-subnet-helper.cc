@@ -182,22 +182,25 @@ IbStaticSubnetHelper::Configure(const NodeContainer& nodes)
         }
         sw->SetLinearFdbTop(static_cast<uint16_t>(table.size() - 1));
     }
-    Simulator::Schedule(m_activateAt - Simulator::Now(), &IbStaticSubnetHelper::Activate, this);
+    // The event gets its own copy of the nodes, not `this`: helpers are used as temporaries
+    // (`IbStaticSubnetHelper().Configure(nodes)`), and the activation runs after they are gone.
+    Simulator::Schedule(m_activateAt - Simulator::Now(), &IbStaticSubnetHelper::Activate,
+                        m_nodes);
     return static_cast<uint32_t>(m_lidNode.size());
 }
 
 void
-IbStaticSubnetHelper::Activate()
+IbStaticSubnetHelper::Activate(std::vector<Ptr<Node>> nodes)
 {
     // Two passes, as opensm's link manager: every port to Armed, then every port to Active.
-    for (auto& n : m_nodes)
+    for (auto& n : nodes)
     {
         for (auto& p : IbPortsOf(n))
         {
             p->SetPortState(IbPortState::Armed);
         }
     }
-    for (auto& n : m_nodes)
+    for (auto& n : nodes)
     {
         for (auto& p : IbPortsOf(n))
         {

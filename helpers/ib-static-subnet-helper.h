@@ -51,7 +51,8 @@ class IbStaticSubnetHelper
     std::vector<IbRouteHop> GetRoute(uint16_t fromLid, uint16_t toLid) const;
 
   private:
-    void Activate();
+    /// Arms then activates every port of `nodes` (a copy: the helper may be gone by then).
+    static void Activate(std::vector<Ptr<Node>> nodes);
 
     uint8_t m_opVls = 1;
     Time m_activateAt = MicroSeconds(2);

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 
 namespace ns3
@@ -35,6 +36,22 @@ RunIbTraffic(const IbTrafficSpec& spec)
     IbFabricHelper fh;
     fh.SetDefaultRate(spec.rate);
     IbFabric f = fh.Build(topo);
+    // Before the subnet manager: it needs host 0, and the traffic two hosts.
+    const uint32_t nHosts = f.hosts.GetN();
+    if (nHosts < 2)
+    {
+        throw std::invalid_argument("the topology needs at least two hosts, '" + topo.name +
+                                    "' has " + std::to_string(nHosts));
+    }
+    // A port keeps its OperationalVLs when asked for more than its VLCap: refuse rather than
+    // run with fewer VLs than requested.
+    if (spec.vls > f.HostPort(0)->GetVlCap())
+    {
+        throw std::invalid_argument(std::to_string(spec.vls) + " data VLs requested, but the "
+                                    "ports have VLCap " +
+                                    std::to_string(f.HostPort(0)->GetVlCap()) +
+                                    " (--set ns3::IbNetDevice::VlCap=15 for more)");
+    }
     IbStaticSubnetHelper subnet;
     Time start = MicroSeconds(5);
     IbSmBringUp smUp;
@@ -57,11 +74,6 @@ RunIbTraffic(const IbTrafficSpec& spec)
     // A host's LID as its port holds it, whoever assigned it.
     auto lidOf = [&f](uint32_t host) { return f.HostPort(host)->GetLid(); };
     const Time stop = start + spec.duration;
-    const uint32_t nHosts = f.hosts.GetN();
-    if (nHosts < 2)
-    {
-        throw std::invalid_argument("the topology needs at least two hosts");
-    }
     auto hostName = [&](uint32_t i) { return topo.nodes[topo.Hosts()[i]].name; };
     std::vector<Ptr<IbPacketSink>> sinks(nHosts);
     for (uint32_t i = 0; i < nHosts; ++i)
@@ -206,6 +218,13 @@ RunIbTraffic(const IbTrafficSpec& spec)
         }
         return n;
     };
+    // Whether the fabric is up when the sources start: on a fabric that never came up (ports
+    // still training, say) they send nothing, and 0 sent = 0 received is no result.
+    // The event owns what it uses (a copy of the fabric's handles, a shared result): it must
+    // not point into this frame, which a throw could leave before the event runs.
+    auto notActive = std::make_shared<std::string>();
+    Simulator::Schedule(start - Simulator::Now(),
+                        [f, notActive]() { *notActive = IbFabricNotActive(f); });
     const auto wallStart = std::chrono::steady_clock::now();
     SimProgress progress(stop, spec.progress);
     progress.Start();
@@ -223,6 +242,12 @@ RunIbTraffic(const IbTrafficSpec& spec)
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
     pcap.Close();
     credits.Close();
+    if (!notActive->empty())
+    {
+        throw std::runtime_error("the fabric did not come up: when the traffic started at " +
+                                 ScenarioFixed(start.GetSeconds() * 1e6, 1) + " us, " +
+                                 *notActive + "; no packet could be sent");
+    }
 
     // ---- measurements ----
     // The first quarter is warm-up; the window is whole sink bins (SampleInterval), so that no

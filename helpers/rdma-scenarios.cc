@@ -13,6 +13,9 @@ namespace ns3
 namespace
 {
 
+/// The largest RDMA message IBA allows (2^31 bytes), also RdmaDevice's MaxMessageSize default.
+constexpr uint64_t kMaxMessageBytes = 1ULL << 31;
+
 RdmaWrOpcode
 ParseOp(const std::string& s, bool pingPong)
 {
@@ -87,10 +90,13 @@ CommonSpec(const ScenarioOptions& o, const ScenarioInfo& info, bool pingPong)
     CheckScenarioParams(o, info);
     RdmaTrafficSpec s;
     s.topology = ScenarioParamString(o, info, "topology");
+    // Built here once only to check it, so that a bad spec is reported against where it was
+    // given (RunRdmaTraffic builds it again).
+    ScenarioParamTopology(o, info);
     s.rate = ScenarioParamString(o, info, "rate");
     s.qpType = ParseQpType(ScenarioParamString(o, info, "qp"));
     s.op = ParseOp(ScenarioParamString(o, info, "op"), pingPong);
-    s.mtu = ParseMtu(ScenarioParamUint(o, info, "mtu"));
+    s.mtu = ParseMtu(ScenarioParamUintOneOf(o, info, "mtu", {256, 512, 1024, 2048, 4096}));
     s.seed = o.seed;
     s.run = o.run;
     ApplyScenarioOutputs(o, s);
@@ -152,12 +158,9 @@ PingPongInfo()
         const ScenarioInfo& info = *ScenarioRegistry::Find("rdma-pingpong");
         RdmaTrafficSpec s = CommonSpec(o, info, true);
         s.pattern = RdmaTrafficSpec::Pattern::PingPong;
-        s.size = ScenarioParamUint(o, info, "size");
-        s.iterations = static_cast<uint32_t>(ScenarioParamUint(o, info, "iterations"));
-        if (s.iterations == 0)
-        {
-            throw std::invalid_argument("iterations must be at least 1");
-        }
+        s.size = ScenarioParamUint(o, info, "size", 0, kMaxMessageBytes);
+        s.iterations =
+            static_cast<uint32_t>(ScenarioParamUint(o, info, "iterations", 1, UINT32_MAX));
         // Long enough for any sane configuration; the run stops at the last round trip.
         s.duration = Seconds(1);
         RdmaTrafficStats st = RunRdmaTraffic(s);
@@ -204,14 +207,11 @@ IncastInfo()
         const ScenarioInfo& info = *ScenarioRegistry::Find("rdma-incast");
         RdmaTrafficSpec s = CommonSpec(o, info, false);
         s.pattern = RdmaTrafficSpec::Pattern::Incast;
-        s.senders = static_cast<uint32_t>(ScenarioParamUint(o, info, "senders"));
-        s.size = ScenarioParamUint(o, info, "size");
-        s.outstanding = static_cast<uint32_t>(ScenarioParamUint(o, info, "outstanding"));
-        if (s.outstanding == 0)
-        {
-            throw std::invalid_argument("outstanding must be at least 1");
-        }
-        s.duration = ScenarioParamMicroseconds(o, info, "duration-us");
+        s.senders = static_cast<uint32_t>(ScenarioParamUint(o, info, "senders", 1, UINT32_MAX));
+        s.size = ScenarioParamUint(o, info, "size", 0, kMaxMessageBytes);
+        s.outstanding =
+            static_cast<uint32_t>(ScenarioParamUint(o, info, "outstanding", 1, 65536));
+        s.duration = ScenarioParamMicroseconds(o, info, "duration-us", 1e-6, 1e9);
         RdmaTrafficStats st = RunRdmaTraffic(s);
         ScenarioResult r;
         AddCommonSummary(r, s, st);
@@ -279,14 +279,10 @@ FctInfo()
             throw std::invalid_argument("rdma-fct needs op write, write-imm, send or send-imm");
         }
         s.cdf = ScenarioParamString(o, info, "cdf");
-        s.load = ScenarioParamDouble(o, info, "load");
-        s.duration = ScenarioParamMicroseconds(o, info, "duration-us");
-        s.drain = ScenarioParamMicroseconds(o, info, "drain-us");
-        s.qps = static_cast<uint32_t>(ScenarioParamUint(o, info, "qps-per-pair"));
-        if (s.qps == 0 || s.qps > 64)
-        {
-            throw std::invalid_argument("qps-per-pair must be 1 .. 64");
-        }
+        s.load = ScenarioParamDouble(o, info, "load", 1e-6, 1);
+        s.duration = ScenarioParamMicroseconds(o, info, "duration-us", 1e-6, 1e9);
+        s.drain = ScenarioParamMicroseconds(o, info, "drain-us", 0, 1e9);
+        s.qps = static_cast<uint32_t>(ScenarioParamUint(o, info, "qps-per-pair", 1, 64));
         RdmaTrafficStats st = RunRdmaTraffic(s);
         ScenarioResult r;
         AddCommonSummary(r, s, st);

@@ -1,6 +1,8 @@
 #include "rdma-traffic-run.h"
 
 #include "helpers/ib-fabric-helper.h"
+#include "helpers/parse-util.h"
+#include "helpers/ib-sm-helper.h"
 #include "helpers/ib-static-subnet-helper.h"
 #include "helpers/ib-trace-helper.h"
 #include "helpers/scenario.h"
@@ -83,11 +85,12 @@ RdmaResolveCdf(const std::string& value)
         }
         catch (const std::runtime_error& e)
         {
-            throw std::invalid_argument("cdf: " + std::string(e.what()));
+            throw InputError("cdf: " + std::string(e.what()));
         }
     }
-    throw std::invalid_argument("cdf: no such file '" + value +
-                                "' (a path, or the name of a CDF shipped in data/cdf/)");
+    // The file the user named is not there: an input error, as for any file they give.
+    throw InputError("cdf: no such file '" + value +
+                     "' (a path, or the name of a CDF shipped in data/cdf/)");
 }
 
 Time
@@ -146,7 +149,7 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
         std::string err;
         if (!cdf->LoadFile(RdmaResolveCdf(spec.cdf), &err))
         {
-            throw std::invalid_argument(err);
+            throw InputError(err); // names the file and line
         }
     }
 
@@ -193,6 +196,12 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
     // then connect: the LIDs are known.
     Simulator::Stop(MicroSeconds(10));
     Simulator::Run();
+    // Ports that are not Active by now (still training, say) would carry nothing, and a run
+    // that moved no data is no measurement.
+    if (const std::string notActive = IbFabricNotActive(f); !notActive.empty())
+    {
+        throw std::runtime_error("the fabric did not come up: after 10 us, " + notActive);
+    }
     const Time start = MicroSeconds(20);
     const Time stop = start + spec.duration;
 

@@ -1,5 +1,6 @@
 #include "roce-hpcc-compat.h"
 
+#include "helpers/parse-util.h"
 #include "models/rdma/rdma-cc-dcqcn.h"
 #include "models/rdma/rdma-cc-dctcp.h"
 
@@ -18,6 +19,7 @@
 #include <iomanip>
 #include <limits>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -29,10 +31,11 @@ namespace
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 constexpr double kSecondsPerMeter = 5e-9; ///< EthChannel's default DelayPerMeter
 
+/// Everything wrong in an HPCC-format file is the file's problem (InputError, with the line).
 [[noreturn]] void
 Fail(const std::string& path, size_t line, const std::string& what)
 {
-    throw std::invalid_argument(path + ":" + std::to_string(line) + ": " + what);
+    throw InputError(path + ":" + std::to_string(line) + ": " + what);
 }
 
 /// Next non-blank line; false at the end.
@@ -42,7 +45,7 @@ NextLine(std::istream& in, std::string& line, size_t& number)
     while (std::getline(in, line))
     {
         ++number;
-        if (line.find_first_not_of(" \t\r") != std::string::npos)
+        if (line.find_first_not_of(kBlankChars) != std::string::npos)
         {
             return true;
         }
@@ -50,31 +53,66 @@ NextLine(std::istream& in, std::string& line, size_t& number)
     return false;
 }
 
-/// "100Gbps", "1000ns", "0.001ms", "20Mb/s" -> SI value; false if it does not parse.
+/// "100Gbps", "20Mb/s" -> bit/s; false unless it parses as a positive rate (ParseDataRateBps).
 bool
-ParseUnit(std::string s, double& out)
+ParseRate(const std::string& s, double& out)
+{
+    uint64_t bps = 0;
+    if (!ParseDataRateBps(s, &bps))
+    {
+        return false;
+    }
+    out = static_cast<double>(bps);
+    return true;
+}
+
+/// "1000ns", "0.001ms", "1us" -> seconds; false unless a number >= 0 with one of these units.
+bool
+ParseDelay(const std::string& s, double& out)
 {
     static const std::vector<std::pair<std::string, double>> units = {
-        {"Gbps", 1e9}, {"Mbps", 1e6}, {"Kbps", 1e3}, {"bps", 1},   {"Gb/s", 1e9}, {"Mb/s", 1e6},
-        {"Kb/s", 1e3}, {"ns", 1e-9},  {"us", 1e-6},  {"ms", 1e-3}, {"s", 1}};
+        {"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1}};
     for (const auto& [u, f] : units)
     {
         if (s.size() > u.size() && s.compare(s.size() - u.size(), u.size(), u) == 0)
         {
-            try
-            {
-                size_t used = 0;
-                const std::string num = s.substr(0, s.size() - u.size());
-                out = std::stod(num, &used) * f;
-                return used == num.size() && std::isfinite(out) && out >= 0;
-            }
-            catch (const std::exception&)
+            double v = 0;
+            if (!ParseFiniteDouble(s.substr(0, s.size() - u.size()), &v) || v < 0)
             {
                 return false;
             }
+            out = v * f;
+            return true;
         }
     }
     return false;
+}
+
+/**
+ * `in >> Whole{x}` reads one word as a decimal whole number (ParseDecimalUint): `in >> x` for
+ * an unsigned x takes "-1" as 2^64 - 1, which turns a negative flow size into an 18 EB flow.
+ */
+template <typename T>
+struct Whole
+{
+    T& value;
+};
+
+template <typename T>
+std::istream&
+operator>>(std::istream& in, Whole<T> w)
+{
+    std::string word;
+    uint64_t v = 0;
+    if ((in >> word) && ParseDecimalUint(word, std::numeric_limits<T>::max(), &v))
+    {
+        w.value = static_cast<T>(v);
+    }
+    else
+    {
+        in.setstate(std::ios::failbit);
+    }
+    return in;
 }
 
 std::string
@@ -137,14 +175,16 @@ ReadHpccTopology(const std::string& path)
     std::ifstream in(path);
     if (!in)
     {
-        throw std::invalid_argument(path + ": cannot open");
+        throw InputError(path + ": cannot open");
     }
     std::string line;
     size_t n = 0;
     uint64_t nodes = 0;
     uint64_t switches = 0;
     uint64_t links = 0;
-    if (!NextLine(in, line, n) || !(std::istringstream(line) >> nodes >> switches >> links) ||
+    if (!NextLine(in, line, n) ||
+        !(std::istringstream(line) >> Whole<uint64_t>{nodes} >> Whole<uint64_t>{switches} >>
+          Whole<uint64_t>{links}) ||
         nodes == 0 || switches >= nodes || nodes > 1000000)
     {
         Fail(path, n, "expected 'nodes switches links'");
@@ -159,8 +199,8 @@ ReadHpccTopology(const std::string& path)
         std::istringstream s(line);
         for (uint64_t i = 0; i < switches; ++i)
         {
-            uint64_t id;
-            if (!(s >> id) || id >= nodes)
+            uint64_t id = 0;
+            if (!(s >> Whole<uint64_t>{id}) || id >= nodes)
             {
                 Fail(path, n, "switch id " + std::to_string(i) + " missing or out of range");
             }
@@ -182,14 +222,15 @@ ReadHpccTopology(const std::string& path)
                  "expected " + std::to_string(links) + " links, found " + std::to_string(i));
         }
         std::istringstream s(line);
-        uint64_t a;
-        uint64_t b;
+        uint64_t a = 0;
+        uint64_t b = 0;
         std::string rate;
         std::string delay;
         double err = 0;
         L l;
-        if (!(s >> a >> b >> rate >> delay) || a >= nodes || b >= nodes || a == b ||
-            !ParseUnit(rate, l.rate) || !ParseUnit(delay, l.delay) || l.rate <= 0)
+        if (!(s >> Whole<uint64_t>{a} >> Whole<uint64_t>{b} >> rate >> delay) || a >= nodes ||
+            b >= nodes || a == b ||
+            !ParseRate(rate, l.rate) || !ParseDelay(delay, l.delay))
         {
             Fail(path, n,
                  "expected 'a b rate delay [error_rate]' with node ids below " +
@@ -238,13 +279,13 @@ ReadHpccTopology(const std::string& path)
         double& r = fabric ? fabricRate : hostRate;
         if (r != 0 && r != l.rate)
         {
-            throw std::invalid_argument(path + ": mixed " + (fabric ? "fabric" : "host") +
-                                        " link rates are not supported");
+            throw InputError(path + ": mixed " + (fabric ? "fabric" : "host") +
+                             " link rates are not supported");
         }
         r = l.rate;
         if (i > 0 && l.delay != t.linkDelaySeconds)
         {
-            throw std::invalid_argument(path + ": mixed link delays are not supported");
+            throw InputError(path + ": mixed link delays are not supported");
         }
         t.linkDelaySeconds = l.delay;
         t.topology.AddLink(l.a, nextPort[l.a]++, l.b, nextPort[l.b]++, "",
@@ -255,7 +296,7 @@ ReadHpccTopology(const std::string& path)
     const std::string problem = t.topology.Validate();
     if (!problem.empty())
     {
-        throw std::invalid_argument(path + ": " + problem);
+        throw InputError(path + ": " + problem);
     }
     return t;
 }
@@ -266,12 +307,12 @@ ReadHpccFlows(const std::string& path, const HpccTopology& topo, double timeOffs
     std::ifstream in(path);
     if (!in)
     {
-        throw std::invalid_argument(path + ": cannot open");
+        throw InputError(path + ": cannot open");
     }
     std::string line;
     size_t n = 0;
     uint64_t count = 0;
-    if (!NextLine(in, line, n) || !(std::istringstream(line) >> count))
+    if (!NextLine(in, line, n) || !(std::istringstream(line) >> Whole<uint64_t>{count}))
     {
         Fail(path, n, "expected the flow count");
     }
@@ -279,14 +320,15 @@ ReadHpccFlows(const std::string& path, const HpccTopology& topo, double timeOffs
     while (NextLine(in, line, n))
     {
         std::istringstream s(line);
-        uint64_t src;
-        uint64_t dst;
-        uint32_t prio;
-        uint32_t dport;
-        uint64_t size;
-        double start;
-        if (!(s >> src >> dst >> prio >> dport >> size >> start) || size == 0 ||
-            !std::isfinite(start))
+        uint64_t src = 0;
+        uint64_t dst = 0;
+        uint32_t prio = 0;
+        uint32_t dport = 0;
+        uint64_t size = 0;
+        double start = 0;
+        if (!(s >> Whole<uint64_t>{src} >> Whole<uint64_t>{dst} >> Whole<uint32_t>{prio} >>
+              Whole<uint32_t>{dport} >> Whole<uint64_t>{size} >> start) ||
+            size == 0 || !std::isfinite(start))
         {
             Fail(path, n, "expected 'src dst priority dport size start_s'");
         }
@@ -309,115 +351,214 @@ ReadHpccFlows(const std::string& path, const HpccTopology& topo, double timeOffs
     }
     if (flows.size() != count)
     {
-        throw std::invalid_argument(path + ": header says " + std::to_string(count) +
-                                    " flows, file has " + std::to_string(flows.size()));
+        throw InputError(path + ": header says " + std::to_string(count) + " flows, file has " +
+                         std::to_string(flows.size()));
     }
     return flows;
 }
 
-std::map<std::string, std::string>
-ReadHpccConfig(const std::string& path)
+namespace
+{
+/// Every key the HPCC simulator's third.cc reads (its mix/config*.txt files use them all).
+/// Keys outside this list are most likely misspelt; within it, ApplyHpccConfig decides which
+/// have a Cnuas equivalent and lists the others as ignored.
+const std::set<std::string> kHpccKeys = {
+    "ACK_HIGH_PRIO", "ALPHA_RESUME_INTERVAL", "BUFFER_SIZE", "CC_MODE", "CLAMP_TARGET_RATE",
+    "DCTCP_RATE_AI", "ENABLE_QCN", "ENABLE_TRACE", "ERROR_RATE_PER_LINK", "EWMA_GAIN",
+    "FAST_REACT", "FAST_RECOVERY_TIMES", "FCT_OUTPUT_FILE", "FLOW_FILE", "GLOBAL_T", "HAS_WIN",
+    "INT_MULTI", "KMAX_MAP", "KMIN_MAP", "L2_ACK_INTERVAL", "L2_BACK_TO_ZERO", "L2_CHUNK_SIZE",
+    "LINK_DOWN", "MIN_RATE", "MI_THRESH", "MULTI_RATE", "PACKET_PAYLOAD_SIZE",
+    "PFC_OUTPUT_FILE", "PINT_LOG_BASE", "PINT_PROB", "PMAX_MAP", "QLEN_MON_END",
+    "QLEN_MON_FILE", "QLEN_MON_START", "RATE_AI", "RATE_BOUND", "RATE_DECREASE_INTERVAL",
+    "RATE_HAI", "RP_TIMER", "SAMPLE_FEEDBACK", "SIMULATOR_STOP_TIME", "TOPOLOGY_FILE",
+    "TRACE_FILE", "TRACE_OUTPUT_FILE", "USE_DYNAMIC_PFC_THRESHOLD", "U_TARGET", "VAR_WIN"};
+
+/// The known key closest to a misspelt one (at most two edits away), or "".
+std::string
+ClosestHpccKey(const std::string& key)
+{
+    std::string best;
+    size_t bestDistance = 3;
+    for (const std::string& k : kHpccKeys)
+    {
+        std::vector<size_t> row(k.size() + 1);
+        for (size_t j = 0; j <= k.size(); ++j)
+        {
+            row[j] = j;
+        }
+        for (size_t i = 1; i <= key.size(); ++i)
+        {
+            size_t diag = row[0];
+            row[0] = i;
+            for (size_t j = 1; j <= k.size(); ++j)
+            {
+                const size_t up = row[j];
+                row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (key[i - 1] != k[j - 1])});
+                diag = up;
+            }
+        }
+        if (row[k.size()] < bestDistance)
+        {
+            best = k;
+            bestDistance = row[k.size()];
+        }
+    }
+    return best;
+}
+} // namespace
+
+std::string
+HpccConfig::Where(const std::string& key) const
+{
+    auto it = lines.find(key);
+    return it == lines.end() || path.empty() ? "HPCC config"
+                                             : path + ":" + std::to_string(it->second);
+}
+
+HpccConfig
+ReadHpccConfig(const std::string& path, HpccUnknownKeys unknown, std::vector<std::string>* warnings)
 {
     std::ifstream in(path);
     if (!in)
     {
-        throw std::invalid_argument(path + ": cannot open");
+        throw InputError(path + ": cannot open");
     }
-    std::map<std::string, std::string> cfg;
+    HpccConfig cfg;
+    cfg.path = path;
     std::string line;
     size_t n = 0;
     while (NextLine(in, line, n))
     {
-        std::istringstream s(line);
-        std::string key;
-        s >> key;
-        if (key.empty() || key[0] == '#')
+        const std::vector<std::string> words = SplitWords(line);
+        if (words.empty() || words[0][0] == '#')
         {
             continue;
         }
-        std::string rest;
-        std::getline(s, rest);
-        const size_t b = rest.find_first_not_of(" \t");
-        cfg[key] =
-            b == std::string::npos ? "" : rest.substr(b, rest.find_last_not_of(" \t\r") - b + 1);
+        const std::string& key = words[0];
+        if (kHpccKeys.count(key) == 0)
+        {
+            const std::string close = ClosestHpccKey(key);
+            const std::string what =
+                "unknown key '" + key + "'" +
+                (close.empty() ? std::string() : " (did you mean " + close + "?)");
+            if (unknown == HpccUnknownKeys::Error)
+            {
+                Fail(path, n,
+                     what + "; neither Cnuas nor the HPCC simulator reads it "
+                            "(--param config-unknown-keys=warn skips such keys)");
+            }
+            if (warnings)
+            {
+                warnings->push_back(path + ":" + std::to_string(n) + ": " + what + ", skipped");
+            }
+            continue;
+        }
+        if (auto first = cfg.lines.find(key); first != cfg.lines.end())
+        {
+            // The simulator keeps the last value, which silently changes what the file means
+            // to a reader who stopped at the first one.
+            Fail(path, n,
+                 key + " given twice (first at line " + std::to_string(first->second) + ")");
+        }
+        const size_t b = line.find(key) + key.size();
+        cfg[key] = TrimSpace(line.substr(b));
+        cfg.lines[key] = n;
     }
     return cfg;
 }
 
 namespace
 {
-double
-Num(const std::map<std::string, std::string>& cfg, const std::string& key)
+[[noreturn]] void
+FailKey(const HpccConfig& cfg, const std::string& key, const std::string& what)
 {
-    try
-    {
-        size_t used = 0;
-        const double v = std::stod(cfg.at(key), &used);
-        if (used != cfg.at(key).size())
-        {
-            throw std::invalid_argument("");
-        }
-        return v;
-    }
-    catch (const std::exception&)
-    {
-        throw std::invalid_argument("HPCC config: " + key + " '" + cfg.at(key) +
-                                    "' is not a number");
-    }
+    throw InputError(cfg.Where(key) + ": " + key + " " + what);
 }
 
-/// "2 100000000000 400 400000000000 1600": the value for `rateBps`.
+/// The number a key holds, within [min, max]; `whole` also requires an integer.
 double
-MapValue(const std::map<std::string, std::string>& cfg, const std::string& key, double rateBps)
+Num(const HpccConfig& cfg, const std::string& key, double min, double max, bool whole = false)
 {
-    std::istringstream s(cfg.at(key));
-    uint32_t n = 0;
-    s >> n;
-    for (uint32_t i = 0; i < n; ++i)
+    double v = 0;
+    if (!ParseFiniteDouble(cfg.at(key), &v) || v < min || v > max ||
+        (whole && v != std::floor(v)))
     {
-        double rate;
-        double v;
-        if (!(s >> rate >> v))
-        {
-            break;
-        }
-        if (std::abs(rate - rateBps) < 1)
-        {
-            return v;
-        }
+        std::ostringstream range;
+        range << (whole ? "a whole number" : "a number") << " in [" << min << ", " << max << "]";
+        FailKey(cfg, key, "'" + cfg.at(key) + "' is not " + range.str());
     }
-    throw std::invalid_argument("HPCC config: " + key + " has no entry for " + RateString(rateBps));
+    return v;
 }
 
-/// "2 100000000000 400 400000000000 1600": the (rate, value) pairs.
+/// A 0/1 switch of the HPCC simulator.
+bool
+Flag(const HpccConfig& cfg, const std::string& key)
+{
+    return Num(cfg, key, 0, 1, true) != 0;
+}
+
+/// What a map key's values may be: Kmin/Kmax in KB (>= 0), Pmax a probability.
+struct MapLimits
+{
+    double min;
+    double max;
+};
+
+MapLimits
+LimitsOf(const std::string& key)
+{
+    return key == "PMAX_MAP" ? MapLimits{0, 1} : MapLimits{0, 1e9};
+}
+
+/// "2 100000000000 400 400000000000 1600": the (rate, value) pairs, checked: a whole count
+/// N >= 1, exactly N positive rates each with a value within the key's limits.
 std::vector<std::pair<double, double>>
-MapEntries(const std::map<std::string, std::string>& cfg, const std::string& key)
+MapEntries(const HpccConfig& cfg, const std::string& key)
 {
-    std::istringstream s(cfg.at(key));
-    uint32_t n = 0;
-    std::vector<std::pair<double, double>> out;
-    if (!(s >> n))
+    const std::vector<std::string> w = SplitWords(cfg.at(key));
+    uint64_t n = 0;
+    if (w.empty() || !ParseDecimalUint(w[0], 1000, &n) || n == 0 || w.size() != 1 + 2 * n)
     {
-        throw std::invalid_argument("HPCC config: " + key + " '" + cfg.at(key) +
-                                    "' is not 'N RATE VALUE ...'");
+        FailKey(cfg, key, "'" + cfg.at(key) + "' is not 'N RATE VALUE ...' with N pairs");
     }
-    for (uint32_t i = 0; i < n; ++i)
+    const MapLimits lim = LimitsOf(key);
+    std::vector<std::pair<double, double>> out;
+    for (uint64_t i = 0; i < n; ++i)
     {
-        double rate;
-        double v;
-        if (!(s >> rate >> v))
+        double rate = 0;
+        double v = 0;
+        if (!ParseFiniteDouble(w[1 + 2 * i], &rate) || !(rate >= 1))
         {
-            throw std::invalid_argument("HPCC config: " + key + " has fewer than " +
-                                        std::to_string(n) + " entries");
+            FailKey(cfg, key, "rate '" + w[1 + 2 * i] + "' is not a positive bit rate");
+        }
+        if (!ParseFiniteDouble(w[2 + 2 * i], &v) || v < lim.min || v > lim.max)
+        {
+            std::ostringstream range;
+            range << "[" << lim.min << ", " << lim.max << "]";
+            FailKey(cfg, key, "value '" + w[2 + 2 * i] + "' is not in " + range.str());
         }
         out.emplace_back(rate, v);
     }
     return out;
 }
 
+/// The value a map key gives for `rateBps`.
+double
+MapValue(const HpccConfig& cfg, const std::string& key, double rateBps)
+{
+    for (const auto& [rate, v] : MapEntries(cfg, key))
+    {
+        if (std::abs(rate - rateBps) < 1)
+        {
+            return v;
+        }
+    }
+    FailKey(cfg, key, "has no entry for " + RateString(rateBps));
+}
+
 /// KMIN_MAP/KMAX_MAP/PMAX_MAP as a SharedBufferMmu EcnRateMap ("RATE KMIN KMAX PMAX; ...").
 std::string
-EcnRateMapOf(const std::map<std::string, std::string>& cfg)
+EcnRateMapOf(const HpccConfig& cfg)
 {
     std::ostringstream map;
     for (const auto& [rate, kmin] : MapEntries(cfg, "KMIN_MAP"))
@@ -430,20 +571,35 @@ EcnRateMapOf(const std::map<std::string, std::string>& cfg)
     return map.str();
 }
 
-double
-RateKey(const std::map<std::string, std::string>& cfg, const std::string& k)
+/// A rate key ("20Mb/s"): positive, as every rate the policies take must be.
+DataRate
+RateKey(const HpccConfig& cfg, const std::string& k)
 {
     double bps = 0;
-    if (!ParseUnit(cfg.at(k), bps))
+    if (!ParseRate(cfg.at(k), bps))
     {
-        throw std::invalid_argument("HPCC config: " + k + " '" + cfg.at(k) + "' is not a rate");
+        FailKey(cfg, k, "'" + cfg.at(k) + "' is not a positive rate (e.g. 20Mb/s)");
     }
-    return bps;
+    return DataRate(static_cast<uint64_t>(std::llround(bps)));
+}
+
+/// EWMA_GAIN: the policies' G, a gain in [0, 1].
+double
+EwmaGain(const HpccConfig& cfg)
+{
+    return Num(cfg, "EWMA_GAIN", 0, 1);
+}
+
+/// PACKET_PAYLOAD_SIZE, bytes: one RoCE packet's payload, at most the 4096-byte IB MTU.
+double
+PayloadSize(const HpccConfig& cfg)
+{
+    return Num(cfg, "PACKET_PAYLOAD_SIZE", 1, 4096, true);
 }
 
 /// CC_MODE 8: the DCTCP policy with EWMA_GAIN, DCTCP_RATE_AI and MIN_RATE.
 void
-ApplyDctcpKeys(const std::map<std::string, std::string>& cfg, RoceRunSpec& spec,
+ApplyDctcpKeys(const HpccConfig& cfg, RoceRunSpec& spec,
                std::vector<std::function<void(RoceHelper&)>>& nic,
                std::vector<std::string>& used)
 {
@@ -451,7 +607,7 @@ ApplyDctcpKeys(const std::map<std::string, std::string>& cfg, RoceRunSpec& spec,
     used.push_back("CC_MODE");
     if (cfg.count("EWMA_GAIN"))
     {
-        const double g = Num(cfg, "EWMA_GAIN");
+        const double g = EwmaGain(cfg);
         nic.push_back([g](RoceHelper& h) { h.SetCongestionControlAttribute("G", DoubleValue(g)); });
         used.push_back("EWMA_GAIN");
     }
@@ -461,7 +617,7 @@ ApplyDctcpKeys(const std::map<std::string, std::string>& cfg, RoceRunSpec& spec,
     {
         if (cfg.count(k))
         {
-            const DataRate r(static_cast<uint64_t>(std::llround(RateKey(cfg, k))));
+            const DataRate r = RateKey(cfg, k);
             nic.push_back([attr = attr, r](RoceHelper& h) {
                 h.SetCongestionControlAttribute(attr, DataRateValue(r));
             });
@@ -478,7 +634,7 @@ ApplyDctcpKeys(const std::map<std::string, std::string>& cfg, RoceRunSpec& spec,
  * the flow starts).
  */
 void
-ApplyWindowKeys(const std::map<std::string, std::string>& cfg, const HpccTopology& topo,
+ApplyWindowKeys(const HpccConfig& cfg, const HpccTopology& topo,
                 RoceRunSpec& spec, std::vector<std::function<void(RoceHelper&)>>& nic,
                 std::vector<std::string>& used)
 {
@@ -487,7 +643,7 @@ ApplyWindowKeys(const std::map<std::string, std::string>& cfg, const HpccTopolog
         return;
     }
     used.push_back("HAS_WIN");
-    const bool varWin = cfg.count("VAR_WIN") && Num(cfg, "VAR_WIN") != 0;
+    const bool varWin = cfg.count("VAR_WIN") && Flag(cfg, "VAR_WIN");
     if (cfg.count("VAR_WIN"))
     {
         used.push_back("VAR_WIN");
@@ -496,12 +652,11 @@ ApplyWindowKeys(const std::map<std::string, std::string>& cfg, const HpccTopolog
     {
         used.push_back("GLOBAL_T");
     }
-    if (Num(cfg, "HAS_WIN") == 0)
+    if (!Flag(cfg, "HAS_WIN"))
     {
         return;
     }
-    const double payload = cfg.count("PACKET_PAYLOAD_SIZE") ? Num(cfg, "PACKET_PAYLOAD_SIZE")
-                                                            : 1000.0;
+    const double payload = cfg.count("PACKET_PAYLOAD_SIZE") ? PayloadSize(cfg) : 1000.0;
     const double hostBps = DataRate(topo.hostRate).GetBitRate();
     const double fabricBps = DataRate(topo.fabricRate).GetBitRate();
     // The base RTT of a path of `h` links: two host links, the rest fabric links (every host
@@ -513,7 +668,7 @@ ApplyWindowKeys(const std::map<std::string, std::string>& cfg, const HpccTopolog
                            payload * 8 / fabricBps * fabricHops;
         return static_cast<uint64_t>(rtt * hostBps / 8);
     };
-    if (cfg.count("GLOBAL_T") && Num(cfg, "GLOBAL_T") == 0)
+    if (cfg.count("GLOBAL_T") && !Flag(cfg, "GLOBAL_T"))
     {
         // A window per host pair: each flow's sender QP gets its own path's BDP.
         auto t = std::make_shared<HpccTopology>(topo);
@@ -565,12 +720,12 @@ namespace
 /// CC_MODE 3: ns3::RdmaCcHpcc with the keys the HPCC simulator's HPCC reads (its third.cc and
 /// rdma-hw.cc), and INT on every NIC.
 void
-ApplyHpccMode3(const std::map<std::string, std::string>& cfg, const HpccTopology& topo,
+ApplyHpccMode3(const HpccConfig& cfg, const HpccTopology& topo,
                RoceRunSpec& spec, std::vector<std::function<void(RoceHelper&)>>& nic,
                std::vector<std::string>& used)
 {
     auto has = [&](const std::string& k) { return cfg.count(k) != 0; };
-    auto flag = [&](const std::string& k) { return Num(cfg, k) != 0; };
+    auto flag = [&](const std::string& k) { return Flag(cfg, k); };
     spec.cc = "ns3::RdmaCcHpcc";
     spec.intMaxHops = kIntDefaultMaxHops; // the simulator's IntHeader::maxHop
     auto set = [&nic](const std::string& attr, std::shared_ptr<AttributeValue> v) {
@@ -578,31 +733,26 @@ ApplyHpccMode3(const std::map<std::string, std::string>& cfg, const HpccTopology
     };
     if (has("U_TARGET"))
     {
-        set("TargetUtilization", std::make_shared<DoubleValue>(Num(cfg, "U_TARGET")));
+        // HPCC's eta: a utilisation target, above 0 and at most 1.
+        set("TargetUtilization", std::make_shared<DoubleValue>(Num(cfg, "U_TARGET", 1e-6, 1)));
         used.push_back("U_TARGET");
     }
     if (has("MI_THRESH"))
     {
         set("MaxStage",
-            std::make_shared<UintegerValue>(static_cast<uint32_t>(Num(cfg, "MI_THRESH"))));
+            std::make_shared<UintegerValue>(
+                static_cast<uint32_t>(Num(cfg, "MI_THRESH", 0, UINT32_MAX, true))));
         used.push_back("MI_THRESH");
     }
     const std::vector<std::pair<std::string, std::string>> rates = {{"RATE_AI", "RateAi"},
                                                                     {"MIN_RATE", "MinRate"}};
     for (const auto& [k, attr] : rates)
     {
-        double bps = 0;
         if (!has(k))
         {
             continue;
         }
-        if (!ParseUnit(cfg.at(k), bps))
-        {
-            throw std::invalid_argument("HPCC config: " + k + " '" + cfg.at(k) +
-                                        "' is not a rate");
-        }
-        set(attr, std::make_shared<DataRateValue>(
-                      DataRate(static_cast<uint64_t>(std::llround(bps)))));
+        set(attr, std::make_shared<DataRateValue>(RateKey(cfg, k)));
         used.push_back(k);
     }
     const std::vector<std::pair<std::string, std::string>> flags = {
@@ -619,8 +769,7 @@ ApplyHpccMode3(const std::map<std::string, std::string>& cfg, const HpccTopology
     {
         if (has(k) && flag(k))
         {
-            throw std::invalid_argument(std::string("HPCC config: ") + k +
-                                        " 1 (per-hop rates / sampled feedback) is not modelled");
+            FailKey(cfg, k, "1 (per-hop rates / sampled feedback) is not modelled");
         }
         if (has(k))
         {
@@ -629,8 +778,9 @@ ApplyHpccMode3(const std::map<std::string, std::string>& cfg, const HpccTopology
     }
     if (has("GLOBAL_T") && !flag("GLOBAL_T"))
     {
-        throw std::invalid_argument("HPCC config: GLOBAL_T 0 (a per-pair base RTT) is not "
-                                    "modelled; Cnuas uses the fabric's largest (GLOBAL_T 1)");
+        FailKey(cfg, "GLOBAL_T",
+                "0 (a per-pair base RTT) is not modelled; Cnuas uses the fabric's largest "
+                "(GLOBAL_T 1)");
     }
     if (has("GLOBAL_T"))
     {
@@ -641,7 +791,7 @@ ApplyHpccMode3(const std::map<std::string, std::string>& cfg, const HpccTopology
         used.push_back("RATE_BOUND"); // the requester always paces at the policy's rate
     }
     const uint32_t payload =
-        has("PACKET_PAYLOAD_SIZE") ? static_cast<uint32_t>(Num(cfg, "PACKET_PAYLOAD_SIZE")) : 1000;
+        has("PACKET_PAYLOAD_SIZE") ? static_cast<uint32_t>(PayloadSize(cfg)) : 1000;
     const Time rtt = HpccMaxBaseRtt(topo, payload);
     nic.push_back([rtt](RoceHelper& h) {
         h.SetCongestionControlAttribute("BaseRtt", TimeValue(rtt));
@@ -684,7 +834,7 @@ HpccMaxBaseRtt(const HpccTopology& topo, uint32_t payloadBytes)
 }
 
 std::vector<std::string>
-ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopology& topo,
+ApplyHpccConfig(const HpccConfig& cfg, const HpccTopology& topo,
                 RoceRunSpec& spec, std::vector<std::string>* ignored)
 {
     std::vector<std::string> used;
@@ -693,12 +843,12 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
     std::vector<std::function<void(RoceHelper&)>> nic;
     if (has("CC_MODE"))
     {
-        const int mode = static_cast<int>(Num(cfg, "CC_MODE"));
+        const int mode = static_cast<int>(Num(cfg, "CC_MODE", 0, 100, true));
         if (mode != 1 && mode != 3 && mode != 8)
         {
-            throw std::invalid_argument("HPCC config: CC_MODE " + std::to_string(mode) +
-                                        " has no Cnuas policy yet (only 1 DCQCN, 3 HPCC and "
-                                        "8 DCTCP)");
+            FailKey(cfg, "CC_MODE",
+                    std::to_string(mode) +
+                        " has no Cnuas policy yet (only 1 DCQCN, 3 HPCC and 8 DCTCP)");
         }
         if (mode == 8)
         {
@@ -710,7 +860,7 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
             ApplyHpccMode3(cfg, topo, spec, nic, used);
         }
     }
-    if (has("CC_MODE") && static_cast<int>(Num(cfg, "CC_MODE")) == 1)
+    if (has("CC_MODE") && static_cast<int>(Num(cfg, "CC_MODE", 0, 100, true)) == 1)
     {
         spec.cc = "ns3::RdmaCcDcqcnMlx";
         use("CC_MODE");
@@ -722,7 +872,8 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
         {
             if (has(k))
             {
-                const Time t = PicoSeconds(std::llround(Num(cfg, k) * 1e6)); // given in us
+                // Given in us; a zero period would make the timer fire without end.
+                const Time t = PicoSeconds(std::llround(Num(cfg, k, 1e-6, 1e9) * 1e6));
                 nic.push_back([attr = attr, t](RoceHelper& h) {
                     h.SetCongestionControlAttribute(attr, TimeValue(t));
                 });
@@ -731,14 +882,15 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
         }
         if (has("EWMA_GAIN"))
         {
-            const double g = Num(cfg, "EWMA_GAIN");
+            const double g = EwmaGain(cfg);
             nic.push_back(
                 [g](RoceHelper& h) { h.SetCongestionControlAttribute("G", DoubleValue(g)); });
             use("EWMA_GAIN");
         }
         if (has("FAST_RECOVERY_TIMES"))
         {
-            const uint32_t f = static_cast<uint32_t>(Num(cfg, "FAST_RECOVERY_TIMES"));
+            const uint32_t f =
+                static_cast<uint32_t>(Num(cfg, "FAST_RECOVERY_TIMES", 0, UINT32_MAX, true));
             nic.push_back(
                 [f](RoceHelper& h) { h.SetCongestionControlAttribute("F", UintegerValue(f)); });
             use("FAST_RECOVERY_TIMES");
@@ -747,15 +899,9 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
             {"RATE_AI", "RateAi"}, {"RATE_HAI", "RateHai"}, {"MIN_RATE", "MinRate"}};
         for (const auto& [k, attr] : rates)
         {
-            double bps = 0;
             if (has(k))
             {
-                if (!ParseUnit(cfg.at(k), bps))
-                {
-                    throw std::invalid_argument("HPCC config: " + k + " '" + cfg.at(k) +
-                                                "' is not a rate");
-                }
-                const DataRate r(static_cast<uint64_t>(std::llround(bps)));
+                const DataRate r = RateKey(cfg, k);
                 nic.push_back([attr = attr, r](RoceHelper& h) {
                     h.SetCongestionControlAttribute(attr, DataRateValue(r));
                 });
@@ -764,7 +910,7 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
         }
         if (has("CLAMP_TARGET_RATE"))
         {
-            const bool c = Num(cfg, "CLAMP_TARGET_RATE") != 0;
+            const bool c = Flag(cfg, "CLAMP_TARGET_RATE");
             nic.push_back([c](RoceHelper& h) {
                 h.SetCongestionControlAttribute("ClampTargetRate", BooleanValue(c));
             });
@@ -773,10 +919,25 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
     }
     if (has("BUFFER_SIZE"))
     {
-        spec.bufferBytes = static_cast<uint64_t>(Num(cfg, "BUFFER_SIZE") * 1024 * 1024);
+        // MB; a switch needs some buffer, and 1 TB is beyond any switch.
+        spec.bufferBytes =
+            static_cast<uint64_t>(Num(cfg, "BUFFER_SIZE", 1e-6, 1e6) * 1024 * 1024);
         use("BUFFER_SIZE");
     }
     const double hostBps = DataRate(topo.hostRate).GetBitRate();
+    // The three maps configure the marking together: one alone would be dropped silently.
+    const std::vector<std::string> maps = {"KMIN_MAP", "KMAX_MAP", "PMAX_MAP"};
+    for (const std::string& m : maps)
+    {
+        for (const std::string& other : maps)
+        {
+            if (has(m) && !has(other))
+            {
+                FailKey(cfg, m,
+                        "is given without " + other + " (ECN marking needs all three maps)");
+            }
+        }
+    }
     if (has("KMIN_MAP") && has("KMAX_MAP") && has("PMAX_MAP"))
     {
         // The HPCC simulator gives Kmin and Kmax in KB of 1000 bytes.
@@ -800,13 +961,13 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
     }
     if (has("ENABLE_QCN"))
     {
-        spec.ecn = Num(cfg, "ENABLE_QCN") != 0;
+        spec.ecn = Flag(cfg, "ENABLE_QCN");
         use("ENABLE_QCN");
     }
     if (has("PACKET_PAYLOAD_SIZE"))
     {
         // The IB MTU nearest the payload size (1000 -> 1024): RoCE payloads come in IB MTUs.
-        const double p = Num(cfg, "PACKET_PAYLOAD_SIZE");
+        const double p = PayloadSize(cfg);
         const RdmaMtu all[] = {RdmaMtu::MTU_256, RdmaMtu::MTU_512, RdmaMtu::MTU_1024,
                                RdmaMtu::MTU_2048, RdmaMtu::MTU_4096};
         spec.pathMtu = RdmaMtu::MTU_256;
@@ -827,7 +988,8 @@ ApplyHpccConfig(const std::map<std::string, std::string>& cfg, const HpccTopolog
     if (has("L2_ACK_INTERVAL"))
     {
         spec.ackEveryPackets =
-            std::max<uint32_t>(1, static_cast<uint32_t>(Num(cfg, "L2_ACK_INTERVAL")));
+            std::max<uint32_t>(1, static_cast<uint32_t>(
+                                      Num(cfg, "L2_ACK_INTERVAL", 0, UINT32_MAX, true)));
         use("L2_ACK_INTERVAL");
     }
     auto previous = spec.configureNics;
@@ -876,7 +1038,7 @@ WriteHpccFct(const std::string& path, const RoceRunResult& r, const HpccTopology
     std::ofstream out(path);
     if (!out)
     {
-        throw std::invalid_argument(path + ": cannot write");
+        throw std::runtime_error(path + ": cannot write");
     }
     HopCounter hops(topo.topology);
     const double rate = DataRate(topo.hostRate).GetBitRate();

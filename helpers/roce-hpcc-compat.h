@@ -44,8 +44,35 @@ HpccTopology ReadHpccTopology(const std::string& path);
 std::vector<RoceFlowSpec> ReadHpccFlows(const std::string& path, const HpccTopology& topo,
                                         double timeOffset);
 
-/// The `KEY value...` lines of an HPCC configuration file (comments and blanks skipped).
-std::map<std::string, std::string> ReadHpccConfig(const std::string& path);
+/**
+ * The `KEY value...` lines of an HPCC configuration file, with where each key was read, so that
+ * a value ApplyHpccConfig refuses is reported with its file and line.
+ */
+struct HpccConfig : std::map<std::string, std::string>
+{
+    std::string path;                     ///< the file as named ("" if built in code)
+    std::map<std::string, size_t> lines;  ///< key -> its line in `path`
+    /// "path:line" for a key read from the file, else "HPCC config".
+    std::string Where(const std::string& key) const;
+};
+
+/// What ReadHpccConfig does with a key neither Cnuas nor the HPCC simulator knows.
+enum class HpccUnknownKeys
+{
+    Error, ///< refuse the file (a misspelt key would otherwise drop its setting silently)
+    Warn,  ///< leave the key out and describe it in `warnings`
+};
+
+/**
+ * Reads an HPCC configuration file: `KEY value...` lines, blank lines and `#` comments
+ * skipped. Throws InputError ("path:line: ...") for a key given twice and, with
+ * HpccUnknownKeys::Error, for a key that is not one of the HPCC simulator's (third.cc); with
+ * Warn such keys are left out and each gets a line in `warnings`. Keys the simulator knows but
+ * Cnuas has no equivalent for are kept: ApplyHpccConfig lists them as ignored.
+ */
+HpccConfig ReadHpccConfig(const std::string& path,
+                          HpccUnknownKeys unknown = HpccUnknownKeys::Error,
+                          std::vector<std::string>* warnings = nullptr);
 
 /**
  * Applies the configuration keys that have a Cnuas equivalent to `spec` and returns the keys it
@@ -63,9 +90,11 @@ std::map<std::string, std::string> ReadHpccConfig(const std::string& path);
  * GLOBAL_T 1 (BaseRtt = HpccMaxBaseRtt); INT_MULTI only scales the simulator's quantization of
  * INT fields, which Cnuas does not quantize, so it is listed as without equivalent;
  * MULTI_RATE or SAMPLE_FEEDBACK other than 0 and, for HPCC, GLOBAL_T 0 are refused. CC_MODE
- * values Cnuas does not implement (7 TIMELY, 10 HPCC-PINT) throw std::invalid_argument.
+ * values Cnuas does not implement (7 TIMELY, 10 HPCC-PINT), and values outside what a key means
+ * (a negative gain, a zero rate or buffer, a probability above 1, a flag other than 0 or 1),
+ * throw InputError naming the key's file and line.
  */
-std::vector<std::string> ApplyHpccConfig(const std::map<std::string, std::string>& cfg,
+std::vector<std::string> ApplyHpccConfig(const HpccConfig& cfg,
                                          const HpccTopology& topo, RoceRunSpec& spec,
                                          std::vector<std::string>* ignored);
 

@@ -1,10 +1,12 @@
 // Built-in RoCEv2 RDMA scenarios for `cnuas run`: DCQCN fairness on one bottleneck, N-to-1
 // incast under PFC / DCQCN / both, and the seed's "works in testing, collapses under load"
 // misconfiguration. validation/roce/ runs them and plots their CSV output.
+#include "helpers/parse-util.h"
 #include "helpers/roce-hpcc-compat.h"
 #include "helpers/rdma-traffic-run.h"
 #include "helpers/roce-traffic-pattern.h"
 #include "helpers/roce-traffic-run.h"
+#include "helpers/scenario-file.h"
 #include "helpers/scenario.h"
 #include "models/common/data-directory.h"
 
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <iomanip>
@@ -79,6 +82,7 @@ SplitList(const std::string& s)
     std::string item;
     while (std::getline(in, item, ','))
     {
+        item = TrimSpace(item); // "pfc, dcqcn" as the scenario's list parameters read it
         if (!item.empty())
         {
             out.push_back(item);
@@ -122,8 +126,9 @@ ApplyRecoveryParams(const ScenarioOptions& o, const ScenarioInfo& info,
     const bool irn = recovery == "irn";
     spec.recovery = recovery;
     const auto timeOr = [&](const std::string& key, Time dflt) {
-        return ScenarioParamString(o, info, key) == "auto" ? dflt
-                                                           : ScenarioParamTime(o, info, key);
+        return ScenarioParamString(o, info, key) == "auto"
+                   ? dflt
+                   : ScenarioParamTime(o, info, key, Time(0), Seconds(1000));
     };
     spec.rtoHigh = timeOr("rto", irn ? MicroSeconds(1350) : Time(0));
     spec.rtoLow = timeOr("rto-low", irn ? MicroSeconds(454) : Time(0));
@@ -133,8 +138,8 @@ ApplyRecoveryParams(const ScenarioOptions& o, const ScenarioInfo& info,
     }
     const std::string cap = ScenarioParamString(o, info, "inflight-cap");
     spec.maxInflightPackets = cap == "auto" ? (irn ? 100 : 0)
-                                            : static_cast<uint32_t>(
-                                                  ScenarioParamUint(o, info, "inflight-cap"));
+                                            : static_cast<uint32_t>(ScenarioParamUint(
+                                                  o, info, "inflight-cap", 0, UINT32_MAX));
 }
 
 const std::vector<ScenarioParam> kRecoveryParams = {
@@ -148,14 +153,17 @@ const std::vector<ScenarioParam> kRecoveryParams = {
 void
 ApplyMarkingParams(const ScenarioOptions& o, const ScenarioInfo& info, RoceRunSpec& spec)
 {
-    const std::string ecn = ScenarioParamString(o, info, "ecn");
-    if (ecn != "red" && ecn != "threshold" && ecn != "off")
+    const std::string ecn = ScenarioParamChoice(o, info, "ecn", {"red", "threshold", "off"});
+    // The switch's Kmin/Kmax attributes are 32-bit byte counts; Pmax is a probability.
+    spec.kminBytes = ScenarioParamUint(o, info, "kmin", 0, UINT32_MAX);
+    spec.kmaxBytes = ScenarioParamUint(o, info, "kmax", 0, UINT32_MAX);
+    spec.pmax = ScenarioParamDouble(o, info, "pmax", 0, 1);
+    if (spec.kminBytes > spec.kmaxBytes)
     {
-        throw std::invalid_argument("ecn must be red, threshold or off, not '" + ecn + "'");
+        throw ScenarioParamError("kmin", "scenario '" + info.name + "': kmin=" +
+                                             std::to_string(spec.kminBytes) +
+                                             " is above kmax=" + std::to_string(spec.kmaxBytes));
     }
-    spec.kminBytes = ScenarioParamUint(o, info, "kmin");
-    spec.kmaxBytes = ScenarioParamUint(o, info, "kmax");
-    spec.pmax = ScenarioParamDouble(o, info, "pmax");
     if (ecn == "off")
     {
         spec.ecn = false;
@@ -185,10 +193,11 @@ ApplyMarkingParams(const ScenarioOptions& o, const ScenarioInfo& info, RoceRunSp
         {
             throw std::invalid_argument("cc-attrs: " + spec.cc + " has no attribute " + name);
         }
-        Ptr<AttributeValue> v = ai.checker->CreateValidValue(StringValue(value));
-        if (!v)
+        // As --set checks a value (a Time needs its unit, a rate must be positive).
+        if (const std::string expects = CheckAttributeValue(ai.checker, value); !expects.empty())
         {
-            throw std::invalid_argument("cc-attrs: '" + value + "' is not a valid " + name);
+            throw ScenarioParamError("cc-attrs", "cc-attrs: '" + value + "' is not a valid " +
+                                                     name + " (expects " + expects + ")");
         }
     }
     const bool threshold = ecn == "threshold";
@@ -244,24 +253,21 @@ RunFairness(const ScenarioOptions& o)
     const ScenarioInfo& info = *ScenarioRegistry::Find("roce-fairness");
     CheckScenarioParams(o, info);
     RoceRunSpec spec;
-    const uint32_t n = static_cast<uint32_t>(ScenarioParamUint(o, info, "flows"));
-    if (n < 2 || n > 64)
-    {
-        throw std::invalid_argument("flows must be 2..64");
-    }
+    const uint32_t n = static_cast<uint32_t>(ScenarioParamUint(o, info, "flows", 2, 64));
     spec.topology = MakeStar(n + 1);
-    spec.hostRate = DataRate(ScenarioParamString(o, info, "rate"));
+    spec.hostRate = ScenarioParamDataRate(o, info, "rate");
     spec.fabricRate = spec.hostRate;
     spec.cc = CcTypeId(ScenarioParamString(o, info, "cc"));
     ApplyMarkingParams(o, info, spec);
-    const Time stagger = ScenarioParamTime(o, info, "stagger");
-    const uint64_t bytes = ScenarioParamUint(o, info, "bytes");
+    const Time stagger = ScenarioParamTime(o, info, "stagger", Time(0), Seconds(1000));
+    const uint64_t bytes = ScenarioParamUint(o, info, "bytes", 1, UINT64_MAX);
     for (uint32_t i = 0; i < n; ++i)
     {
         spec.flows.push_back({i + 1, 0, bytes, stagger * i});
     }
-    spec.sampleInterval = ScenarioParamTime(o, info, "sample");
-    spec.limit = ScenarioParamTime(o, info, "limit");
+    // The convergence windows are counted in samples: a zero interval has none.
+    spec.sampleInterval = ScenarioParamTime(o, info, "sample", PicoSeconds(1), Seconds(1000));
+    spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
     const RoceRunResult r = RunRoceFlows(spec);
 
     // Per sample: each flow's rate; convergence = the first time after the last flow started
@@ -417,13 +423,15 @@ IncastSpec(const ScenarioOptions& o, const ScenarioInfo& info, const std::string
 {
     if (mode != "pfc" && mode != "dcqcn" && mode != "both")
     {
-        throw std::invalid_argument("modes are pfc, dcqcn, both, not '" + mode + "'");
+        throw ScenarioParamError("modes", "scenario '" + info.name +
+                                              "': modes are pfc, dcqcn, both, not '" + mode +
+                                              "'");
     }
     RoceRunSpec spec;
     spec.topology = MakeStar(n + 1);
-    spec.hostRate = DataRate(ScenarioParamString(o, info, "rate"));
+    spec.hostRate = ScenarioParamDataRate(o, info, "rate");
     spec.fabricRate = spec.hostRate;
-    spec.bufferBytes = ScenarioParamUint(o, info, "buffer");
+    spec.bufferBytes = ScenarioParamUint(o, info, "buffer", 1, UINT32_MAX);
     spec.pfc = mode != "dcqcn";
     spec.ecn = mode != "pfc";
     spec.cc = mode == "pfc" ? "ns3::RdmaCcNone" : CcTypeId(ScenarioParamString(o, info, "cc"));
@@ -441,13 +449,14 @@ IncastSpec(const ScenarioOptions& o, const ScenarioInfo& info, const std::string
 ScenarioResult
 RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
 {
-    const auto senders = SplitList(ScenarioParamString(o, info, "senders"));
+    const auto senders = ScenarioParamUintList(o, info, "senders", 1, 1000);
     const auto modes = SplitList(ScenarioParamString(o, info, "modes"));
-    const Time duration = ScenarioParamTime(o, info, "duration");
-    const Time warmup = ScenarioParamTime(o, info, "warmup");
+    const Time duration = ScenarioParamTime(o, info, "duration", Time(0), Seconds(1000));
+    const Time warmup = ScenarioParamTime(o, info, "warmup", Time(0), Seconds(1000));
     if (warmup >= duration)
     {
-        throw std::invalid_argument("warmup must be shorter than duration");
+        throw ScenarioParamError("warmup", "scenario '" + info.name +
+                                               "': warmup must be shorter than duration");
     }
     std::ofstream csv(OutFile(o, "roce-incast-steady.csv"));
     csv << "mode,senders,throughput_gbps,utilisation,jain,min_flow_gbps,max_flow_gbps,"
@@ -455,9 +464,10 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
     ScenarioResult res;
     for (const auto& mode : modes)
     {
-        for (const auto& ns : senders)
+        for (const uint64_t senderCount : senders)
         {
-            const uint32_t n = static_cast<uint32_t>(std::stoul(ns));
+            const auto n = static_cast<uint32_t>(senderCount);
+            const std::string ns = std::to_string(n);
             RoceRunSpec spec = IncastSpec(o, info, mode, n);
             for (uint32_t i = 0; i < n; ++i)
             {
@@ -515,28 +525,29 @@ RunIncast(const ScenarioOptions& o)
 {
     const ScenarioInfo& info = *ScenarioRegistry::Find("roce-incast");
     CheckScenarioParams(o, info);
-    if (ScenarioParamTime(o, info, "duration").IsStrictlyPositive())
+    if (ScenarioParamTime(o, info, "duration", Time(0), Seconds(1000)).IsStrictlyPositive())
     {
         return RunIncastSteady(o, info);
     }
-    const auto senders = SplitList(ScenarioParamString(o, info, "senders"));
+    const auto senders = ScenarioParamUintList(o, info, "senders", 1, 1000);
     const auto modes = SplitList(ScenarioParamString(o, info, "modes"));
-    const uint64_t bytes = ScenarioParamUint(o, info, "bytes");
+    const uint64_t bytes = ScenarioParamUint(o, info, "bytes", 1, UINT64_MAX);
     std::ofstream csv(OutFile(o, "roce-incast.csv"));
     csv << "mode,senders,goodput_gbps,peak_queue_bytes,pauses,drops,retransmitted,"
            "cnps,marks,jain_fct,max_fct_us,all_done\n";
     ScenarioResult res;
     for (const auto& mode : modes)
     {
-        for (const auto& ns : senders)
+        for (const uint64_t senderCount : senders)
         {
-            const uint32_t n = static_cast<uint32_t>(std::stoul(ns));
+            const auto n = static_cast<uint32_t>(senderCount);
+            const std::string ns = std::to_string(n);
             RoceRunSpec spec = IncastSpec(o, info, mode, n);
             for (uint32_t i = 0; i < n; ++i)
             {
                 spec.flows.push_back({i + 1, 0, bytes, Time(0)});
             }
-            spec.limit = ScenarioParamTime(o, info, "limit");
+            spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
             const RoceRunResult r = RunRoceFlows(spec);
             std::vector<double> fct;
             double last = 0;
@@ -601,11 +612,12 @@ RunCollapse(const ScenarioOptions& o)
 {
     const ScenarioInfo& info = *ScenarioRegistry::Find("roce-collapse");
     CheckScenarioParams(o, info);
-    const auto loads = SplitList(ScenarioParamString(o, info, "loads"));
+    // A load of zero would space the arrivals infinitely far apart.
+    const auto loads = ScenarioParamDoubleList(o, info, "loads", 1e-6, 1);
     const auto configs = SplitList(ScenarioParamString(o, info, "configs"));
-    const Time arrivals = ScenarioParamTime(o, info, "arrivals");
-    const uint64_t maxBytes = ScenarioParamUint(o, info, "max-flow-bytes");
-    const std::string rate = ScenarioParamString(o, info, "rate");
+    const Time arrivals = ScenarioParamTime(o, info, "arrivals", Time(0), Seconds(1000));
+    const uint64_t maxBytes = ScenarioParamUint(o, info, "max-flow-bytes", 1, UINT64_MAX);
+    const DataRate rate = ScenarioParamDataRate(o, info, "rate");
     const std::string cc = CcTypeId(ScenarioParamString(o, info, "cc"));
     std::ofstream csv(OutFile(o, "roce-collapse.csv"));
     csv << "config,load,flows,done,goodput_gbps,p50_fct_us,p99_fct_us,drops,pauses,"
@@ -616,15 +628,19 @@ RunCollapse(const ScenarioOptions& o)
         if (cfg != "consistent" && cfg != "pfc-off" && cfg != "inconsistent" &&
             cfg != "pfc-off-irn")
         {
-            throw std::invalid_argument(
-                "configs are consistent, pfc-off, inconsistent, pfc-off-irn");
+            throw ScenarioParamError(
+                "configs", "scenario '" + info.name + "': configs are consistent, pfc-off, "
+                                                      "inconsistent, pfc-off-irn, not '" +
+                               cfg + "'");
         }
-        for (const auto& ls : loads)
+        for (const double load : loads)
         {
-            const double load = std::stod(ls);
+            std::ostringstream loadText; // as given: "0.1", not "0.10"
+            loadText << load;
+            const std::string ls = loadText.str();
             RoceRunSpec spec;
             spec.topology = MakeLeafSpine(4, 2, 4); // 16 hosts, 2:1 spread over 2 spines
-            spec.hostRate = DataRate(rate);
+            spec.hostRate = rate;
             spec.fabricRate = spec.hostRate;
             // pfc-off-irn: IRN's headline case, no PFC and selective repeat (with its RTO and
             // BDP cap) instead of go-back-N.
@@ -671,7 +687,7 @@ RunCollapse(const ScenarioOptions& o)
                     t += -std::log(1 - u(rng)) * gap;
                 }
             }
-            spec.limit = ScenarioParamTime(o, info, "limit");
+            spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
             const RoceRunResult r = RunRoceFlows(spec);
             std::vector<double> fct;
             uint64_t doneBytes = 0;
@@ -830,10 +846,24 @@ HpccDataDir(const std::string& given)
     struct stat st;
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     {
-        throw std::invalid_argument("dir: no such directory '" + dir +
-                                    "' (the HPCC-simulator input files; give --param dir=DIR)");
+        throw InputError("dir: no such directory '" + dir +
+                         "' (the HPCC-simulator input files; give --param dir=DIR)");
     }
     return dir;
+}
+
+/// A file parameter of roce-hpcc: an absolute path as given, a relative one inside `dir` (the
+/// current directory's relative paths go through dir=, itself relative to it). The directory
+/// is looked up only when a file needs it, so that absolute files need no `dir`.
+std::string
+HpccFile(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
+{
+    const std::string file = ScenarioParamString(o, info, key);
+    if (!file.empty() && file[0] == '/')
+    {
+        return file;
+    }
+    return HpccDataDir(ScenarioParamString(o, info, "dir")) + "/" + file;
 }
 
 ScenarioResult
@@ -841,13 +871,15 @@ RunHpcc(const ScenarioOptions& o)
 {
     const ScenarioInfo& info = *ScenarioRegistry::Find("roce-hpcc");
     CheckScenarioParams(o, info);
-    const std::string dir = HpccDataDir(ScenarioParamString(o, info, "dir"));
-    const HpccTopology topo =
-        ReadHpccTopology(dir + "/" + ScenarioParamString(o, info, "topology-file"));
-    const double offset = ScenarioParamDouble(o, info, "time-offset");
+    const HpccUnknownKeys unknownKeys =
+        ScenarioParamChoice(o, info, "config-unknown-keys", {"error", "warn"}) == "warn"
+            ? HpccUnknownKeys::Warn
+            : HpccUnknownKeys::Error;
+    const HpccTopology topo = ReadHpccTopology(HpccFile(o, info, "topology-file"));
+    const double offset = ScenarioParamDouble(o, info, "time-offset", 0, 1e6);
     std::vector<RoceFlowSpec> flows =
-        ReadHpccFlows(dir + "/" + ScenarioParamString(o, info, "flow-file"), topo, offset);
-    const uint64_t maxFlows = ScenarioParamUint(o, info, "max-flows");
+        ReadHpccFlows(HpccFile(o, info, "flow-file"), topo, offset);
+    const uint64_t maxFlows = ScenarioParamUint(o, info, "max-flows", 0, UINT64_MAX);
     if (maxFlows > 0 && flows.size() > maxFlows)
     {
         flows.resize(maxFlows);
@@ -861,9 +893,16 @@ RunHpcc(const ScenarioOptions& o)
     std::vector<std::string> ignored;
     const std::string cfgFile = ScenarioParamString(o, info, "config-file");
     std::vector<std::string> used;
+    std::vector<std::string> unknown;
     if (!cfgFile.empty())
     {
-        used = ApplyHpccConfig(ReadHpccConfig(dir + "/" + cfgFile), topo, spec, &ignored);
+        used = ApplyHpccConfig(ReadHpccConfig(HpccFile(o, info, "config-file"), unknownKeys,
+                                              &unknown),
+                               topo, spec, &ignored);
+    }
+    for (const std::string& w : unknown)
+    {
+        std::fprintf(stderr, "cnuas: warning: %s\n", w.c_str());
     }
     const std::string cc = ScenarioParamString(o, info, "cc");
     if (!cc.empty())
@@ -879,8 +918,8 @@ RunHpcc(const ScenarioOptions& o)
             };
         }
     }
-    spec.limit = ScenarioParamTime(o, info, "limit");
-    spec.sampleInterval = ScenarioParamTime(o, info, "sample");
+    spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
+    spec.sampleInterval = ScenarioParamTime(o, info, "sample", Time(0), Seconds(1000));
     // The scheduler orders events as every ns-3 scheduler does; FifoHeapScheduler (a FIFO for
     // the current time, a four-ary heap for later) costs least here (docs/performance.md).
     spec.scheduler = ScenarioParamString(o, info, "scheduler");
@@ -932,6 +971,10 @@ RunHpcc(const ScenarioOptions& o)
         ign += (ign.empty() ? "" : " ") + k;
     }
     res.summary.push_back({"config keys without equivalent", ign.empty() ? "-" : ign});
+    if (!unknown.empty())
+    {
+        res.summary.push_back({"config keys unknown (skipped)", std::to_string(unknown.size())});
+    }
     res.summary.push_back({"simulated time (ms)", Fixed(r.end.GetSeconds() * 1e3, 3)});
     // CPU seconds of this process: on a shared machine the wall clock also counts waiting.
     const double cpu = (ru.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
@@ -964,11 +1007,15 @@ HpccInfo()
     i.name = "roce-hpcc";
     i.description = "Runs HPCC-simulator inputs (topology, flow and KEY value config files) on "
                     "RoCE NICs and writes its FCT format (fct.txt) beside Cnuas's CSV";
-    i.params = {{"dir", "", "directory of the HPCC-format files ('': ../shared/data/hpcc-compat "
-                            "beside the source tree, else /work/shared/data/hpcc-compat)"},
-                {"topology-file", "fat.txt", "HPCC topology file in dir"},
-                {"flow-file", "ws30_5ms.txt", "HPCC flow file in dir"},
-                {"config-file", "config_fat_ws30_5ms_dcqcn.txt", "HPCC config in dir ('' none)"},
+    i.params = {{"dir", "", "directory of the HPCC-format files, relative to the current one "
+                            "('': ../shared/data/hpcc-compat beside the source tree, else "
+                            "/work/shared/data/hpcc-compat)"},
+                {"topology-file", "fat.txt", "HPCC topology file: in dir, or an absolute path"},
+                {"flow-file", "ws30_5ms.txt", "HPCC flow file: in dir, or an absolute path"},
+                {"config-file", "config_fat_ws30_5ms_dcqcn.txt",
+                 "HPCC config: in dir, or an absolute path ('' none)"},
+                {"config-unknown-keys", "error",
+                 "a config key the HPCC simulator does not know: error, or warn (skip it)"},
                 {"cc", "",
                  "override: none, dcqcn-paper, dcqcn-mlx, dctcp, timely, hpcc ('': config's)"},
                 {"time-offset", "2", "seconds subtracted from flow start times"},
@@ -1004,22 +1051,25 @@ RunRoceFct(const ScenarioOptions& o)
     CheckScenarioParams(o, info);
     RoceRunSpec spec;
     spec.topology = ScenarioParamTopology(o, info);
-    spec.hostRate = DataRate(ScenarioParamString(o, info, "rate"));
-    const std::string fabricRate = ScenarioParamString(o, info, "fabric-rate");
-    spec.fabricRate = fabricRate.empty() ? spec.hostRate : DataRate(fabricRate);
+    spec.hostRate = ScenarioParamDataRate(o, info, "rate");
+    spec.fabricRate = ScenarioParamString(o, info, "fabric-rate").empty()
+                          ? spec.hostRate
+                          : ScenarioParamDataRate(o, info, "fabric-rate");
     spec.cc = CcTypeId(ScenarioParamString(o, info, "cc"));
     spec.pfc = OnOff(o, info, "pfc");
     spec.ecn = OnOff(o, info, "ecn");
-    spec.limit = ScenarioParamTime(o, info, "limit");
+    spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
 
     RoceTrafficSpec t;
     t.pattern = ParseRocePattern(ScenarioParamString(o, info, "pattern"));
     t.hosts = static_cast<uint32_t>(spec.topology.Hosts().size());
     t.linkBps = static_cast<double>(spec.hostRate.GetBitRate());
-    t.load = ScenarioParamDouble(o, info, "load");
-    t.duration = ScenarioParamTime(o, info, "duration");
+    t.load = ScenarioParamDouble(o, info, "load", 1e-6, 1);
+    // The generated load is measured over the arrival window: it must have a length.
+    t.duration = ScenarioParamTime(o, info, "duration", PicoSeconds(1), Seconds(1000));
     t.cdfFile = RdmaResolveCdf(ScenarioParamString(o, info, "cdf"));
-    t.incastSenders = static_cast<uint32_t>(ScenarioParamUint(o, info, "senders"));
+    t.incastSenders =
+        static_cast<uint32_t>(ScenarioParamUint(o, info, "senders", 1, UINT32_MAX));
     t.seed = o.seed;
     RoceTraffic traffic = MakeRoceTraffic(t);
     // The load the generated flows offer, measured from them (flow bytes over the senders'
@@ -1031,7 +1081,7 @@ RunRoceFct(const ScenarioOptions& o)
     }
     const double links = t.pattern == RocePattern::Incast ? 1.0 : traffic.senders;
     const double offered = bytes * 8 / (t.duration.GetSeconds() * t.linkBps * links);
-    const uint64_t maxFlows = ScenarioParamUint(o, info, "max-flows");
+    const uint64_t maxFlows = ScenarioParamUint(o, info, "max-flows", 0, UINT64_MAX);
     if (maxFlows > 0 && traffic.flows.size() > maxFlows)
     {
         traffic.flows.resize(maxFlows);

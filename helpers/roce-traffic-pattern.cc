@@ -1,5 +1,6 @@
 #include "roce-traffic-pattern.h"
 
+#include "helpers/parse-util.h"
 #include "models/rdma/apps/empirical-size-distribution.h"
 
 #include <algorithm>
@@ -51,13 +52,13 @@ MakeRoceTraffic(const RoceTrafficSpec& spec)
     std::string err;
     if (!cdf->LoadFile(spec.cdfFile, &err))
     {
-        throw std::invalid_argument("cdf: " + err);
+        throw InputError("cdf: " + err); // the CDF file is wrong: named, with the line
     }
     RoceTraffic out;
     out.meanBytes = cdf->Mean();
     if (!(out.meanBytes >= 1))
     {
-        throw std::invalid_argument("cdf: mean flow size below one byte");
+        throw InputError("cdf: " + spec.cdfFile + ": mean flow size below one byte");
     }
     std::mt19937_64 rng(spec.seed);
     std::uniform_real_distribution<double> uniform(0.0, 1.0);

@@ -5,14 +5,17 @@
 
 #include "ns3/config.h"
 #include "ns3/global-value.h"
+#include "ns3/object-factory.h"
 #include "ns3/string.h"
 #include "ns3/type-id.h"
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
 #include <sys/wait.h>
@@ -36,7 +39,8 @@ StripComment(const std::string& line)
     }
     for (size_t i = 1; i < t.size(); ++i)
     {
-        if (t[i] == '#' && (t[i - 1] == ' ' || t[i - 1] == '\t'))
+        if (t[i] == '#' && t[i - 1] != '\0' &&
+            std::strchr(kBlankChars, t[i - 1]) != nullptr)
         {
             return TrimSpace(t.substr(0, i));
         }
@@ -84,13 +88,13 @@ DeclaringTypeId(TypeId tid, const std::string& attr)
 }
 
 /**
- * True if `value` converts to a valid value for `checker`. ns-3 parses some attribute types by
- * aborting the process on malformed text (UintegerValue, TimeValue) or by crashing
- * (PointerValue), so the trial conversion runs in a child process: a child that dies means
- * the value is bad, and the user gets a message instead of a core dump.
+ * Runs `trial` in a child process and returns whether it returned true. ns-3 rejects some bad
+ * input by aborting the process (UintegerValue, TimeValue, attribute setters that parse a
+ * string) or by crashing (PointerValue); in a child, a death only means the input is bad, and
+ * the user gets a message instead of a core dump.
  */
 bool
-ValueConverts(Ptr<const AttributeChecker> checker, const std::string& value)
+SucceedsInChild(const std::function<bool()>& trial)
 {
     std::fflush(nullptr); // the child must not flush our buffered output a second time
     pid_t pid = fork();
@@ -107,8 +111,7 @@ ValueConverts(Ptr<const AttributeChecker> checker, const std::string& value)
             dup2(devnull, STDOUT_FILENO);
             dup2(devnull, STDERR_FILENO);
         }
-        bool ok = checker->CreateValidValue(StringValue(value)) != nullptr;
-        _exit(ok ? 0 : 1);
+        _exit(trial() ? 0 : 1);
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0)
@@ -119,6 +122,14 @@ ValueConverts(Ptr<const AttributeChecker> checker, const std::string& value)
         }
     }
     return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/// True if `value` converts to a valid value for `checker` (tried in a child process).
+bool
+ValueConverts(Ptr<const AttributeChecker> checker, const std::string& value)
+{
+    return SucceedsInChild(
+        [&checker, &value]() { return checker->CreateValidValue(StringValue(value)) != nullptr; });
 }
 
 std::string
@@ -151,6 +162,30 @@ ApplyGlobalValue(const std::string& name, const std::string& value)
 }
 
 } // namespace
+
+std::string
+CheckAttributeValue(Ptr<const AttributeChecker> checker, const std::string& value)
+{
+    // Times and rates are held to Cnuas's rules, stricter than ns-3's: a Time needs its unit
+    // (ns-3 reads a bare number as seconds), and a rate must be positive (ns-3 takes zero,
+    // which no link can run at, and wraps negative numbers around).
+    const std::string type = checker->GetValueTypeName();
+    const bool isTime = type == "ns3::TimeValue";
+    // ns-3 names the DataRate checker's value type without its namespace.
+    const bool isRate = type == "ns3::DataRateValue" || type == "DataRateValue";
+    Time unusedTime;
+    uint64_t unusedBps = 0;
+    const bool ok = isTime   ? ParseTimeString(value, &unusedTime)
+                    : isRate ? ParseDataRateBps(value, &unusedBps)
+                             : true;
+    if (ok && ValueConverts(checker, value))
+    {
+        return "";
+    }
+    return isTime   ? "a time with a unit, e.g. 10us"
+           : isRate ? "a positive data rate with a unit, e.g. 100Gbps"
+                    : checker->GetUnderlyingTypeInformation();
+}
 
 std::pair<std::string, std::string>
 SplitAssignment(const std::string& text, const std::string& what)
@@ -198,15 +233,13 @@ ParseScenarioText(const std::string& text,
     {
         ++lineNo;
         std::string where = sourceName + ":" + std::to_string(lineNo);
-        auto fail = [&](const std::string& message) {
-            throw std::invalid_argument(where + ": " + message);
-        };
+        auto fail = [&](const std::string& message) { throw InputError(where + ": " + message); };
         std::string line = StripComment(raw);
         if (line.empty())
         {
             continue;
         }
-        size_t sp = line.find_first_of(" \t");
+        size_t sp = line.find_first_of(kBlankChars);
         std::string directive = line.substr(0, sp);
         std::string arg = sp == std::string::npos ? "" : TrimSpace(line.substr(sp));
         auto once = [&](const std::string& key) {
@@ -235,7 +268,7 @@ ParseScenarioText(const std::string& text,
         {
             if (directive == "scenario")
             {
-                if (arg.find_first_of(" \t") != std::string::npos)
+                if (arg.find_first_of(kBlankChars) != std::string::npos)
                 {
                     fail("scenario name must be one word, got '" + arg + "'");
                 }
@@ -272,6 +305,7 @@ ParseScenarioText(const std::string& text,
                     kv.second = ResolveTopologySpec(kv.second, baseDir);
                 }
                 f.params[kv.first] = kv.second;
+                f.paramWhere[kv.first] = where;
             }
             else if (directive == "pcap")
             {
@@ -303,12 +337,12 @@ ParseScenarioFile(const std::string& path)
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
     {
-        throw std::invalid_argument(path + ": is a directory, not a scenario file");
+        throw InputError(path + ": is a directory, not a scenario file");
     }
     std::ifstream in(path);
     if (!in)
     {
-        throw std::invalid_argument(path + ": cannot open scenario file");
+        throw InputError(path + ": cannot open scenario file");
     }
     std::stringstream ss;
     ss << in.rdbuf();
@@ -349,16 +383,30 @@ ApplyAttributeSetting(const std::string& name, const std::string& value)
         return "attribute " + cls + "::" + attr + " cannot be set (it is not a construction-time "
                                                    "attribute)";
     }
-    bool isTime = info.checker->GetValueTypeName() == "ns3::TimeValue";
-    Time unused;
-    if (isTime ? !ParseTimeString(value, &unused) || !ValueConverts(info.checker, value)
-               : !ValueConverts(info.checker, value))
+    if (std::string expects = CheckAttributeValue(info.checker, value); !expects.empty())
     {
-        std::string expects = isTime ? "a time with a unit, e.g. 10us"
-                                     : info.checker->GetUnderlyingTypeInformation();
         return "bad value '" + value + "' for " + cls + "::" + attr + " (expects " + expects + ")";
     }
     std::string declared = DeclaringTypeId(tid, attr).GetName() + "::" + attr;
+    // A string attribute's format is the class's own: its setter parses it, and some setters
+    // abort on what they cannot read (RackElectricalModel::EfficiencyCurve). Build one object
+    // with the value, in a child process, before the real run meets it.
+    const std::string type = info.checker->GetValueTypeName();
+    const bool isString = type == "ns3::StringValue" || type == "StringValue";
+    if (isString && tid.HasConstructor() &&
+        !SucceedsInChild([&tid, &declared, &value]() {
+            if (!Config::SetDefaultFailSafe(declared, StringValue(value)))
+            {
+                return false;
+            }
+            ObjectFactory factory;
+            factory.SetTypeId(tid);
+            return factory.Create() != nullptr;
+        }))
+    {
+        return "bad value '" + value + "' for " + cls + "::" + attr + " (the class refuses it; " +
+               "the attribute: " + info.help + ")";
+    }
     if (!Config::SetDefaultFailSafe(declared, StringValue(value)))
     {
         return "could not set " + declared + " to '" + value + "'";

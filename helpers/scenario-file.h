@@ -3,6 +3,9 @@
 #ifndef CNUAS_HELPERS_SCENARIO_FILE_H
 #define CNUAS_HELPERS_SCENARIO_FILE_H
 
+#include "ns3/attribute.h"
+#include "ns3/ptr.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -30,6 +33,7 @@ struct ScenarioFile
     std::optional<uint64_t> run;             ///< `run N`
     std::vector<AttributeSetting> settings;  ///< `set ATTR=VALUE`, in file order
     std::map<std::string, std::string> params; ///< `param KEY=VALUE` and `topology SPEC`
+    std::map<std::string, std::string> paramWhere; ///< param key -> "file.scn:7", for messages
     std::optional<std::string> pcapDir;      ///< `pcap DIR`
     std::optional<std::string> outDir;       ///< `out DIR`
 };
@@ -42,9 +46,9 @@ struct ScenarioFile
  *     set ATTR=VALUE       param KEY=VALUE topology SPEC
  *
  * `topology SPEC` is shorthand for `param topology=SPEC`; a relative `file:` path in SPEC is
- * made relative to the directory of the scenario file. Throws std::invalid_argument
- * ("path:line: message") on an unknown directive, a missing or malformed value, or a directive
- * given twice.
+ * made relative to the directory of the scenario file. Throws InputError (parse-util.h;
+ * "path:line: message") on an unreadable file, an unknown directive, a missing or malformed
+ * value, or a directive given twice.
  */
 ScenarioFile ParseScenarioFile(const std::string& path);
 /// As ParseScenarioFile, from text; `baseDir` is where relative `topology file:` paths point.
@@ -59,6 +63,14 @@ std::pair<std::string, std::string> SplitAssignment(const std::string& text,
 
 /// Rewrites a relative `file:` topology spec to be relative to baseDir; other specs unchanged.
 std::string ResolveTopologySpec(const std::string& spec, const std::string& baseDir);
+
+/**
+ * "" if `value` is a valid value for an attribute with this checker, else what it expects
+ * ("a time with a unit, e.g. 10us"). Stricter than ns-3 where ns-3 is silently wrong: a Time
+ * needs a unit, a DataRate must be positive. Values ns-3 would abort the process on are tried
+ * in a child process, so they come back as a message too.
+ */
+std::string CheckAttributeValue(Ptr<const AttributeChecker> checker, const std::string& value);
 
 /**
  * Applies one setting: an attribute default through Config::SetDefaultFailSafe (a name without

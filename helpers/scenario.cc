@@ -3,6 +3,7 @@
 #include "models/common/data-directory.h"
 
 #include "parse-util.h"
+#include "sim-progress.h"
 
 #include <cerrno>
 #include <cmath>
@@ -114,32 +115,174 @@ ScenarioParamString(const ScenarioOptions& o, const ScenarioInfo& info, const st
     return it == o.params.end() ? p.defaultValue : it->second;
 }
 
+namespace
+{
+/// "[0, 1]" or "[1, 4096]": a range as messages print it.
+template <typename T>
+std::string
+RangeText(T min, T max)
+{
+    std::ostringstream s;
+    s << "[" << min << ", " << max << "]";
+    return s.str();
+}
+/// "[1 us, 10 s]", or ">= 0 s" when there is no upper bound.
+std::string
+TimeRangeText(Time min, Time max)
+{
+    if (max == Time::Max())
+    {
+        return ">= " + SimProgress::FormatSimTime(min);
+    }
+    return "[" + SimProgress::FormatSimTime(min) + ", " + SimProgress::FormatSimTime(max) + "]";
+}
+} // namespace
+
 double
-ScenarioParamDouble(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
+ScenarioParamDouble(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key,
+                    double min, double max)
 {
     std::string s = ScenarioParamString(o, info, key);
-    const char* begin = s.c_str();
-    char* end = nullptr;
-    errno = 0;
-    double v = std::strtod(begin, &end);
-    if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
+    double v = 0;
+    if (!ParseFiniteDouble(s, &v) || v < min || v > max)
     {
-        throw std::invalid_argument(BadValue(info, key, s, "a finite number"));
+        throw ScenarioParamError(key, BadValue(info, key, s, "a number in " + RangeText(min, max)));
     }
     return v;
 }
 
 uint64_t
-ScenarioParamUint(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
+ScenarioParamUint(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key,
+                  uint64_t min, uint64_t max)
 {
     std::string s = ScenarioParamString(o, info, key);
     uint64_t v = 0;
-    bool ok = ParseDecimalUint(s, UINT64_MAX, &v);
-    if (!ok)
+    if (!ParseDecimalUint(s, max, &v) || v < min)
     {
-        throw std::invalid_argument(BadValue(info, key, s, "a whole number >= 0"));
+        throw ScenarioParamError(
+            key, BadValue(info, key, s, "a whole number in " + RangeText(min, max)));
     }
     return v;
+}
+
+uint64_t
+ScenarioParamUintOneOf(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key,
+                       const std::vector<uint64_t>& allowed)
+{
+    std::string s = ScenarioParamString(o, info, key);
+    uint64_t v = 0;
+    std::string list;
+    for (uint64_t a : allowed)
+    {
+        if (ParseDecimalUint(s, UINT64_MAX, &v) && v == a)
+        {
+            return v;
+        }
+        list += (list.empty() ? "" : ", ") + std::to_string(a);
+    }
+    throw ScenarioParamError(key, BadValue(info, key, s, "one of " + list));
+}
+
+namespace
+{
+/// The comma-separated items of a list parameter, empty items skipped.
+std::vector<std::string>
+ListItems(const std::string& s)
+{
+    std::vector<std::string> items;
+    std::stringstream in(s);
+    std::string item;
+    while (std::getline(in, item, ','))
+    {
+        item = TrimSpace(item);
+        if (!item.empty())
+        {
+            items.push_back(item);
+        }
+    }
+    return items;
+}
+} // namespace
+
+std::vector<uint64_t>
+ScenarioParamUintList(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key,
+                      uint64_t min, uint64_t max)
+{
+    std::string s = ScenarioParamString(o, info, key);
+    std::vector<uint64_t> out;
+    for (const std::string& item : ListItems(s))
+    {
+        uint64_t v = 0;
+        if (!ParseDecimalUint(item, max, &v) || v < min)
+        {
+            out.clear();
+            break;
+        }
+        out.push_back(v);
+    }
+    if (out.empty())
+    {
+        throw ScenarioParamError(key, BadValue(info, key, s,
+                                               "a comma-separated list of whole numbers in " +
+                                                   RangeText(min, max)));
+    }
+    return out;
+}
+
+std::vector<double>
+ScenarioParamDoubleList(const ScenarioOptions& o, const ScenarioInfo& info,
+                        const std::string& key, double min, double max)
+{
+    std::string s = ScenarioParamString(o, info, key);
+    std::vector<double> out;
+    for (const std::string& item : ListItems(s))
+    {
+        double v = 0;
+        if (!ParseFiniteDouble(item, &v) || v < min || v > max)
+        {
+            out.clear();
+            break;
+        }
+        out.push_back(v);
+    }
+    if (out.empty())
+    {
+        throw ScenarioParamError(key, BadValue(info, key, s,
+                                               "a comma-separated list of numbers in " +
+                                                   RangeText(min, max)));
+    }
+    return out;
+}
+
+std::string
+ScenarioParamChoice(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key,
+                    const std::vector<std::string>& allowed)
+{
+    std::string s = ScenarioParamString(o, info, key);
+    std::string list;
+    for (const std::string& a : allowed)
+    {
+        if (s == a)
+        {
+            return s;
+        }
+        list += (list.empty() ? "" : ", ") + a;
+    }
+    throw ScenarioParamError(key, BadValue(info, key, s, "one of " + list));
+}
+
+DataRate
+ScenarioParamDataRate(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
+{
+    std::string s = ScenarioParamString(o, info, key);
+    uint64_t bps = 0;
+    if (!ParseDataRateBps(s, &bps))
+    {
+        throw ScenarioParamError(
+            key,
+            BadValue(info, key, s, "a positive data rate with a unit (e.g. 40Gbps, 100Mb/s)"));
+    }
+    return DataRate(bps);
 }
 
 void
@@ -187,19 +330,17 @@ ParseTimeString(const std::string& text, Time* out)
     // cleanly.
     size_t n = text.find_first_not_of("+-0123456789.eE");
     std::string number = text.substr(0, n);
+    double v = 0;
+    if (!ParseFiniteDouble(number, &v))
+    {
+        return false;
+    }
+    // No unit: ns-3 would read seconds. Only a zero means the same in every unit.
+    if (n == std::string::npos && v != 0)
+    {
+        return false;
+    }
     std::string unit = n == std::string::npos ? "s" : text.substr(n);
-    if (number.empty())
-    {
-        return false;
-    }
-    const char* begin = number.c_str();
-    char* end = nullptr;
-    errno = 0;
-    double v = std::strtod(begin, &end);
-    if (*end != '\0' || errno == ERANGE || !std::isfinite(v))
-    {
-        return false;
-    }
     struct UnitInfo
     {
         const char* name;
@@ -237,23 +378,27 @@ ParseTimeString(const std::string& text, Time* out)
 }
 
 Time
-ScenarioParamTime(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
+ScenarioParamTime(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key,
+                  Time min, Time max)
 {
     std::string s = ScenarioParamString(o, info, key);
     Time t;
-    if (!ParseTimeString(s, &t))
+    const bool parsed = ParseTimeString(s, &t);
+    if (!parsed || t < min || t > max)
     {
-        throw std::invalid_argument(
-            BadValue(info, key, s, "a duration (a number with a unit s ms us ns ps, e.g. 10ms)"));
+        throw ScenarioParamError(
+            key, BadValue(info, key, s,
+                          "a duration with a unit (s ms us ns ps, e.g. 10ms)" +
+                              (parsed ? " in " + TimeRangeText(min, max) : std::string())));
     }
     return t;
 }
 
 Time
 ScenarioParamMicroseconds(const ScenarioOptions& o, const ScenarioInfo& info,
-                          const std::string& key)
+                          const std::string& key, double minUs, double maxUs)
 {
-    return PicoSeconds(std::llround(ScenarioParamDouble(o, info, key) * 1e6));
+    return PicoSeconds(std::llround(ScenarioParamDouble(o, info, key, minUs, maxUs) * 1e6));
 }
 
 std::string
@@ -281,7 +426,19 @@ RunPlotScript(const std::string& script, const std::string& csv, const std::stri
 Topology
 ScenarioParamTopology(const ScenarioOptions& o, const ScenarioInfo& info)
 {
-    return BuildTopologyFromSpec(ScenarioParamString(o, info, "topology"));
+    try
+    {
+        return BuildTopologyFromSpec(ScenarioParamString(o, info, "topology"));
+    }
+    catch (const InputError&)
+    {
+        throw; // the topology file's own error, with its line
+    }
+    catch (const std::invalid_argument& e)
+    {
+        // A spec that does not parse is the parameter's value: reported where it was given.
+        throw ScenarioParamError("topology", e.what());
+    }
 }
 
 } // namespace ns3

@@ -4,11 +4,13 @@
 
 #include "helpers/topology.h"
 
+#include "ns3/data-rate.h"
 #include "ns3/nstime.h"
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -74,34 +76,78 @@ class ScenarioRegistry
 };
 
 /**
- * Reads a parameter with its documented default; throws std::invalid_argument with a clear
- * message for a value that does not parse. Scenarios call CheckParams first so that a misspelt
- * key is refused rather than silently ignored.
+ * A parameter value a scenario cannot use: one that does not parse, or lies outside what the
+ * model supports. `cnuas run` reports it against where the value came from (`--param`, or the
+ * scenario file's line): a usage error on the command line, an input error in a file.
+ */
+class ScenarioParamError : public std::invalid_argument
+{
+  public:
+    ScenarioParamError(const std::string& key, const std::string& message)
+        : std::invalid_argument(message),
+          m_key(key)
+    {
+    }
+
+    const std::string& Key() const
+    {
+        return m_key;
+    }
+
+  private:
+    std::string m_key;
+};
+
+/**
+ * Reads a parameter with its documented default; throws ScenarioParamError with a clear
+ * message for a value that does not parse or lies outside [min, max]. Every numeric read names
+ * its range, so that no value reaches a narrowing cast or an ns-3 attribute checker (which
+ * aborts the process) unchecked. Scenarios call CheckParams first so that a misspelt key is
+ * refused rather than silently ignored.
  */
 std::string ScenarioParamString(const ScenarioOptions& o, const ScenarioInfo& info,
                                 const std::string& key);
 double ScenarioParamDouble(const ScenarioOptions& o, const ScenarioInfo& info,
-                           const std::string& key);
+                           const std::string& key, double min, double max);
 uint64_t ScenarioParamUint(const ScenarioOptions& o, const ScenarioInfo& info,
-                           const std::string& key);
+                           const std::string& key, uint64_t min, uint64_t max);
+/// A whole number that must be one of `allowed` (e.g. the VL counts IBA defines).
+uint64_t ScenarioParamUintOneOf(const ScenarioOptions& o, const ScenarioInfo& info,
+                                const std::string& key, const std::vector<uint64_t>& allowed);
+/// A comma-separated list of whole numbers, each in [min, max] (at least one).
+std::vector<uint64_t> ScenarioParamUintList(const ScenarioOptions& o, const ScenarioInfo& info,
+                                            const std::string& key, uint64_t min, uint64_t max);
+/// A comma-separated list of numbers, each in [min, max] (at least one).
+std::vector<double> ScenarioParamDoubleList(const ScenarioOptions& o, const ScenarioInfo& info,
+                                            const std::string& key, double min, double max);
+/// One of the words in `allowed`.
+std::string ScenarioParamChoice(const ScenarioOptions& o, const ScenarioInfo& info,
+                                const std::string& key, const std::vector<std::string>& allowed);
+/// A data rate with a unit ("40Gbps", "100Mb/s"), strictly positive (ParseDataRateBps).
+DataRate ScenarioParamDataRate(const ScenarioOptions& o, const ScenarioInfo& info,
+                               const std::string& key);
 /// Throws std::invalid_argument naming any key in o.params that info does not document.
 void CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info);
 
 /**
  * Reads a duration parameter: a number with an ns-3 time unit ("10ms", "1.5us", "200ns",
- * "2s"; units s ms us ns ps fs min h d y), a bare number meaning seconds. Throws
- * std::invalid_argument on a value that does not parse.
+ * "2s"; units s ms us ns ps fs min h d y); only zero may go without one. Throws
+ * ScenarioParamError on a value that does not parse or lies outside [min, max].
  */
-Time ScenarioParamTime(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key);
-/// Builds the fabric named by the documented `topology` parameter (BuildTopologyFromSpec).
+Time ScenarioParamTime(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key,
+                       Time min, Time max);
+/**
+ * Builds the fabric named by the documented `topology` parameter (BuildTopologyFromSpec). A
+ * spec that does not parse is a ScenarioParamError; a bad topology file an InputError.
+ */
 Topology ScenarioParamTopology(const ScenarioOptions& o, const ScenarioInfo& info);
 
 /**
  * Reads a parameter given as a number of microseconds (the `*-us` keys) as a Time, rounded to
- * the picosecond (MicroSeconds(double) would truncate).
+ * the picosecond (MicroSeconds(double) would truncate); within [minUs, maxUs].
  */
 Time ScenarioParamMicroseconds(const ScenarioOptions& o, const ScenarioInfo& info,
-                               const std::string& key);
+                               const std::string& key, double minUs, double maxUs);
 
 /// `v` with `digits` digits after the point, for summary lines.
 std::string ScenarioFixed(double v, int digits);
@@ -129,9 +175,11 @@ ApplyScenarioOutputs(const ScenarioOptions& o, Spec& spec)
 }
 
 /**
- * Parses a duration in the syntax ns-3 accepts for Time attributes (see ScenarioParamTime).
- * Returns false (leaving *out alone) on anything ns-3 would reject or abort on, or on a value
- * outside the representable range.
+ * Parses a duration in the syntax ns-3 accepts for Time attributes, but with the unit required
+ * (ns-3 takes a bare number as seconds, which "5" meant as microseconds silently turns into a
+ * run a million times too long); a bare zero is the same in every unit and is accepted.
+ * Returns false (leaving *out alone) on anything ns-3 would reject or abort on, on a number
+ * without a unit, or on a value outside the representable range.
  */
 bool ParseTimeString(const std::string& text, Time* out);
 

@@ -30,6 +30,13 @@ SimProgress::SimProgress(Time end, bool enabled, std::FILE* out)
     }
 }
 
+SimProgress::~SimProgress()
+{
+    // EventId::Cancel rather than Simulator::Cancel: after Simulator::Destroy the latter would
+    // create a new simulator just to cancel.
+    m_event.Cancel();
+}
+
 void
 SimProgress::Start()
 {

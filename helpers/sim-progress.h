@@ -34,6 +34,10 @@ class SimProgress
   public:
     /// `out` is the stream to draw on; whether it is a terminal decides the drawing style.
     SimProgress(Time end, bool enabled, std::FILE* out = stderr);
+    /// Cancels a pending tick: it holds `this`, and a run that throws skips Finish().
+    ~SimProgress();
+    SimProgress(const SimProgress&) = delete;
+    SimProgress& operator=(const SimProgress&) = delete;
 
     void Start();
     void Finish();

@@ -441,10 +441,11 @@ MakeFatTree(uint32_t k)
 namespace
 {
 
+/// Everything wrong in a topology file is the file's problem: InputError names it and the line.
 [[noreturn]] void
 Fail(const std::string& where, const std::string& message)
 {
-    throw std::invalid_argument(where + ": " + message);
+    throw InputError(where + ": " + message);
 }
 
 /// "10m", "2.5m", "50cm", "300mm", "1.2km" -> meters.
@@ -725,6 +726,13 @@ class NetFileParser
         {
             Fail(sourceName, problem);
         }
+        // Well formed, but nothing could run on it: the subnet manager, the RDMA traffic and
+        // host 0's traces all live on hosts.
+        if (m_topo.Hosts().empty())
+        {
+            Fail(sourceName, "topology has no hosts (no Ca or Hca block): Cnuas runs the subnet "
+                             "manager and the traffic on hosts");
+        }
         return std::move(m_topo);
     }
 
@@ -748,7 +756,7 @@ class NetFileParser
             {
                 continue;
             }
-            std::string word = line.substr(0, line.find_first_of(" \t"));
+            std::string word = line.substr(0, line.find_first_of(kBlankChars));
             if (line[0] == '[')
             {
                 if (current < 0)
@@ -1120,12 +1128,12 @@ ParseTopologyFile(const std::string& path)
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
     {
-        throw std::invalid_argument(path + ": is a directory, not a topology file");
+        throw InputError(path + ": is a directory, not a topology file");
     }
     std::ifstream in(path);
     if (!in)
     {
-        throw std::invalid_argument(path + ": cannot open topology file");
+        throw InputError(path + ": cannot open topology file");
     }
     std::stringstream ss;
     ss << in.rdbuf();

@@ -255,7 +255,8 @@ TEST(RackCli, BadRackFilesAreUsageErrorsWithFileAndLine)
         const std::string out = RunCommand("timeout 20 " + kCnuas + " rack up --state-dir " +
                                                dir + " --duration 1 --config " + f + " 2>&1",
                                            &st);
-        EXPECT_EQ(st, 2) << c.text << out;
+        // A bad rack file is an input error (docs/cli.md, "Exit status").
+        EXPECT_EQ(st, 3) << c.text << out;
         EXPECT_NE(out.find(c.message), std::string::npos) << c.text << out;
     }
     int st = -1;

@@ -237,14 +237,14 @@ TEST_F(Cli, ParamErrors)
     CliResult topo = Run("run selftest-timer --topology pair");
     EXPECT_EQ(topo.status, 2);
     EXPECT_TRUE(Contains(topo.err, "does not take a topology")) << topo.err;
-    // A value the scenario cannot use surfaces as its exception: exit 1.
+    // A value the scenario cannot use, given on the command line: a usage error.
     CliResult bad = Run("run selftest-timer --param events=lots");
-    EXPECT_EQ(bad.status, 1);
+    EXPECT_EQ(bad.status, 2);
     EXPECT_TRUE(Contains(bad.err, "cnuas: error: scenario 'selftest-timer': parameter "
                                   "events='lots' is not a whole number"))
         << bad.err;
     CliResult dur = Run("run selftest-timer --param duration=10parsecs");
-    EXPECT_EQ(dur.status, 1);
+    EXPECT_EQ(dur.status, 2);
     EXPECT_TRUE(Contains(dur.err, "duration='10parsecs' is not a duration")) << dur.err;
     CliResult noEq = Run("run selftest-timer --param events");
     EXPECT_EQ(noEq.status, 2);
@@ -371,25 +371,26 @@ TEST_F(Cli, ScenarioFileEndToEnd)
     EXPECT_TRUE(Contains(o.out, "wrote: other/summary.csv")) << o.out;
 
     WriteFile(m_dir / "scn/bad.scn", "scenario selftest-timer\n\nfrobnicate yes\n");
+    // Everything wrong in the file is an input error (3), named with the file and line.
     CliResult bad = Run("run scn/bad.scn");
-    EXPECT_EQ(bad.status, 2);
+    EXPECT_EQ(bad.status, 3);
     EXPECT_TRUE(Contains(bad.err, "scn/bad.scn:3: unknown directive 'frobnicate'")) << bad.err;
     WriteFile(m_dir / "scn/noname.scn", "seed 3\n");
     CliResult noname = Run("run scn/noname.scn");
-    EXPECT_EQ(noname.status, 2);
+    EXPECT_EQ(noname.status, 3);
     EXPECT_TRUE(Contains(noname.err, "no 'scenario NAME' line")) << noname.err;
     WriteFile(m_dir / "scn/unknown.scn", "scenario warp-drive\n");
     CliResult unknown = Run("run scn/unknown.scn");
-    EXPECT_EQ(unknown.status, 2);
+    EXPECT_EQ(unknown.status, 3);
     EXPECT_TRUE(Contains(unknown.err, "scn/unknown.scn: unknown scenario 'warp-drive'"))
         << unknown.err;
     WriteFile(m_dir / "scn/badset.scn", "scenario selftest-timer\nset Nope::X=1\n");
     CliResult badset = Run("run scn/badset.scn");
-    EXPECT_EQ(badset.status, 2);
+    EXPECT_EQ(badset.status, 3);
     EXPECT_TRUE(Contains(badset.err, "scn/badset.scn:2: set Nope::X=1: no ns-3 class"))
         << badset.err;
     CliResult missing = Run("run scn/absent.scn");
-    EXPECT_EQ(missing.status, 2);
+    EXPECT_EQ(missing.status, 3);
     EXPECT_TRUE(Contains(missing.err, "scn/absent.scn: cannot open scenario file")) << missing.err;
 }
 

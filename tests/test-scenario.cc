@@ -82,13 +82,13 @@ TEST(ScenarioParams, DefaultsAndValues)
 {
     ScenarioInfo info = FakeInfo(false);
     ScenarioOptions o;
-    EXPECT_EQ(ScenarioParamUint(o, info, "count"), 12u);
-    EXPECT_DOUBLE_EQ(ScenarioParamDouble(o, info, "rate"), 2.5);
-    EXPECT_EQ(ScenarioParamTime(o, info, "wait"), MicroSeconds(3));
+    EXPECT_EQ(ScenarioParamUint(o, info, "count", 0, UINT64_MAX), 12u);
+    EXPECT_DOUBLE_EQ(ScenarioParamDouble(o, info, "rate", -10, 10), 2.5);
+    EXPECT_EQ(ScenarioParamTime(o, info, "wait", Time(0), Time::Max()), MicroSeconds(3));
     o.params = {{"count", "18446744073709551615"}, {"rate", "-1e-3"}, {"wait", "1.5ns"}};
-    EXPECT_EQ(ScenarioParamUint(o, info, "count"), UINT64_MAX);
-    EXPECT_DOUBLE_EQ(ScenarioParamDouble(o, info, "rate"), -1e-3);
-    EXPECT_EQ(ScenarioParamTime(o, info, "wait"), PicoSeconds(1500));
+    EXPECT_EQ(ScenarioParamUint(o, info, "count", 0, UINT64_MAX), UINT64_MAX);
+    EXPECT_DOUBLE_EQ(ScenarioParamDouble(o, info, "rate", -10, 10), -1e-3);
+    EXPECT_EQ(ScenarioParamTime(o, info, "wait", Time(0), Time::Max()), PicoSeconds(1500));
     EXPECT_EQ(ScenarioParamString(o, info, "count"), "18446744073709551615");
 }
 
@@ -97,17 +97,69 @@ TEST(ScenarioParams, BadValuesAreClearErrors)
     ScenarioInfo info = FakeInfo(false);
     ScenarioOptions o;
     o.params = {{"count", "-3"}, {"rate", "fast"}, {"wait", "3 us"}};
-    EXPECT_EQ(Message([&] { ScenarioParamUint(o, info, "count"); }),
-              "scenario 'fake': parameter count='-3' is not a whole number >= 0");
-    EXPECT_EQ(Message([&] { ScenarioParamDouble(o, info, "rate"); }),
-              "scenario 'fake': parameter rate='fast' is not a finite number");
-    EXPECT_NE(Message([&] { ScenarioParamTime(o, info, "wait"); }).find("is not a duration"),
+    EXPECT_EQ(Message([&] { ScenarioParamUint(o, info, "count", 0, 100); }),
+              "scenario 'fake': parameter count='-3' is not a whole number in [0, 100]");
+    EXPECT_EQ(Message([&] { ScenarioParamDouble(o, info, "rate", 0, 1); }),
+              "scenario 'fake': parameter rate='fast' is not a number in [0, 1]");
+    EXPECT_NE(Message([&] { ScenarioParamTime(o, info, "wait", Time(0), Time::Max()); })
+                  .find("is not a duration"),
               std::string::npos);
     o.params = {{"count", "18446744073709551616"}, {"rate", "inf"}};
-    EXPECT_NE(Message([&] { ScenarioParamUint(o, info, "count"); }), "(no error)");
-    EXPECT_NE(Message([&] { ScenarioParamDouble(o, info, "rate"); }), "(no error)");
+    EXPECT_NE(Message([&] { ScenarioParamUint(o, info, "count", 0, UINT64_MAX); }), "(no error)");
+    EXPECT_NE(Message([&] { ScenarioParamDouble(o, info, "rate", -1e300, 1e300); }),
+              "(no error)");
     EXPECT_EQ(Message([&] { ScenarioParamString(o, info, "undocumented"); }),
               "scenario 'fake' reads parameter 'undocumented', which it does not document");
+}
+
+TEST(ScenarioParams, ValuesOutsideTheirRangeAreRefused)
+{
+    // Every numeric read states its range, so that nothing reaches a narrowing cast or an
+    // ns-3 attribute checker (which aborts) unchecked.
+    ScenarioInfo info = FakeInfo(false);
+    ScenarioOptions o;
+    o.params = {{"count", "5000"}, {"rate", "2"}, {"wait", "2s"}};
+    EXPECT_EQ(Message([&] { ScenarioParamUint(o, info, "count", 0, 4096); }),
+              "scenario 'fake': parameter count='5000' is not a whole number in [0, 4096]");
+    EXPECT_EQ(Message([&] { ScenarioParamDouble(o, info, "rate", 0, 1); }),
+              "scenario 'fake': parameter rate='2' is not a number in [0, 1]");
+    EXPECT_NE(Message([&] { ScenarioParamTime(o, info, "wait", Time(0), Seconds(1)); })
+                  .find("in [0 s, 1 s]"),
+              std::string::npos);
+    EXPECT_NE(Message([&] { ScenarioParamUintOneOf(o, info, "count", {1, 2, 4, 8, 15}); })
+                  .find("is not one of 1, 2, 4, 8, 15"),
+              std::string::npos);
+    // The error says which key it is about, for `cnuas run` to name where it came from.
+    try
+    {
+        ScenarioParamUint(o, info, "count", 0, 1);
+        ADD_FAILURE() << "accepted";
+    }
+    catch (const ScenarioParamError& e)
+    {
+        EXPECT_EQ(e.Key(), "count");
+    }
+}
+
+TEST(ScenarioParams, DataRates)
+{
+    ScenarioInfo info = FakeInfo(false);
+    ScenarioOptions o;
+    for (const char* bad : {"-40Gbps", "fast", "0Gbps", "0.0000001bps", "40", "40 Gbps", "Gbps",
+                            "1e30Gbps", "nanGbps"})
+    {
+        o.params = {{"rate", bad}};
+        EXPECT_NE(Message([&] { ScenarioParamDataRate(o, info, "rate"); })
+                      .find("is not a positive data rate"),
+                  std::string::npos)
+            << bad;
+    }
+    o.params = {{"rate", "40Gbps"}};
+    EXPECT_EQ(ScenarioParamDataRate(o, info, "rate").GetBitRate(), 40000000000ULL);
+    o.params = {{"rate", "2.5GB/s"}};
+    EXPECT_EQ(ScenarioParamDataRate(o, info, "rate").GetBitRate(), 20000000000ULL);
+    o.params = {{"rate", "100Mb/s"}};
+    EXPECT_EQ(ScenarioParamDataRate(o, info, "rate").GetBitRate(), 100000000ULL);
 }
 
 TEST(ScenarioParams, CheckRefusesUnknownKeysAndUndocumentedTopology)
@@ -131,7 +183,11 @@ TEST(ScenarioParams, CheckRefusesUnknownKeysAndUndocumentedTopology)
 TEST(ScenarioParams, TimeStrings)
 {
     Time t;
-    EXPECT_TRUE(ParseTimeString("2", &t));
+    // A bare number would be seconds to ns-3: refused, except a zero, the same in every unit.
+    EXPECT_FALSE(ParseTimeString("2", &t));
+    EXPECT_TRUE(ParseTimeString("0", &t));
+    EXPECT_EQ(t, Time(0));
+    EXPECT_TRUE(ParseTimeString("2s", &t));
     EXPECT_EQ(t, Seconds(2));
     EXPECT_TRUE(ParseTimeString("250ms", &t));
     EXPECT_EQ(t, MilliSeconds(250));

@@ -973,8 +973,9 @@ TEST(CnuasPcapCommand, ExitCodesAndOutput)
     EXPECT_EQ(out.find("  packet 21: VCRC mismatch"), std::string::npos) << out; // max 20
     EXPECT_NE(out.find("10 more"), std::string::npos) << out;
 
+    // A file that cannot be read is an input error, not a trace that failed its checks.
     out = Cnuas("pcap check /nonexistent/file.pcap", &st);
-    EXPECT_EQ(st, 1) << out;
+    EXPECT_EQ(st, 3) << out;
 
     out = Cnuas("pcap --help", &st);
     EXPECT_EQ(st, 0) << out;

@@ -6,6 +6,7 @@
 #include "helpers/ib-fabric-helper.h"
 #include "helpers/ib-sm-helper.h"
 #include "helpers/ib-static-subnet-helper.h"
+#include "helpers/parse-util.h"
 #include "helpers/scenario-file.h"
 #include "helpers/topology.h"
 #include "models/mgmt/ib-subnet-manager.h"
@@ -40,7 +41,8 @@ PrintUsage(std::ostream& os)
           "  --sm none        no SM: ports stay Initializing with LID 0\n"
           "  --routing R      the built-in SM's routing engine: updn (default) or minhop\n"
           "  --set A=V        an ns-3 attribute default, as for `cnuas run`\n"
-          "Exit status: 0 printed, 1 the SM did not bring the subnet up, 2 usage error.\n";
+          "Exit status: 0 printed, 1 the SM did not bring the subnet up, 2 usage error,\n"
+          "3 a bad topology file (named with the line).\n";
 }
 
 int
@@ -48,7 +50,7 @@ UsageError(const std::string& message)
 {
     std::cerr << "cnuas fabric: " << message << "\n";
     PrintUsage(std::cerr);
-    return 2;
+    return cnuas::kExitUsage;
 }
 
 int
@@ -140,11 +142,17 @@ RunFabric(const std::vector<std::string>& args)
     {
         f = ns3::IbFabricHelper().Build(ns3::BuildTopologyFromSpec(spec));
     }
+    catch (const ns3::InputError& e)
+    {
+        // The file is wrong, not the command line: no usage text, the file's own message.
+        std::cerr << "cnuas fabric: " << e.what() << "\n";
+        return cnuas::kExitInput;
+    }
     catch (const std::invalid_argument& e)
     {
         return UsageError(e.what());
     }
-    int status = 0;
+    int status = cnuas::kExitOk;
     std::string discovered;
     if (sm == "builtin")
     {
@@ -156,10 +164,10 @@ RunFabric(const std::vector<std::string>& args)
                       << up.sm->GetSmLid() << ", routing " << routing << "\n";
             discovered = ns3::IbFormatIbnetdiscover(up.sm->GetSubnet(), up.sm->GetGuid());
         }
-        catch (const std::runtime_error& e)
+        catch (const std::exception& e)
         {
             std::cerr << "cnuas fabric: " << e.what() << "\n";
-            status = 1;
+            status = cnuas::kExitFailed;
         }
     }
     else
@@ -172,6 +180,14 @@ RunFabric(const std::vector<std::string>& args)
         ns3::Simulator::Run();
         std::cout << "# " << (sm == "static" ? "static configuration" : "no subnet manager")
                   << ": nothing was discovered\n";
+        const std::string notActive = sm == "static" ? ns3::IbFabricNotActive(f) : "";
+        if (!notActive.empty())
+        {
+            std::cerr << "cnuas fabric: the static configuration did not bring the fabric up "
+                         "within 5 us: "
+                      << notActive << "\n";
+            status = cnuas::kExitFailed;
+        }
     }
     if (view != "ibnetdiscover")
     {

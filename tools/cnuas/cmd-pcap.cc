@@ -26,7 +26,8 @@ PrintUsage(std::ostream& os)
           "      VCRC and ICRC; link flow-control records (type 25): length, Op, LPCRC\n"
           "  link type 247 (InfiniBand from the LRH): the same packet checks\n"
           "  link type 1 (Ethernet): RoCEv2 (UDP port 4791) lengths and ICRC\n"
-          "Exit status: 0 all files good, 1 a problem was found, 2 usage error.\n";
+          "Exit status: 0 all files good, 1 a problem was found in a trace, 2 usage error,\n"
+          "3 a file could not be read as a pcap trace.\n";
 }
 
 int
@@ -44,7 +45,7 @@ RunPcap(const std::vector<std::string>& args)
             std::cerr << "cnuas pcap: unknown action '" << args[0] << "'\n";
         }
         PrintUsage(std::cerr);
-        return 2;
+        return cnuas::kExitUsage;
     }
     std::vector<std::string> files;
     for (size_t i = 1; i < args.size(); ++i)
@@ -60,10 +61,11 @@ RunPcap(const std::vector<std::string>& args)
     {
         std::cerr << "cnuas pcap check: no FILE given\n";
         PrintUsage(std::cerr);
-        return 2;
+        return cnuas::kExitUsage;
     }
 
     bool allOk = true;
+    bool unreadable = false;
     for (const auto& file : files)
     {
         const ns3::TraceCheckReport report = ns3::CheckTrace(file);
@@ -73,6 +75,9 @@ RunPcap(const std::vector<std::string>& args)
             continue;
         }
         allOk = false;
+        // Without a link type the file could not be read as a trace at all: an input error,
+        // not a trace whose packets failed the check.
+        unreadable = unreadable || report.linkType.empty();
         // A file that cannot be read at all has its one problem in the summary line already.
         const size_t first = report.linkType.empty() ? 1 : 0;
         size_t printed = 0;
@@ -87,7 +92,7 @@ RunPcap(const std::vector<std::string>& args)
             std::cout << "  ... and " << report.errors - shown << " more\n";
         }
     }
-    return allOk ? 0 : 1;
+    return unreadable ? cnuas::kExitInput : allOk ? cnuas::kExitOk : cnuas::kExitFailed;
 }
 
 } // namespace

@@ -76,7 +76,8 @@ const char* const kUsage =
     "                         $XDG_RUNTIME_DIR/cnuas, else /tmp/cnuas-UID)\n"
     "  --timeout S            down, pause, resume: how long to wait (default 15)\n"
     "\n"
-    "Exit status: 0 after a clean stop, 1 on a runtime error, 2 on a usage or config error.\n";
+    "Exit status: 0 after a clean stop, 1 on a runtime error, 2 on a usage error, 3 on a bad\n"
+    "rack file (named with the line).\n";
 
 /// A timed action of the rack file or the command line.
 struct Event
@@ -147,19 +148,6 @@ Bool(const std::string& text, const std::string& where)
     ConfigError(where, "'" + text + "' is not true/false");
 }
 
-std::vector<std::string>
-Words(const std::string& s)
-{
-    std::istringstream in(s);
-    std::vector<std::string> w;
-    std::string x;
-    while (in >> x)
-    {
-        w.push_back(x);
-    }
-    return w;
-}
-
 /// Checks an event's action and arguments (so a typo fails at start, not hours later).
 void
 CheckEvent(const Event& e)
@@ -224,12 +212,14 @@ ReadRackFile(const std::string& path, UpConfig* c)
         {
             line.resize(hash);
         }
+        // TrimSpace and SplitWords agree on what is blank (a form feed too), so a line that
+        // trims to something has at least one word.
         line = ns3::TrimSpace(line);
-        if (line.empty())
+        const std::vector<std::string> w = ns3::SplitWords(line);
+        if (w.empty())
         {
             continue;
         }
-        const std::vector<std::string> w = Words(line);
         if (w[0] == "at")
         {
             if (w.size() < 3)
@@ -532,7 +522,15 @@ RackUp(const std::vector<std::string>& args)
     {
         if (!config.empty())
         {
-            ReadRackFile(config, &c);
+            try
+            {
+                ReadRackFile(config, &c);
+            }
+            catch (const std::invalid_argument& e)
+            {
+                // Everything wrong in it is the file's (its messages name the line).
+                throw ns3::InputError(e.what());
+            }
         }
         for (std::size_t i = 0; i < args.size(); ++i)
         {
@@ -607,10 +605,21 @@ RackUp(const std::vector<std::string>& args)
         }
         CheckAddresses(c.rack);
     }
-    catch (const std::exception& e)
+    catch (const ns3::InputError& e)
     {
         std::fprintf(stderr, "cnuas rack up: %s\n", e.what());
-        return 2;
+        return kExitInput;
+    }
+    catch (const std::invalid_argument& e)
+    {
+        std::fprintf(stderr, "cnuas rack up: %s\n", e.what());
+        return kExitUsage;
+    }
+    catch (const std::exception& e)
+    {
+        // A register map that cannot be read (CheckAddresses): the installation, not the input.
+        std::fprintf(stderr, "cnuas rack up: %s\n", e.what());
+        return kExitFailed;
     }
 
     const std::string dir = StateDirectory(stateDir);
@@ -640,7 +649,7 @@ RackUp(const std::vector<std::string>& args)
         if (!err.empty())
         {
             std::fprintf(stderr, "cnuas rack up: %s: %s\n", s.where.c_str(), err.c_str());
-            return 2;
+            return s.where == "--set" ? kExitUsage : kExitInput;
         }
     }
 
@@ -660,9 +669,10 @@ RackUp(const std::vector<std::string>& args)
     }
     catch (const std::exception& e)
     {
+        // Events come from the rack file: its line is in the message.
         std::fprintf(stderr, "cnuas rack up: %s\n", e.what());
         ns3::Simulator::Destroy();
-        return 2;
+        return kExitInput;
     }
 
     const ns3::Rs485Format f = rack.psus.empty() ? rack.bbus[0]->GetMap().Format()
@@ -821,7 +831,7 @@ RackDown(const std::vector<std::string>& args)
     catch (const std::exception& e)
     {
         std::fprintf(stderr, "cnuas rack down: %s\n", e.what());
-        return 2;
+        return kExitUsage;
     }
     const std::string statePath = StateDirectory(stateDir) + "/rack.json";
     auto state = ReadState(statePath);
@@ -878,7 +888,7 @@ RackPauseResume(bool pause, const std::vector<std::string>& args)
     catch (const std::exception& e)
     {
         std::fprintf(stderr, "%s: %s\n", name, e.what());
-        return 2;
+        return kExitUsage;
     }
     const std::string statePath = StateDirectory(stateDir) + "/rack.json";
     auto state = ReadState(statePath);
@@ -927,7 +937,7 @@ RunRack(const std::vector<std::string>& args)
     if (args.empty() || args[0] == "--help" || args[0] == "-h")
     {
         std::fputs(kUsage, args.empty() ? stderr : stdout);
-        return args.empty() ? 2 : 0;
+        return args.empty() ? kExitUsage : kExitOk;
     }
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     for (const auto& a : rest)
@@ -952,7 +962,7 @@ RunRack(const std::vector<std::string>& args)
     }
     std::fprintf(stderr, "cnuas rack: unknown action '%s' (up, down, pause, resume)\n%s",
                  args[0].c_str(), kUsage);
-    return 2;
+    return kExitUsage;
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,8 +45,8 @@ const char* const kUsage =
     "  --no-plots             do not render PNG plots\n"
     "  -h, --help             this help, or a scenario's parameters with NAME\n"
     "\n"
-    "Exit status: the scenario's (0 when its run checked out), 1 on a runtime error,\n"
-    "2 on a usage error.\n";
+    "Exit status: the scenario's (0 when its run checked out, 1 when it failed), 2 on a\n"
+    "usage error, 3 on an input error (a scenario, topology or data file named with the line).\n";
 
 struct Request
 {
@@ -67,7 +68,15 @@ int
 UsageError(const std::string& message)
 {
     std::fprintf(stderr, "cnuas run: %s\n", message.c_str());
-    return 2;
+    return kExitUsage;
+}
+
+/// A file the user gave (the scenario file, or one a parameter names) is unreadable or invalid.
+int
+InputFailure(const std::string& message)
+{
+    std::fprintf(stderr, "cnuas run: %s\n", message.c_str());
+    return kExitInput;
 }
 
 size_t
@@ -365,19 +374,19 @@ Run(const std::vector<std::string>& args)
         }
         catch (const std::invalid_argument& e)
         {
-            return UsageError(e.what());
+            return InputFailure(e.what());
         }
         if (file.scenario.empty())
         {
-            return UsageError(req.target + ": no 'scenario NAME' line says what to run");
+            return InputFailure(req.target + ": no 'scenario NAME' line says what to run");
         }
         name = file.scenario;
     }
     const ns3::ScenarioInfo* info = ns3::ScenarioRegistry::Find(name);
     if (info == nullptr)
     {
-        return UsageError((isFile ? req.target + ": " : std::string()) +
-                          UnknownScenarioMessage(name));
+        return isFile ? InputFailure(req.target + ": " + UnknownScenarioMessage(name))
+                      : UsageError(UnknownScenarioMessage(name));
     }
     if (req.help)
     {
@@ -396,8 +405,37 @@ Run(const std::vector<std::string>& args)
     o.outDir = req.out.value_or(file.outDir.value_or("out/" + name));
     o.progress = req.progress;
     o.plots = req.plots;
+    // Where each parameter came from: a file line, unless the command line replaced it.
+    std::map<std::string, std::string> fileWhere;
+    for (const auto& [key, where] : file.paramWhere)
+    {
+        bool overridden = false;
+        for (const auto& kv : req.params)
+        {
+            overridden = overridden || kv.first == key;
+        }
+        if (!overridden)
+        {
+            fileWhere[key] = where;
+        }
+    }
     try
     {
+        // The file's keys first, so that a misspelt one is reported against its line.
+        ns3::ScenarioOptions fromFile = o;
+        fromFile.params.clear();
+        for (const auto& [key, where] : fileWhere)
+        {
+            fromFile.params[key] = o.params.at(key);
+            try
+            {
+                ns3::CheckScenarioParams(fromFile, *info);
+            }
+            catch (const std::invalid_argument& e)
+            {
+                return InputFailure(where + ": " + e.what());
+            }
+        }
         ns3::CheckScenarioParams(o, *info);
     }
     catch (const std::invalid_argument& e)
@@ -415,8 +453,11 @@ Run(const std::vector<std::string>& args)
         {
             // "--set A=V: problem" from the command line, "file.scn:7: set A=V: problem" from a
             // scenario file.
-            std::string origin = s.where == "--set" ? "--set" : s.where + ": set";
-            return UsageError(origin + " " + s.name + "=" + s.value + ": " + problem);
+            if (s.where == "--set")
+            {
+                return UsageError("--set " + s.name + "=" + s.value + ": " + problem);
+            }
+            return InputFailure(s.where + ": set " + s.name + "=" + s.value + ": " + problem);
         }
     }
     // After the settings: an explicit --seed/--run beats `--set RngSeed=...`.
@@ -437,20 +478,43 @@ Run(const std::vector<std::string>& args)
         {
             std::fprintf(stderr, "cnuas: error: cannot create directory '%s': %s\n", dir.c_str(),
                          ec.message().c_str());
-            return 1;
+            return kExitFailed;
         }
     }
 
     ns3::ScenarioResult result;
+    // What went wrong decides the status: a parameter value is reported against where it was
+    // given (the command line: usage; the scenario file: input, with its line), a bad file the
+    // run read is an input error, anything else the run's failure.
+    auto fail = [](int status, const std::string& message) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "cnuas: error: %s\n", message.c_str());
+        return status;
+    };
     try
     {
         result = info->run(o);
     }
+    catch (const ns3::ScenarioParamError& e)
+    {
+        auto where = fileWhere.find(e.Key());
+        if (where != fileWhere.end())
+        {
+            return fail(kExitInput, where->second + ": " + e.what());
+        }
+        return fail(kExitUsage, e.what());
+    }
+    catch (const ns3::InputError& e)
+    {
+        return fail(kExitInput, e.what());
+    }
+    catch (const std::invalid_argument& e)
+    {
+        return fail(kExitUsage, e.what());
+    }
     catch (const std::exception& e)
     {
-        std::fflush(stderr);
-        std::fprintf(stderr, "cnuas: error: %s\n", e.what());
-        return 1;
+        return fail(kExitFailed, e.what());
     }
     PrintResult(result);
     return result.exitCode;

@@ -8,8 +8,22 @@
 namespace cnuas
 {
 
+/**
+ * Exit statuses, the same for every subcommand (docs/cli.md, "Exit status"): what kind of
+ * mistake it was decides the status, not which subcommand found it.
+ */
+enum ExitStatus : int
+{
+    kExitOk = 0,        ///< done; for `run`, the scenario's own checks passed
+    kExitFailed = 1,    ///< the run failed: its checks, a fabric that did not come up, I/O
+    kExitUsage = 2,     ///< the command line: unknown subcommand, option, parameter, attribute,
+                        ///< or a malformed or out-of-range value given on it
+    kExitInput = 3,     ///< a file the user gave is unreadable or invalid (named, with the line)
+    kExitInternal = 70, ///< a Cnuas bug: ns-3 aborted on something Cnuas should have refused
+};
+
 /// A subcommand: `cnuas NAME ARGS...`. run() receives the arguments after NAME and returns the
-/// process exit status (0 success, 1 failure found, 2 usage error).
+/// process exit status (an ExitStatus, or a scenario's own exit code).
 struct Command
 {
     std::string name;

@@ -2,12 +2,14 @@
 // files under tools/cnuas and register themselves (see command.h).
 #include "command.h"
 
+#include "helpers/parse-util.h"
 #include "models/common/cnuas-init.h"
 #include "ns3-module/cnuas-module.h"
 
 #include "ns3/version-defines.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 #include <vector>
@@ -38,6 +40,41 @@ PrintHelp(std::FILE* out)
     std::fprintf(out, "\n'cnuas SUBCOMMAND --help' describes a subcommand.\n");
 }
 
+/**
+ * Reached when ns-3 aborts (NS_FATAL_ERROR and NS_ABORT_MSG call std::terminate after printing
+ * their message) or an exception escapes where none may (an ns-3 event, a noexcept function).
+ * Either is a Cnuas bug, input it should have refused, so say so, with the exception if there
+ * is one, instead of the C++ runtime's "terminate called without an active exception" and a
+ * core dump.
+ */
+[[noreturn]] void
+OnTerminate()
+{
+    std::string what = "ns-3 stopped the process (its message is above)";
+    if (std::exception_ptr current = std::current_exception())
+    {
+        try
+        {
+            std::rethrow_exception(current);
+        }
+        catch (const std::exception& e)
+        {
+            what = std::string("uncaught exception: ") + e.what();
+        }
+        catch (...)
+        {
+            what = "uncaught exception of an unknown type";
+        }
+    }
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "cnuas: internal error: %s; this input should have been refused with a "
+                 "message, please report it\n",
+                 what.c_str());
+    std::fflush(stderr);
+    std::_Exit(cnuas::kExitInternal);
+}
+
 const cnuas::Command*
 FindCommand(const std::vector<cnuas::Command>& commands, const std::string& name)
 {
@@ -61,7 +98,7 @@ Dispatch(const std::string& name, const std::vector<std::string>& args)
         std::fprintf(stderr,
                      "cnuas: unknown subcommand '%s'; 'cnuas --help' lists the subcommands\n",
                      name.c_str());
-        return 2;
+        return cnuas::kExitUsage;
     }
     return command->run(args);
 }
@@ -73,6 +110,7 @@ main(int argc, char** argv)
 {
     // Before anything creates a Time: fixes the picosecond resolution.
     ns3::CnuasInit();
+    std::set_terminate(&OnTerminate);
     std::vector<std::string> args(argv + 1, argv + argc);
     try
     {
@@ -105,9 +143,20 @@ main(int argc, char** argv)
         }
         return Dispatch(first, std::vector<std::string>(args.begin() + 1, args.end()));
     }
+    // What a subcommand did not catch itself, by the same rule as everywhere (command.h).
+    catch (const ns3::InputError& e)
+    {
+        std::fprintf(stderr, "cnuas: error: %s\n", e.what());
+        return cnuas::kExitInput;
+    }
+    catch (const std::invalid_argument& e)
+    {
+        std::fprintf(stderr, "cnuas: error: %s\n", e.what());
+        return cnuas::kExitUsage;
+    }
     catch (const std::exception& e)
     {
         std::fprintf(stderr, "cnuas: error: %s\n", e.what());
-        return 1;
+        return cnuas::kExitFailed;
     }
 }
