@@ -1152,8 +1152,13 @@ RunUp(const std::vector<std::string>& args)
     }
     catch (const std::exception& e)
     {
+        // docs/cli.md: a spec on the command line is a usage error, a file's content an input
+        // error.
         std::fprintf(stderr, "cnuas up: --topology: %s\n", e.what());
-        return 3;
+        return o.topology.rfind("file:", 0) == 0 || o.topology.find('/') != std::string::npos ||
+                       o.topology.find(".topo") != std::string::npos
+                   ? 3
+                   : 2;
     }
     for (uint32_t n : d.topology.Hosts())
     {
