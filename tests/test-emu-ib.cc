@@ -89,6 +89,20 @@ TEST_F(EmuIb, TheBuiltInSmBringsPortsActiveAndIpoibCarriesTcp)
     EXPECT_EQ(Tshark(f, "_ws.malformed"), "") << f;
 }
 
+TEST_F(EmuIb, CaptureOfARunningFabricHoldsTheIpoibPackets)
+{
+    ASSERT_EQ(Up("--fabric ib --hosts 2").exit, 0);
+    const std::string f = (m_dir / "sw0-1.pcap").string();
+    Sh("(" + Cnuas("capture --name " + m_name + " sw0:1 -w " + f + " --duration 3") + " > " +
+       (m_dir / "cap.out").string() + " 2>&1 &)");
+    ASSERT_NE(WaitForLines("cap.out", 1, 10).find("capturing"), std::string::npos);
+    EXPECT_EQ(Exec("h1", "ping -c 3 -i 0.2 -W 3 10.0.0.1").exit, 0);
+    EXPECT_NE(WaitForLines("cap.out", 2, 15).find("wrote"), std::string::npos);
+    EXPECT_EQ(CountLines(Tshark(f, "icmp")), 6) << "sw0 port 1 faces h0: requests and replies";
+    EXPECT_EQ(Tshark(f, "_ws.malformed"), "");
+    EXPECT_EQ(Sh(CNUAS_BINARY_DIR "/bin/cnuas pcap check " + f).exit, 0) << "CRCs and lengths";
+}
+
 TEST_F(EmuIb, MistakesAreRefused)
 {
     EXPECT_EQ(Up("--fabric ib --sm opensm").exit, 2);

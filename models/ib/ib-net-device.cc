@@ -1783,10 +1783,16 @@ IbNetDevice::Sniff(IbFrame* frame, bool transmit)
     }
 }
 
-void
+uint32_t
 IbNetDevice::AddSniffer(SnifferCallback cb)
 {
-    m_sniffers.push_back(cb);
+    return m_sniffers.Add(cb);
+}
+
+void
+IbNetDevice::RemoveSniffer(uint32_t handle)
+{
+    m_sniffers.Remove(handle);
 }
 
 void

@@ -2,6 +2,7 @@
 #ifndef CNUAS_IB_NET_DEVICE_H
 #define CNUAS_IB_NET_DEVICE_H
 
+#include "models/common/sniffer-list.h"
 #include "ib-frame.h"
 #include "ib-link-rate.h"
 #include "ib-lrh-header.h"
@@ -279,7 +280,11 @@ class IbNetDevice : public NetDevice
     /// A callback that receives every packet's wire bytes on this port (tx and rx) with its
     /// time; attaching one makes the port materialize CRCs (used by pcap writers).
     typedef Callback<void, Time, const uint8_t*, uint32_t, bool> SnifferCallback;
-    void AddSniffer(SnifferCallback cb);
+    /// Adds a sniffer; returns its handle for RemoveSniffer.
+    uint32_t AddSniffer(SnifferCallback cb);
+    /// Removes a sniffer (a capture stopped while the simulation runs); unknown handles are
+    /// ignored.
+    void RemoveSniffer(uint32_t handle);
     /// Arrival of a frame (scheduled by the peer's transmitter).
     void ReceiveFrameEvent(IbFrame* frame);
     /// Arrival of a flow-control packet (IBA vol. 1 §7.9.4).
@@ -405,7 +410,7 @@ class IbNetDevice : public NetDevice
     uint64_t m_fcStashed = 0;
     uint64_t m_wakes = 0;
     uint64_t m_refreshes = 0;
-    std::vector<SnifferCallback> m_sniffers;
+    SnifferList<SnifferCallback> m_sniffers;
     std::vector<uint8_t> m_scratch;
 
     IbReceiveCallback m_ibRx;

@@ -715,23 +715,13 @@ EthNetDevice::GetPausedTime(uint8_t priority) const
 uint32_t
 EthNetDevice::AddSniffer(SnifferCallback cb)
 {
-    m_sniffers.push_back(cb);
-    m_snifferHandles.push_back(m_nextSnifferHandle);
-    return m_nextSnifferHandle++;
+    return m_sniffers.Add(cb);
 }
 
 void
 EthNetDevice::RemoveSniffer(uint32_t handle)
 {
-    for (size_t i = 0; i < m_snifferHandles.size(); ++i)
-    {
-        if (m_snifferHandles[i] == handle)
-        {
-            m_sniffers.erase(m_sniffers.begin() + static_cast<std::ptrdiff_t>(i));
-            m_snifferHandles.erase(m_snifferHandles.begin() + static_cast<std::ptrdiff_t>(i));
-            return;
-        }
-    }
+    m_sniffers.Remove(handle);
 }
 
 void

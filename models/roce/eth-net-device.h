@@ -3,6 +3,7 @@
 #ifndef CNUAS_ETH_NET_DEVICE_H
 #define CNUAS_ETH_NET_DEVICE_H
 
+#include "models/common/sniffer-list.h"
 #include "eth-frame.h"
 
 #include "ns3/callback.h"
@@ -378,9 +379,7 @@ class EthNetDevice : public NetDevice
     std::array<uint64_t, static_cast<int>(EthDropReason::Count)> m_drops{};
     uint64_t m_wakes = 0;
     uint16_t m_ipId = 0;
-    std::vector<SnifferCallback> m_sniffers;
-    std::vector<uint32_t> m_snifferHandles; ///< parallel to m_sniffers
-    uint32_t m_nextSnifferHandle = 1;
+    SnifferList<SnifferCallback> m_sniffers;
     std::vector<uint8_t> m_scratch;
 
     EthReceiveCallback m_ethRx;

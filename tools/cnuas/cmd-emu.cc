@@ -9,6 +9,7 @@
 #include "helpers/eth-fabric-helper.h"
 #include "helpers/eth-pcap-writer.h"
 #include "helpers/ib-fabric-helper.h"
+#include "helpers/ib-pcap-writer.h"
 #include "helpers/ib-sm-helper.h"
 #include "helpers/ib-trace-helper.h"
 #include "helpers/mgmt-helper.h"
@@ -49,6 +50,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -181,10 +183,36 @@ struct UpOptions
 /// A capture that `cnuas capture` holds open: it ends when that command's connection closes.
 struct Capture
 {
-    ns3::Ptr<ns3::EthNetDevice> port;
-    uint32_t handle = 0;
+    ns3::Ptr<ns3::EthNetDevice> port; ///< RoCE: the port and its Ethernet pcap
     ns3::Ptr<ns3::PcapFileWrapper> file;
+    ns3::Ptr<ns3::IbNetDevice> ibPort; ///< InfiniBand: the port and its ERF pcap
+    std::shared_ptr<ns3::IbErfPcapWriter> ibFile;
+    uint32_t handle = 0;
+
+    void End()
+    {
+        if (port)
+        {
+            port->RemoveSniffer(handle);
+            file->Close();
+        }
+        if (ibPort)
+        {
+            ibPort->RemoveSniffer(handle);
+            ibFile->Close();
+        }
+    }
 };
+
+void
+WriteErfRecord(std::shared_ptr<ns3::IbErfPcapWriter> w,
+               ns3::Time t,
+               const uint8_t* bytes,
+               uint32_t len,
+               bool)
+{
+    w->Write(t, bytes, len);
+}
 
 /// Everything the daemon runs. The simulation thread owns it; other threads reach it only
 /// through events (Simulator::ScheduleWithContext).
@@ -371,9 +399,9 @@ StatusJson(const Daemon& d)
     return j;
 }
 
-/// Finds a port by "HOST" (its NIC) or "NODE:PORT". Simulation thread.
-ns3::Ptr<ns3::EthNetDevice>
-FindPort(const Daemon& d, const std::string& spec)
+/// The node and 1-based port number "HOST" (its NIC, port 1) or "NODE:PORT" names.
+std::optional<std::pair<uint32_t, uint32_t>>
+ParsePortSpec(const Daemon& d, const std::string& spec)
 {
     std::string node = spec;
     uint32_t portNo = 1;
@@ -386,15 +414,39 @@ FindPort(const Daemon& d, const std::string& spec)
         }
         catch (const std::exception&)
         {
-            return nullptr;
+            return std::nullopt;
         }
     }
     auto idx = d.topology.Find(node);
-    if (!idx || portNo < 1 || portNo > d.eth.ports[*idx].size())
+    if (!idx || portNo < 1)
+    {
+        return std::nullopt;
+    }
+    return std::make_pair(*idx, portNo);
+}
+
+/// Finds a RoCE port by its spec. Simulation thread.
+ns3::Ptr<ns3::EthNetDevice>
+FindPort(const Daemon& d, const std::string& spec)
+{
+    auto p = ParsePortSpec(d, spec);
+    if (!p || p->second > d.eth.ports[p->first].size())
     {
         return nullptr;
     }
-    return d.eth.ports[*idx][portNo - 1];
+    return d.eth.ports[p->first][p->second - 1];
+}
+
+/// Finds an InfiniBand port by its spec. Simulation thread.
+ns3::Ptr<ns3::IbNetDevice>
+FindIbPort(const Daemon& d, const std::string& spec)
+{
+    auto p = ParsePortSpec(d, spec);
+    if (!p || p->second > d.ib.ports[p->first].size())
+    {
+        return nullptr;
+    }
+    return d.ib.ports[p->first][p->second - 1];
 }
 
 /// One request line from a control connection; returns the answer, or "" to keep the
@@ -429,17 +481,30 @@ HandleRequest(Daemon& d, int conn, const std::string& line)
         {
             return nlohmann::json{{"error", "usage: capture PORT FILE"}}.dump();
         }
-        if (d.opt.fabric != "roce")
-        {
-            return nlohmann::json{{"error", "capture of a running InfiniBand fabric is not "
-                                            "available yet; use 'cnuas up --pcap DIR'"}}
-                .dump();
-        }
         auto err = std::make_shared<std::string>();
         Daemon* dp = &d;
         RunInSimulation(
             [dp, conn, spec, path, err]() {
                 Capture c;
+                if (dp->opt.fabric == "ib")
+                {
+                    c.ibPort = FindIbPort(*dp, spec);
+                    if (!c.ibPort)
+                    {
+                        *err = "no port '" + spec + "' (a host name, or NODE:PORT)";
+                        return;
+                    }
+                    c.ibFile = std::make_shared<ns3::IbErfPcapWriter>();
+                    if (!c.ibFile->Open(path))
+                    {
+                        *err = "cannot write " + path;
+                        return;
+                    }
+                    c.handle = c.ibPort->AddSniffer(
+                        ns3::MakeBoundCallback(&WriteErfRecord, c.ibFile));
+                    dp->captures[conn] = c;
+                    return;
+                }
                 c.port = FindPort(*dp, spec);
                 if (!c.port)
                 {
@@ -473,8 +538,7 @@ EndCapture(Daemon& d, int conn)
             auto it = dp->captures.find(conn);
             if (it != dp->captures.end())
             {
-                it->second.port->RemoveSniffer(it->second.handle);
-                it->second.file->Close();
+                it->second.End();
                 dp->captures.erase(it);
             }
         },
@@ -552,9 +616,9 @@ ControlLoop(Daemon* d, int listenFd)
             close(conn);
         }
     }
+    // The simulation has stopped: the daemon ends what is still captured (DaemonMain).
     for (int c : captureConns)
     {
-        EndCapture(*d, c);
         close(c);
     }
 }
@@ -934,6 +998,10 @@ DaemonMain(Daemon& d)
     for (auto& f : d.pcaps)
     {
         f->Close();
+    }
+    for (auto& [conn, capture] : d.captures)
+    {
+        capture.End();
     }
     d.captures.clear();
     d.bridges.clear();
@@ -1612,7 +1680,8 @@ const char* const kCaptureUsage =
     "usage: cnuas capture [--name NAME] [--state-dir DIR] PORT -w FILE [--duration S]\n"
     "\n"
     "Writes the frames of a simulated port of a running fabric to FILE (pcap, nanosecond\n"
-    "time stamps of simulated time, Ethernet), until Ctrl-C or for S seconds. PORT is a host\n"
+    "time stamps of simulated time; Ethernet on RoCE, ERF InfiniBand on IB), until Ctrl-C or\n"
+    "for S seconds. PORT is a host\n"
     "(its NIC) or NODE:PORT (a switch port, numbered from 1).\n";
 
 volatile sig_atomic_t g_captureStop = 0;
