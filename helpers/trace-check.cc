@@ -133,6 +133,10 @@ TraceChecker::Run(const std::string& path)
     }
     const int linkType = pcap_datalink(pc);
     const char* name = pcap_datalink_val_to_name(linkType);
+    if (name == nullptr && linkType == kLinkTypeUpperPdu)
+    {
+        name = "WIRESHARK_UPPER_PDU"; // Debian 12's libpcap 1.10 has no name for it
+    }
     m_report.linkType =
         (name ? std::string(name) : std::string("unknown")) + " (" + std::to_string(linkType) + ")";
     const bool supported = linkType == kLinkTypeErf || linkType == kLinkTypeInfiniband ||
