@@ -2,6 +2,9 @@
 
 #include "eth-pcap-writer.h"
 
+#include "models/ib/ib-crc.h"
+#include "models/rdma/ib-opcode.h"
+
 #include "ns3/object-factory.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -9,9 +12,19 @@
 #include <chrono>
 #include <ctime>
 #include <memory>
+#include <stdexcept>
 
 namespace ns3
 {
+
+namespace
+{
+constexpr uint16_t kRoceV2Port = 4791; ///< IANA's RoCEv2 UDP port (IBA annex A17.2.2)
+constexpr uint32_t kBthBytes = 12;
+/// The destination QP of the generator's packets: any ordinary QP (0 and 1 are the SMI's and
+/// GSI's, IBA vol. 1 §3.5.4).
+constexpr uint32_t kGreedyDestQp = 0x000100;
+} // namespace
 
 EthGreedySource::EthGreedySource(Ptr<EthNetDevice> port, std::vector<uint32_t> dstIps,
                                  EthUdpFlow tmpl, uint32_t payloadBytes, Time stop)
@@ -21,6 +34,14 @@ EthGreedySource::EthGreedySource(Ptr<EthNetDevice> port, std::vector<uint32_t> d
       m_payload(payloadBytes),
       m_stopPs(stop.GetPicoSeconds())
 {
+    // Wireshark and `cnuas pcap check` read whatever goes to port 4791 as RoCEv2: such a
+    // datagram must hold at least the BTH and the ICRC.
+    if (m_flow.dstPort == kRoceV2Port && m_payload < kBthBytes + kIbIcrcSize)
+    {
+        throw std::invalid_argument("a RoCEv2 (UDP 4791) payload of " +
+                                    std::to_string(m_payload) +
+                                    " bytes cannot hold BTH + ICRC (16 bytes)");
+    }
 }
 
 void
@@ -57,7 +78,39 @@ EthGreedySource::Fill()
         }
         f.srcPort = static_cast<uint16_t>(49152 + (m_next % 16384));
         m_next = (m_next + 1) % m_dst.size();
-        if (!m_port->SendUdp(f, m_payload))
+        bool sent;
+        if (f.dstPort == kRoceV2Port)
+        {
+            // A RoCEv2 packet, so that a capture of the load is one Wireshark decodes and
+            // `cnuas pcap check` passes: BTH (IBA vol. 1 §9.2) of a UC SEND Only, zeros as the
+            // payload, and the ICRC (annex A17.4.5.3), which the frame computes only when its
+            // bytes are made (a pcap); without icrcPending the capture would show ICRC 0.
+            const uint8_t bth[kBthBytes] = {
+                IbOpcode::kUcSendOnly,
+                0x00, // SE 0, MigReq 0, PadCnt 0, TVer 0
+                0xFF,
+                0xFF, // P_Key: the default partition, full member
+                0x00,
+                static_cast<uint8_t>(kGreedyDestQp >> 16),
+                static_cast<uint8_t>(kGreedyDestQp >> 8),
+                static_cast<uint8_t>(kGreedyDestQp),
+                0x00, // AckReq 0 (UC has no ACKs)
+                static_cast<uint8_t>(m_psn >> 16),
+                static_cast<uint8_t>(m_psn >> 8),
+                static_cast<uint8_t>(m_psn),
+            };
+            f.icrcPending = true;
+            sent = m_port->SendUdp(f, m_payload, bth, kBthBytes);
+            if (sent)
+            {
+                m_psn = (m_psn + 1) & 0xFFFFFF; // PSN is 24 bits
+            }
+        }
+        else
+        {
+            sent = m_port->SendUdp(f, m_payload);
+        }
+        if (!sent)
         {
             return;
         }

@@ -21,6 +21,10 @@ namespace ns3
  * \brief A greedy UDP source on a host port: keeps the port's transmit queue for its priority
  * full, sending to its destinations in turn (one UDP source port per destination, so each
  * (source, destination) pair is one ECMP flow), until its stop time.
+ *
+ * To the RoCEv2 port (4791, the template's default) the datagrams are RoCEv2 packets as a
+ * capture must show them: a BTH (UC SEND Only), zeros, and the ICRC, which the frame fills when
+ * its bytes are made (EthUdpFlow::icrcPending); such a payload must hold BTH + ICRC (16 bytes).
  */
 class EthGreedySource
 {
@@ -44,6 +48,7 @@ class EthGreedySource
     int64_t m_stopPs;
     size_t m_next = 0;
     uint64_t m_sent = 0;
+    uint32_t m_psn = 0; ///< BTH PSN of the next RoCEv2 packet (24 bits)
 };
 
 struct EthTrafficSpec

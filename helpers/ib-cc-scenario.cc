@@ -4,6 +4,7 @@
 #include "helpers/ib-cc-helper.h"
 #include "helpers/ib-fabric-helper.h"
 #include "helpers/ib-sm-helper.h"
+#include "helpers/ib-trace-helper.h"
 #include "helpers/rdma-helper.h"
 #include "helpers/rdma-qp-connect.h"
 #include "helpers/scenario.h"
@@ -126,6 +127,23 @@ RunRdmaIncast(const ScenarioOptions& o)
         ch.InstallAgents(fabric, hcas);
         mgr = ch.InstallManager(fabric.hosts.Get(0));
     }
+    // --pcap: every host port from time zero, so that the SM's sweep and the CC MADs are in
+    // the traces with the data; host 0's flow-control packets in a trace of their own (see
+    // IbPcapHelper::EnableFlowControl).
+    IbPcapHelper pcap;
+    std::vector<std::string> pcaps;
+    if (!o.pcapDir.empty())
+    {
+        pcaps = EnableHostPcaps(pcap, fabric, o.pcapDir);
+        const std::string fcPath = o.pcapDir + "/" +
+                                   fabric.topology.nodes[fabric.topology.Hosts()[0]].name +
+                                   "-flow-control.pcap";
+        if (!pcap.EnableFlowControl(fabric.HostPort(0), fcPath))
+        {
+            throw std::runtime_error("cannot write " + fcPath);
+        }
+        pcaps.push_back(fcPath);
+    }
     // The subnet comes up (and, with cc=iba, the CC MADs follow at once).
     Time t = MicroSeconds(0);
     while (sm->GetLastSubnetUp() < Seconds(0) && t < MilliSeconds(20))
@@ -220,6 +238,7 @@ RunRdmaIncast(const ScenarioOptions& o)
     }
     Simulator::Stop(duration);
     Simulator::Run();
+    pcap.Close();
 
     const double secs = (hotMeter.to - hotMeter.from).GetSeconds();
     auto gbps = [secs](uint64_t b) { return b * 8 / secs / 1e9; };
@@ -288,6 +307,7 @@ RunRdmaIncast(const ScenarioOptions& o)
         }
         r.artifacts.push_back(csv);
     }
+    r.artifacts.insert(r.artifacts.end(), pcaps.begin(), pcaps.end());
     Simulator::Destroy();
     return r;
 }
@@ -307,6 +327,7 @@ RdmaIncastInfo()
                 {"threshold", "14", "cc=iba: switch Threshold (1..15)"},
                 {"ccti-timer", "2", "cc=iba: CCTI_Timer, units of 1.024 us"},
                 {"cct-step", "64", "cc=iba: CCT entry i delays i * cct-step ns"}};
+    i.pcap = ScenarioPcap::Wire;
     i.run = RunRdmaIncast;
     return i;
 }

@@ -153,6 +153,7 @@ IncastInfo()
     i.params.push_back({"victim", "1",
                         "1: host 1 sends to the idle host before the hot spot, across the "
                         "inter-switch link host 0 also uses"});
+    i.pcap = ScenarioPcap::Wire;
     i.run = [](const ScenarioOptions& o) {
         return RunScenario(o, "ib-incast", IbTrafficSpec::Pattern::Incast);
     };
@@ -168,6 +169,7 @@ FatTreeInfo()
                     "min-hop routes";
     i.params = CommonParams("fat-tree:k=4", "50");
     i.params.push_back({"pattern", "all-to-all", "all-to-all or shift"});
+    i.pcap = ScenarioPcap::Wire;
     i.run = [](const ScenarioOptions& o) {
         return RunScenario(o, "ib-fat-tree", IbTrafficSpec::Pattern::AllToAll);
     };
@@ -181,6 +183,7 @@ PairInfo()
     i.name = "ib-pair";
     i.description = "Two InfiniBand hosts through one switch: one greedy flow";
     i.params = CommonParams("pair", "5");
+    i.pcap = ScenarioPcap::Wire;
     i.run = [](const ScenarioOptions& o) {
         return RunScenario(o, "ib-pair", IbTrafficSpec::Pattern::Pair);
     };

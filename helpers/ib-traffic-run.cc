@@ -52,6 +52,22 @@ RunIbTraffic(const IbTrafficSpec& spec)
                                     std::to_string(f.HostPort(0)->GetVlCap()) +
                                     " (--set ns3::IbNetDevice::VlCap=15 for more)");
     }
+    // The traces start at time zero, before the subnet manager: its sweep (SMPs on VL15) is
+    // part of the wire, and a capture that began after bring-up would not show it.
+    IbPcapHelper pcap;
+    std::vector<std::string> pcapPaths;
+    if (!spec.pcapDir.empty())
+    {
+        pcapPaths = EnableHostPcaps(pcap, f, spec.pcapDir);
+        // Host 0's link flow-control packets, in their own trace (see IbPcapHelper).
+        const std::string fcPath =
+            spec.pcapDir + "/" + topo.nodes[topo.Hosts()[0]].name + "-flow-control.pcap";
+        if (!pcap.EnableFlowControl(f.HostPort(0), fcPath))
+        {
+            throw std::runtime_error("cannot write " + fcPath);
+        }
+        pcapPaths.push_back(fcPath);
+    }
     IbStaticSubnetHelper subnet;
     Time start = MicroSeconds(5);
     IbSmBringUp smUp;
@@ -173,21 +189,7 @@ RunIbTraffic(const IbTrafficSpec& spec)
     st.subnetUp = smUp.upAt;
     st.smpsSent = smUp.smps;
     st.smWallSeconds = smUp.wallSeconds;
-    IbPcapHelper pcap;
-    if (!spec.pcapDir.empty())
-    {
-        for (const std::string& path : EnableHostPcaps(pcap, f, spec.pcapDir))
-        {
-            st.artifacts.push_back(path);
-        }
-        // Host 0's link flow-control packets, in their own trace (see IbPcapHelper).
-        const std::string fcPath = spec.pcapDir + "/" + hostName(0) + "-flow-control.pcap";
-        if (!pcap.EnableFlowControl(f.HostPort(0), fcPath))
-        {
-            throw std::runtime_error("cannot write " + fcPath);
-        }
-        st.artifacts.push_back(fcPath);
-    }
+    st.artifacts = pcapPaths;
     IbCreditTraceHelper credits;
     std::string creditCsv;
     if (!spec.outDir.empty())

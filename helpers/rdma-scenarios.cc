@@ -154,6 +154,7 @@ PingPongInfo()
     i.params = CommonParams("pair", "send");
     i.params.push_back({"size", "64", "message bytes"});
     i.params.push_back({"iterations", "1000", "round trips"});
+    i.pcap = ScenarioPcap::Wire;
     i.run = [](const ScenarioOptions& o) {
         const ScenarioInfo& info = *ScenarioRegistry::Find("rdma-pingpong");
         RdmaTrafficSpec s = CommonSpec(o, info, true);
@@ -203,6 +204,7 @@ IncastInfo()
     i.params.push_back({"size", "65536", "message bytes"});
     i.params.push_back({"outstanding", "4", "messages in flight per sender"});
     i.params.push_back({"duration-us", "200", "how long messages are issued, microseconds"});
+    i.pcap = ScenarioPcap::Wire;
     i.run = [](const ScenarioOptions& o) {
         const ScenarioInfo& info = *ScenarioRegistry::Find("rdma-incast");
         RdmaTrafficSpec s = CommonSpec(o, info, false);
@@ -261,6 +263,7 @@ FctInfo()
     i.params.push_back({"qps-per-pair", "1",
                         "RC QPs per (source, destination) pair, each with its share of the "
                         "arrivals (messages on one QP complete in order)"});
+    i.pcap = ScenarioPcap::Wire;
     i.run = [](const ScenarioOptions& o) {
         const ScenarioInfo& info = *ScenarioRegistry::Find("rdma-fct");
         RdmaTrafficSpec s = CommonSpec(o, info, false);

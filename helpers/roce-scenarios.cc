@@ -234,6 +234,39 @@ TransportCeilingGbps(double bps, uint32_t mtu)
     return bps / 1e9 * (mtu + 16.0) / (mtu + 16.0 + 66.0);
 }
 
+/// `pcap-hosts`, which every roce-* scenario takes: which host ports --pcap traces. All of them
+/// by default; on a large fabric (roce-hpcc's 320 hosts) a list keeps the traces to the hosts
+/// of interest. Never none: --pcap always writes the ports it names.
+const ScenarioParam kPcapHostsParam{
+    "pcap-hosts", "all",
+    "with --pcap: the hosts whose ports are traced (all, or host indices: 0,5,17)"};
+
+/**
+ * Points `spec` at where --pcap puts the traces of one run: the pcap folder itself, or its
+ * subfolder `run` for scenarios of several runs (one per mode, sender count, load...), so that
+ * no run overwrites another's traces. The parameter is read even without --pcap, so that a bad
+ * value is refused either way.
+ */
+void
+ApplyPcapParams(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& run,
+                RoceRunSpec& spec)
+{
+    std::vector<uint32_t> hosts;
+    if (ScenarioParamString(o, info, "pcap-hosts") != "all")
+    {
+        for (uint64_t h : ScenarioParamUintList(o, info, "pcap-hosts", 0, UINT32_MAX - 1))
+        {
+            hosts.push_back(static_cast<uint32_t>(h));
+        }
+    }
+    if (o.pcapDir.empty())
+    {
+        return;
+    }
+    spec.pcapDir = run.empty() ? o.pcapDir : o.pcapDir + "/" + run;
+    spec.pcapHosts = hosts;
+}
+
 /// The marking parameters as scenario parameters (DCQCN paper defaults).
 std::vector<ScenarioParam>
 MarkingParams()
@@ -268,6 +301,7 @@ RunFairness(const ScenarioOptions& o)
     // The convergence windows are counted in samples: a zero interval has none.
     spec.sampleInterval = ScenarioParamTime(o, info, "sample", PicoSeconds(1), Seconds(1000));
     spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
+    ApplyPcapParams(o, info, "", spec);
     const RoceRunResult r = RunRoceFlows(spec);
 
     // Per sample: each flow's rate; convergence = the first time after the last flow started
@@ -409,6 +443,7 @@ RunFairness(const ScenarioOptions& o)
     res.summary.push_back({"PFC pauses", std::to_string(r.pauseFrames)});
     res.summary.push_back({"drops", std::to_string(r.drops)});
     res.artifacts.push_back(OutFile(o, "roce-fairness.csv"));
+    res.artifacts.insert(res.artifacts.end(), r.pcaps.begin(), r.pcaps.end());
     return res;
 }
 
@@ -462,6 +497,8 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
     csv << "mode,senders,throughput_gbps,utilisation,jain,min_flow_gbps,max_flow_gbps,"
            "mean_queue_bytes,peak_queue_bytes,pauses,drops,retransmitted,cnps,marks\n";
     ScenarioResult res;
+    std::vector<std::string> pcaps; // listed after the CSV
+
     for (const auto& mode : modes)
     {
         for (const uint64_t senderCount : senders)
@@ -476,7 +513,9 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
             }
             spec.sampleInterval = MicroSeconds(10);
             spec.limit = duration;
+            ApplyPcapParams(o, info, mode + "-n" + ns, spec);
             const RoceRunResult r = RunRoceFlows(spec);
+            pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
             std::vector<double> avg(n, 0);
             double queueSum = 0;
             uint32_t samples = 0;
@@ -517,6 +556,7 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
         }
     }
     res.artifacts.push_back(OutFile(o, "roce-incast-steady.csv"));
+    res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
 }
 
@@ -536,6 +576,8 @@ RunIncast(const ScenarioOptions& o)
     csv << "mode,senders,goodput_gbps,peak_queue_bytes,pauses,drops,retransmitted,"
            "cnps,marks,jain_fct,max_fct_us,all_done\n";
     ScenarioResult res;
+    std::vector<std::string> pcaps; // listed after the CSV
+
     for (const auto& mode : modes)
     {
         for (const uint64_t senderCount : senders)
@@ -548,7 +590,9 @@ RunIncast(const ScenarioOptions& o)
                 spec.flows.push_back({i + 1, 0, bytes, Time(0)});
             }
             spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
+            ApplyPcapParams(o, info, mode + "-n" + ns, spec);
             const RoceRunResult r = RunRoceFlows(spec);
+            pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
             std::vector<double> fct;
             double last = 0;
             for (const auto& f : r.flows)
@@ -570,6 +614,7 @@ RunIncast(const ScenarioOptions& o)
         }
     }
     res.artifacts.push_back(OutFile(o, "roce-incast.csv"));
+    res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
 }
 
@@ -623,6 +668,8 @@ RunCollapse(const ScenarioOptions& o)
     csv << "config,load,flows,done,goodput_gbps,p50_fct_us,p99_fct_us,drops,pauses,"
            "retransmitted,marks\n";
     ScenarioResult res;
+    std::vector<std::string> pcaps; // listed after the CSV
+
     for (const auto& cfg : configs)
     {
         if (cfg != "consistent" && cfg != "pfc-off" && cfg != "inconsistent" &&
@@ -688,7 +735,9 @@ RunCollapse(const ScenarioOptions& o)
                 }
             }
             spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
+            ApplyPcapParams(o, info, cfg + "-load" + ls, spec);
             const RoceRunResult r = RunRoceFlows(spec);
+            pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
             std::vector<double> fct;
             uint64_t doneBytes = 0;
             uint32_t done = 0;
@@ -713,6 +762,7 @@ RunCollapse(const ScenarioOptions& o)
         }
     }
     res.artifacts.push_back(OutFile(o, "roce-collapse.csv"));
+    res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
 }
 
@@ -735,6 +785,8 @@ FairnessInfo()
     {
         i.params.push_back(p);
     }
+    i.params.push_back(kPcapHostsParam);
+    i.pcap = ScenarioPcap::Wire;
     i.run = RunFairness;
     return i;
 }
@@ -762,6 +814,8 @@ IncastInfo()
         i.params.push_back(p);
     }
     i.params.insert(i.params.end(), kRecoveryParams.begin(), kRecoveryParams.end());
+    i.params.push_back(kPcapHostsParam);
+    i.pcap = ScenarioPcap::Wire;
     i.run = RunIncast;
     return i;
 }
@@ -784,6 +838,8 @@ CollapseInfo()
                  "none, dcqcn-paper, dcqcn-mlx, dctcp, timely or hpcc on every NIC"},
                 {"limit", "30ms", "simulated time limit per run"}};
     i.params.insert(i.params.end(), kRecoveryParams.begin(), kRecoveryParams.end());
+    i.params.push_back(kPcapHostsParam);
+    i.pcap = ScenarioPcap::Wire;
     i.run = RunCollapse;
     return i;
 }
@@ -927,6 +983,7 @@ RunHpcc(const ScenarioOptions& o)
         // Cables of 200 m (1 us) need more headroom than the default XOFF leaves.
         h.SetPortAttribute("RxBufferBytes", UintegerValue(4 * 1024 * 1024));
     };
+    ApplyPcapParams(o, info, "", spec);
     struct rusage ru0;
     getrusage(RUSAGE_SELF, &ru0);
     const auto w0 = std::chrono::steady_clock::now();
@@ -997,6 +1054,7 @@ RunHpcc(const ScenarioOptions& o)
     SummarizeSizeBuckets(slow, res);
     res.artifacts.push_back(OutFile(o, "fct.txt"));
     res.artifacts.push_back(OutFile(o, "roce-hpcc-fct.csv"));
+    res.artifacts.insert(res.artifacts.end(), r.pcaps.begin(), r.pcaps.end());
     return res;
 }
 
@@ -1023,6 +1081,8 @@ HpccInfo()
                 {"limit", "100ms", "simulated time limit"},
                 {"scheduler", "ns3::FifoHeapScheduler", "ns-3 event scheduler TypeId"},
                 {"sample", "0s", "per-flow rate and switch queue sampling interval (0s: none)"}};
+    i.params.push_back(kPcapHostsParam);
+    i.pcap = ScenarioPcap::Wire;
     i.run = RunHpcc;
     return i;
 }
@@ -1091,6 +1151,7 @@ RunRoceFct(const ScenarioOptions& o)
     spec.beforeRun = [&cableDelay](const EthFabric& f, const std::vector<RoceHca>&) {
         cableDelay = f.cables.empty() ? Time(0) : f.cables[0]->GetDelay();
     };
+    ApplyPcapParams(o, info, "", spec);
     const RoceRunResult r = RunRoceFlows(spec);
 
     // Slowdown = FCT / the FCT the flow would have alone on its path (StandaloneFctSeconds,
@@ -1156,6 +1217,7 @@ RunRoceFct(const ScenarioOptions& o)
     res.summary.push_back(
         {"ECN marks / CNPs", std::to_string(r.ecnMarks) + " / " + std::to_string(r.cnps)});
     res.artifacts.push_back(csvPath);
+    res.artifacts.insert(res.artifacts.end(), r.pcaps.begin(), r.pcaps.end());
     const std::string png = OutFile(o, "roce-fct.png");
     if (o.plots && done > 0 &&
         RunPlotScript("plot-fct.py", csvPath, png, "RoCE FCT slowdown by flow size"))
@@ -1189,6 +1251,8 @@ RoceFctInfo()
                 {"pfc", "on", "PFC on the RoCE priority: on or off"},
                 {"ecn", "on", "ECN marking in the switches: on or off"},
                 {"limit", "200ms", "simulated time limit"}};
+    i.params.push_back(kPcapHostsParam);
+    i.pcap = ScenarioPcap::Wire;
     i.run = RunRoceFct;
     return i;
 }

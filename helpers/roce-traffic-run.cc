@@ -1,5 +1,6 @@
 #include "roce-traffic-run.h"
 
+#include "helpers/eth-pcap-writer.h"
 #include "helpers/rdma-qp-connect.h"
 #include "models/common/int-stack.h"
 #include "models/rdma/rdma-cq.h"
@@ -13,6 +14,7 @@
 #include "ns3/uinteger.h"
 
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 #include <unordered_map>
@@ -348,11 +350,51 @@ RunRoceFlows(const RoceRunSpec& spec)
     {
         spec.beforeRun(run.fabric, run.hcas);
     }
+    // The wire from time zero: nothing has been sent yet (the first flow starts in an event).
+    std::vector<Ptr<PcapFileWrapper>> pcaps;
+    if (!spec.pcapDir.empty())
+    {
+        std::vector<uint32_t> traced = spec.pcapHosts;
+        if (traced.empty())
+        {
+            for (uint32_t h = 0; h < run.hcas.size(); ++h)
+            {
+                traced.push_back(h);
+            }
+        }
+        std::error_code ec;
+        std::filesystem::create_directories(spec.pcapDir, ec);
+        for (uint32_t h : traced)
+        {
+            if (h >= run.fabric.hostNodes.size())
+            {
+                throw std::invalid_argument("roce run: pcap host " + std::to_string(h) +
+                                            " does not exist (the fabric has " +
+                                            std::to_string(run.fabric.hostNodes.size()) +
+                                            " hosts, 0.." +
+                                            std::to_string(run.fabric.hostNodes.size() - 1) +
+                                            ")");
+            }
+            const std::string path =
+                spec.pcapDir + "/" + spec.topology.nodes[run.fabric.hostNodes[h]].name + ".pcap";
+            Ptr<PcapFileWrapper> file = EthPcapHelper::Enable(run.fabric.HostPort(h), path);
+            if (!file)
+            {
+                throw std::runtime_error("cannot write " + path);
+            }
+            pcaps.push_back(file);
+            run.res.pcaps.push_back(path);
+        }
+    }
     const uint64_t events0 = Simulator::GetEventCount();
     Simulator::Stop(spec.limit);
     if (!spec.flows.empty())
     {
         Simulator::Run();
+    }
+    for (auto& file : pcaps)
+    {
+        file->Close(); // complete on disk before the caller reads it
     }
     RoceRunResult& r = run.res;
     r.end = Simulator::Now();

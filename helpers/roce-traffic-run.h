@@ -67,6 +67,11 @@ struct RoceRunSpec
     Time sampleInterval;            ///< 0: no time series
     /// ns-3 event scheduler TypeId for this run ("" = leave the current one).
     std::string scheduler;
+    /// "" = no pcap; else an Ethernet pcap (link type 1, EthPcapHelper) of each traced host
+    /// port, from time zero, as `<pcapDir>/<host>.pcap` (the directory is created).
+    std::string pcapDir;
+    /// The hosts (indices in topology order) traced when pcapDir is set; empty: every host.
+    std::vector<uint32_t> pcapHosts;
     /// Further configuration before Build (fabric) and before Install (NICs).
     std::function<void(EthFabricHelper&)> configureFabric;
     std::function<void(RoceHelper&)> configureNics;
@@ -103,6 +108,7 @@ struct RoceRunResult
     uint64_t events = 0;
     Time end; ///< simulated time when the run stopped
     bool allDone = false;
+    std::vector<std::string> pcaps; ///< the pcap files written (pcapDir), in host order
 };
 
 /// Builds, runs and reads out one experiment. Throws std::invalid_argument on a bad spec.

@@ -62,6 +62,13 @@ ScenarioRegistry::Register(ScenarioInfo info)
     {
         throw std::logic_error("a scenario was registered without a name or body");
     }
+    // Each scenario says what --pcap does to it (ScenarioPcap), so that none can take the
+    // option and quietly write nothing.
+    if (info.pcap == ScenarioPcap::Unstated)
+    {
+        throw std::logic_error("scenario '" + info.name +
+                               "' does not say what it does with --pcap (ScenarioInfo::pcap)");
+    }
     std::string name = info.name;
     // Two scenarios under one name are a build error: which one `cnuas run NAME` ran would
     // depend on the static-initialisation order of libcnuas's object files.
@@ -320,6 +327,42 @@ CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info)
     }
     message += takes.empty() ? " (it takes no parameters)" : " (it takes: " + takes + ")";
     throw std::invalid_argument(message);
+}
+
+void
+CheckScenarioPcapRequest(const ScenarioOptions& o, const ScenarioInfo& info)
+{
+    if (!o.pcapDir.empty() && info.pcap == ScenarioPcap::Refused)
+    {
+        throw std::invalid_argument("scenario '" + info.name +
+                                    "' cannot write pcap traces; run it without --pcap");
+    }
+}
+
+void
+CheckScenarioPcapsWritten(const ScenarioOptions& o, const ScenarioInfo& info,
+                          const ScenarioResult& result)
+{
+    if (o.pcapDir.empty() || info.pcap != ScenarioPcap::Wire)
+    {
+        return;
+    }
+    // A pcap counts if it lies under the requested folder (a scenario of several runs writes
+    // one subfolder per run) and exists.
+    const std::filesystem::path dir = std::filesystem::absolute(o.pcapDir).lexically_normal();
+    for (const std::string& a : result.artifacts)
+    {
+        const std::filesystem::path p = std::filesystem::absolute(a).lexically_normal();
+        const std::string rel = p.lexically_relative(dir).generic_string();
+        std::error_code ec;
+        if (p.extension() == ".pcap" && !rel.empty() && rel.compare(0, 2, "..") != 0 &&
+            std::filesystem::is_regular_file(p, ec))
+        {
+            return;
+        }
+    }
+    throw std::runtime_error("scenario '" + info.name + "' was asked for pcap traces in '" +
+                             o.pcapDir + "' but wrote none");
 }
 
 bool

@@ -51,6 +51,19 @@ struct ScenarioParam
     std::string help;
 };
 
+/**
+ * What a scenario does with `--pcap DIR` (ScenarioOptions::pcapDir). Every scenario must say:
+ * ScenarioRegistry::Register refuses one that does not, so that no scenario can accept --pcap
+ * and write nothing (issue 15: every packet that crosses a modelled wire can be captured).
+ */
+enum class ScenarioPcap
+{
+    Unstated, ///< the scenario did not say: it cannot be registered
+    Wire,     ///< captures its wire: a run with --pcap lists at least one pcap it wrote
+    NoWire,   ///< models no wire (a self-test): nothing to capture, its summary says so
+    Refused,  ///< has a wire it cannot capture: `cnuas run` refuses --pcap with an error
+};
+
 /// A registered scenario.
 struct ScenarioInfo
 {
@@ -58,14 +71,16 @@ struct ScenarioInfo
     std::string description;
     std::vector<ScenarioParam> params;
     std::function<ScenarioResult(const ScenarioOptions&)> run;
+    ScenarioPcap pcap = ScenarioPcap::Unstated;
 };
 
 /// Registry of built-in scenarios (scenarios register from static initializers in libcnuas).
 class ScenarioRegistry
 {
   public:
-    /// Adds a scenario; throws std::logic_error for one without a name or body, or under a
-    /// name already taken (the first stays). Returns true.
+    /// Adds a scenario; throws std::logic_error for one without a name or body, one that does
+    /// not say what it does with --pcap (ScenarioPcap::Unstated), or under a name already
+    /// taken (the first stays). Returns true.
     static bool Register(ScenarioInfo info);
     /// Register for static initialisers (CNUAS_REGISTER_SCENARIO): an error is printed and the
     /// process exits with kDuplicateScenarioExit before main() runs.
@@ -128,6 +143,18 @@ DataRate ScenarioParamDataRate(const ScenarioOptions& o, const ScenarioInfo& inf
                                const std::string& key);
 /// Throws std::invalid_argument naming any key in o.params that info does not document.
 void CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info);
+
+/// Throws std::invalid_argument when `o` asks for pcaps (pcapDir set) and `info` refuses them
+/// (ScenarioPcap::Refused), so that `cnuas run` reports it before running anything.
+void CheckScenarioPcapRequest(const ScenarioOptions& o, const ScenarioInfo& info);
+
+/**
+ * After a run with `o.pcapDir` set: throws std::runtime_error unless a ScenarioPcap::Wire
+ * scenario listed among its artifacts at least one `.pcap` file under o.pcapDir that exists.
+ * The framework's guard against a scenario that takes --pcap and silently writes nothing.
+ */
+void CheckScenarioPcapsWritten(const ScenarioOptions& o, const ScenarioInfo& info,
+                               const ScenarioResult& result);
 
 /**
  * Reads a duration parameter: a number with an ns-3 time unit ("10ms", "1.5us", "200ns",

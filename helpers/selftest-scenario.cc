@@ -62,6 +62,8 @@ SelftestTimerInfo()
             {"exit-code", "0", "exit status to report when the run is correct (tests the runner)"},
         },
         &RunSelftestTimer,
+        // No wire: --pcap is taken (the runner's own tests use it) and the summary echoes it.
+        ScenarioPcap::NoWire,
     };
     return info;
 }
@@ -100,7 +102,7 @@ RunSelftestTimer(const ScenarioOptions& o)
              " ps)"},
         {"seed", std::to_string(RngSeedManager::GetSeed())},
         {"run", std::to_string(RngSeedManager::GetRun())},
-        {"pcap", o.pcapDir.empty() ? "off" : o.pcapDir},
+        {"pcap", o.pcapDir.empty() ? "off" : o.pcapDir + " (no wire: nothing captured)"},
         {"check", correct ? "ok" : "FAILED: not every event ran on time"},
     };
     if (!o.outDir.empty())

@@ -1,6 +1,7 @@
 #include "trace-check.h"
 
 #include "models/ib/ib-crc.h"
+#include "models/rack/modbus-rtu.h"
 
 #include <pcap/pcap.h>
 
@@ -18,6 +19,11 @@ namespace
 constexpr int kLinkTypeEthernet = 1;
 constexpr int kLinkTypeErf = 197;
 constexpr int kLinkTypeInfiniband = 247;
+constexpr int kLinkTypeUpperPdu = 252; ///< LINKTYPE_WIRESHARK_UPPER_PDU (Modbus RTU traces)
+// Exported-PDU tags (Wireshark wsutil/exported_pdu_tlvs.h), as ModbusPcapWriter writes them.
+constexpr uint16_t kExpPduEndOfOpt = 0;
+constexpr uint16_t kExpPduDissectorName = 12;
+constexpr uint8_t kModbusMaxSlaveAddress = 247; ///< Modbus over serial line v1.02 §2.2
 
 // ERF record types and flags (ERF_TYPE_INFINIBAND, ERF_TYPE_INFINIBAND_LINK; the ERF flags byte:
 // bits 0-1 capture interface, 2 variable length, 3 truncated, 4 rx error, 5 DS error).
@@ -89,6 +95,7 @@ class TraceChecker
     void CheckFlowControlPacket(const uint8_t* pkt, size_t len);
     void CheckEthernetFrame(const uint8_t* frame, size_t len);
     void CheckRoceV2(const uint8_t* ip, size_t ipLen, size_t udpOffset, const char* family);
+    void CheckUpperPduRecord(const uint8_t* rec, size_t len);
 
     TraceCheckReport& m_report;
     uint64_t m_packetNumber{0}; ///< 1-based number of the record being checked
@@ -126,10 +133,14 @@ TraceChecker::Run(const std::string& path)
     }
     const int linkType = pcap_datalink(pc);
     const char* name = pcap_datalink_val_to_name(linkType);
+    if (name == nullptr && linkType == kLinkTypeUpperPdu)
+    {
+        name = "WIRESHARK_UPPER_PDU"; // Debian 12's libpcap 1.10 has no name for it
+    }
     m_report.linkType =
         (name ? std::string(name) : std::string("unknown")) + " (" + std::to_string(linkType) + ")";
     const bool supported = linkType == kLinkTypeErf || linkType == kLinkTypeInfiniband ||
-                           linkType == kLinkTypeEthernet;
+                           linkType == kLinkTypeEthernet || linkType == kLinkTypeUpperPdu;
     if (!supported)
     {
         Problem("linktype", "unsupported link type " + std::to_string(linkType));
@@ -172,6 +183,9 @@ TraceChecker::Run(const std::string& path)
             break;
         case kLinkTypeEthernet:
             CheckEthernetFrame(data, hdr->caplen);
+            break;
+        case kLinkTypeUpperPdu:
+            CheckUpperPduRecord(data, hdr->caplen);
             break;
         default:
             break;
@@ -485,6 +499,80 @@ TraceChecker::CheckRoceV2(const uint8_t* ip, size_t ipLen, size_t udpOffset, con
     {
         PacketProblem("icrc", "RoCEv2 ICRC mismatch: stored " + Hex(stored, 8) + ", computed " +
                                   Hex(computed, 8));
+    }
+}
+
+void
+TraceChecker::CheckUpperPduRecord(const uint8_t* rec, size_t len)
+{
+    // The exported-PDU tags: 2-byte tag, 2-byte length, value, all big-endian, up to END_OF_OPT
+    // (Wireshark wsutil/exported_pdu_tlvs.h); the PDU follows. Cnuas writes Modbus RTU behind
+    // the dissector name "mbrtu" (ModbusPcapWriter); another protocol's PDU is counted only.
+    size_t off = 0;
+    std::string dissector;
+    while (true)
+    {
+        if (off + 4 > len)
+        {
+            PacketProblem("exppdu.tags", "exported-PDU tags run past the record (no END_OF_OPT)");
+            return;
+        }
+        const uint16_t tag = Be16(rec + off);
+        const uint16_t tagLen = Be16(rec + off + 2);
+        off += 4;
+        if (off + tagLen > len)
+        {
+            PacketProblem("exppdu.tags", "exported-PDU tag " + std::to_string(tag) + " of " +
+                                             std::to_string(tagLen) +
+                                             " bytes runs past the record");
+            return;
+        }
+        if (tag == kExpPduEndOfOpt)
+        {
+            if (tagLen != 0)
+            {
+                PacketProblem("exppdu.tags", "END_OF_OPT with length " + std::to_string(tagLen));
+            }
+            off += tagLen;
+            break;
+        }
+        if (tag == kExpPduDissectorName)
+        {
+            // A NUL-padded string (padded to a multiple of 4 bytes by the writer).
+            dissector.assign(reinterpret_cast<const char*>(rec + off), tagLen);
+            dissector = dissector.substr(0, dissector.find('\0'));
+        }
+        off += tagLen;
+    }
+    if (dissector != "mbrtu")
+    {
+        return;
+    }
+    // Modbus over serial line v1.02 §2.5.1: an RTU frame is address, PDU (function code and
+    // data, at most 253 bytes) and CRC: 4 to 256 bytes.
+    const uint8_t* adu = rec + off;
+    const size_t n = len - off;
+    if (n < kModbusRtuMinAdu || n > kModbusRtuMaxAdu)
+    {
+        PacketProblem("modbus.length", "Modbus RTU frame of " + std::to_string(n) +
+                                           " bytes (4..256 allowed)");
+        return;
+    }
+    if (adu[0] > kModbusMaxSlaveAddress)
+    {
+        // §2.2: 0 is broadcast, 1..247 slaves, 248..255 reserved.
+        PacketProblem("modbus.address", "slave address " + std::to_string(adu[0]) +
+                                            " is reserved (0..247 allowed)");
+    }
+    // §2.5.1.2 and §6.2.2: CRC-16 (polynomial 0xA001 reflected, initial 0xFFFF) over the
+    // address and PDU, sent low byte first.
+    ++m_report.crcsChecked;
+    const uint16_t stored = static_cast<uint16_t>(adu[n - 2] | (adu[n - 1] << 8));
+    const uint16_t computed = ModbusCrc16(adu, n - 2);
+    if (stored != computed)
+    {
+        PacketProblem("modbus.crc", "Modbus RTU CRC mismatch: stored " + Hex(stored, 4) +
+                                        ", computed " + Hex(computed, 4));
     }
 }
 

@@ -21,12 +21,13 @@ struct TraceCheckReport
     std::string linkType; ///< e.g. "ERF (197)"; empty if the file could not be opened
     uint64_t packets = 0; ///< pcap records read
     uint64_t errors = 0;  ///< problems found (a packet can have several)
-    /// Problems by kind: "vcrc", "icrc", "lpcrc", "lrh.pktlen", "erf.rlen", "pcap.record", ...
+    /// Problems by kind: "vcrc", "icrc", "lpcrc", "lrh.pktlen", "erf.rlen", "pcap.record",
+    /// "modbus.crc", ...
     std::map<std::string, uint64_t> errorsByKind;
     /// The first kMaxProblems problems, each naming the packet (1-based, as Wireshark numbers
     /// frames) and the field, e.g. "packet 3: VCRC mismatch: stored 0x1234, computed 0x5678".
     std::vector<std::string> firstProblems;
-    uint64_t crcsChecked = 0; ///< ICRCs, VCRCs and LPCRCs verified (good or bad)
+    uint64_t crcsChecked = 0; ///< ICRCs, VCRCs, LPCRCs and Modbus CRC-16s verified (good or bad)
 
     bool ok() const;
     /// One line: "PATH: N packets, linktype ERF (197), all CRCs good (M checked)" or the counts
@@ -43,7 +44,10 @@ struct TraceCheckReport
  *    length 6, Op not reserved, LPCRC;
  *  * link type 247 (InfiniBand starting at the LRH): the same packet checks without ERF;
  *  * link type 1 (Ethernet): frames are counted; IPv4 or IPv6 / UDP destination port 4791
- *    (RoCEv2) frames get their lengths and ICRC checked with the RoCEv2 masking.
+ *    (RoCEv2) frames get their lengths and ICRC checked with the RoCEv2 masking;
+ *  * link type 252 (Wireshark upper PDU, as ModbusPcapWriter writes Modbus RTU): the exported
+ *    PDU tags (lengths, END_OF_OPT, dissector name "mbrtu"), then the RTU frame: 4..256 bytes
+ *    (Modbus over serial line v1.02 §2.5.1), slave address 0..247, and its CRC-16 (§2.5.1.2).
  * Any other link type is reported as "unsupported link type N". Garbage, truncated and non-pcap
  * files are reported as errors, never crash the checker.
  */

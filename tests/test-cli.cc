@@ -312,7 +312,7 @@ TEST_F(Cli, PcapAndOutDirectories)
     CliResult r =
         Run("run selftest-timer --no-progress --param events=1 --pcap traces --out results/a");
     EXPECT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(SummaryValue(r.out, "pcap"), "traces");
+    EXPECT_EQ(SummaryValue(r.out, "pcap"), "traces (no wire: nothing captured)");
     EXPECT_TRUE(std::filesystem::is_directory(m_dir / "traces"));
     EXPECT_TRUE(std::filesystem::exists(m_dir / "results/a/summary.csv"));
     CliResult missing = Run("run selftest-timer --pcap");
@@ -359,7 +359,7 @@ TEST_F(Cli, ScenarioFileEndToEnd)
     EXPECT_EQ(SummaryValue(r.out, "final-sim-time"), "2 ms (2000000000 ps)");
     EXPECT_EQ(SummaryValue(r.out, "seed"), "5");
     EXPECT_EQ(SummaryValue(r.out, "run"), "3");
-    EXPECT_EQ(SummaryValue(r.out, "pcap"), "caps");
+    EXPECT_EQ(SummaryValue(r.out, "pcap"), "caps (no wire: nothing captured)");
     EXPECT_TRUE(Contains(r.out, "wrote: results/summary.csv")) << r.out;
 
     // The command line overrides the file.

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
 using namespace ns3;
 
 namespace
@@ -22,6 +26,7 @@ FakeInfo(bool withTopology)
         info.params.push_back({"topology", "star:hosts=3", "the fabric"});
     }
     info.run = [](const ScenarioOptions&) { return ScenarioResult{}; };
+    info.pcap = ScenarioPcap::Wire;
     return info;
 }
 
@@ -60,6 +65,55 @@ TEST(ScenarioRegistry, SelftestIsRegisteredAndNamesAreUnique)
     ScenarioInfo unnamed = FakeInfo(false);
     unnamed.name = "";
     EXPECT_THROW(ScenarioRegistry::Register(unnamed), std::logic_error);
+}
+
+TEST(ScenarioRegistry, EveryScenarioSaysWhatPcapDoes)
+{
+    // Issue 15: --pcap was taken and ignored by whole families of scenarios. A scenario that
+    // does not say what --pcap does to it cannot be registered at all.
+    ScenarioInfo unstated = FakeInfo(false);
+    unstated.name = "selftest-unstated-pcap";
+    unstated.pcap = ScenarioPcap::Unstated;
+    EXPECT_THROW(ScenarioRegistry::Register(unstated), std::logic_error);
+    EXPECT_EQ(ScenarioRegistry::Find("selftest-unstated-pcap"), nullptr);
+    for (const ScenarioInfo& s : ScenarioRegistry::All())
+    {
+        EXPECT_NE(s.pcap, ScenarioPcap::Unstated) << s.name;
+        // Only the runner's self-test has no wire; every network scenario captures its wire.
+        if (s.name.rfind("selftest", 0) != 0)
+        {
+            EXPECT_EQ(s.pcap, ScenarioPcap::Wire) << s.name;
+        }
+    }
+
+    ScenarioOptions o;
+    ScenarioInfo refused = FakeInfo(false);
+    refused.pcap = ScenarioPcap::Refused;
+    EXPECT_NO_THROW(CheckScenarioPcapRequest(o, refused)); // not asked
+    o.pcapDir = (std::filesystem::temp_directory_path() /
+                 ("cnuas-pcap-request-" + std::to_string(getpid())))
+                    .string();
+    EXPECT_THROW(CheckScenarioPcapRequest(o, refused), std::invalid_argument);
+    ScenarioInfo wire = FakeInfo(false);
+    EXPECT_NO_THROW(CheckScenarioPcapRequest(o, wire));
+
+    // After the run: a Wire scenario asked for pcaps must list one it wrote under the folder.
+    std::filesystem::create_directories(o.pcapDir + "/run1");
+    ScenarioResult r;
+    r.artifacts = {o.pcapDir + "/summary.csv"};
+    EXPECT_THROW(CheckScenarioPcapsWritten(o, wire, r), std::runtime_error);
+    r.artifacts.push_back(o.pcapDir + "/run1/h0.pcap"); // listed, but not written
+    EXPECT_THROW(CheckScenarioPcapsWritten(o, wire, r), std::runtime_error);
+    std::ofstream(o.pcapDir + "/run1/h0.pcap") << "x";
+    EXPECT_NO_THROW(CheckScenarioPcapsWritten(o, wire, r));
+    std::ofstream(o.pcapDir + "/../elsewhere.pcap") << "x";
+    r.artifacts = {o.pcapDir + "/../elsewhere.pcap"}; // not where it was asked for
+    EXPECT_THROW(CheckScenarioPcapsWritten(o, wire, r), std::runtime_error);
+    ScenarioInfo noWire = FakeInfo(false);
+    noWire.pcap = ScenarioPcap::NoWire;
+    EXPECT_NO_THROW(CheckScenarioPcapsWritten(o, noWire, ScenarioResult{}));
+    std::filesystem::remove(o.pcapDir + "/../elsewhere.pcap");
+    std::filesystem::remove_all(o.pcapDir);
 }
 
 TEST(ScenarioRegistry, DuplicateAtStartupStopsTheProcess)

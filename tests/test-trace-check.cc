@@ -3,9 +3,11 @@
 #include "ib-test-packets.h"
 
 #include "helpers/ib-pcap-writer.h"
+#include "helpers/modbus-pcap-writer.h"
 #include "helpers/trace-check.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-flow-control-header.h"
+#include "models/rack/modbus-rtu.h"
 
 #include "ns3/nstime.h"
 
@@ -544,6 +546,56 @@ TEST(TraceCheck, UnsupportedLinkType)
     EXPECT_EQ(r.packets, 2u);
     ExpectOnly(r, {{"linktype", 1}});
     EXPECT_EQ(r.firstProblems.at(0), "unsupported link type 105");
+    std::remove(path.c_str());
+}
+
+// Issue 15: `cnuas pcap check` refused the Modbus RTU traces the rack model writes (link type
+// 252, exported PDUs to Wireshark's "mbrtu" dissector) as "unsupported link type 252".
+TEST(TraceCheck, ModbusRtuUpperPdu)
+{
+    using Dir = ModbusPcapWriter::Direction;
+    const Bytes good = ModbusRtuBuildAdu(1, {0x03, 0x00, 0x00, 0x00, 0x02});
+    // The writer's own output: every frame framed and its CRC-16 good.
+    const std::string written = TempPath("modbus-writer.pcap");
+    {
+        ModbusPcapWriter w;
+        ASSERT_TRUE(w.Open(written));
+        w.Write(MicroSeconds(1), good.data(), good.size(), Dir::Request);
+        const Bytes answer = ModbusRtuBuildAdu(1, {0x03, 0x04, 0x12, 0x34, 0x56, 0x78});
+        w.Write(MicroSeconds(900), answer.data(), answer.size(), Dir::Response);
+        w.Write(MicroSeconds(2000), good.data(), good.size(), Dir::Unknown);
+        w.Close();
+    }
+    const TraceCheckReport ok = CheckTrace(written);
+    EXPECT_TRUE(ok.ok()) << (ok.firstProblems.empty() ? "" : ok.firstProblems[0]);
+    EXPECT_EQ(ok.packets, 3u);
+    EXPECT_EQ(ok.crcsChecked, 3u);
+    EXPECT_EQ(ok.Summary(),
+              written + ": 3 packets, linktype WIRESHARK_UPPER_PDU (252), all CRCs good (3 "
+                        "checked)");
+    std::remove(written.c_str());
+
+    // What a broken writer or a damaged file would hold.
+    RawPcap pc(252);
+    auto record = [](const Bytes& frame) {
+        return ModbusPcapWriter::EncodeRecord(frame.data(), frame.size(), Dir::Request);
+    };
+    pc.Add(0, 1, record(good));
+    Bytes badCrc = good;
+    badCrc.back() ^= 0x01;
+    pc.Add(0, 2, record(badCrc));
+    pc.Add(0, 3, record({0x01, 0x03, 0x00})); // shorter than address + FC + CRC
+    pc.Add(0, 4, record(ModbusRtuBuildAdu(250, {0x03, 0x00, 0x00, 0x00, 0x01})));
+    pc.Add(0, 5, Bytes{0x00, 0x0C, 0x00, 0x20, 'm', 'b'}); // a tag longer than the record
+    const std::string path = pc.Save("modbus-bad.pcap");
+    const TraceCheckReport r = CheckTrace(path);
+    EXPECT_EQ(r.packets, 5u);
+    EXPECT_EQ(r.crcsChecked, 3u);
+    ExpectOnly(r, {{"modbus.crc", 1}, {"modbus.length", 1}, {"modbus.address", 1},
+                   {"exppdu.tags", 1}});
+    EXPECT_TRUE(HasProblemContaining(r, "packet 2: Modbus RTU CRC mismatch"));
+    EXPECT_TRUE(HasProblemContaining(r, "packet 3: Modbus RTU frame of 3 bytes"));
+    EXPECT_TRUE(HasProblemContaining(r, "packet 4: slave address 250 is reserved"));
     std::remove(path.c_str());
 }
 

@@ -26,6 +26,8 @@ PrintUsage(std::ostream& os)
           "      VCRC and ICRC; link flow-control records (type 25): length, Op, LPCRC\n"
           "  link type 247 (InfiniBand from the LRH): the same packet checks\n"
           "  link type 1 (Ethernet): RoCEv2 (UDP port 4791) lengths and ICRC\n"
+          "  link type 252 (Wireshark upper PDU, 'cnuas rack up --pcap'): exported-PDU tags;\n"
+          "      Modbus RTU frames: length 4..256, slave address, CRC-16\n"
           "Exit status: 0 all files good, 1 a problem was found in a trace, 2 usage error,\n"
           "3 a file could not be read as a pcap trace.\n";
 }

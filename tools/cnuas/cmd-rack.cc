@@ -4,6 +4,7 @@
 #include "command.h"
 #include "cmd-status.h"
 
+#include "helpers/modbus-pcap-writer.h"
 #include "helpers/parse-util.h"
 #include "helpers/rack-helper.h"
 #include "helpers/rs485-pty-bridge-helper.h"
@@ -28,6 +29,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <set>
@@ -45,7 +47,7 @@ namespace
 
 const char* const kUsage =
     "usage: cnuas rack up [--config FILE] [--shelves N] [--bbu-shelves N] [--hpr] [--no-bmc]\n"
-    "                     [--redfish-port P] [--pty-link PATH] [--duration S]\n"
+    "                     [--redfish-port P] [--pty-link PATH] [--pcap FILE|DIR] [--duration S]\n"
     "                     [--set ATTRIBUTE=VALUE]... [--state-dir DIR]\n"
     "       cnuas rack down [--timeout S] [--state-dir DIR]\n"
     "       cnuas rack pause|resume [--timeout S] [--state-dir DIR]\n"
@@ -70,6 +72,10 @@ const char* const kUsage =
     "                         only one on the bus (e.g. a real OpenBMC in QEMU)\n"
     "  --redfish-port P       Redfish TCP port on 127.0.0.1 (default 0: an ephemeral port)\n"
     "  --pty-link PATH        also make PATH a symlink to the pty (a stable name for clients)\n"
+    "  --pcap FILE|DIR        write every Modbus RTU frame on the RS-485 bus (the BMC's, the\n"
+    "                         pty master's and the answers) to a pcap Wireshark decodes (link\n"
+    "                         type 252, 'mbrtu'): FILE if it ends in .pcap, else\n"
+    "                         DIR/rs485-bus.pcap (DIR created)\n"
     "  --duration S           stop by itself after S seconds (default: run until stopped)\n"
     "  --set ATTR=VALUE       an ns-3 attribute default, e.g. ns3::RackBmc::MonitorInterval=5s\n"
     "  --state-dir DIR        where the state file goes (default $CNUAS_STATE_DIR, else\n"
@@ -93,6 +99,7 @@ struct UpConfig
     ns3::RackConfig rack;
     int redfishPort = 0;
     std::string ptyLink;
+    std::string pcap;        ///< --pcap: a .pcap file, or a folder for rs485-bus.pcap
     double load = 12000;     ///< W
     double duration = 0;     ///< s, 0 = until stopped
     double monitor = 10;     ///< s, BMC polling period
@@ -570,6 +577,10 @@ RackUp(const std::vector<std::string>& args)
             {
                 c.ptyLink = value();
             }
+            else if (a == "--pcap")
+            {
+                c.pcap = value();
+            }
             else if (a == "--duration")
             {
                 c.duration = Number(value(), a, 0, 1e9);
@@ -704,6 +715,36 @@ RackUp(const std::vector<std::string>& args)
         ns3::Simulator::Destroy();
         return 1;
     }
+    // --pcap: the bus from time zero, framed as its receivers frame it (t3.5 silences); the
+    // BMC's master and the pty's master send requests, the slaves responses (port tags).
+    std::string pcapPath;
+    ns3::Ptr<ns3::ModbusBusCapture> capture;
+    if (!c.pcap.empty())
+    {
+        const std::filesystem::path given(c.pcap);
+        const bool file = given.extension() == ".pcap";
+        pcapPath = file ? c.pcap : (given / "rs485-bus.pcap").string();
+        std::error_code ec;
+        const std::filesystem::path folder = file ? given.parent_path() : given;
+        if (!folder.empty())
+        {
+            std::filesystem::create_directories(folder, ec);
+        }
+        capture = ns3::CreateObject<ns3::ModbusBusCapture>();
+        if (!capture->Open(pcapPath, rack.bus, f))
+        {
+            std::fprintf(stderr, "cnuas rack up: cannot write %s\n", pcapPath.c_str());
+            redfish->Stop();
+            bridge->Stop();
+            ns3::Simulator::Destroy();
+            return 1;
+        }
+        if (rack.master && rack.master->GetDevice())
+        {
+            capture->AddMaster(rack.master->GetDevice()->GetChannelIndex());
+        }
+        capture->AddMaster(bridge->GetDevice()->GetChannelIndex());
+    }
 
     const bool even = f.parity == ns3::Rs485Parity::Even;
     nlohmann::json state{
@@ -750,6 +791,10 @@ RackUp(const std::vector<std::string>& args)
     std::printf("  redfish:   %s\n", rack.bmc ? redfish->GetBaseUrl().c_str()
                                            : "none (--no-bmc: the pty's master is the BMC)");
     std::printf("  addresses: %s\n", AddressList(rack).c_str());
+    if (capture)
+    {
+        std::printf("  pcap:      %s (Modbus RTU, link type 252)\n", pcapPath.c_str());
+    }
     std::printf("  try:       mbpoll -m rtu -b %u -P %s -a %d -t 4:hex -r 1 -c 8 -1 %s\n",
                 f.baudRate, even ? "even" : "none", firstAddress, port.c_str());
     if (rack.bmc)
@@ -787,6 +832,10 @@ RackUp(const std::vector<std::string>& args)
     redfish->Stop();
     const ns3::RedfishServerCounters web = redfish->GetCounters();
     bridge->Stop();
+    if (capture)
+    {
+        capture->Close(); // writes the last frame
+    }
     RemoveStateIfOurs(statePath, getpid());
     std::printf("cnuas rack: stopped after %.1f s (%s): BMC %llu reads, %llu failures, %llu "
                 "monitor cycles; pty %llu client opens, %llu bytes in, %llu out; Redfish %llu "

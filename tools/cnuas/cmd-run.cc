@@ -181,6 +181,18 @@ PrintScenarioHelp(const ns3::ScenarioInfo& info)
         std::printf("parameters (KEY=DEFAULT):\n");
         PrintParams(info, "  ");
     }
+    switch (info.pcap)
+    {
+    case ns3::ScenarioPcap::Wire:
+        std::printf("\n--pcap DIR: writes the modelled wire as pcap traces into DIR.\n");
+        break;
+    case ns3::ScenarioPcap::NoWire:
+        std::printf("\n--pcap DIR: this scenario models no wire; nothing is captured.\n");
+        break;
+    default:
+        std::printf("\n--pcap DIR: not supported by this scenario (refused).\n");
+        break;
+    }
     std::printf("\n'cnuas run --help' lists the options every scenario takes.\n");
 }
 
@@ -442,6 +454,17 @@ Run(const std::vector<std::string>& args)
     {
         return UsageError(e.what());
     }
+    // --pcap to a scenario that cannot capture its wire is refused before anything runs,
+    // reported against where it was asked for.
+    try
+    {
+        ns3::CheckScenarioPcapRequest(o, *info);
+    }
+    catch (const std::invalid_argument& e)
+    {
+        return req.pcap ? UsageError(e.what())
+                        : InputFailure(req.target + ": pcap " + o.pcapDir + ": " + e.what());
+    }
 
     // File settings first, so that the command line overrides them.
     std::vector<ns3::AttributeSetting> settings = file.settings;
@@ -517,6 +540,15 @@ Run(const std::vector<std::string>& args)
         return fail(kExitFailed, e.what());
     }
     PrintResult(result);
+    try
+    {
+        // The framework's side of the promise: a scenario that takes --pcap wrote a trace.
+        ns3::CheckScenarioPcapsWritten(o, *info, result);
+    }
+    catch (const std::exception& e)
+    {
+        return fail(kExitFailed, e.what());
+    }
     return result.exitCode;
 }
 
