@@ -668,6 +668,40 @@ CleanUpFabric(const nlohmann::json& state, const std::string& dir)
     return done;
 }
 
+/**
+ * Host i's namespace with its NIC: a TAP (its descriptor returned, -1 with the reason on
+ * failure) moved into the namespace as `ifname`, with the host's MAC, address/`prefix` and MTU.
+ */
+int
+MakeHostNic(const Daemon& d,
+            size_t i,
+            const std::string& ifname,
+            const std::string& prefix,
+            unsigned mtu,
+            std::string* why)
+{
+    const std::string tap = "cn" + std::to_string(getpid() % 10000000) + "t" + std::to_string(i);
+    const int fd = OpenTap(tap, why);
+    if (fd < 0)
+    {
+        return -1;
+    }
+    EmuHostConfig cfg;
+    cfg.netns = d.netns[i];
+    cfg.tap = tap;
+    cfg.ifname = ifname;
+    cfg.mac = d.macs[i];
+    cfg.ipCidr = d.ips[i] + prefix;
+    cfg.mtu = mtu;
+    if (!CreateEmuHost(cfg, why))
+    {
+        close(fd);
+        *why = "host " + d.hostNames[i] + ": " + *why;
+        return -1;
+    }
+    return fd;
+}
+
 /// The RoCE fabric and its hosts: a TAP per host bridged to its Ethernet port. "" or the
 /// problem.
 std::string
@@ -696,24 +730,10 @@ BuildRoceHosts(Daemon& d)
         auto port = d.eth.HostPort(static_cast<uint32_t>(i));
         d.ips.push_back(Ipv4Text(d.eth.HostIp(static_cast<uint32_t>(i))));
         d.macs.push_back(MacText(port->GetMac()));
-        const std::string tap = "cn" + std::to_string(getpid() % 10000000) + "t" +
-                                std::to_string(i);
-        const int fd = OpenTap(tap, &why);
+        const int fd = MakeHostNic(d, i, "eth0", "/8", port->GetMtu(), &why);
         if (fd < 0)
         {
             return why;
-        }
-        EmuHostConfig cfg;
-        cfg.netns = d.netns[i];
-        cfg.tap = tap;
-        cfg.ifname = "eth0";
-        cfg.mac = d.macs[i];
-        cfg.ipCidr = d.ips[i] + "/8";
-        cfg.mtu = port->GetMtu();
-        if (!CreateEmuHost(cfg, &why))
-        {
-            close(fd);
-            return "host " + d.hostNames[i] + ": " + why;
         }
         auto bridge = ns3::CreateObject<ns3::EthTapBridge>();
         if (!bridge->Start(port, fd, &why))
@@ -786,24 +806,11 @@ BuildIbHosts(Daemon& d)
     }
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
-        const std::string tap = "cn" + std::to_string(getpid() % 10000000) + "t" +
-                                std::to_string(i);
-        const int fd = OpenTap(tap, &why);
+        // IPoIB datagram mode over a 2048-byte IB MTU (RFC 4391 §3).
+        const int fd = MakeHostNic(d, i, "ib0", "/16", 2044, &why);
         if (fd < 0)
         {
             return why;
-        }
-        EmuHostConfig cfg;
-        cfg.netns = d.netns[i];
-        cfg.tap = tap;
-        cfg.ifname = "ib0";
-        cfg.mac = d.macs[i];
-        cfg.ipCidr = d.ips[i] + "/16";
-        cfg.mtu = 2044; // IPoIB datagram mode over a 2048-byte IB MTU (RFC 4391 §3)
-        if (!CreateEmuHost(cfg, &why))
-        {
-            close(fd);
-            return "host " + d.hostNames[i] + ": " + why;
         }
         if (!AttachToManagement(d.netns[i], d.mgmtNetns,
                                 "cn" + std::to_string(getpid() % 10000000) + "m" +
