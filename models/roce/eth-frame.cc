@@ -316,6 +316,28 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
     }
 }
 
+void
+EthFrame::ParseMacHeader(const uint8_t* data, EthFrame& f, uint32_t* off, uint16_t* type)
+{
+    // 802.3 §3.1.1 and 802.1Q §9.5: addresses, an optional C-tag, the EtherType.
+    f.dstMac = GetMac(data);
+    f.srcMac = GetMac(data + 6);
+    uint32_t o = 12;
+    uint16_t t = Get16(data + o);
+    f.vlanTagged = false;
+    if (t == kEthTypeVlan)
+    {
+        const uint16_t tci = Get16(data + o + 2);
+        f.vlanTagged = true;
+        f.pcp = static_cast<uint8_t>(tci >> 13);
+        f.vid = tci & 0x0FFF;
+        o += kEthVlanTagBytes;
+        t = Get16(data + o);
+    }
+    *off = o + 2;
+    *type = t;
+}
+
 EthParseError
 EthFrame::ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& f)
 {
@@ -372,21 +394,9 @@ EthFrame::Parse(const uint8_t* data, uint32_t len, EthFrame& f)
         return EthParseError::BadFcs;
     }
     const uint32_t end = len - kEthFcsBytes;
-    f.dstMac = GetMac(data);
-    f.srcMac = GetMac(data + 6);
-    uint32_t off = 12;
-    uint16_t type = Get16(data + off);
-    f.vlanTagged = false;
-    if (type == kEthTypeVlan)
-    {
-        const uint16_t tci = Get16(data + off + 2);
-        f.vlanTagged = true;
-        f.pcp = static_cast<uint8_t>(tci >> 13);
-        f.vid = tci & 0x0FFF;
-        off += kEthVlanTagBytes;
-        type = Get16(data + off);
-    }
-    off += 2;
+    uint32_t off = 0;
+    uint16_t type = 0;
+    ParseMacHeader(data, f, &off, &type); // 64 bytes hold any header
     f.bytes = len;
     if (type == kEthTypeMacControl)
     {
@@ -476,25 +486,13 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
     {
         return EthParseError::Runt;
     }
-    f.dstMac = GetMac(data);
-    f.srcMac = GetMac(data + 6);
-    uint32_t off = 12;
-    uint16_t type = Get16(data + off);
-    f.vlanTagged = false;
-    if (type == kEthTypeVlan)
+    if (Get16(data + 12) == kEthTypeVlan && len < kEthHeaderBytes + kEthVlanTagBytes)
     {
-        if (len < kEthHeaderBytes + kEthVlanTagBytes)
-        {
-            return EthParseError::Runt;
-        }
-        const uint16_t tci = Get16(data + off + 2);
-        f.vlanTagged = true;
-        f.pcp = static_cast<uint8_t>(tci >> 13);
-        f.vid = tci & 0x0FFF;
-        off += kEthVlanTagBytes;
-        type = Get16(data + off);
+        return EthParseError::Runt;
     }
-    off += 2;
+    uint32_t off = 0;
+    uint16_t type = 0;
+    ParseMacHeader(data, f, &off, &type);
     if (type == kEthTypeMacControl)
     {
         // A host may send PFC itself (its own receive buffer backing up): parse it as the wire

@@ -210,6 +210,9 @@ struct alignas(64) EthFrame
     void MaterializeVerbatim(uint8_t* l3) const;
     /// Writes the ICRC into a materialized frame whose IP header is at `ip` (icrcPending).
     void FillPendingIcrc(uint8_t* ip, uint32_t ipHeaderBytes) const;
+    /// The MAC header of both parsers: addresses, tag, and where the EtherType's payload starts
+    /// (`*off`) and what it is (`*type`). The caller makes sure the header's bytes are there.
+    static void ParseMacHeader(const uint8_t* data, EthFrame& f, uint32_t* off, uint16_t* type);
     /// The IPv6 and UDP part of Parse: `avail` bytes from the IPv6 header to the FCS.
     static EthParseError ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& out);
 
