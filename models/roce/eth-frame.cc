@@ -518,9 +518,12 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
     if (type == kEthTypeIpv4)
     {
         f.ipv6 = false;
+        if (avail < kIpv4HeaderBytes || l3[0] >> 4 != 4)
+        {
+            return EthParseError::BadIpv4;
+        }
         const uint32_t ihl = static_cast<uint32_t>(l3[0] & 0x0F) * 4;
-        if (avail < kIpv4HeaderBytes || l3[0] >> 4 != 4 || ihl < kIpv4HeaderBytes ||
-            ihl > avail)
+        if (ihl < kIpv4HeaderBytes || ihl > avail)
         {
             return EthParseError::BadIpv4;
         }
