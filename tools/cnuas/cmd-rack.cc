@@ -15,6 +15,7 @@
 #include "ns3/boolean.h"
 #include "ns3/config.h"
 #include "ns3/double.h"
+#include "ns3/enum.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
@@ -664,6 +665,11 @@ RackUp(const std::vector<std::string>& args)
         }
     }
 
+    bool userSetParity = false;
+    for (const auto& s : c.settings)
+    {
+        userSetParity = userSetParity || s.name.find("Rs485PtyBridge::Parity") != std::string::npos;
+    }
     // Real time: the pty's client lives in wall-clock time.
     ns3::Rs485PtyBridgeHelper::EnableRealtime();
     ns3::RackHelper h;
@@ -696,6 +702,23 @@ RackUp(const std::vector<std::string>& args)
     }
     ns3::Ptr<ns3::Node> ptyNode = ns3::CreateObject<ns3::Node>();
     ns3::Ptr<ns3::Rs485PtyBridge> bridge = bh.Install(ptyNode, rack.bus);
+    if (rack.arbiter)
+    {
+        // The BMC and the pty's master take turns, one transaction each, behind one arbiter
+        // (Modbus over serial line v1.02 §2.1: one master at a time), and the pty's master is
+        // handed only the answers to its own requests (docs/rack.md §10.5).
+        bridge->SetArbiter(rack.arbiter);
+    }
+    if (!userSetParity)
+    {
+        // A pty cannot carry parity (the kernel drops PARENB) and pyserial, hence pymodbus,
+        // does not set INPCK, so Observe would take pymodbus's 8E1 for 8N1: unless asked
+        // otherwise, the pty's master talks at the segment's own format (docs/rack.md §10).
+        bridge->SetAttribute("Parity",
+                             ns3::EnumValue(f.parity == ns3::Rs485Parity::Even ? 2
+                                            : f.parity == ns3::Rs485Parity::Odd ? 3
+                                                                                : 1));
+    }
     ns3::Ptr<ns3::RedfishServer> redfish = ns3::CreateObject<ns3::RedfishServer>();
     redfish->SetAttribute("Port", ns3::UintegerValue(static_cast<uint16_t>(c.redfishPort)));
     if (!bridge->Start())
@@ -797,6 +820,12 @@ RackUp(const std::vector<std::string>& args)
     }
     std::printf("  try:       mbpoll -m rtu -b %u -P %s -a %d -t 4:hex -r 1 -c 8 -1 %s\n",
                 f.baudRate, even ? "even" : "none", firstAddress, port.c_str());
+    // pymodbus 3.0 (python3-pymodbus): strict=False because its strict mode configures the
+    // port a second time, which a pty refuses with parity on (docs/rack.md §10.2).
+    std::printf("             python3 -c \"from pymodbus.client import ModbusSerialClient as M; "
+                "c = M(port='%s', baudrate=%u, parity='%c', strict=False); c.connect(); "
+                "print(c.read_holding_registers(1, 8, slave=%d).registers)\"\n",
+                port.c_str(), f.baudRate, even ? 'E' : 'N', firstAddress);
     if (rack.bmc)
     {
         std::printf("             curl -s %s/Chassis/Rack/Sensors/RackOutputPower\n",
