@@ -236,3 +236,71 @@ TEST(RackPeersCli, ThePrintedTryLinesWorkWhileTheBmcPolls)
     EXPECT_TRUE(WIFEXITED(p.exitStatus) && WEXITSTATUS(p.exitStatus) == 0)
         << ReadFile(p.dir + "/up.log");
 }
+
+TEST(RackPeersCli, DeadAndChatteringDevicesFromTheRackFileAndAtRunTime)
+{
+    // Issue 15: dead and chattering devices were only in the C++ API. A rack file kills 0xC9
+    // from the start; `cnuas rack fault` kills and revives 0xCA while the rack runs, and makes
+    // 0x40 chatter and go quiet again. mbpoll on the pty sees each device as the faults say.
+    if (access("/usr/bin/mbpoll", X_OK) != 0)
+    {
+        GTEST_SKIP() << "mbpoll is not installed";
+    }
+    RackProcess p;
+    p.dir = TempDir();
+    const std::string rackFile = p.dir + "/dead.rack";
+    std::ofstream(rackFile) << "psu_shelves = 1\nbbu_shelves = 1\nmonitor_interval = 1\n"
+                               "at 0 dead 0xC9   # from the start\n";
+    ASSERT_TRUE(p.Start({"--config", rackFile}));
+    ASSERT_TRUE(Until([&]() { return p.State().is_object(); }, 30)) << ReadFile(p.dir + "/up.log");
+    const std::string sd = " --state-dir " + p.dir;
+    auto poll = [&](int address, int* st) {
+        return RunCommand("timeout 20 mbpoll -m rtu -b 19200 -P even -a " +
+                              std::to_string(address) + " -t 4 -0 -r 79 -c 1 -1 -o 1 '" +
+                              p.dir + "/tty' 2>&1",
+                          st);
+    };
+    auto fault = [&](const std::string& what, int* st) {
+        return RunCommand("timeout 30 " + kCnuas + " rack fault " + what + sd + " 2>&1", st);
+    };
+    int st = -1;
+    ASSERT_TRUE(Until([&]() { return p.State()["dead"] == json::array({0xC9}); }, 20))
+        << p.State().dump();
+    std::string out = poll(0xC9, &st);
+    EXPECT_NE(st, 0) << "a dead device answered:\n" << out;
+    out = poll(0xC8, &st);
+    EXPECT_EQ(st, 0) << out;
+
+    out = fault("dead 0xCA", &st);
+    ASSERT_EQ(st, 0) << out;
+    EXPECT_EQ(p.State()["dead"], json::array({0xC9, 0xCA}));
+    out = poll(0xCA, &st);
+    EXPECT_NE(st, 0) << "0xCA answered after 'fault dead':\n" << out;
+    out = fault("revive 202", &st);
+    ASSERT_EQ(st, 0) << out;
+    out = poll(0xCA, &st);
+    EXPECT_EQ(st, 0) << "0xCA did not answer after 'fault revive':\n" << out;
+    EXPECT_EQ(p.State()["dead"], json::array({0xC9}));
+
+    out = fault("chatter 0x40", &st);
+    ASSERT_EQ(st, 0) << out;
+    EXPECT_EQ(p.State()["chattering"], json::array({0x40}));
+    out = fault("quiet 0x40", &st);
+    ASSERT_EQ(st, 0) << out;
+    EXPECT_EQ(p.State()["chattering"], json::array());
+
+    out = fault("dead 0x99", &st);
+    EXPECT_EQ(st, 1) << out;
+    EXPECT_NE(out.find("no device at Modbus address 0x99"), std::string::npos) << out;
+    out = fault("explode 0xC8", &st);
+    EXPECT_EQ(st, 2) << out;
+
+    kill(p.pid, SIGTERM);
+    ASSERT_TRUE(Until([&]() { return waitpid(p.pid, &p.exitStatus, WNOHANG) == p.pid; }, 20));
+    p.pid = -1;
+    EXPECT_TRUE(WIFEXITED(p.exitStatus) && WEXITSTATUS(p.exitStatus) == 0)
+        << ReadFile(p.dir + "/up.log");
+    out = fault("dead 0xC8", &st); // no rack any more
+    EXPECT_NE(out.find("no rack is up"), std::string::npos) << out;
+    EXPECT_EQ(st, 1);
+}
