@@ -425,6 +425,11 @@ EmuRealtimeSimulatorImpl::Run()
     const int64_t lateNs = m_lateThreshold.GetNanoSeconds();
     const double tsPerNs = static_cast<double>(Time(NanoSeconds(1)).GetTimeStep());
     Clock::time_point lastInput = m_wallStart;
+    Clock::time_point lastPoll = m_wallStart;
+    // While the model lags it never catches up with the wall clock, so input is also taken
+    // every so often between events (stamped at the model's present): a model that cannot keep
+    // real time still hears its hosts, late, and its lag says how late.
+    const auto pollWhileLagging = std::chrono::microseconds(100);
     while (!m_stop)
     {
         TakeForeign();
@@ -455,9 +460,22 @@ EmuRealtimeSimulatorImpl::Run()
             m_simNowNs.store(static_cast<int64_t>(static_cast<double>(m_currentTs - m_simStart) /
                                                   tsPerNs),
                              std::memory_order_relaxed);
+            if (now - lastPoll > pollWhileLagging && !m_watches.empty())
+            {
+                lastPoll = now;
+                const uint64_t head =
+                    m_events->IsEmpty() ? UINT64_MAX : m_events->PeekNext().key.m_ts;
+                // Not while events of the present instant are pending: input is stamped
+                // strictly between the present and the next event.
+                if (head > m_currentTs + 1 && PollInput(now, head))
+                {
+                    lastInput = Clock::now();
+                }
+            }
             continue;
         }
         // Caught up with the wall clock: real input is taken now, and then waited for.
+        lastPoll = now;
         if (PollInput(now, nextTs))
         {
             lastInput = Clock::now();
