@@ -235,7 +235,7 @@ EmuRealtimeSimulatorImpl::ScheduleWithContext(uint32_t context, const Time& dela
     const uint64_t ts = WallToSim(Clock::now()) + static_cast<uint64_t>(delay.GetTimeStep());
     {
         std::lock_guard<std::mutex> lock(m_mutex);
-        m_foreign.push_back({context, ts, event});
+        m_foreign.push_back({context, ts, event, delay.IsZero()});
         m_foreignCount.store(static_cast<uint32_t>(m_foreign.size()), std::memory_order_release);
     }
     m_foreignTotal.fetch_add(1, std::memory_order_relaxed);
@@ -259,11 +259,20 @@ EmuRealtimeSimulatorImpl::TakeForeign()
         taken.swap(m_foreign);
         m_foreignCount.store(0, std::memory_order_release);
     }
+    const uint64_t head = m_events->IsEmpty() ? UINT64_MAX : m_events->PeekNext().key.m_ts;
     for (auto& f : taken)
     {
-        // Never before the event being run: the model's own time is the floor (an event handed
-        // in while the model lags enters at the model's present, and the lag shows it).
-        Insert(std::max(f.ts, m_currentTs), f.context, f.impl, m_uid++);
+        // Never before the event being run: the model's own time is the floor. An event due
+        // now that comes while the model lags (its wall stamp lies past the next pending event)
+        // enters at the model's present instead of waiting for the model to catch up, as input
+        // read from a descriptor does: a status request or a frame is taken late, not never,
+        // and the lag says how late.
+        uint64_t ts = f.ts;
+        if (f.now && head != UINT64_MAX && ts > head)
+        {
+            ts = head;
+        }
+        Insert(std::max(ts, m_currentTs), f.context, f.impl, m_uid++);
     }
 }
 

@@ -123,6 +123,7 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
         uint32_t context;
         uint64_t ts; ///< stamped from the wall clock when handed in
         EventImpl* impl;
+        bool now;    ///< handed in with no delay: due as soon as the model can take it
     };
 
     void Insert(uint64_t ts, uint32_t context, EventImpl* impl, uint32_t uid);
