@@ -336,10 +336,14 @@ TEST(EmuRealtimeSimulator, EventsFromAnotherThreadEnterAtTheirWallTime)
     WithEmuSimulator(1.0, []() {
         std::vector<Time> seen;
         Simulator::Stop(MilliSeconds(300));
-        std::thread other([&seen]() {
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            Simulator::ScheduleWithContext(Simulator::NO_CONTEXT, Time(0), [&seen]() {
-                seen.push_back(Simulator::Now());
+        std::thread other;
+        // The thread starts once the clock runs (at simulated 0), so its 100 ms are the clock's.
+        Simulator::ScheduleNow([&other, &seen]() {
+            other = std::thread([&seen]() {
+                std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                Simulator::ScheduleWithContext(Simulator::NO_CONTEXT, Time(0), [&seen]() {
+                    seen.push_back(Simulator::Now());
+                });
             });
         });
         Simulator::Run();
