@@ -223,15 +223,15 @@ IbIpoibBridge::FromFabric(Ptr<IbNetDevice>, Ptr<const Packet> packet, const IbRx
         m_counters.notIpoib++;
         return;
     }
-    std::vector<uint8_t> frame(14 + l3Len);
+    m_frame.resize(14 + l3Len); // reused: no allocation per packet
     const bool arpRequest = type == kEtherArp && l3Len >= 8 && Get16(l3 + 6) == 1;
-    PutMac(frame.data(), arpRequest ? 0xFFFFFFFFFFFFULL : m_peers[m_self].mac);
-    PutMac(frame.data() + 6, m_peers[from].mac);
-    frame[12] = static_cast<uint8_t>(type >> 8);
-    frame[13] = static_cast<uint8_t>(type);
-    std::copy(l3, l3 + l3Len, frame.begin() + 14);
+    PutMac(m_frame.data(), arpRequest ? 0xFFFFFFFFFFFFULL : m_peers[m_self].mac);
+    PutMac(m_frame.data() + 6, m_peers[from].mac);
+    m_frame[12] = static_cast<uint8_t>(type >> 8);
+    m_frame[13] = static_cast<uint8_t>(type);
+    std::copy(l3, l3 + l3Len, m_frame.begin() + 14);
     m_counters.received++;
-    m_tap.Write(frame.data(), frame.size());
+    m_tap.Write(m_frame.data(), m_frame.size());
 }
 
 IbIpoibBridgeCounters

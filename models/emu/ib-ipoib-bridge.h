@@ -90,7 +90,8 @@ class IbIpoibBridge : public Object
     uint32_t m_psn = 0;
     TapPort m_tap;
     IbIpoibBridgeCounters m_counters;
-    std::vector<uint8_t> m_scratch;
+    std::vector<uint8_t> m_scratch; ///< a packet's bytes (either direction)
+    std::vector<uint8_t> m_frame;   ///< the Ethernet frame written for the kernel
 };
 
 } // namespace ns3

@@ -242,8 +242,6 @@ struct Daemon
     long long started = 0;
 };
 
-Daemon* g_daemon = nullptr;
-
 /// Runs `f` on the simulation thread and waits up to `timeout` seconds for it. Control thread.
 bool
 RunInSimulation(std::function<void()> f, double timeout)
@@ -1356,7 +1354,6 @@ RunUp(const std::vector<std::string>& args)
         sigaddset(&block, SIGHUP);
         pthread_sigmask(SIG_BLOCK, &block, nullptr);
         d.readyFd = ready[1];
-        g_daemon = &d;
         int rc = 1;
         try
         {
