@@ -193,9 +193,26 @@ IbIpoibBridge::PeerByLid(uint16_t lid) const
 }
 
 void
-IbIpoibBridge::FromFabric(Ptr<IbNetDevice>, Ptr<const Packet> packet, const IbRxInfo& info)
+IbIpoibBridge::FromFabric(Ptr<IbNetDevice> dev, Ptr<const Packet> packet, const IbRxInfo& info)
 {
     const uint32_t n = packet->GetSize();
+    {
+        // Only QP kQpn is IPoIB's; anything else on this port (the HCA's own RDMA traffic)
+        // goes to the HCA model, judged by the BTH alone.
+        const uint32_t bth = kLrhBytes + (info.lnh == IbLnh::IbaGlobal ? kGrhBytes : 0);
+        uint8_t head[kLrhBytes + kGrhBytes + kBthBytes];
+        if (!m_other.IsNull() &&
+            (info.lnh == IbLnh::IbaLocal || info.lnh == IbLnh::IbaGlobal) && n >= bth + kBthBytes)
+        {
+            packet->CopyData(head, bth + kBthBytes);
+            if ((Get32(head + bth + 4) & 0xFFFFFF) != kQpn)
+            {
+                m_counters.toHca++;
+                m_other(dev, packet, info);
+                return;
+            }
+        }
+    }
     m_scratch.resize(n);
     packet->CopyData(m_scratch.data(), n);
     const uint8_t* b = m_scratch.data();

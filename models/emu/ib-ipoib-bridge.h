@@ -28,6 +28,7 @@ struct IbIpoibBridgeCounters : TapPortCounters
     uint64_t notIp = 0;        ///< dropped: neither IPv4 nor ARP, or malformed
     uint64_t received = 0;     ///< IPoIB datagrams received and written for the kernel
     uint64_t notIpoib = 0;     ///< packets the port received that were not IPoIB
+    uint64_t toHca = 0;        ///< packets for other QPs, passed to the HCA model
 };
 
 /**
@@ -74,6 +75,12 @@ class IbIpoibBridge : public Object
     bool Start(uint32_t self, int tapFd, std::string* why);
     void Stop();
     IbIpoibBridgeCounters GetCounters() const;
+    /// Receives the packets for QPs other than kQpn (the HCA model's traffic: the verbs of the
+    /// host's processes). Unset, they are counted as notIpoib and dropped.
+    void SetOtherPacketCallback(IbNetDevice::IbReceiveCallback cb)
+    {
+        m_other = cb;
+    }
 
   protected:
     void DoDispose() override;
@@ -90,6 +97,7 @@ class IbIpoibBridge : public Object
     uint32_t m_psn = 0;
     TapPort m_tap;
     IbIpoibBridgeCounters m_counters;
+    IbNetDevice::IbReceiveCallback m_other;
     std::vector<uint8_t> m_scratch; ///< a packet's bytes (either direction)
     std::vector<uint8_t> m_frame;   ///< the Ethernet frame written for the kernel
 };

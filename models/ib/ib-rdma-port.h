@@ -68,6 +68,13 @@ class IbRdmaPort : public RdmaLinkPort
         return m_malformed;
     }
 
+    /// A packet for the HCA that another owner of the net device's receive callback (a bridge
+    /// to a real host's kernel) passed on: handled as if the device had delivered it here.
+    void Deliver(Ptr<IbNetDevice> dev, Ptr<const Packet> p, const IbRxInfo& info)
+    {
+        OnReceive(dev, p, info);
+    }
+
   protected:
     void DoDispose() override;
 

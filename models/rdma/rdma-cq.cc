@@ -41,6 +41,7 @@ void
 RdmaCq::DoDispose()
 {
     m_ring = nullptr;
+    m_externalArm = Callback<int>();
     RdmaResource::DoDispose();
 }
 
@@ -121,6 +122,18 @@ RdmaCq::Push(const RdmaWc& wc, bool solicited)
         return false;
     }
     m_ring->Push(wc);
+    if (!m_externalArm.IsNull())
+    {
+        const int request = m_externalArm();
+        if (request == 1)
+        {
+            m_arm = Arm::NEXT;
+        }
+        else if (request == 2 && m_arm == Arm::NONE)
+        {
+            m_arm = Arm::SOLICITED;
+        }
+    }
     // IBA vol. 1 §11.4.2.2: "solicited" notification fires on a solicited completion or on an
     // unsuccessful one.
     const bool wakesSolicited = solicited || wc.status != RdmaWcStatus::SUCCESS;

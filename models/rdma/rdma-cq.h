@@ -68,6 +68,17 @@ class RdmaCq : public RdmaResource
      */
     bool Push(const RdmaWc& wc, bool solicited = false);
 
+    /**
+     * A real-process bridge's notification requests: `poll` is called after every completion
+     * is stored and returns 0 (no new request since the last call), 1 (ibv_req_notify_cq with
+     * solicited_only 0) or 2 (solicited_only 1); a request arms the CQ as ReqNotify does, before
+     * that completion is considered.
+     */
+    void SetExternalArm(Callback<int> poll)
+    {
+        m_externalArm = poll;
+    }
+
     /// Whether the CQ has overrun.
     bool IsInError() const
     {
@@ -109,6 +120,7 @@ class RdmaCq : public RdmaResource
     uint64_t m_dropped{0};
     uint32_t m_users{0};
     Arm m_arm{Arm::NONE};
+    Callback<int> m_externalArm;
 
     TracedCallback<Ptr<RdmaCq>> m_completionEvent;
     TracedCallback<const RdmaWc&> m_drop;

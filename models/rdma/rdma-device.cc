@@ -555,6 +555,20 @@ RdmaDevice::HandleCqOverrun(RdmaCq* cq)
 Ptr<RdmaSrq>
 RdmaDevice::CreateSrq(Ptr<RdmaPd> pd, const RdmaSrqAttr& attr, int* err)
 {
+    return CreateSrq(pd, attr, nullptr, err);
+}
+
+Ptr<RdmaSrq>
+RdmaDevice::CreateSrq(Ptr<RdmaPd> pd,
+                      const RdmaSrqAttr& givenAttr,
+                      Ptr<RdmaQueue<RdmaRecvWqe>> ring,
+                      int* err)
+{
+    RdmaSrqAttr attr = givenAttr;
+    if (ring)
+    {
+        attr.max_wr = ring->GetCapacity();
+    }
     if (!AlivePd(pd, this))
     {
         return Fail<RdmaSrq>(err, EINVAL, "PD is not alive on this device");
@@ -576,7 +590,8 @@ RdmaDevice::CreateSrq(Ptr<RdmaPd> pd, const RdmaSrqAttr& attr, int* err)
     srq->m_handle = m_nextHandle++;
     srq->m_srqn = srq->m_handle;
     srq->m_pd = pd;
-    srq->m_queue = Create<RdmaRingQueue<RdmaRecvWqe>>(attr.max_wr);
+    srq->m_queue = ring ? ring : Ptr<RdmaQueue<RdmaRecvWqe>>(
+                                     Create<RdmaRingQueue<RdmaRecvWqe>>(attr.max_wr));
     srq->m_maxSge = attr.max_sge;
     m_srqs[srq->m_handle] = srq;
     ++pd->m_users;

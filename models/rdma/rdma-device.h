@@ -151,6 +151,12 @@ class RdmaDevice : public Object
     /// ibv_create_srq(3): max_wr in 1..max_srq_wr, max_sge up to max_srq_sge (EINVAL
     /// otherwise); ENOMEM beyond max_srq. srq_limit is ignored at creation (ibv_create_srq(3)).
     Ptr<RdmaSrq> CreateSrq(Ptr<RdmaPd> pd, const RdmaSrqAttr& attr, int* err = nullptr);
+    /// Create an SRQ on a given ring (a real-process bridge's); its capacity becomes max_wr
+    /// and must be in 1..max_srq_wr.
+    Ptr<RdmaSrq> CreateSrq(Ptr<RdmaPd> pd,
+                           const RdmaSrqAttr& attr,
+                           Ptr<RdmaQueue<RdmaRecvWqe>> ring,
+                           int* err = nullptr);
     /// ibv_destroy_srq(3): EBUSY while QPs use it.
     int DestroySrq(Ptr<RdmaSrq> srq);
 

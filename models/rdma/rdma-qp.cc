@@ -550,6 +550,18 @@ RdmaQp::TakeRecv(RdmaRecvWqe& out)
 int
 RdmaQp::PostSend(const RdmaSendWr& wr)
 {
+    return PostSendImpl(wr, nullptr);
+}
+
+int
+RdmaQp::PostSendInline(const RdmaSendWr& wr, const std::vector<uint8_t>& inlineData)
+{
+    return PostSendImpl(wr, &inlineData);
+}
+
+int
+RdmaQp::PostSendImpl(const RdmaSendWr& wr, const std::vector<uint8_t>* inlineData)
+{
     if (!IsAlive())
     {
         return Refuse(EINVAL, "QP is not alive");
@@ -616,6 +628,14 @@ RdmaQp::PostSend(const RdmaSendWr& wr)
     {
         length += sge.length;
     }
+    if (inlineData)
+    {
+        if (!(wr.send_flags & RDMA_SEND_INLINE))
+        {
+            return Refuse(EINVAL, "captured inline data without IBV_SEND_INLINE");
+        }
+        length = inlineData->size();
+    }
     RdmaPortAttr port;
     m_device->QueryPort(1, port);
     if (length > port.max_msg_sz)
@@ -670,7 +690,12 @@ RdmaQp::PostSend(const RdmaSendWr& wr)
     wqe.wr.ud.ah = nullptr;
     wqe.signaled = (wr.send_flags & RDMA_SEND_SIGNALED) || m_sqSigAll;
     wqe.length = length;
-    if (inl)
+    if (inl && inlineData)
+    {
+        wqe.inlineData = *inlineData;
+        wqe.wr.sg_list.clear();
+    }
+    else if (inl)
     {
         // ibv_post_send(3): with IBV_SEND_INLINE the data is read at post time and lkeys are
         // not checked; the SGE addresses are the consumer's virtual addresses.

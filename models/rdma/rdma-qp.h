@@ -116,6 +116,11 @@ class RdmaQp : public RdmaResource
     /// ibv_post_send(3) with one request: 0, EINVAL, ENOMEM (send queue full) or EFAULT
     /// (inline data could not be read).
     int PostSend(const RdmaSendWr& wr);
+    /// ibv_post_send(3) of a request with IBV_SEND_INLINE whose data was already captured (a
+    /// real process's library copies inline data into the WQE at post time, so the memory its
+    /// SGEs named may hold other bytes by now): `inlineData` is the message; the request's
+    /// sg_list is ignored.
+    int PostSendInline(const RdmaSendWr& wr, const std::vector<uint8_t>& inlineData);
     /// ibv_post_send(3) with a list: stops at the first request that fails, stores its index
     /// in *badWr (if given) and returns its error; the earlier ones stay posted.
     int PostSend(const std::vector<RdmaSendWr>& wrs, std::size_t* badWr);
@@ -174,6 +179,7 @@ class RdmaQp : public RdmaResource
 
   private:
     int Refuse(int err, const std::string& why) const;
+    int PostSendImpl(const RdmaSendWr& wr, const std::vector<uint8_t>* inlineData);
     int CheckValues(const RdmaQpAttr& attr, uint32_t mask) const;
     void EnterState(RdmaQpState next);
     void FlushSendQueue();

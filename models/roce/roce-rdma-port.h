@@ -125,6 +125,13 @@ class RoceRdmaPort : public RdmaLinkPort
         return m_ceReceived;
     }
 
+    /// A packet for the HCA that another owner of the net device's receive callback (a bridge
+    /// to a real host's kernel) passed on: handled as if the device had delivered it here.
+    void Deliver(Ptr<EthNetDevice> dev, const EthFrame& frame)
+    {
+        OnReceive(dev, frame);
+    }
+
   protected:
     void DoDispose() override;
 

@@ -13,8 +13,11 @@
 #include "helpers/ib-sm-helper.h"
 #include "helpers/ib-trace-helper.h"
 #include "helpers/mgmt-helper.h"
+#include "helpers/rdma-helper.h"
+#include "helpers/roce-helper.h"
 #include "helpers/scenario-file.h"
 #include "helpers/topology.h"
+#include "models/emu/emu-hca-service.h"
 #include "models/emu/emu-realtime-simulator-impl.h"
 #include "models/emu/eth-tap-bridge.h"
 #include "models/emu/ib-ipoib-bridge.h"
@@ -75,6 +78,13 @@ std::string
 FabricSocketPath(const std::string& dir, const std::string& name)
 {
     return dir + "/fabric-" + name + ".sock";
+}
+
+/// The Unix socket through which the processes of `host` reach its emulated HCA.
+std::string
+HcaSocketPath(const std::string& dir, const std::string& name, const std::string& host)
+{
+    return dir + "/" + name + "." + host + ".hca";
 }
 
 std::string
@@ -235,6 +245,12 @@ struct Daemon
     std::unique_ptr<ns3::IbPcapHelper> ibPcap;
     std::string mgmtNetns;
     std::vector<std::string> mgmtIps;
+    // The hosts' HCAs (RDMA device, engine, port) and the services through which their
+    // processes' verbs reach them.
+    std::vector<ns3::RoceHca> roceHcas;
+    std::vector<ns3::RdmaHca> ibHcas;
+    std::vector<ns3::Ptr<ns3::EmuHcaService>> hcaServices;
+    std::vector<std::string> hcaSockets;
     std::map<int, Capture> captures; ///< by control connection
     nlohmann::json state;
     int readyFd = -1;
@@ -656,7 +672,15 @@ CleanUpFabric(const nlohmann::json& state, const std::string& dir)
                                                   : ""));
     }
     const std::string name = state.value("name", "");
-    for (const std::string& f : {FabricSocketPath(dir, name), FabricStatePath(dir, name)})
+    std::vector<std::string> files = {FabricSocketPath(dir, name), FabricStatePath(dir, name)};
+    for (const auto& h : state.value("hosts", nlohmann::json::array()))
+    {
+        if (h.contains("hca_socket"))
+        {
+            files.push_back(h.value("hca_socket", ""));
+        }
+    }
+    for (const std::string& f : files)
     {
         if (unlink(f.c_str()) == 0)
         {
@@ -700,6 +724,30 @@ MakeHostNic(const Daemon& d,
     return fd;
 }
 
+/// Host i's HCA service: its processes' verbs reach the HCA through a socket in the state
+/// directory. False with the reason.
+bool
+StartHcaService(Daemon& d,
+                size_t i,
+                ns3::Ptr<ns3::RdmaDevice> device,
+                ns3::Ptr<ns3::RdmaEngine> engine,
+                ns3::Ptr<ns3::RdmaLinkPort> port,
+                ns3::Ptr<ns3::IbNetDevice> ibPort,
+                ns3::Ptr<ns3::EthNetDevice> ethPort,
+                std::string* why)
+{
+    const std::string path = HcaSocketPath(d.dir, d.opt.name, d.hostNames[i]);
+    auto svc = ns3::CreateObject<ns3::EmuHcaService>();
+    if (!svc->Start(path, device, engine, port, ibPort, ethPort, why))
+    {
+        *why = "host " + d.hostNames[i] + " HCA: " + *why;
+        return false;
+    }
+    d.hcaServices.push_back(svc);
+    d.hcaSockets.push_back(path);
+    return true;
+}
+
 /// The RoCE fabric and its hosts: a TAP per host bridged to its Ethernet port. "" or the
 /// problem.
 std::string
@@ -723,6 +771,9 @@ BuildRoceHosts(Daemon& d)
     {
         return std::string("cannot build the fabric: ") + e.what();
     }
+    // Each host's RDMA NIC on its port; the TAP bridge below takes the port's frames and
+    // passes the NIC's own (RoCEv2 of the host's verbs) back to it.
+    d.roceHcas = ns3::RoceHelper().Install(d.eth);
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
         auto port = d.eth.HostPort(static_cast<uint32_t>(i));
@@ -734,11 +785,17 @@ BuildRoceHosts(Daemon& d)
             return why;
         }
         auto bridge = ns3::CreateObject<ns3::EthTapBridge>();
+        const ns3::RoceHca& hca = d.roceHcas[i];
+        bridge->SetModelFrameCallback(ns3::MakeCallback(&ns3::RoceRdmaPort::Deliver, hca.port));
         if (!bridge->Start(port, fd, &why))
         {
             return "host " + d.hostNames[i] + ": " + why;
         }
         d.bridges.push_back(bridge);
+        if (!StartHcaService(d, i, hca.device, hca.engine, hca.port, nullptr, port, &why))
+        {
+            return why;
+        }
         if (!d.opt.pcapDir.empty())
         {
             const std::string f = d.opt.pcapDir + "/" + d.hostNames[i] + ".pcap";
@@ -791,6 +848,9 @@ BuildIbHosts(Daemon& d)
     {
         return "management network: " + why;
     }
+    // Each host's HCA (RDMA device, engine, port) on its CA port; the IPoIB bridge below takes
+    // the port's packets and passes those for the HCA's QPs back to it.
+    d.ibHcas = ns3::RdmaHelper().Install(d.ib);
     std::vector<ns3::IbIpoibBridge::Peer> peers;
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
@@ -819,11 +879,18 @@ BuildIbHosts(Daemon& d)
         }
         auto bridge = ns3::CreateObject<ns3::IbIpoibBridge>();
         bridge->SetPeers(peers);
+        const ns3::RdmaHca& hca = d.ibHcas[i];
+        bridge->SetOtherPacketCallback(ns3::MakeCallback(&ns3::IbRdmaPort::Deliver, hca.port));
         if (!bridge->Start(static_cast<uint32_t>(i), fd, &why))
         {
             return "host " + d.hostNames[i] + ": " + why;
         }
         d.ipoib.push_back(bridge);
+        if (!StartHcaService(d, i, hca.device, hca.engine, hca.port,
+                             d.ib.HostPort(static_cast<uint32_t>(i)), nullptr, &why))
+        {
+            return why;
+        }
     }
     return "";
 }
@@ -946,6 +1013,10 @@ DaemonMain(Daemon& d)
                              {"netns", d.netns[i]},
                              {"ip", d.ips[i]},
                              {"mac", d.macs[i]}});
+            if (i < d.hcaSockets.size())
+            {
+                hosts.back()["hca_socket"] = d.hcaSockets[i];
+            }
             if (i < d.mgmtIps.size())
             {
                 hosts.back()["mgmt_ip"] = d.mgmtIps[i];
@@ -988,6 +1059,11 @@ DaemonMain(Daemon& d)
     close(d.stopFd);
     pthread_kill(signals.native_handle(), SIGTERM); // if no signal came (harmless otherwise)
     signals.join();
+    for (auto& h : d.hcaServices)
+    {
+        h->Stop();
+    }
+    d.hcaServices.clear();
     for (auto& b : d.bridges)
     {
         b->Stop();
@@ -1460,6 +1536,35 @@ const char* const kExecUsage =
     "with a private /sys that shows the host's devices. The exit status is CMD's; 2 for a\n"
     "usage error, 1 if the fabric or the host does not exist.\n";
 
+/// Where Cnuas's libibverbs.so.1 is: $CNUAS_HOST_LIB_DIR, else beside this program (the build
+/// tree's host/lib, an installation's lib/cnuas/host). "" if nowhere.
+std::string
+HostLibraryDirectory()
+{
+    if (const char* e = std::getenv("CNUAS_HOST_LIB_DIR"); e != nullptr && *e != '\0')
+    {
+        return e;
+    }
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+    {
+        return "";
+    }
+    exe[n] = '\0';
+    std::string dir(exe);
+    dir = dir.substr(0, dir.rfind('/'));
+    for (const std::string& cand : {dir + "/../host/lib", dir + "/../lib/cnuas/host"})
+    {
+        if (access((cand + "/libibverbs.so.1").c_str(), R_OK) == 0)
+        {
+            char real[4096];
+            return realpath(cand.c_str(), real) ? std::string(real) : cand;
+        }
+    }
+    return "";
+}
+
 int
 RunExec(const std::vector<std::string>& args)
 {
@@ -1514,6 +1619,7 @@ RunExec(const std::vector<std::string>& args)
         return 1;
     }
     std::string netns;
+    std::string hcaSocket;
     std::string known;
     for (const auto& h : state->value("hosts", nlohmann::json::array()))
     {
@@ -1521,6 +1627,7 @@ RunExec(const std::vector<std::string>& args)
         if (h.value("name", "") == host)
         {
             netns = h.value("netns", "");
+            hcaSocket = h.value("hca_socket", "");
         }
     }
     if (netns.empty())
@@ -1531,6 +1638,26 @@ RunExec(const std::vector<std::string>& args)
     }
     setenv("CNUAS_HOST", host.c_str(), 1);
     setenv("CNUAS_FABRIC", fabric.c_str(), 1);
+    // Verbs programs load Cnuas's libibverbs (first on the library path), which finds the
+    // host's HCA through this socket.
+    if (!hcaSocket.empty())
+    {
+        setenv("CNUAS_HCA_SOCKET", hcaSocket.c_str(), 1);
+        const std::string libDir = HostLibraryDirectory();
+        if (libDir.empty())
+        {
+            std::fprintf(stderr,
+                         "cnuas exec: warning: Cnuas's libibverbs was not found (set "
+                         "CNUAS_HOST_LIB_DIR); verbs programs will see no device\n");
+        }
+        else
+        {
+            const char* old = std::getenv("LD_LIBRARY_PATH");
+            const std::string path =
+                libDir + (old != nullptr && *old != '\0' ? ":" + std::string(old) : "");
+            setenv("LD_LIBRARY_PATH", path.c_str(), 1);
+        }
+    }
     const std::string err = ExecInNetns(netns, cmd);
     std::fprintf(stderr, "cnuas exec: %s\n", err.c_str());
     return err.find("cannot run") == 0 ? 127 : 1;

@@ -1,0 +1,2131 @@
+#include "emu-hca-service.h"
+
+#include "emu-realtime-simulator-impl.h"
+#include "process-memory.h"
+
+#include "host/abi/cnuas-hca-abi.h"
+
+#include "ns3/data-rate.h"
+#include "ns3/log.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+#include "ns3/uinteger.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <endian.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <deque>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("EmuHcaService");
+NS_OBJECT_ENSURE_REGISTERED(EmuHcaService);
+
+namespace
+{
+
+uint32_t
+LoadAcquire(const uint32_t* p)
+{
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+void
+StoreRelease(uint32_t* p, uint32_t v)
+{
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/// A memfd of `bytes` mapped here; the descriptor is kept open until it has been passed on.
+struct SharedRegion
+{
+    uint8_t* base = nullptr;
+    size_t bytes = 0;
+    int fd = -1;
+
+    bool Create(const char* name, size_t n)
+    {
+        bytes = (n + 4095) & ~size_t(4095);
+        fd = memfd_create(name, MFD_CLOEXEC);
+        if (fd < 0)
+        {
+            return false;
+        }
+        if (ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+        {
+            close(fd);
+            fd = -1;
+            return false;
+        }
+        void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+        {
+            close(fd);
+            fd = -1;
+            return false;
+        }
+        base = static_cast<uint8_t*>(p);
+        return true;
+    }
+
+    void Release()
+    {
+        if (base)
+        {
+            munmap(base, bytes);
+            base = nullptr;
+        }
+        if (fd >= 0)
+        {
+            close(fd);
+            fd = -1;
+        }
+    }
+};
+
+/**
+ * A work queue of the model whose retirements are published to shared memory: the process
+ * may reuse a slot once the HCA has retired the WQE in it (completed, flushed or discarded).
+ * `pull`, when set, is called before the model looks at the queue's size, to take the WQEs
+ * the process posted since (receive queues are read lazily, as an adapter fetches receive WQEs
+ * when a message arrives).
+ */
+template <typename Entry>
+class RetiringQueue : public RdmaQueue<Entry>
+{
+  public:
+    RetiringQueue(uint32_t capacity, uint32_t* retired)
+        : m_capacity(capacity),
+          m_shared(retired)
+    {
+    }
+
+    void SetPull(std::function<void()> pull)
+    {
+        m_pull = std::move(pull);
+    }
+
+    uint32_t GetCapacity() const override
+    {
+        return m_capacity;
+    }
+
+    uint32_t GetSize() const override
+    {
+        if (m_pull && !m_pulling)
+        {
+            m_pulling = true;
+            m_pull();
+            m_pulling = false;
+        }
+        return static_cast<uint32_t>(m_entries.size());
+    }
+
+    bool Push(const Entry& e) override
+    {
+        if (m_entries.size() >= m_capacity)
+        {
+            return false;
+        }
+        m_entries.push_back(e);
+        return true;
+    }
+
+    const Entry& At(uint32_t i) const override
+    {
+        NS_ABORT_MSG_IF(i >= m_entries.size(), "RetiringQueue::At past the end");
+        return m_entries[i];
+    }
+
+    void Pop() override
+    {
+        NS_ABORT_MSG_IF(m_entries.empty(), "RetiringQueue::Pop on an empty queue");
+        m_entries.pop_front();
+        Retire(1);
+    }
+
+    void Clear() override
+    {
+        const uint32_t n = static_cast<uint32_t>(m_entries.size());
+        m_entries.clear();
+        Retire(n);
+    }
+
+    /// A WQE that never entered the queue (refused) is retired too.
+    void Retire(uint32_t n)
+    {
+        m_retired += n;
+        if (m_shared)
+        {
+            StoreRelease(m_shared, m_retired);
+        }
+    }
+
+    /// Everything up to `index` is retired (after RESET: nothing posted so far will run).
+    void RetireThrough(uint32_t index)
+    {
+        m_entries.clear();
+        m_retired = index;
+        if (m_shared)
+        {
+            StoreRelease(m_shared, m_retired);
+        }
+    }
+
+    /// The shared memory goes away: stop publishing.
+    void Detach()
+    {
+        m_shared = nullptr;
+        m_pull = nullptr;
+    }
+
+  private:
+    uint32_t m_capacity;
+    uint32_t* m_shared;
+    uint32_t m_retired = 0;
+    std::deque<Entry> m_entries;
+    std::function<void()> m_pull;
+    mutable bool m_pulling = false;
+};
+
+/// A completion queue whose entries the model writes straight into shared memory.
+class SharedCqRing : public RdmaQueue<RdmaWc>
+{
+  public:
+    SharedCqRing(cnuas_hca_cq_shm* head, cnuas_hca_cqe* slots, uint32_t capacity)
+        : m_head(head),
+          m_slots(slots),
+          m_capacity(capacity)
+    {
+    }
+
+    uint32_t GetCapacity() const override
+    {
+        return m_capacity;
+    }
+
+    uint32_t GetSize() const override
+    {
+        if (!m_head)
+        {
+            return m_capacity;
+        }
+        const uint32_t used = m_prod - LoadAcquire(&m_head->cons.value);
+        // A consumer index ahead of the producer, or more than a ring behind it, is corrupt:
+        // the CQ reads as full, so the next completion is an overrun (CQ error, QP fatal).
+        if (used > m_capacity)
+        {
+            ++m_corrupt;
+            return m_capacity;
+        }
+        return used;
+    }
+
+    bool Push(const RdmaWc& wc) override
+    {
+        if (!m_head || GetSize() >= m_capacity)
+        {
+            return false;
+        }
+        cnuas_hca_cqe e{};
+        e.wr_id = wc.wr_id;
+        e.status = static_cast<uint32_t>(wc.status);
+        e.opcode = static_cast<uint32_t>(wc.opcode);
+        e.vendor_err = wc.vendor_err;
+        e.byte_len = wc.byte_len;
+        e.imm_data = htonl(wc.imm_data);
+        e.qp_num = wc.qp_num;
+        e.src_qp = wc.src_qp;
+        e.wc_flags = wc.wc_flags;
+        e.pkey_index = wc.pkey_index;
+        e.slid = wc.slid;
+        e.sl = wc.sl;
+        e.dlid_path_bits = wc.dlid_path_bits;
+        e.timestamp_ns = static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
+        std::memcpy(&m_slots[m_prod % m_capacity], &e, sizeof(e));
+        ++m_prod;
+        StoreRelease(&m_head->prod.value, m_prod);
+        return true;
+    }
+
+    const RdmaWc& At(uint32_t i) const override
+    {
+        // The model never reads its own completions back; the process polls them.
+        NS_ABORT_MSG("SharedCqRing::At: completions are polled by the process");
+        return m_none;
+    }
+
+    void Pop() override
+    {
+        NS_ABORT_MSG("SharedCqRing::Pop: completions are polled by the process");
+    }
+
+    void Clear() override
+    {
+    }
+
+    void Detach()
+    {
+        m_head = nullptr;
+    }
+
+    uint64_t GetCorrupt() const
+    {
+        return m_corrupt;
+    }
+
+  private:
+    cnuas_hca_cq_shm* m_head;
+    cnuas_hca_cqe* m_slots;
+    uint32_t m_capacity;
+    uint32_t m_prod = 0;
+    mutable uint64_t m_corrupt = 0;
+    RdmaWc m_none;
+};
+
+constexpr uint32_t kCqeOffset = 512;
+static_assert(sizeof(cnuas_hca_cq_shm) <= kCqeOffset, "CQ head fits before the CQEs");
+constexpr uint32_t kWqHeadBytes = 512;
+static_assert(sizeof(cnuas_hca_qp_shm) <= kWqHeadBytes, "QP head fits before the rings");
+
+uint32_t
+Align64(uint32_t n)
+{
+    return (n + 63u) & ~63u;
+}
+
+RdmaAhAttr
+FromAbi(const cnuas_hca_ah_attr& a)
+{
+    RdmaAhAttr r;
+    std::memcpy(r.grh.dgid.data(), a.dgid, 16);
+    r.grh.flow_label = a.flow_label;
+    r.grh.sgid_index = a.sgid_index;
+    r.grh.hop_limit = a.hop_limit;
+    r.grh.traffic_class = a.traffic_class;
+    r.is_global = a.is_global;
+    r.dlid = a.dlid;
+    r.sl = a.sl;
+    r.src_path_bits = a.src_path_bits;
+    r.static_rate = a.static_rate;
+    r.port_num = a.port_num;
+    return r;
+}
+
+cnuas_hca_ah_attr
+ToAbi(const RdmaAhAttr& a)
+{
+    cnuas_hca_ah_attr r{};
+    std::memcpy(r.dgid, a.grh.dgid.data(), 16);
+    r.flow_label = a.grh.flow_label;
+    r.sgid_index = a.grh.sgid_index;
+    r.hop_limit = a.grh.hop_limit;
+    r.traffic_class = a.grh.traffic_class;
+    r.is_global = a.is_global;
+    r.dlid = a.dlid;
+    r.sl = a.sl;
+    r.src_path_bits = a.src_path_bits;
+    r.static_rate = a.static_rate;
+    r.port_num = a.port_num;
+    return r;
+}
+
+RdmaQpCap
+FromAbi(const cnuas_hca_qp_cap& c)
+{
+    RdmaQpCap r;
+    r.max_send_wr = c.max_send_wr;
+    r.max_recv_wr = c.max_recv_wr;
+    r.max_send_sge = c.max_send_sge;
+    r.max_recv_sge = c.max_recv_sge;
+    r.max_inline_data = c.max_inline_data;
+    return r;
+}
+
+cnuas_hca_qp_cap
+ToAbi(const RdmaQpCap& c)
+{
+    cnuas_hca_qp_cap r{};
+    r.max_send_wr = c.max_send_wr;
+    r.max_recv_wr = c.max_recv_wr;
+    r.max_send_sge = c.max_send_sge;
+    r.max_recv_sge = c.max_recv_sge;
+    r.max_inline_data = c.max_inline_data;
+    return r;
+}
+
+RdmaQpAttr
+FromAbi(const cnuas_hca_qp_attr& a)
+{
+    RdmaQpAttr r;
+    r.qp_state = static_cast<RdmaQpState>(a.qp_state);
+    r.cur_qp_state = static_cast<RdmaQpState>(a.cur_qp_state);
+    r.path_mtu = static_cast<RdmaMtu>(a.path_mtu);
+    r.path_mig_state = static_cast<RdmaMigState>(a.path_mig_state);
+    r.qkey = a.qkey;
+    r.rq_psn = a.rq_psn;
+    r.sq_psn = a.sq_psn;
+    r.dest_qp_num = a.dest_qp_num;
+    r.qp_access_flags = a.qp_access_flags;
+    r.cap = FromAbi(a.cap);
+    r.ah_attr = FromAbi(a.ah_attr);
+    r.alt_ah_attr = FromAbi(a.alt_ah_attr);
+    r.pkey_index = a.pkey_index;
+    r.alt_pkey_index = a.alt_pkey_index;
+    r.en_sqd_async_notify = a.en_sqd_async_notify;
+    r.sq_draining = a.sq_draining;
+    r.max_rd_atomic = a.max_rd_atomic;
+    r.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    r.min_rnr_timer = a.min_rnr_timer;
+    r.port_num = a.port_num;
+    r.timeout = a.timeout;
+    r.retry_cnt = a.retry_cnt;
+    r.rnr_retry = a.rnr_retry;
+    r.alt_port_num = a.alt_port_num;
+    r.alt_timeout = a.alt_timeout;
+    r.rate_limit = a.rate_limit;
+    return r;
+}
+
+cnuas_hca_qp_attr
+ToAbi(const RdmaQpAttr& a)
+{
+    cnuas_hca_qp_attr r{};
+    r.qp_state = static_cast<uint32_t>(a.qp_state);
+    r.cur_qp_state = static_cast<uint32_t>(a.cur_qp_state);
+    r.path_mtu = static_cast<uint32_t>(a.path_mtu);
+    r.path_mig_state = static_cast<uint32_t>(a.path_mig_state);
+    r.qkey = a.qkey;
+    r.rq_psn = a.rq_psn;
+    r.sq_psn = a.sq_psn;
+    r.dest_qp_num = a.dest_qp_num;
+    r.qp_access_flags = a.qp_access_flags;
+    r.cap = ToAbi(a.cap);
+    r.ah_attr = ToAbi(a.ah_attr);
+    r.alt_ah_attr = ToAbi(a.alt_ah_attr);
+    r.pkey_index = a.pkey_index;
+    r.alt_pkey_index = a.alt_pkey_index;
+    r.en_sqd_async_notify = a.en_sqd_async_notify;
+    r.sq_draining = a.sq_draining;
+    r.max_rd_atomic = a.max_rd_atomic;
+    r.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    r.min_rnr_timer = a.min_rnr_timer;
+    r.port_num = a.port_num;
+    r.timeout = a.timeout;
+    r.retry_cnt = a.retry_cnt;
+    r.rnr_retry = a.rnr_retry;
+    r.alt_port_num = a.alt_port_num;
+    r.alt_timeout = a.alt_timeout;
+    r.rate_limit = a.rate_limit;
+    return r;
+}
+
+/// ibv_mtu code of a byte count.
+uint32_t
+MtuCode(uint32_t bytes)
+{
+    uint32_t code = 1;
+    for (uint32_t b = 256; b < bytes && code < 5; b *= 2)
+    {
+        ++code;
+    }
+    return code;
+}
+
+/// IBV_WIDTH_* and IBV_SPEED_* (ibv_query_port(3)) of a data rate in Gb/s: the 4x link whose
+/// lanes carry a quarter of it if there is one, else 1x.
+void
+WidthSpeed(double gbps, uint8_t& width, uint8_t& speed)
+{
+    struct Lane
+    {
+        double gbps;
+        uint8_t code;
+    };
+
+    static const Lane lanes[] = {{2.5, 1}, {5, 2}, {10, 4}, {14, 16}, {25, 32}, {50, 64},
+                                 {100, 128}};
+    for (uint8_t w : {uint8_t(2), uint8_t(1)})
+    {
+        const double lanesOf = (w == 2) ? 4 : 1;
+        for (const Lane& l : lanes)
+        {
+            if (std::abs(gbps / lanesOf - l.gbps) < 0.01 * l.gbps)
+            {
+                width = w;
+                speed = l.code;
+                return;
+            }
+        }
+    }
+    width = 2;
+    speed = 32; // 4x EDR: an unnamed rate is reported as 100 Gb/s
+}
+
+} // namespace
+
+// ---- per-process state ---------------------------------------------------------------------
+
+struct EmuHcaService::CqRec
+{
+    Ptr<RdmaCq> cq;
+    Ptr<SharedCqRing> ring;
+    SharedRegion shm;
+    uint64_t cookie = 0;
+    uint32_t channel = 0;
+    uint32_t armSeen = 0;
+};
+
+struct EmuHcaService::QpRec
+{
+    uint32_t handle = 0;
+    Ptr<RdmaQp> qp;
+    SharedRegion shm;
+    cnuas_hca_wq_layout layout{};
+    uint64_t cookie = 0;
+    uint32_t sqTaken = 0; ///< send WQEs taken from the ring
+    uint32_t rqTaken = 0;
+    Ptr<RetiringQueue<RdmaSendWqe>> sq;
+    Ptr<RetiringQueue<RdmaRecvWqe>> rq;
+    RdmaQpCap cap;
+    bool broken = false;
+
+    cnuas_hca_qp_shm* Head() const
+    {
+        return reinterpret_cast<cnuas_hca_qp_shm*>(shm.base);
+    }
+};
+
+struct EmuHcaService::SrqRec
+{
+    uint32_t handle = 0;
+    Ptr<RdmaSrq> srq;
+    SharedRegion shm;
+    cnuas_hca_wq_layout layout{};
+    uint64_t cookie = 0;
+    uint32_t taken = 0;
+    uint32_t maxSge = 0;
+    Ptr<RetiringQueue<RdmaRecvWqe>> queue;
+    bool broken = false;
+
+    cnuas_hca_srq_shm* Head() const
+    {
+        return reinterpret_cast<cnuas_hca_srq_shm*>(shm.base);
+    }
+};
+
+struct EmuHcaService::Context
+{
+    uint32_t id = 0;
+    int fd = -1;
+    int doorbell = -1;   ///< eventfd the process rings
+    int asyncWrite = -1; ///< write end of the async-event pipe
+    pid_t pid = 0;
+    bool opened = false;
+    Ptr<ProcessMemory> memory;
+    uint32_t nextHandle = 1;
+    std::map<uint32_t, Ptr<RdmaPd>> pds;
+    std::map<uint32_t, Ptr<RdmaMr>> mrs;
+    std::map<uint32_t, int> channels; ///< handle -> write end of the channel's pipe
+    std::map<uint32_t, CqRec> cqs;
+    std::map<uint32_t, QpRec> qps;
+    std::map<uint32_t, SrqRec> srqs;
+    std::map<uint32_t, Ptr<RdmaAh>> ahs;
+};
+
+// ---- the service ---------------------------------------------------------------------------
+
+TypeId
+EmuHcaService::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::EmuHcaService")
+            .SetParent<Object>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<EmuHcaService>()
+            .AddAttribute("DeviceName",
+                          "The device name processes see (ibv_get_device_name, hca_id).",
+                          StringValue("cnuas_0"),
+                          MakeStringAccessor(&EmuHcaService::m_deviceName),
+                          MakeStringChecker())
+            .AddAttribute("FirmwareVersion",
+                          "fw_ver of ibv_query_device.",
+                          StringValue("0.1.0"),
+                          MakeStringAccessor(&EmuHcaService::m_fwVersion),
+                          MakeStringChecker())
+            .AddAttribute("MaxContexts",
+                          "Device contexts (ibv_open_device) open at once; more are refused.",
+                          UintegerValue(256),
+                          MakeUintegerAccessor(&EmuHcaService::m_maxContexts),
+                          MakeUintegerChecker<uint32_t>(1));
+    return tid;
+}
+
+EmuHcaService::EmuHcaService() = default;
+
+EmuHcaService::~EmuHcaService() = default;
+
+void
+EmuHcaService::DoDispose()
+{
+    Stop();
+    m_device = nullptr;
+    m_engine = nullptr;
+    m_port = nullptr;
+    m_ibPort = nullptr;
+    m_ethPort = nullptr;
+    Object::DoDispose();
+}
+
+bool
+EmuHcaService::Start(const std::string& socketPath,
+                     Ptr<RdmaDevice> device,
+                     Ptr<RdmaEngine> engine,
+                     Ptr<RdmaLinkPort> port,
+                     Ptr<IbNetDevice> ibPort,
+                     Ptr<EthNetDevice> ethPort,
+                     std::string* why)
+{
+    auto rt = EmuRealtimeSimulatorImpl::Current();
+    if (!rt)
+    {
+        *why = "the HCA service needs the emulation simulator (EmuRealtimeSimulatorImpl)";
+        return false;
+    }
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (socketPath.size() >= sizeof(addr.sun_path))
+    {
+        *why = "socket path too long for a Unix socket (" + std::to_string(socketPath.size()) +
+               " bytes, at most " + std::to_string(sizeof(addr.sun_path) - 1) + "): " +
+               socketPath;
+        return false;
+    }
+    std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size());
+    m_listenFd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (m_listenFd < 0)
+    {
+        *why = std::string("socket: ") + std::strerror(errno);
+        return false;
+    }
+    unlink(socketPath.c_str());
+    if (bind(m_listenFd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        listen(m_listenFd, 64) != 0)
+    {
+        *why = "cannot listen on " + socketPath + ": " + std::strerror(errno);
+        close(m_listenFd);
+        m_listenFd = -1;
+        return false;
+    }
+    // Any process of the host may open the device, as /dev/infiniband/uverbs0 is world
+    // readable and writable on a real machine; each reaches only its own memory.
+    chmod(socketPath.c_str(), 0666);
+    m_path = socketPath;
+    m_device = device;
+    m_engine = engine;
+    m_port = port;
+    m_ibPort = ibPort;
+    m_ethPort = ethPort;
+    if (!rt->WatchFd(m_listenFd, Simulator::NO_CONTEXT, [this]() { Accept(); }))
+    {
+        *why = std::string("cannot poll the HCA socket: ") + std::strerror(errno);
+        close(m_listenFd);
+        m_listenFd = -1;
+        return false;
+    }
+    if (!m_traceConnected)
+    {
+        m_device->TraceConnectWithoutContext(
+            "AsyncEvent",
+            MakeCallback(&EmuHcaService::OnAsyncEvent, this));
+        m_traceConnected = true;
+    }
+    return true;
+}
+
+void
+EmuHcaService::Stop()
+{
+    while (!m_contexts.empty())
+    {
+        Close(m_contexts.begin()->first, "the service stops");
+    }
+    if (m_listenFd >= 0)
+    {
+        if (auto rt = EmuRealtimeSimulatorImpl::Current())
+        {
+            rt->UnwatchFd(m_listenFd);
+        }
+        close(m_listenFd);
+        m_listenFd = -1;
+        unlink(m_path.c_str());
+    }
+}
+
+void
+EmuHcaService::Accept()
+{
+    auto rt = EmuRealtimeSimulatorImpl::Current();
+    while (true)
+    {
+        const int fd = accept4(m_listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+        {
+            return; // EAGAIN: all taken
+        }
+        if (m_contexts.size() >= m_maxContexts)
+        {
+            NS_LOG_WARN("HCA " << m_path << ": refusing a context beyond MaxContexts");
+            close(fd);
+            continue;
+        }
+        ucred cred{};
+        socklen_t len = sizeof(cred);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0)
+        {
+            close(fd);
+            continue;
+        }
+        auto c = std::make_unique<Context>();
+        c->id = m_nextContext++;
+        c->fd = fd;
+        c->pid = cred.pid;
+        c->memory = CreateObject<ProcessMemory>(cred.pid);
+        const uint32_t id = c->id;
+        m_contexts[id] = std::move(c);
+        if (!rt->WatchFd(fd, Simulator::NO_CONTEXT, [this, id]() { OnReadable(id); }))
+        {
+            Close(id, "cannot poll the connection");
+        }
+    }
+}
+
+void
+EmuHcaService::OnReadable(uint32_t id)
+{
+    // Requests are answered one at a time; a process waits for each answer, so a connection
+    // rarely holds more than one.
+    for (int n = 0; n < 64; ++n)
+    {
+        auto it = m_contexts.find(id);
+        if (it == m_contexts.end())
+        {
+            return;
+        }
+        Context& c = *it->second;
+        alignas(8) uint8_t buf[sizeof(cnuas_hca_req) + 64];
+        iovec iov{buf, sizeof(buf)};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+        const ssize_t got = recvmsg(c.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        {
+            return;
+        }
+        if (got <= 0)
+        {
+            Close(id, got == 0 ? "the process closed the device" : "connection error");
+            return;
+        }
+        int passed = -1;
+        for (cmsghdr* h = CMSG_FIRSTHDR(&msg); h; h = CMSG_NXTHDR(&msg, h))
+        {
+            if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+            {
+                const size_t nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                int fds[4] = {-1, -1, -1, -1};
+                std::memcpy(fds, CMSG_DATA(h), std::min<size_t>(nfd, 4) * sizeof(int));
+                for (size_t k = 0; k < std::min<size_t>(nfd, 4); ++k)
+                {
+                    if (passed < 0)
+                    {
+                        passed = fds[k];
+                    }
+                    else
+                    {
+                        close(fds[k]);
+                    }
+                }
+            }
+        }
+        if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
+            static_cast<size_t>(got) != sizeof(cnuas_hca_req))
+        {
+            if (passed >= 0)
+            {
+                close(passed);
+            }
+            ++m_counters.malformed;
+            Close(id, "a request of the wrong size");
+            return;
+        }
+        Handle(c, buf, static_cast<size_t>(got), passed);
+    }
+}
+
+bool
+EmuHcaService::Reply(Context& c, const void* resp, size_t len, int fd)
+{
+    iovec iov{const_cast<void*>(resp), len};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    if (fd >= 0)
+    {
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+        cmsghdr* h = CMSG_FIRSTHDR(&msg);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(h), &fd, sizeof(int));
+    }
+    // The process waits for this answer, so the socket has room; if not, it is not a verbs
+    // library speaking and the connection goes.
+    return sendmsg(c.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(len);
+}
+
+void
+EmuHcaService::Handle(Context& c, const uint8_t* buf, size_t len, int passedFd)
+{
+    cnuas_hca_req q;
+    std::memcpy(&q, buf, sizeof(q));
+    cnuas_hca_resp r;
+    std::memset(&r, 0, sizeof(r));
+    r.op = q.op;
+    int outFd = -1;
+    int err = 0;
+    m_device->SetLastError("");
+    if (!c.opened && q.op != CNUAS_OP_OPEN && q.op != CNUAS_OP_QUERY_DEVICE)
+    {
+        err = EPROTO;
+    }
+    else
+    {
+        switch (q.op)
+        {
+        case CNUAS_OP_OPEN:
+            err = DoOpen(c, q, passedFd, r, &outFd);
+            passedFd = -1; // taken (or closed) by DoOpen
+            break;
+        case CNUAS_OP_QUERY_DEVICE:
+            r.u.open.abi_version = CNUAS_HCA_ABI_VERSION;
+            FillDeviceAttr(r.u.open.dev);
+            break;
+        case CNUAS_OP_QUERY_PORT:
+            err = FillPortAttr(q.u.query.port_num, r.u.port);
+            break;
+        case CNUAS_OP_QUERY_GID: {
+            if (q.u.query.port_num != 1)
+            {
+                err = EINVAL;
+                break;
+            }
+            RdmaPortAttr pa;
+            m_device->QueryPort(1, pa);
+            if (q.u.query.index >= pa.gid_tbl_len)
+            {
+                err = EINVAL;
+                break;
+            }
+            RdmaGid gid{};
+            // An empty table entry reads as the zero GID, as the kernel's sysfs shows it.
+            if (q.u.query.index <= 255 &&
+                m_port->GetGid(static_cast<uint8_t>(q.u.query.index), gid))
+            {
+                std::memcpy(r.u.gid.gid, gid.data(), 16);
+            }
+            r.u.gid.gid_type = m_ethPort ? 2 /* IBV_GID_TYPE_ROCE_V2 */ : 0 /* IB */;
+            break;
+        }
+        case CNUAS_OP_QUERY_PKEY: {
+            uint16_t pkey = 0;
+            if (q.u.query.port_num != 1 || q.u.query.index > 0xFFFF)
+            {
+                err = EINVAL;
+                break;
+            }
+            RdmaPortAttr pa;
+            m_device->QueryPort(1, pa);
+            if (q.u.query.index >= pa.pkey_tbl_len)
+            {
+                err = EINVAL;
+                break;
+            }
+            if (!m_port->GetPkey(static_cast<uint16_t>(q.u.query.index), pkey))
+            {
+                pkey = 0;
+            }
+            r.u.pkey.pkey = htons(pkey);
+            break;
+        }
+        case CNUAS_OP_ALLOC_PD: {
+            Ptr<RdmaPd> pd = m_device->AllocPd(c.memory, &err);
+            if (pd)
+            {
+                const uint32_t h = c.nextHandle++;
+                c.pds[h] = pd;
+                r.u.created.handle = h;
+            }
+            break;
+        }
+        case CNUAS_OP_REG_MR:
+            err = DoRegMr(c, q, r);
+            break;
+        case CNUAS_OP_CREATE_COMP_CHANNEL: {
+            int p[2];
+            if (pipe2(p, O_CLOEXEC) != 0)
+            {
+                err = errno;
+                break;
+            }
+            // The model never waits for a process: its end does not block, and a record that
+            // does not fit (a process that never reads) is dropped and counted.
+            fcntl(p[1], F_SETFL, O_NONBLOCK);
+            const uint32_t h = c.nextHandle++;
+            c.channels[h] = p[1];
+            r.u.created.handle = h;
+            outFd = p[0];
+            break;
+        }
+        case CNUAS_OP_CREATE_CQ:
+            err = DoCreateCq(c, q, r, &outFd);
+            break;
+        case CNUAS_OP_CREATE_QP:
+            err = DoCreateQp(c, q, r, &outFd);
+            break;
+        case CNUAS_OP_MODIFY_QP:
+            err = DoModifyQp(c, q, r);
+            break;
+        case CNUAS_OP_QUERY_QP:
+            err = DoQueryQp(c, q, r);
+            break;
+        case CNUAS_OP_CREATE_SRQ:
+            err = DoCreateSrq(c, q, r, &outFd);
+            break;
+        case CNUAS_OP_MODIFY_SRQ:
+        case CNUAS_OP_QUERY_SRQ: {
+            auto it = c.srqs.find(q.u.modify_srq.handle);
+            if (it == c.srqs.end())
+            {
+                err = EINVAL;
+                break;
+            }
+            if (q.op == CNUAS_OP_MODIFY_SRQ)
+            {
+                RdmaSrqAttr a;
+                a.max_wr = q.u.modify_srq.max_wr;
+                a.srq_limit = q.u.modify_srq.srq_limit;
+                // Resizing would move the shared ring under the process: not offered
+                // (device_cap_flags has no IBV_DEVICE_SRQ_RESIZE).
+                if (q.u.modify_srq.attr_mask & RDMA_SRQ_MAX_WR)
+                {
+                    err = EOPNOTSUPP;
+                    break;
+                }
+                err = it->second.srq->Modify(a, q.u.modify_srq.attr_mask);
+            }
+            RdmaSrqAttr a;
+            if (err == 0 && it->second.srq->Query(a) == 0)
+            {
+                r.u.srq_attr.max_wr = a.max_wr;
+                r.u.srq_attr.max_sge = a.max_sge;
+                r.u.srq_attr.srq_limit = a.srq_limit;
+            }
+            break;
+        }
+        case CNUAS_OP_CREATE_AH: {
+            auto pd = c.pds.find(q.u.create_ah.pd);
+            if (pd == c.pds.end())
+            {
+                err = EINVAL;
+                break;
+            }
+            Ptr<RdmaAh> ah = m_device->CreateAh(pd->second, FromAbi(q.u.create_ah.attr), &err);
+            if (ah)
+            {
+                const uint32_t h = c.nextHandle++;
+                c.ahs[h] = ah;
+                r.u.created.handle = h;
+            }
+            break;
+        }
+        case CNUAS_OP_DEALLOC_PD:
+        case CNUAS_OP_DEREG_MR:
+        case CNUAS_OP_DESTROY_COMP_CHANNEL:
+        case CNUAS_OP_DESTROY_CQ:
+        case CNUAS_OP_DESTROY_QP:
+        case CNUAS_OP_DESTROY_SRQ:
+        case CNUAS_OP_DESTROY_AH:
+            err = DoDestroy(c, q.op, q.u.destroy.handle);
+            break;
+        default:
+            err = EOPNOTSUPP;
+            break;
+        }
+    }
+    if (passedFd >= 0)
+    {
+        close(passedFd);
+    }
+    r.err = err;
+    if (err != 0)
+    {
+        ++m_counters.refused;
+        const std::string& why = m_device->GetLastError();
+        std::snprintf(r.why, sizeof(r.why), "%s", why.empty() ? std::strerror(err) : why.c_str());
+    }
+    ++m_counters.requests;
+    const uint32_t id = c.id;
+    const bool sent = Reply(c, &r, sizeof(r), err == 0 ? outFd : -1);
+    if (outFd >= 0)
+    {
+        close(outFd); // the process has its copy now
+    }
+    if (!sent)
+    {
+        Close(id, "the process does not read its answers");
+    }
+}
+
+int
+EmuHcaService::DoOpen(Context& c,
+                      const cnuas_hca_req& q,
+                      int passedFd,
+                      cnuas_hca_resp& r,
+                      int* outFd)
+{
+    if (c.opened || q.u.open.abi_version != CNUAS_HCA_ABI_VERSION || passedFd < 0)
+    {
+        if (passedFd >= 0)
+        {
+            close(passedFd);
+        }
+        m_device->SetLastError(c.opened ? "context already open"
+                                        : "library and daemon speak different ABI versions");
+        return EPROTO;
+    }
+    struct stat st;
+    // The doorbell must be an eventfd: anything else could block the model's thread.
+    char link[64];
+    char target[64] = {};
+    std::snprintf(link, sizeof(link), "/proc/self/fd/%d", passedFd);
+    if (fstat(passedFd, &st) != 0 || readlink(link, target, sizeof(target) - 1) <= 0 ||
+        std::strstr(target, "eventfd") == nullptr)
+    {
+        close(passedFd);
+        m_device->SetLastError("the doorbell is not an eventfd");
+        return EINVAL;
+    }
+    fcntl(passedFd, F_SETFL, O_NONBLOCK);
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+    {
+        close(passedFd);
+        return errno;
+    }
+    fcntl(p[1], F_SETFL, O_NONBLOCK);
+    const uint32_t id = c.id;
+    if (!EmuRealtimeSimulatorImpl::Current()->WatchFd(passedFd, Simulator::NO_CONTEXT,
+                                                      [this, id]() { OnDoorbell(id); }))
+    {
+        close(passedFd);
+        close(p[0]);
+        close(p[1]);
+        return ENOMEM;
+    }
+    c.doorbell = passedFd;
+    c.asyncWrite = p[1];
+    *outFd = p[0];
+    c.opened = true;
+    ++m_counters.contextsOpened;
+    r.u.open.abi_version = CNUAS_HCA_ABI_VERSION;
+    FillDeviceAttr(r.u.open.dev);
+    NS_LOG_INFO("HCA " << m_path << ": context " << c.id << " opened by pid " << c.pid);
+    return 0;
+}
+
+void
+EmuHcaService::FillDeviceAttr(cnuas_hca_device_attr& a) const
+{
+    const RdmaDeviceAttr d = m_device->QueryDevice();
+    std::memset(&a, 0, sizeof(a));
+    std::snprintf(a.fw_ver, sizeof(a.fw_ver), "%s", m_fwVersion.c_str());
+    std::snprintf(a.name, sizeof(a.name), "%s", m_deviceName.c_str());
+    uint64_t guid = d.node_guid;
+    if (guid == 0 && m_ibPort)
+    {
+        guid = m_ibPort->GetPortGuid();
+    }
+    if (guid == 0 && m_ethPort)
+    {
+        // RoCE adapters derive their GUID from the MAC (EUI-64: FF:FE in the middle).
+        const uint64_t mac = m_ethPort->GetMac();
+        guid = ((mac >> 24) << 40) | (0xFFFEull << 24) | (mac & 0xFFFFFF);
+        guid ^= 0x0200000000000000ull;
+    }
+    a.node_guid = htobe64(guid);
+    a.sys_image_guid = htobe64(guid);
+    a.max_mr_size = d.max_mr_size;
+    a.page_size_cap = d.page_size_cap;
+    a.vendor_id = d.vendor_id;
+    a.vendor_part_id = d.vendor_part_id;
+    a.hw_ver = d.hw_ver;
+    a.max_qp = static_cast<int32_t>(d.max_qp);
+    a.max_qp_wr = static_cast<int32_t>(d.max_qp_wr);
+    a.device_cap_flags = d.device_cap_flags;
+    a.max_sge = static_cast<int32_t>(d.max_sge);
+    a.max_sge_rd = static_cast<int32_t>(d.max_sge_rd);
+    a.max_cq = static_cast<int32_t>(d.max_cq);
+    a.max_cqe = static_cast<int32_t>(d.max_cqe);
+    a.max_mr = static_cast<int32_t>(d.max_mr);
+    a.max_pd = static_cast<int32_t>(d.max_pd);
+    a.max_qp_rd_atom = static_cast<int32_t>(d.max_qp_rd_atom);
+    a.max_res_rd_atom = static_cast<int32_t>(d.max_qp_rd_atom * d.max_qp);
+    a.max_qp_init_rd_atom = static_cast<int32_t>(d.max_qp_init_rd_atom);
+    a.atomic_cap = static_cast<uint32_t>(d.atomic_cap);
+    a.max_ah = static_cast<int32_t>(d.max_ah);
+    a.max_srq = static_cast<int32_t>(d.max_srq);
+    a.max_srq_wr = static_cast<int32_t>(d.max_srq_wr);
+    a.max_srq_sge = static_cast<int32_t>(d.max_srq_sge);
+    a.max_inline_data = d.max_inline_data;
+    a.max_pkeys = d.max_pkeys;
+    a.local_ca_ack_delay = d.local_ca_ack_delay;
+    a.phys_port_cnt = 1;
+    a.node_type = 1;      // IBV_NODE_CA
+    a.transport_type = 0; // IBV_TRANSPORT_IB (RoCE devices report it too)
+    a.link_layer = m_ethPort ? 2 : 1;
+    // Completion timestamps are the model's nanoseconds: a 1 GHz clock.
+    a.completion_timestamp_mask = ~0ull;
+    a.hca_core_clock = 1000000;
+}
+
+int
+EmuHcaService::FillPortAttr(uint32_t portNum, cnuas_hca_port_attr& a) const
+{
+    std::memset(&a, 0, sizeof(a));
+    RdmaPortAttr pa;
+    if (portNum != 1 || m_device->QueryPort(1, pa) != 0)
+    {
+        return EINVAL;
+    }
+    a.max_mtu = static_cast<uint32_t>(pa.max_mtu);
+    a.active_mtu = MtuCode(m_port->GetMtu());
+    a.gid_tbl_len = static_cast<int32_t>(pa.gid_tbl_len);
+    a.max_msg_sz = pa.max_msg_sz;
+    a.pkey_tbl_len = pa.pkey_tbl_len;
+    a.max_vl_num = 4; // VL0-7 (ibv_query_port(3) encoding)
+    a.subnet_timeout = 18;
+    double gbps = 100;
+    if (m_ibPort)
+    {
+        a.link_layer = 1; // IBV_LINK_LAYER_INFINIBAND
+        a.state = static_cast<uint32_t>(m_ibPort->GetPortState());
+        a.phys_state = static_cast<uint8_t>(m_ibPort->GetPhysState());
+        a.lid = m_ibPort->GetLid();
+        a.sm_lid = m_ibPort->GetSmLid();
+        a.lmc = m_ibPort->GetLmc();
+        // CapabilityMask (IBA vol. 1 §14.2.5.6): IsTrapSupported, IsAutomaticMigration-
+        // Supported, IsSLMappingSupported, IsSystemImageGUIDSupported, IsCommunication-
+        // ManagementSupported, IsVendorClassSupported, IsCapabilityMaskNoticeSupported,
+        // IsClientReregistrationSupported, as a ConnectX HCA reports them.
+        a.port_cap_flags = 0x2651E848;
+        gbps = m_ibPort->GetActiveRate().DataRate() / 1e9;
+    }
+    else
+    {
+        a.link_layer = 2; // IBV_LINK_LAYER_ETHERNET
+        const bool up = m_port->IsActive();
+        a.state = up ? 4 : 1;        // ACTIVE or DOWN
+        a.phys_state = up ? 5 : 3;   // LinkUp or Disabled
+        a.port_cap_flags = 0x04010000; // IsCommunicationManagementSupported, IP-based GIDs
+        if (m_ethPort)
+        {
+            DataRateValue rate;
+            m_ethPort->GetAttribute("DataRate", rate);
+            gbps = static_cast<double>(rate.Get().GetBitRate()) / 1e9;
+        }
+    }
+    WidthSpeed(gbps, a.active_width, a.active_speed);
+    return 0;
+}
+
+int
+EmuHcaService::DoRegMr(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r)
+{
+    auto pd = c.pds.find(q.u.reg_mr.pd);
+    if (pd == c.pds.end())
+    {
+        m_device->SetLastError("no such PD");
+        return EINVAL;
+    }
+    // ibv_reg_mr(3): the pages are pinned for writing when the region may be written.
+    const bool writable = (q.u.reg_mr.access & (RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE |
+                                                RDMA_ACCESS_REMOTE_ATOMIC)) != 0;
+    if (q.u.reg_mr.length != 0 &&
+        !RdmaMemory::Wraps(q.u.reg_mr.addr, q.u.reg_mr.length) &&
+        !c.memory->IsMappedWith(q.u.reg_mr.addr, q.u.reg_mr.length, writable))
+    {
+        m_device->SetLastError(writable ? "range is not mapped writable in the process"
+                                        : "range is not mapped in the process");
+        return EFAULT;
+    }
+    int err = 0;
+    Ptr<RdmaMr> mr = m_device->RegMrIova(pd->second, q.u.reg_mr.addr, q.u.reg_mr.length,
+                                         q.u.reg_mr.iova, q.u.reg_mr.access, &err);
+    if (!mr)
+    {
+        return err;
+    }
+    const uint32_t h = c.nextHandle++;
+    c.mrs[h] = mr;
+    r.u.mr.handle = h;
+    r.u.mr.lkey = mr->GetLkey();
+    r.u.mr.rkey = mr->GetRkey();
+    return 0;
+}
+
+int
+EmuHcaService::DoCreateCq(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r, int* outFd)
+{
+    const RdmaDeviceAttr d = m_device->QueryDevice();
+    if (q.u.create_cq.cqe < 1 || static_cast<uint32_t>(q.u.create_cq.cqe) > d.max_cqe)
+    {
+        m_device->SetLastError("cqe outside 1..max_cqe");
+        return EINVAL;
+    }
+    if (q.u.create_cq.channel != 0 && c.channels.count(q.u.create_cq.channel) == 0)
+    {
+        m_device->SetLastError("no such completion channel");
+        return EINVAL;
+    }
+    const uint32_t cqe = static_cast<uint32_t>(q.u.create_cq.cqe);
+    CqRec rec;
+    if (!rec.shm.Create("cnuas-cq", kCqeOffset + size_t(cqe) * sizeof(cnuas_hca_cqe)))
+    {
+        return ENOMEM;
+    }
+    auto* head = reinterpret_cast<cnuas_hca_cq_shm*>(rec.shm.base);
+    auto* slots = reinterpret_cast<cnuas_hca_cqe*>(rec.shm.base + kCqeOffset);
+    rec.ring = Create<SharedCqRing>(head, slots, cqe);
+    int err = 0;
+    rec.cq = m_device->CreateCq(rec.ring, &err);
+    if (!rec.cq)
+    {
+        rec.shm.Release();
+        return err;
+    }
+    rec.cookie = q.u.create_cq.cookie;
+    rec.channel = q.u.create_cq.channel;
+    const uint32_t h = c.nextHandle++;
+    const uint32_t id = c.id;
+    // ibv_req_notify_cq in the process bumps arm_seq; the CQ takes the request before it
+    // decides whether a completion wakes the channel.
+    rec.cq->SetExternalArm(Callback<int>([this, id, h]() -> int {
+        auto ci = m_contexts.find(id);
+        if (ci == m_contexts.end())
+        {
+            return 0;
+        }
+        auto it = ci->second->cqs.find(h);
+        if (it == ci->second->cqs.end())
+        {
+            return 0;
+        }
+        CqRec& cr = it->second;
+        auto* hd = reinterpret_cast<cnuas_hca_cq_shm*>(cr.shm.base);
+        // Pairs with the process's fence between its arm and its next poll: either it sees
+        // this completion, or this sees its arm.
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        const uint32_t seq = LoadAcquire(&hd->arm_seq.value);
+        if (seq == cr.armSeen)
+        {
+            return 0;
+        }
+        cr.armSeen = seq;
+        return LoadAcquire(&hd->arm_solicited.value) != 0 ? 2 : 1;
+    }));
+    if (rec.channel != 0)
+    {
+        rec.cq->TraceConnectWithoutContext(
+            "CompletionEvent",
+            Callback<void, Ptr<RdmaCq>>([this, id, h](Ptr<RdmaCq>) { OnCqEvent(id, h); }));
+    }
+    *outFd = rec.shm.fd;
+    rec.shm.fd = -1; // Handle closes it once passed
+    r.u.cq.handle = h;
+    r.u.cq.cqe = cqe;
+    r.u.cq.shm_bytes = static_cast<uint32_t>(rec.shm.bytes);
+    r.u.cq.cqe_offset = kCqeOffset;
+    c.cqs.emplace(h, std::move(rec));
+    return 0;
+}
+
+int
+EmuHcaService::DoCreateQp(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r, int* outFd)
+{
+    const auto& a = q.u.create_qp;
+    auto pd = c.pds.find(a.pd);
+    auto scq = c.cqs.find(a.send_cq);
+    auto rcq = c.cqs.find(a.recv_cq);
+    if (pd == c.pds.end() || scq == c.cqs.end() || rcq == c.cqs.end())
+    {
+        m_device->SetLastError("no such PD or CQ");
+        return EINVAL;
+    }
+    SrqRec* srq = nullptr;
+    if (a.srq != 0)
+    {
+        auto it = c.srqs.find(a.srq);
+        if (it == c.srqs.end())
+        {
+            m_device->SetLastError("no such SRQ");
+            return EINVAL;
+        }
+        srq = &it->second;
+    }
+    const RdmaDeviceAttr d = m_device->QueryDevice();
+    RdmaQpCap cap = FromAbi(a.cap);
+    if (cap.max_send_wr < 1)
+    {
+        cap.max_send_wr = 1; // a QP always has a send queue slot to post into
+    }
+    if (srq)
+    {
+        cap.max_recv_wr = 0;
+        cap.max_recv_sge = 0;
+    }
+    else if (cap.max_recv_wr < 1)
+    {
+        cap.max_recv_wr = 1;
+    }
+    if (cap.max_send_wr > d.max_qp_wr || cap.max_recv_wr > d.max_qp_wr ||
+        cap.max_send_sge > d.max_sge || cap.max_recv_sge > d.max_sge ||
+        cap.max_inline_data > d.max_inline_data)
+    {
+        m_device->SetLastError("a capacity above the device's limits");
+        return EINVAL;
+    }
+    // Every WQE slot holds its SGEs or its inline data; at least one SGE each way.
+    cap.max_send_sge = std::max<uint32_t>(cap.max_send_sge, 1);
+    cap.max_recv_sge = srq ? 0 : std::max<uint32_t>(cap.max_recv_sge, 1);
+    QpRec rec;
+    rec.layout.sq_stride =
+        Align64(sizeof(cnuas_hca_send_wqe) +
+                std::max<uint32_t>(cap.max_send_sge * sizeof(cnuas_hca_sge), cap.max_inline_data));
+    rec.layout.sq_slots = cap.max_send_wr;
+    rec.layout.sq_offset = kWqHeadBytes;
+    rec.layout.rq_stride =
+        srq ? 0 : Align64(sizeof(cnuas_hca_recv_wqe) + cap.max_recv_sge * sizeof(cnuas_hca_sge));
+    rec.layout.rq_slots = srq ? 0 : cap.max_recv_wr;
+    rec.layout.rq_offset = rec.layout.sq_offset + rec.layout.sq_stride * rec.layout.sq_slots;
+    const size_t bytes = size_t(rec.layout.rq_offset) + size_t(rec.layout.rq_stride) *
+                                                           rec.layout.rq_slots;
+    if (bytes > (1ull << 31) || !rec.shm.Create("cnuas-qp", bytes))
+    {
+        return ENOMEM;
+    }
+    rec.layout.shm_bytes = static_cast<uint32_t>(rec.shm.bytes);
+    cnuas_hca_qp_shm* head = rec.Head();
+    rec.sq = Create<RetiringQueue<RdmaSendWqe>>(cap.max_send_wr, &head->sq_retired.value);
+    rec.rq = Create<RetiringQueue<RdmaRecvWqe>>(cap.max_recv_wr, &head->rq_retired.value);
+    RdmaQpInitAttr init;
+    init.send_cq = scq->second.cq;
+    init.recv_cq = rcq->second.cq;
+    init.srq = srq ? srq->srq : nullptr;
+    init.cap = cap;
+    init.qp_type = static_cast<RdmaQpType>(a.qp_type);
+    init.sq_sig_all = a.sq_sig_all;
+    init.qp_context = a.cookie;
+    init.sendQueue = rec.sq;
+    init.recvQueue = srq ? nullptr : Ptr<RdmaQueue<RdmaRecvWqe>>(rec.rq);
+    int err = 0;
+    rec.qp = m_device->CreateQp(pd->second, init, &err);
+    if (!rec.qp)
+    {
+        rec.shm.Release();
+        return err;
+    }
+    const uint32_t h = c.nextHandle++;
+    const uint32_t id = c.id;
+    rec.handle = h;
+    rec.cookie = a.cookie;
+    rec.cap = init.cap;
+    rec.cap.max_send_sge = cap.max_send_sge;
+    rec.cap.max_recv_sge = cap.max_recv_sge;
+    StoreRelease(&head->state.value, static_cast<uint32_t>(RdmaQpState::RESET));
+    rec.qp->TraceConnectWithoutContext(
+        "StateChange",
+        Callback<void, RdmaQpState, RdmaQpState>(
+            [this, id, h](RdmaQpState from, RdmaQpState to) { OnQpState(id, h, from, to); }));
+    if (!srq)
+    {
+        rec.rq->SetPull([this, id, h]() {
+            auto ci = m_contexts.find(id);
+            if (ci == m_contexts.end())
+            {
+                return;
+            }
+            auto it = ci->second->qps.find(h);
+            if (it != ci->second->qps.end())
+            {
+                PullRecvs(*ci->second, it->second);
+            }
+        });
+    }
+    *outFd = rec.shm.fd;
+    rec.shm.fd = -1;
+    r.u.qp.handle = h;
+    r.u.qp.qp_num = rec.qp->GetQpNum();
+    r.u.qp.cap = ToAbi(rec.cap);
+    r.u.qp.layout = rec.layout;
+    c.qps.emplace(h, std::move(rec));
+    return 0;
+}
+
+int
+EmuHcaService::DoModifyQp(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r)
+{
+    auto it = c.qps.find(q.u.modify_qp.handle);
+    if (it == c.qps.end())
+    {
+        m_device->SetLastError("no such QP");
+        return EINVAL;
+    }
+    QpRec& rec = it->second;
+    // Work the process posted before this call is taken first, as an adapter sees the doorbell
+    // before a later command.
+    PullSends(c, rec);
+    const RdmaQpAttr attr = FromAbi(q.u.modify_qp.attr);
+    const int err = rec.qp->Modify(attr, q.u.modify_qp.attr_mask);
+    r.u.qp_attr.qp_state = static_cast<uint32_t>(rec.qp->GetState());
+    return err;
+}
+
+int
+EmuHcaService::DoQueryQp(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r)
+{
+    auto it = c.qps.find(q.u.modify_qp.handle);
+    if (it == c.qps.end())
+    {
+        m_device->SetLastError("no such QP");
+        return EINVAL;
+    }
+    RdmaQpAttr attr;
+    RdmaQpInitAttr init;
+    const int err = it->second.qp->Query(attr, q.u.modify_qp.attr_mask, init);
+    if (err == 0)
+    {
+        r.u.qp_attr.attr = ToAbi(attr);
+        r.u.qp_attr.cap = ToAbi(it->second.cap);
+        r.u.qp_attr.qp_state = static_cast<uint32_t>(attr.qp_state);
+    }
+    return err;
+}
+
+int
+EmuHcaService::DoCreateSrq(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r, int* outFd)
+{
+    const auto& a = q.u.create_srq;
+    auto pd = c.pds.find(a.pd);
+    if (pd == c.pds.end())
+    {
+        m_device->SetLastError("no such PD");
+        return EINVAL;
+    }
+    const RdmaDeviceAttr d = m_device->QueryDevice();
+    if (a.max_wr < 1 || a.max_wr > d.max_srq_wr || a.max_sge > d.max_srq_sge)
+    {
+        m_device->SetLastError("max_wr or max_sge outside the device's limits");
+        return EINVAL;
+    }
+    SrqRec rec;
+    rec.maxSge = std::max<uint32_t>(a.max_sge, 1);
+    rec.layout.rq_offset = kWqHeadBytes;
+    rec.layout.rq_stride = Align64(sizeof(cnuas_hca_recv_wqe) + rec.maxSge * sizeof(cnuas_hca_sge));
+    rec.layout.rq_slots = a.max_wr;
+    if (!rec.shm.Create("cnuas-srq",
+                        rec.layout.rq_offset + size_t(rec.layout.rq_stride) * a.max_wr))
+    {
+        return ENOMEM;
+    }
+    rec.layout.shm_bytes = static_cast<uint32_t>(rec.shm.bytes);
+    rec.queue = Create<RetiringQueue<RdmaRecvWqe>>(a.max_wr, &rec.Head()->rq_retired.value);
+    RdmaSrqAttr attr;
+    attr.max_wr = a.max_wr;
+    attr.max_sge = rec.maxSge;
+    int err = 0;
+    rec.srq = m_device->CreateSrq(pd->second, attr, rec.queue, &err);
+    if (!rec.srq)
+    {
+        rec.shm.Release();
+        return err;
+    }
+    if (a.srq_limit != 0)
+    {
+        RdmaSrqAttr lim;
+        lim.srq_limit = a.srq_limit;
+        rec.srq->Modify(lim, RDMA_SRQ_LIMIT);
+    }
+    const uint32_t h = c.nextHandle++;
+    const uint32_t id = c.id;
+    rec.handle = h;
+    rec.cookie = a.cookie;
+    rec.queue->SetPull([this, id, h]() {
+        auto ci = m_contexts.find(id);
+        if (ci == m_contexts.end())
+        {
+            return;
+        }
+        auto it = ci->second->srqs.find(h);
+        if (it != ci->second->srqs.end())
+        {
+            PullSrqRecvs(*ci->second, it->second);
+        }
+    });
+    *outFd = rec.shm.fd;
+    rec.shm.fd = -1;
+    r.u.qp.handle = h;
+    r.u.qp.cap.max_recv_wr = a.max_wr;
+    r.u.qp.cap.max_recv_sge = rec.maxSge;
+    r.u.qp.layout = rec.layout;
+    c.srqs.emplace(h, std::move(rec));
+    return 0;
+}
+
+int
+EmuHcaService::DoDestroy(Context& c, uint32_t op, uint32_t h)
+{
+    switch (op)
+    {
+    case CNUAS_OP_DEALLOC_PD: {
+        auto it = c.pds.find(h);
+        if (it == c.pds.end())
+        {
+            return EINVAL;
+        }
+        const int err = m_device->DeallocPd(it->second);
+        if (err == 0)
+        {
+            c.pds.erase(it);
+        }
+        return err;
+    }
+    case CNUAS_OP_DEREG_MR: {
+        auto it = c.mrs.find(h);
+        if (it == c.mrs.end())
+        {
+            return EINVAL;
+        }
+        const int err = m_device->DeregMr(it->second);
+        if (err == 0)
+        {
+            c.mrs.erase(it);
+        }
+        return err;
+    }
+    case CNUAS_OP_DESTROY_COMP_CHANNEL: {
+        auto it = c.channels.find(h);
+        if (it == c.channels.end())
+        {
+            return EINVAL;
+        }
+        for (const auto& [ch, cq] : c.cqs)
+        {
+            if (cq.channel == h)
+            {
+                m_device->SetLastError("a CQ still uses the channel");
+                return EBUSY;
+            }
+        }
+        close(it->second);
+        c.channels.erase(it);
+        return 0;
+    }
+    case CNUAS_OP_DESTROY_CQ: {
+        auto it = c.cqs.find(h);
+        if (it == c.cqs.end())
+        {
+            return EINVAL;
+        }
+        const int err = m_device->DestroyCq(it->second.cq);
+        if (err == 0)
+        {
+            it->second.ring->Detach();
+            it->second.shm.Release();
+            c.cqs.erase(it);
+        }
+        return err;
+    }
+    case CNUAS_OP_DESTROY_QP: {
+        auto it = c.qps.find(h);
+        if (it == c.qps.end())
+        {
+            return EINVAL;
+        }
+        const int err = m_device->DestroyQp(it->second.qp);
+        if (err == 0)
+        {
+            it->second.sq->Detach();
+            it->second.rq->Detach();
+            it->second.shm.Release();
+            c.qps.erase(it);
+        }
+        return err;
+    }
+    case CNUAS_OP_DESTROY_SRQ: {
+        auto it = c.srqs.find(h);
+        if (it == c.srqs.end())
+        {
+            return EINVAL;
+        }
+        const int err = m_device->DestroySrq(it->second.srq);
+        if (err == 0)
+        {
+            it->second.queue->Detach();
+            it->second.shm.Release();
+            c.srqs.erase(it);
+        }
+        return err;
+    }
+    case CNUAS_OP_DESTROY_AH: {
+        auto it = c.ahs.find(h);
+        if (it == c.ahs.end())
+        {
+            return EINVAL;
+        }
+        const int err = m_device->DestroyAh(it->second);
+        if (err == 0)
+        {
+            c.ahs.erase(it);
+        }
+        return err;
+    }
+    default:
+        return EINVAL;
+    }
+}
+
+// ---- data path -----------------------------------------------------------------------------
+
+void
+EmuHcaService::OnDoorbell(uint32_t id)
+{
+    auto ci = m_contexts.find(id);
+    if (ci == m_contexts.end())
+    {
+        return;
+    }
+    Context& c = *ci->second;
+    uint64_t rings = 0;
+    if (read(c.doorbell, &rings, sizeof(rings)) != sizeof(rings))
+    {
+        return;
+    }
+    ++m_counters.doorbells;
+    // The doorbell is per context: look at every QP of it (a QP whose producer index did not
+    // move costs one load).
+    std::vector<uint32_t> handles;
+    handles.reserve(c.qps.size());
+    for (const auto& [h, rec] : c.qps)
+    {
+        handles.push_back(h);
+    }
+    for (uint32_t h : handles)
+    {
+        auto it = c.qps.find(h);
+        if (it == c.qps.end())
+        {
+            continue;
+        }
+        PullSends(c, it->second);
+        // Receives posted in the error state complete with a flush without waiting for a
+        // message (the library rings for them).
+        if (it->second.qp->GetState() == RdmaQpState::ERR)
+        {
+            PullRecvs(c, it->second);
+        }
+    }
+}
+
+void
+EmuHcaService::PullSends(Context& c, QpRec& q)
+{
+    if (q.broken)
+    {
+        return;
+    }
+    cnuas_hca_qp_shm* head = q.Head();
+    const uint32_t prod = LoadAcquire(&head->sq_prod.value);
+    const uint32_t avail = prod - q.sqTaken;
+    if (avail == 0)
+    {
+        return;
+    }
+    if (avail > q.layout.sq_slots)
+    {
+        ++m_counters.corruptIndices;
+        BreakQp(c, q, "send producer index runs past the ring");
+        return;
+    }
+    std::vector<uint8_t> inlineData;
+    for (uint32_t k = 0; k < avail && !q.broken; ++k)
+    {
+        const uint8_t* slot =
+            q.shm.base + q.layout.sq_offset + size_t(q.sqTaken % q.layout.sq_slots) *
+                                                  q.layout.sq_stride;
+        cnuas_hca_send_wqe w;
+        std::memcpy(&w, slot, sizeof(w));
+        ++q.sqTaken;
+        ++m_counters.sendWqes;
+        RdmaSendWr wr;
+        wr.wr_id = w.wr_id;
+        wr.opcode = static_cast<RdmaWrOpcode>(w.opcode <= 0xFF ? w.opcode : 0xFF);
+        wr.send_flags = w.send_flags;
+        // imm_data travels in network byte order; RdmaSendWr holds it in host order. For
+        // SEND_WITH_INV and LOCAL_INV the same field is the rkey to invalidate (host order).
+        const bool immIsKey =
+            w.opcode == static_cast<uint32_t>(RdmaWrOpcode::SEND_WITH_INV) ||
+            w.opcode == static_cast<uint32_t>(RdmaWrOpcode::LOCAL_INV);
+        wr.imm_data = immIsKey ? w.imm_data : ntohl(w.imm_data);
+        wr.rdma.remote_addr = w.remote_addr;
+        wr.rdma.rkey = w.rkey;
+        wr.atomic.remote_addr = w.remote_addr;
+        wr.atomic.rkey = w.rkey;
+        wr.atomic.compare_add = w.compare_add;
+        wr.atomic.swap = w.swap;
+        wr.ud.remote_qpn = w.remote_qpn;
+        wr.ud.remote_qkey = w.remote_qkey;
+        const char* bad = nullptr;
+        const bool inl = (w.send_flags & RDMA_SEND_INLINE) != 0;
+        const uint32_t room = q.layout.sq_stride - sizeof(cnuas_hca_send_wqe);
+        if (inl)
+        {
+            if (w.inline_len > q.cap.max_inline_data || w.inline_len > room)
+            {
+                bad = "inline data longer than max_inline_data";
+            }
+            else
+            {
+                inlineData.assign(slot + sizeof(w), slot + sizeof(w) + w.inline_len);
+            }
+        }
+        else if (w.num_sge > q.cap.max_send_sge || w.num_sge * sizeof(cnuas_hca_sge) > room)
+        {
+            bad = "more SGEs than max_send_sge";
+        }
+        else
+        {
+            wr.sg_list.resize(w.num_sge);
+            for (uint32_t s = 0; s < w.num_sge; ++s)
+            {
+                cnuas_hca_sge sge;
+                std::memcpy(&sge, slot + sizeof(w) + s * sizeof(sge), sizeof(sge));
+                wr.sg_list[s].addr = sge.addr;
+                wr.sg_list[s].length = sge.length;
+                wr.sg_list[s].lkey = sge.lkey;
+            }
+        }
+        if (!bad && q.qp->GetType() == RdmaQpType::UD)
+        {
+            auto ah = c.ahs.find(w.ah);
+            if (ah == c.ahs.end())
+            {
+                bad = "no such address handle";
+            }
+            else
+            {
+                wr.ud.ah = PeekPointer(ah->second);
+            }
+        }
+        int err = 0;
+        if (!bad)
+        {
+            err = inl ? q.qp->PostSendInline(wr, inlineData) : q.qp->PostSend(wr);
+        }
+        if (bad || err != 0)
+        {
+            // A WQE the adapter cannot execute: it completes with a local QP operation error
+            // and the QP enters the error state (IBA vol. 1 §10.8.3.1, §11.6.2), after the
+            // WQEs before it have been flushed.
+            ++m_counters.badWqes;
+            NS_LOG_WARN("HCA " << m_path << ": pid " << c.pid << " QP " << q.qp->GetQpNum()
+                               << ": refused send WQE: "
+                               << (bad ? bad : m_device->GetLastError().c_str()));
+            q.qp->ReportFatal(RdmaEventType::QP_REQ_ERR);
+            q.sq->Retire(1);
+            RdmaWc wc;
+            wc.wr_id = w.wr_id;
+            wc.status = RdmaWcStatus::LOC_QP_OP_ERR;
+            wc.opcode = RdmaWcOpcode::SEND;
+            wc.qp_num = q.qp->GetQpNum();
+            q.qp->GetSendCq()->Push(wc);
+        }
+    }
+}
+
+void
+EmuHcaService::PullRecvs(Context& c, QpRec& q)
+{
+    if (q.broken || q.layout.rq_slots == 0)
+    {
+        return;
+    }
+    cnuas_hca_qp_shm* head = q.Head();
+    const uint32_t prod = LoadAcquire(&head->rq_prod.value);
+    const uint32_t avail = prod - q.rqTaken;
+    if (avail == 0)
+    {
+        return;
+    }
+    if (avail > q.layout.rq_slots)
+    {
+        ++m_counters.corruptIndices;
+        BreakQp(c, q, "receive producer index runs past the ring");
+        return;
+    }
+    for (uint32_t k = 0; k < avail && !q.broken; ++k)
+    {
+        const uint8_t* slot =
+            q.shm.base + q.layout.rq_offset + size_t(q.rqTaken % q.layout.rq_slots) *
+                                                  q.layout.rq_stride;
+        cnuas_hca_recv_wqe w;
+        std::memcpy(&w, slot, sizeof(w));
+        ++q.rqTaken;
+        ++m_counters.recvWqes;
+        RdmaRecvWr wr;
+        wr.wr_id = w.wr_id;
+        int err = EINVAL;
+        if (w.num_sge <= q.cap.max_recv_sge)
+        {
+            wr.sg_list.resize(w.num_sge);
+            for (uint32_t s = 0; s < w.num_sge; ++s)
+            {
+                cnuas_hca_sge sge;
+                std::memcpy(&sge, slot + sizeof(w) + s * sizeof(sge), sizeof(sge));
+                wr.sg_list[s] = RdmaSge{sge.addr, sge.length, sge.lkey};
+            }
+            err = q.qp->PostRecv(wr);
+        }
+        if (err != 0)
+        {
+            ++m_counters.badWqes;
+            NS_LOG_WARN("HCA " << m_path << ": pid " << c.pid << " QP " << q.qp->GetQpNum()
+                               << ": refused receive WQE");
+            q.qp->ReportFatal(RdmaEventType::QP_FATAL);
+            q.rq->Retire(1);
+            RdmaWc wc;
+            wc.wr_id = w.wr_id;
+            wc.status = RdmaWcStatus::LOC_QP_OP_ERR;
+            wc.opcode = RdmaWcOpcode::RECV;
+            wc.qp_num = q.qp->GetQpNum();
+            q.qp->GetRecvCq()->Push(wc);
+        }
+    }
+}
+
+void
+EmuHcaService::PullSrqRecvs(Context& c, SrqRec& s)
+{
+    if (s.broken)
+    {
+        return;
+    }
+    const uint32_t prod = LoadAcquire(&s.Head()->rq_prod.value);
+    const uint32_t avail = prod - s.taken;
+    if (avail == 0)
+    {
+        return;
+    }
+    if (avail > s.layout.rq_slots)
+    {
+        ++m_counters.corruptIndices;
+        s.broken = true;
+        RdmaAsyncEvent ev;
+        ev.event_type = RdmaEventType::SRQ_ERR;
+        ev.srq = s.srq;
+        m_device->RaiseAsyncEvent(ev);
+        return;
+    }
+    for (uint32_t k = 0; k < avail; ++k)
+    {
+        const uint8_t* slot = s.shm.base + s.layout.rq_offset +
+                              size_t(s.taken % s.layout.rq_slots) * s.layout.rq_stride;
+        cnuas_hca_recv_wqe w;
+        std::memcpy(&w, slot, sizeof(w));
+        ++s.taken;
+        ++m_counters.recvWqes;
+        RdmaRecvWr wr;
+        wr.wr_id = w.wr_id;
+        int err = EINVAL;
+        if (w.num_sge <= s.maxSge)
+        {
+            wr.sg_list.resize(w.num_sge);
+            for (uint32_t g = 0; g < w.num_sge; ++g)
+            {
+                cnuas_hca_sge sge;
+                std::memcpy(&sge, slot + sizeof(w) + g * sizeof(sge), sizeof(sge));
+                wr.sg_list[g] = RdmaSge{sge.addr, sge.length, sge.lkey};
+            }
+            err = s.srq->PostRecv(wr);
+        }
+        if (err != 0)
+        {
+            // An SRQ has no completion queue of its own: the WQE is dropped, the slot freed,
+            // and the process told with IBV_EVENT_SRQ_ERR.
+            ++m_counters.badWqes;
+            s.queue->Retire(1);
+            RdmaAsyncEvent ev;
+            ev.event_type = RdmaEventType::SRQ_ERR;
+            ev.srq = s.srq;
+            m_device->RaiseAsyncEvent(ev);
+        }
+    }
+}
+
+void
+EmuHcaService::BreakQp(Context& c, QpRec& q, const char* why)
+{
+    NS_LOG_WARN("HCA " << m_path << ": pid " << c.pid << " QP " << q.qp->GetQpNum() << ": "
+                       << why << "; the QP enters the error state");
+    q.broken = true;
+    q.qp->ReportFatal(RdmaEventType::QP_FATAL);
+}
+
+void
+EmuHcaService::OnQpState(uint32_t ctx, uint32_t handle, RdmaQpState from, RdmaQpState to)
+{
+    auto ci = m_contexts.find(ctx);
+    if (ci == m_contexts.end())
+    {
+        return;
+    }
+    Context& c = *ci->second;
+    auto it = c.qps.find(handle);
+    if (it == c.qps.end() || !it->second.shm.base)
+    {
+        return;
+    }
+    QpRec& q = it->second;
+    cnuas_hca_qp_shm* head = q.Head();
+    if (to == RdmaQpState::RESET)
+    {
+        // IBA vol. 1 §10.3.1: Reset discards every WQE, also those not yet looked at.
+        q.sqTaken = LoadAcquire(&head->sq_prod.value);
+        q.rqTaken = LoadAcquire(&head->rq_prod.value);
+        q.sq->RetireThrough(q.sqTaken);
+        q.rq->RetireThrough(q.rqTaken);
+        q.broken = false;
+    }
+    StoreRelease(&head->state.value, static_cast<uint32_t>(to));
+    if (to == RdmaQpState::ERR)
+    {
+        // WQEs still in shared memory flush too: take them once the transition is done.
+        Simulator::ScheduleNow([this, ctx, handle]() {
+            auto ci2 = m_contexts.find(ctx);
+            if (ci2 == m_contexts.end())
+            {
+                return;
+            }
+            auto it2 = ci2->second->qps.find(handle);
+            if (it2 != ci2->second->qps.end())
+            {
+                PullSends(*ci2->second, it2->second);
+                PullRecvs(*ci2->second, it2->second);
+            }
+        });
+    }
+}
+
+// ---- events --------------------------------------------------------------------------------
+
+void
+EmuHcaService::OnCqEvent(uint32_t ctx, uint32_t handle)
+{
+    auto ci = m_contexts.find(ctx);
+    if (ci == m_contexts.end())
+    {
+        return;
+    }
+    Context& c = *ci->second;
+    auto it = c.cqs.find(handle);
+    if (it == c.cqs.end())
+    {
+        return;
+    }
+    auto ch = c.channels.find(it->second.channel);
+    if (ch == c.channels.end())
+    {
+        return;
+    }
+    cnuas_hca_comp_event e{it->second.cookie};
+    if (write(ch->second, &e, sizeof(e)) != sizeof(e))
+    {
+        ++m_counters.eventsDropped;
+    }
+}
+
+void
+EmuHcaService::SendEvent(Context& c, uint32_t type, uint32_t port, uint64_t cookie)
+{
+    cnuas_hca_async_event e{type, port, cookie};
+    if (c.asyncWrite < 0 || write(c.asyncWrite, &e, sizeof(e)) != sizeof(e))
+    {
+        ++m_counters.eventsDropped;
+    }
+}
+
+void
+EmuHcaService::OnAsyncEvent(const RdmaAsyncEvent& ev)
+{
+    for (auto& [id, cp] : m_contexts)
+    {
+        Context& c = *cp;
+        if (ev.qp)
+        {
+            for (auto& [h, q] : c.qps)
+            {
+                if (q.qp == ev.qp)
+                {
+                    SendEvent(c, static_cast<uint32_t>(ev.event_type), 0, q.cookie);
+                    return;
+                }
+            }
+        }
+        else if (ev.cq)
+        {
+            for (auto& [h, cq] : c.cqs)
+            {
+                if (cq.cq == ev.cq)
+                {
+                    if (ev.event_type == RdmaEventType::CQ_ERR && cq.shm.base)
+                    {
+                        StoreRelease(&reinterpret_cast<cnuas_hca_cq_shm*>(cq.shm.base)->error.value,
+                                     1);
+                    }
+                    SendEvent(c, static_cast<uint32_t>(ev.event_type), 0, cq.cookie);
+                    return;
+                }
+            }
+        }
+        else if (ev.srq)
+        {
+            for (auto& [h, s] : c.srqs)
+            {
+                if (s.srq == ev.srq)
+                {
+                    SendEvent(c, static_cast<uint32_t>(ev.event_type), 0, s.cookie);
+                    return;
+                }
+            }
+        }
+        else
+        {
+            // Port and device events go to every context.
+            SendEvent(c, static_cast<uint32_t>(ev.event_type), ev.port_num, 0);
+        }
+    }
+}
+
+// ---- teardown ------------------------------------------------------------------------------
+
+void
+EmuHcaService::DestroyAll(Context& c)
+{
+    // QPs first (they hold CQs, SRQs and PDs), then SRQs, CQs, AHs, MRs, PDs.
+    for (auto& [h, q] : c.qps)
+    {
+        m_device->DestroyQp(q.qp);
+        q.sq->Detach();
+        q.rq->Detach();
+        q.shm.Release();
+    }
+    c.qps.clear();
+    for (auto& [h, s] : c.srqs)
+    {
+        m_device->DestroySrq(s.srq);
+        s.queue->Detach();
+        s.shm.Release();
+    }
+    c.srqs.clear();
+    for (auto& [h, cq] : c.cqs)
+    {
+        m_device->DestroyCq(cq.cq);
+        cq.ring->Detach();
+        cq.shm.Release();
+    }
+    c.cqs.clear();
+    for (auto& [h, ah] : c.ahs)
+    {
+        m_device->DestroyAh(ah);
+    }
+    c.ahs.clear();
+    for (auto& [h, mr] : c.mrs)
+    {
+        m_device->DeregMr(mr);
+    }
+    c.mrs.clear();
+    for (auto& [h, pd] : c.pds)
+    {
+        m_device->DeallocPd(pd);
+    }
+    c.pds.clear();
+    for (auto& [h, fd] : c.channels)
+    {
+        close(fd);
+    }
+    c.channels.clear();
+}
+
+void
+EmuHcaService::Close(uint32_t id, const char* why)
+{
+    auto it = m_contexts.find(id);
+    if (it == m_contexts.end())
+    {
+        return;
+    }
+    std::unique_ptr<Context> c = std::move(it->second);
+    m_contexts.erase(it);
+    NS_LOG_INFO("HCA " << m_path << ": context " << id << " of pid " << c->pid
+                       << " ends: " << why);
+    auto rt = EmuRealtimeSimulatorImpl::Current();
+    if (rt)
+    {
+        rt->UnwatchFd(c->fd);
+        if (c->doorbell >= 0)
+        {
+            rt->UnwatchFd(c->doorbell);
+        }
+    }
+    DestroyAll(*c);
+    close(c->fd);
+    if (c->doorbell >= 0)
+    {
+        close(c->doorbell);
+    }
+    if (c->asyncWrite >= 0)
+    {
+        close(c->asyncWrite);
+    }
+    ++m_counters.contextsClosed;
+}
+
+} // namespace ns3

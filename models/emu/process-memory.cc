@@ -1,0 +1,172 @@
+#include "process-memory.h"
+
+#include "ns3/log.h"
+
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("ProcessMemory");
+NS_OBJECT_ENSURE_REGISTERED(ProcessMemory);
+
+TypeId
+ProcessMemory::GetTypeId()
+{
+    static TypeId tid = TypeId("ns3::ProcessMemory")
+                            .SetParent<RdmaMemory>()
+                            .SetGroupName("Cnuas")
+                            .AddConstructor<ProcessMemory>();
+    return tid;
+}
+
+ProcessMemory::ProcessMemory() = default;
+
+ProcessMemory::ProcessMemory(pid_t pid)
+    : m_pid(pid)
+{
+}
+
+ProcessMemory::~ProcessMemory() = default;
+
+namespace
+{
+// process_vm_readv/writev take at most IOV_MAX segments and may move fewer bytes than asked
+// when a page faults; one segment per side, looping over partial transfers of mapped memory.
+constexpr uint64_t kChunk = 1ull << 30;
+} // namespace
+
+bool
+ProcessMemory::Read(uint64_t addr, uint8_t* dst, uint64_t len) const
+{
+    if (len == 0)
+    {
+        return true;
+    }
+    if (Wraps(addr, len) || m_pid <= 0)
+    {
+        ++m_faults;
+        return false;
+    }
+    uint64_t done = 0;
+    while (done < len)
+    {
+        const uint64_t n = std::min(len - done, kChunk);
+        iovec local{dst + done, n};
+        iovec remote{reinterpret_cast<void*>(addr + done), n};
+        const ssize_t got = process_vm_readv(m_pid, &local, 1, &remote, 1, 0);
+        if (got <= 0)
+        {
+            if (got < 0 && errno == EINTR)
+            {
+                continue;
+            }
+            NS_LOG_INFO("pid " << m_pid << ": read of " << len << " bytes at 0x" << std::hex
+                               << addr << std::dec << " faulted: " << std::strerror(errno));
+            ++m_faults;
+            return false;
+        }
+        done += static_cast<uint64_t>(got);
+    }
+    return true;
+}
+
+bool
+ProcessMemory::Write(uint64_t addr, const uint8_t* src, uint64_t len)
+{
+    if (len == 0)
+    {
+        return true;
+    }
+    if (Wraps(addr, len) || m_pid <= 0)
+    {
+        ++m_faults;
+        return false;
+    }
+    uint64_t done = 0;
+    while (done < len)
+    {
+        const uint64_t n = std::min(len - done, kChunk);
+        iovec local{const_cast<uint8_t*>(src) + done, n};
+        iovec remote{reinterpret_cast<void*>(addr + done), n};
+        const ssize_t put = process_vm_writev(m_pid, &local, 1, &remote, 1, 0);
+        if (put <= 0)
+        {
+            if (put < 0 && errno == EINTR)
+            {
+                continue;
+            }
+            NS_LOG_INFO("pid " << m_pid << ": write of " << len << " bytes at 0x" << std::hex
+                               << addr << std::dec << " faulted: " << std::strerror(errno));
+            ++m_faults;
+            return false;
+        }
+        done += static_cast<uint64_t>(put);
+    }
+    return true;
+}
+
+bool
+ProcessMemory::IsMapped(uint64_t addr, uint64_t len) const
+{
+    return IsMappedWith(addr, len, false);
+}
+
+bool
+ProcessMemory::IsMappedWith(uint64_t addr, uint64_t len, bool writable) const
+{
+    if (len == 0 || Wraps(addr, len) || m_pid <= 0)
+    {
+        return false;
+    }
+    const std::string path = "/proc/" + std::to_string(m_pid) + "/maps";
+    FILE* f = std::fopen(path.c_str(), "re");
+    if (!f)
+    {
+        return false;
+    }
+    // The mappings are listed in address order: walk them, extending the covered prefix of
+    // [addr, addr+len) while each next mapping starts where the previous one ended.
+    uint64_t covered = addr; // everything below this is known to be mapped
+    const uint64_t end = addr + len;
+    char line[512];
+    bool ok = false;
+    while (std::fgets(line, sizeof(line), f))
+    {
+        uint64_t lo = 0;
+        uint64_t hi = 0;
+        char perms[8] = {};
+        if (std::sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &lo, &hi, perms) != 3)
+        {
+            continue;
+        }
+        if (hi <= covered)
+        {
+            continue;
+        }
+        if (lo > covered)
+        {
+            break; // a hole
+        }
+        if (perms[0] != 'r' || (writable && perms[1] != 'w'))
+        {
+            break;
+        }
+        covered = hi;
+        if (covered >= end)
+        {
+            ok = true;
+            break;
+        }
+    }
+    std::fclose(f);
+    return ok;
+}
+
+} // namespace ns3

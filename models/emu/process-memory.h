@@ -1,0 +1,58 @@
+// The address space of a real process as the emulated HCA sees it: bytes move with
+// process_vm_readv(2)/process_vm_writev(2), the way a real adapter moves them by DMA into pinned
+// pages, so one-sided operations complete while the process makes no call at all.
+#ifndef CNUAS_PROCESS_MEMORY_H
+#define CNUAS_PROCESS_MEMORY_H
+
+#include "models/rdma/rdma-memory.h"
+
+#include <sys/types.h>
+
+namespace ns3
+{
+
+/**
+ * \brief RdmaMemory over another process's virtual memory.
+ *
+ * Read and Write are one system call each; a fault (an unmapped page, a process that has
+ * exited) makes them return false. A Write that faults part-way may have written the bytes
+ * before the fault (process_vm_writev gives no atomicity); the transport only writes ranges that
+ * passed its MR checks, which registration made sure were mapped.
+ *
+ * IsMapped reads /proc/PID/maps: every byte of the range must lie in a readable mapping, and
+ * with `writable` in a writable one (ibv_reg_mr(3) fails with EFAULT otherwise, as the kernel's
+ * page pinning does).
+ */
+class ProcessMemory : public RdmaMemory
+{
+  public:
+    static TypeId GetTypeId();
+    ProcessMemory();
+    explicit ProcessMemory(pid_t pid);
+    ~ProcessMemory() override;
+
+    bool Read(uint64_t addr, uint8_t* dst, uint64_t len) const override;
+    bool Write(uint64_t addr, const uint8_t* src, uint64_t len) override;
+    bool IsMapped(uint64_t addr, uint64_t len) const override;
+    /// IsMapped, requiring write permission too when `writable`.
+    bool IsMappedWith(uint64_t addr, uint64_t len, bool writable) const;
+
+    pid_t GetPid() const
+    {
+        return m_pid;
+    }
+
+    /// Accesses that faulted.
+    uint64_t GetFaults() const
+    {
+        return m_faults;
+    }
+
+  private:
+    pid_t m_pid = 0;
+    mutable uint64_t m_faults = 0;
+};
+
+} // namespace ns3
+
+#endif
