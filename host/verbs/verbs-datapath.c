@@ -14,6 +14,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -280,6 +281,22 @@ static void to_wc(const struct cnuas_hca_cqe *e, struct ibv_wc *wc)
     wc->dlid_path_bits = e->dlid_path_bits;
 }
 
+/* An empty poll. The HCA here is not hardware beside the CPU but a thread of the daemon that
+ * shares the CPUs with the programs polling it: a program that spins on an empty CQ would keep
+ * the HCA from running, and on a machine with few cores the completion it waits for would wait
+ * for the scheduler's time slice (milliseconds). So a poller that keeps finding nothing yields
+ * its CPU now and then. It also looks now and then whether the daemon is still there, or a
+ * poller would spin forever after a daemon crash. Returns non-zero when the daemon is gone. */
+static int cnuas_idle_poll(struct cnuas_context *ctx)
+{
+    const uint32_t n = ++ctx->idle_polls;
+    if ((n & 31) == 0)
+        sched_yield();
+    if ((n & 1023) == 0 && !cnuas_check_alive(ctx))
+        return 1;
+    return ctx->dead;
+}
+
 int cnuas_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
     struct cnuas_cq *cq = to_ccq(ibcq);
@@ -296,15 +313,8 @@ int cnuas_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
     if (n)
         store_release(&cq->head->cons.value, cq->cons);
     pthread_spin_unlock(&cq->lock);
-    if (n == 0) {
-        struct cnuas_context *ctx = to_cctx(ibcq->context);
-        /* A poller spinning on an empty CQ must learn that the daemon is gone, or it spins
-         * forever: look now and then. */
-        if ((++ctx->idle_polls & 1023) == 0 && !cnuas_check_alive(ctx))
-            return -EIO;
-        if (ctx->dead)
-            return -EIO;
-    }
+    if (n == 0 && cnuas_idle_poll(to_cctx(ibcq->context)))
+        return -EIO;
     return n;
 }
 
@@ -331,8 +341,10 @@ static struct cnuas_cq *from_cqx(struct ibv_cq_ex *c)
 static int cqx_load(struct cnuas_cq *cq)
 {
     const uint32_t prod = load_acquire(&cq->head->prod.value);
-    if (cq->cons == prod)
+    if (cq->cons == prod) {
+        cq->cur = NULL;
         return ENOENT;
+    }
     cq->cur = &cq->cqes[cq->cons % cq->capacity];
     cq->cq.status = (enum ibv_wc_status)cq->cur->status;
     cq->cq.wr_id = cq->cur->wr_id;
@@ -348,10 +360,7 @@ static int cqx_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
     int err = cqx_load(cq);
     if (err) {
         pthread_spin_unlock(&cq->lock);
-        struct cnuas_context *ctx = to_cctx(c->context);
-        if ((++ctx->idle_polls & 1023) == 0 && !cnuas_check_alive(ctx))
-            return EIO;
-        return ctx->dead ? EIO : ENOENT;
+        return cnuas_idle_poll(to_cctx(c->context)) ? EIO : ENOENT;
     }
     return 0;
 }
@@ -367,8 +376,10 @@ static int cqx_next_poll(struct ibv_cq_ex *c)
 static void cqx_end_poll(struct ibv_cq_ex *c)
 {
     struct cnuas_cq *cq = from_cqx(c);
-    ++cq->cons; /* the last one read */
-    store_release(&cq->head->cons.value, cq->cons);
+    if (cq->cur) {
+        ++cq->cons; /* the last one read (a next_poll that found nothing took none) */
+        store_release(&cq->head->cons.value, cq->cons);
+    }
     cq->cur = NULL;
     pthread_spin_unlock(&cq->lock);
 }

@@ -1,5 +1,6 @@
 #include "eth-tap-bridge.h"
 
+#include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/node.h"
 #include "ns3/simulator.h"
@@ -45,6 +46,15 @@ EthTapBridge::GetTypeId()
                           UintegerValue(1024),
                           MakeUintegerAccessor(&EthTapBridge::m_txRingFrames),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("MirrorModelFrames",
+                          "Also write the RoCEv2 frames the host's simulated HCA sends and "
+                          "receives to the TAP, marked so that the kernel drops them, so that "
+                          "tcpdump in the host sees the host's RDMA traffic as it would on a "
+                          "real RoCE NIC's interface (the seed's 'udp port 4791' picture). "
+                          "Costs one TAP write per frame.",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&EthTapBridge::m_mirror),
+                          MakeBooleanChecker())
             .AddTraceSource("FromHost",
                             "A frame the host's kernel sent, as read from the TAP (bytes, "
                             "length), when the simulator takes it.",
@@ -82,6 +92,10 @@ EthTapBridge::Start(Ptr<EthNetDevice> port, int tapFd, std::string* why)
 {
     m_port = port;
     port->SetEthReceiveCallback(MakeCallback(&EthTapBridge::ToHost, this));
+    if (m_mirror)
+    {
+        port->TraceConnectWithoutContext("Tx", MakeCallback(&EthTapBridge::MirrorTx, this));
+    }
     TapPortConfig config;
     config.rxRingFrames = m_rxRingFrames;
     config.rxBatchFrames = m_rxBatchFrames;
@@ -125,6 +139,10 @@ EthTapBridge::ToHost(Ptr<EthNetDevice> port, const EthFrame& frame)
     if (frame.kind != EthFrameKind::Verbatim)
     {
         m_notForKernel++;
+        if (m_mirror && frame.kind == EthFrameKind::Udp)
+        {
+            Mirror(frame, false);
+        }
         if (!m_modelFrame.IsNull())
         {
             m_modelFrame(port, frame);
@@ -136,6 +154,28 @@ EthTapBridge::ToHost(Ptr<EthNetDevice> port, const EthFrame& frame)
     m_tap.Write(m_scratch.data(), m_scratch.size());
 }
 
+void
+EthTapBridge::MirrorTx(const EthFrame& frame)
+{
+    if (frame.kind == EthFrameKind::Udp)
+    {
+        Mirror(frame, true);
+    }
+}
+
+void
+EthTapBridge::Mirror(const EthFrame& frame, bool transmitted)
+{
+    // The host's kernel must see these frames for tcpdump but not act on them, as a RoCE NIC's
+    // own traffic never reaches the kernel's UDP. A frame the HCA sent is addressed to another
+    // MAC, so the kernel treats it as another host's (PACKET_OTHERHOST) and drops it before IP;
+    // one for this host's HCA goes to UDP port 4791, which the daemon holds open in the
+    // namespace (as the kernel's soft-RoCE driver does) and drains.
+    frame.Materialize(m_mirrorScratch, false);
+    m_tap.Write(m_mirrorScratch.data(), m_mirrorScratch.size());
+    (transmitted ? m_mirroredTx : m_mirroredRx)++;
+}
+
 EthTapBridgeCounters
 EthTapBridge::GetCounters() const
 {
@@ -144,6 +184,8 @@ EthTapBridge::GetCounters() const
     c.sentToFabric = m_sent;
     c.refusedByPort = m_refused;
     c.notForKernel = m_notForKernel;
+    c.mirroredTx = m_mirroredTx;
+    c.mirroredRx = m_mirroredRx;
     return c;
 }
 

@@ -24,6 +24,8 @@ struct EthTapBridgeCounters : TapPortCounters
     uint64_t sentToFabric = 0;  ///< frames from the host accepted by the simulated port
     uint64_t refusedByPort = 0; ///< refused by the port (malformed, MTU, queue full; its drops)
     uint64_t notForKernel = 0;  ///< frames the port received that were the model's own traffic
+    uint64_t mirroredTx = 0;    ///< the HCA's frames copied to the TAP for tcpdump (sent)
+    uint64_t mirroredRx = 0;    ///< (received)
 };
 
 /**
@@ -71,6 +73,9 @@ class EthTapBridge : public Object
     void FromHost(const uint8_t* bytes, uint32_t length);
     /// Simulation thread: one frame the port received.
     void ToHost(Ptr<EthNetDevice> port, const EthFrame& frame);
+    /// Simulation thread: the port started sending a frame (its "Tx" trace).
+    void MirrorTx(const EthFrame& frame);
+    void Mirror(const EthFrame& frame, bool transmitted);
 
     Ptr<EthNetDevice> m_port;
     uint32_t m_rxRingFrames = 1024; ///< attributes, copied into the TapPort's configuration
@@ -81,6 +86,10 @@ class EthTapBridge : public Object
     uint64_t m_sent = 0;
     uint64_t m_refused = 0;
     uint64_t m_notForKernel = 0;
+    uint64_t m_mirroredTx = 0;
+    uint64_t m_mirroredRx = 0;
+    bool m_mirror = true;
+    std::vector<uint8_t> m_mirrorScratch;
     std::vector<uint8_t> m_scratch;
     EthNetDevice::EthReceiveCallback m_modelFrame;
     TracedCallback<const uint8_t*, uint32_t> m_fromHostTrace;

@@ -35,6 +35,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -188,6 +189,7 @@ struct UpOptions
     std::vector<ns3::AttributeSetting> settings;
     std::string stateDir;
     double readyTimeout = 60;
+    int niceness = -10; ///< the daemon's scheduling priority (nice value)
 };
 
 /// A capture that `cnuas capture` holds open: it ends when that command's connection closes.
@@ -251,6 +253,7 @@ struct Daemon
     std::vector<ns3::RdmaHca> ibHcas;
     std::vector<ns3::Ptr<ns3::EmuHcaService>> hcaServices;
     std::vector<std::string> hcaSockets;
+    std::vector<int> udpSinks; ///< RoCE hosts: the kernel's UDP 4791, drained
     std::map<int, Capture> captures; ///< by control connection
     nlohmann::json state;
     int readyFd = -1;
@@ -796,6 +799,20 @@ BuildRoceHosts(Daemon& d)
         {
             return why;
         }
+        // RoCEv2's UDP port belongs to the NIC: the kernel gets a socket there (so the copies
+        // of the HCA's frames written for tcpdump draw no ICMP), which is drained.
+        const int sink = OpenUdpSinkInNetns(d.netns[i], 4791, &why);
+        if (sink < 0)
+        {
+            return "host " + d.hostNames[i] + ": " + why;
+        }
+        d.udpSinks.push_back(sink);
+        ns3::EmuRealtimeSimulatorImpl::Current()->WatchFd(sink, ns3::Simulator::NO_CONTEXT, [sink]() {
+            char buf[64];
+            while (recv(sink, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC) >= 0)
+            {
+            }
+        });
         if (!d.opt.pcapDir.empty())
         {
             const std::string f = d.opt.pcapDir + "/" + d.hostNames[i] + ".pcap";
@@ -899,6 +916,16 @@ int
 DaemonMain(Daemon& d)
 {
     const std::string statePath = FabricStatePath(d.dir, d.opt.name);
+    // The daemon is the hosts' hardware: NICs, HCAs and switches. The programs on the hosts share
+    // this machine's CPUs with it, and verbs programs busy-poll (their completion queues, or
+    // memory an RDMA WRITE will change); at the same priority a poller could keep the daemon
+    // off the CPU for a scheduler time slice, milliseconds, while it waits for the very
+    // completion the daemon would deliver. So the daemon runs ahead of ordinary programs.
+    if (setpriority(PRIO_PROCESS, 0, d.opt.niceness) != 0)
+    {
+        std::fprintf(stderr, "cnuas daemon: cannot raise the priority to nice %d: %s\n",
+                     d.opt.niceness, std::strerror(errno));
+    }
     // The state file comes first and names every namespace this fabric will make, so that a
     // daemon killed at any point leaves `cnuas down` the list of what to remove.
     d.started = static_cast<long long>(std::time(nullptr));
@@ -1063,6 +1090,11 @@ DaemonMain(Daemon& d)
     {
         h->Stop();
     }
+    for (int fd : d.udpSinks)
+    {
+        close(fd);
+    }
+    d.udpSinks.clear();
     d.hcaServices.clear();
     for (auto& b : d.bridges)
     {
@@ -1103,7 +1135,7 @@ const char* const kUpUsage =
     "usage: cnuas up [--fabric roce|ib] [--hosts N | --topology SPEC] [--sm builtin|none]\n"
     "                [--name NAME]\n"
     "                [--pcap DIR] [--dilation F] [--host-rate R] [--fabric-rate R]\n"
-    "                [--set ATTRIBUTE=VALUE]... [--state-dir DIR] [--timeout S]\n"
+    "                [--set ATTRIBUTE=VALUE]... [--state-dir DIR] [--timeout S] [--nice N]\n"
     "\n"
     "Brings up an emulated fabric: one Linux network namespace per host, whose kernel reaches\n"
     "its simulated NIC through a TAP device (eth0, addressed 10.0.0.<i+1>/8), the fabric's\n"
@@ -1127,6 +1159,8 @@ const char* const kUpUsage =
     "  --set A=V              an ns-3 attribute default, as for 'cnuas run'\n"
     "  --state-dir DIR        where the state, socket and log go (as for 'cnuas status')\n"
     "  --timeout S            how long to wait for the hosts (default 60 s)\n"
+    "  --nice N               the daemon's nice value (default -10: it is the hosts' hardware\n"
+    "                         and must not wait behind programs that busy-poll it)\n"
     "\n"
     "Then: cnuas exec HOST -- CMD..., cnuas status, cnuas capture HOST -w FILE, cnuas down.\n"
     "Exit status 0 when the fabric is up, 1 if it could not be brought up, 2 on a usage "
@@ -1227,6 +1261,16 @@ RunUp(const std::vector<std::string>& args)
             else if (a == "--timeout")
             {
                 o.readyTimeout = std::stod(value());
+            }
+            else if (a == "--nice")
+            {
+                const std::string v = value();
+                size_t used = 0;
+                o.niceness = std::stoi(v, &used);
+                if (used != v.size() || o.niceness < -20 || o.niceness > 19)
+                {
+                    throw std::invalid_argument("--nice " + v + ": a nice value in -20..19");
+                }
             }
             else
             {

@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <linux/if_tun.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -364,6 +366,71 @@ ExecInNetns(const std::string& name, const std::vector<std::string>& argv)
     args.push_back(nullptr);
     execvp(args[0], args.data());
     return "cannot run " + argv[0] + ": " + std::strerror(errno);
+}
+
+int
+OpenUdpSinkInNetns(const std::string& netns, uint16_t port, std::string* why)
+{
+    // setns changes only the calling thread's namespace; a socket keeps the namespace it was
+    // made in, so the thread makes it there and comes back.
+    const int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    const int target = open(NetnsPath(netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (self < 0 || target < 0 || setns(target, CLONE_NEWNET) != 0)
+    {
+        *why = "cannot enter namespace " + netns + ": " + std::strerror(errno);
+        if (self >= 0)
+        {
+            close(self);
+        }
+        if (target >= 0)
+        {
+            close(target);
+        }
+        return -1;
+    }
+    int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int rc = -1;
+    if (fd >= 0)
+    {
+        const int off = 0;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(port);
+        a.sin6_addr = in6addr_any;
+        rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    }
+    if (rc != 0)
+    {
+        if (fd >= 0)
+        {
+            close(fd);
+        }
+        fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(port);
+        rc = fd >= 0 ? bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) : -1;
+    }
+    const std::string err = std::strerror(errno);
+    if (setns(self, CLONE_NEWNET) != 0)
+    {
+        // Cannot happen for a namespace we were in a moment ago; going on in the wrong one
+        // would be worse than stopping.
+        std::abort();
+    }
+    close(self);
+    close(target);
+    if (rc != 0)
+    {
+        if (fd >= 0)
+        {
+            close(fd);
+        }
+        *why = "cannot bind UDP port " + std::to_string(port) + " in " + netns + ": " + err;
+        return -1;
+    }
+    return fd;
 }
 
 } // namespace cnuas

@@ -60,6 +60,14 @@ bool AttachToManagement(const std::string& hostNetns,
                         std::string* why);
 /// Processes whose network namespace is the named one.
 std::vector<int> PidsInNetns(const std::string& name);
+
+/**
+ * A UDP socket bound to `port` on every address of namespace `netns` (IPv6 dual-stack, else
+ * IPv4), non-blocking, for the caller to drain: what the kernel receives there is not the
+ * kernel's (RoCEv2's port 4791 belongs to the NIC), and without a socket it would answer with
+ * ICMP port unreachable. -1 with the reason.
+ */
+int OpenUdpSinkInNetns(const std::string& netns, uint16_t port, std::string* why);
 /**
  * Ends every process in the namespace (SIGTERM, then SIGKILL after `graceSeconds`) and deletes
  * it. Returns how many processes it ended; a namespace that does not exist is no error.
