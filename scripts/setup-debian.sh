@@ -20,6 +20,9 @@ PACKAGES=(
   mbpoll libmodbus-dev python3-pymodbus python3-serial python3-serial-asyncio opensm infiniband-diags
   # emulation: namespaces, TAP devices and the ordinary programs the tests run inside hosts
   iproute2 iputils-ping tcpdump iperf3
+  # verbs: the headers Cnuas's libibverbs and msgstream build against, and the unmodified
+  # verbs programs the tests run on emulated hosts
+  libibverbs-dev ibverbs-utils ibverbs-providers perftest
   # optional: faster rebuilds
   ccache
 )

@@ -72,7 +72,8 @@ class EmuVerbs : public EmuFixture, public ::testing::WithParamInterface<FabricC
         static int n = 0;
         const std::string out = "server-" + std::to_string(++n) + ".txt";
         const std::string t = "timeout " + std::to_string(static_cast<int>(seconds)) + " ";
-        ExecBackground("h1", t + server + "; echo server-exit=$?", out);
+        Sh("(" + Cnuas("exec --name " + m_name + " h1 -- " + t + server) +
+           "; echo server-exit=$?) > " + (m_dir / out).string() + " 2>&1 &");
         EXPECT_TRUE(WaitListening(port)) << server << " did not start listening";
         // The server's address goes where the client names "{ip}", else at the end.
         std::string cmd = client;
@@ -194,13 +195,16 @@ TEST_P(EmuVerbs, APeerThatDiesLeavesErrorCompletionsAndTheFabricWorking)
         GTEST_SKIP() << "msgstream is built with libibverbs-dev";
     }
     // A long stream; the server is killed with SIGKILL while it runs.
-    ExecBackground("h1", "timeout 120 " + bin + " -n 100000000", "victim.txt");
+    ExecBackground("h1", "timeout 120 " + bin + " -n 1000000", "victim.txt");
     ASSERT_TRUE(WaitListening(18520));
-    ExecBackground("h0", "timeout 120 " + bin + " -n 100000000 " + GetParam().serverIp +
-                             "; echo client-exit=$?",
-                   "survivor.txt");
+    Sh("(" + Cnuas("exec --name " + m_name + " h0 -- timeout 120 " + bin + " -n 1000000 " +
+                   GetParam().serverIp) +
+       "; echo client-exit=$?) > " + (m_dir / "survivor.txt").string() + " 2>&1 &");
     std::this_thread::sleep_for(std::chrono::seconds(3));
-    Exec("h1", "pkill -KILL -x msgstream");
+    // Only h1's: the namespaces share one PID namespace, so pkill inside a host would reach
+    // the client too.
+    Sh("for p in $(ip netns pids " + m_name + "-h1); do [ \"$(cat /proc/$p/comm)\" = msgstream ] "
+       "&& kill -KILL $p; done");
     // The survivor learns from its completions (retries exceeded, then flushes), not by hanging.
     std::string out;
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(90);

@@ -102,6 +102,15 @@ ProcessMemory::Write(uint64_t addr, const uint8_t* src, uint64_t len)
             {
                 continue;
             }
+            if (put < 0 && errno == ESRCH)
+            {
+                // The process has exited and its context is about to be closed. A real
+                // adapter's DMA into the pinned pages of a dying process succeeds (the pages
+                // go when the kernel deregisters them), so the peer sees what hardware gives
+                // it: acknowledgments until the QP is destroyed, then silence (retries).
+                m_gone = true;
+                return true;
+            }
             NS_LOG_INFO("pid " << m_pid << ": write of " << len << " bytes at 0x" << std::hex
                                << addr << std::dec << " faulted: " << std::strerror(errno));
             ++m_faults;

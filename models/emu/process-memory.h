@@ -14,8 +14,9 @@ namespace ns3
 /**
  * \brief RdmaMemory over another process's virtual memory.
  *
- * Read and Write are one system call each; a fault (an unmapped page, a process that has
- * exited) makes them return false. A Write that faults part-way may have written the bytes
+ * Read and Write are one system call each; a fault (an unmapped page) makes them return false.
+ * A Write to a process that has exited succeeds without effect, as a real adapter's DMA into the
+ * pinned pages of a dying process does; a Read from it faults. A Write that faults part-way may have written the bytes
  * before the fault (process_vm_writev gives no atomicity); the transport only writes ranges that
  * passed its MR checks, which registration made sure were mapped.
  *
@@ -48,8 +49,15 @@ class ProcessMemory : public RdmaMemory
         return m_faults;
     }
 
+    /// The process exited (a write found it gone).
+    bool IsGone() const
+    {
+        return m_gone;
+    }
+
   private:
     pid_t m_pid = 0;
+    bool m_gone = false;
     mutable uint64_t m_faults = 0;
 };
 
