@@ -3,6 +3,7 @@
 // libibverbs and the daemon's HCA service. Needs root (namespaces, TAP devices).
 #include "emu-test-util.h"
 
+#include <csignal>
 #include <regex>
 
 using namespace cnuas_emu_test;
@@ -285,6 +286,57 @@ TEST_P(EmuVerbs, HostileWorkRequestsAreRefusedAndTouchNoMemory)
         EXPECT_NE(client.find("refused as expected"), std::string::npos) << client;
         EXPECT_EQ(client.find("CHANGED"), std::string::npos) << client;
         EXPECT_NE(server.find("server buffer intact"), std::string::npos) << server;
+    }
+}
+
+} // namespace
+
+namespace
+{
+
+/// A daemon that dies (a crash, a restart) is reported by the library: programs in the middle
+/// of a transfer get errors and a clear message, not an endless poll.
+class EmuVerbsDaemonLoss : public EmuFixture
+{
+};
+
+TEST_F(EmuVerbsDaemonLoss, ProgramsLearnThatTheHcaIsGoneInsteadOfHanging)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/msgstream";
+    if (access(bin.c_str(), X_OK) != 0 ||
+        access(CNUAS_BINARY_DIR "/host/lib/libibverbs.so.1", R_OK) != 0)
+    {
+        GTEST_SKIP() << "msgstream and Cnuas's libibverbs are built with libibverbs-dev";
+    }
+    ShResult up = Up("--fabric roce --hosts 2");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    const std::string stateFile = (m_dir / "state" / ("fabric-" + m_name + ".json")).string();
+    const int daemon = nlohmann::json::parse(Sh("cat " + stateFile).out).value("pid", 0);
+    ASSERT_GT(daemon, 0);
+    for (const char* h : {"h1", "h0"})
+    {
+        const std::string peer = std::string(h) == "h0" ? " 10.0.0.2" : "";
+        Sh("(" + Cnuas("exec --name " + m_name + " " + h + " -- timeout 120 " + bin +
+                       " -n 1000000" + peer) +
+           "; echo exit=$?) > " + (m_dir / (std::string(h) + ".txt")).string() + " 2>&1 &");
+        std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    ASSERT_EQ(kill(daemon, SIGKILL), 0);
+    for (const char* h : {"h0", "h1"})
+    {
+        SCOPED_TRACE(h);
+        std::string out;
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (out.find("exit=") == std::string::npos && std::chrono::steady_clock::now() < end)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            out = Sh("cat " + (m_dir / (std::string(h) + ".txt")).string()).out;
+        }
+        ASSERT_NE(out.find("exit="), std::string::npos) << "hung:\n" << out;
+        EXPECT_EQ(out.find("exit=0"), std::string::npos) << out;
+        EXPECT_EQ(out.find("exit=124"), std::string::npos) << "ran into its timeout:\n" << out;
+        EXPECT_NE(out.find("is gone"), std::string::npos) << out;
     }
 }
 
