@@ -220,7 +220,10 @@ class EmuFixture : public ::testing::Test
     {
         // The test programs' TCP ports carry random bytes, which heuristic dissectors (Thrift,
         // for one) sometimes claim and then call malformed: decode them as plain data.
-        return Sh("tshark -r " + pcap + " -n -d tcp.port==5001-5010,data -Y '" + filter +
+        // RDMA SEND payloads likewise: RPC-over-RDMA's heuristic claims some and calls them
+        // malformed (ib-verbs-umad-wireshark.md §6).
+        return Sh("tshark -r " + pcap + " -n -d tcp.port==5001-5010,data --disable-protocol "
+                  "rpcordma -Y '" + filter +
                   "' 2>/dev/null")
             .out;
     }

@@ -181,11 +181,42 @@ TEST_P(EmuVerbs, MsgstreamRunsUnmodifiedAndVerifiesItsData)
     {
         GTEST_SKIP() << "msgstream is built with libibverbs-dev";
     }
+    const bool roce = std::string(GetParam().name) == "roce";
     const std::string count = " -n " + std::to_string(GetParam().iterations);
+    // Watching: tcpdump inside the server's host (RoCE: the seed's picture), and the daemon's
+    // capture of the client's port (every packet, with its CRCs).
+    const std::string pcap = (m_dir / "h0.pcap").string();
+    Sh(Cnuas("capture --name " + m_name + " h0 -w " + pcap + " --duration 40") + " > " +
+       (m_dir / "capture.txt").string() + " 2>&1 &");
+    if (roce)
+    {
+        ExecBackground("h1", "timeout 40 tcpdump -i eth0 -nn -l 'udp port 4791'", "tcpdump.txt");
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
     std::string server;
     const std::string client = RunPair(bin + count, bin + count, 18520, &server);
     EXPECT_NE(client.find("msgstream: OK"), std::string::npos) << client;
     EXPECT_NE(server.find("msgstream: OK"), std::string::npos) << server;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    Sh("pkill -INT -f 'capture --name " + m_name + "'");
+    if (roce)
+    {
+        Sh("for p in $(ip netns pids " + m_name + "-h1); do [ \"$(cat /proc/$p/comm)\" = tcpdump ] "
+           "&& kill -INT $p; done");
+        const std::string td = WaitForLines("tcpdump.txt", GetParam().iterations, 10);
+        // The seed's lines: 112-byte messages make 128-byte UDP payloads, ACKs 20.
+        EXPECT_NE(td.find("10.0.0.1."), std::string::npos) << td;
+        EXPECT_NE(td.find(" > 10.0.0.2.4791: UDP, length 128"), std::string::npos) << td;
+        EXPECT_NE(td.find(" > 10.0.0.1.4791: UDP, length 20"), std::string::npos) << td;
+    }
+    // The daemon's capture decodes cleanly and every CRC in it is right.
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    ShResult check = Sh(CNUAS_BINARY_DIR "/bin/cnuas pcap check " + pcap);
+    EXPECT_EQ(check.exit, 0) << check.out;
+    const std::string decoded =
+        Tshark(pcap, roce ? "infiniband" : "infiniband.bth.opcode == 4 || infiniband.bth.opcode == 17");
+    EXPECT_GE(CountLines(decoded), GetParam().iterations) << decoded.substr(0, 2000);
+    EXPECT_EQ(Tshark(pcap, "_ws.malformed || _ws.expert.severity >= error"), "");
 }
 
 TEST_P(EmuVerbs, APeerThatDiesLeavesErrorCompletionsAndTheFabricWorking)
