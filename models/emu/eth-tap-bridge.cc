@@ -1,11 +1,15 @@
 #include "eth-tap-bridge.h"
 
-#include "ns3/boolean.h"
+#include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/node.h"
 #include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
 #include "ns3/uinteger.h"
+
+#include <unistd.h>
+
+#include <chrono>
 
 namespace ns3
 {
@@ -47,14 +51,20 @@ EthTapBridge::GetTypeId()
                           MakeUintegerAccessor(&EthTapBridge::m_txRingFrames),
                           MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("MirrorModelFrames",
-                          "Also write the RoCEv2 frames the host's simulated HCA sends and "
-                          "receives to the TAP, marked so that the kernel drops them, so that "
-                          "tcpdump in the host sees the host's RDMA traffic as it would on a "
-                          "real RoCE NIC's interface (the seed's 'udp port 4791' picture). "
-                          "Costs one TAP write per frame.",
-                          BooleanValue(true),
-                          MakeBooleanAccessor(&EthTapBridge::m_mirror),
-                          MakeBooleanChecker())
+                          "Whether the RoCEv2 frames the host's simulated HCA sends and "
+                          "receives are also written to the TAP (marked so that the kernel "
+                          "drops them), so that tcpdump in the host sees the host's RDMA traffic "
+                          "as on a real RoCE NIC's interface: Never, WhenCaptured (while a packet "
+                          "socket is open in the host, i.e. something captures; each copy costs "
+                          "a TAP write), Always.",
+                          EnumValue(static_cast<int>(MirrorMode::WhenCaptured)),
+                          MakeEnumAccessor(&EthTapBridge::m_mirrorMode),
+                          MakeEnumChecker(static_cast<int>(MirrorMode::Never),
+                                          "Never",
+                                          static_cast<int>(MirrorMode::WhenCaptured),
+                                          "WhenCaptured",
+                                          static_cast<int>(MirrorMode::Always),
+                                          "Always"))
             .AddTraceSource("FromHost",
                             "A frame the host's kernel sent, as read from the TAP (bytes, "
                             "length), when the simulator takes it.",
@@ -92,7 +102,7 @@ EthTapBridge::Start(Ptr<EthNetDevice> port, int tapFd, std::string* why)
 {
     m_port = port;
     port->SetEthReceiveCallback(MakeCallback(&EthTapBridge::ToHost, this));
-    if (m_mirror)
+    if (m_mirrorMode != static_cast<int>(MirrorMode::Never))
     {
         port->TraceConnectWithoutContext("Tx", MakeCallback(&EthTapBridge::MirrorTx, this));
     }
@@ -113,6 +123,11 @@ void
 EthTapBridge::Stop()
 {
     m_tap.Stop();
+    if (m_probeFd >= 0)
+    {
+        close(m_probeFd);
+        m_probeFd = -1;
+    }
 }
 
 void
@@ -139,7 +154,7 @@ EthTapBridge::ToHost(Ptr<EthNetDevice> port, const EthFrame& frame)
     if (frame.kind != EthFrameKind::Verbatim)
     {
         m_notForKernel++;
-        if (m_mirror && frame.kind == EthFrameKind::Udp)
+        if (frame.kind == EthFrameKind::Udp && MirrorWanted())
         {
             Mirror(frame, false);
         }
@@ -157,10 +172,50 @@ EthTapBridge::ToHost(Ptr<EthNetDevice> port, const EthFrame& frame)
 void
 EthTapBridge::MirrorTx(const EthFrame& frame)
 {
-    if (frame.kind == EthFrameKind::Udp)
+    if (frame.kind == EthFrameKind::Udp && MirrorWanted())
     {
         Mirror(frame, true);
     }
+}
+
+void
+EthTapBridge::SetCaptureProbe(int procNetPacketFd)
+{
+    if (m_probeFd >= 0)
+    {
+        close(m_probeFd);
+    }
+    m_probeFd = procNetPacketFd;
+}
+
+bool
+EthTapBridge::MirrorWanted()
+{
+    const auto mode = static_cast<MirrorMode>(m_mirrorMode);
+    if (mode != MirrorMode::WhenCaptured)
+    {
+        return mode == MirrorMode::Always;
+    }
+    if (m_probeFd < 0)
+    {
+        return false;
+    }
+    // The host's list of packet sockets (/proc/net/packet of its namespace), looked at no more
+    // than every 20 ms of wall clock: a header line, then one line per open socket.
+    const auto now = std::chrono::steady_clock::now();
+    if (now - m_lastProbe >= std::chrono::milliseconds(20))
+    {
+        m_lastProbe = now;
+        char buf[4096];
+        const ssize_t n = pread(m_probeFd, buf, sizeof(buf) - 1, 0);
+        int lines = 0;
+        for (ssize_t i = 0; i < n; ++i)
+        {
+            lines += buf[i] == '\n';
+        }
+        m_captured = lines > 1;
+    }
+    return m_captured;
 }
 
 void

@@ -11,6 +11,7 @@
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,6 +63,17 @@ class EthTapBridge : public Object
     /// Frames waiting between a reader thread and the simulator now (reader-thread mode).
     uint32_t GetPendingFrames() const { return m_tap.GetPendingFrames(); }
     Ptr<EthNetDevice> GetPort() const { return m_port; }
+    /// When the HCA's RoCEv2 frames are copied to the TAP (attribute MirrorModelFrames).
+    enum class MirrorMode : int
+    {
+        Never = 0,
+        WhenCaptured = 1,
+        Always = 2,
+    };
+
+    /// For MirrorModelFrames=WhenCaptured: a descriptor of /proc/net/packet opened inside the
+    /// host's namespace (the bridge closes it). Without one, WhenCaptured mirrors nothing.
+    void SetCaptureProbe(int procNetPacketFd);
     /// Receives the frames the port got that the model made (not the kernel's).
     void SetModelFrameCallback(EthNetDevice::EthReceiveCallback cb) { m_modelFrame = cb; }
 
@@ -76,6 +88,7 @@ class EthTapBridge : public Object
     /// Simulation thread: the port started sending a frame (its "Tx" trace).
     void MirrorTx(const EthFrame& frame);
     void Mirror(const EthFrame& frame, bool transmitted);
+    bool MirrorWanted();
 
     Ptr<EthNetDevice> m_port;
     uint32_t m_rxRingFrames = 1024; ///< attributes, copied into the TapPort's configuration
@@ -88,7 +101,10 @@ class EthTapBridge : public Object
     uint64_t m_notForKernel = 0;
     uint64_t m_mirroredTx = 0;
     uint64_t m_mirroredRx = 0;
-    bool m_mirror = true;
+    int m_mirrorMode = 1; ///< a MirrorMode (EnumValue holds int)
+    int m_probeFd = -1;
+    bool m_captured = false;
+    std::chrono::steady_clock::time_point m_lastProbe{};
     std::vector<uint8_t> m_mirrorScratch;
     std::vector<uint8_t> m_scratch;
     EthNetDevice::EthReceiveCallback m_modelFrame;

@@ -788,6 +788,12 @@ BuildRoceHosts(Daemon& d)
             return why;
         }
         auto bridge = ns3::CreateObject<ns3::EthTapBridge>();
+        const int probe = OpenPacketSocketListInNetns(d.netns[i], &why);
+        if (probe < 0)
+        {
+            return "host " + d.hostNames[i] + ": " + why;
+        }
+        bridge->SetCaptureProbe(probe);
         const ns3::RoceHca& hca = d.roceHcas[i];
         bridge->SetModelFrameCallback(ns3::MakeCallback(&ns3::RoceRdmaPort::Deliver, hca.port));
         if (!bridge->Start(port, fd, &why))

@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 namespace cnuas
@@ -368,11 +369,12 @@ ExecInNetns(const std::string& name, const std::vector<std::string>& argv)
     return "cannot run " + argv[0] + ": " + std::strerror(errno);
 }
 
-int
-OpenUdpSinkInNetns(const std::string& netns, uint16_t port, std::string* why)
+/// Runs `f` in the calling thread with namespace `netns` entered, and comes back. setns changes
+/// only the calling thread's namespace; descriptors made inside keep the namespace they were
+/// made in. Returns f's result, or -1 with the reason if the namespace cannot be entered.
+static int
+InNetns(const std::string& netns, const std::function<int()>& f, std::string* why)
 {
-    // setns changes only the calling thread's namespace; a socket keeps the namespace it was
-    // made in, so the thread makes it there and comes back.
     const int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
     const int target = open(NetnsPath(netns).c_str(), O_RDONLY | O_CLOEXEC);
     if (self < 0 || target < 0 || setns(target, CLONE_NEWNET) != 0)
@@ -388,31 +390,8 @@ OpenUdpSinkInNetns(const std::string& netns, uint16_t port, std::string* why)
         }
         return -1;
     }
-    int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    int rc = -1;
-    if (fd >= 0)
-    {
-        const int off = 0;
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
-        sockaddr_in6 a{};
-        a.sin6_family = AF_INET6;
-        a.sin6_port = htons(port);
-        a.sin6_addr = in6addr_any;
-        rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
-    }
-    if (rc != 0)
-    {
-        if (fd >= 0)
-        {
-            close(fd);
-        }
-        fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_port = htons(port);
-        rc = fd >= 0 ? bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) : -1;
-    }
-    const std::string err = std::strerror(errno);
+    const int rc = f();
+    const int savedErrno = errno;
     if (setns(self, CLONE_NEWNET) != 0)
     {
         // Cannot happen for a namespace we were in a moment ago; going on in the wrong one
@@ -421,14 +400,66 @@ OpenUdpSinkInNetns(const std::string& netns, uint16_t port, std::string* why)
     }
     close(self);
     close(target);
-    if (rc != 0)
+    errno = savedErrno;
+    return rc;
+}
+
+int
+OpenUdpSinkInNetns(const std::string& netns, uint16_t port, std::string* why)
+{
+    std::string err;
+    const int fd = InNetns(
+        netns,
+        [port, &err]() {
+            int s = socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            if (s >= 0)
+            {
+                const int off = 0;
+                setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+                sockaddr_in6 a{};
+                a.sin6_family = AF_INET6;
+                a.sin6_port = htons(port);
+                a.sin6_addr = in6addr_any;
+                if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0)
+                {
+                    return s;
+                }
+                close(s);
+            }
+            // No IPv6 in this kernel: IPv4 alone.
+            s = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            sockaddr_in a{};
+            a.sin_family = AF_INET;
+            a.sin_port = htons(port);
+            if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0)
+            {
+                return s;
+            }
+            err = std::strerror(errno);
+            if (s >= 0)
+            {
+                close(s);
+            }
+            return -1;
+        },
+        why);
+    if (fd < 0 && !err.empty())
     {
-        if (fd >= 0)
-        {
-            close(fd);
-        }
         *why = "cannot bind UDP port " + std::to_string(port) + " in " + netns + ": " + err;
-        return -1;
+    }
+    return fd;
+}
+
+int
+OpenPacketSocketListInNetns(const std::string& netns, std::string* why)
+{
+    // /proc/net files belong to the namespace of the task that opens them, for as long as they
+    // stay open.
+    const int fd =
+        InNetns(netns, []() { return open("/proc/thread-self/net/packet", O_RDONLY | O_CLOEXEC); }, why);
+    if (fd < 0 && why->empty())
+    {
+        *why = std::string("cannot open /proc/net/packet in ") + netns + ": " + std::strerror(errno);
     }
     return fd;
 }

@@ -68,6 +68,10 @@ std::vector<int> PidsInNetns(const std::string& name);
  * ICMP port unreachable. -1 with the reason.
  */
 int OpenUdpSinkInNetns(const std::string& netns, uint16_t port, std::string* why);
+
+/// /proc/net/packet of namespace `netns` (the host's open packet sockets: something captures
+/// there while it lists any), for EthTapBridge::SetCaptureProbe. -1 with the reason.
+int OpenPacketSocketListInNetns(const std::string& netns, std::string* why);
 /**
  * Ends every process in the namespace (SIGTERM, then SIGKILL after `graceSeconds`) and deletes
  * it. Returns how many processes it ended; a namespace that does not exist is no error.
