@@ -14,7 +14,10 @@ namespace ns3
 /**
  * \brief RdmaMemory over another process's virtual memory.
  *
- * Read and Write are one system call each; a fault (an unmapped page) makes them return false.
+ * Read and Write are one pread/pwrite each on /proc/PID/mem (process_vm_readv/writev where it
+ * cannot be opened); a fault (an unmapped page) makes them return false. Writes through
+ * /proc/PID/mem would also go into read-only pages; the transport only writes into regions
+ * registered writable, which registration checked against the process's mappings.
  * A Write to a process that has exited succeeds without effect, as a real adapter's DMA into the
  * pinned pages of a dying process does; a Read from it faults. A Write that faults part-way may have written the bytes
  * before the fault (process_vm_writev gives no atomicity); the transport only writes ranges that
@@ -56,7 +59,12 @@ class ProcessMemory : public RdmaMemory
     }
 
   private:
+    /// /proc/PID/mem, opened on first use; -1 if it cannot be (process_vm_* then).
+    int MemFd() const;
+
     pid_t m_pid = 0;
+    mutable int m_memFd = -2; ///< -2: not tried yet
+    bool m_useProcMem = true;
     bool m_gone = false;
     mutable uint64_t m_faults = 0;
 };
