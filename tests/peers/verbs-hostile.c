@@ -80,6 +80,7 @@ static void setup(void)
     if (!list || n == 0)
         die("no RDMA device");
     ctx = ibv_open_device(list[0]);
+    ibv_free_device_list(list);
     if (!ctx)
         die("ibv_open_device");
     struct ibv_port_attr pa;
@@ -314,8 +315,10 @@ static int tcp_client(const char *host)
         die("address");
     for (int i = 0; i < 100; ++i) {
         int s = socket(AF_INET, SOCK_STREAM, 0);
-        if (connect(s, ai->ai_addr, ai->ai_addrlen) == 0)
+        if (connect(s, ai->ai_addr, ai->ai_addrlen) == 0) {
+            freeaddrinfo(ai);
             return s;
+        }
         close(s);
         usleep(100000);
     }
