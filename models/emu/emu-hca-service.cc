@@ -295,6 +295,28 @@ class SharedCqRing : public RdmaQueue<RdmaWc>
     RdmaWc m_none;
 };
 
+/// Copies a receive WQE out of shared memory into `wr`; false if it claims more SGEs than its
+/// queue's slots hold (`maxSge`).
+bool
+ReadRecvWqe(const uint8_t* slot, uint32_t maxSge, RdmaRecvWr& wr)
+{
+    cnuas_hca_recv_wqe w;
+    std::memcpy(&w, slot, sizeof(w));
+    wr.wr_id = w.wr_id;
+    if (w.num_sge > maxSge)
+    {
+        return false;
+    }
+    wr.sg_list.resize(w.num_sge);
+    for (uint32_t g = 0; g < w.num_sge; ++g)
+    {
+        cnuas_hca_sge sge;
+        std::memcpy(&sge, slot + sizeof(w) + g * sizeof(sge), sizeof(sge));
+        wr.sg_list[g] = RdmaSge{sge.addr, sge.length, sge.lkey};
+    }
+    return true;
+}
+
 constexpr uint32_t kCqeOffset = 512;
 static_assert(sizeof(cnuas_hca_cq_shm) <= kCqeOffset, "CQ head fits before the CQEs");
 constexpr uint32_t kWqHeadBytes = 512;
@@ -1806,24 +1828,10 @@ EmuHcaService::PullRecvs(Context& c, QpRec& q)
         const uint8_t* slot =
             q.shm.base + q.layout.rq_offset + size_t(q.rqTaken % q.layout.rq_slots) *
                                                   q.layout.rq_stride;
-        cnuas_hca_recv_wqe w;
-        std::memcpy(&w, slot, sizeof(w));
         ++q.rqTaken;
         ++m_counters.recvWqes;
         RdmaRecvWr wr;
-        wr.wr_id = w.wr_id;
-        int err = EINVAL;
-        if (w.num_sge <= q.cap.max_recv_sge)
-        {
-            wr.sg_list.resize(w.num_sge);
-            for (uint32_t s = 0; s < w.num_sge; ++s)
-            {
-                cnuas_hca_sge sge;
-                std::memcpy(&sge, slot + sizeof(w) + s * sizeof(sge), sizeof(sge));
-                wr.sg_list[s] = RdmaSge{sge.addr, sge.length, sge.lkey};
-            }
-            err = q.qp->PostRecv(wr);
-        }
+        const int err = ReadRecvWqe(slot, q.cap.max_recv_sge, wr) ? q.qp->PostRecv(wr) : EINVAL;
         if (err != 0)
         {
             ++m_counters.badWqes;
@@ -1832,7 +1840,7 @@ EmuHcaService::PullRecvs(Context& c, QpRec& q)
             q.qp->ReportFatal(RdmaEventType::QP_FATAL);
             q.rq->Retire(1);
             RdmaWc wc;
-            wc.wr_id = w.wr_id;
+            wc.wr_id = wr.wr_id;
             wc.status = RdmaWcStatus::LOC_QP_OP_ERR;
             wc.opcode = RdmaWcOpcode::RECV;
             wc.qp_num = q.qp->GetQpNum();
@@ -1868,24 +1876,10 @@ EmuHcaService::PullSrqRecvs(Context& c, SrqRec& s)
     {
         const uint8_t* slot = s.shm.base + s.layout.rq_offset +
                               size_t(s.taken % s.layout.rq_slots) * s.layout.rq_stride;
-        cnuas_hca_recv_wqe w;
-        std::memcpy(&w, slot, sizeof(w));
         ++s.taken;
         ++m_counters.recvWqes;
         RdmaRecvWr wr;
-        wr.wr_id = w.wr_id;
-        int err = EINVAL;
-        if (w.num_sge <= s.maxSge)
-        {
-            wr.sg_list.resize(w.num_sge);
-            for (uint32_t g = 0; g < w.num_sge; ++g)
-            {
-                cnuas_hca_sge sge;
-                std::memcpy(&sge, slot + sizeof(w) + g * sizeof(sge), sizeof(sge));
-                wr.sg_list[g] = RdmaSge{sge.addr, sge.length, sge.lkey};
-            }
-            err = s.srq->PostRecv(wr);
-        }
+        const int err = ReadRecvWqe(slot, s.maxSge, wr) ? s.srq->PostRecv(wr) : EINVAL;
         if (err != 0)
         {
             // An SRQ has no completion queue of its own: the WQE is dropped, the slot freed,

@@ -439,6 +439,7 @@ EmuRealtimeSimulatorImpl::Run()
     // every so often between events (stamped at the model's present): a model that cannot keep
     // real time still hears its hosts, late, and its lag says how late.
     const auto pollWhileLagging = std::chrono::microseconds(100);
+    const auto kChainGap = std::chrono::microseconds(5);
     while (!m_stop)
     {
         TakeForeign();
@@ -483,7 +484,15 @@ EmuRealtimeSimulatorImpl::Run()
             }
             continue;
         }
-        // Caught up with the wall clock: real input is taken now, and then waited for.
+        // Caught up with the wall clock: real input is taken now, and then waited for. Not when
+        // the next event is due within a few microseconds and input was looked at as recently:
+        // a packet crossing the fabric is a chain of events tens to hundreds of nanoseconds
+        // apart, and an epoll call between each two of them (a system call, microseconds on a
+        // virtual machine) would make the chain many times slower than the time it models.
+        if (haveNext && deadline - now < kChainGap && now - lastPoll < kChainGap)
+        {
+            continue;
+        }
         lastPoll = now;
         if (PollInput(now, nextTs))
         {
