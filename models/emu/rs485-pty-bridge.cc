@@ -9,6 +9,7 @@
 #include "ns3/realtime-simulator-impl.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/uinteger.h"
 
 #include <cerrno>
 #include <cstring>
@@ -73,6 +74,34 @@ Rs485PtyBridge::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&Rs485PtyBridge::m_keepSilence),
                           MakeBooleanChecker())
+            .AddAttribute("TxBufferSize",
+                          "Bytes of the client's that may wait to go on the line (for the bus, "
+                          "for the silent interval, or in the transceiver's queue), like a UART's "
+                          "transmit FIFO; more are dropped and counted (txOverruns). Default: "
+                          "one maximum RTU frame, 256 bytes (Modbus over serial line v1.02 "
+                          "§2.5.1); a master sends one request and waits for its answer (§2.4.1), "
+                          "so only a runaway writer overruns it.",
+                          UintegerValue(256),
+                          MakeUintegerAccessor(&Rs485PtyBridge::m_txBufferSize),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("ClientResponseTimeout",
+                          "With an arbiter: how long the client's transaction keeps the bus "
+                          "after its request's last character without any answer (serial line "
+                          "v1.02 §2.4.1 response time-out; libmodbus's default is 0.5 s). Only "
+                          "requests nobody answers (absent address, broadcast, bad CRC) wait "
+                          "this long.",
+                          TimeValue(MilliSeconds(500)),
+                          MakeTimeAccessor(&Rs485PtyBridge::m_clientResponseTimeout),
+                          MakeTimeChecker(MicroSeconds(1)))
+            .AddAttribute("ClientHoldTime",
+                          "With an arbiter: after the answer's frame has ended (t3.5 of "
+                          "silence), the bus stays the client's this much longer, so that a "
+                          "client polling several registers or slaves in a row (mbpoll -a "
+                          "200,201, rackmond) does not wait for another master's transaction "
+                          "between its requests.",
+                          TimeValue(MilliSeconds(20)),
+                          MakeTimeAccessor(&Rs485PtyBridge::m_clientHoldTime),
+                          MakeTimeChecker(Time(0)))
             .AddAttribute("RequireRealtime",
                           "Whether Start refuses to run unless the simulator is "
                           "ns3::RealtimeSimulatorImpl (a client's bytes are stamped with wall-"
@@ -101,6 +130,17 @@ Rs485PtyBridge::GetTypeId()
 }
 
 Rs485PtyBridge::Rs485PtyBridge() = default;
+
+void
+Rs485PtyBridge::SetArbiter(Ptr<Rs485BusArbiter> arbiter)
+{
+    NS_ABORT_MSG_IF(m_running, "Rs485PtyBridge: SetArbiter while running");
+    m_arbiter = arbiter;
+    if (m_arbiter)
+    {
+        m_arbiterId = m_arbiter->Register("pty");
+    }
+}
 
 Rs485PtyBridge::~Rs485PtyBridge()
 {
@@ -330,6 +370,7 @@ Rs485PtyBridge::Start()
 
     m_device->SetAttribute("SuppressEcho", BooleanValue(!m_localEcho));
     m_device->SetCharacterReceiveCallback(MakeCallback(&Rs485PtyBridge::ReceiveCharacter, this));
+    m_device->SetTxCompleteCallback(MakeCallback(&Rs485PtyBridge::TxComplete, this));
     m_context = m_device->GetNode() ? m_device->GetNode()->GetId() : Simulator::NO_CONTEXT;
     RefreshFormat();
 
@@ -359,7 +400,14 @@ Rs485PtyBridge::Stop()
     if (m_running && m_device)
     {
         m_device->SetCharacterReceiveCallback(MakeNullCallback<void, const Rs485Character&>());
+        m_device->SetTxCompleteCallback(MakeNullCallback<void>());
     }
+    if (m_arbiter && m_bus != BusState::Idle)
+    {
+        m_arbiter->Cancel(m_arbiterId);
+    }
+    m_bus = BusState::Idle;
+    m_endEvent.Cancel();
     m_running = false;
     m_clientOpen = false;
     m_heldEvent.Cancel();
@@ -393,6 +441,7 @@ Rs485PtyBridge::GetCounters() const
     c.clientCloses = m_closes.load();
     c.termiosResets = m_resets.load();
     c.chunksFromClient = m_chunks.load();
+    c.inputFlushes = m_flushes.load();
     return c;
 }
 
@@ -434,6 +483,27 @@ Rs485PtyBridge::ResetSlaveTermios()
 }
 
 bool
+Rs485PtyBridge::FlushSlaveInput()
+{
+    // What the last client left unread stays in the slave's input queue (its line discipline
+    // lives as long as the master does) and would be the next opener's first bytes: an answer
+    // it abandoned, or the tail of a transaction of another master. tcflush() on the master
+    // cannot reach it (TCIFLUSH flushes the master's own input, TCOFLUSH only the slave's flip
+    // buffer, drivers/tty/pty.c pty_flush_buffer), so the bridge opens the slave itself for a
+    // moment and discards its input (POSIX tcflush(TCIFLUSH)), as closing a real UART's port
+    // leaves nothing for the next open.
+    const int fd = open(m_slavePath.c_str(), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+    {
+        return false;
+    }
+    tcflush(fd, TCIFLUSH);
+    close(fd);
+    m_flushes++;
+    return true;
+}
+
+bool
 Rs485PtyBridge::DrainMaster()
 {
     uint8_t buf[4096];
@@ -466,6 +536,8 @@ void
 Rs485PtyBridge::ReaderLoop()
 {
     bool hung = false; // the master reports POLLHUP: no client; do not poll it (it never blocks)
+    uint32_t ownOpens = 0;  // inotify events of FlushSlaveInput still to come
+    uint32_t ownCloses = 0;
     for (;;)
     {
         pollfd fds[3] = {{m_wake[0], POLLIN, 0},
@@ -498,12 +570,20 @@ Rs485PtyBridge::ReaderLoop()
                 for (char* p = ev; p < ev + n;)
                 {
                     const auto* e = reinterpret_cast<const inotify_event*>(p);
-                    if (e->mask & IN_OPEN)
+                    if ((e->mask & IN_OPEN) && ownOpens > 0)
+                    {
+                        ownOpens--; // FlushSlaveInput's own open
+                    }
+                    else if (e->mask & IN_OPEN)
                     {
                         openedEvent = true;
                         m_opens++;
                     }
-                    if (e->mask & IN_CLOSE)
+                    if ((e->mask & IN_CLOSE) && ownCloses > 0)
+                    {
+                        ownCloses--;
+                    }
+                    else if (e->mask & IN_CLOSE)
                     {
                         closedEvent = true;
                         m_closes++;
@@ -513,6 +593,11 @@ Rs485PtyBridge::ReaderLoop()
             }
         }
 
+        if (openedEvent)
+        {
+            // Before the new client's first bytes are handed over (they are read below).
+            Simulator::ScheduleWithContext(m_context, Time(0), [this]() { ClientOpened(); });
+        }
         bool closedNow = false;
         if (!hung && (fds[2].revents != 0 || openedEvent))
         {
@@ -522,6 +607,11 @@ Rs485PtyBridge::ReaderLoop()
                 hung = true;
                 closedNow = true;
             }
+        }
+        if (closedNow && FlushSlaveInput())
+        {
+            ownOpens++;
+            ownCloses++;
         }
         if (closedNow || closedEvent)
         {
@@ -571,6 +661,28 @@ Rs485PtyBridge::NotifyClient(bool open)
 }
 
 void
+Rs485PtyBridge::ClientOpened()
+{
+    if (!m_running)
+    {
+        return;
+    }
+    // A port's new owner does not inherit the output an earlier client left queued (a runaway
+    // writer's backlog would otherwise run into the new client's first request): its first
+    // frame starts on a line that has been silent for t3.5 (Modbus over serial line v1.02
+    // §2.5.1.1), as after a tcflush(TCOFLUSH).
+    m_heldEvent.Cancel();
+    m_counters.txStaleDropped += m_held.size() + m_device->FlushTxQueue();
+    m_held.clear();
+    m_gapBeforeNext = true;
+    if (m_bus == BusState::Waiting)
+    {
+        m_arbiter->Cancel(m_arbiterId);
+        m_bus = BusState::Idle;
+    }
+}
+
+void
 Rs485PtyBridge::RefreshFormat()
 {
     struct termios t;
@@ -612,12 +724,52 @@ Rs485PtyBridge::FromClient(std::vector<uint8_t> bytes)
     // (rackmond scanning 19200 and 115200 devices) sends each request at its own rate.
     RefreshFormat();
     m_counters.bytesFromClient += bytes.size();
-    m_fromClientTrace(bytes, m_device->GetFormat());
-    if (!m_held.empty())
+    // The transmit buffer is bounded, as a UART's FIFO: what does not fit is lost (an overrun),
+    // instead of queueing minutes of line time behind a runaway writer.
+    const std::size_t queued = m_held.size() + m_device->GetTxQueueSize();
+    const std::size_t room = queued < m_txBufferSize ? m_txBufferSize - queued : 0;
+    if (bytes.size() > room)
     {
-        m_held.insert(m_held.end(), bytes.begin(), bytes.end());
+        m_counters.txOverruns += bytes.size() - room;
+        bytes.resize(room);
+    }
+    if (bytes.empty())
+    {
         return;
     }
+    m_fromClientTrace(bytes, m_device->GetFormat());
+    m_held.insert(m_held.end(), bytes.begin(), bytes.end());
+    if (m_arbiter && m_bus != BusState::Holding)
+    {
+        if (m_bus == BusState::Idle)
+        {
+            // Modbus over serial line v1.02 §2.1: one master at a time. The other master's
+            // transaction in progress (request, then response or time-out) ends first.
+            m_bus = BusState::Waiting;
+            m_arbiter->Request(m_arbiterId, [this]() { BusGranted(); });
+        }
+        return;
+    }
+    if (m_heldEvent.IsRunning())
+    {
+        return; // goes out with the bytes already waiting for the silent interval
+    }
+    Transmit();
+}
+
+void
+Rs485PtyBridge::Transmit()
+{
+    if (m_held.empty())
+    {
+        return;
+    }
+    m_endEvent.Cancel(); // the client's transaction goes on with a new request
+    if (m_gapBeforeNext && m_device->IsTransmitting())
+    {
+        return; // TxComplete sends it, after t3.5 of silence
+    }
+    m_gapBeforeNext = false;
     if (m_keepSilence && !m_device->IsTransmitting() && !m_device->IsCharacterArriving())
     {
         // A new burst on a quiet line: no earlier than t3.5 after the last character on it
@@ -628,13 +780,15 @@ Rs485PtyBridge::FromClient(std::vector<uint8_t> bytes)
         if (m_device->GetLastRxEnd().IsStrictlyPositive() && earliest > Simulator::Now())
         {
             m_counters.heldForSilence++;
-            m_held = std::move(bytes);
             m_heldEvent = Simulator::Schedule(earliest - Simulator::Now(),
                                               &Rs485PtyBridge::SendHeld,
                                               this);
             return;
         }
     }
+    std::vector<uint8_t> bytes;
+    bytes.swap(m_held);
+    m_answerSeen = false;
     m_device->Send(bytes);
 }
 
@@ -645,8 +799,82 @@ Rs485PtyBridge::SendHeld()
     bytes.swap(m_held);
     if (m_running && !bytes.empty())
     {
+        m_endEvent.Cancel();
+        m_answerSeen = false;
         m_device->Send(bytes);
     }
+}
+
+void
+Rs485PtyBridge::BusGranted()
+{
+    if (!m_running || m_bus != BusState::Waiting)
+    {
+        return;
+    }
+    m_bus = BusState::Holding;
+    m_counters.clientTransactions++;
+    if (m_held.empty())
+    {
+        ArmEnd(Time(0)); // nothing left to send (cannot happen today; be safe)
+        return;
+    }
+    // Transmit() waits for t3.5 after the other master's last character (§2.5.1.1).
+    Transmit();
+}
+
+void
+Rs485PtyBridge::TxComplete()
+{
+    if (!m_held.empty() && !m_heldEvent.IsRunning() &&
+        (m_bus == BusState::Holding || !m_arbiter))
+    {
+        Transmit(); // held back behind an earlier client's burst (ClientOpened)
+        return;
+    }
+    if (m_bus == BusState::Holding && m_held.empty())
+    {
+        // The request's last stop bit: the response time-out runs from here (§2.4.1).
+        ArmEnd(m_clientResponseTimeout);
+    }
+}
+
+void
+Rs485PtyBridge::ArmEnd(Time after)
+{
+    m_endEvent.Cancel();
+    m_endEvent = Simulator::Schedule(after, &Rs485PtyBridge::EndClientTransaction, this);
+}
+
+void
+Rs485PtyBridge::EndClientTransaction()
+{
+    if (m_bus != BusState::Holding)
+    {
+        return;
+    }
+    if (!m_held.empty() || m_device->IsTransmitting() || m_device->IsCharacterArriving())
+    {
+        return; // the client's next request, or a character, is on its way: not over yet
+    }
+    if (!m_answerSeen)
+    {
+        m_counters.clientTimeouts++;
+    }
+    m_bus = BusState::Idle;
+    m_arbiter->Release(m_arbiterId);
+}
+
+bool
+Rs485PtyBridge::SlaveIsOpen() const
+{
+    // Checked now rather than trusting the reader thread's last word, which may lag a close
+    // by a moment: a byte written to the master while no process has the slave open stays in
+    // the slave's input queue and is read by the next client (docs/rack.md §10.2). Once a
+    // client has opened and closed the slave, the master reports POLLHUP until it is open
+    // again; a pty never opened reports nothing, and m_clientOpen covers that case.
+    pollfd p = {m_master, POLLOUT, 0};
+    return poll(&p, 1, 0) >= 0 && !(p.revents & POLLHUP);
 }
 
 void
@@ -662,7 +890,20 @@ Rs485PtyBridge::ReceiveCharacter(const Rs485Character& c)
     {
         m_counters.rxErrors++;
     }
-    if (!m_clientOpen.load())
+    if (m_bus == BusState::Holding && !c.ownTransmission)
+    {
+        // Part of the answer: the transaction ends t3.5 after the answer's last character
+        // (the end of an RTU frame, serial line v1.02 §2.5.1.1), plus the hold time.
+        m_answerSeen = true;
+        ArmEnd(ModbusRtuTiming::ForFormat(m_device->GetFormat()).t35 + m_clientHoldTime);
+    }
+    if (m_arbiter && m_bus != BusState::Holding)
+    {
+        // Another master's transaction (the BMC's request or its answer): not the client's.
+        m_counters.rxOtherMaster++;
+        return;
+    }
+    if (!m_clientOpen.load() || !SlaveIsOpen())
     {
         m_counters.rxWhileClosed++;
         return;

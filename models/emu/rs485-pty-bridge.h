@@ -4,6 +4,7 @@
 #ifndef CNUAS_RS485_PTY_BRIDGE_H
 #define CNUAS_RS485_PTY_BRIDGE_H
 
+#include "models/rack/rs485-bus-arbiter.h"
 #include "models/rack/rs485-character.h"
 #include "models/rack/rs485-device.h"
 
@@ -42,8 +43,13 @@ struct Rs485PtyBridgeCounters
     uint64_t clientOpens = 0;    ///< open() calls on the slave side (inotify IN_OPEN)
     uint64_t clientCloses = 0;   ///< close() of those descriptors (inotify IN_CLOSE)
     uint64_t termiosResets = 0;  ///< parity-trap resets of the slave termios (see class doc)
+    uint64_t inputFlushes = 0;   ///< slave input discarded after the last client closed
     uint64_t chunksFromClient = 0;  ///< reads from the master that returned bytes
-    uint64_t bytesFromClient = 0;   ///< bytes the client wrote, all put on the bus
+    uint64_t bytesFromClient = 0;   ///< bytes the client wrote (read from the master)
+    uint64_t txOverruns = 0;        ///< of which dropped: the transmit buffer was full
+    uint64_t txStaleDropped = 0;    ///< an earlier client's bytes not sent when a new one opened
+    uint64_t clientTransactions = 0; ///< bus grants to the client (with an arbiter)
+    uint64_t clientTimeouts = 0;    ///< of which ended by ClientResponseTimeout, no answer
     uint64_t heldForSilence = 0;    ///< client frames held back until t3.5 of silence
     uint64_t formatChanges = 0;     ///< times the client's character format changed
     uint64_t unknownSpeeds = 0;     ///< termios speeds the bridge could not map (kept old baud)
@@ -54,6 +60,8 @@ struct Rs485PtyBridgeCounters
     uint64_t rxErrorsMarked = 0;    ///< of which replaced by NUL (INPCK set, POSIX termios)
     uint64_t rxWhileClosed = 0;     ///< bus characters dropped because no client had the port
     uint64_t rxOverflow = 0;        ///< bus characters dropped: the pty buffer was full
+    uint64_t rxOtherMaster = 0;     ///< bus characters of another master's transactions,
+                                    ///< not delivered (with an arbiter)
 };
 
 /**
@@ -94,6 +102,19 @@ struct Rs485PtyBridgeCounters
  * CLOCAL off and ECHOE/ECHOK/ECHOCTL/ECHOKE on. Unlike the B9600 sentinel in the notes, it
  * leaves the speed alone and only touches flags that mean nothing to an open raw-mode client,
  * so the reset is harmless even when it races with a client that reopens within microseconds.
+ *
+ * Transmit buffer: the client's bytes that are not yet on the line (waiting for the bus, for
+ * the silent interval, or in the transceiver's queue) are bounded by TxBufferSize, like a
+ * UART's transmit FIFO; bytes written beyond it are dropped and counted (txOverruns), so a
+ * client that writes faster than the line cannot queue minutes of traffic.
+ *
+ * Sharing the bus (SetArbiter): with another master on the segment (the simulated BMC) the
+ * bridge is one master behind an Rs485BusArbiter, as behind a gateway. A client's bytes wait
+ * until the other master's transaction has ended; the bridge then holds the bus for the
+ * client's transaction: its request, then the answer (ended by t3.5 of silence after it, plus
+ * ClientHoldTime for the client's next request), or ClientResponseTimeout without an answer.
+ * Only characters heard while the client holds the bus are delivered to it; the other master's
+ * traffic is dropped and counted (rxOtherMaster).
  */
 class Rs485PtyBridge : public Object
 {
@@ -111,6 +132,10 @@ class Rs485PtyBridge : public Object
     /// The transceiver the bridge talks through (attached to the bus by the caller).
     void SetDevice(Ptr<Rs485Device> device);
     Ptr<Rs485Device> GetDevice() const;
+    /// Shares the bus with the arbiter's other masters (class documentation). Before Start.
+    void SetArbiter(Ptr<Rs485BusArbiter> arbiter);
+    /// Whether the client's transaction holds the bus (with an arbiter).
+    bool HoldsBus() const { return m_bus == BusState::Holding; }
 
     /**
      * Opens the pty, makes the symlink (LinkPath) and starts the reader thread. Fails (returns
@@ -153,13 +178,23 @@ class Rs485PtyBridge : public Object
     void ReaderLoop();
     /// Reads everything the master has; returns false when the master says EIO (no client).
     bool DrainMaster();
+    /// Discards the slave's unread input (reader thread, after the last client closed).
+    bool FlushSlaveInput();
     void ResetSlaveTermios();
     /// Slave termios -> device format, counting changes. Simulation thread.
     void RefreshFormat();
     void FromClient(std::vector<uint8_t> bytes);
     void SendHeld();
+    void Transmit();
+    void BusGranted();
+    void TxComplete();
+    void ArmEnd(Time after);
+    void EndClientTransaction();
     void NotifyClient(bool open);
+    /// A client has opened the port: what an earlier one left unsent is not its traffic.
+    void ClientOpened();
     void ReceiveCharacter(const Rs485Character& c);
+    bool SlaveIsOpen() const;
     void Fail(const std::string& what);
 
     Ptr<Rs485Device> m_device;
@@ -168,8 +203,24 @@ class Rs485PtyBridge : public Object
     int m_parityMode = static_cast<int>(Rs485PtyParityMode::Observe);
     bool m_requireRealtime = true;
     bool m_keepSilence = true;
-    std::vector<uint8_t> m_held; ///< client bytes waiting for the line's t3.5 of silence
+    std::vector<uint8_t> m_held; ///< client bytes not yet handed to the transceiver
     EventId m_heldEvent;
+    uint32_t m_txBufferSize = 256;
+    Time m_clientResponseTimeout;
+    Time m_clientHoldTime;
+
+    enum class BusState : uint8_t
+    {
+        Idle,    ///< the client has no transaction
+        Waiting, ///< asked the arbiter, another master's transaction runs
+        Holding, ///< the client's transaction has the bus
+    };
+    Ptr<Rs485BusArbiter> m_arbiter;
+    uint32_t m_arbiterId = 0;
+    BusState m_bus = BusState::Idle;
+    bool m_gapBeforeNext = false; ///< a new client: its first frame waits for t3.5 of silence
+    bool m_answerSeen = false; ///< a character from another transceiver since our last request
+    EventId m_endEvent;
 
     int m_master = -1;
     int m_inotify = -1;
@@ -188,6 +239,7 @@ class Rs485PtyBridge : public Object
     std::atomic<uint64_t> m_closes{0};
     std::atomic<uint64_t> m_resets{0};
     std::atomic<uint64_t> m_chunks{0};
+    std::atomic<uint64_t> m_flushes{0};
     // Written by the simulation thread.
     Rs485PtyBridgeCounters m_counters;
 

@@ -15,6 +15,7 @@
 #include "ns3/boolean.h"
 #include "ns3/config.h"
 #include "ns3/double.h"
+#include "ns3/enum.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
@@ -51,6 +52,7 @@ const char* const kUsage =
     "                     [--set ATTRIBUTE=VALUE]... [--state-dir DIR]\n"
     "       cnuas rack down [--timeout S] [--state-dir DIR]\n"
     "       cnuas rack pause|resume [--timeout S] [--state-dir DIR]\n"
+    "       cnuas rack fault dead|revive|chatter|quiet ADDRESS [--timeout S] [--state-dir DIR]\n"
     "\n"
     "'up' runs an ORv3 rack in real time until interrupted (Ctrl-C, SIGTERM or 'cnuas rack\n"
     "down'): PSU shelves and a BBU shelf on one RS-485 segment, a BMC polling them as rackmon\n"
@@ -60,7 +62,11 @@ const char* const kUsage =
     "'pause' stops the simulated BMC's polling (the transaction in flight ends first) so that a\n"
     "master on the pty has the bus to itself, as 'rackmoncli pause' does; 'resume' restarts\n"
     "it. Both return once the rack has done it (SIGUSR1/SIGUSR2 to the rack's pid). To start\n"
-    "paused: --set ns3::RackBmc::Paused=true.\n"
+    "paused: --set ns3::RackBmc::Paused=true. A master on the pty and the BMC take turns (one\n"
+    "transaction each), so the printed mbpoll and pymodbus lines work while the BMC polls.\n"
+    "'fault' changes a running device's Modbus side, by address (0xC8 or 200): 'dead' (no\n"
+    "answer, as unpowered or hung firmware), 'revive', 'chatter' (random bytes on the bus at\n"
+    "random times), 'quiet'; rack files have the same as 'at T dead ADDRESS' etc.\n"
     "\n"
     "options (they override the config file):\n"
     "  --config FILE          a rack file (key = value lines, 'at T ACTION' events, 'set';\n"
@@ -155,6 +161,49 @@ Bool(const std::string& text, const std::string& where)
     ConfigError(where, "'" + text + "' is not true/false");
 }
 
+/// The faults of a device's Modbus side (RackDevice::SetDead / SetChattering), by address.
+bool
+IsModbusFault(const std::string& a)
+{
+    return a == "dead" || a == "revive" || a == "chatter" || a == "quiet";
+}
+
+/// A Modbus address as a BMC developer writes it: decimal (200) or hex (0xC8); any 8-bit value
+/// (the HPR maps use 248-255, which serial line v1.02 §2.2 reserves).
+uint8_t
+ModbusAddress(const std::string& text, const std::string& where)
+{
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long v = std::strtoul(text.c_str(), &end, 0);
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) ||
+        end != text.c_str() + text.size() || errno != 0 || v > 255)
+    {
+        ConfigError(where, "'" + text + "' is not a Modbus address (0-255, e.g. 200 or 0xC8)");
+    }
+    return static_cast<uint8_t>(v);
+}
+
+/// Applies a Modbus-side fault to the device at `address` now; false if there is none.
+bool
+ApplyModbusFault(const ns3::Rack& r, const std::string& action, uint8_t address)
+{
+    ns3::Ptr<ns3::RackDevice> d = r.Find(address);
+    if (!d)
+    {
+        return false;
+    }
+    if (action == "dead" || action == "revive")
+    {
+        d->SetDead(action == "dead");
+    }
+    else
+    {
+        d->SetChattering(action == "chatter");
+    }
+    return true;
+}
+
 /// Checks an event's action and arguments (so a typo fails at start, not hours later).
 void
 CheckEvent(const Event& e)
@@ -190,11 +239,17 @@ CheckEvent(const Event& e)
         need(1);
         Count(e.args[0], e.where, 31);
     }
+    else if (IsModbusFault(e.action))
+    {
+        need(1);
+        ModbusAddress(e.args[0], e.where);
+    }
     else
     {
         ConfigError(e.where, "unknown action '" + e.action +
                                  "' (load, psu_fail, psu_repair, psu_fan_fail, psu_fan_repair, "
-                                 "ac_loss, ac_restore, bbu_fail, bbu_repair)");
+                                 "ac_loss, ac_restore, bbu_fail, bbu_repair, dead, revive, "
+                                 "chatter, quiet)");
     }
 }
 
@@ -410,6 +465,114 @@ struct BmcWatch
 
 BmcWatch g_bmcWatch;
 
+/// `cnuas rack fault`: requests come as files DIR/fault-PID.req ("ACTION ADDRESS"), answers
+/// go to DIR/fault-PID.rep ("ok ..." or "error ..."). Files, because a signal carries no
+/// argument; each client names its own pair, so several may ask at once.
+struct FaultWatch
+{
+    bool on = false;
+    ns3::Rack rack;
+    std::string dir;
+    std::set<uint8_t> dead;
+    std::set<uint8_t> chattering;
+};
+
+FaultWatch g_faultWatch;
+
+bool
+WriteFileAtomically(const std::string& path, const std::string& text)
+{
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << text;
+        if (!out)
+        {
+            return false;
+        }
+    }
+    return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+/// Records a device's Modbus-side fault in the state file ("dead", "chattering": addresses).
+void
+NoteFault(const std::string& action, uint8_t a)
+{
+    if (action == "dead")
+    {
+        g_faultWatch.dead.insert(a);
+    }
+    else if (action == "revive")
+    {
+        g_faultWatch.dead.erase(a);
+    }
+    else if (action == "chatter")
+    {
+        g_faultWatch.chattering.insert(a);
+    }
+    else
+    {
+        g_faultWatch.chattering.erase(a);
+    }
+    if (!g_bmcWatch.statePath.empty())
+    {
+        g_bmcWatch.state["dead"] = g_faultWatch.dead;
+        g_bmcWatch.state["chattering"] = g_faultWatch.chattering;
+        std::string why;
+        WriteState(g_bmcWatch.statePath, g_bmcWatch.state, &why);
+    }
+}
+
+/// Answers the pending `cnuas rack fault` requests (simulation thread, from WatchSignals).
+void
+ServeFaultRequests()
+{
+    std::error_code ec;
+    std::vector<std::filesystem::path> requests;
+    for (const auto& entry : std::filesystem::directory_iterator(g_faultWatch.dir, ec))
+    {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("fault-", 0) == 0 && entry.path().extension() == ".req")
+        {
+            requests.push_back(entry.path());
+        }
+    }
+    for (const auto& req : requests)
+    {
+        std::ifstream in(req);
+        std::string action;
+        std::string address;
+        in >> action >> address;
+        std::string reply;
+        try
+        {
+            if (!IsModbusFault(action))
+            {
+                throw std::invalid_argument("unknown fault '" + action +
+                                            "' (dead, revive, chatter, quiet)");
+            }
+            const uint8_t a = ModbusAddress(address, "address");
+            if (!ApplyModbusFault(g_faultWatch.rack, action, a))
+            {
+                throw std::invalid_argument("no device at Modbus address " + address);
+            }
+            NoteFault(action, a);
+            char b[96];
+            std::snprintf(b, sizeof(b), "ok %s 0x%02X at %.3f s\n", action.c_str(), a,
+                          ns3::Simulator::Now().GetSeconds());
+            reply = b;
+        }
+        catch (const std::exception& e)
+        {
+            reply = std::string("error ") + e.what() + "\n";
+        }
+        std::filesystem::path rep = req;
+        rep.replace_extension(".rep");
+        WriteFileAtomically(rep.string(), reply);
+        std::filesystem::remove(req, ec);
+    }
+}
+
 void
 OnBmcHeld(bool held)
 {
@@ -441,6 +604,10 @@ WatchSignals()
         {
             g_bmcWatch.bmc->Resume();
         }
+    }
+    if (g_faultWatch.on)
+    {
+        ServeFaultRequests();
     }
     ns3::Simulator::Schedule(ns3::MilliSeconds(50), &WatchSignals);
 }
@@ -482,6 +649,19 @@ Schedule(const Event& e, const ns3::Rack& r, ns3::Ptr<ns3::RackStepLoad> load)
         const bool fan = a.find("fan") != std::string::npos;
         ns3::Simulator::Schedule(at, [p, shelf, slot, on, fan]() {
             fan ? p->SetPsuFanFailed(shelf, slot, on) : p->SetPsuFailed(shelf, slot, on);
+        });
+        return;
+    }
+    if (IsModbusFault(a))
+    {
+        const uint8_t address = ModbusAddress(e.args[0], e.where);
+        if (!r.Find(address))
+        {
+            ConfigError(e.where, "no device at Modbus address " + e.args[0] + " in this rack");
+        }
+        ns3::Simulator::Schedule(at, [r, a, address]() {
+            ApplyModbusFault(r, a, address);
+            NoteFault(a, address);
         });
         return;
     }
@@ -664,6 +844,11 @@ RackUp(const std::vector<std::string>& args)
         }
     }
 
+    bool userSetParity = false;
+    for (const auto& s : c.settings)
+    {
+        userSetParity = userSetParity || s.name.find("Rs485PtyBridge::Parity") != std::string::npos;
+    }
     // Real time: the pty's client lives in wall-clock time.
     ns3::Rs485PtyBridgeHelper::EnableRealtime();
     ns3::RackHelper h;
@@ -696,6 +881,23 @@ RackUp(const std::vector<std::string>& args)
     }
     ns3::Ptr<ns3::Node> ptyNode = ns3::CreateObject<ns3::Node>();
     ns3::Ptr<ns3::Rs485PtyBridge> bridge = bh.Install(ptyNode, rack.bus);
+    if (rack.arbiter)
+    {
+        // The BMC and the pty's master take turns, one transaction each, behind one arbiter
+        // (Modbus over serial line v1.02 §2.1: one master at a time), and the pty's master is
+        // handed only the answers to its own requests (docs/rack.md §10.5).
+        bridge->SetArbiter(rack.arbiter);
+    }
+    if (!userSetParity)
+    {
+        // A pty cannot carry parity (the kernel drops PARENB) and pyserial, hence pymodbus,
+        // does not set INPCK, so Observe would take pymodbus's 8E1 for 8N1: unless asked
+        // otherwise, the pty's master talks at the segment's own format (docs/rack.md §10).
+        bridge->SetAttribute("Parity",
+                             ns3::EnumValue(f.parity == ns3::Rs485Parity::Even ? 2
+                                            : f.parity == ns3::Rs485Parity::Odd ? 3
+                                                                                : 1));
+    }
     ns3::Ptr<ns3::RedfishServer> redfish = ns3::CreateObject<ns3::RedfishServer>();
     redfish->SetAttribute("Port", ns3::UintegerValue(static_cast<uint16_t>(c.redfishPort)));
     if (!bridge->Start())
@@ -763,6 +965,8 @@ RackUp(const std::vector<std::string>& args)
         {"bbus", rack.bbus.size()},
         {"pmms", rack.pmms.size()},
         {"addresses", AddressList(rack)},
+        {"dead", nlohmann::json::array()},
+        {"chattering", nlohmann::json::array()},
         {"config", config}};
     // Before the state file makes the pid public: a `cnuas rack pause` that comes at once must
     // find the handler (SIGUSR1's default action would end the process).
@@ -797,6 +1001,12 @@ RackUp(const std::vector<std::string>& args)
     }
     std::printf("  try:       mbpoll -m rtu -b %u -P %s -a %d -t 4:hex -r 1 -c 8 -1 %s\n",
                 f.baudRate, even ? "even" : "none", firstAddress, port.c_str());
+    // pymodbus 3.0 (python3-pymodbus): strict=False because its strict mode configures the
+    // port a second time, which a pty refuses with parity on (docs/rack.md §10.2).
+    std::printf("             python3 -c \"from pymodbus.client import ModbusSerialClient as M; "
+                "c = M(port='%s', baudrate=%u, parity='%c', strict=False); c.connect(); "
+                "print(c.read_holding_registers(1, 8, slave=%d).registers)\"\n",
+                port.c_str(), f.baudRate, even ? 'E' : 'N', firstAddress);
     if (rack.bmc)
     {
         std::printf("             curl -s %s/Chassis/Rack/Sensors/RackOutputPower\n",
@@ -811,13 +1021,16 @@ RackUp(const std::vector<std::string>& args)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    g_bmcWatch.statePath = statePath;
+    g_bmcWatch.state = state;
     if (rack.bmc)
     {
         g_bmcWatch.bmc = rack.bmc;
-        g_bmcWatch.statePath = statePath;
-        g_bmcWatch.state = state;
         rack.bmc->TraceConnectWithoutContext("Held", ns3::MakeCallback(&OnBmcHeld));
     }
+    g_faultWatch.on = true;
+    g_faultWatch.rack = rack;
+    g_faultWatch.dir = dir;
     ns3::Simulator::Schedule(ns3::Seconds(0), &WatchSignals);
     if (c.duration > 0)
     {
@@ -825,6 +1038,7 @@ RackUp(const std::vector<std::string>& args)
     }
     ns3::Simulator::Run();
     g_bmcWatch.bmc = nullptr;
+    g_faultWatch = FaultWatch();
 
     const double simSeconds = ns3::Simulator::Now().GetSeconds();
     const ns3::RackBmcCounters bmc = rack.bmc ? rack.bmc->GetCounters() : ns3::RackBmcCounters();
@@ -980,6 +1194,82 @@ RackPauseResume(bool pause, const std::vector<std::string>& args)
     return 1;
 }
 
+/// `cnuas rack fault ACTION ADDRESS`: asks the running rack (request file) and waits for its
+/// answer.
+int
+RackFault(const std::vector<std::string>& args)
+{
+    const char* const name = "cnuas rack fault";
+    std::string stateDir;
+    double timeout = 15;
+    std::vector<std::string> words;
+    try
+    {
+        for (std::size_t i = 0; i < args.size(); ++i)
+        {
+            if (args[i] == "--state-dir" && i + 1 < args.size())
+            {
+                stateDir = args[++i];
+            }
+            else if (args[i] == "--timeout" && i + 1 < args.size())
+            {
+                timeout = Number(args[++i], "--timeout", 0.1, 3600);
+            }
+            else if (args[i].rfind("--", 0) == 0)
+            {
+                throw std::invalid_argument("unknown option '" + args[i] + "'");
+            }
+            else
+            {
+                words.push_back(args[i]);
+            }
+        }
+        if (words.size() != 2 || !IsModbusFault(words[0]))
+        {
+            throw std::invalid_argument("usage: cnuas rack fault dead|revive|chatter|quiet "
+                                        "ADDRESS");
+        }
+        ModbusAddress(words[1], "ADDRESS");
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "%s: %s\n", name, e.what());
+        return kExitUsage;
+    }
+    const std::string dir = StateDirectory(stateDir);
+    auto state = ReadState(dir + "/rack.json");
+    if (!state || !ProcessAlive(state->value("pid", 0)))
+    {
+        std::fprintf(stderr, "%s: no rack is up (%s/rack.json)\n", name, dir.c_str());
+        return 1;
+    }
+    const std::string base = dir + "/fault-" + std::to_string(getpid());
+    std::remove((base + ".rep").c_str());
+    if (!WriteFileAtomically(base + ".req", words[0] + " " + words[1] + "\n"))
+    {
+        std::fprintf(stderr, "%s: cannot write %s.req\n", name, base.c_str());
+        return 1;
+    }
+    const auto end = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+    while (std::chrono::steady_clock::now() < end)
+    {
+        std::ifstream in(base + ".rep");
+        std::string reply;
+        if (in && std::getline(in, reply))
+        {
+            std::remove((base + ".rep").c_str());
+            const bool ok = reply.rfind("ok", 0) == 0;
+            std::fprintf(ok ? stdout : stderr, "%s: %s\n", name, reply.c_str());
+            return ok ? 0 : 1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::remove((base + ".req").c_str());
+    std::fprintf(stderr, "%s: the rack did not answer within %.1f s\n", name, timeout);
+    return 1;
+}
+
 int
 RunRack(const std::vector<std::string>& args)
 {
@@ -1009,7 +1299,11 @@ RunRack(const std::vector<std::string>& args)
     {
         return RackPauseResume(args[0] == "pause", rest);
     }
-    std::fprintf(stderr, "cnuas rack: unknown action '%s' (up, down, pause, resume)\n%s",
+    if (args[0] == "fault")
+    {
+        return RackFault(rest);
+    }
+    std::fprintf(stderr, "cnuas rack: unknown action '%s' (up, down, pause, resume, fault)\n%s",
                  args[0].c_str(), kUsage);
     return kExitUsage;
 }
