@@ -14,6 +14,7 @@
 #include "ns3/nstime.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <sstream>
@@ -106,23 +107,6 @@ bool
 Executable(const std::string& path)
 {
     return access(path.c_str(), X_OK) == 0;
-}
-
-/// Waits (polling, with a deadline) until `done` holds; false at the deadline.
-bool
-WaitFor(const std::function<bool()>& done, double seconds)
-{
-    const auto end = std::chrono::steady_clock::now() +
-                     std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-    while (!done())
-    {
-        if (std::chrono::steady_clock::now() > end)
-        {
-            return false;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return true;
 }
 
 const std::string kMbpoll = "timeout -k 2 20 mbpoll -m rtu -b 19200 -P even -t 4 -r 79 -c 4 "
@@ -420,10 +404,13 @@ TEST_F(RackPeers, BytesAClientLeftUnreadAreNotTheNextClientsFirstBytes)
                 // The answer (13 characters, ~8 ms at 19200) arrives and is left unread.
                 SleepMs(500);
             }
-            WaitFor([&]() { return r.bridge->GetCounters().inputFlushes > 0; }, 10);
+            WaitFor([&]() { return CountersFromSimulation(r.bridge).inputFlushes > 0; }, 10);
             RawClient next;
-            // O_NONBLOCK open and a configuration without flushing (TCSANOW as libmodbus).
-            next.Open(r.bridge->GetPortPath(), RawSettings());
+            // O_NONBLOCK open and a configuration without flushing (TCSANOW as libmodbus): a
+            // TCSAFLUSH of its own would hide what the bridge left in the port.
+            RawSettings noFlush;
+            noFlush.flush = false;
+            next.Open(r.bridge->GetPortPath(), noFlush);
             stale = next.Read(1, 300, 100);
             next.Write(ReadHoldingAdu(200, 80, 1));
             answer = next.Read(7, 2000, 200);
@@ -436,8 +423,13 @@ TEST_F(RackPeers, BytesAClientLeftUnreadAreNotTheNextClientsFirstBytes)
 
 TEST_F(RackPeers, AClientWritingFasterThanTheBusOverrunsTheFifoNotTheBus)
 {
-    // 64 KiB at once would be 37 s of line time at 19200 8E1; the bridge keeps TxBufferSize
-    // (256 bytes) and drops the rest, so the bus is free again at once and a read works.
+    // 64 KiB at once would be 37 s of line time at 19200 8E1; the bridge keeps at most
+    // TxBufferSize (256 bytes) waiting and drops the rest, so the bus is free again at once
+    // and a read works. How many bytes go on the line before the rest is dropped depends on
+    // how fast the machine hands the 64 KiB over (the line drains 1745 bytes/s meanwhile), so
+    // the test checks the model's guarantees, not a count: the backlog never exceeds the
+    // buffer, every byte is either dropped or accepted, every accepted byte either went on
+    // the line or was dropped as stale when mbpoll opened the port.
     if (!Executable("/usr/bin/mbpoll"))
     {
         GTEST_SKIP() << "mbpoll is not installed (apt-get install mbpoll)";
@@ -445,7 +437,26 @@ TEST_F(RackPeers, AClientWritingFasterThanTheBusOverrunsTheFifoNotTheBus)
     PeerRack r = BusyRack(2);
     std::atomic<uint64_t> polls{0};
     CountPolls(r.rack.bmc, &polls);
+    struct Fifo
+    {
+        Ptr<Rs485PtyBridge> bridge;
+        uint64_t accepted = 0;
+        std::size_t maxBacklog = 0;
+        uint64_t onLine = 0;
+        // Simulation thread: FromClient fires before the accepted bytes join the backlog.
+        void Accepted(const std::vector<uint8_t>& b, const Rs485Format&)
+        {
+            accepted += b.size();
+            maxBacklog = std::max(maxBacklog, bridge->GetTxBacklog() + b.size());
+        }
+        void Sent(uint8_t, Time, Time) { onLine++; }
+    } fifo;
+    fifo.bridge = r.bridge;
+    r.bridge->TraceConnectWithoutContext("FromClient", MakeCallback(&Fifo::Accepted, &fifo));
+    r.bridge->GetDevice()->TraceConnectWithoutContext("TxCharacter",
+                                                      MakeCallback(&Fifo::Sent, &fifo));
     ASSERT_TRUE(r.bridge->Start()) << r.bridge->GetError();
+    constexpr uint64_t kFlood = 64 * 1024;
     std::string out;
     int status = -1;
     bool drained = false;
@@ -458,10 +469,11 @@ TEST_F(RackPeers, AClientWritingFasterThanTheBusOverrunsTheFifoNotTheBus)
             {
                 RawClient flood;
                 flood.Open(r.bridge->GetPortPath(), RawSettings());
-                flood.Write(std::vector<uint8_t>(64 * 1024, 0x55));
-                drained = WaitFor([&]() { return r.bridge->GetCounters().bytesFromClient >=
-                                                 64u * 1024; },
-                                  30);
+                flood.Write(std::vector<uint8_t>(kFlood, 0x55));
+                // Until the simulation has taken all of it (accepted or dropped).
+                drained = WaitFor(
+                    [&]() { return CountersFromSimulation(r.bridge).bytesFromClient >= kFlood; },
+                    30);
             }
             // mbpoll's own 1 s timeout, one try: fails if the flood still holds the line.
             out = RunCommand(kMbpoll + "-a 200 " + r.bridge->GetPortPath() + " 2>&1", &status);
@@ -469,14 +481,25 @@ TEST_F(RackPeers, AClientWritingFasterThanTheBusOverrunsTheFifoNotTheBus)
         Seconds(200));
     ASSERT_TRUE(drained) << "the bridge did not read the client's 64 KiB";
     const Rs485PtyBridgeCounters c = r.bridge->GetCounters();
-    EXPECT_GE(c.txOverruns, 64u * 1024 - 2 * 256);
     std::ostringstream k;
-    k << "bridge: transactions " << c.clientTransactions << ", timeouts " << c.clientTimeouts
-      << ", overruns " << c.txOverruns << ", to client " << c.bytesToClient << ", other master "
-      << c.rxOtherMaster << ", while closed " << c.rxWhileClosed << ", flushes "
-      << c.inputFlushes << ", opens " << c.clientOpens << "; BMC read failures "
-      << r.rack.bmc->GetCounters().readFailures;
+    k << "bridge: from client " << c.bytesFromClient << ", accepted " << fifo.accepted
+      << ", overruns " << c.txOverruns << ", on the line " << fifo.onLine << ", stale dropped "
+      << c.txStaleDropped << ", max backlog " << fifo.maxBacklog << ", transactions "
+      << c.clientTransactions << ", timeouts " << c.clientTimeouts << ", to client "
+      << c.bytesToClient << ", other master " << c.rxOtherMaster << ", while closed "
+      << c.rxWhileClosed << ", flushes " << c.inputFlushes << ", opens " << c.clientOpens
+      << "; BMC read failures " << r.rack.bmc->GetCounters().readFailures;
     SCOPED_TRACE("mbpoll:\n" + out + "\n" + k.str());
+    // The FIFO bound (TxBufferSize, 256 by default), whatever the machine's speed.
+    EXPECT_LE(fifo.maxBacklog, 256u);
+    // Every byte the client wrote (the flood and mbpoll's request) was accepted or dropped.
+    EXPECT_GE(c.bytesFromClient, kFlood);
+    EXPECT_EQ(fifo.accepted + c.txOverruns, c.bytesFromClient);
+    // Every accepted byte went on the line, or was dropped when mbpoll opened the port.
+    EXPECT_EQ(fifo.accepted, fifo.onLine + c.txStaleDropped + r.bridge->GetTxBacklog());
+    // The flood was handed over within 30 s, less than the 37 s the line needs for it: some
+    // of it must have been dropped.
+    EXPECT_GT(c.txOverruns, 0u);
     EXPECT_EQ(status, 0);
     ExpectPsuReading(ParseMbpollLines(out), 1000.0);
 }

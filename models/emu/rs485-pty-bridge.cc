@@ -461,7 +461,7 @@ HasSentinel(const struct termios& t)
 } // namespace
 
 void
-Rs485PtyBridge::ResetSlaveTermios()
+Rs485PtyBridge::ResetSlaveTermios(bool flushInput)
 {
     // The parity trap (class documentation): leave the slave in a state every client's
     // configuration changes, so its tcsetattr() never meets the "nothing changed" EINVAL of
@@ -469,42 +469,48 @@ Rs485PtyBridge::ResetSlaveTermios()
     // the port open: CLOCAL has no effect on a pty, ECHOE/ECHOK/ECHOCTL/ECHOKE do nothing
     // without ECHO/ICANON. The speed stays what the last client chose. Called from both threads
     // (on close by the reader, after a client's configuration by the simulation thread).
+    //
+    // flushInput (the reader, once the last client has closed): also discard what that client
+    // left unread in the slave's input queue, so that the next opener does not read it. The
+    // queue outlives the client (the slave's line discipline lives as long as the master), and
+    // tcflush() on the master does not reach it, but a termios change through the master with
+    // TCSAFLUSH does: the ioctl acts on the slave (drivers/tty/tty_ioctl.c, tty_mode_ioctl
+    // takes the pty's other end, set_termios flushes its line discipline before applying the
+    // termios). TCOFLUSH on the master first empties the slave's flip buffer (bytes written but
+    // not yet handed to the line discipline; drivers/tty/pty.c pty_flush_buffer). The bridge
+    // never opens the slave itself: its own inotify events would merge with a client's
+    // (inotify(7)) and hide that client's open.
     struct termios t;
-    if (tcgetattr(m_master, &t) != 0 || HasSentinel(t))
+    if (flushInput)
+    {
+        tcflush(m_master, TCOFLUSH);
+    }
+    if (tcgetattr(m_master, &t) != 0)
+    {
+        return;
+    }
+    const bool reset = !HasSentinel(t);
+    if (!reset && !flushInput)
     {
         return;
     }
     t.c_cflag &= ~CLOCAL;
     t.c_lflag |= kSentinelLflags;
-    if (tcsetattr(m_master, TCSANOW, &t) == 0)
+    if (tcsetattr(m_master, flushInput ? TCSAFLUSH : TCSANOW, &t) == 0)
     {
-        m_resets++;
+        if (reset)
+        {
+            m_resets++;
+        }
+        if (flushInput)
+        {
+            m_flushes++;
+        }
     }
 }
 
 bool
-Rs485PtyBridge::FlushSlaveInput()
-{
-    // What the last client left unread stays in the slave's input queue (its line discipline
-    // lives as long as the master does) and would be the next opener's first bytes: an answer
-    // it abandoned, or the tail of a transaction of another master. tcflush() on the master
-    // cannot reach it (TCIFLUSH flushes the master's own input, TCOFLUSH only the slave's flip
-    // buffer, drivers/tty/pty.c pty_flush_buffer), so the bridge opens the slave itself for a
-    // moment and discards its input (POSIX tcflush(TCIFLUSH)), as closing a real UART's port
-    // leaves nothing for the next open.
-    const int fd = open(m_slavePath.c_str(), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-    {
-        return false;
-    }
-    tcflush(fd, TCIFLUSH);
-    close(fd);
-    m_flushes++;
-    return true;
-}
-
-bool
-Rs485PtyBridge::DrainMaster()
+Rs485PtyBridge::ReadMaster(std::vector<std::vector<uint8_t>>* chunks)
 {
     uint8_t buf[4096];
     for (;;)
@@ -513,10 +519,7 @@ Rs485PtyBridge::DrainMaster()
         if (n > 0)
         {
             m_chunks++;
-            std::vector<uint8_t> bytes(buf, buf + n);
-            Simulator::ScheduleWithContext(m_context, Time(0), [this, bytes]() {
-                FromClient(bytes);
-            });
+            chunks->emplace_back(buf, buf + n);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -533,11 +536,38 @@ Rs485PtyBridge::DrainMaster()
 }
 
 void
+Rs485PtyBridge::ReadInotify(uint32_t* opens, uint32_t* closes)
+{
+    // Every IN_OPEN and IN_CLOSE of the slave node is a client's (any process, any fd): the
+    // bridge never opens the slave. inotify(7) merges an event with the one before it when
+    // both are the same and the first is unread, so only opens with no close between them
+    // (two descriptors at once) can count as one.
+    alignas(inotify_event) char ev[4096];
+    ssize_t n;
+    while ((n = read(m_inotify, ev, sizeof(ev))) > 0)
+    {
+        for (char* p = ev; p < ev + n;)
+        {
+            const auto* e = reinterpret_cast<const inotify_event*>(p);
+            if (e->mask & IN_OPEN)
+            {
+                (*opens)++;
+                m_opens++;
+            }
+            if (e->mask & IN_CLOSE)
+            {
+                (*closes)++;
+                m_closes++;
+            }
+            p += sizeof(inotify_event) + e->len;
+        }
+    }
+}
+
+void
 Rs485PtyBridge::ReaderLoop()
 {
     bool hung = false; // the master reports POLLHUP: no client; do not poll it (it never blocks)
-    uint32_t ownOpens = 0;  // inotify events of FlushSlaveInput still to come
-    uint32_t ownCloses = 0;
     for (;;)
     {
         pollfd fds[3] = {{m_wake[0], POLLIN, 0},
@@ -558,93 +588,66 @@ Rs485PtyBridge::ReaderLoop()
             return;
         }
 
-        // inotify counts every open and close of the slave node (any process, any fd).
-        bool openedEvent = false;
-        bool closedEvent = false;
-        if (fds[1].revents & POLLIN)
-        {
-            alignas(inotify_event) char ev[4096];
-            ssize_t n;
-            while ((n = read(m_inotify, ev, sizeof(ev))) > 0)
-            {
-                for (char* p = ev; p < ev + n;)
-                {
-                    const auto* e = reinterpret_cast<const inotify_event*>(p);
-                    if ((e->mask & IN_OPEN) && ownOpens > 0)
-                    {
-                        ownOpens--; // FlushSlaveInput's own open
-                    }
-                    else if (e->mask & IN_OPEN)
-                    {
-                        openedEvent = true;
-                        m_opens++;
-                    }
-                    if ((e->mask & IN_CLOSE) && ownCloses > 0)
-                    {
-                        ownCloses--;
-                    }
-                    else if (e->mask & IN_CLOSE)
-                    {
-                        closedEvent = true;
-                        m_closes++;
-                    }
-                    p += sizeof(inotify_event) + e->len;
-                }
-            }
-        }
-
-        if (openedEvent)
-        {
-            // Before the new client's first bytes are handed over (they are read below).
-            Simulator::ScheduleWithContext(m_context, Time(0), [this]() { ClientOpened(); });
-        }
+        // The master's bytes first, the inotify events after them: a client's IN_OPEN is queued
+        // before its open() returns, so before it can write, and the open of every client whose
+        // bytes were just read is among the events read next. ClientOpened is then scheduled
+        // ahead of those bytes and cannot drop a new client's first request as stale.
+        std::vector<std::vector<uint8_t>> chunks;
         bool closedNow = false;
-        if (!hung && (fds[2].revents != 0 || openedEvent))
+        if (!hung && fds[2].revents != 0)
         {
             // Data comes before EIO: the kernel reports EIO only once the buffer is empty.
-            if (!DrainMaster())
+            if (!ReadMaster(&chunks))
             {
                 hung = true;
                 closedNow = true;
             }
         }
-        if (closedNow && FlushSlaveInput())
-        {
-            ownOpens++;
-            ownCloses++;
-        }
-        if (closedNow || closedEvent)
+        uint32_t opens = 0;
+        uint32_t closes = 0;
+        ReadInotify(&opens, &closes);
+
+        if (closedNow || closes > 0)
         {
             // A client has closed the port (and may already have reopened it: a close and an
-            // open can both be pending here): undo its termios. Harmless if it raced with the
-            // reopened client's own configuration.
-            ResetSlaveTermios();
+            // open can both be pending here): undo its termios. If the master says no client
+            // is left, also discard the input it left unread.
+            ResetSlaveTermios(closedNow);
         }
-        if (hung && (closedNow || openedEvent || closedEvent))
+        if (hung && (closedNow || opens > 0 || closes > 0))
         {
             // A client may have opened the port since: the master stops reporting POLLHUP.
             pollfd probe = {m_master, POLLIN, 0};
             if (poll(&probe, 1, 0) >= 0 && !(probe.revents & POLLHUP))
             {
-                hung = false;
-                openedEvent = true;
-                if (!DrainMaster())
-                {
-                    hung = true;
-                }
+                hung = !ReadMaster(&chunks);
+                ReadInotify(&opens, &closes); // that client's open, if not read yet
             }
         }
 
+        if (opens > 0)
+        {
+            Simulator::ScheduleWithContext(m_context, Time(0), [this]() { ClientOpened(); });
+        }
+        for (std::vector<uint8_t>& bytes : chunks)
+        {
+            Simulator::ScheduleWithContext(m_context,
+                                           Time(0),
+                                           [this, b = std::move(bytes)]() { FromClient(b); });
+        }
+
         // Until its first client a fresh pty does not report POLLHUP, so "open" comes from
-        // inotify; "closed" always from EIO/POLLHUP.
+        // inotify; "closed" always from EIO/POLLHUP. The Client trace is scheduled before
+        // IsClientOpen() changes, so a thread that sees the change and then schedules an event
+        // (Simulator::Stop) has it run after the trace.
         const bool wasOpen = m_clientOpen.load();
-        const bool open = !hung && (wasOpen || openedEvent);
+        const bool open = !hung && (wasOpen || opens > 0 || !chunks.empty());
         if (open != wasOpen)
         {
-            m_clientOpen = open;
             Simulator::ScheduleWithContext(m_context, Time(0), [this, open]() {
                 NotifyClient(open);
             });
+            m_clientOpen = open;
         }
     }
 }
@@ -713,6 +716,12 @@ Rs485PtyBridge::RefreshFormat()
     }
 }
 
+std::size_t
+Rs485PtyBridge::GetTxBacklog() const
+{
+    return m_held.size() + (m_device ? m_device->GetTxQueueSize() : 0);
+}
+
 void
 Rs485PtyBridge::FromClient(std::vector<uint8_t> bytes)
 {
@@ -726,7 +735,7 @@ Rs485PtyBridge::FromClient(std::vector<uint8_t> bytes)
     m_counters.bytesFromClient += bytes.size();
     // The transmit buffer is bounded, as a UART's FIFO: what does not fit is lost (an overrun),
     // instead of queueing minutes of line time behind a runaway writer.
-    const std::size_t queued = m_held.size() + m_device->GetTxQueueSize();
+    const std::size_t queued = GetTxBacklog();
     const std::size_t room = queued < m_txBufferSize ? m_txBufferSize - queued : 0;
     if (bytes.size() > room)
     {

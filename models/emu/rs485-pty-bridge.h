@@ -40,8 +40,11 @@ enum class Rs485PtyParityMode : uint8_t
 /// What the bridge counted since it was created.
 struct Rs485PtyBridgeCounters
 {
-    uint64_t clientOpens = 0;    ///< open() calls on the slave side (inotify IN_OPEN)
-    uint64_t clientCloses = 0;   ///< close() of those descriptors (inotify IN_CLOSE)
+    /// open() calls on the slave side (inotify IN_OPEN; the bridge never opens it itself).
+    /// inotify(7) merges two identical events in a row while unread, so two opens with no
+    /// close between them (descriptors held at once) may count as one.
+    uint64_t clientOpens = 0;
+    uint64_t clientCloses = 0;   ///< close() of those descriptors (inotify IN_CLOSE, likewise)
     uint64_t termiosResets = 0;  ///< parity-trap resets of the slave termios (see class doc)
     uint64_t inputFlushes = 0;   ///< slave input discarded after the last client closed
     uint64_t chunksFromClient = 0;  ///< reads from the master that returned bytes
@@ -92,7 +95,9 @@ struct Rs485PtyBridgeCounters
  * poll() reports POLLHUP until someone opens it again, so the reader stops polling the master
  * (no busy loop) and waits on an inotify watch of the slave node (IN_OPEN/IN_CLOSE), then
  * polls the master again. Bus characters that arrive while no client has the port are dropped
- * (counted) instead of being queued for the next one.
+ * (counted) instead of being queued for the next one, and what the last client left unread is
+ * discarded when it closes (a TCSAFLUSH through the master, see ResetSlaveTermios). The bridge
+ * never opens the slave itself, so every inotify event is a client's.
  *
  * The parity trap (notes/rack-modbus-orv3.md §2.3): the pty clears PARENB, and Debian's glibc
  * tcsetattr() then returns EINVAL if the call changed nothing else, which is what happens when
@@ -136,6 +141,11 @@ class Rs485PtyBridge : public Object
     void SetArbiter(Ptr<Rs485BusArbiter> arbiter);
     /// Whether the client's transaction holds the bus (with an arbiter).
     bool HoldsBus() const { return m_bus == BusState::Holding; }
+    /**
+     * Client bytes accepted but not yet on the line (waiting for the bus, for the silent
+     * interval, or in the transceiver's queue): never more than TxBufferSize. Simulation thread.
+     */
+    std::size_t GetTxBacklog() const;
 
     /**
      * Opens the pty, makes the symlink (LinkPath) and starts the reader thread. Fails (returns
@@ -153,7 +163,10 @@ class Rs485PtyBridge : public Object
     /// The symlink, if LinkPath was set; else the slave path.
     std::string GetPortPath() const;
 
-    /// Whether a client has the slave side open, as far as the reader has seen.
+    /**
+     * Whether a client has the slave side open, as far as the reader has seen. Any thread. The
+     * Client trace event of a change is scheduled before the change shows here.
+     */
     bool IsClientOpen() const { return m_clientOpen.load(); }
     /**
      * Counters. Call from the simulation thread, or after the simulation has stopped: the
@@ -176,11 +189,18 @@ class Rs485PtyBridge : public Object
 
   private:
     void ReaderLoop();
-    /// Reads everything the master has; returns false when the master says EIO (no client).
-    bool DrainMaster();
-    /// Discards the slave's unread input (reader thread, after the last client closed).
-    bool FlushSlaveInput();
-    void ResetSlaveTermios();
+    /**
+     * Reads everything the master has into `chunks`; returns false when the master says EIO
+     * (no client has the slave open).
+     */
+    bool ReadMaster(std::vector<std::vector<uint8_t>>* chunks);
+    /// Reads the inotify queue, adding the opens and closes of the slave it reports.
+    void ReadInotify(uint32_t* opens, uint32_t* closes);
+    /**
+     * Puts the parity-trap sentinel into the slave's termios (class documentation); with
+     * `flushInput` (the last client has closed) also discards the slave's unread input.
+     */
+    void ResetSlaveTermios(bool flushInput = false);
     /// Slave termios -> device format, counting changes. Simulation thread.
     void RefreshFormat();
     void FromClient(std::vector<uint8_t> bytes);
