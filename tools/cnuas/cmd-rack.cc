@@ -6,6 +6,7 @@
 
 #include "helpers/modbus-pcap-writer.h"
 #include "helpers/parse-util.h"
+#include "helpers/rack-file.h"
 #include "helpers/rack-helper.h"
 #include "helpers/rs485-pty-bridge-helper.h"
 #include "helpers/scenario-file.h"
@@ -91,353 +92,11 @@ const char* const kUsage =
     "Exit status: 0 after a clean stop, 1 on a runtime error, 2 on a usage error, 3 on a bad\n"
     "rack file (named with the line).\n";
 
-/// A timed action of the rack file or the command line.
-struct Event
+/// The rack file's settings and what only the command line gives.
+struct UpConfig : ns3::RackFileConfig
 {
-    double at = 0;   ///< s
-    std::string action;
-    std::vector<std::string> args;
-    std::string where;
+    std::string pcap; ///< --pcap: a .pcap file, or a folder for rs485-bus.pcap
 };
-
-struct UpConfig
-{
-    ns3::RackConfig rack;
-    int redfishPort = 0;
-    std::string ptyLink;
-    std::string pcap;        ///< --pcap: a .pcap file, or a folder for rs485-bus.pcap
-    double load = 12000;     ///< W
-    double duration = 0;     ///< s, 0 = until stopped
-    double monitor = 10;     ///< s, BMC polling period
-    uint32_t scanPasses = 1; ///< BMC start-up scan passes
-    std::vector<Event> events;
-    std::vector<ns3::AttributeSetting> settings;
-};
-
-[[noreturn]] void
-ConfigError(const std::string& where, const std::string& what)
-{
-    throw std::invalid_argument(where + ": " + what);
-}
-
-double
-Number(const std::string& text, const std::string& where, double min, double max)
-{
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < min ||
-        v > max)
-    {
-        std::ostringstream s;
-        s << "'" << text << "' is not a number in [" << min << ", " << max << "]";
-        ConfigError(where, s.str());
-    }
-    return v;
-}
-
-uint32_t
-Count(const std::string& text, const std::string& where, uint64_t max)
-{
-    uint64_t v = 0;
-    if (!ns3::ParseDecimalUint(text, max, &v))
-    {
-        ConfigError(where, "'" + text + "' is not a whole number in [0, " + std::to_string(max) +
-                               "]");
-    }
-    return static_cast<uint32_t>(v);
-}
-
-bool
-Bool(const std::string& text, const std::string& where)
-{
-    if (text == "true" || text == "yes" || text == "1")
-    {
-        return true;
-    }
-    if (text == "false" || text == "no" || text == "0")
-    {
-        return false;
-    }
-    ConfigError(where, "'" + text + "' is not true/false");
-}
-
-/// The faults of a device's Modbus side (RackDevice::SetDead / SetChattering), by address.
-bool
-IsModbusFault(const std::string& a)
-{
-    return a == "dead" || a == "revive" || a == "chatter" || a == "quiet";
-}
-
-/// A Modbus address as a BMC developer writes it: decimal (200) or hex (0xC8); any 8-bit value
-/// (the HPR maps use 248-255, which serial line v1.02 §2.2 reserves).
-uint8_t
-ModbusAddress(const std::string& text, const std::string& where)
-{
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long v = std::strtoul(text.c_str(), &end, 0);
-    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) ||
-        end != text.c_str() + text.size() || errno != 0 || v > 255)
-    {
-        ConfigError(where, "'" + text + "' is not a Modbus address (0-255, e.g. 200 or 0xC8)");
-    }
-    return static_cast<uint8_t>(v);
-}
-
-/// Applies a Modbus-side fault to the device at `address` now; false if there is none.
-bool
-ApplyModbusFault(const ns3::Rack& r, const std::string& action, uint8_t address)
-{
-    ns3::Ptr<ns3::RackDevice> d = r.Find(address);
-    if (!d)
-    {
-        return false;
-    }
-    if (action == "dead" || action == "revive")
-    {
-        d->SetDead(action == "dead");
-    }
-    else
-    {
-        d->SetChattering(action == "chatter");
-    }
-    return true;
-}
-
-/// Checks an event's action and arguments (so a typo fails at start, not hours later).
-void
-CheckEvent(const Event& e)
-{
-    auto need = [&](std::size_t n) {
-        if (e.args.size() != n)
-        {
-            ConfigError(e.where, e.action + " takes " + std::to_string(n) + " argument(s)");
-        }
-    };
-    if (e.action == "load")
-    {
-        need(1);
-        Number(e.args[0], e.where, 0, 1e7);
-    }
-    else if (e.action == "psu_fail" || e.action == "psu_repair" || e.action == "psu_fan_fail" ||
-             e.action == "psu_fan_repair")
-    {
-        need(2);
-        Count(e.args[0], e.where, 3);
-        Count(e.args[1], e.where, 7);
-    }
-    else if (e.action == "ac_loss" || e.action == "ac_restore")
-    {
-        need(1);
-        if (e.args[0] != "rack")
-        {
-            Count(e.args[0], e.where, 3);
-        }
-    }
-    else if (e.action == "bbu_fail" || e.action == "bbu_repair")
-    {
-        need(1);
-        Count(e.args[0], e.where, 31);
-    }
-    else if (IsModbusFault(e.action))
-    {
-        need(1);
-        ModbusAddress(e.args[0], e.where);
-    }
-    else
-    {
-        ConfigError(e.where, "unknown action '" + e.action +
-                                 "' (load, psu_fail, psu_repair, psu_fan_fail, psu_fan_repair, "
-                                 "ac_loss, ac_restore, bbu_fail, bbu_repair, dead, revive, "
-                                 "chatter, quiet)");
-    }
-}
-
-/// Reads a rack file: `key = value`, `at T ACTION ARGS...`, `set ATTR=VALUE`, '#' comments.
-void
-ReadRackFile(const std::string& path, UpConfig* c)
-{
-    std::ifstream in(path);
-    if (!in)
-    {
-        throw std::invalid_argument(path + ": cannot be read");
-    }
-    std::string line;
-    int n = 0;
-    std::set<std::string> seen;
-    while (std::getline(in, line))
-    {
-        ++n;
-        const std::string where = path + ":" + std::to_string(n);
-        const std::size_t hash = line.find('#');
-        if (hash != std::string::npos)
-        {
-            line.resize(hash);
-        }
-        // TrimSpace and SplitWords agree on what is blank (a form feed too), so a line that
-        // trims to something has at least one word.
-        line = ns3::TrimSpace(line);
-        const std::vector<std::string> w = ns3::SplitWords(line);
-        if (w.empty())
-        {
-            continue;
-        }
-        if (w[0] == "at")
-        {
-            if (w.size() < 3)
-            {
-                ConfigError(where, "'at' needs a time and an action");
-            }
-            Event e;
-            e.at = Number(w[1], where, 0, 1e9);
-            e.action = w[2];
-            e.args.assign(w.begin() + 3, w.end());
-            e.where = where;
-            CheckEvent(e);
-            c->events.push_back(e);
-            continue;
-        }
-        if (w[0] == "set")
-        {
-            if (w.size() != 2)
-            {
-                ConfigError(where, "use 'set ns3::Class::Attribute=VALUE'");
-            }
-            auto [k, v] = ns3::SplitAssignment(w[1], where);
-            c->settings.push_back({k, v, where});
-            continue;
-        }
-        const std::size_t eq = line.find('=');
-        if (eq == std::string::npos)
-        {
-            ConfigError(where, "expected 'key = value', 'at T ACTION ...' or 'set ATTR=VALUE'");
-        }
-        const std::string key = ns3::TrimSpace(line.substr(0, eq));
-        const std::string value = ns3::TrimSpace(line.substr(eq + 1));
-        if (!seen.insert(key).second)
-        {
-            ConfigError(where, "'" + key + "' given twice");
-        }
-        if (key == "hpr")
-        {
-            c->rack.hpr = Bool(value, where);
-        }
-        else if (key == "psu_shelves")
-        {
-            c->rack.psuShelves = Count(value, where, 4);
-        }
-        else if (key == "psus_per_shelf")
-        {
-            c->rack.psusPerShelf = Count(value, where, 8);
-        }
-        else if (key == "bbu_shelves")
-        {
-            c->rack.bbuShelves = Count(value, where, 4);
-        }
-        else if (key == "bbus_per_shelf")
-        {
-            c->rack.bbusPerShelf = Count(value, where, 8);
-        }
-        else if (key == "redfish_port")
-        {
-            c->redfishPort = static_cast<int>(Count(value, where, 65535));
-        }
-        else if (key == "bmc")
-        {
-            c->rack.bmc = Bool(value, where);
-        }
-        else if (key == "pty_link")
-        {
-            c->ptyLink = value;
-        }
-        else if (key == "load")
-        {
-            c->load = Number(value, where, 0, 1e7);
-        }
-        else if (key == "monitor_interval")
-        {
-            c->monitor = Number(value, where, 0.1, 86400);
-        }
-        else if (key == "scan_passes")
-        {
-            c->scanPasses = Count(value, where, 10);
-        }
-        else if (key == "response_delay_ms")
-        {
-            c->rack.responseDelay =
-                ns3::PicoSeconds(std::llround(Number(value, where, 0, 1000) * 1e9));
-        }
-        else if (key == "duration")
-        {
-            c->duration = Number(value, where, 0, 1e9);
-        }
-        else
-        {
-            ConfigError(where, "unknown key '" + key +
-                                   "' (hpr, psu_shelves, psus_per_shelf, bbu_shelves, "
-                                   "bbus_per_shelf, bmc, redfish_port, pty_link, load, "
-                                   "monitor_interval, scan_passes, response_delay_ms, duration)");
-        }
-    }
-}
-
-/// Refuses (instead of letting RackHelper abort) a layout whose addresses the BMC's scan ranges
-/// do not cover: with rackmon2's ORV3 maps a third PSU shelf (pins 6: 0xF0-) or a second BBU
-/// shelf (pins 2: 0x50-) falls partly outside them.
-void
-CheckAddresses(const ns3::RackConfig& c)
-{
-    auto load = [&](const std::string& type) {
-        const std::string file = ns3::RackRegisterMap::DefaultDirectory() + "/";
-        std::string lower = type;
-        for (char& ch : lower)
-        {
-            ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        }
-        ns3::RackRegisterMap m;
-        std::string error;
-        if (!ns3::RackRegisterMap::Load(file + lower + ".map", m, error))
-        {
-            throw std::runtime_error(error);
-        }
-        return m;
-    };
-    const ns3::RackRegisterMap psu = load(c.hpr ? "ORV3_HPR_PSU" : "ORV3_PSU");
-    const ns3::RackRegisterMap bbu = load(c.hpr ? "ORV3_HPR_BBU" : "ORV3_BBU");
-    auto check = [&](const ns3::RackRegisterMap& m, uint8_t a, const char* what, uint32_t sh) {
-        if (c.bmc && !m.Covers(a))
-        {
-            char b[200];
-            std::snprintf(b, sizeof(b),
-                          "%s shelf %u would put a device at 0x%02X, outside the %s scan ranges "
-                          "the BMC probes; use fewer shelves (or --no-bmc)",
-                          what, sh, a, m.name.c_str());
-            throw std::invalid_argument(b);
-        }
-    };
-    for (uint32_t sh = 0; sh < c.psuShelves; ++sh)
-    {
-        for (uint32_t slot = 0; slot < c.psusPerShelf; ++slot)
-        {
-            const auto s8 = static_cast<uint8_t>(slot);
-            check(psu,
-                  c.hpr ? ns3::RackAddressing::HprPsu(static_cast<uint8_t>(sh), s8)
-                        : ns3::RackAddressing::Orv3Psu(c.psuShelfPins.at(sh), s8),
-                  "PSU", sh);
-        }
-    }
-    for (uint32_t sh = 0; sh < c.bbuShelves; ++sh)
-    {
-        for (uint32_t slot = 0; slot < c.bbusPerShelf; ++slot)
-        {
-            const auto s8 = static_cast<uint8_t>(slot);
-            check(bbu,
-                  c.hpr ? ns3::RackAddressing::HprBbu(static_cast<uint8_t>(sh), s8)
-                        : ns3::RackAddressing::Orv3Bbu(c.bbuShelfPins.at(sh), s8),
-                  "BBU", sh);
-        }
-    }
-}
 
 volatile std::sig_atomic_t g_stopSignal = 0;
 volatile std::sig_atomic_t g_bmcSignal = 0; ///< SIGUSR1 pause, SIGUSR2 resume
@@ -546,13 +205,13 @@ ServeFaultRequests()
         std::string reply;
         try
         {
-            if (!IsModbusFault(action))
+            if (!ns3::IsRackModbusFault(action))
             {
                 throw std::invalid_argument("unknown fault '" + action +
                                             "' (dead, revive, chatter, quiet)");
             }
-            const uint8_t a = ModbusAddress(address, "address");
-            if (!ApplyModbusFault(g_faultWatch.rack, action, a))
+            const uint8_t a = ns3::ParseModbusAddress(address, "address");
+            if (!ns3::ApplyRackModbusFault(g_faultWatch.rack, action, a))
             {
                 throw std::invalid_argument("no device at Modbus address " + address);
             }
@@ -625,71 +284,6 @@ AddressList(const ns3::Rack& r)
     return s;
 }
 
-void
-Schedule(const Event& e, const ns3::Rack& r, ns3::Ptr<ns3::RackStepLoad> load)
-{
-    const ns3::Time at = ns3::PicoSeconds(std::llround(e.at * 1e12));
-    auto u = [&](std::size_t i) { return static_cast<uint32_t>(std::stoul(e.args[i])); };
-    ns3::Ptr<ns3::RackElectricalModel> p = r.power;
-    const std::string a = e.action;
-    if (a == "load")
-    {
-        load->AddStep(at, std::stod(e.args[0]));
-        return;
-    }
-    if (a.compare(0, 3, "psu") == 0)
-    {
-        const uint32_t shelf = u(0);
-        const uint32_t slot = u(1);
-        if (shelf >= p->GetPsuShelfCount() || slot >= p->GetPsuCount(shelf))
-        {
-            ConfigError(e.where, "no PSU " + e.args[0] + " " + e.args[1] + " in this rack");
-        }
-        const bool on = a == "psu_fail" || a == "psu_fan_fail";
-        const bool fan = a.find("fan") != std::string::npos;
-        ns3::Simulator::Schedule(at, [p, shelf, slot, on, fan]() {
-            fan ? p->SetPsuFanFailed(shelf, slot, on) : p->SetPsuFailed(shelf, slot, on);
-        });
-        return;
-    }
-    if (IsModbusFault(a))
-    {
-        const uint8_t address = ModbusAddress(e.args[0], e.where);
-        if (!r.Find(address))
-        {
-            ConfigError(e.where, "no device at Modbus address " + e.args[0] + " in this rack");
-        }
-        ns3::Simulator::Schedule(at, [r, a, address]() {
-            ApplyModbusFault(r, a, address);
-            NoteFault(a, address);
-        });
-        return;
-    }
-    if (a == "ac_loss" || a == "ac_restore")
-    {
-        const bool lost = a == "ac_loss";
-        if (e.args[0] == "rack")
-        {
-            ns3::Simulator::Schedule(at, [p, lost]() { p->SetRackAcLoss(lost); });
-            return;
-        }
-        const uint32_t shelf = u(0);
-        if (shelf >= p->GetPsuShelfCount())
-        {
-            ConfigError(e.where, "no PSU shelf " + e.args[0] + " in this rack");
-        }
-        ns3::Simulator::Schedule(at, [p, shelf, lost]() { p->SetAcLoss(shelf, lost); });
-        return;
-    }
-    const uint32_t bbu = u(0);
-    if (bbu >= p->GetBbuCount())
-    {
-        ConfigError(e.where, "no BBU " + e.args[0] + " in this rack");
-    }
-    const bool failed = a == "bbu_fail";
-    ns3::Simulator::Schedule(at, [p, bbu, failed]() { p->SetBbuFailed(bbu, failed); });
-}
-
 int
 RackUp(const std::vector<std::string>& args)
 {
@@ -709,15 +303,7 @@ RackUp(const std::vector<std::string>& args)
     {
         if (!config.empty())
         {
-            try
-            {
-                ReadRackFile(config, &c);
-            }
-            catch (const std::invalid_argument& e)
-            {
-                // Everything wrong in it is the file's (its messages name the line).
-                throw ns3::InputError(e.what());
-            }
+            ns3::ReadRackFile(config, &c); // InputError: the file's, with its line
         }
         for (std::size_t i = 0; i < args.size(); ++i)
         {
@@ -735,11 +321,11 @@ RackUp(const std::vector<std::string>& args)
             }
             else if (a == "--shelves")
             {
-                c.rack.psuShelves = Count(value(), a, 4);
+                c.rack.psuShelves = ns3::ParseRackCount(value(), a, 4);
             }
             else if (a == "--bbu-shelves")
             {
-                c.rack.bbuShelves = Count(value(), a, 4);
+                c.rack.bbuShelves = ns3::ParseRackCount(value(), a, 4);
             }
             else if (a == "--hpr")
             {
@@ -751,7 +337,7 @@ RackUp(const std::vector<std::string>& args)
             }
             else if (a == "--redfish-port")
             {
-                c.redfishPort = static_cast<int>(Count(value(), a, 65535));
+                c.redfishPort = static_cast<int>(ns3::ParseRackCount(value(), a, 65535));
             }
             else if (a == "--pty-link")
             {
@@ -763,7 +349,7 @@ RackUp(const std::vector<std::string>& args)
             }
             else if (a == "--duration")
             {
-                c.duration = Number(value(), a, 0, 1e9);
+                c.duration = ns3::ParseRackNumber(value(), a, 0, 1e9);
             }
             else if (a == "--set")
             {
@@ -794,7 +380,7 @@ RackUp(const std::vector<std::string>& args)
         {
             throw std::invalid_argument("too many modules per shelf for the addressing scheme");
         }
-        CheckAddresses(c.rack);
+        ns3::CheckRackAddresses(c.rack);
     }
     catch (const ns3::InputError& e)
     {
@@ -858,9 +444,9 @@ RackUp(const std::vector<std::string>& args)
     rack.power->SetLoadProfile(load);
     try
     {
-        for (const Event& e : c.events)
+        for (const ns3::RackFileEvent& e : c.events)
         {
-            Schedule(e, rack, load);
+            ns3::ScheduleRackEvent(e, rack, load, &NoteFault);
         }
     }
     catch (const std::exception& e)
@@ -1083,7 +669,7 @@ RackDown(const std::vector<std::string>& args)
             }
             else if (args[i] == "--timeout" && i + 1 < args.size())
             {
-                timeout = Number(args[++i], "--timeout", 0.1, 3600);
+                timeout = ns3::ParseRackNumber(args[++i], "--timeout", 0.1, 3600);
             }
             else
             {
@@ -1140,7 +726,7 @@ RackPauseResume(bool pause, const std::vector<std::string>& args)
             }
             else if (args[i] == "--timeout" && i + 1 < args.size())
             {
-                timeout = Number(args[++i], "--timeout", 0.1, 3600);
+                timeout = ns3::ParseRackNumber(args[++i], "--timeout", 0.1, 3600);
             }
             else
             {
@@ -1213,7 +799,7 @@ RackFault(const std::vector<std::string>& args)
             }
             else if (args[i] == "--timeout" && i + 1 < args.size())
             {
-                timeout = Number(args[++i], "--timeout", 0.1, 3600);
+                timeout = ns3::ParseRackNumber(args[++i], "--timeout", 0.1, 3600);
             }
             else if (args[i].rfind("--", 0) == 0)
             {
@@ -1224,12 +810,12 @@ RackFault(const std::vector<std::string>& args)
                 words.push_back(args[i]);
             }
         }
-        if (words.size() != 2 || !IsModbusFault(words[0]))
+        if (words.size() != 2 || !ns3::IsRackModbusFault(words[0]))
         {
             throw std::invalid_argument("usage: cnuas rack fault dead|revive|chatter|quiet "
                                         "ADDRESS");
         }
-        ModbusAddress(words[1], "ADDRESS");
+        ns3::ParseModbusAddress(words[1], "ADDRESS");
     }
     catch (const std::exception& e)
     {
