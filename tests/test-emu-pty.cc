@@ -8,6 +8,7 @@
 #include "ns3/nstime.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <random>
 #include <sys/stat.h>
@@ -332,6 +333,7 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
     std::vector<int> setResult(kOpens, -2);
     std::vector<size_t> answers(kOpens, 0);
     std::vector<bool> closeSeen(kOpens, true);
+    std::vector<int> errs(kOpens, 0);
     struct StateLog
     {
         std::vector<bool> v; // the Client trace, in the simulation thread
@@ -343,8 +345,7 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
         for (int i = 0; i < kOpens; ++i)
         {
             RawClient c;
-            int err = 0;
-            setResult[i] = c.Open(seg.bridge->GetPortPath(), RawSettings(), &err);
+            setResult[i] = c.Open(seg.bridge->GetPortPath(), RawSettings(), &errs[i]);
             c.Write(ReadHoldingAdu(200, 79, 1));
             answers[i] = ParseReadHoldingResponse(c.Read(7), 200, 1).size();
             c.Close();
@@ -358,7 +359,7 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
     });
     for (int i = 0; i < kOpens; ++i)
     {
-        EXPECT_EQ(setResult[i], 0) << "open " << i;
+        EXPECT_EQ(setResult[i], 0) << "open " << i << ": " << std::strerror(errs[i]);
         EXPECT_EQ(answers[i], 1u) << "open " << i;
         EXPECT_TRUE(closeSeen[i]) << "close " << i << " not seen by the bridge";
     }

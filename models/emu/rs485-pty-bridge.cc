@@ -461,7 +461,7 @@ HasSentinel(const struct termios& t)
 } // namespace
 
 void
-Rs485PtyBridge::ResetSlaveTermios(bool flushInput)
+Rs485PtyBridge::ResetSlaveTermios(bool unlessOpen)
 {
     // The parity trap (class documentation): leave the slave in a state every client's
     // configuration changes, so its tcsetattr() never meets the "nothing changed" EINVAL of
@@ -470,42 +470,71 @@ Rs485PtyBridge::ResetSlaveTermios(bool flushInput)
     // without ECHO/ICANON. The speed stays what the last client chose. Called from both threads
     // (on close by the reader, after a client's configuration by the simulation thread).
     //
-    // flushInput (the reader, once the last client has closed): also discard what that client
-    // left unread in the slave's input queue, so that the next opener does not read it. The
-    // queue outlives the client (the slave's line discipline lives as long as the master), and
-    // tcflush() on the master does not reach it, but a termios change through the master with
-    // TCSAFLUSH does: the ioctl acts on the slave (drivers/tty/tty_ioctl.c, tty_mode_ioctl
-    // takes the pty's other end, set_termios flushes its line discipline before applying the
-    // termios). TCOFLUSH on the master first empties the slave's flip buffer (bytes written but
-    // not yet handed to the line discipline; drivers/tty/pty.c pty_flush_buffer). The bridge
-    // never opens the slave itself: its own inotify events would merge with a client's
-    // (inotify(7)) and hide that client's open.
+    // Written only when the sentinel is missing, and with `unlessOpen` (the reader, after a
+    // close) only while no client has the port: a write that races a reopening client's
+    // tcsetattr() can land between glibc's set and its check (a TCGETS right after) and make
+    // the check see no change (EINVAL). A client that has reopened already configured the
+    // port itself; the simulation thread puts the sentinel back once it writes.
     struct termios t;
-    if (flushInput)
-    {
-        tcflush(m_master, TCOFLUSH);
-    }
-    if (tcgetattr(m_master, &t) != 0)
+    if (tcgetattr(m_master, &t) != 0 || HasSentinel(t))
     {
         return;
     }
-    const bool reset = !HasSentinel(t);
-    if (!reset && !flushInput)
+    if (unlessOpen)
     {
-        return;
+        pollfd p = {m_master, POLLIN, 0};
+        if (poll(&p, 1, 0) < 0 || !(p.revents & POLLHUP))
+        {
+            return; // a client has the port (POLLHUP: none, once one has closed)
+        }
     }
     t.c_cflag &= ~CLOCAL;
     t.c_lflag |= kSentinelLflags;
-    if (tcsetattr(m_master, flushInput ? TCSAFLUSH : TCSANOW, &t) == 0)
+    if (tcsetattr(m_master, TCSANOW, &t) == 0)
     {
-        if (reset)
-        {
-            m_resets++;
-        }
-        if (flushInput)
-        {
-            m_flushes++;
-        }
+        m_resets++;
+    }
+}
+
+void
+Rs485PtyBridge::FlushSlaveInput(uint32_t* opens, uint32_t* closes)
+{
+    // What the last client left unread stays in the slave's input queue (its line discipline
+    // lives as long as the master does) and would be the next opener's first bytes: an answer
+    // it abandoned, or the tail of a transaction of another master. tcflush() on the master
+    // cannot reach it (TCIFLUSH flushes the master's own input, TCOFLUSH only the slave's flip
+    // buffer, drivers/tty/pty.c pty_flush_buffer), so the bridge opens the slave itself for a
+    // moment and discards its input (POSIX tcflush(TCIFLUSH)), as closing a real UART's port
+    // leaves nothing for the next open. (A TCSAFLUSH termios write through the master also
+    // flushes the slave, but it races a reopening client's tcsetattr(): see ResetSlaveTermios.)
+    //
+    // That open and close must not reach the inotify queue: inotify merges an event with the
+    // one before it when both are the same and unread (inotify(7)), so the bridge's IN_OPEN and
+    // a client's immediate reopen would become one and the client's open be taken for the
+    // bridge's. The watch is masked meanwhile (inotify_add_watch replaces the mask of the same
+    // watch), and what clients did before is read first. A client that opened while the watch
+    // was masked has no IN_OPEN: once the watch is back, the master says whether a client has
+    // the port, and one there with no open read since the last close is counted from that.
+    // Its IN_OPEN may still come (it opened after the watch was back, its open() not yet
+    // returned): the next open before any close is then taken as that one.
+    inotify_add_watch(m_inotify, m_slavePath.c_str(), IN_ATTRIB);
+    ReadInotify(opens, closes);
+    const int fd = open(m_slavePath.c_str(), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0)
+    {
+        tcflush(fd, TCIFLUSH);
+        close(fd);
+        m_flushes++;
+    }
+    inotify_add_watch(m_inotify, m_slavePath.c_str(), IN_OPEN | IN_CLOSE);
+    ReadInotify(opens, closes);
+    pollfd probe = {m_master, POLLIN, 0};
+    if (!m_lastEventOpen && poll(&probe, 1, 0) >= 0 && !(probe.revents & POLLHUP))
+    {
+        (*opens)++;
+        m_opens++;
+        m_lastEventOpen = true;
+        m_openEventOwed = true;
     }
 }
 
@@ -539,9 +568,9 @@ void
 Rs485PtyBridge::ReadInotify(uint32_t* opens, uint32_t* closes)
 {
     // Every IN_OPEN and IN_CLOSE of the slave node is a client's (any process, any fd): the
-    // bridge never opens the slave. inotify(7) merges an event with the one before it when
-    // both are the same and the first is unread, so only opens with no close between them
-    // (two descriptors at once) can count as one.
+    // watch is masked while the bridge opens the slave itself (FlushSlaveInput). inotify(7)
+    // merges an event with the one before it when both are the same and the first is unread,
+    // so only opens with no close between them (two descriptors at once) can count as one.
     alignas(inotify_event) char ev[4096];
     ssize_t n;
     while ((n = read(m_inotify, ev, sizeof(ev))) > 0)
@@ -549,15 +578,22 @@ Rs485PtyBridge::ReadInotify(uint32_t* opens, uint32_t* closes)
         for (char* p = ev; p < ev + n;)
         {
             const auto* e = reinterpret_cast<const inotify_event*>(p);
-            if (e->mask & IN_OPEN)
+            if ((e->mask & IN_OPEN) && m_openEventOwed)
+            {
+                m_openEventOwed = false; // counted already, from the master (FlushSlaveInput)
+            }
+            else if (e->mask & IN_OPEN)
             {
                 (*opens)++;
                 m_opens++;
+                m_lastEventOpen = true;
             }
             if (e->mask & IN_CLOSE)
             {
                 (*closes)++;
                 m_closes++;
+                m_lastEventOpen = false;
+                m_openEventOwed = false;
             }
             p += sizeof(inotify_event) + e->len;
         }
@@ -607,12 +643,16 @@ Rs485PtyBridge::ReaderLoop()
         uint32_t closes = 0;
         ReadInotify(&opens, &closes);
 
+        if (closedNow)
+        {
+            // No client is left: discard the input the last one left unread.
+            FlushSlaveInput(&opens, &closes);
+        }
         if (closedNow || closes > 0)
         {
             // A client has closed the port (and may already have reopened it: a close and an
-            // open can both be pending here): undo its termios. If the master says no client
-            // is left, also discard the input it left unread.
-            ResetSlaveTermios(closedNow);
+            // open can both be pending here): undo its termios, unless a client has it now.
+            ResetSlaveTermios(true);
         }
         if (hung && (closedNow || opens > 0 || closes > 0))
         {

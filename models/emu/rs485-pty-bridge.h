@@ -40,7 +40,7 @@ enum class Rs485PtyParityMode : uint8_t
 /// What the bridge counted since it was created.
 struct Rs485PtyBridgeCounters
 {
-    /// open() calls on the slave side (inotify IN_OPEN; the bridge never opens it itself).
+    /// open() calls on the slave side (inotify IN_OPEN; the bridge's own are not seen).
     /// inotify(7) merges two identical events in a row while unread, so two opens with no
     /// close between them (descriptors held at once) may count as one.
     uint64_t clientOpens = 0;
@@ -96,17 +96,19 @@ struct Rs485PtyBridgeCounters
  * (no busy loop) and waits on an inotify watch of the slave node (IN_OPEN/IN_CLOSE), then
  * polls the master again. Bus characters that arrive while no client has the port are dropped
  * (counted) instead of being queued for the next one, and what the last client left unread is
- * discarded when it closes (a TCSAFLUSH through the master, see ResetSlaveTermios). The bridge
- * never opens the slave itself, so every inotify event is a client's.
+ * discarded when it closes: the bridge opens the slave for a moment and flushes it, with the
+ * inotify watch masked so that its own events cannot merge with a client's (FlushSlaveInput).
  *
  * The parity trap (notes/rack-modbus-orv3.md §2.3): the pty clears PARENB, and Debian's glibc
  * tcsetattr() then returns EINVAL if the call changed nothing else, which is what happens when
  * a client reopens a port whose termios still hold its own previous settings: rackmond,
- * phosphor-modbus and pyserial fail to reopen. On every close the bridge therefore changes the
- * slave's termios through the master to a sentinel that every client's configuration undoes:
- * CLOCAL off and ECHOE/ECHOK/ECHOCTL/ECHOKE on. Unlike the B9600 sentinel in the notes, it
- * leaves the speed alone and only touches flags that mean nothing to an open raw-mode client,
- * so the reset is harmless even when it races with a client that reopens within microseconds.
+ * phosphor-modbus and pyserial fail to reopen. The bridge therefore changes the slave's termios
+ * through the master to a sentinel that every client's configuration undoes: CLOCAL off and
+ * ECHOE/ECHOK/ECHOCTL/ECHOKE on, once a configured client writes and, if still missing, when it
+ * closes. Unlike the B9600 sentinel in the notes, it leaves the speed alone and only touches
+ * flags that mean nothing to an open raw-mode client. It is never written while a client has
+ * the port after a close: glibc verifies a tcsetattr() with a TCGETS right after it, and a
+ * write in between makes a reopening client's call fail with EINVAL.
  *
  * Transmit buffer: the client's bytes that are not yet on the line (waiting for the bus, for
  * the silent interval, or in the transceiver's queue) are bounded by TxBufferSize, like a
@@ -197,10 +199,15 @@ class Rs485PtyBridge : public Object
     /// Reads the inotify queue, adding the opens and closes of the slave it reports.
     void ReadInotify(uint32_t* opens, uint32_t* closes);
     /**
-     * Puts the parity-trap sentinel into the slave's termios (class documentation); with
-     * `flushInput` (the last client has closed) also discards the slave's unread input.
+     * Puts the parity-trap sentinel into the slave's termios if it is missing (class doc); with
+     * `unlessOpen` only while no client has the port.
      */
-    void ResetSlaveTermios(bool flushInput = false);
+    void ResetSlaveTermios(bool unlessOpen = false);
+    /**
+     * Discards the slave's unread input (reader thread, once the last client has closed), with
+     * the inotify watch masked; adds the clients' opens and closes it reads or infers.
+     */
+    void FlushSlaveInput(uint32_t* opens, uint32_t* closes);
     /// Slave termios -> device format, counting changes. Simulation thread.
     void RefreshFormat();
     void FromClient(std::vector<uint8_t> bytes);
@@ -250,6 +257,10 @@ class Rs485PtyBridge : public Object
     std::thread m_reader;
     std::atomic<bool> m_stopReader{false};
     std::atomic<bool> m_clientOpen{false};
+    bool m_lastEventOpen = false; ///< reader thread: the last inotify event read was an open
+    /// Reader thread: a client was counted from the master (FlushSlaveInput); its IN_OPEN, if
+    /// it comes before a close, is not counted again.
+    bool m_openEventOwed = false;
     bool m_running = false;
     std::string m_error;
     uint32_t m_context = 0;
