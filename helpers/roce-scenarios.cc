@@ -890,14 +890,9 @@ HpccDataDir(const std::string& given)
     std::string dir = given;
     if (dir.empty())
     {
+        // The shared test data beside the checkout; inputs from anywhere else are given.
         const std::string src = CnuasSourceTree();
-        dir = "/work/shared/data/hpcc-compat";
-        struct stat st;
-        if (!src.empty() && stat((src + "/../shared/data/hpcc-compat").c_str(), &st) == 0 &&
-            S_ISDIR(st.st_mode))
-        {
-            dir = src + "/../shared/data/hpcc-compat";
-        }
+        dir = (src.empty() ? std::string("..") : src + "/..") + "/shared/data/hpcc-compat";
     }
     struct stat st;
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -1066,8 +1061,8 @@ HpccInfo()
     i.description = "Runs HPCC-simulator inputs (topology, flow and KEY value config files) on "
                     "RoCE NICs and writes its FCT format (fct.txt) beside Cnuas's CSV";
     i.params = {{"dir", "", "directory of the HPCC-format files, relative to the current one "
-                            "('': ../shared/data/hpcc-compat beside the source tree, else "
-                            "/work/shared/data/hpcc-compat)"},
+                            "('': ../shared/data/hpcc-compat beside the source tree, the shared "
+                            "test data, when present)"},
                 {"topology-file", "fat.txt", "HPCC topology file: in dir, or an absolute path"},
                 {"flow-file", "ws30_5ms.txt", "HPCC flow file: in dir, or an absolute path"},
                 {"config-file", "config_fat_ws30_5ms_dcqcn.txt",
