@@ -187,6 +187,8 @@ RackHelper::Build(const RackConfig& c) const
     {
         r.bmc = m_bmc.Create<RackBmc>();
         r.bmc->SetMaster(r.master);
+        r.arbiter = CreateObject<Rs485BusArbiter>();
+        r.bmc->SetArbiter(r.arbiter);
         for (const auto& m : maps)
         {
             r.bmc->AddMap(m);

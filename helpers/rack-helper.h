@@ -50,6 +50,9 @@ struct Rack
     Ptr<RackElectricalModel> power;
     Ptr<ModbusMaster> master;
     Ptr<RackBmc> bmc;
+    /// The bus arbiter the BMC's transactions go through (with a BMC): another master on the
+    /// segment (a pty bridge) registers with it to take turns (Rs485BusArbiter).
+    Ptr<Rs485BusArbiter> arbiter;
     std::vector<Ptr<RackPsu>> psus; ///< shelf by shelf, slot order
     std::vector<Ptr<RackBbu>> bbus;
     std::vector<Ptr<RackPmm>> pmms; ///< HPR: PSU shelves' PMMs, then BBU shelves'

@@ -890,14 +890,9 @@ HpccDataDir(const std::string& given)
     std::string dir = given;
     if (dir.empty())
     {
+        // The shared test data beside the checkout; inputs from anywhere else are given.
         const std::string src = CnuasSourceTree();
-        dir = "/work/shared/data/hpcc-compat";
-        struct stat st;
-        if (!src.empty() && stat((src + "/../shared/data/hpcc-compat").c_str(), &st) == 0 &&
-            S_ISDIR(st.st_mode))
-        {
-            dir = src + "/../shared/data/hpcc-compat";
-        }
+        dir = (src.empty() ? std::string("..") : src + "/..") + "/shared/data/hpcc-compat";
     }
     struct stat st;
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -984,6 +979,10 @@ RunHpcc(const ScenarioOptions& o)
         h.SetPortAttribute("RxBufferBytes", UintegerValue(4 * 1024 * 1024));
     };
     ApplyPcapParams(o, info, "", spec);
+    // Minutes of wall time for the paper's workloads: a progress bar (flows finished), and
+    // Ctrl-C ends the run with the finished flows reported and every file complete.
+    spec.progress = o.progress;
+    spec.stopOnInterrupt = true;
     struct rusage ru0;
     getrusage(RUSAGE_SELF, &ru0);
     const auto w0 = std::chrono::steady_clock::now();
@@ -1018,6 +1017,14 @@ RunHpcc(const ScenarioOptions& o)
         }
     }
     ScenarioResult res;
+    if (r.interrupted)
+    {
+        // 128 + SIGINT, as a shell reports a run ended by Ctrl-C; the files hold the flows that
+        // finished (docs/cli.md, "Exit status").
+        res.exitCode = 130;
+        res.summary.push_back({"interrupted", "Ctrl-C at " + Fixed(r.end.GetSeconds() * 1e3, 3) +
+                                                  " ms simulated: partial results"});
+    }
     res.summary.push_back(
         {"flows done", std::to_string(done) + "/" + std::to_string(r.flows.size())});
     res.summary.push_back({"congestion control", spec.cc});
@@ -1066,8 +1073,8 @@ HpccInfo()
     i.description = "Runs HPCC-simulator inputs (topology, flow and KEY value config files) on "
                     "RoCE NICs and writes its FCT format (fct.txt) beside Cnuas's CSV";
     i.params = {{"dir", "", "directory of the HPCC-format files, relative to the current one "
-                            "('': ../shared/data/hpcc-compat beside the source tree, else "
-                            "/work/shared/data/hpcc-compat)"},
+                            "('': ../shared/data/hpcc-compat beside the source tree, the shared "
+                            "test data, when present)"},
                 {"topology-file", "fat.txt", "HPCC topology file: in dir, or an absolute path"},
                 {"flow-file", "ws30_5ms.txt", "HPCC flow file: in dir, or an absolute path"},
                 {"config-file", "config_fat_ws30_5ms_dcqcn.txt",

@@ -2,6 +2,7 @@
 
 #include "helpers/eth-pcap-writer.h"
 #include "helpers/rdma-qp-connect.h"
+#include "helpers/sim-progress.h"
 #include "models/common/int-stack.h"
 #include "models/rdma/rdma-cq.h"
 #include "models/rdma/rdma-memory.h"
@@ -388,10 +389,21 @@ RunRoceFlows(const RoceRunSpec& spec)
     }
     const uint64_t events0 = Simulator::GetEventCount();
     Simulator::Stop(spec.limit);
+    SimProgress progress(spec.limit, spec.progress);
+    const uint64_t flowCount = spec.flows.size();
+    progress.SetWork([&run, flowCount]() { return std::make_pair(uint64_t(run.done), flowCount); },
+                     "flows");
+    if (spec.stopOnInterrupt)
+    {
+        progress.StopOnInterrupt();
+    }
     if (!spec.flows.empty())
     {
+        progress.Start();
         Simulator::Run();
+        progress.Finish();
     }
+    run.res.interrupted = progress.WasInterrupted();
     for (auto& file : pcaps)
     {
         file->Close(); // complete on disk before the caller reads it

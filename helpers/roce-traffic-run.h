@@ -81,6 +81,11 @@ struct RoceRunSpec
     /// QP number and HCA (e.g. to give that QP its own congestion window).
     std::function<void(const RoceFlowSpec& flow, uint32_t srcQpn, const RoceHca& src)>
         onFlowStart;
+    /// A progress bar on stderr (SimProgress): flows finished of all, simulated time, ETA.
+    bool progress = false;
+    /// Ctrl-C (SIGINT) stops the run cleanly (RoceRunResult::interrupted) instead of ending the
+    /// process: the caller reports the finished flows and closes its files.
+    bool stopOnInterrupt = false;
 };
 
 struct RoceFlowResult
@@ -108,6 +113,7 @@ struct RoceRunResult
     uint64_t events = 0;
     Time end; ///< simulated time when the run stopped
     bool allDone = false;
+    bool interrupted = false; ///< Ctrl-C stopped it (RoceRunSpec::stopOnInterrupt)
     std::vector<std::string> pcaps; ///< the pcap files written (pcapDir), in host order
 };
 

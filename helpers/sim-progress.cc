@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <unistd.h>
 
 namespace ns3
@@ -13,7 +14,18 @@ namespace
 {
 constexpr int kBarWidth = 10;
 constexpr int kMaxTicks = 200;
+constexpr int kInterruptChecks = 20000; ///< per run, with StopOnInterrupt
 constexpr double kPlainLineSeconds = 5.0;
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void
+OnInterrupt(int)
+{
+    g_interrupted = 1;
+    // A second Ctrl-C ends the process as usual (signal() is async-signal-safe).
+    std::signal(SIGINT, SIG_DFL);
+}
 } // namespace
 
 SimProgress::SimProgress(Time end, bool enabled, std::FILE* out)
@@ -35,14 +47,57 @@ SimProgress::~SimProgress()
     // EventId::Cancel rather than Simulator::Cancel: after Simulator::Destroy the latter would
     // create a new simulator just to cancel.
     m_event.Cancel();
+    RestoreSignal();
+}
+
+void
+SimProgress::SetWork(std::function<std::pair<uint64_t, uint64_t>()> work, std::string label)
+{
+    m_work = std::move(work);
+    m_workLabel = std::move(label);
+}
+
+void
+SimProgress::StopOnInterrupt()
+{
+    if (m_started || !m_end.IsStrictlyPositive())
+    {
+        return;
+    }
+    m_stopOnInterrupt = true;
+    const Time check = m_end / kInterruptChecks;
+    m_interval = check.IsZero() ? TimeStep(1) : check;
+    m_ticksPerDraw = kInterruptChecks / kMaxTicks;
+}
+
+void
+SimProgress::RestoreSignal()
+{
+    if (m_signalInstalled)
+    {
+        sigaction(SIGINT, &m_oldAction, nullptr);
+        m_signalInstalled = false;
+    }
 }
 
 void
 SimProgress::Start()
 {
-    if (!m_enabled || m_started)
+    if ((!m_enabled && !m_stopOnInterrupt) || m_started)
     {
         return;
+    }
+    struct sigaction current = {};
+    if (m_stopOnInterrupt && sigaction(SIGINT, nullptr, &current) == 0 &&
+        current.sa_handler != SIG_IGN)
+    {
+        // (A process started with SIGINT ignored, as a shell starts a background job, keeps
+        // ignoring it.)
+        g_interrupted = 0;
+        struct sigaction sa = {};
+        sa.sa_handler = &OnInterrupt;
+        sigemptyset(&sa.sa_mask);
+        m_signalInstalled = sigaction(SIGINT, &sa, &m_oldAction) == 0;
     }
     m_started = true;
     m_wallStart = std::chrono::steady_clock::now();
@@ -54,7 +109,16 @@ SimProgress::Start()
 void
 SimProgress::Tick()
 {
-    Draw(false);
+    if (m_stopOnInterrupt && g_interrupted)
+    {
+        m_interrupted = true;
+        Simulator::Stop();
+        return;
+    }
+    if (m_enabled && m_ticks % m_ticksPerDraw == 0)
+    {
+        Draw(false);
+    }
     // The current event is already off the queue: if nothing else is pending the simulation is
     // over, and rescheduling would only move its final time forward.
     if (!Simulator::IsFinished() && Simulator::Now() + m_interval <= m_end)
@@ -72,7 +136,11 @@ SimProgress::Finish()
         return;
     }
     Simulator::Cancel(m_event);
-    Draw(true);
+    RestoreSignal();
+    if (m_enabled)
+    {
+        Draw(true);
+    }
     m_started = false;
 }
 
@@ -87,18 +155,34 @@ SimProgress::Draw(bool final)
     }
     Time now = Simulator::Now();
     double fraction = std::clamp(now.GetDouble() / m_end.GetDouble(), 0.0, 1.0);
-    double eta = -1;
-    if (final)
+    std::string work;
+    if (m_work)
     {
-        fraction = 1.0; // the run is over even if it stopped before `end`
+        const auto [done, total] = m_work();
+        fraction = total > 0 ? std::clamp(double(done) / double(total), 0.0, 1.0) : 0.0;
+        work = ", " + std::to_string(done) + "/" + std::to_string(total) + " " + m_workLabel;
     }
-    else
+    double eta = -1;
+    if (final && !m_interrupted)
+    {
+        // The run is over even if it stopped before `end` (or with work left: the limit).
+        fraction = m_work ? fraction : 1.0;
+    }
+    else if (!final)
     {
         eta = fraction > 0 ? wall * (1 - fraction) / fraction : std::nan("");
     }
     uint64_t events = Simulator::GetEventCount() - m_eventsAtStart;
     double rate = wall > 0 ? static_cast<double>(events) / wall : 0;
     std::string line = FormatLine(fraction, now, m_end, wall, eta, rate);
+    if (!work.empty())
+    {
+        line.insert(line.find(", wall "), work);
+    }
+    if (final && m_interrupted)
+    {
+        line.replace(line.rfind(", done, "), 8, ", interrupted, ");
+    }
     if (m_tty)
     {
         // "\033[K" clears what a longer previous line left behind.

@@ -40,16 +40,18 @@ struct TestPacketSpec
     uint8_t hopLmt = 64;
     ns3::IbGid sgid = ns3::IbMakeGid(ns3::kIbDefaultSubnetPrefix, 0x0002C90300000005ULL);
     ns3::IbGid dgid = ns3::IbMakeGid(ns3::kIbDefaultSubnetPrefix, 0x0002C90300000004ULL);
+    std::vector<uint8_t> ext; ///< extension headers after BTH [DETH], e.g. a RETH's 16 bytes
     std::vector<uint8_t> payload;
 };
 
-/// LRH [GRH] BTH [DETH] payload pad ICRC VCRC, every length field and both CRCs filled in.
+/// LRH [GRH] BTH [DETH] [ext] payload pad ICRC VCRC, every length field and both CRCs filled in.
 inline std::vector<uint8_t>
 BuildPacket(const TestPacketSpec& s)
 {
     const size_t pad = (4 - s.payload.size() % 4) % 4; // IBA vol. 1 §9.2: PadCnt to 4 bytes
     const size_t headers = ns3::IbLrhHeader::kSize + (s.global ? ns3::IbGrhHeader::kSize : 0) +
-                           ns3::IbBthHeader::kSize + (s.withDeth ? ns3::IbDethHeader::kSize : 0);
+                           ns3::IbBthHeader::kSize + (s.withDeth ? ns3::IbDethHeader::kSize : 0) +
+                           s.ext.size();
     const size_t len = headers + s.payload.size() + pad + ns3::kIbIcrcSize + ns3::kIbVcrcSize;
     std::vector<uint8_t> pkt(len, 0);
 
@@ -91,6 +93,10 @@ BuildPacket(const TestPacketSpec& s)
         deth.SetSrcQp(s.srcQp);
         deth.WriteTo(pkt.data() + off);
         off += ns3::IbDethHeader::kSize;
+    }
+    for (uint8_t b : s.ext)
+    {
+        pkt[off++] = b;
     }
     for (uint8_t b : s.payload)
     {

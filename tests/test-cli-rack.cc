@@ -245,6 +245,9 @@ TEST(RackCli, BadRackFilesAreUsageErrorsWithFileAndLine)
         {"load = 1\nload = 2\n", ":2: 'load' given twice"},
         {"set ns3::RackBmc::NoSuchThing=1\n", "NoSuchThing"},
         {"just words\n", ":1: expected 'key = value'"},
+        {"at 5 dead 0x99\n", ":1: no device at Modbus address 0x99"},
+        {"at 5 chatter 300\n", ":1: '300' is not a Modbus address"},
+        {"at 5 revive\n", ":1: revive takes 1 argument(s)"},
     };
     int i = 0;
     for (const Case& c : cases)

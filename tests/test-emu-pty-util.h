@@ -22,6 +22,8 @@
 #include <cmath>
 #include <fcntl.h>
 #include <functional>
+#include <future>
+#include <memory>
 #include <poll.h>
 #include <string>
 #include <termios.h>
@@ -196,11 +198,15 @@ struct RawSettings
     bool twoStop = false;
     uint8_t vmin = 1; ///< VMIN (rackmon 1, phosphor-modbus 0), VTIME is 0
     bool parmrk = false; ///< PARMRK
+    /// tcsetattr with TCSAFLUSH (rackmon, phosphor-modbus), which discards what the port held
+    /// before; false: TCSANOW (libmodbus, pyserial), which keeps it.
+    bool flush = true;
 };
 
 /**
  * A serial client as rackmon and phosphor-modbus write one: termios built from zero (raw,
- * CS8|CLOCAL|CREAD, parity bits), applied with tcsetattr(TCSAFLUSH).
+ * CS8|CLOCAL|CREAD, parity bits), applied with tcsetattr(TCSAFLUSH) (or TCSANOW, see
+ * RawSettings::flush).
  */
 class RawClient
 {
@@ -254,7 +260,7 @@ class RawClient
         }
         t.c_cc[VMIN] = s.vmin;
         t.c_cc[VTIME] = 0;
-        const int r = tcsetattr(m_fd, TCSAFLUSH, &t);
+        const int r = tcsetattr(m_fd, s.flush ? TCSAFLUSH : TCSANOW, &t);
         if (err)
         {
             *err = r == 0 ? 0 : errno;
@@ -284,7 +290,14 @@ class RawClient
             {
                 off += n;
             }
-            else if (n < 0 && errno != EAGAIN && errno != EINTR)
+            else if (n < 0 && errno == EAGAIN)
+            {
+                // The pty's buffer is full: wait until the bridge has read some (no busy loop,
+                // which would starve the reader on a loaded machine).
+                pollfd p = {m_fd, POLLOUT, 0};
+                poll(&p, 1, 100);
+            }
+            else if (n < 0 && errno != EINTR)
             {
                 return;
             }
@@ -359,6 +372,41 @@ inline void
 SleepMs(int ms)
 {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+/**
+ * Waits (polling every 10 ms) until `done` holds; false at the deadline. For a state the test
+ * can observe, instead of a sleep that guesses how long the other threads take.
+ */
+inline bool
+WaitFor(const std::function<bool()>& done, double seconds)
+{
+    const auto end = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+    while (!done())
+    {
+        if (std::chrono::steady_clock::now() > end)
+        {
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+}
+
+/**
+ * From the peer thread, while the real-time simulation runs: the bridge's counters read in the
+ * simulation thread (the thread that writes most of them; GetCounters is not for other threads).
+ */
+inline Rs485PtyBridgeCounters
+CountersFromSimulation(Ptr<Rs485PtyBridge> bridge)
+{
+    auto done = std::make_shared<std::promise<Rs485PtyBridgeCounters>>();
+    std::future<Rs485PtyBridgeCounters> f = done->get_future();
+    Simulator::ScheduleWithContext(Simulator::NO_CONTEXT, Time(0), [bridge, done]() {
+        done->set_value(bridge->GetCounters());
+    });
+    return f.get();
 }
 
 /// The step lines ("open K ...") of tests/peers/modbus-rtu-client.c's output; the "note:"

@@ -8,6 +8,7 @@
 #include "ns3/nstime.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <random>
 #include <sys/stat.h>
@@ -331,6 +332,8 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
     constexpr int kOpens = 8;
     std::vector<int> setResult(kOpens, -2);
     std::vector<size_t> answers(kOpens, 0);
+    std::vector<bool> closeSeen(kOpens, true);
+    std::vector<int> errs(kOpens, 0);
     struct StateLog
     {
         std::vector<bool> v; // the Client trace, in the simulation thread
@@ -342,27 +345,31 @@ TEST_F(PtyBridgeTest, ClientsReopenTheSamePortWithParityAnyNumberOfTimes)
         for (int i = 0; i < kOpens; ++i)
         {
             RawClient c;
-            int err = 0;
-            setResult[i] = c.Open(seg.bridge->GetPortPath(), RawSettings(), &err);
+            setResult[i] = c.Open(seg.bridge->GetPortPath(), RawSettings(), &errs[i]);
             c.Write(ReadHoldingAdu(200, 79, 1));
             answers[i] = ParseReadHoldingResponse(c.Read(7), 200, 1).size();
             c.Close();
             if (i % 2 == 1)
             {
-                SleepMs(20); // half the reopens quick, half after the bridge has seen the close
+                // Half the reopens quick, half once the bridge has seen the close (its state,
+                // not a guess at how long that takes).
+                closeSeen[i] = WaitFor([&]() { return !seg.bridge->IsClientOpen(); }, 10);
             }
         }
-        SleepMs(50);
     });
     for (int i = 0; i < kOpens; ++i)
     {
-        EXPECT_EQ(setResult[i], 0) << "open " << i;
+        EXPECT_EQ(setResult[i], 0) << "open " << i << ": " << std::strerror(errs[i]);
         EXPECT_EQ(answers[i], 1u) << "open " << i;
+        EXPECT_TRUE(closeSeen[i]) << "close " << i << " not seen by the bridge";
     }
     const Rs485PtyBridgeCounters c = seg.bridge->GetCounters();
+    // Every open and close is the client's: the bridge itself never opens the slave, so no
+    // event of its own merges with the client's (inotify(7) merges identical events in a row).
     EXPECT_EQ(c.clientOpens, static_cast<uint64_t>(kOpens));
     EXPECT_EQ(c.clientCloses, static_cast<uint64_t>(kOpens));
     EXPECT_GE(c.termiosResets, 1u);
+    EXPECT_GE(c.inputFlushes, static_cast<uint64_t>(kOpens / 2));
     // Open/closed alternate (a quick close-reopen may be seen as one open session); at least
     // the four slow reopens are seen as separate sessions, and the port ends closed.
     ASSERT_GE(clientStates.size(), 8u);
@@ -399,23 +406,43 @@ TEST_F(PtyBridgeTest, NoBusyLoopWhileNoClientHasThePort)
 TEST_F(PtyBridgeTest, BusCharactersAreNotQueuedForTheNextClient)
 {
     // A response that arrives after the client has gone is dropped, not handed to whoever
-    // opens the port next.
+    // opens the port next. So that the answer surely comes after the close, whatever the
+    // machine's load, another master (the test) holds the bus until the bridge has seen the
+    // close; the client's request waits for it (an arbiter, as behind a gateway).
     PtySegment seg;
     seg.Build(Format(19200), {200});
+    Ptr<Rs485BusArbiter> arbiter = CreateObject<Rs485BusArbiter>();
+    const uint32_t other = arbiter->Register("test");
+    seg.bridge->SetArbiter(arbiter);
     ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
+    Simulator::Schedule(Time(0), [arbiter, other]() { arbiter->Request(other, []() {}); });
     std::vector<uint8_t> stale;
+    bool closeSeen = false;
+    bool answerDone = false;
     seg.Run([&]() {
         RawClient c;
         ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), RawSettings()), 0);
         c.Write(ReadHoldingAdu(200, 0, 100)); // a 205-byte answer: about 117 ms at 19200 8E1
-        SleepMs(2);
         c.Close();
-        SleepMs(600); // the answer ends about 125 ms after the request, in simulated time
-        ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), RawSettings()), 0);
+        closeSeen = WaitFor([&]() { return !seg.bridge->IsClientOpen(); }, 10);
+        Simulator::ScheduleWithContext(Simulator::NO_CONTEXT, Time(0), [arbiter, other]() {
+            arbiter->Release(other);
+        });
+        answerDone = WaitFor(
+            [&]() { return CountersFromSimulation(seg.bridge).rxWhileClosed >= 205; }, 10);
+        // Reopened without a flush of its own (TCSANOW, as libmodbus), which would hide stale
+        // bytes.
+        RawSettings noFlush;
+        noFlush.flush = false;
+        ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), noFlush), 0);
         stale = c.Read(1, 200);
     });
+    EXPECT_TRUE(closeSeen);
+    EXPECT_TRUE(answerDone) << "the answer did not come";
     EXPECT_TRUE(stale.empty()) << stale.size() << " stale bytes";
-    EXPECT_GT(seg.bridge->GetCounters().rxWhileClosed, 100u);
+    const Rs485PtyBridgeCounters k = seg.bridge->GetCounters();
+    EXPECT_EQ(k.rxWhileClosed, 205u);
+    EXPECT_EQ(k.bytesToClient, 0u);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include "models/rack/redfish-server.h"
 
 #include "ns3/boolean.h"
+#include "ns3/config.h"
 #include "ns3/double.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -17,6 +18,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <poll.h>
+#include <sys/socket.h>
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -568,4 +572,72 @@ TEST(RackRedfish, ClientsReadWhileTheSimulationRuns)
     // A snapshot a second of simulation time while the BMC reads (it polls 4 s of every 5).
     EXPECT_GE(r.server->GetPublishedVersion(), 30u);
     EXPECT_LE(r.server->GetPublishedVersion(), 61u + 12u); // + one per cycle end
+}
+
+TEST(RackRedfish, APipeliningClientThatNeverReadsIsBoundedClosedAndFreed)
+{
+    // Issue 15: 8 MB of pipelined requests from a client that never reads took the process
+    // from 24 MB to 125 MB. Now the server stops reading while MaxPendingOutput bytes wait,
+    // closes the connection after StallTimeout without progress, and frees its buffers.
+    Config::SetDefault("ns3::RedfishServer::StallTimeout", TimeValue(Seconds(1)));
+    uint32_t limit = 0;
+    {
+        RedfishRack r(ConstantLoad(6000), Seconds(10), Seconds(60));
+        Simulator::Stop(Seconds(20));
+        Simulator::Run();
+        UintegerValue v;
+        r.server->GetAttribute("MaxPendingOutput", v);
+        limit = static_cast<uint32_t>(v.Get());
+        const uint16_t port = r.Port();
+        const int fd = HttpConnect(port);
+        ASSERT_GE(fd, 0);
+        const std::string one = "GET /redfish/v1/Chassis HTTP/1.1\r\nHost: x\r\n\r\n";
+        std::string burst;
+        while (burst.size() < (1u << 20))
+        {
+            burst += one;
+        }
+        std::size_t sent = 0;
+        bool refused = false;
+        auto lastProgress = std::chrono::steady_clock::now();
+        while (sent < 32u * burst.size() &&
+               std::chrono::steady_clock::now() - lastProgress < std::chrono::seconds(5))
+        {
+            pollfd p = {fd, POLLOUT, 0};
+            poll(&p, 1, 100);
+            const ssize_t n = send(fd, burst.data() + sent % burst.size(),
+                                   burst.size() - sent % burst.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (n > 0)
+            {
+                sent += static_cast<std::size_t>(n);
+                lastProgress = std::chrono::steady_clock::now();
+            }
+            else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            {
+                refused = true; // the server closed the connection
+                break;
+            }
+        }
+        EXPECT_LT(sent, 32u * burst.size()) << "the server read 32 MB of requests unanswered";
+        auto until = [](const std::function<bool()>& f, int seconds) {
+            const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+            while (!f() && std::chrono::steady_clock::now() < end)
+            {
+                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            }
+            return f();
+        };
+        EXPECT_TRUE(until([&]() { return r.server->GetCounters().stalledClosed >= 1; }, 60))
+            << "a client that never reads was not closed (sent " << sent << ", refused "
+            << refused << ")";
+        EXPECT_TRUE(until([&]() { return r.server->GetCounters().pendingOutput == 0; }, 10));
+        close(fd);
+        const RedfishServerCounters k = r.server->GetCounters();
+        // One response may start below the limit and end above it.
+        EXPECT_LE(k.maxPendingOutput, limit + 64u * 1024);
+        EXPECT_GT(k.maxPendingOutput, 0u);
+        EXPECT_EQ(HttpRequest(port, "GET", "/redfish/v1").status, 200);
+    }
+    Config::SetDefault("ns3::RedfishServer::StallTimeout", TimeValue(Seconds(10)));
+    EXPECT_GT(limit, 0u);
 }

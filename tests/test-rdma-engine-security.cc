@@ -1,8 +1,16 @@
 // Security of the RDMA engine: a request with a forged R_Key, outside the registered range,
 // or without the access right (in the MR or in the QP's access flags) is refused with a
 // remote access error and leaves the target memory unchanged byte for byte; a P_Key mismatch
-// is dropped and counted; management QPs (0, 1) never reach the engine.
+// is dropped and counted; management QPs (0, 1) never reach the engine. Over the wire and from
+// raw bytes an attacker forges (IbNetDevice::InjectReceivedBytes): an R_Key of another PD, a
+// forged R_Key, a WRITE whose packets carry more than its RETH announced; each leaves every
+// byte outside the regions the QP may write unchanged.
+#include "ib-test-packets.h"
 #include "rdma-engine-fixture.h"
+
+#include "models/ib/ib-net-device.h"
+#include "models/rdma/ib-opcode.h"
+#include "models/rdma/ib-reth-header.h"
 
 #include <cstring>
 
@@ -231,3 +239,468 @@ TEST_F(RdmaEngineSecurity, PacketsForQp0AndQp1AreLeftToManagementAndCounted)
     EXPECT_EQ(b.hca.port->GetManagementDropped(), 2u);
     EXPECT_EQ(b.hca.engine->GetCounters().packetsReceived, 0u);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Over the wire: another PD's region, and raw packets an attacker forges
+
+namespace
+{
+
+/// The responder's async events (trace source AsyncEvent).
+struct EventLog
+{
+    std::vector<RdmaAsyncEvent> v;
+
+    void On(const RdmaAsyncEvent& e)
+    {
+        v.push_back(e);
+    }
+
+    bool Has(RdmaEventType t, Ptr<RdmaQp> qp) const
+    {
+        for (const RdmaAsyncEvent& e : v)
+        {
+            if (e.event_type == t && e.qp == qp)
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+};
+
+/// Where the first byte that differs is, for a failure message ("none" if equal).
+std::string
+FirstDifference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b)
+{
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    {
+        if (a[i] != b[i])
+        {
+            return "offset " + std::to_string(i);
+        }
+    }
+    return a.size() == b.size() ? "none" : "length";
+}
+
+constexpr uint32_t kLocalOnly = RDMA_ACCESS_LOCAL_WRITE;
+constexpr uint32_t kRemoteWritable = RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE;
+
+} // namespace
+
+/// Raw packets into b's port. RC or UC: the engine refuses by NAK and QP error (RC) or by
+/// dropping the message (UC).
+class WireFixture : public RdmaPairTest
+{
+  public:
+    /**
+     * a and b connected; b's own region (all of b's 4 MiB) is registered for local access
+     * only, so that every byte of b outside `writable` (registered with remote write, in b's
+     * PD) is memory no remote peer may change.
+     */
+    void SetUpWire(uint64_t writableOffset, uint64_t writableBytes)
+    {
+        QpOptions o;
+        o.type = type;
+        o.retryCnt = 1;
+        o.timeout = 4;
+        BuildFabric();
+        MakeSide(a, 0, o);
+        QpOptions ob = o;
+        ob.mrAccess = kLocalOnly;
+        MakeSide(b, 1, ob);
+        Connect(a.qp, b.lid, b.qp->GetQpNum(), o.sqPsn, o);
+        Connect(b.qp, a.lid, a.qp->GetQpNum(), o.sqPsn, ob);
+        if (writableBytes)
+        {
+            writable = b.hca.device->RegMr(b.pd, kRegionBase + writableOffset, writableBytes,
+                                          kRemoteWritable);
+            ASSERT_TRUE(writable) << b.hca.device->GetLastError();
+        }
+        b.hca.device->TraceConnectWithoutContext("AsyncEvent",
+                                                 MakeCallback(&EventLog::On, &events));
+        b.Write(0, TestBytes(kRegionBytes, 7));
+        before = b.Read(0, kRegionBytes);
+        psn = o.sqPsn; // what b's QP expects first
+    }
+
+    bool Reliable() const
+    {
+        return type == RdmaQpType::RC;
+    }
+
+    /// An RDMA WRITE packet from a's QP to b's as an attacker writes it: right LIDs, QPN,
+    /// P_Key, PSN and CRCs. `first` and `only` carry a RETH.
+    std::vector<uint8_t> WritePacket(char kind, uint64_t va, uint32_t rkey, uint32_t dmaLen,
+                                     const std::vector<uint8_t>& payload)
+    {
+        const bool rc = Reliable();
+        TestPacketSpec s;
+        s.withDeth = false;
+        s.dlid = b.lid;
+        s.slid = a.lid;
+        s.destQp = b.qp->GetQpNum();
+        s.psn = psn++ & 0xFFFFFF;
+        switch (kind)
+        {
+        case 'F':
+            s.opCode = rc ? IbOpcode::kRcRdmaWriteFirst : IbOpcode::kUcRdmaWriteFirst;
+            break;
+        case 'M':
+            s.opCode = rc ? IbOpcode::kRcRdmaWriteMiddle : IbOpcode::kUcRdmaWriteMiddle;
+            break;
+        case 'L':
+            s.opCode = rc ? IbOpcode::kRcRdmaWriteLast : IbOpcode::kUcRdmaWriteLast;
+            break;
+        default:
+            s.opCode = rc ? IbOpcode::kRcRdmaWriteOnly : IbOpcode::kUcRdmaWriteOnly;
+            break;
+        }
+        if (kind == 'F' || kind == 'O')
+        {
+            IbRethHeader reth;
+            reth.SetVirtualAddress(va);
+            reth.SetRkey(rkey);
+            reth.SetDmaLength(dmaLen);
+            s.ext.resize(IbRethHeader::kSize);
+            reth.WriteTo(s.ext.data());
+        }
+        s.payload = payload;
+        return BuildPacket(s);
+    }
+
+    /// Hands the packets to b's port as if they had arrived on its cable, then runs.
+    void Inject(const std::vector<std::vector<uint8_t>>& packets)
+    {
+        Ptr<IbNetDevice> port = fabric.HostPort(1);
+        for (const auto& p : packets)
+        {
+            port->InjectReceivedBytes(p.data(), static_cast<uint32_t>(p.size()));
+        }
+        RunFor(MicroSeconds(200));
+    }
+
+    RdmaQpType type = RdmaQpType::RC;
+    Ptr<RdmaMr> writable;
+    EventLog events;
+    std::vector<uint8_t> before;
+    uint32_t psn = 0;
+};
+
+class RdmaEngineWire : public WireFixture, public ::testing::WithParamInterface<RdmaQpType>
+{
+  protected:
+    void SetUp() override
+    {
+        type = GetParam();
+    }
+};
+
+static std::string
+QpTypeName(RdmaQpType t)
+{
+    return t == RdmaQpType::RC ? "RC" : "UC";
+}
+
+TEST_P(RdmaEngineWire, AWriteLongerThanItsRethStopsAtTheRethLength)
+{
+    // IBA vol. 1 §9.7.5.1.3: the packets of an RDMA WRITE carry exactly the DMA length
+    // of its RETH. A FIRST announces 1040 bytes ending at the end of the only remotely writable
+    // region and carries 1024 (one PMTU); the LAST then carries 1024 more instead of 16: had the
+    // responder trusted the packets, 1008 bytes would land past the region, in memory no peer
+    // may write.
+    constexpr uint64_t kWritableOffset = 64 * 1024;
+    constexpr uint32_t kWritable = 4096;
+    SetUpWire(kWritableOffset, kWritable);
+    constexpr uint32_t kDmaLen = 1040;
+    const uint64_t va = kRegionBase + kWritableOffset + kWritable - kDmaLen;
+    const auto first = TestBytes(1024, 11);
+    Inject({WritePacket('F', va, writable->GetRkey(), kDmaLen, first),
+            WritePacket('L', 0, 0, 0, TestBytes(1024, 12))});
+
+    // No byte outside the writable region changed; inside it, only the FIRST's bytes landed,
+    // where the RETH said.
+    const auto after = b.Read(0, kRegionBytes);
+    const auto outside = [&](const std::vector<uint8_t>& m) {
+        std::vector<uint8_t> o(m.begin(), m.begin() + kWritableOffset);
+        o.insert(o.end(), m.begin() + kWritableOffset + kWritable, m.end());
+        return o;
+    };
+    EXPECT_TRUE(outside(after) == outside(before))
+        << "memory outside the writable region changed (at "
+        << FirstDifference(outside(after), outside(before)) << " of the rest)";
+    std::vector<uint8_t> expected = before;
+    std::memcpy(expected.data() + (va - kRegionBase), first.data(), first.size());
+    EXPECT_TRUE(after == expected) << "memory outside the FIRST's bytes changed at "
+                                   << FirstDifference(after, expected);
+    if (Reliable())
+    {
+        // Invalid request NAK, the responder's QP in Error with a request error event.
+        EXPECT_EQ(b.hca.engine->GetCounters().naksSent, 1u);
+        EXPECT_EQ(b.qp->GetState(), RdmaQpState::ERR);
+        EXPECT_TRUE(events.Has(RdmaEventType::QP_REQ_ERR, b.qp));
+    }
+    else
+    {
+        EXPECT_EQ(b.hca.engine->GetDropCount(RdmaDropReason::LengthError), 1u);
+        EXPECT_EQ(b.qp->GetState(), RdmaQpState::RTS);
+    }
+}
+
+TEST_P(RdmaEngineWire, TheSameWriteWithTheRethsLengthLands)
+{
+    // The control: the same FIRST with a LAST of the 16 bytes its RETH left is accepted, so
+    // the refusal above is the length's doing, and injected packets do reach memory.
+    constexpr uint64_t kWritableOffset = 64 * 1024;
+    constexpr uint32_t kWritable = 4096;
+    SetUpWire(kWritableOffset, kWritable);
+    constexpr uint32_t kDmaLen = 1040;
+    const uint64_t va = kRegionBase + kWritableOffset + kWritable - kDmaLen;
+    const auto first = TestBytes(1024, 11);
+    const auto last = TestBytes(16, 12);
+    Inject({WritePacket('F', va, writable->GetRkey(), kDmaLen, first),
+            WritePacket('L', 0, 0, 0, last)});
+    std::vector<uint8_t> expected = before;
+    std::memcpy(expected.data() + (va - kRegionBase), first.data(), first.size());
+    std::memcpy(expected.data() + (va - kRegionBase) + first.size(), last.data(), last.size());
+    const auto after = b.Read(0, kRegionBytes);
+    EXPECT_TRUE(after == expected) << FirstDifference(after, expected);
+    EXPECT_EQ(b.qp->GetState(), RdmaQpState::RTS);
+    EXPECT_EQ(b.hca.engine->GetCounters().naksSent, 0u);
+    EXPECT_EQ(b.hca.engine->GetDropCount(RdmaDropReason::LengthError), 0u);
+}
+
+namespace
+{
+/// A forged R_Key, made from the region's real keys.
+struct Forgery
+{
+    const char* name;
+    uint32_t (*make)(Ptr<RdmaMr> mr);
+};
+
+const Forgery kForgeries[] = {
+    {"OneBitFlipped", [](Ptr<RdmaMr> mr) { return mr->GetRkey() ^ 0x1u; }},
+    {"TopBitFlipped", [](Ptr<RdmaMr> mr) { return mr->GetRkey() ^ 0x80000000u; }},
+    {"TheLkey", [](Ptr<RdmaMr> mr) { return mr->GetLkey(); }}, // local key used remotely
+    {"Zero", [](Ptr<RdmaMr>) { return 0u; }},
+};
+
+void
+PrintTo(const Forgery& f, std::ostream* os)
+{
+    *os << f.name;
+}
+} // namespace
+
+class RdmaEngineForgedRkey
+    : public WireFixture,
+      public ::testing::WithParamInterface<std::tuple<RdmaQpType, Forgery>>
+{
+  protected:
+    void SetUp() override
+    {
+        type = std::get<0>(GetParam());
+    }
+};
+
+/// Three packets of one 3 KiB RDMA WRITE to b's writable region at offset 4096.
+static std::vector<std::vector<uint8_t>>
+ThreePacketWrite(WireFixture& f, uint32_t rkey, const std::vector<uint8_t>& data)
+{
+    const uint64_t va = kRegionBase + 4096;
+    const auto part = [&](int i) {
+        return std::vector<uint8_t>(data.begin() + 1024 * i, data.begin() + 1024 * (i + 1));
+    };
+    // The calls in order: each takes the next PSN.
+    std::vector<std::vector<uint8_t>> p;
+    p.push_back(f.WritePacket('F', va, rkey, 3072, part(0)));
+    p.push_back(f.WritePacket('M', 0, 0, 0, part(1)));
+    p.push_back(f.WritePacket('L', 0, 0, 0, part(2)));
+    return p;
+}
+
+TEST_P(RdmaEngineForgedRkey, InjectedPacketsChangeNoByte)
+{
+    // Raw packets, right in every field but the R_Key (the attacker knows the QPN, the PSN and
+    // the address), go through the port's parser to the responder: a FIRST with the forged key,
+    // then a MIDDLE and a LAST without one, hoping the responder keeps writing. Nothing lands.
+    SetUpWire(0, 64 * 1024);
+    const Forgery& f = std::get<1>(GetParam());
+    const uint32_t rkey = f.make(writable);
+    ASSERT_NE(rkey, writable->GetRkey());
+    Inject(ThreePacketWrite(*this, rkey, TestBytes(3072, 21)));
+    const auto after = b.Read(0, kRegionBytes);
+    EXPECT_TRUE(after == before) << "memory changed at " << FirstDifference(after, before);
+    if (Reliable())
+    {
+        // A remote access error NAK; the responder's QP in Error with an access error event.
+        EXPECT_EQ(b.hca.engine->GetCounters().naksSent, 1u);
+        EXPECT_EQ(b.qp->GetState(), RdmaQpState::ERR);
+        EXPECT_TRUE(events.Has(RdmaEventType::QP_ACCESS_ERR, b.qp));
+    }
+    else
+    {
+        EXPECT_EQ(b.hca.engine->GetDropCount(RdmaDropReason::AccessError), 1u);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases,
+    RdmaEngineForgedRkey,
+    ::testing::Combine(::testing::Values(RdmaQpType::RC, RdmaQpType::UC),
+                       ::testing::ValuesIn(kForgeries)),
+    [](const ::testing::TestParamInfo<std::tuple<RdmaQpType, Forgery>>& p) {
+        return QpTypeName(std::get<0>(p.param)) + std::get<1>(p.param).name;
+    });
+
+TEST_P(RdmaEngineWire, InjectedPacketsWithTheRealRkeyLand)
+{
+    // The control for RdmaEngineForgedRkey: the same three packets with the region's real key
+    // write the 3 KiB, so the refusals there are the key's doing.
+    SetUpWire(0, 64 * 1024);
+    const auto data = TestBytes(3072, 21);
+    Inject(ThreePacketWrite(*this, writable->GetRkey(), data));
+    std::vector<uint8_t> expected = before;
+    std::memcpy(expected.data() + 4096, data.data(), data.size());
+    const auto after = b.Read(0, kRegionBytes);
+    EXPECT_TRUE(after == expected) << FirstDifference(after, expected);
+    EXPECT_EQ(b.qp->GetState(), RdmaQpState::RTS);
+    EXPECT_EQ(b.hca.engine->GetCounters().naksSent, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types,
+                         RdmaEngineWire,
+                         ::testing::Values(RdmaQpType::RC, RdmaQpType::UC),
+                         [](const ::testing::TestParamInfo<RdmaQpType>& p) {
+                             return QpTypeName(p.param);
+                         });
+
+namespace
+{
+struct PdCase
+{
+    const char* name;
+    RdmaWrOpcode op;
+};
+
+void
+PrintTo(const PdCase& c, std::ostream* os)
+{
+    *os << c.name;
+}
+
+const PdCase kPdCases[] = {
+    {"Write", RdmaWrOpcode::RDMA_WRITE},
+    {"Read", RdmaWrOpcode::RDMA_READ},
+    {"FetchAndAdd", RdmaWrOpcode::ATOMIC_FETCH_AND_ADD},
+};
+} // namespace
+
+class RdmaEnginePd : public RdmaPairTest, public ::testing::WithParamInterface<PdCase>
+{
+};
+
+TEST_P(RdmaEnginePd, AnRkeyOfAnotherPdIsRefusedOverTheWire)
+{
+    // IBA vol. 1 §10.6.3.3: an R_Key names a region of the responder QP's
+    // own protection domain. b holds two PDs on one HCA: its QP's, whose region allows no remote
+    // access, and a second one whose region allows everything (another application's). a uses
+    // the second region's real key, address and length: refused with a remote access error;
+    // neither b's memory nor a's local buffer (a READ's or an atomic's destination) changes.
+    QpOptions o;
+    BuildFabric();
+    MakeSide(a, 0, o);
+    QpOptions ob = o;
+    ob.mrAccess = kLocalOnly;
+    MakeSide(b, 1, ob);
+    Connect(a.qp, b.lid, b.qp->GetQpNum(), o.sqPsn, o);
+    Connect(b.qp, a.lid, a.qp->GetQpNum(), o.sqPsn, ob);
+    Ptr<RdmaPd> otherPd = b.hca.device->AllocPd(b.hca.memory);
+    ASSERT_TRUE(otherPd);
+    constexpr uint64_t kOtherOffset = 1 << 20;
+    Ptr<RdmaMr> other =
+        b.hca.device->RegMr(otherPd, kRegionBase + kOtherOffset, 64 * 1024, kAllMr);
+    ASSERT_TRUE(other) << b.hca.device->GetLastError();
+    EventLog events;
+    b.hca.device->TraceConnectWithoutContext("AsyncEvent", MakeCallback(&EventLog::On, &events));
+
+    const PdCase& k = GetParam();
+    a.Write(0, TestBytes(8192, 1));
+    b.Write(0, TestBytes(kRegionBytes, 2));
+    const auto targetBefore = b.Read(0, kRegionBytes);
+    const auto localBefore = a.Read(0, 8192);
+    const uint32_t len = k.op == RdmaWrOpcode::RDMA_WRITE || k.op == RdmaWrOpcode::RDMA_READ
+                             ? 2048
+                             : 8;
+    RdmaSendWr w = Wr(1, k.op, {a.Sge(k.op == RdmaWrOpcode::RDMA_WRITE ? 0 : 4096, len)});
+    w.rdma.remote_addr = kRegionBase + kOtherOffset;
+    w.rdma.rkey = other->GetRkey();
+    w.atomic.remote_addr = w.rdma.remote_addr;
+    w.atomic.rkey = w.rdma.rkey;
+    w.atomic.compare_add = 0x0101010101010101ULL;
+    ASSERT_EQ(a.qp->PostSend(w), 0);
+    RunFor(MilliSeconds(2));
+
+    auto sc = a.PollSend();
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, RdmaWcStatus::REM_ACCESS_ERR) << RdmaWcStatusStr(sc[0].status);
+    EXPECT_EQ(b.qp->GetState(), RdmaQpState::ERR);
+    EXPECT_TRUE(events.Has(RdmaEventType::QP_ACCESS_ERR, b.qp));
+    const auto targetAfter = b.Read(0, kRegionBytes);
+    EXPECT_TRUE(targetAfter == targetBefore)
+        << "responder memory changed at " << FirstDifference(targetAfter, targetBefore);
+    const auto localAfter = a.Read(0, 8192);
+    EXPECT_TRUE(localAfter == localBefore)
+        << "requester memory changed at " << FirstDifference(localAfter, localBefore);
+}
+
+TEST_P(RdmaEnginePd, TheSameRequestToARegionOfTheQpsPdSucceeds)
+{
+    // The control: the same region registered a second time in the QP's own PD, same rights:
+    // the same request goes through, so the refusal above is the PD's doing.
+    QpOptions o;
+    BuildFabric();
+    MakeSide(a, 0, o);
+    QpOptions ob = o;
+    ob.mrAccess = kLocalOnly;
+    MakeSide(b, 1, ob);
+    Connect(a.qp, b.lid, b.qp->GetQpNum(), o.sqPsn, o);
+    Connect(b.qp, a.lid, a.qp->GetQpNum(), o.sqPsn, ob);
+    constexpr uint64_t kOtherOffset = 1 << 20;
+    Ptr<RdmaMr> same = b.hca.device->RegMr(b.pd, kRegionBase + kOtherOffset, 64 * 1024, kAllMr);
+    ASSERT_TRUE(same) << b.hca.device->GetLastError();
+    const PdCase& k = GetParam();
+    a.Write(0, TestBytes(8192, 1));
+    b.Write(0, TestBytes(kRegionBytes, 2));
+    const auto targetBefore = b.Read(0, kRegionBytes);
+    const uint32_t len = k.op == RdmaWrOpcode::RDMA_WRITE || k.op == RdmaWrOpcode::RDMA_READ
+                             ? 2048
+                             : 8;
+    RdmaSendWr w = Wr(1, k.op, {a.Sge(k.op == RdmaWrOpcode::RDMA_WRITE ? 0 : 4096, len)});
+    w.rdma.remote_addr = kRegionBase + kOtherOffset;
+    w.rdma.rkey = same->GetRkey();
+    w.atomic.remote_addr = w.rdma.remote_addr;
+    w.atomic.rkey = w.rdma.rkey;
+    w.atomic.compare_add = 0x0101010101010101ULL;
+    ASSERT_EQ(a.qp->PostSend(w), 0);
+    RunFor(MilliSeconds(2));
+    auto sc = a.PollSend();
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, RdmaWcStatus::SUCCESS) << RdmaWcStatusStr(sc[0].status);
+    if (k.op == RdmaWrOpcode::RDMA_READ)
+    {
+        EXPECT_TRUE(a.Read(4096, len) == b.Read(kOtherOffset, len));
+    }
+    else
+    {
+        EXPECT_FALSE(b.Read(0, kRegionBytes) == targetBefore);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops,
+                         RdmaEnginePd,
+                         ::testing::ValuesIn(kPdCases),
+                         [](const ::testing::TestParamInfo<PdCase>& p) {
+                             return std::string(p.param.name);
+                         });

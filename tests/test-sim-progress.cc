@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 using namespace ns3;
 
@@ -99,4 +101,76 @@ TEST(SimProgress, DoesNotOutliveTheSimulation)
     EXPECT_NE(Contents(out).find("100% sim 1.5 ms / 100 ms"), std::string::npos);
     Simulator::Destroy();
     std::fclose(out);
+}
+
+TEST(SimProgress, WorkUnitsDriveTheBarAndTheLine)
+{
+    std::FILE* out = std::tmpfile();
+    Simulator::Schedule(MilliSeconds(1), &Nothing);
+    uint64_t done = 3;
+    SimProgress p(MilliSeconds(10), true, out);
+    p.SetWork([&done]() { return std::make_pair(done, uint64_t(4)); }, "flows");
+    p.Start();
+    Simulator::Run();
+    p.Finish();
+    const std::string s = Contents(out);
+    // A run that ends with work left shows what was done, not 100 %.
+    EXPECT_EQ(s.rfind("[#######   ] 75% sim 1 ms / 10 ms, 3/4 flows, wall ", 0), 0u) << s;
+    EXPECT_NE(s.find(", done, "), std::string::npos) << s;
+    Simulator::Destroy();
+    std::fclose(out);
+}
+
+namespace
+{
+void
+RaiseSigint()
+{
+    std::raise(SIGINT);
+}
+} // namespace
+
+TEST(SimProgress, CtrlCStopsTheRunCleanlyAndTheHandlerIsRestored)
+{
+    struct sigaction before = {};
+    sigaction(SIGINT, nullptr, &before);
+    std::FILE* out = std::tmpfile();
+    for (int ms = 1; ms <= 10; ++ms)
+    {
+        Simulator::Schedule(MilliSeconds(ms), &Nothing);
+    }
+    Simulator::Schedule(MilliSeconds(2), &RaiseSigint);
+    SimProgress p(MilliSeconds(10), true, out);
+    p.StopOnInterrupt();
+    p.Start();
+    Simulator::Run();
+    // Stopped at the first check after 2 ms (checks every 10 ms / 20,000 = 0.5 us).
+    EXPECT_TRUE(p.WasInterrupted());
+    EXPECT_GE(Simulator::Now(), MilliSeconds(2));
+    EXPECT_LE(Simulator::Now(), MilliSeconds(2) + MicroSeconds(1));
+    p.Finish();
+    const std::string s = Contents(out);
+    EXPECT_NE(s.find(", interrupted, "), std::string::npos) << s;
+    EXPECT_EQ(s.find(", done, "), std::string::npos) << s;
+    // One line only: drawing stays at most every 1/200 of the run, not every check.
+    EXPECT_EQ(s.find('\n'), s.size() - 1) << s;
+    struct sigaction after = {};
+    sigaction(SIGINT, nullptr, &after);
+    EXPECT_EQ(after.sa_handler, before.sa_handler);
+    Simulator::Destroy();
+    std::fclose(out);
+}
+
+TEST(SimProgress, CtrlCIsCaughtWithTheBarDisabled)
+{
+    Simulator::Schedule(MilliSeconds(5), &Nothing);
+    Simulator::Schedule(MilliSeconds(1), &RaiseSigint);
+    SimProgress p(MilliSeconds(5), false, stderr);
+    p.StopOnInterrupt();
+    p.Start();
+    Simulator::Run();
+    p.Finish();
+    EXPECT_TRUE(p.WasInterrupted());
+    EXPECT_LT(Simulator::Now(), MilliSeconds(5));
+    Simulator::Destroy();
 }

@@ -9,6 +9,7 @@
 #include "ns3/realtime-simulator-impl.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
+#include "ns3/uinteger.h"
 
 #include <cerrno>
 #include <cstring>
@@ -73,6 +74,34 @@ Rs485PtyBridge::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&Rs485PtyBridge::m_keepSilence),
                           MakeBooleanChecker())
+            .AddAttribute("TxBufferSize",
+                          "Bytes of the client's that may wait to go on the line (for the bus, "
+                          "for the silent interval, or in the transceiver's queue), like a UART's "
+                          "transmit FIFO; more are dropped and counted (txOverruns). Default: "
+                          "one maximum RTU frame, 256 bytes (Modbus over serial line v1.02 "
+                          "§2.5.1); a master sends one request and waits for its answer (§2.4.1), "
+                          "so only a runaway writer overruns it.",
+                          UintegerValue(256),
+                          MakeUintegerAccessor(&Rs485PtyBridge::m_txBufferSize),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("ClientResponseTimeout",
+                          "With an arbiter: how long the client's transaction keeps the bus "
+                          "after its request's last character without any answer (serial line "
+                          "v1.02 §2.4.1 response time-out; libmodbus's default is 0.5 s). Only "
+                          "requests nobody answers (absent address, broadcast, bad CRC) wait "
+                          "this long.",
+                          TimeValue(MilliSeconds(500)),
+                          MakeTimeAccessor(&Rs485PtyBridge::m_clientResponseTimeout),
+                          MakeTimeChecker(MicroSeconds(1)))
+            .AddAttribute("ClientHoldTime",
+                          "With an arbiter: after the answer's frame has ended (t3.5 of "
+                          "silence), the bus stays the client's this much longer, so that a "
+                          "client polling several registers or slaves in a row (mbpoll -a "
+                          "200,201, rackmond) does not wait for another master's transaction "
+                          "between its requests.",
+                          TimeValue(MilliSeconds(20)),
+                          MakeTimeAccessor(&Rs485PtyBridge::m_clientHoldTime),
+                          MakeTimeChecker(Time(0)))
             .AddAttribute("RequireRealtime",
                           "Whether Start refuses to run unless the simulator is "
                           "ns3::RealtimeSimulatorImpl (a client's bytes are stamped with wall-"
@@ -101,6 +130,17 @@ Rs485PtyBridge::GetTypeId()
 }
 
 Rs485PtyBridge::Rs485PtyBridge() = default;
+
+void
+Rs485PtyBridge::SetArbiter(Ptr<Rs485BusArbiter> arbiter)
+{
+    NS_ABORT_MSG_IF(m_running, "Rs485PtyBridge: SetArbiter while running");
+    m_arbiter = arbiter;
+    if (m_arbiter)
+    {
+        m_arbiterId = m_arbiter->Register("pty");
+    }
+}
 
 Rs485PtyBridge::~Rs485PtyBridge()
 {
@@ -330,6 +370,7 @@ Rs485PtyBridge::Start()
 
     m_device->SetAttribute("SuppressEcho", BooleanValue(!m_localEcho));
     m_device->SetCharacterReceiveCallback(MakeCallback(&Rs485PtyBridge::ReceiveCharacter, this));
+    m_device->SetTxCompleteCallback(MakeCallback(&Rs485PtyBridge::TxComplete, this));
     m_context = m_device->GetNode() ? m_device->GetNode()->GetId() : Simulator::NO_CONTEXT;
     RefreshFormat();
 
@@ -359,7 +400,14 @@ Rs485PtyBridge::Stop()
     if (m_running && m_device)
     {
         m_device->SetCharacterReceiveCallback(MakeNullCallback<void, const Rs485Character&>());
+        m_device->SetTxCompleteCallback(MakeNullCallback<void>());
     }
+    if (m_arbiter && m_bus != BusState::Idle)
+    {
+        m_arbiter->Cancel(m_arbiterId);
+    }
+    m_bus = BusState::Idle;
+    m_endEvent.Cancel();
     m_running = false;
     m_clientOpen = false;
     m_heldEvent.Cancel();
@@ -393,6 +441,7 @@ Rs485PtyBridge::GetCounters() const
     c.clientCloses = m_closes.load();
     c.termiosResets = m_resets.load();
     c.chunksFromClient = m_chunks.load();
+    c.inputFlushes = m_flushes.load();
     return c;
 }
 
@@ -412,7 +461,7 @@ HasSentinel(const struct termios& t)
 } // namespace
 
 void
-Rs485PtyBridge::ResetSlaveTermios()
+Rs485PtyBridge::ResetSlaveTermios(bool unlessOpen)
 {
     // The parity trap (class documentation): leave the slave in a state every client's
     // configuration changes, so its tcsetattr() never meets the "nothing changed" EINVAL of
@@ -420,10 +469,24 @@ Rs485PtyBridge::ResetSlaveTermios()
     // the port open: CLOCAL has no effect on a pty, ECHOE/ECHOK/ECHOCTL/ECHOKE do nothing
     // without ECHO/ICANON. The speed stays what the last client chose. Called from both threads
     // (on close by the reader, after a client's configuration by the simulation thread).
+    //
+    // Written only when the sentinel is missing, and with `unlessOpen` (the reader, after a
+    // close) only while no client has the port: a write that races a reopening client's
+    // tcsetattr() can land between glibc's set and its check (a TCGETS right after) and make
+    // the check see no change (EINVAL). A client that has reopened already configured the
+    // port itself; the simulation thread puts the sentinel back once it writes.
     struct termios t;
     if (tcgetattr(m_master, &t) != 0 || HasSentinel(t))
     {
         return;
+    }
+    if (unlessOpen)
+    {
+        pollfd p = {m_master, POLLIN, 0};
+        if (poll(&p, 1, 0) < 0 || !(p.revents & POLLHUP))
+        {
+            return; // a client has the port (POLLHUP: none, once one has closed)
+        }
     }
     t.c_cflag &= ~CLOCAL;
     t.c_lflag |= kSentinelLflags;
@@ -433,8 +496,50 @@ Rs485PtyBridge::ResetSlaveTermios()
     }
 }
 
+void
+Rs485PtyBridge::FlushSlaveInput(uint32_t* opens, uint32_t* closes)
+{
+    // What the last client left unread stays in the slave's input queue (its line discipline
+    // lives as long as the master does) and would be the next opener's first bytes: an answer
+    // it abandoned, or the tail of a transaction of another master. tcflush() on the master
+    // cannot reach it (TCIFLUSH flushes the master's own input, TCOFLUSH only the slave's flip
+    // buffer, drivers/tty/pty.c pty_flush_buffer), so the bridge opens the slave itself for a
+    // moment and discards its input (POSIX tcflush(TCIFLUSH)), as closing a real UART's port
+    // leaves nothing for the next open. (A TCSAFLUSH termios write through the master also
+    // flushes the slave, but it races a reopening client's tcsetattr(): see ResetSlaveTermios.)
+    //
+    // That open and close must not reach the inotify queue: inotify merges an event with the
+    // one before it when both are the same and unread (inotify(7)), so the bridge's IN_OPEN and
+    // a client's immediate reopen would become one and the client's open be taken for the
+    // bridge's. The watch is masked meanwhile (inotify_add_watch replaces the mask of the same
+    // watch), and what clients did before is read first. A client that opened while the watch
+    // was masked has no IN_OPEN: once the watch is back, the master says whether a client has
+    // the port, and one there with no open read since the last close is counted from that.
+    // Its IN_OPEN may still come (it opened after the watch was back, its open() not yet
+    // returned): the next open before any close is then taken as that one.
+    inotify_add_watch(m_inotify, m_slavePath.c_str(), IN_ATTRIB);
+    ReadInotify(opens, closes);
+    const int fd = open(m_slavePath.c_str(), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0)
+    {
+        tcflush(fd, TCIFLUSH);
+        close(fd);
+        m_flushes++;
+    }
+    inotify_add_watch(m_inotify, m_slavePath.c_str(), IN_OPEN | IN_CLOSE);
+    ReadInotify(opens, closes);
+    pollfd probe = {m_master, POLLIN, 0};
+    if (!m_lastEventOpen && poll(&probe, 1, 0) >= 0 && !(probe.revents & POLLHUP))
+    {
+        (*opens)++;
+        m_opens++;
+        m_lastEventOpen = true;
+        m_openEventOwed = true;
+    }
+}
+
 bool
-Rs485PtyBridge::DrainMaster()
+Rs485PtyBridge::ReadMaster(std::vector<std::vector<uint8_t>>* chunks)
 {
     uint8_t buf[4096];
     for (;;)
@@ -443,10 +548,7 @@ Rs485PtyBridge::DrainMaster()
         if (n > 0)
         {
             m_chunks++;
-            std::vector<uint8_t> bytes(buf, buf + n);
-            Simulator::ScheduleWithContext(m_context, Time(0), [this, bytes]() {
-                FromClient(bytes);
-            });
+            chunks->emplace_back(buf, buf + n);
             continue;
         }
         if (n < 0 && errno == EINTR)
@@ -459,6 +561,42 @@ Rs485PtyBridge::DrainMaster()
         }
         // EIO (or end of file): no process has the slave open.
         return false;
+    }
+}
+
+void
+Rs485PtyBridge::ReadInotify(uint32_t* opens, uint32_t* closes)
+{
+    // Every IN_OPEN and IN_CLOSE of the slave node is a client's (any process, any fd): the
+    // watch is masked while the bridge opens the slave itself (FlushSlaveInput). inotify(7)
+    // merges an event with the one before it when both are the same and the first is unread,
+    // so only opens with no close between them (two descriptors at once) can count as one.
+    alignas(inotify_event) char ev[4096];
+    ssize_t n;
+    while ((n = read(m_inotify, ev, sizeof(ev))) > 0)
+    {
+        for (char* p = ev; p < ev + n;)
+        {
+            const auto* e = reinterpret_cast<const inotify_event*>(p);
+            if ((e->mask & IN_OPEN) && m_openEventOwed)
+            {
+                m_openEventOwed = false; // counted already, from the master (FlushSlaveInput)
+            }
+            else if (e->mask & IN_OPEN)
+            {
+                (*opens)++;
+                m_opens++;
+                m_lastEventOpen = true;
+            }
+            if (e->mask & IN_CLOSE)
+            {
+                (*closes)++;
+                m_closes++;
+                m_lastEventOpen = false;
+                m_openEventOwed = false;
+            }
+            p += sizeof(inotify_event) + e->len;
+        }
     }
 }
 
@@ -486,75 +624,70 @@ Rs485PtyBridge::ReaderLoop()
             return;
         }
 
-        // inotify counts every open and close of the slave node (any process, any fd).
-        bool openedEvent = false;
-        bool closedEvent = false;
-        if (fds[1].revents & POLLIN)
-        {
-            alignas(inotify_event) char ev[4096];
-            ssize_t n;
-            while ((n = read(m_inotify, ev, sizeof(ev))) > 0)
-            {
-                for (char* p = ev; p < ev + n;)
-                {
-                    const auto* e = reinterpret_cast<const inotify_event*>(p);
-                    if (e->mask & IN_OPEN)
-                    {
-                        openedEvent = true;
-                        m_opens++;
-                    }
-                    if (e->mask & IN_CLOSE)
-                    {
-                        closedEvent = true;
-                        m_closes++;
-                    }
-                    p += sizeof(inotify_event) + e->len;
-                }
-            }
-        }
-
+        // The master's bytes first, the inotify events after them: a client's IN_OPEN is queued
+        // before its open() returns, so before it can write, and the open of every client whose
+        // bytes were just read is among the events read next. ClientOpened is then scheduled
+        // ahead of those bytes and cannot drop a new client's first request as stale.
+        std::vector<std::vector<uint8_t>> chunks;
         bool closedNow = false;
-        if (!hung && (fds[2].revents != 0 || openedEvent))
+        if (!hung && fds[2].revents != 0)
         {
             // Data comes before EIO: the kernel reports EIO only once the buffer is empty.
-            if (!DrainMaster())
+            if (!ReadMaster(&chunks))
             {
                 hung = true;
                 closedNow = true;
             }
         }
-        if (closedNow || closedEvent)
+        uint32_t opens = 0;
+        uint32_t closes = 0;
+        ReadInotify(&opens, &closes);
+
+        if (closedNow)
+        {
+            // No client is left: discard the input the last one left unread.
+            FlushSlaveInput(&opens, &closes);
+        }
+        if (closedNow || closes > 0)
         {
             // A client has closed the port (and may already have reopened it: a close and an
-            // open can both be pending here): undo its termios. Harmless if it raced with the
-            // reopened client's own configuration.
-            ResetSlaveTermios();
+            // open can both be pending here): undo its termios, unless a client has it now.
+            ResetSlaveTermios(true);
         }
-        if (hung && (closedNow || openedEvent || closedEvent))
+        if (hung && (closedNow || opens > 0 || closes > 0))
         {
             // A client may have opened the port since: the master stops reporting POLLHUP.
             pollfd probe = {m_master, POLLIN, 0};
             if (poll(&probe, 1, 0) >= 0 && !(probe.revents & POLLHUP))
             {
-                hung = false;
-                openedEvent = true;
-                if (!DrainMaster())
-                {
-                    hung = true;
-                }
+                hung = !ReadMaster(&chunks);
+                ReadInotify(&opens, &closes); // that client's open, if not read yet
             }
         }
 
+        if (opens > 0)
+        {
+            Simulator::ScheduleWithContext(m_context, Time(0), [this]() { ClientOpened(); });
+        }
+        for (std::vector<uint8_t>& bytes : chunks)
+        {
+            Simulator::ScheduleWithContext(m_context,
+                                           Time(0),
+                                           [this, b = std::move(bytes)]() { FromClient(b); });
+        }
+
         // Until its first client a fresh pty does not report POLLHUP, so "open" comes from
-        // inotify; "closed" always from EIO/POLLHUP.
+        // inotify; "closed" always from EIO/POLLHUP. The Client trace is scheduled before
+        // IsClientOpen() changes, so a thread that sees the change and then schedules an event
+        // (Simulator::Stop) has it run after the trace.
         const bool wasOpen = m_clientOpen.load();
-        const bool open = !hung && (wasOpen || openedEvent);
+        const bool open = !hung && (wasOpen || opens > 0 || !chunks.empty());
         if (open != wasOpen)
         {
-            m_clientOpen = open;
             Simulator::ScheduleWithContext(m_context, Time(0), [this, open]() {
                 NotifyClient(open);
             });
+            m_clientOpen = open;
         }
     }
 }
@@ -567,6 +700,28 @@ Rs485PtyBridge::NotifyClient(bool open)
     if (m_running)
     {
         m_clientTrace(open);
+    }
+}
+
+void
+Rs485PtyBridge::ClientOpened()
+{
+    if (!m_running)
+    {
+        return;
+    }
+    // A port's new owner does not inherit the output an earlier client left queued (a runaway
+    // writer's backlog would otherwise run into the new client's first request): its first
+    // frame starts on a line that has been silent for t3.5 (Modbus over serial line v1.02
+    // §2.5.1.1), as after a tcflush(TCOFLUSH).
+    m_heldEvent.Cancel();
+    m_counters.txStaleDropped += m_held.size() + m_device->FlushTxQueue();
+    m_held.clear();
+    m_gapBeforeNext = true;
+    if (m_bus == BusState::Waiting)
+    {
+        m_arbiter->Cancel(m_arbiterId);
+        m_bus = BusState::Idle;
     }
 }
 
@@ -601,6 +756,12 @@ Rs485PtyBridge::RefreshFormat()
     }
 }
 
+std::size_t
+Rs485PtyBridge::GetTxBacklog() const
+{
+    return m_held.size() + (m_device ? m_device->GetTxQueueSize() : 0);
+}
+
 void
 Rs485PtyBridge::FromClient(std::vector<uint8_t> bytes)
 {
@@ -612,12 +773,52 @@ Rs485PtyBridge::FromClient(std::vector<uint8_t> bytes)
     // (rackmond scanning 19200 and 115200 devices) sends each request at its own rate.
     RefreshFormat();
     m_counters.bytesFromClient += bytes.size();
-    m_fromClientTrace(bytes, m_device->GetFormat());
-    if (!m_held.empty())
+    // The transmit buffer is bounded, as a UART's FIFO: what does not fit is lost (an overrun),
+    // instead of queueing minutes of line time behind a runaway writer.
+    const std::size_t queued = GetTxBacklog();
+    const std::size_t room = queued < m_txBufferSize ? m_txBufferSize - queued : 0;
+    if (bytes.size() > room)
     {
-        m_held.insert(m_held.end(), bytes.begin(), bytes.end());
+        m_counters.txOverruns += bytes.size() - room;
+        bytes.resize(room);
+    }
+    if (bytes.empty())
+    {
         return;
     }
+    m_fromClientTrace(bytes, m_device->GetFormat());
+    m_held.insert(m_held.end(), bytes.begin(), bytes.end());
+    if (m_arbiter && m_bus != BusState::Holding)
+    {
+        if (m_bus == BusState::Idle)
+        {
+            // Modbus over serial line v1.02 §2.1: one master at a time. The other master's
+            // transaction in progress (request, then response or time-out) ends first.
+            m_bus = BusState::Waiting;
+            m_arbiter->Request(m_arbiterId, [this]() { BusGranted(); });
+        }
+        return;
+    }
+    if (m_heldEvent.IsRunning())
+    {
+        return; // goes out with the bytes already waiting for the silent interval
+    }
+    Transmit();
+}
+
+void
+Rs485PtyBridge::Transmit()
+{
+    if (m_held.empty())
+    {
+        return;
+    }
+    m_endEvent.Cancel(); // the client's transaction goes on with a new request
+    if (m_gapBeforeNext && m_device->IsTransmitting())
+    {
+        return; // TxComplete sends it, after t3.5 of silence
+    }
+    m_gapBeforeNext = false;
     if (m_keepSilence && !m_device->IsTransmitting() && !m_device->IsCharacterArriving())
     {
         // A new burst on a quiet line: no earlier than t3.5 after the last character on it
@@ -628,13 +829,15 @@ Rs485PtyBridge::FromClient(std::vector<uint8_t> bytes)
         if (m_device->GetLastRxEnd().IsStrictlyPositive() && earliest > Simulator::Now())
         {
             m_counters.heldForSilence++;
-            m_held = std::move(bytes);
             m_heldEvent = Simulator::Schedule(earliest - Simulator::Now(),
                                               &Rs485PtyBridge::SendHeld,
                                               this);
             return;
         }
     }
+    std::vector<uint8_t> bytes;
+    bytes.swap(m_held);
+    m_answerSeen = false;
     m_device->Send(bytes);
 }
 
@@ -645,8 +848,82 @@ Rs485PtyBridge::SendHeld()
     bytes.swap(m_held);
     if (m_running && !bytes.empty())
     {
+        m_endEvent.Cancel();
+        m_answerSeen = false;
         m_device->Send(bytes);
     }
+}
+
+void
+Rs485PtyBridge::BusGranted()
+{
+    if (!m_running || m_bus != BusState::Waiting)
+    {
+        return;
+    }
+    m_bus = BusState::Holding;
+    m_counters.clientTransactions++;
+    if (m_held.empty())
+    {
+        ArmEnd(Time(0)); // nothing left to send (cannot happen today; be safe)
+        return;
+    }
+    // Transmit() waits for t3.5 after the other master's last character (§2.5.1.1).
+    Transmit();
+}
+
+void
+Rs485PtyBridge::TxComplete()
+{
+    if (!m_held.empty() && !m_heldEvent.IsRunning() &&
+        (m_bus == BusState::Holding || !m_arbiter))
+    {
+        Transmit(); // held back behind an earlier client's burst (ClientOpened)
+        return;
+    }
+    if (m_bus == BusState::Holding && m_held.empty())
+    {
+        // The request's last stop bit: the response time-out runs from here (§2.4.1).
+        ArmEnd(m_clientResponseTimeout);
+    }
+}
+
+void
+Rs485PtyBridge::ArmEnd(Time after)
+{
+    m_endEvent.Cancel();
+    m_endEvent = Simulator::Schedule(after, &Rs485PtyBridge::EndClientTransaction, this);
+}
+
+void
+Rs485PtyBridge::EndClientTransaction()
+{
+    if (m_bus != BusState::Holding)
+    {
+        return;
+    }
+    if (!m_held.empty() || m_device->IsTransmitting() || m_device->IsCharacterArriving())
+    {
+        return; // the client's next request, or a character, is on its way: not over yet
+    }
+    if (!m_answerSeen)
+    {
+        m_counters.clientTimeouts++;
+    }
+    m_bus = BusState::Idle;
+    m_arbiter->Release(m_arbiterId);
+}
+
+bool
+Rs485PtyBridge::SlaveIsOpen() const
+{
+    // Checked now rather than trusting the reader thread's last word, which may lag a close
+    // by a moment: a byte written to the master while no process has the slave open stays in
+    // the slave's input queue and is read by the next client (docs/rack.md §10.2). Once a
+    // client has opened and closed the slave, the master reports POLLHUP until it is open
+    // again; a pty never opened reports nothing, and m_clientOpen covers that case.
+    pollfd p = {m_master, POLLOUT, 0};
+    return poll(&p, 1, 0) >= 0 && !(p.revents & POLLHUP);
 }
 
 void
@@ -662,7 +939,20 @@ Rs485PtyBridge::ReceiveCharacter(const Rs485Character& c)
     {
         m_counters.rxErrors++;
     }
-    if (!m_clientOpen.load())
+    if (m_bus == BusState::Holding && !c.ownTransmission)
+    {
+        // Part of the answer: the transaction ends t3.5 after the answer's last character
+        // (the end of an RTU frame, serial line v1.02 §2.5.1.1), plus the hold time.
+        m_answerSeen = true;
+        ArmEnd(ModbusRtuTiming::ForFormat(m_device->GetFormat()).t35 + m_clientHoldTime);
+    }
+    if (m_arbiter && m_bus != BusState::Holding)
+    {
+        // Another master's transaction (the BMC's request or its answer): not the client's.
+        m_counters.rxOtherMaster++;
+        return;
+    }
+    if (!m_clientOpen.load() || !SlaveIsOpen())
     {
         m_counters.rxWhileClosed++;
         return;

@@ -4,6 +4,7 @@
 #ifndef CNUAS_RS485_PTY_BRIDGE_H
 #define CNUAS_RS485_PTY_BRIDGE_H
 
+#include "models/rack/rs485-bus-arbiter.h"
 #include "models/rack/rs485-character.h"
 #include "models/rack/rs485-device.h"
 
@@ -39,11 +40,19 @@ enum class Rs485PtyParityMode : uint8_t
 /// What the bridge counted since it was created.
 struct Rs485PtyBridgeCounters
 {
-    uint64_t clientOpens = 0;    ///< open() calls on the slave side (inotify IN_OPEN)
-    uint64_t clientCloses = 0;   ///< close() of those descriptors (inotify IN_CLOSE)
+    /// open() calls on the slave side (inotify IN_OPEN; the bridge's own are not seen).
+    /// inotify(7) merges two identical events in a row while unread, so two opens with no
+    /// close between them (descriptors held at once) may count as one.
+    uint64_t clientOpens = 0;
+    uint64_t clientCloses = 0;   ///< close() of those descriptors (inotify IN_CLOSE, likewise)
     uint64_t termiosResets = 0;  ///< parity-trap resets of the slave termios (see class doc)
+    uint64_t inputFlushes = 0;   ///< slave input discarded after the last client closed
     uint64_t chunksFromClient = 0;  ///< reads from the master that returned bytes
-    uint64_t bytesFromClient = 0;   ///< bytes the client wrote, all put on the bus
+    uint64_t bytesFromClient = 0;   ///< bytes the client wrote (read from the master)
+    uint64_t txOverruns = 0;        ///< of which dropped: the transmit buffer was full
+    uint64_t txStaleDropped = 0;    ///< an earlier client's bytes not sent when a new one opened
+    uint64_t clientTransactions = 0; ///< bus grants to the client (with an arbiter)
+    uint64_t clientTimeouts = 0;    ///< of which ended by ClientResponseTimeout, no answer
     uint64_t heldForSilence = 0;    ///< client frames held back until t3.5 of silence
     uint64_t formatChanges = 0;     ///< times the client's character format changed
     uint64_t unknownSpeeds = 0;     ///< termios speeds the bridge could not map (kept old baud)
@@ -54,6 +63,8 @@ struct Rs485PtyBridgeCounters
     uint64_t rxErrorsMarked = 0;    ///< of which replaced by NUL (INPCK set, POSIX termios)
     uint64_t rxWhileClosed = 0;     ///< bus characters dropped because no client had the port
     uint64_t rxOverflow = 0;        ///< bus characters dropped: the pty buffer was full
+    uint64_t rxOtherMaster = 0;     ///< bus characters of another master's transactions,
+                                    ///< not delivered (with an arbiter)
 };
 
 /**
@@ -84,16 +95,33 @@ struct Rs485PtyBridgeCounters
  * poll() reports POLLHUP until someone opens it again, so the reader stops polling the master
  * (no busy loop) and waits on an inotify watch of the slave node (IN_OPEN/IN_CLOSE), then
  * polls the master again. Bus characters that arrive while no client has the port are dropped
- * (counted) instead of being queued for the next one.
+ * (counted) instead of being queued for the next one, and what the last client left unread is
+ * discarded when it closes: the bridge opens the slave for a moment and flushes it, with the
+ * inotify watch masked so that its own events cannot merge with a client's (FlushSlaveInput).
  *
  * The parity trap (notes/rack-modbus-orv3.md §2.3): the pty clears PARENB, and Debian's glibc
  * tcsetattr() then returns EINVAL if the call changed nothing else, which is what happens when
  * a client reopens a port whose termios still hold its own previous settings: rackmond,
- * phosphor-modbus and pyserial fail to reopen. On every close the bridge therefore changes the
- * slave's termios through the master to a sentinel that every client's configuration undoes:
- * CLOCAL off and ECHOE/ECHOK/ECHOCTL/ECHOKE on. Unlike the B9600 sentinel in the notes, it
- * leaves the speed alone and only touches flags that mean nothing to an open raw-mode client,
- * so the reset is harmless even when it races with a client that reopens within microseconds.
+ * phosphor-modbus and pyserial fail to reopen. The bridge therefore changes the slave's termios
+ * through the master to a sentinel that every client's configuration undoes: CLOCAL off and
+ * ECHOE/ECHOK/ECHOCTL/ECHOKE on, once a configured client writes and, if still missing, when it
+ * closes. Unlike the B9600 sentinel in the notes, it leaves the speed alone and only touches
+ * flags that mean nothing to an open raw-mode client. It is never written while a client has
+ * the port after a close: glibc verifies a tcsetattr() with a TCGETS right after it, and a
+ * write in between makes a reopening client's call fail with EINVAL.
+ *
+ * Transmit buffer: the client's bytes that are not yet on the line (waiting for the bus, for
+ * the silent interval, or in the transceiver's queue) are bounded by TxBufferSize, like a
+ * UART's transmit FIFO; bytes written beyond it are dropped and counted (txOverruns), so a
+ * client that writes faster than the line cannot queue minutes of traffic.
+ *
+ * Sharing the bus (SetArbiter): with another master on the segment (the simulated BMC) the
+ * bridge is one master behind an Rs485BusArbiter, as behind a gateway. A client's bytes wait
+ * until the other master's transaction has ended; the bridge then holds the bus for the
+ * client's transaction: its request, then the answer (ended by t3.5 of silence after it, plus
+ * ClientHoldTime for the client's next request), or ClientResponseTimeout without an answer.
+ * Only characters heard while the client holds the bus are delivered to it; the other master's
+ * traffic is dropped and counted (rxOtherMaster).
  */
 class Rs485PtyBridge : public Object
 {
@@ -111,6 +139,15 @@ class Rs485PtyBridge : public Object
     /// The transceiver the bridge talks through (attached to the bus by the caller).
     void SetDevice(Ptr<Rs485Device> device);
     Ptr<Rs485Device> GetDevice() const;
+    /// Shares the bus with the arbiter's other masters (class documentation). Before Start.
+    void SetArbiter(Ptr<Rs485BusArbiter> arbiter);
+    /// Whether the client's transaction holds the bus (with an arbiter).
+    bool HoldsBus() const { return m_bus == BusState::Holding; }
+    /**
+     * Client bytes accepted but not yet on the line (waiting for the bus, for the silent
+     * interval, or in the transceiver's queue): never more than TxBufferSize. Simulation thread.
+     */
+    std::size_t GetTxBacklog() const;
 
     /**
      * Opens the pty, makes the symlink (LinkPath) and starts the reader thread. Fails (returns
@@ -128,7 +165,10 @@ class Rs485PtyBridge : public Object
     /// The symlink, if LinkPath was set; else the slave path.
     std::string GetPortPath() const;
 
-    /// Whether a client has the slave side open, as far as the reader has seen.
+    /**
+     * Whether a client has the slave side open, as far as the reader has seen. Any thread. The
+     * Client trace event of a change is scheduled before the change shows here.
+     */
     bool IsClientOpen() const { return m_clientOpen.load(); }
     /**
      * Counters. Call from the simulation thread, or after the simulation has stopped: the
@@ -151,15 +191,37 @@ class Rs485PtyBridge : public Object
 
   private:
     void ReaderLoop();
-    /// Reads everything the master has; returns false when the master says EIO (no client).
-    bool DrainMaster();
-    void ResetSlaveTermios();
+    /**
+     * Reads everything the master has into `chunks`; returns false when the master says EIO
+     * (no client has the slave open).
+     */
+    bool ReadMaster(std::vector<std::vector<uint8_t>>* chunks);
+    /// Reads the inotify queue, adding the opens and closes of the slave it reports.
+    void ReadInotify(uint32_t* opens, uint32_t* closes);
+    /**
+     * Puts the parity-trap sentinel into the slave's termios if it is missing (class doc); with
+     * `unlessOpen` only while no client has the port.
+     */
+    void ResetSlaveTermios(bool unlessOpen = false);
+    /**
+     * Discards the slave's unread input (reader thread, once the last client has closed), with
+     * the inotify watch masked; adds the clients' opens and closes it reads or infers.
+     */
+    void FlushSlaveInput(uint32_t* opens, uint32_t* closes);
     /// Slave termios -> device format, counting changes. Simulation thread.
     void RefreshFormat();
     void FromClient(std::vector<uint8_t> bytes);
     void SendHeld();
+    void Transmit();
+    void BusGranted();
+    void TxComplete();
+    void ArmEnd(Time after);
+    void EndClientTransaction();
     void NotifyClient(bool open);
+    /// A client has opened the port: what an earlier one left unsent is not its traffic.
+    void ClientOpened();
     void ReceiveCharacter(const Rs485Character& c);
+    bool SlaveIsOpen() const;
     void Fail(const std::string& what);
 
     Ptr<Rs485Device> m_device;
@@ -168,8 +230,24 @@ class Rs485PtyBridge : public Object
     int m_parityMode = static_cast<int>(Rs485PtyParityMode::Observe);
     bool m_requireRealtime = true;
     bool m_keepSilence = true;
-    std::vector<uint8_t> m_held; ///< client bytes waiting for the line's t3.5 of silence
+    std::vector<uint8_t> m_held; ///< client bytes not yet handed to the transceiver
     EventId m_heldEvent;
+    uint32_t m_txBufferSize = 256;
+    Time m_clientResponseTimeout;
+    Time m_clientHoldTime;
+
+    enum class BusState : uint8_t
+    {
+        Idle,    ///< the client has no transaction
+        Waiting, ///< asked the arbiter, another master's transaction runs
+        Holding, ///< the client's transaction has the bus
+    };
+    Ptr<Rs485BusArbiter> m_arbiter;
+    uint32_t m_arbiterId = 0;
+    BusState m_bus = BusState::Idle;
+    bool m_gapBeforeNext = false; ///< a new client: its first frame waits for t3.5 of silence
+    bool m_answerSeen = false; ///< a character from another transceiver since our last request
+    EventId m_endEvent;
 
     int m_master = -1;
     int m_inotify = -1;
@@ -179,6 +257,10 @@ class Rs485PtyBridge : public Object
     std::thread m_reader;
     std::atomic<bool> m_stopReader{false};
     std::atomic<bool> m_clientOpen{false};
+    bool m_lastEventOpen = false; ///< reader thread: the last inotify event read was an open
+    /// Reader thread: a client was counted from the master (FlushSlaveInput); its IN_OPEN, if
+    /// it comes before a close, is not counted again.
+    bool m_openEventOwed = false;
     bool m_running = false;
     std::string m_error;
     uint32_t m_context = 0;
@@ -188,6 +270,7 @@ class Rs485PtyBridge : public Object
     std::atomic<uint64_t> m_closes{0};
     std::atomic<uint64_t> m_resets{0};
     std::atomic<uint64_t> m_chunks{0};
+    std::atomic<uint64_t> m_flushes{0};
     // Written by the simulation thread.
     Rs485PtyBridgeCounters m_counters;
 

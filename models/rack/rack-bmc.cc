@@ -151,6 +151,7 @@ RackBmc::DoDispose()
     m_monitorEvent.Cancel();
     m_scanEvent.Cancel();
     m_master = nullptr;
+    m_arbiter = nullptr;
     Application::DoDispose();
 }
 
@@ -237,8 +238,36 @@ RackBmc::StartApplication()
 }
 
 void
+RackBmc::SetArbiter(Ptr<Rs485BusArbiter> arbiter)
+{
+    m_arbiter = arbiter;
+    if (m_arbiter)
+    {
+        m_arbiterId = m_arbiter->Register("bmc");
+    }
+}
+
+void
+RackBmc::BusGranted()
+{
+    m_waitingBus = false;
+    RunNext();
+}
+
+void
+RackBmc::ReleaseBus()
+{
+    if (m_arbiter)
+    {
+        m_waitingBus = false;
+        m_arbiter->Cancel(m_arbiterId); // releases a held bus, withdraws a pending request
+    }
+}
+
+void
 RackBmc::StopApplication()
 {
+    ReleaseBus();
     m_running = false;
     m_monitorEvent.Cancel();
     m_scanEvent.Cancel();
@@ -279,7 +308,13 @@ RackBmc::Pause()
     }
     m_paused = true;
     m_counters.pauses++;
-    if (!m_busy)
+    if (m_waitingBus)
+    {
+        // Waiting for another master's transaction, nothing of ours in flight: withdraw.
+        ReleaseBus();
+        Hold();
+    }
+    else if (!m_busy)
     {
         Hold(); // nothing in flight or scheduled: the bus is free now
     }
@@ -324,6 +359,7 @@ RackBmc::RunNext()
     {
         // Called after the last transaction's completion (or instead of the first): hold the
         // queue, as rackmon's pause lets the command in progress finish and then waits.
+        ReleaseBus();
         Hold();
         return;
     }
@@ -337,6 +373,16 @@ RackBmc::RunNext()
         if (skip)
         {
             continue;
+        }
+        if (m_arbiter && !m_arbiter->Holds(m_arbiterId))
+        {
+            // Another master may be mid-transaction: wait for the bus (Modbus over serial line
+            // v1.02 §2.1, one master at a time), then pick the job up again.
+            m_queue.push_front(j);
+            m_busy = true;
+            m_waitingBus = true;
+            m_arbiter->Request(m_arbiterId, [this]() { BusGranted(); });
+            return;
         }
         const RackRegisterMap& map = m_maps[j.map];
         const Rs485Format f = map.Format();
@@ -377,6 +423,7 @@ RackBmc::RunNext()
         return;
     }
     m_busy = false;
+    ReleaseBus();
     if (!m_running)
     {
         return;
@@ -408,6 +455,9 @@ RackBmc::JobDone(const ModbusTransaction& t)
         TimeWriteDone(j, t);
         break;
     }
+    // The transaction (with its retries) has ended: another master may take the bus before
+    // the next one (§2.4.1: a new request only after the response or the time-out).
+    ReleaseBus();
     Simulator::ScheduleNow(&RackBmc::RunNext, this);
 }
 

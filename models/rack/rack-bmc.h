@@ -5,6 +5,7 @@
 
 #include "modbus-master.h"
 #include "rack-register-map.h"
+#include "rs485-bus-arbiter.h"
 
 #include "ns3/application.h"
 #include "ns3/event-id.h"
@@ -99,6 +100,12 @@ class RackBmc : public Application
 
     void SetMaster(Ptr<ModbusMaster> master);
     Ptr<ModbusMaster> GetMaster() const;
+    /**
+     * Shares the bus with other masters (e.g. a real master on the pty bridge): each
+     * transaction (request, retries, response or time-out) first waits for the arbiter's
+     * grant and releases the bus when it has ended. Before start; null: the BMC owns the bus.
+     */
+    void SetArbiter(Ptr<Rs485BusArbiter> arbiter);
     /// Adds a device type to discover and poll (before start).
     void AddMap(const RackRegisterMap& map);
     const std::vector<RackRegisterMap>& GetMaps() const { return m_maps; }
@@ -165,9 +172,14 @@ class RackBmc : public Application
     void SetPaused(bool paused);
     bool GetPaused() const { return m_paused; }
     void Hold();
+    void BusGranted();
+    void ReleaseBus();
     bool Known(uint8_t address) const;
 
     Ptr<ModbusMaster> m_master;
+    Ptr<Rs485BusArbiter> m_arbiter;
+    uint32_t m_arbiterId = 0;
+    bool m_waitingBus = false; ///< asked the arbiter, not yet granted
     std::vector<RackRegisterMap> m_maps;
     std::vector<std::vector<std::pair<uint16_t, uint16_t>>> m_spans;
     std::map<uint8_t, RackBmcDevice> m_devices;

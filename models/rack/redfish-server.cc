@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstring>
 #include <list>
+#include <malloc.h>
 
 namespace ns3
 {
@@ -144,6 +145,7 @@ struct RedfishServer::Connection
     std::string in;
     std::string out;
     std::chrono::steady_clock::time_point last;
+    std::chrono::steady_clock::time_point lastSent; ///< last time the client took output
     bool closeAfterWrite = false;
     /// Response sent and write side shut: unread request bytes are drained until the client
     /// closes, so that closing does not reset the connection under the response (RFC 9112
@@ -187,6 +189,22 @@ RedfishServer::GetTypeId()
                           "before it is closed (s).",
                           TimeValue(Seconds(10)),
                           MakeTimeAccessor(&RedfishServer::m_idleTimeout),
+                          MakeTimeChecker(MilliSeconds(10)))
+            .AddAttribute("MaxPendingOutput",
+                          "Unsent response bytes a connection may have queued; while it has "
+                          "more, the server stops reading its requests (TCP flow control then "
+                          "holds the client back). A client that pipelines requests and never "
+                          "reads cannot make the server keep its responses (RFC 9112 §9.3.2: a "
+                          "server may process pipelined requests in parallel, it need not "
+                          "buffer without bound).",
+                          UintegerValue(256 * 1024),
+                          MakeUintegerAccessor(&RedfishServer::m_maxPendingOutput),
+                          MakeUintegerChecker<uint32_t>(4096))
+            .AddAttribute("StallTimeout",
+                          "Wall-clock time a connection with unsent output may go without "
+                          "taking any of it before it is closed (the client does not read).",
+                          TimeValue(Seconds(10)),
+                          MakeTimeAccessor(&RedfishServer::m_stallTimeout),
                           MakeTimeChecker(MilliSeconds(10)))
             .AddAttribute("PsuCapacity",
                           "Rated output of one PSU (W), reported as PowerCapacityWatts: the "
@@ -705,6 +723,7 @@ RedfishServer::Serve()
 {
     using Clock = std::chrono::steady_clock;
     const auto idle = std::chrono::nanoseconds(m_idleTimeout.GetNanoSeconds());
+    const auto stall = std::chrono::nanoseconds(m_stallTimeout.GetNanoSeconds());
     std::list<Connection> conns;
     auto count = [this](uint64_t RedfishServerCounters::*field) {
         std::lock_guard<std::mutex> lock(m_countersMutex);
@@ -719,7 +738,10 @@ RedfishServer::Serve()
         fds.push_back({m_listen, POLLIN, 0});
         for (const Connection& c : conns)
         {
-            short ev = c.closeAfterWrite && !c.lingering ? 0 : POLLIN;
+            // Back-pressure: while the client leaves too much output unread, its requests stay
+            // in the socket (and then in its own send buffer) instead of in our memory.
+            const bool full = c.out.size() >= m_maxPendingOutput;
+            short ev = (c.closeAfterWrite && !c.lingering) || (full && !c.lingering) ? 0 : POLLIN;
             if (!c.out.empty())
             {
                 ev |= POLLOUT;
@@ -755,6 +777,7 @@ RedfishServer::Serve()
                 Connection c;
                 c.fd = fd;
                 c.last = Clock::now();
+                c.lastSent = c.last;
                 conns.push_back(std::move(c));
                 count(&RedfishServerCounters::connections);
             }
@@ -784,9 +807,9 @@ RedfishServer::Serve()
                 }
                 continue;
             }
-            if (re & POLLIN)
+            if ((re & POLLIN) || (!c.in.empty() && c.out.size() < m_maxPendingOutput))
             {
-                while (true)
+                while ((re & POLLIN) && c.out.size() < m_maxPendingOutput)
                 {
                     const ssize_t got = recv(c.fd, buf, sizeof(buf), 0);
                     if (got > 0)
@@ -804,7 +827,7 @@ RedfishServer::Serve()
                     }
                     break;
                 }
-                while (!c.closeAfterWrite && !c.in.empty())
+                while (!c.closeAfterWrite && !c.in.empty() && c.out.size() < m_maxPendingOutput)
                 {
                     RedfishHttpRequest q;
                     const int64_t r = ParseHead(c.in, m_maxRequestBytes, &q);
@@ -869,6 +892,11 @@ RedfishServer::Serve()
                 if (sent > 0)
                 {
                     c.out.erase(0, static_cast<std::size_t>(sent));
+                    c.lastSent = now;
+                    if (c.out.empty() && c.out.capacity() > 64 * 1024)
+                    {
+                        std::string().swap(c.out); // a burst's buffer, not kept for idle time
+                    }
                 }
                 else if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 {
@@ -882,24 +910,45 @@ RedfishServer::Serve()
                 c.lingerUntil = now + std::chrono::seconds(1);
                 continue;
             }
+            if (!c.dead && !c.out.empty() && now - c.lastSent > stall)
+            {
+                // Output waiting and the client takes none of it: it does not read.
+                c.dead = true;
+                count(&RedfishServerCounters::stalledClosed);
+            }
             if (!c.dead && c.out.empty() && now - c.last > idle)
             {
                 c.dead = true;
                 count(&RedfishServerCounters::idleTimeouts);
             }
         }
+        std::size_t released = 0;
+        std::size_t pending = 0;
         for (auto it = conns.begin(); it != conns.end();)
         {
             if (it->dead)
             {
+                released += it->in.capacity() + it->out.capacity();
                 shutdown(it->fd, SHUT_RDWR);
                 close(it->fd);
                 it = conns.erase(it);
             }
             else
             {
+                pending += it->out.size();
                 ++it;
             }
+        }
+        {
+            std::lock_guard<std::mutex> lock(m_countersMutex);
+            m_counters.pendingOutput = pending;
+            m_counters.maxPendingOutput = std::max<uint64_t>(m_counters.maxPendingOutput, pending);
+        }
+        if (released > 1024 * 1024)
+        {
+            // glibc keeps freed heap for reuse; give a large connection's buffers back to the
+            // system once it is gone, so the process shrinks again (malloc_trim(3)).
+            malloc_trim(0);
         }
     }
     for (Connection& c : conns)

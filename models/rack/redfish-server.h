@@ -35,6 +35,9 @@ struct RedfishServerCounters
     uint64_t methodNotAllowed = 0; ///< 405
     uint64_t badRequests = 0;      ///< 400, 431, 501, 505: malformed or unsupported requests
     uint64_t idleTimeouts = 0;     ///< connections closed after IdleTimeout without a request
+    uint64_t stalledClosed = 0;    ///< closed: output unread for StallTimeout
+    uint64_t pendingOutput = 0;    ///< unsent response bytes over all connections, now
+    uint64_t maxPendingOutput = 0; ///< the most there ever was
     uint64_t publications = 0;     ///< snapshots published by the simulation thread
     uint64_t rebuilds = 0;         ///< resource trees built from a new snapshot
 };
@@ -85,7 +88,11 @@ struct RedfishHttpResponse
  * path, 400 for a malformed request, 431 for a head over MaxRequestBytes, 501 for $ query
  * options (DSP0266: a service shall reject query parameters it does not support), 505 for an
  * HTTP version other than 1.0/1.1. A connection that sends no complete request within
- * IdleTimeout (wall clock) is closed. Only loopback: there is no authentication.
+ * IdleTimeout (wall clock) is closed. Output is bounded per connection: while more than
+ * MaxPendingOutput bytes of responses wait to be sent, the connection's requests are not read
+ * (TCP flow control holds the client); a connection whose client takes none of its output for
+ * StallTimeout is closed, and its buffers are given back when it closes. Only loopback: there
+ * is no authentication.
  */
 class RedfishServer : public Object
 {
@@ -162,6 +169,8 @@ class RedfishServer : public Object
     uint32_t m_maxConnections = 32;
     uint32_t m_maxRequestBytes = 8192;
     Time m_idleTimeout;
+    uint32_t m_maxPendingOutput = 256 * 1024;
+    Time m_stallTimeout;
     double m_psuCapacity = 3000;
 
     int m_listen = -1;

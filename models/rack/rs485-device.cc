@@ -374,6 +374,16 @@ Rs485Device::Send(const uint8_t* bytes, std::size_t n)
     m_startEvent = Simulator::Schedule(m_txEnableDelay, &Rs485Device::StartBurst, this);
 }
 
+std::size_t
+Rs485Device::FlushTxQueue()
+{
+    // StartBurst expects a character once the enable delay has passed.
+    const std::size_t keep = m_startEvent.IsRunning() && !m_txFifo.empty() ? 1 : 0;
+    const std::size_t dropped = m_txFifo.size() - keep;
+    m_txFifo.resize(keep);
+    return dropped;
+}
+
 void
 Rs485Device::EnableDriver()
 {

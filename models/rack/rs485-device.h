@@ -131,6 +131,14 @@ class Rs485Device : public NetDevice
     void Send(const std::vector<uint8_t>& bytes);
     /// Whether characters are waiting or on the line.
     bool IsTransmitting() const;
+    /// Characters queued for transmission and not yet started.
+    std::size_t GetTxQueueSize() const { return m_txFifo.size(); }
+    /**
+     * Discards the characters not yet started, as tcflush(TCOFLUSH) empties a UART's transmit
+     * FIFO (the character on the line is finished). Returns how many were dropped. A burst
+     * still in its driver-enable delay keeps its first character.
+     */
+    std::size_t FlushTxQueue();
     bool IsDriverEnabled() const;
     /// Whether the upper layer gets the local echo (SuppressEcho is false).
     bool DeliversEcho() const { return !m_suppressEcho; }

@@ -6,6 +6,7 @@
 
 #include "helpers/modbus-pcap-writer.h"
 #include "helpers/parse-util.h"
+#include "helpers/rack-file.h"
 #include "helpers/rack-helper.h"
 #include "helpers/rs485-pty-bridge-helper.h"
 #include "helpers/scenario-file.h"
@@ -15,6 +16,7 @@
 #include "ns3/boolean.h"
 #include "ns3/config.h"
 #include "ns3/double.h"
+#include "ns3/enum.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
@@ -51,6 +53,7 @@ const char* const kUsage =
     "                     [--set ATTRIBUTE=VALUE]... [--state-dir DIR]\n"
     "       cnuas rack down [--timeout S] [--state-dir DIR]\n"
     "       cnuas rack pause|resume [--timeout S] [--state-dir DIR]\n"
+    "       cnuas rack fault dead|revive|chatter|quiet ADDRESS [--timeout S] [--state-dir DIR]\n"
     "\n"
     "'up' runs an ORv3 rack in real time until interrupted (Ctrl-C, SIGTERM or 'cnuas rack\n"
     "down'): PSU shelves and a BBU shelf on one RS-485 segment, a BMC polling them as rackmon\n"
@@ -60,7 +63,11 @@ const char* const kUsage =
     "'pause' stops the simulated BMC's polling (the transaction in flight ends first) so that a\n"
     "master on the pty has the bus to itself, as 'rackmoncli pause' does; 'resume' restarts\n"
     "it. Both return once the rack has done it (SIGUSR1/SIGUSR2 to the rack's pid). To start\n"
-    "paused: --set ns3::RackBmc::Paused=true.\n"
+    "paused: --set ns3::RackBmc::Paused=true. A master on the pty and the BMC take turns (one\n"
+    "transaction each), so the printed mbpoll and pymodbus lines work while the BMC polls.\n"
+    "'fault' changes a running device's Modbus side, by address (0xC8 or 200): 'dead' (no\n"
+    "answer, as unpowered or hung firmware), 'revive', 'chatter' (random bytes on the bus at\n"
+    "random times), 'quiet'; rack files have the same as 'at T dead ADDRESS' etc.\n"
     "\n"
     "options (they override the config file):\n"
     "  --config FILE          a rack file (key = value lines, 'at T ACTION' events, 'set';\n"
@@ -85,304 +92,11 @@ const char* const kUsage =
     "Exit status: 0 after a clean stop, 1 on a runtime error, 2 on a usage error, 3 on a bad\n"
     "rack file (named with the line).\n";
 
-/// A timed action of the rack file or the command line.
-struct Event
+/// The rack file's settings and what only the command line gives.
+struct UpConfig : ns3::RackFileConfig
 {
-    double at = 0;   ///< s
-    std::string action;
-    std::vector<std::string> args;
-    std::string where;
+    std::string pcap; ///< --pcap: a .pcap file, or a folder for rs485-bus.pcap
 };
-
-struct UpConfig
-{
-    ns3::RackConfig rack;
-    int redfishPort = 0;
-    std::string ptyLink;
-    std::string pcap;        ///< --pcap: a .pcap file, or a folder for rs485-bus.pcap
-    double load = 12000;     ///< W
-    double duration = 0;     ///< s, 0 = until stopped
-    double monitor = 10;     ///< s, BMC polling period
-    uint32_t scanPasses = 1; ///< BMC start-up scan passes
-    std::vector<Event> events;
-    std::vector<ns3::AttributeSetting> settings;
-};
-
-[[noreturn]] void
-ConfigError(const std::string& where, const std::string& what)
-{
-    throw std::invalid_argument(where + ": " + what);
-}
-
-double
-Number(const std::string& text, const std::string& where, double min, double max)
-{
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < min ||
-        v > max)
-    {
-        std::ostringstream s;
-        s << "'" << text << "' is not a number in [" << min << ", " << max << "]";
-        ConfigError(where, s.str());
-    }
-    return v;
-}
-
-uint32_t
-Count(const std::string& text, const std::string& where, uint64_t max)
-{
-    uint64_t v = 0;
-    if (!ns3::ParseDecimalUint(text, max, &v))
-    {
-        ConfigError(where, "'" + text + "' is not a whole number in [0, " + std::to_string(max) +
-                               "]");
-    }
-    return static_cast<uint32_t>(v);
-}
-
-bool
-Bool(const std::string& text, const std::string& where)
-{
-    if (text == "true" || text == "yes" || text == "1")
-    {
-        return true;
-    }
-    if (text == "false" || text == "no" || text == "0")
-    {
-        return false;
-    }
-    ConfigError(where, "'" + text + "' is not true/false");
-}
-
-/// Checks an event's action and arguments (so a typo fails at start, not hours later).
-void
-CheckEvent(const Event& e)
-{
-    auto need = [&](std::size_t n) {
-        if (e.args.size() != n)
-        {
-            ConfigError(e.where, e.action + " takes " + std::to_string(n) + " argument(s)");
-        }
-    };
-    if (e.action == "load")
-    {
-        need(1);
-        Number(e.args[0], e.where, 0, 1e7);
-    }
-    else if (e.action == "psu_fail" || e.action == "psu_repair" || e.action == "psu_fan_fail" ||
-             e.action == "psu_fan_repair")
-    {
-        need(2);
-        Count(e.args[0], e.where, 3);
-        Count(e.args[1], e.where, 7);
-    }
-    else if (e.action == "ac_loss" || e.action == "ac_restore")
-    {
-        need(1);
-        if (e.args[0] != "rack")
-        {
-            Count(e.args[0], e.where, 3);
-        }
-    }
-    else if (e.action == "bbu_fail" || e.action == "bbu_repair")
-    {
-        need(1);
-        Count(e.args[0], e.where, 31);
-    }
-    else
-    {
-        ConfigError(e.where, "unknown action '" + e.action +
-                                 "' (load, psu_fail, psu_repair, psu_fan_fail, psu_fan_repair, "
-                                 "ac_loss, ac_restore, bbu_fail, bbu_repair)");
-    }
-}
-
-/// Reads a rack file: `key = value`, `at T ACTION ARGS...`, `set ATTR=VALUE`, '#' comments.
-void
-ReadRackFile(const std::string& path, UpConfig* c)
-{
-    std::ifstream in(path);
-    if (!in)
-    {
-        throw std::invalid_argument(path + ": cannot be read");
-    }
-    std::string line;
-    int n = 0;
-    std::set<std::string> seen;
-    while (std::getline(in, line))
-    {
-        ++n;
-        const std::string where = path + ":" + std::to_string(n);
-        const std::size_t hash = line.find('#');
-        if (hash != std::string::npos)
-        {
-            line.resize(hash);
-        }
-        // TrimSpace and SplitWords agree on what is blank (a form feed too), so a line that
-        // trims to something has at least one word.
-        line = ns3::TrimSpace(line);
-        const std::vector<std::string> w = ns3::SplitWords(line);
-        if (w.empty())
-        {
-            continue;
-        }
-        if (w[0] == "at")
-        {
-            if (w.size() < 3)
-            {
-                ConfigError(where, "'at' needs a time and an action");
-            }
-            Event e;
-            e.at = Number(w[1], where, 0, 1e9);
-            e.action = w[2];
-            e.args.assign(w.begin() + 3, w.end());
-            e.where = where;
-            CheckEvent(e);
-            c->events.push_back(e);
-            continue;
-        }
-        if (w[0] == "set")
-        {
-            if (w.size() != 2)
-            {
-                ConfigError(where, "use 'set ns3::Class::Attribute=VALUE'");
-            }
-            auto [k, v] = ns3::SplitAssignment(w[1], where);
-            c->settings.push_back({k, v, where});
-            continue;
-        }
-        const std::size_t eq = line.find('=');
-        if (eq == std::string::npos)
-        {
-            ConfigError(where, "expected 'key = value', 'at T ACTION ...' or 'set ATTR=VALUE'");
-        }
-        const std::string key = ns3::TrimSpace(line.substr(0, eq));
-        const std::string value = ns3::TrimSpace(line.substr(eq + 1));
-        if (!seen.insert(key).second)
-        {
-            ConfigError(where, "'" + key + "' given twice");
-        }
-        if (key == "hpr")
-        {
-            c->rack.hpr = Bool(value, where);
-        }
-        else if (key == "psu_shelves")
-        {
-            c->rack.psuShelves = Count(value, where, 4);
-        }
-        else if (key == "psus_per_shelf")
-        {
-            c->rack.psusPerShelf = Count(value, where, 8);
-        }
-        else if (key == "bbu_shelves")
-        {
-            c->rack.bbuShelves = Count(value, where, 4);
-        }
-        else if (key == "bbus_per_shelf")
-        {
-            c->rack.bbusPerShelf = Count(value, where, 8);
-        }
-        else if (key == "redfish_port")
-        {
-            c->redfishPort = static_cast<int>(Count(value, where, 65535));
-        }
-        else if (key == "bmc")
-        {
-            c->rack.bmc = Bool(value, where);
-        }
-        else if (key == "pty_link")
-        {
-            c->ptyLink = value;
-        }
-        else if (key == "load")
-        {
-            c->load = Number(value, where, 0, 1e7);
-        }
-        else if (key == "monitor_interval")
-        {
-            c->monitor = Number(value, where, 0.1, 86400);
-        }
-        else if (key == "scan_passes")
-        {
-            c->scanPasses = Count(value, where, 10);
-        }
-        else if (key == "response_delay_ms")
-        {
-            c->rack.responseDelay =
-                ns3::PicoSeconds(std::llround(Number(value, where, 0, 1000) * 1e9));
-        }
-        else if (key == "duration")
-        {
-            c->duration = Number(value, where, 0, 1e9);
-        }
-        else
-        {
-            ConfigError(where, "unknown key '" + key +
-                                   "' (hpr, psu_shelves, psus_per_shelf, bbu_shelves, "
-                                   "bbus_per_shelf, bmc, redfish_port, pty_link, load, "
-                                   "monitor_interval, scan_passes, response_delay_ms, duration)");
-        }
-    }
-}
-
-/// Refuses (instead of letting RackHelper abort) a layout whose addresses the BMC's scan ranges
-/// do not cover: with rackmon2's ORV3 maps a third PSU shelf (pins 6: 0xF0-) or a second BBU
-/// shelf (pins 2: 0x50-) falls partly outside them.
-void
-CheckAddresses(const ns3::RackConfig& c)
-{
-    auto load = [&](const std::string& type) {
-        const std::string file = ns3::RackRegisterMap::DefaultDirectory() + "/";
-        std::string lower = type;
-        for (char& ch : lower)
-        {
-            ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        }
-        ns3::RackRegisterMap m;
-        std::string error;
-        if (!ns3::RackRegisterMap::Load(file + lower + ".map", m, error))
-        {
-            throw std::runtime_error(error);
-        }
-        return m;
-    };
-    const ns3::RackRegisterMap psu = load(c.hpr ? "ORV3_HPR_PSU" : "ORV3_PSU");
-    const ns3::RackRegisterMap bbu = load(c.hpr ? "ORV3_HPR_BBU" : "ORV3_BBU");
-    auto check = [&](const ns3::RackRegisterMap& m, uint8_t a, const char* what, uint32_t sh) {
-        if (c.bmc && !m.Covers(a))
-        {
-            char b[200];
-            std::snprintf(b, sizeof(b),
-                          "%s shelf %u would put a device at 0x%02X, outside the %s scan ranges "
-                          "the BMC probes; use fewer shelves (or --no-bmc)",
-                          what, sh, a, m.name.c_str());
-            throw std::invalid_argument(b);
-        }
-    };
-    for (uint32_t sh = 0; sh < c.psuShelves; ++sh)
-    {
-        for (uint32_t slot = 0; slot < c.psusPerShelf; ++slot)
-        {
-            const auto s8 = static_cast<uint8_t>(slot);
-            check(psu,
-                  c.hpr ? ns3::RackAddressing::HprPsu(static_cast<uint8_t>(sh), s8)
-                        : ns3::RackAddressing::Orv3Psu(c.psuShelfPins.at(sh), s8),
-                  "PSU", sh);
-        }
-    }
-    for (uint32_t sh = 0; sh < c.bbuShelves; ++sh)
-    {
-        for (uint32_t slot = 0; slot < c.bbusPerShelf; ++slot)
-        {
-            const auto s8 = static_cast<uint8_t>(slot);
-            check(bbu,
-                  c.hpr ? ns3::RackAddressing::HprBbu(static_cast<uint8_t>(sh), s8)
-                        : ns3::RackAddressing::Orv3Bbu(c.bbuShelfPins.at(sh), s8),
-                  "BBU", sh);
-        }
-    }
-}
 
 volatile std::sig_atomic_t g_stopSignal = 0;
 volatile std::sig_atomic_t g_bmcSignal = 0; ///< SIGUSR1 pause, SIGUSR2 resume
@@ -409,6 +123,114 @@ struct BmcWatch
 };
 
 BmcWatch g_bmcWatch;
+
+/// `cnuas rack fault`: requests come as files DIR/fault-PID.req ("ACTION ADDRESS"), answers
+/// go to DIR/fault-PID.rep ("ok ..." or "error ..."). Files, because a signal carries no
+/// argument; each client names its own pair, so several may ask at once.
+struct FaultWatch
+{
+    bool on = false;
+    ns3::Rack rack;
+    std::string dir;
+    std::set<uint8_t> dead;
+    std::set<uint8_t> chattering;
+};
+
+FaultWatch g_faultWatch;
+
+bool
+WriteFileAtomically(const std::string& path, const std::string& text)
+{
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::trunc);
+        out << text;
+        if (!out)
+        {
+            return false;
+        }
+    }
+    return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+/// Records a device's Modbus-side fault in the state file ("dead", "chattering": addresses).
+void
+NoteFault(const std::string& action, uint8_t a)
+{
+    if (action == "dead")
+    {
+        g_faultWatch.dead.insert(a);
+    }
+    else if (action == "revive")
+    {
+        g_faultWatch.dead.erase(a);
+    }
+    else if (action == "chatter")
+    {
+        g_faultWatch.chattering.insert(a);
+    }
+    else
+    {
+        g_faultWatch.chattering.erase(a);
+    }
+    if (!g_bmcWatch.statePath.empty())
+    {
+        g_bmcWatch.state["dead"] = g_faultWatch.dead;
+        g_bmcWatch.state["chattering"] = g_faultWatch.chattering;
+        std::string why;
+        WriteState(g_bmcWatch.statePath, g_bmcWatch.state, &why);
+    }
+}
+
+/// Answers the pending `cnuas rack fault` requests (simulation thread, from WatchSignals).
+void
+ServeFaultRequests()
+{
+    std::error_code ec;
+    std::vector<std::filesystem::path> requests;
+    for (const auto& entry : std::filesystem::directory_iterator(g_faultWatch.dir, ec))
+    {
+        const std::string name = entry.path().filename().string();
+        if (name.rfind("fault-", 0) == 0 && entry.path().extension() == ".req")
+        {
+            requests.push_back(entry.path());
+        }
+    }
+    for (const auto& req : requests)
+    {
+        std::ifstream in(req);
+        std::string action;
+        std::string address;
+        in >> action >> address;
+        std::string reply;
+        try
+        {
+            if (!ns3::IsRackModbusFault(action))
+            {
+                throw std::invalid_argument("unknown fault '" + action +
+                                            "' (dead, revive, chatter, quiet)");
+            }
+            const uint8_t a = ns3::ParseModbusAddress(address, "address");
+            if (!ns3::ApplyRackModbusFault(g_faultWatch.rack, action, a))
+            {
+                throw std::invalid_argument("no device at Modbus address " + address);
+            }
+            NoteFault(action, a);
+            char b[96];
+            std::snprintf(b, sizeof(b), "ok %s 0x%02X at %.3f s\n", action.c_str(), a,
+                          ns3::Simulator::Now().GetSeconds());
+            reply = b;
+        }
+        catch (const std::exception& e)
+        {
+            reply = std::string("error ") + e.what() + "\n";
+        }
+        std::filesystem::path rep = req;
+        rep.replace_extension(".rep");
+        WriteFileAtomically(rep.string(), reply);
+        std::filesystem::remove(req, ec);
+    }
+}
 
 void
 OnBmcHeld(bool held)
@@ -442,6 +264,10 @@ WatchSignals()
             g_bmcWatch.bmc->Resume();
         }
     }
+    if (g_faultWatch.on)
+    {
+        ServeFaultRequests();
+    }
     ns3::Simulator::Schedule(ns3::MilliSeconds(50), &WatchSignals);
 }
 
@@ -456,58 +282,6 @@ AddressList(const ns3::Rack& r)
         s += b;
     }
     return s;
-}
-
-void
-Schedule(const Event& e, const ns3::Rack& r, ns3::Ptr<ns3::RackStepLoad> load)
-{
-    const ns3::Time at = ns3::PicoSeconds(std::llround(e.at * 1e12));
-    auto u = [&](std::size_t i) { return static_cast<uint32_t>(std::stoul(e.args[i])); };
-    ns3::Ptr<ns3::RackElectricalModel> p = r.power;
-    const std::string a = e.action;
-    if (a == "load")
-    {
-        load->AddStep(at, std::stod(e.args[0]));
-        return;
-    }
-    if (a.compare(0, 3, "psu") == 0)
-    {
-        const uint32_t shelf = u(0);
-        const uint32_t slot = u(1);
-        if (shelf >= p->GetPsuShelfCount() || slot >= p->GetPsuCount(shelf))
-        {
-            ConfigError(e.where, "no PSU " + e.args[0] + " " + e.args[1] + " in this rack");
-        }
-        const bool on = a == "psu_fail" || a == "psu_fan_fail";
-        const bool fan = a.find("fan") != std::string::npos;
-        ns3::Simulator::Schedule(at, [p, shelf, slot, on, fan]() {
-            fan ? p->SetPsuFanFailed(shelf, slot, on) : p->SetPsuFailed(shelf, slot, on);
-        });
-        return;
-    }
-    if (a == "ac_loss" || a == "ac_restore")
-    {
-        const bool lost = a == "ac_loss";
-        if (e.args[0] == "rack")
-        {
-            ns3::Simulator::Schedule(at, [p, lost]() { p->SetRackAcLoss(lost); });
-            return;
-        }
-        const uint32_t shelf = u(0);
-        if (shelf >= p->GetPsuShelfCount())
-        {
-            ConfigError(e.where, "no PSU shelf " + e.args[0] + " in this rack");
-        }
-        ns3::Simulator::Schedule(at, [p, shelf, lost]() { p->SetAcLoss(shelf, lost); });
-        return;
-    }
-    const uint32_t bbu = u(0);
-    if (bbu >= p->GetBbuCount())
-    {
-        ConfigError(e.where, "no BBU " + e.args[0] + " in this rack");
-    }
-    const bool failed = a == "bbu_fail";
-    ns3::Simulator::Schedule(at, [p, bbu, failed]() { p->SetBbuFailed(bbu, failed); });
 }
 
 int
@@ -529,15 +303,7 @@ RackUp(const std::vector<std::string>& args)
     {
         if (!config.empty())
         {
-            try
-            {
-                ReadRackFile(config, &c);
-            }
-            catch (const std::invalid_argument& e)
-            {
-                // Everything wrong in it is the file's (its messages name the line).
-                throw ns3::InputError(e.what());
-            }
+            ns3::ReadRackFile(config, &c); // InputError: the file's, with its line
         }
         for (std::size_t i = 0; i < args.size(); ++i)
         {
@@ -555,11 +321,11 @@ RackUp(const std::vector<std::string>& args)
             }
             else if (a == "--shelves")
             {
-                c.rack.psuShelves = Count(value(), a, 4);
+                c.rack.psuShelves = ns3::ParseRackCount(value(), a, 4);
             }
             else if (a == "--bbu-shelves")
             {
-                c.rack.bbuShelves = Count(value(), a, 4);
+                c.rack.bbuShelves = ns3::ParseRackCount(value(), a, 4);
             }
             else if (a == "--hpr")
             {
@@ -571,7 +337,7 @@ RackUp(const std::vector<std::string>& args)
             }
             else if (a == "--redfish-port")
             {
-                c.redfishPort = static_cast<int>(Count(value(), a, 65535));
+                c.redfishPort = static_cast<int>(ns3::ParseRackCount(value(), a, 65535));
             }
             else if (a == "--pty-link")
             {
@@ -583,7 +349,7 @@ RackUp(const std::vector<std::string>& args)
             }
             else if (a == "--duration")
             {
-                c.duration = Number(value(), a, 0, 1e9);
+                c.duration = ns3::ParseRackNumber(value(), a, 0, 1e9);
             }
             else if (a == "--set")
             {
@@ -614,7 +380,7 @@ RackUp(const std::vector<std::string>& args)
         {
             throw std::invalid_argument("too many modules per shelf for the addressing scheme");
         }
-        CheckAddresses(c.rack);
+        ns3::CheckRackAddresses(c.rack);
     }
     catch (const ns3::InputError& e)
     {
@@ -664,6 +430,11 @@ RackUp(const std::vector<std::string>& args)
         }
     }
 
+    bool userSetParity = false;
+    for (const auto& s : c.settings)
+    {
+        userSetParity = userSetParity || s.name.find("Rs485PtyBridge::Parity") != std::string::npos;
+    }
     // Real time: the pty's client lives in wall-clock time.
     ns3::Rs485PtyBridgeHelper::EnableRealtime();
     ns3::RackHelper h;
@@ -673,9 +444,9 @@ RackUp(const std::vector<std::string>& args)
     rack.power->SetLoadProfile(load);
     try
     {
-        for (const Event& e : c.events)
+        for (const ns3::RackFileEvent& e : c.events)
         {
-            Schedule(e, rack, load);
+            ns3::ScheduleRackEvent(e, rack, load, &NoteFault);
         }
     }
     catch (const std::exception& e)
@@ -696,6 +467,23 @@ RackUp(const std::vector<std::string>& args)
     }
     ns3::Ptr<ns3::Node> ptyNode = ns3::CreateObject<ns3::Node>();
     ns3::Ptr<ns3::Rs485PtyBridge> bridge = bh.Install(ptyNode, rack.bus);
+    if (rack.arbiter)
+    {
+        // The BMC and the pty's master take turns, one transaction each, behind one arbiter
+        // (Modbus over serial line v1.02 §2.1: one master at a time), and the pty's master is
+        // handed only the answers to its own requests (docs/rack.md §10.5).
+        bridge->SetArbiter(rack.arbiter);
+    }
+    if (!userSetParity)
+    {
+        // A pty cannot carry parity (the kernel drops PARENB) and pyserial, hence pymodbus,
+        // does not set INPCK, so Observe would take pymodbus's 8E1 for 8N1: unless asked
+        // otherwise, the pty's master talks at the segment's own format (docs/rack.md §10).
+        bridge->SetAttribute("Parity",
+                             ns3::EnumValue(f.parity == ns3::Rs485Parity::Even ? 2
+                                            : f.parity == ns3::Rs485Parity::Odd ? 3
+                                                                                : 1));
+    }
     ns3::Ptr<ns3::RedfishServer> redfish = ns3::CreateObject<ns3::RedfishServer>();
     redfish->SetAttribute("Port", ns3::UintegerValue(static_cast<uint16_t>(c.redfishPort)));
     if (!bridge->Start())
@@ -763,6 +551,8 @@ RackUp(const std::vector<std::string>& args)
         {"bbus", rack.bbus.size()},
         {"pmms", rack.pmms.size()},
         {"addresses", AddressList(rack)},
+        {"dead", nlohmann::json::array()},
+        {"chattering", nlohmann::json::array()},
         {"config", config}};
     // Before the state file makes the pid public: a `cnuas rack pause` that comes at once must
     // find the handler (SIGUSR1's default action would end the process).
@@ -797,6 +587,12 @@ RackUp(const std::vector<std::string>& args)
     }
     std::printf("  try:       mbpoll -m rtu -b %u -P %s -a %d -t 4:hex -r 1 -c 8 -1 %s\n",
                 f.baudRate, even ? "even" : "none", firstAddress, port.c_str());
+    // pymodbus 3.0 (python3-pymodbus): strict=False because its strict mode configures the
+    // port a second time, which a pty refuses with parity on (docs/rack.md §10.2).
+    std::printf("             python3 -c \"from pymodbus.client import ModbusSerialClient as M; "
+                "c = M(port='%s', baudrate=%u, parity='%c', strict=False); c.connect(); "
+                "print(c.read_holding_registers(1, 8, slave=%d).registers)\"\n",
+                port.c_str(), f.baudRate, even ? 'E' : 'N', firstAddress);
     if (rack.bmc)
     {
         std::printf("             curl -s %s/Chassis/Rack/Sensors/RackOutputPower\n",
@@ -811,13 +607,16 @@ RackUp(const std::vector<std::string>& args)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
+    g_bmcWatch.statePath = statePath;
+    g_bmcWatch.state = state;
     if (rack.bmc)
     {
         g_bmcWatch.bmc = rack.bmc;
-        g_bmcWatch.statePath = statePath;
-        g_bmcWatch.state = state;
         rack.bmc->TraceConnectWithoutContext("Held", ns3::MakeCallback(&OnBmcHeld));
     }
+    g_faultWatch.on = true;
+    g_faultWatch.rack = rack;
+    g_faultWatch.dir = dir;
     ns3::Simulator::Schedule(ns3::Seconds(0), &WatchSignals);
     if (c.duration > 0)
     {
@@ -825,6 +624,7 @@ RackUp(const std::vector<std::string>& args)
     }
     ns3::Simulator::Run();
     g_bmcWatch.bmc = nullptr;
+    g_faultWatch = FaultWatch();
 
     const double simSeconds = ns3::Simulator::Now().GetSeconds();
     const ns3::RackBmcCounters bmc = rack.bmc ? rack.bmc->GetCounters() : ns3::RackBmcCounters();
@@ -869,7 +669,7 @@ RackDown(const std::vector<std::string>& args)
             }
             else if (args[i] == "--timeout" && i + 1 < args.size())
             {
-                timeout = Number(args[++i], "--timeout", 0.1, 3600);
+                timeout = ns3::ParseRackNumber(args[++i], "--timeout", 0.1, 3600);
             }
             else
             {
@@ -926,7 +726,7 @@ RackPauseResume(bool pause, const std::vector<std::string>& args)
             }
             else if (args[i] == "--timeout" && i + 1 < args.size())
             {
-                timeout = Number(args[++i], "--timeout", 0.1, 3600);
+                timeout = ns3::ParseRackNumber(args[++i], "--timeout", 0.1, 3600);
             }
             else
             {
@@ -980,6 +780,82 @@ RackPauseResume(bool pause, const std::vector<std::string>& args)
     return 1;
 }
 
+/// `cnuas rack fault ACTION ADDRESS`: asks the running rack (request file) and waits for its
+/// answer.
+int
+RackFault(const std::vector<std::string>& args)
+{
+    const char* const name = "cnuas rack fault";
+    std::string stateDir;
+    double timeout = 15;
+    std::vector<std::string> words;
+    try
+    {
+        for (std::size_t i = 0; i < args.size(); ++i)
+        {
+            if (args[i] == "--state-dir" && i + 1 < args.size())
+            {
+                stateDir = args[++i];
+            }
+            else if (args[i] == "--timeout" && i + 1 < args.size())
+            {
+                timeout = ns3::ParseRackNumber(args[++i], "--timeout", 0.1, 3600);
+            }
+            else if (args[i].rfind("--", 0) == 0)
+            {
+                throw std::invalid_argument("unknown option '" + args[i] + "'");
+            }
+            else
+            {
+                words.push_back(args[i]);
+            }
+        }
+        if (words.size() != 2 || !ns3::IsRackModbusFault(words[0]))
+        {
+            throw std::invalid_argument("usage: cnuas rack fault dead|revive|chatter|quiet "
+                                        "ADDRESS");
+        }
+        ns3::ParseModbusAddress(words[1], "ADDRESS");
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "%s: %s\n", name, e.what());
+        return kExitUsage;
+    }
+    const std::string dir = StateDirectory(stateDir);
+    auto state = ReadState(dir + "/rack.json");
+    if (!state || !ProcessAlive(state->value("pid", 0)))
+    {
+        std::fprintf(stderr, "%s: no rack is up (%s/rack.json)\n", name, dir.c_str());
+        return 1;
+    }
+    const std::string base = dir + "/fault-" + std::to_string(getpid());
+    std::remove((base + ".rep").c_str());
+    if (!WriteFileAtomically(base + ".req", words[0] + " " + words[1] + "\n"))
+    {
+        std::fprintf(stderr, "%s: cannot write %s.req\n", name, base.c_str());
+        return 1;
+    }
+    const auto end = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
+    while (std::chrono::steady_clock::now() < end)
+    {
+        std::ifstream in(base + ".rep");
+        std::string reply;
+        if (in && std::getline(in, reply))
+        {
+            std::remove((base + ".rep").c_str());
+            const bool ok = reply.rfind("ok", 0) == 0;
+            std::fprintf(ok ? stdout : stderr, "%s: %s\n", name, reply.c_str());
+            return ok ? 0 : 1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::remove((base + ".req").c_str());
+    std::fprintf(stderr, "%s: the rack did not answer within %.1f s\n", name, timeout);
+    return 1;
+}
+
 int
 RunRack(const std::vector<std::string>& args)
 {
@@ -1009,7 +885,11 @@ RunRack(const std::vector<std::string>& args)
     {
         return RackPauseResume(args[0] == "pause", rest);
     }
-    std::fprintf(stderr, "cnuas rack: unknown action '%s' (up, down, pause, resume)\n%s",
+    if (args[0] == "fault")
+    {
+        return RackFault(rest);
+    }
+    std::fprintf(stderr, "cnuas rack: unknown action '%s' (up, down, pause, resume, fault)\n%s",
                  args[0].c_str(), kUsage);
     return kExitUsage;
 }

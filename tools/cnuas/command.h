@@ -20,6 +20,7 @@ enum ExitStatus : int
                         ///< or a malformed or out-of-range value given on it
     kExitInput = 3,     ///< a file the user gave is unreadable or invalid (named, with the line)
     kExitInternal = 70, ///< a Cnuas bug: ns-3 aborted on something Cnuas should have refused
+    kExitInterrupted = 130, ///< Ctrl-C (128 + SIGINT); the run printed its partial summary
 };
 
 /// A subcommand: `cnuas NAME ARGS...`. run() receives the arguments after NAME and returns the

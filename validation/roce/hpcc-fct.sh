@@ -5,7 +5,35 @@
 # FB). Four runs of minutes each, two at a time in the background; progress is printed as each
 # finishes. MAX_FLOWS=N runs the first N flows of each file only (0 = all), LIMIT the
 # simulated-time limit.
+#
+# Usage: hpcc-fct.sh [HPCC_INPUT_DIR]
+# HPCC_INPUT_DIR holds the HPCC simulator's input files (fat.txt, ws30_5ms.txt, fb30_5ms.txt and
+# the config_fat_*.txt files); they are not part of this repository. Default: the shared test
+# data beside the checkout, ../shared/data/hpcc-compat, when present.
+if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
+  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
+if [ $# -gt 1 ]; then
+  echo "usage: $0 [HPCC_INPUT_DIR]" >&2
+  exit 2
+fi
 source "$(dirname "$0")/common.sh"
+DATA="${1:-}"
+if [ -z "$DATA" ] && [ -d "$ROOT/../shared/data/hpcc-compat" ]; then
+  DATA="$(cd "$ROOT/../shared/data/hpcc-compat" && pwd)"
+fi
+if [ -z "$DATA" ]; then
+  echo "usage: $0 HPCC_INPUT_DIR (the HPCC simulator's input files; no default found at" \
+       "$ROOT/../shared/data/hpcc-compat)" >&2
+  exit 2
+fi
+[ -d "$DATA" ] || { echo "$0: no such directory: $DATA" >&2; exit 2; }
+DATA="$(cd "$DATA" && pwd)"
+for f in fat.txt ws30_5ms.txt fb30_5ms.txt config_fat_ws30_5ms_dcqcn.txt \
+         config_fat_fb30_5ms_dcqcn.txt config_fat_ws30_5ms_hp95.txt; do
+  [ -f "$DATA/$f" ] || { echo "$0: $DATA has no $f (not an HPCC input folder?)" >&2; exit 2; }
+done
 MAX_FLOWS="${MAX_FLOWS:-0}"
 LIMIT="${LIMIT:-100ms}"
 JOBS="${JOBS:-2}"
@@ -13,7 +41,7 @@ run() { # name flowfile config
   local d="$OUT/hpcc-fct-$1"
   mkdir -p "$d"
   echo "$(date +%T) start $1 (flows $2, config $3, max-flows $MAX_FLOWS)"
-  "$CNUAS" run roce-hpcc --no-progress --out "$d" --param flow-file="$2" \
+  "$CNUAS" run roce-hpcc --no-progress --out "$d" --param dir="$DATA" --param flow-file="$2" \
     --param config-file="$3" --param max-flows="$MAX_FLOWS" --param limit="$LIMIT" \
     > "$d/summary.txt" 2> "$d/stderr.txt" || { echo "$1 failed, see $d/stderr.txt" >&2; return 1; }
   echo "$(date +%T) done  $1: $(grep -m1 'flows done' "$d/summary.txt" | tr -s ' ')"
