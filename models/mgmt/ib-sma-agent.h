@@ -160,6 +160,7 @@ class IbSmaAgent : public Object
     uint64_t m_trapsRepressed = 0;
     SmInfoHandler m_smInfoHandler;
     Time m_trapRepeatInterval;
+    Time m_portDownDelay;
     uint32_t m_trapRepeats = 3;
     std::map<uint64_t, EventId> m_pendingTraps; ///< TransactionID -> next repetition
     std::map<uint16_t, uint64_t> m_answered;
