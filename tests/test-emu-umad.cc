@@ -4,6 +4,8 @@
 // model. Needs root (namespaces), as the other emulation tests.
 #include "emu-test-util.h"
 
+#include <algorithm>
+#include <map>
 #include <regex>
 
 using namespace cnuas_emu_test;
@@ -130,6 +132,164 @@ TEST_F(EmuUmad, IbstatWithTheBuiltInSmShowsAnActivePortWithALid)
     // The SM's own port: IsSM in its capability mask (bit 1), its LID the SM LID.
     const std::string h0 = IbstatUntil("h0", "State: Active");
     EXPECT_EQ(Field(h0, "Base lid"), Field(h0, "SM lid")) << h0;
+}
+
+/// A number in `text` after `label` and dots ("PortXmitPkts:.......123" -> 123), or -1.
+long long
+Counter(const std::string& text, const std::string& label)
+{
+    std::smatch m;
+    if (std::regex_search(text, m, std::regex(label + ":\\.*([0-9]+)")))
+    {
+        return std::stoll(m[1]);
+    }
+    return -1;
+}
+
+TEST_F(EmuUmad, DiagnosticsSeeTheTwoSwitchFabricOverTheWire)
+{
+    // h0 and h1 on switch swL, h2 on swR, one link between the switches; the built-in SM.
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm builtin");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    std::map<std::string, std::string> lid, guid;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "State: Active");
+        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        lid[h] = Field(out, "Base lid");
+        guid[h] = Field(out, "Node GUID");
+    }
+
+    // smpquery: directed routes from h2 (its own node, its switch, the far switch) and a
+    // LID-routed query across both switches to h0.
+    ShResult self = Exec("h2", "smpquery -D nodeinfo 0");
+    EXPECT_EQ(self.exit, 0) << self.out;
+    EXPECT_NE(self.out.find("NodeType:........................Channel Adapter"),
+              std::string::npos)
+        << self.out;
+    ShResult swR = Exec("h2", "smpquery -D nodeinfo 0,1");
+    EXPECT_NE(swR.out.find("NodeType:........................Switch"), std::string::npos)
+        << swR.out;
+    EXPECT_EQ(Counter(swR.out, "NumPorts"), 2) << swR.out;
+    ShResult swL = Exec("h2", "smpquery -D nodeinfo 0,1,2");
+    EXPECT_EQ(Counter(swL.out, "NumPorts"), 3) << swL.out;
+    ShResult h0 = Exec("h2", "smpquery nodeinfo " + lid["h0"]);
+    EXPECT_EQ(h0.exit, 0) << h0.out;
+    EXPECT_NE(h0.out.find("Guid:............................" + guid["h0"]), std::string::npos)
+        << h0.out << " vs " << guid["h0"];
+    ShResult pi = Exec("h2", "smpquery portinfo " + lid["h0"] + " 1");
+    EXPECT_NE(pi.out.find("LinkState:.......................Active"), std::string::npos)
+        << pi.out;
+    EXPECT_EQ(Counter(pi.out, "Lid"), std::stoll(lid["h0"])) << pi.out;
+    EXPECT_EQ(Counter(pi.out, "SMLid"), std::stoll(lid["h0"])) << pi.out;
+
+    // ibnetdiscover: every node, port and link, as the tool names them (S-/H-GUID).
+    ShResult net = Exec("h1", "ibnetdiscover");
+    ASSERT_EQ(net.exit, 0) << net.out;
+    const auto count = [&](const std::string& re) {
+        const std::regex r(re);
+        return std::distance(std::sregex_iterator(net.out.begin(), net.out.end(), r),
+                             std::sregex_iterator());
+    };
+    EXPECT_EQ(count("\nSwitch\t"), 2) << net.out;
+    EXPECT_EQ(count("\nCa\t"), 3) << net.out;
+    EXPECT_EQ(count("\nSwitch\t3 \"S-[0-9a-f]{16}\"\t+# \"swL\""), 1) << net.out;
+    EXPECT_EQ(count("\nSwitch\t2 \"S-[0-9a-f]{16}\"\t+# \"swR\""), 1) << net.out;
+    // Links: 3 + 2 switch ports, 3 CA ports, each naming the far end; the switches see each
+    // other.
+    EXPECT_EQ(count("\n\\[[0-9]+\\]\t\"[SH]-[0-9a-f]{16}\"\\[[0-9]+\\]"), 5) << net.out;
+    EXPECT_EQ(count("\n\\[1\\]\\([0-9a-f]+\\) \t\"S-[0-9a-f]{16}\"\\[[0-9]\\]"), 3)
+        << net.out;
+    EXPECT_EQ(count("\\[[0-9]\\]\t\"S-[0-9a-f]{16}\"\\[[0-9]\\]\t+# \"sw[LR]\""), 2)
+        << net.out;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        EXPECT_NE(net.out.find("\"H-" + guid[h].substr(2) + "\""), std::string::npos) << h;
+        EXPECT_NE(net.out.find("# lid " + lid[h] + " lmc 0"), std::string::npos) << h;
+    }
+
+    // iblinkinfo: every port of every node, all Active and LinkUp.
+    ShResult links = Exec("h0", "iblinkinfo");
+    ASSERT_EQ(links.exit, 0) << links.out;
+    EXPECT_EQ(std::count(links.out.begin(), links.out.end(), '\n') >= 10, true) << links.out;
+    size_t up4x = 0;
+    for (size_t at = 0; (at = links.out.find("==( 4X", at)) != std::string::npos; ++at)
+    {
+        ++up4x;
+    }
+    EXPECT_EQ(up4x, 8u) << links.out; // 3 CA ports + 5 switch ports
+    EXPECT_EQ(links.out.find("Initialize"), std::string::npos) << links.out;
+    EXPECT_NE(links.out.find("53.125 Gbps Active/  LinkUp"), std::string::npos) << links.out;
+
+    // The switches' forwarding tables the SM wrote, and a path through both switches.
+    ShResult trace = Exec("h2", "ibtracert " + lid["h2"] + " " + lid["h0"]);
+    EXPECT_EQ(trace.exit, 0) << trace.out;
+    EXPECT_NE(trace.out.find("\"swR\""), std::string::npos) << trace.out;
+    EXPECT_NE(trace.out.find("\"swL\""), std::string::npos) << trace.out;
+    EXPECT_NE(trace.out.find("To ca {" + guid["h0"] + "} portnum 1 lid " + lid["h0"]),
+              std::string::npos)
+        << trace.out;
+    ShResult sm = Exec("h1", "sminfo");
+    EXPECT_NE(sm.out.find("sm lid " + lid["h0"]), std::string::npos) << sm.out;
+    EXPECT_NE(sm.out.find("SMINFO_MASTER"), std::string::npos) << sm.out;
+
+    // perfquery: GMPs to the PMA, the own port's (looped back in the HCA) and h2's across the
+    // fabric; the counters grow with the IPoIB traffic the test sends.
+    ShResult before = Exec("h0", "perfquery");
+    ShResult farBefore = Exec("h0", "perfquery " + lid["h2"] + " 1");
+    ASSERT_EQ(before.exit, 0) << before.out;
+    ASSERT_EQ(farBefore.exit, 0) << farBefore.out;
+    EXPECT_NE(before.out.find("# Port counters: Lid " + lid["h0"] + " port 1"), std::string::npos)
+        << before.out;
+    ShResult ping = Exec("h0", "ping -c 20 -i 0.05 -W 2 10.0.0.3");
+    EXPECT_EQ(ping.exit, 0) << ping.out;
+    ShResult after = Exec("h0", "perfquery");
+    ShResult farAfter = Exec("h0", "perfquery " + lid["h2"] + " 1");
+    EXPECT_GE(Counter(after.out, "PortXmitPkts") - Counter(before.out, "PortXmitPkts"), 20)
+        << before.out << after.out;
+    EXPECT_GE(Counter(after.out, "PortXmitData") - Counter(before.out, "PortXmitData"),
+              20 * 84 / 4)
+        << "PortXmitData counts 4-byte words";
+    EXPECT_GE(Counter(farAfter.out, "PortRcvPkts") - Counter(farBefore.out, "PortRcvPkts"), 20)
+        << farBefore.out << farAfter.out;
+    EXPECT_GE(Counter(farAfter.out, "PortXmitPkts") - Counter(farBefore.out, "PortXmitPkts"), 20)
+        << "h2's echo replies";
+}
+
+TEST_F(EmuUmad, MisbehavingProgramsGetTheKernelsErrorsAndTheDaemonGoesOn)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-umad-hostile";
+    if (access(bin.c_str(), X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs tests/peers/umad-hostile (libibumad-dev at build time)";
+    }
+    ShResult up = Up(std::string(kIbUp) + "--hosts 2 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    IbstatUntil("h0", "Physical state: LinkUp");
+    // Unknown and unregistered agents, short writes, routes the SMI refuses, a duplicate
+    // TransactionID, an SMP to a path that leads nowhere (timeouts and retries), an unknown
+    // attribute and a bad class version (the SMA's MAD status), registration conflicts,
+    // garbage written straight to the MAD stream and to the control socket, a closed port.
+    ShResult r = Exec("h0", "timeout 60 " + bin);
+    EXPECT_EQ(r.exit, 0) << r.out;
+    EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("done 0 failures"), std::string::npos) << r.out;
+    for (const char* c : {"nonexistent-path-times-out", "unknown-attribute", "bad-class-version",
+                          "send-unregistered-agent", "works-after-garbage",
+                          "control-garbage-closes", "send-closed-port"})
+    {
+        EXPECT_NE(r.out.find(std::string("ok ") + c + "\n"), std::string::npos) << c;
+    }
+    // Debian's smpquery along a directed route that leads nowhere: it gives up, cleanly.
+    ShResult nowhere = Exec("h0", "timeout 30 smpquery -D nodeinfo 0,1,9");
+    EXPECT_NE(nowhere.exit, 0) << nowhere.out;
+    EXPECT_NE(nowhere.out.find("node info query failed"), std::string::npos) << nowhere.out;
+    // A program killed while its sends wait for answers that never come.
+    Exec("h0", "timeout -s KILL 0.3 " + bin);
+    // The daemon is unharmed: both hosts' ports answer as before.
+    EXPECT_EQ(Field(Exec("h0", "ibstat").out, "State"), "Initializing");
+    EXPECT_EQ(Field(Exec("h1", "ibstat").out, "Physical state"), "LinkUp");
+    EXPECT_NE(Exec("h1", "smpquery -D nodeinfo 0,1").out.find("Switch"), std::string::npos);
 }
 
 TEST_F(EmuUmad, OutsideAnEmulatedHostThereIsNoCa)

@@ -66,6 +66,9 @@ struct cnuas_umad_port_info {
     uint64_t port_guid;    /* network byte order */
     char link_layer[20];   /* "InfiniBand" */
     char rate_text[40];    /* sysfs "rate", e.g. "200 Gb/sec (4X HDR)" */
+    char issm_path[108];   /* the port's SM interface (/dev/infiniband/issmN): a file whose
+                              opening by a process sets PortInfo.CapabilityMask.IsSM until it
+                              is closed */
     uint16_t pkeys[CNUAS_UMAD_MAX_PKEYS]; /* host order */
 };
 

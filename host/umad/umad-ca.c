@@ -310,13 +310,16 @@ CNUAS_EXPORT int umad_release_port(umad_port_t *port)
 
 CNUAS_EXPORT int umad_get_issm_path(const char *ca_name, int portnum, char path[], int max)
 {
-    (void)path;
-    (void)max;
-    (void)ca_name;
-    (void)portnum;
-    /* The SM interface (IsSM) is not offered yet: as on a machine whose ib_umad has no issm
-     * device for the port. */
-    return -EINVAL;
+    struct cnuas_umad_ca_info ca;
+    if (cnuas_umad_query(&ca) < 0 || is_ours(&ca, ca_name) < 0)
+        return -ENODEV;
+    if (portnum <= 0)
+        portnum = cnuas_umad_pick_port(&ca, 0);
+    if (portnum <= 0 || (unsigned)portnum > ca.numports || !ca.ports[portnum - 1].issm_path[0])
+        return -EINVAL;
+    /* Opening it sets IsSM on the port until it is closed, as /dev/infiniband/issmN does. */
+    snprintf(path, (size_t)max, "%s", ca.ports[portnum - 1].issm_path);
+    return 0;
 }
 
 CNUAS_EXPORT struct umad_device_node *umad_get_ca_device_list(void)

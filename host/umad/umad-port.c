@@ -450,15 +450,21 @@ static int check_send(struct port_rec *p, uint32_t agentid, const uint8_t *mad, 
         const uint8_t hop_ptr = mad[6], hop_cnt = mad[7];
         const uint16_t dr_slid = (uint16_t)((mad[32] << 8) | mad[33]);
         const uint16_t dr_dlid = (uint16_t)((mad[34] << 8) | mad[35]);
-        if (hop_cnt > 63 || hop_ptr != 0)
+        if (hop_cnt > 63)
             return EINVAL;
-        if (hop_cnt > 0 && mad[128 + 1] != p->portnum)
-            return EINVAL; /* InitialPath[1] must be the port the SMP leaves by */
         /* A LID-routed part before or after the directed one is not modelled. */
         if (dr_slid != 0xFFFF || dr_dlid != 0xFFFF)
             return EINVAL;
-        if ((mad[3] & 0x80) != 0)
-            return EINVAL; /* this port answers no directed-route SMP itself */
+        if ((mad[3] & 0x80) != 0) {
+            /* An answer (to an SMInfo request) goes back along the request's path (C14-13):
+             * the D bit set and the hop pointer where the request left it. */
+            if (!(mad[4] & 0x80) || (hop_cnt > 0 && hop_ptr != hop_cnt + 1))
+                return EINVAL;
+        } else if (hop_cnt > 63 || hop_ptr != 0) {
+            return EINVAL;
+        } else if (hop_cnt > 0 && mad[128 + 1] != p->portnum) {
+            return EINVAL; /* InitialPath[1] must be the port the SMP leaves by */
+        }
     }
     return 0;
 }
@@ -481,15 +487,11 @@ CNUAS_EXPORT int umad_send(int fd, int agentid, void *umad, int length, int time
     uint8_t *data = mad->data;
     pthread_mutex_lock(&p->lock);
     int err = p->dead ? EIO : check_send(p, (uint32_t)agentid, data, length);
-    const int response = (data[3] & 0x80) != 0;
+    /* ib_response_mad: responses, TrapRepress and BM responses start no transaction. */
+    const int response = (data[3] & 0x80) != 0 || data[3] == 0x07 ||
+                         (data[1] == 0x05 && (data[23] & 1) != 0);
     const uint32_t tid_low = be32_at(data + 12);
     if (!err && !response) {
-        /* The kernel's hi_tid, in the process's buffer too (ib_umad_write writes it back). */
-        const uint32_t hi = p->agents[agentid].hi_tid;
-        data[8] = (uint8_t)(hi >> 24);
-        data[9] = (uint8_t)(hi >> 16);
-        data[10] = (uint8_t)(hi >> 8);
-        data[11] = (uint8_t)hi;
         /* Two requests of one agent with one TransactionID in flight: the second is refused
          * (ib_umad_write's is_duplicate). */
         for (struct pending *q = p->pending; q; q = q->next)
@@ -527,6 +529,16 @@ CNUAS_EXPORT int umad_send(int fd, int agentid, void *umad, int length, int time
     w->flow_label = ntohl(mad->addr.flow_label);
     w->pkey_index = mad->addr.pkey_index;
     memcpy(w->mad, data, (size_t)length);
+    if (!response) {
+        /* The agent's hi_tid in the upper half of the TransactionID, as ib_umad_write puts it
+         * in its own copy (the process's buffer keeps its TID; a timed-out send comes back
+         * with the hi_tid, as from the kernel). The daemon sets it again. */
+        const uint32_t hi = p->agents[agentid].hi_tid;
+        w->mad[8] = (uint8_t)(hi >> 24);
+        w->mad[9] = (uint8_t)(hi >> 16);
+        w->mad[10] = (uint8_t)(hi >> 8);
+        w->mad[11] = (uint8_t)hi;
+    }
     if (send(p->fd, w, sizeof(*w), MSG_NOSIGNAL) != (ssize_t)sizeof(*w)) {
         p->dead = 1;
         pthread_mutex_unlock(&p->lock);

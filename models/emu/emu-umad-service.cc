@@ -7,18 +7,22 @@
 #include "models/mgmt/ib-smp-attributes.h"
 
 #include "ns3/log.h"
+#include "ns3/node.h"
 #include "ns3/nstime.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
 
+#include <dirent.h>
 #include <endian.h>
 #include <fcntl.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -39,6 +43,19 @@ IsSmpClass(uint8_t c)
 {
     return c == IbMgmtClass::SubnLid || c == IbMgmtClass::SubnDirected;
 }
+
+/// ib_response_mad (drivers/infiniband/core/mad.c): what is not a new request, so keeps its
+/// TransactionID and waits for nothing: responses, TrapRepress, and BM responses.
+bool
+ResponseLike(const uint8_t* mad)
+{
+    const uint8_t method = mad[3];
+    return (method & IbMadMethod::ResponseBit) != 0 || method == IbMadMethod::TrapRepress ||
+           (mad[1] == IbMgmtClass::BoardMgt && (mad[23] & 1) != 0);
+}
+
+/// Requests delivered to processes kept for their responses.
+constexpr size_t kMaxIncoming = 4096;
 
 uint64_t
 Load64(const uint8_t* p)
@@ -253,8 +270,93 @@ EmuUmadService::Start(const std::string& socketPath,
     m_queryHiTid = m_nextHiTid++;
     m_previousManager = m_disp->GetManagerHandler();
     m_disp->SetManagerHandler(MakeCallback(&EmuUmadService::OnManagerMad, this));
+    m_previousSma = m_disp->GetSmaHandler();
+    m_disp->SetSmaHandler(MakeCallback(&EmuUmadService::OnSmpRequest, this));
     m_installed = true;
+    m_sma = m_disp->GetNode()->GetObject<IbSmaAgent>();
+    if (!StartIssm(why))
+    {
+        Stop();
+        return false;
+    }
     return true;
+}
+
+bool
+EmuUmadService::StartIssm(std::string* why)
+{
+    // /dev/infiniband/issmN's stand-in: a file beside the socket, watched with inotify.
+    m_issmPath = m_path;
+    const std::string suffix = ".umad";
+    if (m_issmPath.size() > suffix.size() &&
+        m_issmPath.compare(m_issmPath.size() - suffix.size(), suffix.size(), suffix) == 0)
+    {
+        m_issmPath.resize(m_issmPath.size() - suffix.size());
+    }
+    m_issmPath += ".issm";
+    const int f = open(m_issmPath.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0600);
+    if (f < 0)
+    {
+        *why = "cannot create " + m_issmPath + ": " + std::strerror(errno);
+        return false;
+    }
+    close(f);
+    m_inotifyFd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (m_inotifyFd < 0 ||
+        inotify_add_watch(m_inotifyFd, m_issmPath.c_str(), IN_OPEN | IN_CLOSE) < 0 ||
+        !EmuRealtimeSimulatorImpl::Current()->WatchFd(m_inotifyFd, Simulator::NO_CONTEXT,
+                                                      [this]() { OnIssmEvent(); }))
+    {
+        *why = "cannot watch " + m_issmPath + ": " + std::strerror(errno);
+        return false;
+    }
+    return true;
+}
+
+void
+EmuUmadService::OnIssmEvent()
+{
+    alignas(inotify_event) char buf[4096];
+    while (read(m_inotifyFd, buf, sizeof(buf)) > 0)
+    {
+    }
+    // Identical events may be merged by inotify, so the holders are counted afresh: the
+    // processes with a descriptor on the file (one that died has none).
+    int holders = 0;
+    if (DIR* procs = opendir("/proc"))
+    {
+        while (dirent* p = readdir(procs))
+        {
+            if (p->d_name[0] < '1' || p->d_name[0] > '9')
+            {
+                continue;
+            }
+            const std::string fdDir = std::string("/proc/") + p->d_name + "/fd";
+            if (DIR* fds = opendir(fdDir.c_str()))
+            {
+                while (dirent* f = readdir(fds))
+                {
+                    char target[512];
+                    const std::string link = fdDir + "/" + f->d_name;
+                    const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+                    if (n > 0 && static_cast<size_t>(n) == m_issmPath.size() &&
+                        std::memcmp(target, m_issmPath.data(), m_issmPath.size()) == 0)
+                    {
+                        ++holders;
+                    }
+                }
+                closedir(fds);
+            }
+        }
+        closedir(procs);
+    }
+    const bool was = m_issmOpens > 0;
+    m_issmOpens = holders;
+    if (m_sma && was != (holders > 0))
+    {
+        NS_LOG_INFO("umad " << m_path << ": IsSM " << (holders > 0 ? "set" : "cleared"));
+        m_sma->SetIsSm(m_portNumber, holders > 0);
+    }
 }
 
 void
@@ -272,9 +374,37 @@ EmuUmadService::Stop()
     if (m_installed && m_disp)
     {
         m_disp->SetManagerHandler(m_previousManager);
+        m_disp->SetSmaHandler(m_previousSma);
+        for (uint8_t cls : m_gsiClasses)
+        {
+            m_disp->SetGsiHandler(cls, IbMadDispatcher::MadHandler());
+        }
         m_installed = false;
     }
+    m_gsiClasses.clear();
+    m_incoming.clear();
+    m_incomingOrder.clear();
     m_previousManager = IbMadDispatcher::MadHandler();
+    m_previousSma = IbMadDispatcher::MadHandler();
+    if (m_inotifyFd >= 0)
+    {
+        if (auto rt = EmuRealtimeSimulatorImpl::Current())
+        {
+            rt->UnwatchFd(m_inotifyFd);
+        }
+        close(m_inotifyFd);
+        m_inotifyFd = -1;
+    }
+    if (m_issmOpens > 0 && m_sma)
+    {
+        m_sma->SetIsSm(m_portNumber, false);
+    }
+    m_issmOpens = 0;
+    if (!m_issmPath.empty())
+    {
+        unlink(m_issmPath.c_str());
+        m_issmPath.clear();
+    }
     if (m_listenFd >= 0)
     {
         if (auto rt = EmuRealtimeSimulatorImpl::Current())
@@ -353,6 +483,7 @@ EmuUmadService::Close(uint32_t id, const char* why)
     }
     // Queries of this connection finish unanswered (their answers find no connection).
     m_conns.erase(it);
+    UpdateGsiHandlers();
 }
 
 void
@@ -577,6 +708,7 @@ EmuUmadService::DoRegister(Conn& c, const cnuas_umad_req& q, cnuas_umad_resp& r)
         m_byHiTid[a.hiTid] = {c.id, i};
         r.u.reg.agent_id = i;
         r.u.reg.hi_tid = a.hiTid;
+        UpdateGsiHandlers();
         return 0;
     }
     std::snprintf(r.why, sizeof(r.why), "%u agents on this port already",
@@ -594,6 +726,7 @@ EmuUmadService::DoUnregister(Conn& c, const cnuas_umad_req& q)
     }
     m_byHiTid.erase(c.agents[id].hiTid);
     c.agents[id] = Agent();
+    UpdateGsiHandlers();
     return 0;
 }
 
@@ -657,17 +790,31 @@ EmuUmadService::SendFromProcess(Conn& c, const cnuas_umad_mad& msg)
     {
         return refuse("class on the wrong QP");
     }
-    if ((method & IbMadMethod::ResponseBit) == 0)
+    if (!ResponseLike(mad))
     {
         // ib_umad_write: the agent's hi_tid in the upper half routes the response back.
         Store32(mad + 8, a.hiTid);
     }
     bool ok = false;
-    if (cls == IbMgmtClass::SubnDirected)
+    if (IsSmpClass(cls) && (method & IbMadMethod::ResponseBit) != 0)
+    {
+        // The answer to a request this service handed to the process (SMInfo): back the way
+        // the request came, as the SMA's own answers go.
+        auto req = m_incoming.find(Load64(mad + 8));
+        if (req == m_incoming.end() || req->second.view.mad[1] != cls)
+        {
+            return refuse("a response to no request");
+        }
+        IbSmp smp;
+        smp.ReadFrom(mad);
+        ok = m_disp->SendSmpResponse(req->second, smp);
+        m_incoming.erase(req);
+    }
+    else if (cls == IbMgmtClass::SubnDirected)
     {
         IbSmp smp;
         smp.ReadFrom(mad);
-        if ((method & IbMadMethod::ResponseBit) != 0 || smp.GetHopPointer() != 0 ||
+        if (smp.GetHopPointer() != 0 ||
             smp.GetDrSlid() != kPermissive || smp.GetDrDlid() != kPermissive ||
             (smp.GetHopCount() != 0 && smp.InitialPath()[1] != m_portNumber))
         {
@@ -723,19 +870,12 @@ EmuUmadService::OnManagerMad(const IbReceivedMad& m)
     else
     {
         // Traps and reports: to the agent registered for the class, version and method.
-        const uint8_t version = m.view.mad[2];
-        for (auto& [id, c] : m_conns)
+        uint32_t conn = 0;
+        uint32_t agent = 0;
+        if (FindRequestAgent(cls, m.view.mad[2], method, &conn, &agent))
         {
-            for (uint32_t i = 0; i < c->agents.size(); ++i)
-            {
-                const Agent& a = c->agents[i];
-                if (a.used && a.mgmtClass == cls && a.classVersion == version &&
-                    ((a.methodMask[method / 64] >> (method % 64)) & 1) != 0)
-                {
-                    DeliverTo(*c, i, m);
-                    return;
-                }
-            }
+            DeliverTo(*m_conns.at(conn), agent, m);
+            return;
         }
     }
     if (!m_previousManager.IsNull())
@@ -744,6 +884,123 @@ EmuUmadService::OnManagerMad(const IbReceivedMad& m)
         return;
     }
     ++m_counters.madsUnclaimed;
+}
+
+bool
+EmuUmadService::FindRequestAgent(uint8_t cls, uint8_t version, uint8_t method, uint32_t* conn,
+                                 uint32_t* agent) const
+{
+    if (method >= 128)
+    {
+        return false; // a method mask names methods 0-127
+    }
+    for (const auto& [id, c] : m_conns)
+    {
+        for (uint32_t i = 0; i < c->agents.size(); ++i)
+        {
+            const Agent& a = c->agents[i];
+            if (a.used && a.mgmtClass == cls && a.classVersion == version &&
+                ((a.methodMask[method / 64] >> (method % 64)) & 1) != 0)
+            {
+                *conn = id;
+                *agent = i;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+void
+EmuUmadService::OnSmpRequest(const IbReceivedMad& m)
+{
+    const IbMadHeader& h = m.smp.Mad();
+    uint32_t conn = 0;
+    uint32_t agent = 0;
+    // SMInfo is the SM's (IBA vol. 1 §14.2.5.13): a subnet manager process answers it.
+    if (h.GetAttributeId() == IbSmAttr::SmInfo &&
+        FindRequestAgent(h.GetMgmtClass(), h.GetClassVersion(), h.GetMethod(), &conn, &agent))
+    {
+        const uint64_t tid = h.GetTransactionId();
+        if (m_incoming.emplace(tid, m).second)
+        {
+            m_incomingOrder.push_back(tid);
+            while (m_incomingOrder.size() > kMaxIncoming)
+            {
+                m_incoming.erase(m_incomingOrder.front());
+                m_incomingOrder.pop_front();
+            }
+        }
+        if (DeliverTo(*m_conns.at(conn), agent, m))
+        {
+            ++m_counters.requestsDelivered;
+        }
+        return;
+    }
+    if (!m_previousSma.IsNull())
+    {
+        m_previousSma(m);
+    }
+}
+
+void
+EmuUmadService::OnGsiRequest(const IbReceivedMad& m)
+{
+    uint32_t conn = 0;
+    uint32_t agent = 0;
+    if (FindRequestAgent(m.view.mad[1], m.view.mad[2], m.view.mad[3], &conn, &agent))
+    {
+        if (DeliverTo(*m_conns.at(conn), agent, m))
+        {
+            ++m_counters.requestsDelivered;
+        }
+        return;
+    }
+    ++m_counters.madsUnclaimed;
+}
+
+void
+EmuUmadService::UpdateGsiHandlers()
+{
+    if (!m_installed)
+    {
+        return;
+    }
+    // A method mask names methods 0-127: requests (responses have the R bit, 0x80).
+    std::set<uint8_t> wanted;
+    for (const auto& [id, c] : m_conns)
+    {
+        for (const Agent& a : c->agents)
+        {
+            if (a.used && a.qpn == 1 && a.mgmtClass != 0 &&
+                (a.methodMask[0] | a.methodMask[1]) != 0)
+            {
+                wanted.insert(a.mgmtClass);
+            }
+        }
+    }
+    for (auto it = m_gsiClasses.begin(); it != m_gsiClasses.end();)
+    {
+        if (wanted.count(*it) == 0)
+        {
+            m_disp->SetGsiHandler(*it, IbMadDispatcher::MadHandler());
+            it = m_gsiClasses.erase(it);
+        }
+        else
+        {
+            ++it;
+        }
+    }
+    for (uint8_t cls : wanted)
+    {
+        // A class an agent of the model serves (the PMA, the built-in SM's SA) stays its: the
+        // adapter's own agents take a MAD before any process (the kernel's process_mad).
+        if (m_gsiClasses.count(cls) == 0 && m_disp->GetGsiHandler(cls).IsNull())
+        {
+            m_disp->SetGsiHandler(cls, MakeCallback(&EmuUmadService::OnGsiRequest, this));
+            m_gsiClasses.insert(cls);
+        }
+    }
 }
 
 bool
@@ -870,6 +1127,10 @@ EmuUmadService::OnQueryAnswer(uint64_t tid, const IbSmp& smp)
         p.gid_prefix = htobe64(pi.gidPrefix);
         p.rate = RateText(pi, p.rate_text, sizeof(p.rate_text));
         std::snprintf(p.link_layer, sizeof(p.link_layer), "InfiniBand");
+        if (p.portnum == m_portNumber)
+        {
+            std::snprintf(p.issm_path, sizeof(p.issm_path), "%s", m_issmPath.c_str());
+        }
     }
     else
     {

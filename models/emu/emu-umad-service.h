@@ -7,6 +7,7 @@
 
 #include "host/abi/cnuas-umad-abi.h"
 #include "models/mgmt/ib-mad-dispatcher.h"
+#include "models/mgmt/ib-sma-agent.h"
 #include "models/mgmt/ib-smp.h"
 
 #include "ns3/event-id.h"
@@ -15,8 +16,10 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 namespace ns3
@@ -36,6 +39,7 @@ struct EmuUmadCounters
     uint64_t madsUndelivered = 0; ///< for an agent whose process did not take them (full)
     uint64_t madsUnclaimed = 0;  ///< responses and traps no agent and no other manager took
     uint64_t queries = 0;        ///< CA/port queries answered from the port's SMA
+    uint64_t requestsDelivered = 0; ///< requests to the port handed to a process (SMInfo, SA...)
 };
 
 /**
@@ -59,7 +63,18 @@ struct EmuUmadCounters
  * in front of any manager already there (the built-in subnet manager on its host): responses
  * whose hi_tid is one of its agents', and traps and reports for an agent registered for that
  * class and method, go to the agent's process; everything else goes on to the previous manager.
- * Requests addressed to the port stay with the model's agents (SMA, PMA).
+ * Requests addressed to the port go to the model's agents (SMA, PMA), as a real adapter's
+ * firmware takes them first, except what the model does not serve there: SMInfo requests
+ * (IBA vol. 1 §14.2.5.13: the SM's attribute, not the SMA's) go to a process registered for
+ * Get/Set of the subnet management classes (opensm), and requests of a QP1 class no agent of
+ * the node serves (the SA, when opensm runs here) to a process registered for the method. The
+ * process's responses leave as the SMA's would (SendSmpResponse along the request's path, or
+ * a GMP to the requester).
+ *
+ * The SM interface: each port has an issm file (the path comes with the port's attributes,
+ * umad_get_issm_path); while a process holds it open, PortInfo.CapabilityMask.IsSM is set on
+ * the port (IbSmaAgent::SetIsSm), as the kernel's ib_umad sets it while /dev/infiniband/issmN
+ * is open. Opens and closes are seen with inotify, so a process that dies releases it too.
  *
  * Nothing a process sends can stop the daemon: a datagram of the wrong size, an unknown agent,
  * a MAD of a class its agent may not send, a directed route that leaves nowhere: each is
@@ -89,6 +104,8 @@ class EmuUmadService : public Object
     const std::string& GetSocketPath() const { return m_path; }
     /// Ports (umad_open_port) open now.
     uint32_t GetOpenPorts() const;
+    /// Whether a process holds the port's SM interface (issm) open: IsSM is set.
+    bool IsSmHeld() const { return m_issmOpens > 0; }
 
   protected:
     void DoDispose() override;
@@ -135,6 +152,18 @@ class EmuUmadService : public Object
 
     /// A MAD a process wrote to its stream: checked, its TID marked, sent.
     void SendFromProcess(Conn& c, const cnuas_umad_mad& m);
+    /// The node's SMA handler: SMInfo to a registered process, the rest to the SMA.
+    void OnSmpRequest(const IbReceivedMad& mad);
+    /// A GSI request of a class no agent of the node serves.
+    void OnGsiRequest(const IbReceivedMad& mad);
+    /// The agent registered for requests of (class, version, method): false if none.
+    bool FindRequestAgent(uint8_t cls, uint8_t version, uint8_t method, uint32_t* conn,
+                          uint32_t* agent) const;
+    /// Makes the GSI handlers of the node match the registrations: a class no agent of the
+    /// model serves, with an agent registered for its requests, is served here.
+    void UpdateGsiHandlers();
+    bool StartIssm(std::string* why);
+    void OnIssmEvent();
     /// The node's manager handler: this service's MADs, else the previous manager's.
     void OnManagerMad(const IbReceivedMad& mad);
     bool DeliverTo(Conn& c, uint32_t agentId, const IbReceivedMad& mad);
@@ -150,7 +179,17 @@ class EmuUmadService : public Object
     Ptr<IbMadDispatcher> m_disp;
     uint8_t m_portNumber = 1;
     IbMadDispatcher::MadHandler m_previousManager;
+    IbMadDispatcher::MadHandler m_previousSma;
     bool m_installed = false;
+    std::set<uint8_t> m_gsiClasses; ///< classes whose GSI handler is this service's
+    /// Requests delivered to processes, by TransactionID, for sending their responses back the
+    /// way they came (bounded: the oldest go first).
+    std::map<uint64_t, IbReceivedMad> m_incoming;
+    std::deque<uint64_t> m_incomingOrder;
+    Ptr<IbSmaAgent> m_sma;
+    std::string m_issmPath;
+    int m_inotifyFd = -1;
+    int m_issmOpens = 0;
     std::map<uint32_t, std::unique_ptr<Conn>> m_conns;
     uint32_t m_nextConn = 1;
     /// hi_tid -> (connection, agent id)

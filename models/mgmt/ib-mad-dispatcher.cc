@@ -197,6 +197,19 @@ IbMadDispatcher::GetManagerHandler() const
     return m_manager;
 }
 
+IbMadDispatcher::MadHandler
+IbMadDispatcher::GetSmaHandler() const
+{
+    return m_sma;
+}
+
+IbMadDispatcher::MadHandler
+IbMadDispatcher::GetGsiHandler(uint8_t mgmtClass) const
+{
+    auto it = m_gsi.find(mgmtClass);
+    return it == m_gsi.end() ? MadHandler() : it->second;
+}
+
 uint64_t
 IbMadDispatcher::GetDropCount(IbMadDropReason r) const
 {

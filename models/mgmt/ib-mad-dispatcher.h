@@ -98,6 +98,11 @@ class IbMadDispatcher : public Object
     void SetSmaHandler(MadHandler h);
     /// A GSI agent for management class `mgmtClass` (requests to QP1).
     void SetGsiHandler(uint8_t mgmtClass, MadHandler h);
+    /// The handlers set now (null if none), for a front end that takes some requests itself
+    /// and passes the rest on (the umad service of an emulated host: SMInfo and classes no
+    /// agent of the model serves go to the processes registered for them).
+    MadHandler GetSmaHandler() const;
+    MadHandler GetGsiHandler(uint8_t mgmtClass) const;
     /// A manager on this node: SMP and GMP responses and traps that arrive here.
     void SetManagerHandler(MadHandler h);
     /// The manager handler set now (null if none), so that a second manager on the node (the

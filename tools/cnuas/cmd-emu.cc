@@ -5,6 +5,7 @@
 #include "command.h"
 #include "emu-control.h"
 #include "emu-host.h"
+#include "emu-sysfs.h" // umad (issue 14)
 
 #include "helpers/eth-fabric-helper.h"
 #include "helpers/eth-pcap-writer.h"
@@ -1765,7 +1766,20 @@ RunExec(const std::vector<std::string>& args)
             setenv("LD_LIBRARY_PATH", path.c_str(), 1);
         }
     }
-    const std::string err = ExecInNetns(netns, cmd);
+    // umad (issue 14): the HCA in the host's /sys/class/infiniband, for programs that read
+    // sysfs themselves (ibstatus): a snapshot of the port as the program starts.
+    SysClassFiles sysClass;
+    if (!umadSocket.empty())
+    {
+        std::string why;
+        if (!HcaSysClassFiles(umadSocket, &sysClass, &why))
+        {
+            std::fprintf(stderr, "cnuas exec: warning: no /sys/class/infiniband view: %s\n",
+                         why.c_str());
+            sysClass.clear();
+        }
+    }
+    const std::string err = ExecInNetns(netns, cmd, &sysClass);
     std::fprintf(stderr, "cnuas exec: %s\n", err.c_str());
     return err.find("cannot run") == 0 ? 127 : 1;
 }
