@@ -5,6 +5,7 @@
 #include "emu-test-util.h"
 
 #include <algorithm>
+#include <csignal>
 #include <map>
 #include <regex>
 
@@ -52,6 +53,13 @@ class EmuUmad : public EmuFixture
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
         return out;
+    }
+
+    /// The capability mask `ibstat` printed (0 if none).
+    static unsigned long CapMask(const std::string& out)
+    {
+        const std::string f = Field(out, "Capability mask");
+        return f.empty() ? 0 : std::stoul(f, nullptr, 16);
     }
 
     /// A field of `ibstat`'s output ("Base lid: 3" -> "3"), or "" if absent.
@@ -132,6 +140,34 @@ TEST_F(EmuUmad, IbstatWithTheBuiltInSmShowsAnActivePortWithALid)
     // The SM's own port: IsSM in its capability mask (bit 1), its LID the SM LID.
     const std::string h0 = IbstatUntil("h0", "State: Active");
     EXPECT_EQ(Field(h0, "Base lid"), Field(h0, "SM lid")) << h0;
+    EXPECT_NE(CapMask(h0) & 0x2, 0u) << h0;
+    EXPECT_EQ(CapMask(out) & 0x2, 0u) << out;
+
+    // ibstatus, a shell script, reads /sys/class/infiniband: the host's view of its HCA that
+    // cnuas exec mounts, in the kernel's formats.
+    ShResult st = Exec("h1", "ibstatus");
+    EXPECT_EQ(st.exit, 0) << st.out;
+    char hexLid[16];
+    std::snprintf(hexLid, sizeof(hexLid), "0x%x", std::stoi(lid));
+    EXPECT_NE(st.out.find("Infiniband device 'cnuas_0' port 1 status:"), std::string::npos)
+        << st.out;
+    EXPECT_TRUE(std::regex_search(st.out, std::regex("base lid:\\s+" + std::string(hexLid) +
+                                                     "\\n")))
+        << st.out;
+    EXPECT_TRUE(std::regex_search(st.out, std::regex("state:\\s+4: ACTIVE"))) << st.out;
+    EXPECT_TRUE(std::regex_search(st.out, std::regex("phys state:\\s+5: LinkUp"))) << st.out;
+    EXPECT_TRUE(std::regex_search(st.out, std::regex("rate:\\s+[0-9]+ Gb/sec \\(4X"))) << st.out;
+    EXPECT_TRUE(std::regex_search(st.out, std::regex("link_layer:\\s+InfiniBand"))) << st.out;
+    // The default GID is the subnet prefix and the port GUID.
+    const std::string guid = Field(out, "Port GUID").substr(2);
+    const std::string gid = "fe80:0000:0000:0000:" + guid.substr(0, 4) + ":" +
+                            guid.substr(4, 4) + ":" + guid.substr(8, 4) + ":" + guid.substr(12, 4);
+    EXPECT_NE(st.out.find(gid), std::string::npos) << st.out << " vs " << gid;
+    // The rest of /sys is the host's: its network devices, nothing of the machine's.
+    const std::string net = Exec("h1", "ls /sys/class/net").out;
+    EXPECT_NE(net.find("ib0"), std::string::npos) << net;
+    EXPECT_NE(net.find("mgmt0"), std::string::npos) << net;
+    EXPECT_EQ(Exec("h1", "touch /sys/class/infiniband/x").exit == 0, false) << "read-only";
 }
 
 /// A number in `text` after `label` and dots ("PortXmitPkts:.......123" -> 123), or -1.
@@ -254,6 +290,92 @@ TEST_F(EmuUmad, DiagnosticsSeeTheTwoSwitchFabricOverTheWire)
         << farBefore.out << farAfter.out;
     EXPECT_GE(Counter(farAfter.out, "PortXmitPkts") - Counter(farBefore.out, "PortXmitPkts"), 20)
         << "h2's echo replies";
+}
+
+TEST_F(EmuUmad, OpensmBringsTheFabricUpAndVerbsRunOverItsRoutes)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm";
+    }
+    // The seed's sequence on a fresh fabric: no SM, ports Initializing with LID 0.
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    const std::string before = IbstatUntil("h2", "Physical state: LinkUp");
+    EXPECT_EQ(Field(before, "State"), "Initializing") << before;
+    EXPECT_EQ(Field(before, "Base lid"), "0") << before;
+    // opensm on h0, unmodified: its cache and log in the test's directory.
+    const std::string log = (m_dir / "opensm.log").string();
+    const std::string pid = (m_dir / "opensm.pid").string();
+    ExecBackground("h0",
+                   "env OSM_CACHE_DIR=" + m_dir.string() + " sh -c 'echo $$ > " + pid +
+                       "; exec timeout 300 opensm -f " + log + "'",
+                   "opensm.out");
+    std::string text;
+    for (int i = 0; i < 150 && text.find("SUBNET UP") == std::string::npos; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::ifstream in(log);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        text = ss.str();
+    }
+    ASSERT_NE(text.find("SUBNET UP"), std::string::npos) << text.substr(0, 4000);
+    EXPECT_EQ(text.find("ERRORS DURING INITIALIZATION"), std::string::npos) << text;
+    // Every port Active with its own LID, the SM LID h0's, IsSM on h0's port only.
+    std::set<std::string> lids;
+    std::string smLid;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "State: Active");
+        EXPECT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        lids.insert(Field(out, "Base lid"));
+        if (h == "h0")
+        {
+            smLid = Field(out, "Base lid");
+            EXPECT_NE(CapMask(out) & 0x2, 0u) << out;
+        }
+        EXPECT_EQ(Field(out, "SM lid"), smLid) << h << ": " << out;
+    }
+    EXPECT_EQ(lids.size(), 3u);
+    EXPECT_EQ(lids.count("0"), 0u);
+    // SMInfo is opensm's to answer (the SMA hands it to the process registered for it).
+    ShResult sm = Exec("h2", "sminfo");
+    EXPECT_NE(sm.out.find("sm lid " + smLid), std::string::npos) << sm.out;
+    EXPECT_NE(sm.out.find("SMINFO_MASTER"), std::string::npos) << sm.out;
+    // Verbs between the two switches' hosts over the routes opensm programmed.
+    const std::string bin = CNUAS_BINARY_DIR "/bin/msgstream";
+    if (access(bin.c_str(), X_OK) == 0)
+    {
+        ExecBackground("h2", "timeout 60 " + bin + " -n 20", "ms-server.txt");
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        ShResult client = Exec("h0", "timeout 60 " + bin + " -n 20 10.255.0.3");
+        EXPECT_NE(client.out.find("msgstream: OK"), std::string::npos) << client.out;
+        std::string server;
+        for (int i = 0; i < 50 && server.find("msgstream: OK") == std::string::npos; ++i)
+        {
+            server = WaitForLines("ms-server.txt", 1, 1);
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        EXPECT_NE(server.find("msgstream: OK"), std::string::npos) << server;
+    }
+    // opensm stops: the port is no longer an SM's (IsSM clears with the issm file closed).
+    std::ifstream pidIn(pid);
+    int opensmPid = 0;
+    pidIn >> opensmPid;
+    ASSERT_GT(opensmPid, 0);
+    kill(opensmPid, SIGTERM);
+    std::string after;
+    for (int i = 0; i < 50; ++i)
+    {
+        after = Exec("h0", "ibstat").out;
+        if ((CapMask(after) & 0x2) == 0)
+        {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    EXPECT_EQ(CapMask(after) & 0x2, 0u) << after;
 }
 
 TEST_F(EmuUmad, MisbehavingProgramsGetTheKernelsErrorsAndTheDaemonGoesOn)
