@@ -268,6 +268,20 @@ TEST_F(EmuUmad, DiagnosticsSeeTheTwoSwitchFabricOverTheWire)
     ShResult sm = Exec("h1", "sminfo");
     EXPECT_NE(sm.out.find("sm lid " + lid["h0"]), std::string::npos) << sm.out;
     EXPECT_NE(sm.out.find("SMINFO_MASTER"), std::string::npos) << sm.out;
+    // saquery: every NodeRecord from the built-in SM's SA, more than one MAD holds: RMPP
+    // segments on the wire, put together by the library as the kernel does.
+    ShResult sa = Exec("h1", "saquery");
+    EXPECT_EQ(sa.exit, 0) << sa.out;
+    for (const std::string n : {"h0", "h1", "h2", "swL", "swR"})
+    {
+        EXPECT_NE(sa.out.find("NodeDescription........." + n + "\n"), std::string::npos) << n;
+    }
+    size_t records = 0;
+    for (size_t at = 0; (at = sa.out.find("NodeRecord dump:", at)) != std::string::npos; ++at)
+    {
+        ++records;
+    }
+    EXPECT_EQ(records, 5u) << sa.out;
 
     // perfquery: GMPs to the PMA, the own port's (looped back in the HCA) and h2's across the
     // fabric; the counters grow with the IPoIB traffic the test sends.
@@ -343,6 +357,21 @@ TEST_F(EmuUmad, OpensmBringsTheFabricUpAndVerbsRunOverItsRoutes)
     ShResult sm = Exec("h2", "sminfo");
     EXPECT_NE(sm.out.find("sm lid " + smLid), std::string::npos) << sm.out;
     EXPECT_NE(sm.out.find("SMINFO_MASTER"), std::string::npos) << sm.out;
+    // So is the SA: saquery's requests reach opensm on h0, its answers (several RMPP segments
+    // for every NodeRecord) come back; the nodes describe themselves by name.
+    ShResult sa = Exec("h2", "saquery");
+    EXPECT_EQ(sa.exit, 0) << sa.out;
+    size_t records = 0;
+    for (size_t at = 0; (at = sa.out.find("NodeRecord dump:", at)) != std::string::npos; ++at)
+    {
+        ++records;
+    }
+    EXPECT_EQ(records, 5u) << sa.out;
+    EXPECT_NE(sa.out.find("NodeDescription.........swR\n"), std::string::npos) << sa.out;
+    ShResult isSm = Exec("h2", "saquery -s");
+    EXPECT_TRUE(std::regex_search(isSm.out, std::regex("base_lid\\.+" + smLid + "\\n")))
+        << isSm.out;
+    EXPECT_EQ(isSm.out.find("EndPortLid..............0"), std::string::npos) << isSm.out;
     // Verbs between the two switches' hosts over the routes opensm programmed.
     const std::string bin = CNUAS_BINARY_DIR "/bin/msgstream";
     if (access(bin.c_str(), X_OK) == 0)

@@ -33,6 +33,7 @@ struct agent_rec {
     int used;
     uint8_t qpn;
     uint8_t mgmt_class;
+    uint8_t rmpp_version; /* non-zero: the library does RMPP for it, as the kernel does */
     uint32_t hi_tid;
 };
 
@@ -49,13 +50,27 @@ struct pending {
     struct cnuas_umad_mad wire;      /* as it went to the daemon, for a retry */
 };
 
-/* A MAD ready for umad_recv: a response, a request, or a timed-out send. */
+/* A MAD ready for umad_recv: a response, a request, or a timed-out send; a reassembled
+ * multi-packet (RMPP) message is longer than one MAD. */
 struct ready {
     struct ready *next;
     size_t bytes;                    /* header + MAD bytes */
     struct ib_user_mad hdr;
-    uint8_t data[CNUAS_UMAD_MAD_BYTES];
+    uint8_t data[];
 };
+
+/* An RMPP message being received (the kernel's mad_rmpp_recv). */
+struct reassembly {
+    int used;
+    uint32_t agent_id;
+    uint8_t tid[8];
+    uint16_t slid;
+    uint32_t segs;       /* segments taken */
+    size_t len;          /* bytes in buf */
+    uint8_t *buf;        /* the first segment whole, then each one's data */
+    uint64_t stamp;
+};
+#define MAX_REASSEMBLIES 8
 
 struct port_rec {
     int fd;          /* the MAD stream: what umad_open_port returned */
@@ -68,6 +83,8 @@ struct port_rec {
     struct agent_rec agents[CNUAS_UMAD_MAX_AGENTS];
     struct pending *pending;
     struct ready *ready;       /* FIFO */
+    struct reassembly rmpp[MAX_REASSEMBLIES];
+    uint64_t rmpp_clock;
 };
 
 static pthread_mutex_t g_ports_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -166,6 +183,11 @@ static void free_lists(struct port_rec *p)
         free(p->ready);
         p->ready = n;
     }
+    for (int i = 0; i < MAX_REASSEMBLIES; ++i) {
+        free(p->rmpp[i].buf);
+        p->rmpp[i].buf = NULL;
+        p->rmpp[i].used = 0;
+    }
 }
 
 CNUAS_EXPORT int umad_close_port(int fd)
@@ -234,6 +256,7 @@ static int do_register(struct port_rec *p, uint32_t qpn, uint8_t mgmt_class, uin
     a->used = 1;
     a->qpn = (uint8_t)qpn;
     a->mgmt_class = mgmt_class;
+    a->rmpp_version = rmpp_version;
     a->hi_tid = r.u.reg.hi_tid;
     pthread_mutex_unlock(&p->lock);
     *id = r.u.reg.agent_id;
@@ -428,6 +451,40 @@ static uint32_t be32_at(const uint8_t *p)
     return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
 
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* ---- RMPP (IBA vol. 1 §13.6), as the kernel's mad_rmpp.c does it for agents registered with
+ * an rmpp_version: the RMPP header at bytes 24-35 (version, type, RRespTime|flags, status,
+ * SegmentNumber, PayloadLength/NewWindowLast); flags Active 1, First 2, Last 4; types DATA 1,
+ * ACK 2, STOP 3, ABORT 4. ---- */
+enum { RMPP_ACTIVE = 1, RMPP_FIRST = 2, RMPP_LAST = 4, RMPP_DATA = 1, RMPP_ACK = 2 };
+/* Bytes of every segment's RMPP payload (the MAD after the common and RMPP headers). */
+#define RMPP_SEG_PAYLOAD ((int)CNUAS_UMAD_MAD_BYTES - 36)
+
+/* ib_is_mad_class_rmpp */
+static int rmpp_class(uint8_t c)
+{
+    return c == 0x03 || c == 0x06 || c == 0x10 || c == 0x12 || (c >= 0x30 && c <= 0x4f);
+}
+
+/* ib_get_mad_data_offset: where a class's data starts (the headers every segment repeats). */
+static int data_offset(uint8_t c)
+{
+    if (c == 0x03)
+        return 56;
+    if (c == 0x06 || c == 0x10 || c == 0x12)
+        return 64;
+    if (c >= 0x30 && c <= 0x4f)
+        return 40;
+    return 24;
+}
+
 /* What the kernel refuses at write() time (ib_umad_write, ib_post_send_mad, smi.c): 0 or the
  * errno value. */
 static int check_send(struct port_rec *p, uint32_t agentid, const uint8_t *mad, int length)
@@ -439,9 +496,12 @@ static int check_send(struct port_rec *p, uint32_t agentid, const uint8_t *mad, 
     const struct agent_rec *a = &p->agents[agentid];
     if (!a->used)
         return EIO;
-    if (length > (int)CNUAS_UMAD_MAD_BYTES)
-        return EINVAL; /* multi-packet (RMPP) MADs are not offered */
     const uint8_t cls = mad[1];
+    const int rmpp = a->rmpp_version && rmpp_class(cls) && (mad[26] & RMPP_ACTIVE);
+    if (length > (int)CNUAS_UMAD_MAD_BYTES && !rmpp)
+        return EINVAL; /* longer than a MAD needs RMPP: an RMPP agent and the Active flag */
+    if (rmpp && (length < data_offset(cls) || length > (1 << 20)))
+        return EINVAL;
     const int smp = cls == 0x01 || cls == 0x81;
     if (smp != (a->qpn == 0))
         return EINVAL;
@@ -528,7 +588,10 @@ CNUAS_EXPORT int umad_send(int fd, int agentid, void *umad, int length, int time
     memcpy(w->gid, mad->addr.gid, 16);
     w->flow_label = ntohl(mad->addr.flow_label);
     w->pkey_index = mad->addr.pkey_index;
-    memcpy(w->mad, data, (size_t)length);
+    const int rmpp = p->agents[agentid].rmpp_version && rmpp_class(data[1]) &&
+                     (data[26] & RMPP_ACTIVE);
+    memcpy(w->mad, data, (size_t)(length < (int)CNUAS_UMAD_MAD_BYTES ? length
+                                                                   : (int)CNUAS_UMAD_MAD_BYTES));
     if (!response) {
         /* The agent's hi_tid in the upper half of the TransactionID, as ib_umad_write puts it
          * in its own copy (the process's buffer keeps its TID; a timed-out send comes back
@@ -539,7 +602,44 @@ CNUAS_EXPORT int umad_send(int fd, int agentid, void *umad, int length, int time
         w->mad[10] = (uint8_t)(hi >> 8);
         w->mad[11] = (uint8_t)hi;
     }
-    if (send(p->fd, w, sizeof(*w), MSG_NOSIGNAL) != (ssize_t)sizeof(*w)) {
+    int sent_ok = 1;
+    if (!rmpp) {
+        sent_ok = send(p->fd, w, sizeof(*w), MSG_NOSIGNAL) == (ssize_t)sizeof(*w);
+    } else {
+        /* Segments of 256 bytes, each repeating the headers up to the class's data offset, in
+         * order (mad_rmpp.c send_next_seg); the whole window at once: the receivers here take
+         * any number, and answer the last with an ACK, which completes nothing more. */
+        const int hdr = data_offset(data[1]);
+        const int seg_size = (int)CNUAS_UMAD_MAD_BYTES - hdr;
+        const int data_len = length - hdr;
+        const int count = data_len > 0 ? (data_len + seg_size - 1) / seg_size : 1;
+        const int pad = count * seg_size - data_len;
+        struct cnuas_umad_mad seg = *w;
+        for (int i = 1; i <= count && sent_ok; ++i) {
+            memset(seg.mad + hdr, 0, CNUAS_UMAD_MAD_BYTES - (size_t)hdr);
+            const int off = (i - 1) * seg_size;
+            const int n = data_len - off < seg_size ? data_len - off : seg_size;
+            if (n > 0)
+                memcpy(seg.mad + hdr, data + hdr + off, (size_t)n);
+            if (seg.mad[24] == 0)
+                seg.mad[24] = 1;
+            seg.mad[25] = RMPP_DATA;
+            seg.mad[26] = (uint8_t)((data[26] & 0xF8) | RMPP_ACTIVE | (i == 1 ? RMPP_FIRST : 0) |
+                                    (i == count ? RMPP_LAST : 0));
+            seg.mad[27] = 0;
+            put_be32(seg.mad + 28, (uint32_t)i);
+            uint32_t paylen = 0;
+            if (i == 1)
+                paylen = (uint32_t)(count * RMPP_SEG_PAYLOAD - pad);
+            if (i == count && count > 1)
+                paylen = (uint32_t)(RMPP_SEG_PAYLOAD - pad);
+            put_be32(seg.mad + 32, paylen);
+            if (i == 1)
+                *w = seg; /* what a retry or a timeout report carries */
+            sent_ok = send(p->fd, &seg, sizeof(seg), MSG_NOSIGNAL) == (ssize_t)sizeof(seg);
+        }
+    }
+    if (!sent_ok) {
         p->dead = 1;
         pthread_mutex_unlock(&p->lock);
         free(pend);
@@ -603,7 +703,7 @@ static int64_t run_deadlines(struct port_rec *p)
                     DEBUG("retry not sent: %s", strerror(errno));
             } else {
                 *pp = q->next;
-                struct ready *r = calloc(1, sizeof(*r));
+                struct ready *r = calloc(1, sizeof(*r) + MAD_HDR_BYTES);
                 if (r) {
                     r->hdr = q->hdr;
                     r->hdr.status = ETIMEDOUT;
@@ -623,6 +723,90 @@ static int64_t run_deadlines(struct port_rec *p)
     return next;
 }
 
+/* An RMPP segment for an agent that does RMPP (mad_rmpp.c): ACK, STOP and ABORT are the
+ * library's business and go no further; DATA segments are put together in order, and the last
+ * one is answered with an ACK and completes the message, returned (malloc'd) with its length
+ * as the kernel computes it (get_mad_len: the data offset, the segments' data, less the pad the
+ * last one's PayloadLength tells). NULL when nothing is complete. Port lock held. */
+static uint8_t *rmpp_receive(struct port_rec *p, const struct cnuas_umad_mad *m, size_t *len)
+{
+    const uint8_t *mad = m->mad;
+    if (mad[25] != RMPP_DATA)
+        return NULL;
+    const int hdr = data_offset(mad[1]);
+    const uint32_t seg = be32_at(mad + 28);
+    const int flags = mad[26] & 7;
+    struct reassembly *r = NULL;
+    for (int i = 0; i < MAX_REASSEMBLIES; ++i)
+        if (p->rmpp[i].used && p->rmpp[i].agent_id == m->agent_id && p->rmpp[i].slid == m->lid &&
+            memcmp(p->rmpp[i].tid, mad + 8, 8) == 0)
+            r = &p->rmpp[i];
+    if (flags & RMPP_FIRST) {
+        if (seg != 1)
+            return NULL;
+        if (!r) {
+            /* A free slot, else the oldest message gives way. */
+            for (int i = 0; i < MAX_REASSEMBLIES && !r; ++i)
+                if (!p->rmpp[i].used)
+                    r = &p->rmpp[i];
+            if (!r) {
+                r = &p->rmpp[0];
+                for (int i = 1; i < MAX_REASSEMBLIES; ++i)
+                    if (p->rmpp[i].stamp < r->stamp)
+                        r = &p->rmpp[i];
+            }
+        }
+        free(r->buf);
+        memset(r, 0, sizeof(*r));
+        r->buf = malloc(CNUAS_UMAD_MAD_BYTES);
+        if (!r->buf)
+            return NULL;
+        r->used = 1;
+        r->agent_id = m->agent_id;
+        r->slid = m->lid;
+        memcpy(r->tid, mad + 8, 8);
+        r->stamp = ++p->rmpp_clock;
+        memcpy(r->buf, mad, CNUAS_UMAD_MAD_BYTES);
+        r->len = CNUAS_UMAD_MAD_BYTES;
+        r->segs = 1;
+    } else {
+        if (!r || seg != r->segs + 1)
+            return NULL; /* out of order: the sender's retry will bring it again */
+        uint8_t *bigger = realloc(r->buf, r->len + CNUAS_UMAD_MAD_BYTES - (size_t)hdr);
+        if (!bigger)
+            return NULL;
+        r->buf = bigger;
+        memcpy(r->buf + r->len, mad + hdr, CNUAS_UMAD_MAD_BYTES - (size_t)hdr);
+        r->len += CNUAS_UMAD_MAD_BYTES - (size_t)hdr;
+        r->segs++;
+    }
+    if (!(flags & RMPP_LAST))
+        return NULL;
+    /* The ACK of the whole message, to the sender (ack_recv): the segment's headers with type
+     * ACK, SegmentNumber the last one, NewWindowLast the same. */
+    struct cnuas_umad_mad ack = *m;
+    memset(ack.mad + 36, 0, CNUAS_UMAD_MAD_BYTES - 36);
+    ack.mad[25] = RMPP_ACK;
+    ack.mad[26] = (uint8_t)((mad[26] & 0xF8) | RMPP_ACTIVE);
+    ack.mad[27] = 0;
+    put_be32(ack.mad + 28, r->segs);
+    put_be32(ack.mad + 32, r->segs);
+    ack.qkey = m->qpn == 1 ? 0x80010000u : m->qkey;
+    if (send(p->fd, &ack, sizeof(ack), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+        DEBUG("RMPP ACK not sent: %s", strerror(errno));
+    int pad = RMPP_SEG_PAYLOAD - (int)be32_at(mad + 32);
+    if (pad < 0 || pad > RMPP_SEG_PAYLOAD)
+        pad = 0;
+    size_t total = (size_t)hdr + r->segs * (CNUAS_UMAD_MAD_BYTES - (size_t)hdr) - (size_t)pad;
+    if (total > r->len)
+        total = r->len;
+    uint8_t *out = r->buf;
+    r->buf = NULL;
+    r->used = 0;
+    *len = total;
+    return out;
+}
+
 /* Takes what the daemon sent: requests and traps become ready; a response becomes ready if a
  * send of its agent waits for it (the kernel drops the others). Returns 0, or -EIO when the
  * daemon has gone. Port lock held. */
@@ -640,27 +824,40 @@ static int drain_stream(struct port_rec *p)
         if (got != (ssize_t)sizeof(m) || m.agent_id >= CNUAS_UMAD_MAX_AGENTS ||
             !p->agents[m.agent_id].used)
             continue;
-        if ((m.mad[3] & 0x80) != 0) {
-            const uint32_t tid_low = be32_at(m.mad + 12);
+        const uint8_t *mad = m.mad;
+        size_t mad_len = CNUAS_UMAD_MAD_BYTES;
+        uint8_t *whole = NULL;
+        if (p->agents[m.agent_id].rmpp_version && rmpp_class(m.mad[1]) &&
+            (m.mad[26] & RMPP_ACTIVE)) {
+            whole = rmpp_receive(p, &m, &mad_len);
+            if (!whole)
+                continue; /* a segment taken, an ACK consumed, or a stray dropped */
+            mad = whole;
+        }
+        if ((mad[3] & 0x80) != 0) {
+            const uint32_t tid_low = be32_at(mad + 12);
             struct pending **pp = &p->pending;
             while (*pp && !((*pp)->agent_id == m.agent_id && (*pp)->tid_low == tid_low &&
-                            (*pp)->mgmt_class == m.mad[1]))
+                            (*pp)->mgmt_class == mad[1]))
                 pp = &(*pp)->next;
             if (!*pp) {
                 DEBUG("response TID 0x%x for agent %u matches no send: dropped", tid_low,
                       m.agent_id);
+                free(whole);
                 continue;
             }
             struct pending *done = *pp;
             *pp = done->next;
             free(done);
         }
-        struct ready *r = calloc(1, sizeof(*r));
-        if (!r)
+        struct ready *r = calloc(1, sizeof(*r) + mad_len);
+        if (!r) {
+            free(whole);
             continue;
+        }
         r->hdr.agent_id = m.agent_id;
         r->hdr.status = 0;
-        r->hdr.length = (uint32_t)(sizeof(r->hdr) + CNUAS_UMAD_MAD_BYTES);
+        r->hdr.length = (uint32_t)(sizeof(r->hdr) + mad_len);
         r->hdr.addr.qpn = htonl(m.qpn);
         r->hdr.addr.qkey = htonl(m.qkey);
         r->hdr.addr.lid = htons(m.lid);
@@ -668,8 +865,9 @@ static int drain_stream(struct port_rec *p)
         r->hdr.addr.path_bits = m.path_bits;
         r->hdr.addr.grh_present = m.grh_present;
         r->hdr.addr.pkey_index = m.pkey_index;
-        memcpy(r->data, m.mad, CNUAS_UMAD_MAD_BYTES);
-        r->bytes = sizeof(r->hdr) + CNUAS_UMAD_MAD_BYTES;
+        memcpy(r->data, mad, mad_len);
+        r->bytes = sizeof(r->hdr) + mad_len;
+        free(whole);
         push_ready(p, r, 0);
     }
 }
@@ -739,12 +937,19 @@ CNUAS_EXPORT int umad_recv(int fd, void *umad, int *length, int timeout_ms)
     struct ready *m = p->ready;
     const int mad_bytes = (int)(m->bytes - sizeof(m->hdr));
     if (*length < mad_bytes) {
-        /* The kernel keeps the MAD queued and fails the read (EINVAL); libibumad then reports
-         * the length the MAD needs. */
+        /* The kernel keeps the MAD queued and fails the read: a multi-packet message whose
+         * first MAD fits gets that MAD, the header with the whole length, and ENOSPC (so that
+         * the caller can make room and read again: saquery does); anything else EINVAL. */
+        int err = EINVAL;
+        if (mad_bytes > (int)CNUAS_UMAD_MAD_BYTES && *length >= (int)CNUAS_UMAD_MAD_BYTES) {
+            memcpy(umad, &m->hdr, sizeof(m->hdr));
+            memcpy((uint8_t *)umad + sizeof(m->hdr), m->data, CNUAS_UMAD_MAD_BYTES);
+            err = ENOSPC;
+        }
         pthread_mutex_unlock(&p->lock);
         *length = mad_bytes;
-        errno = EINVAL;
-        return -EINVAL;
+        errno = err;
+        return -err;
     }
     p->ready = m->next;
     pthread_mutex_unlock(&p->lock);

@@ -20,6 +20,7 @@
 #include "helpers/topology.h"
 #include "models/emu/emu-hca-service.h"
 #include "models/emu/emu-umad-service.h" // umad (issue 14)
+#include "models/mgmt/ib-sma-agent.h"     // umad (issue 14)
 #include "models/emu/emu-realtime-simulator-impl.h"
 #include "models/emu/eth-tap-bridge.h"
 #include "models/emu/ib-ipoib-bridge.h"
@@ -888,6 +889,16 @@ BuildIbHosts(Daemon& d)
     }
     // Every node answers management: SMA and PMA behind its SMI/GSI (IBA vol. 1 ch. 13-16).
     ns3::IbMgmtHelper().Install(d.ib);
+    // umad (issue 14): every node describes itself by its topology name whichever SM runs, as
+    // a host's kernel sets its NodeDescription from the host name and a switch has its own
+    // (ibnetdiscover, iblinkinfo and saquery show them).
+    for (uint32_t n = 0; n < d.ib.nodes.GetN() && n < d.ib.topology.nodes.size(); ++n)
+    {
+        if (auto sma = ns3::IbMgmtHelper::GetSma(d.ib.nodes.Get(n)))
+        {
+            sma->SetAttribute("NodeDescription", ns3::StringValue(d.ib.topology.nodes[n].name));
+        }
+    }
     if (d.opt.sm == "builtin")
     {
         d.sm = ns3::IbSmHelper().Install(d.ib, d.ib.hosts.Get(0), ns3::MicroSeconds(2));
