@@ -407,6 +407,55 @@ TEST_F(EmuUmad, OpensmBringsTheFabricUpAndVerbsRunOverItsRoutes)
     EXPECT_EQ(CapMask(after) & 0x2, 0u) << after;
 }
 
+TEST_F(EmuUmad, OpensmAndIbnetdiscoverOnAK4FatTree)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm";
+    }
+    // 16 hosts, 20 four-port switches, 48 links; opensm sweeps it from h0.
+    ShResult up = Up("--fabric ib --dilation 20 --topology fat-tree:k=4 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    IbstatUntil("h0", "Physical state: LinkUp");
+    const std::string log = (m_dir / "opensm.log").string();
+    ExecBackground("h0",
+                   "env OSM_CACHE_DIR=" + m_dir.string() + " timeout 120 opensm -f " + log,
+                   "opensm.out");
+    std::string text;
+    for (int i = 0; i < 150 && text.find("SUBNET UP") == std::string::npos; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::ifstream in(log);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        text = ss.str();
+    }
+    ASSERT_NE(text.find("SUBNET UP"), std::string::npos) << text.substr(0, 4000);
+    EXPECT_EQ(text.find("ERRORS DURING INITIALIZATION"), std::string::npos);
+    const std::string far = IbstatUntil("h15", "State: Active");
+    EXPECT_EQ(Field(far, "State"), "Active") << far;
+    // ibnetdiscover from the far side: every node, port and link.
+    ShResult net = Exec("h15", "ibnetdiscover");
+    ASSERT_EQ(net.exit, 0) << net.out;
+    const auto count = [&](const std::string& re) {
+        const std::regex r(re);
+        return std::distance(std::sregex_iterator(net.out.begin(), net.out.end(), r),
+                             std::sregex_iterator());
+    };
+    EXPECT_EQ(count("\nSwitch\t4 \"S-[0-9a-f]{16}\""), 20) << net.out;
+    EXPECT_EQ(count("\nCa\t1 \"H-[0-9a-f]{16}\""), 16) << net.out;
+    // 16 host links and 32 between switches: 80 switch port lines, 16 CA port lines, each
+    // CA port with the LID opensm gave it.
+    EXPECT_EQ(count("\n\\[[0-9]+\\]\t\"[SH]-[0-9a-f]{16}\"\\[[0-9]+\\]"), 80) << net.out;
+    EXPECT_EQ(count("\n\\[1\\]\\([0-9a-f]+\\) \t\"S-[0-9a-f]{16}\"\\[[0-9]\\]\t+# lid [1-9]"),
+              16)
+        << net.out;
+    ShResult links = Exec("h7", "iblinkinfo");
+    EXPECT_EQ(links.exit, 0) << links.out;
+    EXPECT_EQ(links.out.find("Initialize"), std::string::npos) << links.out;
+    EXPECT_EQ(links.out.find("Down"), std::string::npos) << links.out;
+}
+
 TEST_F(EmuUmad, MisbehavingProgramsGetTheKernelsErrorsAndTheDaemonGoesOn)
 {
     const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-umad-hostile";
