@@ -484,6 +484,20 @@ TEST_F(EmuUmad, MisbehavingProgramsGetTheKernelsErrorsAndTheDaemonGoesOn)
     ShResult nowhere = Exec("h0", "timeout 30 smpquery -D nodeinfo 0,1,9");
     EXPECT_NE(nowhere.exit, 0) << nowhere.out;
     EXPECT_NE(nowhere.out.find("node info query failed"), std::string::npos) << nowhere.out;
+    // An M_Key-protected port (protection bits 2) probed with the wrong key: the SMA discards
+    // the SMP (IBA vol. 1 §14.2.4.1), so smpquery times out; with the key it is answered; the
+    // port's own host still sees it in ibstat (the driver's queries pass the M_Key check).
+    ShResult protect = Exec("h0", bin + " mkey 2");
+    EXPECT_NE(protect.out.find("ok mkey-set"), std::string::npos) << protect.out;
+    ShResult wrong = Exec("h0", "timeout 30 smpquery -D nodeinfo 0,1,2");
+    EXPECT_NE(wrong.exit, 0) << wrong.out;
+    EXPECT_NE(wrong.out.find("node info query failed"), std::string::npos) << wrong.out;
+    ShResult right = Exec("h0", "timeout 30 smpquery -y 0xc0ffee -D portinfo 0,1,2");
+    EXPECT_EQ(right.exit, 0) << right.out;
+    EXPECT_NE(right.out.find("ProtectBits:.....................2"), std::string::npos)
+        << right.out;
+    EXPECT_GE(Counter(right.out, "MkeyViolations"), 1) << right.out;
+    EXPECT_EQ(Field(Exec("h1", "ibstat").out, "Base lid"), "16");
     // A program killed while its sends wait for answers that never come.
     Exec("h0", "timeout -s KILL 0.3 " + bin);
     // The daemon is unharmed: both hosts' ports answer as before.

@@ -1069,8 +1069,14 @@ EmuUmadService::SendQuerySmp(uint64_t tid, Query& q)
         attr = IbSmAttr::PKeyTable;
         mod = static_cast<uint32_t>(q.step - ca.numports - 1);
     }
-    // Hop count 0: the port's own SMA, through the SMI's loopback (IBA vol. 1 §14.2.2).
+    // Hop count 0: the port's own SMA, through the SMI's loopback (IBA vol. 1 §14.2.2), with
+    // the port's M_Key: a driver's own queries pass the M_Key check (mlx4/mlx5 make them with
+    // it off), so a protected port still shows in ibstat.
     IbSmp smp = IbSmp::MakeDirected(IbMadMethod::Get, attr, mod, tid, nullptr, 0);
+    if (m_sma)
+    {
+        smp.SetMKey(m_sma->GetMKey(m_portNumber));
+    }
     q.timeout.Cancel();
     q.timeout = Simulator::Schedule(m_queryTimeout, &EmuUmadService::QueryTimeout, this, tid);
     if (!m_disp->SendDirectedSmp(smp))

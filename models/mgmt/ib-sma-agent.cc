@@ -350,6 +350,13 @@ IbSmaAgent::GetMKeyViolations(uint8_t port) const
     return it == m_state.end() ? 0 : it->second.mKeyViolations;
 }
 
+uint64_t
+IbSmaAgent::GetMKey(uint8_t port) const
+{
+    auto it = m_state.find(port);
+    return it == m_state.end() ? 0 : it->second.mKey;
+}
+
 // ---- request handling -----------------------------------------------------------------------
 
 IbSmaAgent::PortState&

@@ -79,8 +79,61 @@ static uint16_t mad_status(const uint8_t *m)
     return (uint16_t)((m[4] << 8) | m[5]);
 }
 
-int main(void)
+/* `umad-hostile mkey PATH...`: protects the port at the end of the directed route PATH (after
+ * the local port) with M_Key 0xC0FFEE and protection bits 2, giving it LID and SM LID 0x10 (a
+ * PortInfo Set needs unicast LIDs). Prints "ok mkey-set" or "FAIL ...". */
+static int set_mkey(int argc, char **argv)
 {
+    int fd = umad_open_port(NULL, 0);
+    int smi = fd >= 0 ? umad_register(fd, 0x81, 1, 0, NULL) : -1;
+    if (smi < 0) {
+        printf("FAIL mkey-set: no port\n");
+        return 1;
+    }
+    uint8_t path[64];
+    int n = 0;
+    path[n++] = 1;
+    for (int i = 0; i < argc && n < 63; ++i)
+        path[n++] = (uint8_t)atoi(argv[i]);
+    void *umad = buf;
+    dr_smp(umad, 0x0015, 0, path, n);
+    int len = MAD;
+    if (umad_send(fd, smi, umad, MAD, 500, 2) != 0 || umad_recv(fd, umad, &len, 3000) != smi ||
+        umad_status(umad) != 0) {
+        printf("FAIL mkey-set: PortInfo Get\n");
+        return 1;
+    }
+    uint8_t info[64];
+    memcpy(info, (uint8_t *)umad_get_mad(umad) + 64, 64);
+    uint8_t *m = dr_smp(umad, 0x0015, 0, path, n);
+    m[3] = 0x02; /* Set */
+    memcpy(m + 64, info, 64);
+    uint8_t *pi = m + 64;
+    const uint8_t key[8] = {0, 0, 0, 0, 0, 0xC0, 0xFF, 0xEE};
+    memcpy(pi, key, 8);                      /* M_Key */
+    pi[16] = 0, pi[17] = 0x10;               /* LID */
+    pi[18] = 0, pi[19] = 0x10;               /* MasterSMLID */
+    pi[32] &= 0xF0;                          /* PortState: no change */
+    pi[33] &= 0x0F;                          /* PortPhysicalState: no change */
+    pi[34] = (uint8_t)((pi[34] & 0x3F) | 0x80); /* M_KeyProtectBits 2 */
+    len = MAD;
+    if (umad_send(fd, smi, umad, MAD, 500, 2) != 0 || umad_recv(fd, umad, &len, 3000) != smi ||
+        umad_status(umad) != 0 || (mad_status(umad_get_mad(umad)) & 0x7FFF) != 0) {
+        printf("FAIL mkey-set: PortInfo Set status 0x%x\n", mad_status(umad_get_mad(umad)));
+        return 1;
+    }
+    printf("ok mkey-set\n");
+    umad_close_port(fd);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "mkey") == 0) {
+        if (umad_init() < 0)
+            return 1;
+        return set_mkey(argc - 2, argv + 2);
+    }
     if (umad_init() < 0) {
         printf("FAIL init\ndone 1 failures\n");
         return 1;
