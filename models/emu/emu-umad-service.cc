@@ -33,6 +33,9 @@ namespace ns3
 NS_LOG_COMPONENT_DEFINE("EmuUmadService");
 NS_OBJECT_ENSURE_REGISTERED(EmuUmadService);
 
+int EmuUmadService::s_inotifyFd = -1;
+std::map<int, EmuUmadService*> EmuUmadService::s_issmWatches;
+
 namespace
 {
 
@@ -301,25 +304,83 @@ EmuUmadService::StartIssm(std::string* why)
         return false;
     }
     close(f);
-    m_inotifyFd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (m_inotifyFd < 0 ||
-        inotify_add_watch(m_inotifyFd, m_issmPath.c_str(), IN_OPEN | IN_CLOSE) < 0 ||
-        !EmuRealtimeSimulatorImpl::Current()->WatchFd(m_inotifyFd, Simulator::NO_CONTEXT,
-                                                      [this]() { OnIssmEvent(); }))
+    if (s_inotifyFd < 0)
+    {
+        s_inotifyFd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (s_inotifyFd < 0 ||
+            !EmuRealtimeSimulatorImpl::Current()->WatchFd(s_inotifyFd, Simulator::NO_CONTEXT,
+                                                          &EmuUmadService::OnInotify))
+        {
+            *why = std::string("cannot watch issm files: ") + std::strerror(errno);
+            if (s_inotifyFd >= 0)
+            {
+                close(s_inotifyFd);
+                s_inotifyFd = -1;
+            }
+            return false;
+        }
+    }
+    m_issmWatch = inotify_add_watch(s_inotifyFd, m_issmPath.c_str(), IN_OPEN | IN_CLOSE);
+    if (m_issmWatch < 0)
     {
         *why = "cannot watch " + m_issmPath + ": " + std::strerror(errno);
         return false;
     }
+    s_issmWatches[m_issmWatch] = this;
     return true;
+}
+
+void
+EmuUmadService::StopIssm()
+{
+    if (m_issmWatch >= 0)
+    {
+        s_issmWatches.erase(m_issmWatch);
+        if (s_inotifyFd >= 0)
+        {
+            inotify_rm_watch(s_inotifyFd, m_issmWatch);
+        }
+        m_issmWatch = -1;
+    }
+    if (s_issmWatches.empty() && s_inotifyFd >= 0)
+    {
+        if (auto rt = EmuRealtimeSimulatorImpl::Current())
+        {
+            rt->UnwatchFd(s_inotifyFd);
+        }
+        close(s_inotifyFd);
+        s_inotifyFd = -1;
+    }
+}
+
+void
+EmuUmadService::OnInotify()
+{
+    alignas(inotify_event) char buf[4096];
+    std::set<int> touched;
+    ssize_t n;
+    while ((n = read(s_inotifyFd, buf, sizeof(buf))) > 0)
+    {
+        for (ssize_t at = 0; at < n;)
+        {
+            const auto* ev = reinterpret_cast<const inotify_event*>(buf + at);
+            touched.insert(ev->wd);
+            at += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+        }
+    }
+    for (int wd : touched)
+    {
+        auto it = s_issmWatches.find(wd);
+        if (it != s_issmWatches.end())
+        {
+            it->second->OnIssmEvent();
+        }
+    }
 }
 
 void
 EmuUmadService::OnIssmEvent()
 {
-    alignas(inotify_event) char buf[4096];
-    while (read(m_inotifyFd, buf, sizeof(buf)) > 0)
-    {
-    }
     // Identical events may be merged by inotify, so the holders are counted afresh: the
     // processes with a descriptor on the file (one that died has none).
     int holders = 0;
@@ -386,15 +447,7 @@ EmuUmadService::Stop()
     m_incomingOrder.clear();
     m_previousManager = IbMadDispatcher::MadHandler();
     m_previousSma = IbMadDispatcher::MadHandler();
-    if (m_inotifyFd >= 0)
-    {
-        if (auto rt = EmuRealtimeSimulatorImpl::Current())
-        {
-            rt->UnwatchFd(m_inotifyFd);
-        }
-        close(m_inotifyFd);
-        m_inotifyFd = -1;
-    }
+    StopIssm();
     if (m_issmOpens > 0 && m_sma)
     {
         m_sma->SetIsSm(m_portNumber, false);

@@ -163,7 +163,13 @@ class EmuUmadService : public Object
     /// model serves, with an agent registered for its requests, is served here.
     void UpdateGsiHandlers();
     bool StartIssm(std::string* why);
+    void StopIssm();
     void OnIssmEvent();
+    /// One inotify instance for every service of the daemon (a user has 128 by default, and a
+    /// fabric may have more hosts): watch descriptor -> service.
+    static void OnInotify();
+    static int s_inotifyFd;
+    static std::map<int, EmuUmadService*> s_issmWatches;
     /// The node's manager handler: this service's MADs, else the previous manager's.
     void OnManagerMad(const IbReceivedMad& mad);
     bool DeliverTo(Conn& c, uint32_t agentId, const IbReceivedMad& mad);
@@ -188,7 +194,7 @@ class EmuUmadService : public Object
     std::deque<uint64_t> m_incomingOrder;
     Ptr<IbSmaAgent> m_sma;
     std::string m_issmPath;
-    int m_inotifyFd = -1;
+    int m_issmWatch = -1; ///< this service's watch on s_inotifyFd
     int m_issmOpens = 0;
     std::map<uint32_t, std::unique_ptr<Conn>> m_conns;
     uint32_t m_nextConn = 1;
