@@ -76,10 +76,10 @@ DeliverToSm(Ptr<IbSubnetManager> sm, const IbReceivedMad& m)
 void
 ServeSa(Ptr<IbSubnetManager> sm, Ptr<IbMadDispatcher> disp, const IbReceivedMad& m)
 {
-    uint8_t out[kIbMadBytes];
-    if (sm->AnswerSa(m.view.mad.data(), out))
+    // A table larger than one MAD goes as RMPP segments, in order.
+    for (const auto& segment : sm->AnswerSaSegments(m.view.mad.data()))
     {
-        disp->SendGmpResponse(m, out);
+        disp->SendGmpResponse(m, segment.data());
     }
 }
 

@@ -23,6 +23,8 @@ PACKAGES=(
   # verbs: the headers Cnuas's libibverbs and msgstream build against, and the unmodified
   # verbs programs the tests run on emulated hosts
   libibverbs-dev ibverbs-utils ibverbs-providers perftest
+  # umad: the header Cnuas's libibumad builds against (its diagnostics are infiniband-diags)
+  libibumad-dev
   # optional: faster rebuilds
   ccache
 )

@@ -503,3 +503,46 @@ TEST_F(SmSa, TheSmProgramsSlToVlWhenRoutesUseLayers)
     EXPECT_EQ(sm2->GetVlLayers().layers, 1u);
     EXPECT_EQ(ftSets, 0u);
 }
+
+// A GetTable of every NodeRecord of a k=4 fat-tree (36 nodes, 112 bytes apart) is 4032 bytes of
+// records: 21 RMPP DATA segments of 200 (IBA vol. 1 §13.6.3), in order, Active on each, First on
+// the first and Last on the last, PayloadLength the whole payload first and the last one's share
+// last; put together they hold every node once (what saquery shows through libibumad, which
+// reassembles them as the kernel does).
+TEST_F(SmSa, ATableLargerThanAMadComesAsRmppSegments)
+{
+    SaFabric s(5);
+    IbSaMad q = IbSaMad::Make(IbMadMethod::GetTable, IbSaAttr::NodeRecord, 0, 0);
+    q.Mad().SetTransactionId(0x7777);
+    uint8_t bytes[kIbMadBytes];
+    q.WriteTo(bytes);
+    ASSERT_TRUE(s.client->SendGmp(1, bytes, s.sm->GetSmLid(), kIbGsiQp, 0));
+    Simulator::Stop(MicroSeconds(100));
+    Simulator::Run();
+    ASSERT_EQ(s.got.size(), 21u);
+    std::vector<uint8_t> stream;
+    for (size_t i = 0; i < s.got.size(); ++i)
+    {
+        const IbSaMad& seg = s.got[i];
+        EXPECT_EQ(seg.Mad().GetMethod(), IbMadMethod::GetTableResp);
+        EXPECT_EQ(seg.Mad().GetTransactionId(), 0x7777u);
+        EXPECT_EQ(seg.Mad().GetStatus(), IbMadStatus::Ok);
+        EXPECT_EQ(seg.GetAttributeOffset(), 14);
+        EXPECT_EQ(seg.GetRmppType(), 1);
+        EXPECT_EQ(seg.GetRmppData1(), i + 1); // SegmentNumber
+        const uint8_t flags = seg.GetRmppTimeFlags() & 0x07;
+        EXPECT_EQ(flags, 0x01 | (i == 0 ? 0x02 : 0) | (i == 20 ? 0x04 : 0)) << i;
+        const uint32_t pad = 21 * 200 - 36 * 112;
+        EXPECT_EQ(seg.GetRmppData2(), i == 0 ? 21 * 220 - pad : (i == 20 ? 220 - pad : 0)) << i;
+        stream.insert(stream.end(), seg.Data(), seg.Data() + IbSaMad::kDataBytes);
+    }
+    std::set<uint16_t> lids;
+    for (size_t n = 0; n < 36; ++n)
+    {
+        IbNodeRecord r;
+        r.ReadFrom(stream.data() + n * 112);
+        lids.insert(r.lid);
+    }
+    EXPECT_EQ(lids.size(), 36u);
+    EXPECT_EQ(lids.count(0), 0u);
+}

@@ -8,6 +8,8 @@
 #include "ns3/node.h"
 #include "ns3/simulator.h"
 
+#include <algorithm>
+
 namespace ns3
 {
 
@@ -187,6 +189,25 @@ void
 IbMadDispatcher::SetManagerHandler(MadHandler h)
 {
     m_manager = h;
+}
+
+IbMadDispatcher::MadHandler
+IbMadDispatcher::GetManagerHandler() const
+{
+    return m_manager;
+}
+
+IbMadDispatcher::MadHandler
+IbMadDispatcher::GetSmaHandler() const
+{
+    return m_sma;
+}
+
+IbMadDispatcher::MadHandler
+IbMadDispatcher::GetGsiHandler(uint8_t mgmtClass) const
+{
+    auto it = m_gsi.find(mgmtClass);
+    return it == m_gsi.end() ? MadHandler() : it->second;
 }
 
 uint64_t
@@ -529,6 +550,12 @@ IbMadDispatcher::SendSmpResponse(const IbReceivedMad& request, IbSmp smp)
         Drop(nullptr, IbMadDropReason::NoRoute);
         return false;
     }
+    if (!m_switch && IsOwnLid(out, dlid))
+    {
+        uint8_t bytes[kIbMadBytes];
+        smp.WriteTo(bytes);
+        return Loopback(out, bytes, kIbSmiQp, kIbSmiQp, 0, dlid, 0, kIbManagementVl);
+    }
     const uint16_t lid = GetLid(request.portNumber);
     if (!SendSmpOut(out, smp, dlid, lid == 0 ? kPermissive : lid))
     {
@@ -563,6 +590,16 @@ IbMadDispatcher::SendGmp(uint8_t port, const uint8_t* mad, uint16_t dlid, uint32
     if (!m_switch)
     {
         vl = dev->MapSlToVl(sl);
+        if (IsOwnLid(out, dlid))
+        {
+            // GMPs travel on data VLs, which carry nothing until the port is Active (§7.2).
+            if (dev->GetPortState() != IbPortState::Active)
+            {
+                Drop(nullptr, IbMadDropReason::SendFailed);
+                return false;
+            }
+            return Loopback(out, mad, destQp, kIbGsiQp, IbDethHeader::kGsiQkey, dlid, sl, vl);
+        }
     }
     Ptr<Packet> pkt = IbMakeMadPacket(mad, destQp, kIbGsiQp, IbDethHeader::kGsiQkey,
                                       IbBthHeader::kDefaultPkey, m_psn++ & IbBthHeader::kMax24);
@@ -640,12 +677,59 @@ IbMadDispatcher::SendLidRoutedSmp(uint8_t port, const IbSmp& smp, uint16_t dlid)
         Drop(nullptr, IbMadDropReason::NoRoute);
         return false;
     }
+    if (!m_switch && IsOwnLid(out, dlid))
+    {
+        uint8_t bytes[kIbMadBytes];
+        smp.WriteTo(bytes);
+        return Loopback(out, bytes, kIbSmiQp, kIbSmiQp, 0, dlid, 0, kIbManagementVl);
+    }
     const uint16_t lid = GetLid(out);
     if (!SendSmpOut(out, smp, dlid, lid == 0 ? kPermissive : lid))
     {
         Drop(nullptr, IbMadDropReason::SendFailed);
         return false;
     }
+    return true;
+}
+
+bool
+IbMadDispatcher::IsOwnLid(uint8_t port, uint16_t dlid) const
+{
+    Ptr<IbNetDevice> p = GetPort(port);
+    if (!p || p->GetLid() == 0 || dlid == 0 || dlid >= 0xC000)
+    {
+        return false;
+    }
+    // A port answers to 2^LMC LIDs from its base LID (IBA vol. 1 §7.11.1).
+    const uint16_t mask = static_cast<uint16_t>(~((1u << p->GetLmc()) - 1));
+    return (dlid & mask) == (p->GetLid() & mask);
+}
+
+bool
+IbMadDispatcher::Loopback(uint8_t port, const uint8_t* mad, uint32_t destQp, uint32_t srcQp,
+                          uint32_t qkey, uint16_t lid, uint8_t sl, uint8_t vl)
+{
+    // What the packet would have carried, had it gone out and come back: the node's SMI/GSI
+    // takes it as received on the same port, in a later event (as a send's completion and the
+    // arrival are never one step on an adapter).
+    IbReceivedMad m;
+    m.port = GetPort(port);
+    m.portNumber = port;
+    m.vl = vl;
+    m.view.lrh.SetVl(vl);
+    m.view.lrh.SetSl(sl);
+    m.view.lrh.SetDlid(lid);
+    m.view.lrh.SetSlid(lid);
+    m.view.bth.SetDestQp(destQp);
+    m.view.deth.SetSrcQp(srcQp);
+    m.view.deth.SetQkey(qkey);
+    std::copy(mad, mad + kIbMadBytes, m.view.mad.begin());
+    if (destQp == kIbSmiQp)
+    {
+        m.smp.ReadFrom(mad);
+    }
+    m_loopedBack++;
+    Simulator::ScheduleNow([this, m]() { Deliver(m, nullptr); });
     return true;
 }
 

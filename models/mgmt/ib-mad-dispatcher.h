@@ -98,8 +98,16 @@ class IbMadDispatcher : public Object
     void SetSmaHandler(MadHandler h);
     /// A GSI agent for management class `mgmtClass` (requests to QP1).
     void SetGsiHandler(uint8_t mgmtClass, MadHandler h);
+    /// The handlers set now (null if none), for a front end that takes some requests itself
+    /// and passes the rest on (the umad service of an emulated host: SMInfo and classes no
+    /// agent of the model serves go to the processes registered for them).
+    MadHandler GetSmaHandler() const;
+    MadHandler GetGsiHandler(uint8_t mgmtClass) const;
     /// A manager on this node: SMP and GMP responses and traps that arrive here.
     void SetManagerHandler(MadHandler h);
+    /// The manager handler set now (null if none), so that a second manager on the node (the
+    /// umad service of an emulated host) can take the MADs that are its own and pass the rest on.
+    MadHandler GetManagerHandler() const;
 
     // ---- sending ------------------------------------------------------------------------------
     /**
@@ -120,12 +128,17 @@ class IbMadDispatcher : public Object
     /// A LID-routed SMP from `port` (a CA port number, or 0 at a switch: routed by its LFT).
     bool SendLidRoutedSmp(uint8_t port, const IbSmp& smp, uint16_t dlid);
     /// A GMP to `dlid`, QP `destQp` (1 for GSI agents), on `sl`, from CA port `port` (or 0).
+    /// At a CA, a LID-routed SMP or a GMP to the sending port's own LID is looped back inside
+    /// the adapter (GetLoopedBack counts them): a switch never sends a packet back out of the port it came
+    /// in by, so it could not come back over the wire.
     bool SendGmp(uint8_t port, const uint8_t* mad, uint16_t dlid, uint32_t destQp, uint8_t sl);
 
     /// Packets this node's SMI/GSI discarded for `r`.
     uint64_t GetDropCount(IbMadDropReason r) const;
     /// SMPs a switch forwarded along their directed route.
     uint64_t GetDrForwarded() const { return m_drForwarded; }
+    /// MADs a CA sent to its own LID and took back without the wire.
+    uint64_t GetLoopedBack() const { return m_loopedBack; }
     /// This node's LID: the switch's, or the CA port's.
     uint16_t GetLid(uint8_t port) const;
 
@@ -144,6 +157,11 @@ class IbMadDispatcher : public Object
     void Drop(Ptr<const Packet> p, IbMadDropReason r);
     /// Sends SMP bytes out of physical port `out` on VL15 with the given LIDs.
     bool SendSmpOut(uint8_t out, const IbSmp& smp, uint16_t dlid, uint16_t slid);
+    /// At a CA, whether `dlid` is CA port `port`'s own LID (LMC range included).
+    bool IsOwnLid(uint8_t port, uint16_t dlid) const;
+    /// Hands a MAD the node sent to itself to its own SMI/GSI, as the packet would have arrived.
+    bool Loopback(uint8_t port, const uint8_t* mad, uint32_t destQp, uint32_t srcQp,
+                  uint32_t qkey, uint16_t lid, uint8_t sl, uint8_t vl);
     /// Port a switch's own LID-routed packet leaves by (0: none).
     uint8_t RouteFromSwitch(uint16_t dlid) const;
     bool PortUsable(uint8_t n) const;
@@ -156,6 +174,7 @@ class IbMadDispatcher : public Object
     std::map<uint8_t, MadHandler> m_gsi;
     std::array<uint64_t, 12> m_drops{};
     uint64_t m_drForwarded = 0;
+    uint64_t m_loopedBack = 0;
     Time m_processingDelay;
     uint32_t m_psn = 0;
     TracedCallback<Ptr<const Packet>, uint8_t> m_rxTrace;

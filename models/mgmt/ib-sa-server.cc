@@ -4,6 +4,7 @@
 #include "ib-mad-header.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <vector>
 
@@ -150,10 +151,18 @@ MakeNodeRecord(const IbSmSubnet& s, const IbSmLidTarget& at)
 
 } // namespace
 
-bool
-IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
-          uint8_t* response, const IbVlLayers* layers)
+namespace
 {
+
+/// IbSaServe and IbSaServeSegments: with `multi`, a table larger than one MAD becomes several
+/// RMPP DATA segments in `out`; without, it is answered ERR_NO_RESOURCES. False: no answer.
+bool
+Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
+      const IbVlLayers* layers, bool multi, std::vector<std::array<uint8_t, kIbMadBytes>>& out)
+{
+    out.clear();
+    out.emplace_back();
+    uint8_t* response = out.back().data();
     IbSaMad req;
     req.ReadFrom(request);
     const IbMadHeader& h = req.Mad();
@@ -263,6 +272,43 @@ IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t
         return answer(IbMadStatus::Ok);
     }
     const size_t fit = IbSaMad::kDataBytes / (words * 8u);
+    if (records.size() > fit && multi)
+    {
+        // Several RMPP DATA segments (IBA vol. 1 §13.6.3): the records as one stream at
+        // AttributeOffset strides, cut every 200 bytes; each segment repeats the MAD, RMPP and
+        // SA headers; PayloadLength is the whole payload in the first segment (SA header after
+        // RMPP, 20 bytes a segment, plus the data) and the last one's share in the last. All go
+        // at once: the requester's window is not waited for (its ACK completes nothing here).
+        std::vector<uint8_t> stream(records.size() * words * 8u, 0);
+        for (size_t i = 0; i < records.size(); ++i)
+        {
+            std::memcpy(stream.data() + i * words * 8u, records[i].data(), recordBytes);
+        }
+        constexpr uint32_t kSeg = IbSaMad::kDataBytes;
+        constexpr uint32_t kRmppPayload = kIbMadBytes - 36;
+        const uint32_t count = static_cast<uint32_t>((stream.size() + kSeg - 1) / kSeg);
+        const uint32_t pad = count * kSeg - static_cast<uint32_t>(stream.size());
+        resp.SetAttributeOffset(words);
+        resp.SetRmppVersion(1);
+        resp.SetRmppType(1);
+        resp.Mad().SetStatus(IbMadStatus::Ok);
+        out.clear();
+        for (uint32_t seg = 1; seg <= count; ++seg)
+        {
+            std::memset(resp.Data(), 0, IbSaMad::kDataBytes);
+            const size_t at = (seg - 1) * kSeg;
+            std::memcpy(resp.Data(), stream.data() + at,
+                        std::min<size_t>(kSeg, stream.size() - at));
+            resp.SetRmppTimeFlags(static_cast<uint8_t>(0x01 | (seg == 1 ? 0x02 : 0) |
+                                                       (seg == count ? 0x04 : 0)));
+            resp.SetRmppData1(seg);
+            resp.SetRmppData2(seg == 1 ? count * kRmppPayload - pad
+                                       : (seg == count ? kRmppPayload - pad : 0));
+            out.emplace_back();
+            resp.WriteTo(out.back().data());
+        }
+        return true;
+    }
     if (records.size() > fit)
     {
         return answer(IbSaStatus::NoResources);
@@ -280,6 +326,33 @@ IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t
     resp.SetRmppData1(1);
     resp.SetRmppData2(static_cast<uint32_t>(20 + records.size() * words * 8u));
     return answer(IbMadStatus::Ok);
+}
+
+} // namespace
+
+bool
+IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
+          uint8_t* response, const IbVlLayers* layers)
+{
+    std::vector<std::array<uint8_t, kIbMadBytes>> out;
+    if (!Serve(subnet, tables, request, layers, false, out))
+    {
+        return false;
+    }
+    std::memcpy(response, out[0].data(), kIbMadBytes);
+    return true;
+}
+
+std::vector<std::array<uint8_t, kIbMadBytes>>
+IbSaServeSegments(const IbSmSubnet& subnet, const IbRoutingTables& tables,
+                  const uint8_t* request, const IbVlLayers* layers)
+{
+    std::vector<std::array<uint8_t, kIbMadBytes>> out;
+    if (!Serve(subnet, tables, request, layers, true, out))
+    {
+        out.clear();
+    }
+    return out;
 }
 
 } // namespace ns3

@@ -3,11 +3,14 @@
 #ifndef CNUAS_IB_SA_SERVER_H
 #define CNUAS_IB_SA_SERVER_H
 
+#include "ib-mad-header.h"
 #include "ib-routing-engine.h"
 #include "ib-sa-records.h"
 #include "ib-sm-subnet.h"
 
+#include <array>
 #include <cstdint>
+#include <vector>
 
 namespace ns3
 {
@@ -30,6 +33,18 @@ namespace ns3
  */
 bool IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
                uint8_t* response, const IbVlLayers* layers = nullptr);
+
+/**
+ * The same answer, where a GetTable larger than one MAD becomes several RMPP DATA segments
+ * (IBA vol. 1 §13.6.3: Active, First on the first, Last on the last, SegmentNumber 1..n,
+ * PayloadLength the whole payload first and the last segment's share last), to be sent in
+ * order. Empty for what gets no answer. The sender does not wait for the requester's window
+ * (its ACKs are dropped): every segment goes at once.
+ */
+std::vector<std::array<uint8_t, kIbMadBytes>> IbSaServeSegments(const IbSmSubnet& subnet,
+                                                               const IbRoutingTables& tables,
+                                                               const uint8_t* request,
+                                                               const IbVlLayers* layers = nullptr);
 
 } // namespace ns3
 

@@ -216,6 +216,13 @@ IbSmaAgent::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&IbSmaAgent::m_trapsEnabled),
                           MakeBooleanChecker())
+            .AddAttribute("PortDownDelay",
+                          "How long after answering a PortInfo Set of PortState Down the SMA "
+                          "takes the link down, so that the answer reaches the SM first (the "
+                          "link drops what is on it).",
+                          TimeValue(MicroSeconds(10)),
+                          MakeTimeAccessor(&IbSmaAgent::m_portDownDelay),
+                          MakeTimeChecker(Seconds(0)))
             .AddAttribute("TrapRepeatInterval",
                           "Time between repetitions of a trap the SM has not repressed.",
                           TimeValue(MilliSeconds(100)),
@@ -341,6 +348,13 @@ IbSmaAgent::GetMKeyViolations(uint8_t port) const
 {
     auto it = m_state.find(port);
     return it == m_state.end() ? 0 : it->second.mKeyViolations;
+}
+
+uint64_t
+IbSmaAgent::GetMKey(uint8_t port) const
+{
+    auto it = m_state.find(port);
+    return it == m_state.end() ? 0 : it->second.mKey;
 }
 
 // ---- request handling -----------------------------------------------------------------------
@@ -581,6 +595,16 @@ IbSmaAgent::FillPortInfo(uint8_t port, uint8_t localPort, bool hideMKey, IbPortI
         pi.lmc = s->GetLmc();
         pi.masterSmLid = m_switchSmLid;
         pi.capabilityMask |= IbPortCap::IsTrapSupported;
+        // A switch's CapabilityMask is read from port 0 for all its ports (§14.2.5.6; ibnetdisc
+        // and iblinkinfo read a switch port's LinkSpeedExt fields only when port 0 has it).
+        for (const auto& ext : m_disp->GetPorts())
+        {
+            if (SpeedsExtUpTo(ext->GetSupportedRate().speed) != 0)
+            {
+                pi.capabilityMask |= IbPortCap::IsExtendedSpeedsSupported;
+                break;
+            }
+        }
         pi.portState = static_cast<uint8_t>(IbPortState::Active);
         pi.portPhysicalState = static_cast<uint8_t>(IbPhysState::LinkUp);
         pi.neighborMtu = 5;
@@ -637,7 +661,10 @@ IbSmaAgent::DoPortInfo(const IbReceivedMad& req, IbSmp& smp, bool set)
     // AttributeModifier: the port number at a switch (0 = management port); at a CA 0 means
     // the port the SMP came in on (§14.2.5.6).
     const bool sw = m_disp->IsSwitch();
-    uint32_t mod = smp.Mad().GetAttributeModifier();
+    // Bit 31 is SMSupportsExtendedSpeeds (IBA vol. 1 rel. 1.3 §14.2.5.6): the SM understands
+    // the LinkSpeedExt fields (opensm sets it on every PortInfo it sends to such a port). It
+    // names no port.
+    uint32_t mod = smp.Mad().GetAttributeModifier() & 0x7FFFFFFFu;
     uint8_t port;
     if (sw)
     {
@@ -788,7 +815,14 @@ IbSmaAgent::DoPortInfo(const IbReceivedMad& req, IbSmp& smp, bool set)
         {
             arb.SetTables(arb.High(), arb.Low(), in.vlHighLimit);
         }
-        if (next != IbPortState::NoChange && next != d->GetPortState())
+        if (next == IbPortState::Down && d->GetPortState() != IbPortState::Down)
+        {
+            // The answer goes out first: taking the link down at once would discard it with
+            // everything else queued on the port, and the SM (opensm downs a port whose
+            // OperationalVLs or MTU it changes) would see a timeout for a Set that was done.
+            Simulator::Schedule(m_portDownDelay, [d]() { d->SetPortState(IbPortState::Down); });
+        }
+        else if (next != IbPortState::NoChange && next != d->GetPortState())
         {
             d->SetPortState(next);
         }

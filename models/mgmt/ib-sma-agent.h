@@ -83,6 +83,9 @@ class IbSmaAgent : public Object
     uint64_t GetTrapsRepressed() const { return m_trapsRepressed; }
     /// PortInfo.M_KeyViolations of a port (0 for a switch's management port).
     uint16_t GetMKeyViolations(uint8_t port) const;
+    /// PortInfo.M_Key of a port (a switch's: port 0's). For the adapter's own queries, which
+    /// a driver makes with the M_Key check off (the emulated host's sysfs view).
+    uint64_t GetMKey(uint8_t port) const;
 
     /// SmpAnswered: (attribute ID, method of the request, status).
     typedef void (*AnsweredCallback)(uint16_t attrId, uint8_t method, uint16_t status);
@@ -160,6 +163,7 @@ class IbSmaAgent : public Object
     uint64_t m_trapsRepressed = 0;
     SmInfoHandler m_smInfoHandler;
     Time m_trapRepeatInterval;
+    Time m_portDownDelay;
     uint32_t m_trapRepeats = 3;
     std::map<uint64_t, EventId> m_pendingTraps; ///< TransactionID -> next repetition
     std::map<uint16_t, uint64_t> m_answered;

@@ -1061,6 +1061,21 @@ IbSubnetManager::AnswerSmInfo(const IbSmp& request, IbSmp& response)
     return true;
 }
 
+std::vector<std::array<uint8_t, kIbMadBytes>>
+IbSubnetManager::AnswerSaSegments(const uint8_t* request)
+{
+    if (!m_running || m_smState != IbSmState::Master || m_lastUp < Seconds(0))
+    {
+        return {};
+    }
+    auto out = IbSaServeSegments(m_lastSubnet, m_lastTables, request, &m_lastLayers);
+    if (!out.empty())
+    {
+        m_saAnswered++;
+    }
+    return out;
+}
+
 bool
 IbSubnetManager::AnswerSa(const uint8_t* request, uint8_t* response)
 {

@@ -15,6 +15,7 @@
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
 
+#include <array>
 #include <deque>
 #include <map>
 #include <set>
@@ -100,6 +101,9 @@ class IbSubnetManager : public Object
      * the subnet up (a standby's SA stays silent).
      */
     bool AnswerSa(const uint8_t* request, uint8_t* response);
+    /// The same, a table larger than one MAD as several RMPP segments (IbSaServeSegments);
+    /// empty for no answer.
+    std::vector<std::array<uint8_t, kIbMadBytes>> AnswerSaSegments(const uint8_t* request);
     uint64_t GetSaAnswered() const { return m_saAnswered; }
     // ---- observation ----------------------------------------------------------------------
     IbSmState GetSmState() const { return m_smState; }

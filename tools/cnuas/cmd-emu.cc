@@ -5,6 +5,7 @@
 #include "command.h"
 #include "emu-control.h"
 #include "emu-host.h"
+#include "emu-sysfs.h" // umad (issue 14)
 
 #include "helpers/eth-fabric-helper.h"
 #include "helpers/eth-pcap-writer.h"
@@ -18,6 +19,8 @@
 #include "helpers/scenario-file.h"
 #include "helpers/topology.h"
 #include "models/emu/emu-hca-service.h"
+#include "models/emu/emu-umad-service.h" // umad (issue 14)
+#include "models/mgmt/ib-sma-agent.h"     // umad (issue 14)
 #include "models/emu/emu-realtime-simulator-impl.h"
 #include "models/emu/eth-tap-bridge.h"
 #include "models/emu/ib-ipoib-bridge.h"
@@ -253,6 +256,9 @@ struct Daemon
     std::vector<ns3::RdmaHca> ibHcas;
     std::vector<ns3::Ptr<ns3::EmuHcaService>> hcaServices;
     std::vector<std::string> hcaSockets;
+    // umad (issue 14): InfiniBand hosts' management interfaces, for libibumad.
+    std::vector<ns3::Ptr<ns3::EmuUmadService>> umadServices;
+    std::vector<std::string> umadSockets;
     std::vector<int> udpSinks; ///< RoCE hosts: the kernel's UDP 4791, drained
     std::map<int, Capture> captures; ///< by control connection
     nlohmann::json state;
@@ -682,6 +688,10 @@ CleanUpFabric(const nlohmann::json& state, const std::string& dir)
         {
             files.push_back(h.value("hca_socket", ""));
         }
+        if (h.contains("umad_socket")) // umad (issue 14)
+        {
+            files.push_back(h.value("umad_socket", ""));
+        }
     }
     for (const std::string& f : files)
     {
@@ -748,6 +758,35 @@ StartHcaService(Daemon& d,
     }
     d.hcaServices.push_back(svc);
     d.hcaSockets.push_back(path);
+    return true;
+}
+
+/// umad (issue 14): host i's management interfaces (SMI/GSI of its HCA port) for the umad
+/// library, through a socket beside the HCA's. Started after the built-in SM, in front of
+/// which it chains itself as the node's manager. False with the reason.
+bool
+StartUmadService(Daemon& d, size_t i, std::string* why)
+{
+    const std::string path = d.dir + "/" + d.opt.name + "." + d.hostNames[i] + ".umad";
+    ns3::Ptr<ns3::Node> node = d.ib.hosts.Get(static_cast<uint32_t>(i));
+    auto svc = ns3::CreateObject<ns3::EmuUmadService>();
+    // The CA is the verbs device: one name and firmware version for both libraries.
+    if (i < d.hcaServices.size())
+    {
+        ns3::StringValue v;
+        d.hcaServices[i]->GetAttribute("DeviceName", v);
+        svc->SetAttribute("CaName", v);
+        d.hcaServices[i]->GetAttribute("FirmwareVersion", v);
+        svc->SetAttribute("FirmwareVersion", v);
+    }
+    if (!svc->Start(path, ns3::IbMgmtHelper::GetDispatcher(node),
+                    d.ib.HostPort(static_cast<uint32_t>(i))->GetPortNumber(), why))
+    {
+        *why = "host " + d.hostNames[i] + " umad: " + *why;
+        return false;
+    }
+    d.umadServices.push_back(svc);
+    d.umadSockets.push_back(path);
     return true;
 }
 
@@ -850,6 +889,16 @@ BuildIbHosts(Daemon& d)
     }
     // Every node answers management: SMA and PMA behind its SMI/GSI (IBA vol. 1 ch. 13-16).
     ns3::IbMgmtHelper().Install(d.ib);
+    // umad (issue 14): every node describes itself by its topology name whichever SM runs, as
+    // a host's kernel sets its NodeDescription from the host name and a switch has its own
+    // (ibnetdiscover, iblinkinfo and saquery show them).
+    for (uint32_t n = 0; n < d.ib.nodes.GetN() && n < d.ib.topology.nodes.size(); ++n)
+    {
+        if (auto sma = ns3::IbMgmtHelper::GetSma(d.ib.nodes.Get(n)))
+        {
+            sma->SetAttribute("NodeDescription", ns3::StringValue(d.ib.topology.nodes[n].name));
+        }
+    }
     if (d.opt.sm == "builtin")
     {
         d.sm = ns3::IbSmHelper().Install(d.ib, d.ib.hosts.Get(0), ns3::MicroSeconds(2));
@@ -911,6 +960,10 @@ BuildIbHosts(Daemon& d)
         d.ipoib.push_back(bridge);
         if (!StartHcaService(d, i, hca.device, hca.engine, hca.port,
                              d.ib.HostPort(static_cast<uint32_t>(i)), nullptr, &why))
+        {
+            return why;
+        }
+        if (!StartUmadService(d, i, &why)) // umad (issue 14)
         {
             return why;
         }
@@ -1050,6 +1103,10 @@ DaemonMain(Daemon& d)
             {
                 hosts.back()["hca_socket"] = d.hcaSockets[i];
             }
+            if (i < d.umadSockets.size()) // umad (issue 14)
+            {
+                hosts.back()["umad_socket"] = d.umadSockets[i];
+            }
             if (i < d.mgmtIps.size())
             {
                 hosts.back()["mgmt_ip"] = d.mgmtIps[i];
@@ -1092,6 +1149,11 @@ DaemonMain(Daemon& d)
     close(d.stopFd);
     pthread_kill(signals.native_handle(), SIGTERM); // if no signal came (harmless otherwise)
     signals.join();
+    for (auto& h : d.umadServices) // umad (issue 14)
+    {
+        h->Stop();
+    }
+    d.umadServices.clear();
     for (auto& h : d.hcaServices)
     {
         h->Stop();
@@ -1670,6 +1732,7 @@ RunExec(const std::vector<std::string>& args)
     }
     std::string netns;
     std::string hcaSocket;
+    std::string umadSocket; // umad (issue 14)
     std::string known;
     for (const auto& h : state->value("hosts", nlohmann::json::array()))
     {
@@ -1678,6 +1741,7 @@ RunExec(const std::vector<std::string>& args)
         {
             netns = h.value("netns", "");
             hcaSocket = h.value("hca_socket", "");
+            umadSocket = h.value("umad_socket", "");
         }
     }
     if (netns.empty())
@@ -1693,6 +1757,11 @@ RunExec(const std::vector<std::string>& args)
     if (!hcaSocket.empty())
     {
         setenv("CNUAS_HCA_SOCKET", hcaSocket.c_str(), 1);
+        // umad (issue 14): Cnuas's libibumad (same directory) finds the host's SMI/GSI here.
+        if (!umadSocket.empty())
+        {
+            setenv("CNUAS_UMAD_SOCKET", umadSocket.c_str(), 1);
+        }
         const std::string libDir = HostLibraryDirectory();
         if (libDir.empty())
         {
@@ -1708,7 +1777,20 @@ RunExec(const std::vector<std::string>& args)
             setenv("LD_LIBRARY_PATH", path.c_str(), 1);
         }
     }
-    const std::string err = ExecInNetns(netns, cmd);
+    // umad (issue 14): the HCA in the host's /sys/class/infiniband, for programs that read
+    // sysfs themselves (ibstatus): a snapshot of the port as the program starts.
+    SysClassFiles sysClass;
+    if (!umadSocket.empty())
+    {
+        std::string why;
+        if (!HcaSysClassFiles(umadSocket, &sysClass, &why))
+        {
+            std::fprintf(stderr, "cnuas exec: warning: no /sys/class/infiniband view: %s\n",
+                         why.c_str());
+            sysClass.clear();
+        }
+    }
+    const std::string err = ExecInNetns(netns, cmd, &sysClass);
     std::fprintf(stderr, "cnuas exec: %s\n", err.c_str());
     return err.find("cannot run") == 0 ? 127 : 1;
 }

@@ -1,4 +1,5 @@
 #include "emu-host.h"
+#include "emu-sysfs.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -322,7 +323,8 @@ DeleteNetns(const std::string& name, double graceSeconds, std::string* why)
 }
 
 std::string
-ExecInNetns(const std::string& name, const std::vector<std::string>& argv)
+ExecInNetns(const std::string& name, const std::vector<std::string>& argv,
+            const std::vector<std::pair<std::string, std::string>>* sysClass)
 {
     if (argv.empty())
     {
@@ -357,6 +359,14 @@ ExecInNetns(const std::string& name, const std::vector<std::string>& argv)
         if (mount(name.c_str(), "/sys", "sysfs", 0, nullptr) != 0)
         {
             return std::string("cannot mount sysfs: ") + std::strerror(errno);
+        }
+        if (sysClass && !sysClass->empty()) // umad (issue 14)
+        {
+            const std::string err = MountSysClass(*sysClass);
+            if (!err.empty())
+            {
+                return err;
+            }
         }
     }
     std::vector<char*> args;

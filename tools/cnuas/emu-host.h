@@ -5,6 +5,7 @@
 #define CNUAS_TOOLS_EMU_HOST_H
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cnuas
@@ -80,9 +81,11 @@ int DeleteNetns(const std::string& name, double graceSeconds, std::string* why);
 /**
  * Enters the namespace (network, plus a private mount namespace whose /sys shows the host's
  * devices, as `ip netns exec` does) and replaces this process with `argv`. Returns only on
- * failure, with the reason.
+ * failure, with the reason. umad (issue 14): with `sysClass`, /sys/class also holds those
+ * files (the emulated HCA's infiniband classes, emu-sysfs.h).
  */
-std::string ExecInNetns(const std::string& name, const std::vector<std::string>& argv);
+std::string ExecInNetns(const std::string& name, const std::vector<std::string>& argv,
+                        const std::vector<std::pair<std::string, std::string>>* sysClass = nullptr);
 
 } // namespace cnuas
 

@@ -1,0 +1,518 @@
+// Debian's infiniband-diags, unmodified, on emulated InfiniBand hosts (issue 14), through
+// Cnuas's libibumad and the daemon's umad service: ibstat answers from the port's own SMA, and
+// the other diagnostics' MADs travel as packets on the simulated wire to the agents of the
+// model. Needs root (namespaces), as the other emulation tests.
+#include "emu-test-util.h"
+
+#include <algorithm>
+#include <csignal>
+#include <map>
+#include <regex>
+
+using namespace cnuas_emu_test;
+
+namespace
+{
+
+// InfiniBand runs dilated, as in the verbs tests: idle links cost more than real time here
+// (issue 18), and dilation keeps everything the hosts see exact, only slower.
+const char* const kIbUp = "--fabric ib --dilation 10 ";
+
+class EmuUmad : public EmuFixture
+{
+  protected:
+    void SetUp() override
+    {
+        EmuFixture::SetUp();
+        if (HasFatalFailure())
+        {
+            return;
+        }
+        if (access(CNUAS_BINARY_DIR "/host/lib/libibumad.so.3", R_OK) != 0 ||
+            access("/usr/sbin/ibstat", X_OK) != 0)
+        {
+            GTEST_SKIP() << "needs Cnuas's libibumad (libibumad-dev at build time) and Debian's "
+                            "infiniband-diags (scripts/setup-debian.sh installs them)";
+        }
+    }
+
+    /// Runs `ibstat` in `host` until its output matches `re` (or `seconds` pass); returns the
+    /// last output.
+    std::string IbstatUntil(const std::string& host, const std::string& re, double seconds = 20)
+    {
+        const auto end = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+        std::string out;
+        while (std::chrono::steady_clock::now() < end)
+        {
+            out = Exec(host, "ibstat").out;
+            if (std::regex_search(out, std::regex(re)))
+            {
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        return out;
+    }
+
+    /// The capability mask `ibstat` printed (0 if none).
+    static unsigned long CapMask(const std::string& out)
+    {
+        const std::string f = Field(out, "Capability mask");
+        return f.empty() ? 0 : std::stoul(f, nullptr, 16);
+    }
+
+    /// A field of `ibstat`'s output ("Base lid: 3" -> "3"), or "" if absent.
+    static std::string Field(const std::string& out, const std::string& name)
+    {
+        std::smatch m;
+        if (std::regex_search(out, m, std::regex("\\n\\s*" + name + ": ([^\\n]*)")))
+        {
+            return m[1];
+        }
+        return "";
+    }
+};
+
+TEST_F(EmuUmad, IbstatWithoutASubnetManagerShowsTheSeedsInitializingPort)
+{
+    ShResult up = Up(std::string(kIbUp) + "--hosts 2 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    // The links train (physical state LinkUp) and nobody configures the ports.
+    const std::string out = IbstatUntil("h0", "Physical state: LinkUp");
+    EXPECT_NE(out.find("CA 'cnuas_0'"), std::string::npos) << out;
+    EXPECT_EQ(Field(out, "State"), "Initializing") << out;
+    EXPECT_EQ(Field(out, "Physical state"), "LinkUp") << out;
+    EXPECT_EQ(Field(out, "Base lid"), "0") << out;
+    EXPECT_EQ(Field(out, "SM lid"), "0") << out;
+    // The lines a hardware HCA's ibstat has.
+    EXPECT_EQ(Field(out, "CA type"), "Cnuas emulated HCA") << out;
+    EXPECT_EQ(Field(out, "Number of ports"), "1") << out;
+    EXPECT_EQ(Field(out, "Firmware version"), "0.1.0") << out;
+    EXPECT_EQ(Field(out, "Hardware version"), "0") << out;
+    EXPECT_TRUE(std::regex_search(out, std::regex("Node GUID: 0x0002c903000[0-9a-f]{5}")))
+        << out;
+    EXPECT_TRUE(std::regex_search(out, std::regex("System image GUID: 0x[0-9a-f]{16}"))) << out;
+    EXPECT_TRUE(std::regex_search(out, std::regex("Port 1:"))) << out;
+    EXPECT_TRUE(std::regex_search(out, std::regex("Rate: [0-9]+"))) << out;
+    EXPECT_TRUE(std::regex_search(out, std::regex("Capability mask: 0x[0-9a-f]{8}"))) << out;
+    EXPECT_TRUE(std::regex_search(out, std::regex("Port GUID: 0x0002c903000[0-9a-f]{5}")))
+        << out;
+    EXPECT_EQ(Field(out, "Link layer"), "InfiniBand") << out;
+    // The port GUID is the node GUID's port 1 (the SMA's NodeInfo), as on a ConnectX.
+    const std::string node = Field(out, "Node GUID");
+    const std::string port = Field(out, "Port GUID");
+    ASSERT_EQ(node.size(), 18u);
+    EXPECT_EQ(std::stoull(port, nullptr, 16), std::stoull(node, nullptr, 16) + 1) << out;
+
+    // ibstat -l lists the CA, -p its port GUIDs, and "ibstat CA PORT" one port.
+    ShResult list = Exec("h0", "ibstat -l");
+    EXPECT_EQ(list.exit, 0) << list.out;
+    EXPECT_EQ(list.out, "cnuas_0\n");
+    ShResult guids = Exec("h0", "ibstat -p");
+    EXPECT_EQ(guids.out, port + "\n");
+    ShResult one = Exec("h0", "ibstat cnuas_0 1");
+    EXPECT_NE(one.out.find("CA: 'cnuas_0'"), std::string::npos) << one.out;
+    EXPECT_EQ(Field("\n" + one.out, "State"), "Initializing") << one.out;
+    // Another host has its own CA.
+    const std::string other = Exec("h1", "ibstat").out;
+    EXPECT_NE(Field(other, "Node GUID"), node) << other;
+    // A CA that does not exist, as Debian's ibstat says it.
+    ShResult none = Exec("h0", "ibstat mlx5_0");
+    EXPECT_NE(none.exit, 0);
+    EXPECT_NE(none.out.find("'mlx5_0' IB device can't be found"), std::string::npos) << none.out;
+}
+
+TEST_F(EmuUmad, IbstatWithTheBuiltInSmShowsAnActivePortWithALid)
+{
+    ShResult up = Up(std::string(kIbUp) + "--hosts 2 --sm builtin");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    const std::string out = IbstatUntil("h1", "State: Active");
+    EXPECT_EQ(Field(out, "State"), "Active") << out;
+    EXPECT_EQ(Field(out, "Physical state"), "LinkUp") << out;
+    const std::string lid = Field(out, "Base lid");
+    ASSERT_FALSE(lid.empty()) << out;
+    EXPECT_GT(std::stoi(lid), 0) << out;
+    const std::string sm = Field(out, "SM lid");
+    ASSERT_FALSE(sm.empty()) << out;
+    EXPECT_GT(std::stoi(sm), 0) << out;
+    EXPECT_NE(sm, lid) << "the SM runs on h0, this is h1";
+    // The SM's own port: IsSM in its capability mask (bit 1), its LID the SM LID.
+    const std::string h0 = IbstatUntil("h0", "State: Active");
+    EXPECT_EQ(Field(h0, "Base lid"), Field(h0, "SM lid")) << h0;
+    EXPECT_NE(CapMask(h0) & 0x2, 0u) << h0;
+    EXPECT_EQ(CapMask(out) & 0x2, 0u) << out;
+
+    // ibstatus, a shell script, reads /sys/class/infiniband: the host's view of its HCA that
+    // cnuas exec mounts, in the kernel's formats.
+    ShResult st = Exec("h1", "ibstatus");
+    EXPECT_EQ(st.exit, 0) << st.out;
+    char hexLid[16];
+    std::snprintf(hexLid, sizeof(hexLid), "0x%x", std::stoi(lid));
+    EXPECT_NE(st.out.find("Infiniband device 'cnuas_0' port 1 status:"), std::string::npos)
+        << st.out;
+    EXPECT_TRUE(std::regex_search(st.out, std::regex("base lid:\\s+" + std::string(hexLid) +
+                                                     "\\n")))
+        << st.out;
+    EXPECT_TRUE(std::regex_search(st.out, std::regex("state:\\s+4: ACTIVE"))) << st.out;
+    EXPECT_TRUE(std::regex_search(st.out, std::regex("phys state:\\s+5: LinkUp"))) << st.out;
+    EXPECT_TRUE(std::regex_search(st.out, std::regex("rate:\\s+[0-9]+ Gb/sec \\(4X"))) << st.out;
+    EXPECT_TRUE(std::regex_search(st.out, std::regex("link_layer:\\s+InfiniBand"))) << st.out;
+    // The default GID is the subnet prefix and the port GUID.
+    const std::string guid = Field(out, "Port GUID").substr(2);
+    const std::string gid = "fe80:0000:0000:0000:" + guid.substr(0, 4) + ":" +
+                            guid.substr(4, 4) + ":" + guid.substr(8, 4) + ":" + guid.substr(12, 4);
+    EXPECT_NE(st.out.find(gid), std::string::npos) << st.out << " vs " << gid;
+    // The rest of /sys is the host's: its network devices, nothing of the machine's.
+    const std::string net = Exec("h1", "ls /sys/class/net").out;
+    EXPECT_NE(net.find("ib0"), std::string::npos) << net;
+    EXPECT_NE(net.find("mgmt0"), std::string::npos) << net;
+    EXPECT_EQ(Exec("h1", "touch /sys/class/infiniband/x").exit == 0, false) << "read-only";
+}
+
+/// A number in `text` after `label` and dots ("PortXmitPkts:.......123" -> 123), or -1.
+long long
+Counter(const std::string& text, const std::string& label)
+{
+    std::smatch m;
+    if (std::regex_search(text, m, std::regex(label + ":\\.*([0-9]+)")))
+    {
+        return std::stoll(m[1]);
+    }
+    return -1;
+}
+
+TEST_F(EmuUmad, DiagnosticsSeeTheTwoSwitchFabricOverTheWire)
+{
+    // h0 and h1 on switch swL, h2 on swR, one link between the switches; the built-in SM.
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm builtin");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    std::map<std::string, std::string> lid, guid;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "State: Active");
+        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        lid[h] = Field(out, "Base lid");
+        guid[h] = Field(out, "Node GUID");
+    }
+
+    // smpquery: directed routes from h2 (its own node, its switch, the far switch) and a
+    // LID-routed query across both switches to h0.
+    ShResult self = Exec("h2", "smpquery -D nodeinfo 0");
+    EXPECT_EQ(self.exit, 0) << self.out;
+    EXPECT_NE(self.out.find("NodeType:........................Channel Adapter"),
+              std::string::npos)
+        << self.out;
+    ShResult swR = Exec("h2", "smpquery -D nodeinfo 0,1");
+    EXPECT_NE(swR.out.find("NodeType:........................Switch"), std::string::npos)
+        << swR.out;
+    EXPECT_EQ(Counter(swR.out, "NumPorts"), 2) << swR.out;
+    ShResult swL = Exec("h2", "smpquery -D nodeinfo 0,1,2");
+    EXPECT_EQ(Counter(swL.out, "NumPorts"), 3) << swL.out;
+    ShResult h0 = Exec("h2", "smpquery nodeinfo " + lid["h0"]);
+    EXPECT_EQ(h0.exit, 0) << h0.out;
+    EXPECT_NE(h0.out.find("Guid:............................" + guid["h0"]), std::string::npos)
+        << h0.out << " vs " << guid["h0"];
+    ShResult pi = Exec("h2", "smpquery portinfo " + lid["h0"] + " 1");
+    EXPECT_NE(pi.out.find("LinkState:.......................Active"), std::string::npos)
+        << pi.out;
+    EXPECT_EQ(Counter(pi.out, "Lid"), std::stoll(lid["h0"])) << pi.out;
+    EXPECT_EQ(Counter(pi.out, "SMLid"), std::stoll(lid["h0"])) << pi.out;
+
+    // ibnetdiscover: every node, port and link, as the tool names them (S-/H-GUID).
+    ShResult net = Exec("h1", "ibnetdiscover");
+    ASSERT_EQ(net.exit, 0) << net.out;
+    const auto count = [&](const std::string& re) {
+        const std::regex r(re);
+        return std::distance(std::sregex_iterator(net.out.begin(), net.out.end(), r),
+                             std::sregex_iterator());
+    };
+    EXPECT_EQ(count("\nSwitch\t"), 2) << net.out;
+    EXPECT_EQ(count("\nCa\t"), 3) << net.out;
+    EXPECT_EQ(count("\nSwitch\t3 \"S-[0-9a-f]{16}\"\t+# \"swL\""), 1) << net.out;
+    EXPECT_EQ(count("\nSwitch\t2 \"S-[0-9a-f]{16}\"\t+# \"swR\""), 1) << net.out;
+    // Links: 3 + 2 switch ports, 3 CA ports, each naming the far end; the switches see each
+    // other.
+    EXPECT_EQ(count("\n\\[[0-9]+\\]\t\"[SH]-[0-9a-f]{16}\"\\[[0-9]+\\]"), 5) << net.out;
+    EXPECT_EQ(count("\n\\[1\\]\\([0-9a-f]+\\) \t\"S-[0-9a-f]{16}\"\\[[0-9]\\]"), 3)
+        << net.out;
+    EXPECT_EQ(count("\\[[0-9]\\]\t\"S-[0-9a-f]{16}\"\\[[0-9]\\]\t+# \"sw[LR]\""), 2)
+        << net.out;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        EXPECT_NE(net.out.find("\"H-" + guid[h].substr(2) + "\""), std::string::npos) << h;
+        EXPECT_NE(net.out.find("# lid " + lid[h] + " lmc 0"), std::string::npos) << h;
+    }
+
+    // iblinkinfo: every port of every node, all Active and LinkUp.
+    ShResult links = Exec("h0", "iblinkinfo");
+    ASSERT_EQ(links.exit, 0) << links.out;
+    EXPECT_EQ(std::count(links.out.begin(), links.out.end(), '\n') >= 10, true) << links.out;
+    size_t up4x = 0;
+    for (size_t at = 0; (at = links.out.find("==( 4X", at)) != std::string::npos; ++at)
+    {
+        ++up4x;
+    }
+    EXPECT_EQ(up4x, 8u) << links.out; // 3 CA ports + 5 switch ports
+    EXPECT_EQ(links.out.find("Initialize"), std::string::npos) << links.out;
+    EXPECT_NE(links.out.find("53.125 Gbps Active/  LinkUp"), std::string::npos) << links.out;
+
+    // The switches' forwarding tables the SM wrote, and a path through both switches.
+    ShResult trace = Exec("h2", "ibtracert " + lid["h2"] + " " + lid["h0"]);
+    EXPECT_EQ(trace.exit, 0) << trace.out;
+    EXPECT_NE(trace.out.find("\"swR\""), std::string::npos) << trace.out;
+    EXPECT_NE(trace.out.find("\"swL\""), std::string::npos) << trace.out;
+    EXPECT_NE(trace.out.find("To ca {" + guid["h0"] + "} portnum 1 lid " + lid["h0"]),
+              std::string::npos)
+        << trace.out;
+    ShResult sm = Exec("h1", "sminfo");
+    EXPECT_NE(sm.out.find("sm lid " + lid["h0"]), std::string::npos) << sm.out;
+    EXPECT_NE(sm.out.find("SMINFO_MASTER"), std::string::npos) << sm.out;
+    // saquery: every NodeRecord from the built-in SM's SA, more than one MAD holds: RMPP
+    // segments on the wire, put together by the library as the kernel does.
+    ShResult sa = Exec("h1", "saquery");
+    EXPECT_EQ(sa.exit, 0) << sa.out;
+    for (const std::string n : {"h0", "h1", "h2", "swL", "swR"})
+    {
+        EXPECT_NE(sa.out.find("NodeDescription........." + n + "\n"), std::string::npos) << n;
+    }
+    size_t records = 0;
+    for (size_t at = 0; (at = sa.out.find("NodeRecord dump:", at)) != std::string::npos; ++at)
+    {
+        ++records;
+    }
+    EXPECT_EQ(records, 5u) << sa.out;
+
+    // perfquery: GMPs to the PMA, the own port's (looped back in the HCA) and h2's across the
+    // fabric; the counters grow with the IPoIB traffic the test sends.
+    ShResult before = Exec("h0", "perfquery");
+    ShResult farBefore = Exec("h0", "perfquery " + lid["h2"] + " 1");
+    ASSERT_EQ(before.exit, 0) << before.out;
+    ASSERT_EQ(farBefore.exit, 0) << farBefore.out;
+    EXPECT_NE(before.out.find("# Port counters: Lid " + lid["h0"] + " port 1"), std::string::npos)
+        << before.out;
+    ShResult ping = Exec("h0", "ping -c 20 -i 0.05 -W 2 10.0.0.3");
+    EXPECT_EQ(ping.exit, 0) << ping.out;
+    ShResult after = Exec("h0", "perfquery");
+    ShResult farAfter = Exec("h0", "perfquery " + lid["h2"] + " 1");
+    EXPECT_GE(Counter(after.out, "PortXmitPkts") - Counter(before.out, "PortXmitPkts"), 20)
+        << before.out << after.out;
+    EXPECT_GE(Counter(after.out, "PortXmitData") - Counter(before.out, "PortXmitData"),
+              20 * 84 / 4)
+        << "PortXmitData counts 4-byte words";
+    EXPECT_GE(Counter(farAfter.out, "PortRcvPkts") - Counter(farBefore.out, "PortRcvPkts"), 20)
+        << farBefore.out << farAfter.out;
+    EXPECT_GE(Counter(farAfter.out, "PortXmitPkts") - Counter(farBefore.out, "PortXmitPkts"), 20)
+        << "h2's echo replies";
+}
+
+TEST_F(EmuUmad, OpensmBringsTheFabricUpAndVerbsRunOverItsRoutes)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm";
+    }
+    // The seed's sequence on a fresh fabric: no SM, ports Initializing with LID 0.
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    const std::string before = IbstatUntil("h2", "Physical state: LinkUp");
+    EXPECT_EQ(Field(before, "State"), "Initializing") << before;
+    EXPECT_EQ(Field(before, "Base lid"), "0") << before;
+    // opensm on h0, unmodified: its cache and log in the test's directory.
+    const std::string log = (m_dir / "opensm.log").string();
+    const std::string pid = (m_dir / "opensm.pid").string();
+    ExecBackground("h0",
+                   "env OSM_CACHE_DIR=" + m_dir.string() + " sh -c 'echo $$ > " + pid +
+                       "; exec timeout 300 opensm -f " + log + "'",
+                   "opensm.out");
+    std::string text;
+    for (int i = 0; i < 150 && text.find("SUBNET UP") == std::string::npos; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::ifstream in(log);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        text = ss.str();
+    }
+    ASSERT_NE(text.find("SUBNET UP"), std::string::npos) << text.substr(0, 4000);
+    EXPECT_EQ(text.find("ERRORS DURING INITIALIZATION"), std::string::npos) << text;
+    // Every port Active with its own LID, the SM LID h0's, IsSM on h0's port only.
+    std::set<std::string> lids;
+    std::string smLid;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "State: Active");
+        EXPECT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        lids.insert(Field(out, "Base lid"));
+        if (h == "h0")
+        {
+            smLid = Field(out, "Base lid");
+            EXPECT_NE(CapMask(out) & 0x2, 0u) << out;
+        }
+        EXPECT_EQ(Field(out, "SM lid"), smLid) << h << ": " << out;
+    }
+    EXPECT_EQ(lids.size(), 3u);
+    EXPECT_EQ(lids.count("0"), 0u);
+    // SMInfo is opensm's to answer (the SMA hands it to the process registered for it).
+    ShResult sm = Exec("h2", "sminfo");
+    EXPECT_NE(sm.out.find("sm lid " + smLid), std::string::npos) << sm.out;
+    EXPECT_NE(sm.out.find("SMINFO_MASTER"), std::string::npos) << sm.out;
+    // So is the SA: saquery's requests reach opensm on h0, its answers (several RMPP segments
+    // for every NodeRecord) come back; the nodes describe themselves by name.
+    ShResult sa = Exec("h2", "saquery");
+    EXPECT_EQ(sa.exit, 0) << sa.out;
+    size_t records = 0;
+    for (size_t at = 0; (at = sa.out.find("NodeRecord dump:", at)) != std::string::npos; ++at)
+    {
+        ++records;
+    }
+    EXPECT_EQ(records, 5u) << sa.out;
+    EXPECT_NE(sa.out.find("NodeDescription.........swR\n"), std::string::npos) << sa.out;
+    ShResult isSm = Exec("h2", "saquery -s");
+    EXPECT_TRUE(std::regex_search(isSm.out, std::regex("base_lid\\.+" + smLid + "\\n")))
+        << isSm.out;
+    EXPECT_EQ(isSm.out.find("EndPortLid..............0"), std::string::npos) << isSm.out;
+    // Verbs between the two switches' hosts over the routes opensm programmed.
+    const std::string bin = CNUAS_BINARY_DIR "/bin/msgstream";
+    if (access(bin.c_str(), X_OK) == 0)
+    {
+        ExecBackground("h2", "timeout 60 " + bin + " -n 20", "ms-server.txt");
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        ShResult client = Exec("h0", "timeout 60 " + bin + " -n 20 10.255.0.3");
+        EXPECT_NE(client.out.find("msgstream: OK"), std::string::npos) << client.out;
+        std::string server;
+        for (int i = 0; i < 50 && server.find("msgstream: OK") == std::string::npos; ++i)
+        {
+            server = WaitForLines("ms-server.txt", 1, 1);
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        EXPECT_NE(server.find("msgstream: OK"), std::string::npos) << server;
+    }
+    // opensm stops: the port is no longer an SM's (IsSM clears with the issm file closed).
+    std::ifstream pidIn(pid);
+    int opensmPid = 0;
+    pidIn >> opensmPid;
+    ASSERT_GT(opensmPid, 0);
+    kill(opensmPid, SIGTERM);
+    std::string after;
+    for (int i = 0; i < 50; ++i)
+    {
+        after = Exec("h0", "ibstat").out;
+        if ((CapMask(after) & 0x2) == 0)
+        {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    EXPECT_EQ(CapMask(after) & 0x2, 0u) << after;
+}
+
+TEST_F(EmuUmad, OpensmAndIbnetdiscoverOnAK4FatTree)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm";
+    }
+    // 16 hosts, 20 four-port switches, 48 links; opensm sweeps it from h0.
+    ShResult up = Up("--fabric ib --dilation 20 --topology fat-tree:k=4 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    IbstatUntil("h0", "Physical state: LinkUp");
+    const std::string log = (m_dir / "opensm.log").string();
+    ExecBackground("h0",
+                   "env OSM_CACHE_DIR=" + m_dir.string() + " timeout 120 opensm -f " + log,
+                   "opensm.out");
+    std::string text;
+    for (int i = 0; i < 150 && text.find("SUBNET UP") == std::string::npos; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::ifstream in(log);
+        std::stringstream ss;
+        ss << in.rdbuf();
+        text = ss.str();
+    }
+    ASSERT_NE(text.find("SUBNET UP"), std::string::npos) << text.substr(0, 4000);
+    EXPECT_EQ(text.find("ERRORS DURING INITIALIZATION"), std::string::npos);
+    const std::string far = IbstatUntil("h15", "State: Active");
+    EXPECT_EQ(Field(far, "State"), "Active") << far;
+    // ibnetdiscover from the far side: every node, port and link.
+    ShResult net = Exec("h15", "ibnetdiscover");
+    ASSERT_EQ(net.exit, 0) << net.out;
+    const auto count = [&](const std::string& re) {
+        const std::regex r(re);
+        return std::distance(std::sregex_iterator(net.out.begin(), net.out.end(), r),
+                             std::sregex_iterator());
+    };
+    EXPECT_EQ(count("\nSwitch\t4 \"S-[0-9a-f]{16}\""), 20) << net.out;
+    EXPECT_EQ(count("\nCa\t1 \"H-[0-9a-f]{16}\""), 16) << net.out;
+    // 16 host links and 32 between switches: 80 switch port lines, 16 CA port lines, each
+    // CA port with the LID opensm gave it.
+    EXPECT_EQ(count("\n\\[[0-9]+\\]\t\"[SH]-[0-9a-f]{16}\"\\[[0-9]+\\]"), 80) << net.out;
+    EXPECT_EQ(count("\n\\[1\\]\\([0-9a-f]+\\) \t\"S-[0-9a-f]{16}\"\\[[0-9]\\]\t+# lid [1-9]"),
+              16)
+        << net.out;
+    ShResult links = Exec("h7", "iblinkinfo");
+    EXPECT_EQ(links.exit, 0) << links.out;
+    EXPECT_EQ(links.out.find("Initialize"), std::string::npos) << links.out;
+    EXPECT_EQ(links.out.find("Down"), std::string::npos) << links.out;
+}
+
+TEST_F(EmuUmad, MisbehavingProgramsGetTheKernelsErrorsAndTheDaemonGoesOn)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-umad-hostile";
+    if (access(bin.c_str(), X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs tests/peers/umad-hostile (libibumad-dev at build time)";
+    }
+    ShResult up = Up(std::string(kIbUp) + "--hosts 2 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    IbstatUntil("h0", "Physical state: LinkUp");
+    // Unknown and unregistered agents, short writes, routes the SMI refuses, a duplicate
+    // TransactionID, an SMP to a path that leads nowhere (timeouts and retries), an unknown
+    // attribute and a bad class version (the SMA's MAD status), registration conflicts,
+    // garbage written straight to the MAD stream and to the control socket, a closed port.
+    ShResult r = Exec("h0", "timeout 60 " + bin);
+    EXPECT_EQ(r.exit, 0) << r.out;
+    EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("done 0 failures"), std::string::npos) << r.out;
+    for (const char* c : {"nonexistent-path-times-out", "unknown-attribute", "bad-class-version",
+                          "send-unregistered-agent", "works-after-garbage",
+                          "control-garbage-closes", "send-closed-port"})
+    {
+        EXPECT_NE(r.out.find(std::string("ok ") + c + "\n"), std::string::npos) << c;
+    }
+    // Debian's smpquery along a directed route that leads nowhere: it gives up, cleanly.
+    ShResult nowhere = Exec("h0", "timeout 30 smpquery -D nodeinfo 0,1,9");
+    EXPECT_NE(nowhere.exit, 0) << nowhere.out;
+    EXPECT_NE(nowhere.out.find("node info query failed"), std::string::npos) << nowhere.out;
+    // An M_Key-protected port (protection bits 2) probed with the wrong key: the SMA discards
+    // the SMP (IBA vol. 1 §14.2.4.1), so smpquery times out; with the key it is answered; the
+    // port's own host still sees it in ibstat (the driver's queries pass the M_Key check).
+    ShResult protect = Exec("h0", bin + " mkey 2");
+    EXPECT_NE(protect.out.find("ok mkey-set"), std::string::npos) << protect.out;
+    ShResult wrong = Exec("h0", "timeout 30 smpquery -D nodeinfo 0,1,2");
+    EXPECT_NE(wrong.exit, 0) << wrong.out;
+    EXPECT_NE(wrong.out.find("node info query failed"), std::string::npos) << wrong.out;
+    ShResult right = Exec("h0", "timeout 30 smpquery -y 0xc0ffee -D portinfo 0,1,2");
+    EXPECT_EQ(right.exit, 0) << right.out;
+    EXPECT_NE(right.out.find("ProtectBits:.....................2"), std::string::npos)
+        << right.out;
+    EXPECT_GE(Counter(right.out, "MkeyViolations"), 1) << right.out;
+    EXPECT_EQ(Field(Exec("h1", "ibstat").out, "Base lid"), "16");
+    // A program killed while its sends wait for answers that never come.
+    Exec("h0", "timeout -s KILL 0.3 " + bin);
+    // The daemon is unharmed: both hosts' ports answer as before.
+    EXPECT_EQ(Field(Exec("h0", "ibstat").out, "State"), "Initializing");
+    EXPECT_EQ(Field(Exec("h1", "ibstat").out, "Physical state"), "LinkUp");
+    EXPECT_NE(Exec("h1", "smpquery -D nodeinfo 0,1").out.find("Switch"), std::string::npos);
+}
+
+TEST_F(EmuUmad, OutsideAnEmulatedHostThereIsNoCa)
+{
+    // The library without a host's socket behaves as libibumad on a machine without ib_umad.
+    ShResult r = Sh("env -u CNUAS_UMAD_SOCKET LD_LIBRARY_PATH=" CNUAS_BINARY_DIR
+                    "/host/lib ibstat");
+    EXPECT_NE(r.exit, 0);
+    EXPECT_NE(r.out.find("can't init UMAD library"), std::string::npos) << r.out;
+}
+
+} // namespace

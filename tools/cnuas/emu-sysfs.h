@@ -1,0 +1,36 @@
+// umad (issue 14): the emulated HCA as /sys/class/infiniband shows an adapter on a real machine,
+// for the programs that read sysfs themselves rather than through libibumad (ibstatus, a shell
+// script; perftest's --report_counters; ibstat's FDR10 check). `cnuas exec` writes it into the
+// private mount namespace it runs the program in.
+#ifndef CNUAS_TOOLS_EMU_SYSFS_H
+#define CNUAS_TOOLS_EMU_SYSFS_H
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace cnuas
+{
+
+/// Files as (path under /sys/class, contents), e.g. ("infiniband/cnuas_0/ports/1/lid", "0x3\n").
+using SysClassFiles = std::vector<std::pair<std::string, std::string>>;
+
+/**
+ * Asks the host's umad service (its socket, `umadSocket`) for the CA and its ports, and returns
+ * the files the kernel would show for them: /sys/class/infiniband/CA/{node_type, node_guid,
+ * sys_image_guid, fw_ver, hw_rev, hca_type, ports/N/{lid, sm_lid, sm_sl, lid_mask_count,
+ * state, phys_state, rate, cap_mask, link_layer, gids/0, pkeys/I}} and
+ * /sys/class/infiniband_mad/{abi_version, umad0/{ibdev, port}}, in the kernel's formats
+ * (drivers/infiniband/core/sysfs.c). False with the reason.
+ */
+bool HcaSysClassFiles(const std::string& umadSocket, SysClassFiles* files, std::string* why);
+
+/**
+ * In a private mount namespace whose /sys is mounted: puts a tmpfs over /sys/class that holds
+ * every class of that sysfs (bind mounts) plus `files`, read-only. "" or the problem.
+ */
+std::string MountSysClass(const SysClassFiles& files);
+
+} // namespace cnuas
+
+#endif
