@@ -1532,114 +1532,94 @@ EmuHcaService::DoCreateSrq(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r
     return 0;
 }
 
+namespace
+{
+/// Destroys the object `h` of `objects` with `destroy` (an RdmaDevice verb returning 0 or an
+/// errno value); on success `release` lets go of its shared memory and the record goes.
+template <typename Map, typename Destroy, typename Release>
+int
+DestroyRecord(Map& objects, uint32_t h, Destroy destroy, Release release)
+{
+    auto it = objects.find(h);
+    if (it == objects.end())
+    {
+        return EINVAL;
+    }
+    const int err = destroy(it->second);
+    if (err == 0)
+    {
+        release(it->second);
+        objects.erase(it);
+    }
+    return err;
+}
+
+auto
+NoRelease()
+{
+    return [](auto&) {};
+}
+} // namespace
+
 int
 EmuHcaService::DoDestroy(Context& c, uint32_t op, uint32_t h)
 {
+    RdmaDevice& dev = *m_device;
     switch (op)
     {
-    case CNUAS_OP_DEALLOC_PD: {
-        auto it = c.pds.find(h);
-        if (it == c.pds.end())
-        {
-            return EINVAL;
-        }
-        const int err = m_device->DeallocPd(it->second);
-        if (err == 0)
-        {
-            c.pds.erase(it);
-        }
-        return err;
-    }
-    case CNUAS_OP_DEREG_MR: {
-        auto it = c.mrs.find(h);
-        if (it == c.mrs.end())
-        {
-            return EINVAL;
-        }
-        const int err = m_device->DeregMr(it->second);
-        if (err == 0)
-        {
-            c.mrs.erase(it);
-        }
-        return err;
-    }
-    case CNUAS_OP_DESTROY_COMP_CHANNEL: {
-        auto it = c.channels.find(h);
-        if (it == c.channels.end())
-        {
-            return EINVAL;
-        }
-        for (const auto& [ch, cq] : c.cqs)
-        {
-            if (cq.channel == h)
-            {
-                m_device->SetLastError("a CQ still uses the channel");
-                return EBUSY;
-            }
-        }
-        close(it->second);
-        c.channels.erase(it);
-        return 0;
-    }
-    case CNUAS_OP_DESTROY_CQ: {
-        auto it = c.cqs.find(h);
-        if (it == c.cqs.end())
-        {
-            return EINVAL;
-        }
-        const int err = m_device->DestroyCq(it->second.cq);
-        if (err == 0)
-        {
-            it->second.ring->Detach();
-            it->second.shm.Release();
-            c.cqs.erase(it);
-        }
-        return err;
-    }
-    case CNUAS_OP_DESTROY_QP: {
-        auto it = c.qps.find(h);
-        if (it == c.qps.end())
-        {
-            return EINVAL;
-        }
-        const int err = m_device->DestroyQp(it->second.qp);
-        if (err == 0)
-        {
-            it->second.sq->Detach();
-            it->second.rq->Detach();
-            it->second.shm.Release();
-            c.qps.erase(it);
-        }
-        return err;
-    }
-    case CNUAS_OP_DESTROY_SRQ: {
-        auto it = c.srqs.find(h);
-        if (it == c.srqs.end())
-        {
-            return EINVAL;
-        }
-        const int err = m_device->DestroySrq(it->second.srq);
-        if (err == 0)
-        {
-            it->second.queue->Detach();
-            it->second.shm.Release();
-            c.srqs.erase(it);
-        }
-        return err;
-    }
-    case CNUAS_OP_DESTROY_AH: {
-        auto it = c.ahs.find(h);
-        if (it == c.ahs.end())
-        {
-            return EINVAL;
-        }
-        const int err = m_device->DestroyAh(it->second);
-        if (err == 0)
-        {
-            c.ahs.erase(it);
-        }
-        return err;
-    }
+    case CNUAS_OP_DEALLOC_PD:
+        return DestroyRecord(c.pds, h, [&](Ptr<RdmaPd>& pd) { return dev.DeallocPd(pd); },
+                             NoRelease());
+    case CNUAS_OP_DEREG_MR:
+        return DestroyRecord(c.mrs, h, [&](Ptr<RdmaMr>& mr) { return dev.DeregMr(mr); },
+                             NoRelease());
+    case CNUAS_OP_DESTROY_AH:
+        return DestroyRecord(c.ahs, h, [&](Ptr<RdmaAh>& ah) { return dev.DestroyAh(ah); },
+                             NoRelease());
+    case CNUAS_OP_DESTROY_COMP_CHANNEL:
+        return DestroyRecord(
+            c.channels,
+            h,
+            [&](int&) {
+                for (const auto& [ch, cq] : c.cqs)
+                {
+                    if (cq.channel == h)
+                    {
+                        dev.SetLastError("a CQ still uses the channel");
+                        return EBUSY;
+                    }
+                }
+                return 0;
+            },
+            [](int& fd) { close(fd); });
+    case CNUAS_OP_DESTROY_CQ:
+        return DestroyRecord(
+            c.cqs,
+            h,
+            [&](CqRec& r) { return dev.DestroyCq(r.cq); },
+            [](CqRec& r) {
+                r.ring->Detach();
+                r.shm.Release();
+            });
+    case CNUAS_OP_DESTROY_QP:
+        return DestroyRecord(
+            c.qps,
+            h,
+            [&](QpRec& r) { return dev.DestroyQp(r.qp); },
+            [](QpRec& r) {
+                r.sq->Detach();
+                r.rq->Detach();
+                r.shm.Release();
+            });
+    case CNUAS_OP_DESTROY_SRQ:
+        return DestroyRecord(
+            c.srqs,
+            h,
+            [&](SrqRec& r) { return dev.DestroySrq(r.srq); },
+            [](SrqRec& r) {
+                r.queue->Detach();
+                r.shm.Release();
+            });
     default:
         return EINVAL;
     }
