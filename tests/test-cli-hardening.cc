@@ -401,7 +401,8 @@ TEST(HpccFiles, NegativeNumbersAreRefusedNotWrappedAround)
 TEST_F(CliHardening, CtrlCEndsRoceHpccWithItsPartialSummaryAndCompleteFiles)
 {
     // A 1 KB flow that finishes at once and 20 of 2 GB sharing one 100 Gb/s link (3.2 s
-    // simulated, minutes of wall time); SIGINT once the progress line shows the run under way.
+    // simulated, more than the 1 s limit: minutes of wall time); SIGINT once the progress line
+    // shows the run under way (drawn every 1/200 of the limit, printed after 5 s of wall time).
     std::filesystem::create_directories(m_dir / "hpcc");
     WriteFile(m_dir / "hpcc/topo.txt", "3 1 2\n2\n0 2 100Gbps 1000ns 0\n1 2 100Gbps 1000ns 0\n");
     std::string flows = "21\n0 1 3 100 1000 2.0\n";
@@ -426,7 +427,7 @@ TEST_F(CliHardening, CtrlCEndsRoceHpccWithItsPartialSummaryAndCompleteFiles)
         execl(CNUAS_BINARY_DIR "/bin/cnuas", "cnuas", "run", "roce-hpcc", "--no-plots",
               "--out", "run", "--param", "dir=hpcc", "--param", "topology-file=topo.txt",
               "--param", "flow-file=flows.txt", "--param", "config-file=", "--param",
-              "limit=10s", static_cast<char*>(nullptr));
+              "limit=1s", static_cast<char*>(nullptr));
         _exit(127);
     }
     // stderr is a file: a plain progress line at most every 5 s of wall time.

@@ -563,19 +563,30 @@ TEST_F(PtyBridgeTest, AResponseWithCharacterErrorsReachesTheClientAsTermiosSays)
     seg.slaves[0]->GetDevice()->SetFormat(Format(19200, Rs485Parity::None));
     // Room between the request's end and the answer for the client to switch to INPCK.
     seg.slaves[0]->SetAttribute("ResponseDelay", TimeValue(MilliSeconds(150)));
+    // The bridge's characters on the line (simulation thread), so the client can tell when its
+    // request has left.
+    std::atomic<uint32_t> sent{0};
+    seg.bridge->GetDevice()->TraceConnectWithoutContext(
+        "TxCharacter",
+        MakeCallback(+[](std::atomic<uint32_t>* n, uint8_t, Time, Time) { (*n)++; }).Bind(&sent));
     ASSERT_TRUE(seg.bridge->Start()) << seg.bridge->GetError();
     // The client talks 8N1 so that the slave understands it, but checks parity on what it
     // reads: not possible on one UART, so the test flips INPCK between request and response.
     std::vector<uint8_t> marked, dropped;
+    bool requestsLeft = true;
     seg.Run([&]() {
         RawClient c;
         RawSettings s;
         s.parity = s.inpck = false;
         ASSERT_EQ(c.Open(seg.bridge->GetPortPath(), s), 0);
+        uint32_t requests = 0;
         for (bool ignpar : {false, true})
         {
             c.Write(ReadHoldingAdu(200, 79, 1));
-            SleepMs(20); // the request has left (8 x 521 us); the answer comes 150 ms later
+            // Reconfigure only once the request has left in 8N1 (the bridge takes the client's
+            // format when the bytes arrive); the answer comes 150 ms after it.
+            ++requests;
+            requestsLeft &= WaitFor([&]() { return sent.load() >= 8 * requests; }, 10);
             s.parity = s.inpck = true;
             s.ignpar = ignpar;
             ASSERT_EQ(c.Configure(s), 0);
@@ -587,9 +598,10 @@ TEST_F(PtyBridgeTest, AResponseWithCharacterErrorsReachesTheClientAsTermiosSays)
         }
     });
     const Rs485PtyBridgeCounters k = seg.bridge->GetCounters();
+    EXPECT_TRUE(requestsLeft) << "the requests did not go on the line";
     EXPECT_EQ(seg.slaves[0]->GetResponsesSent(), 2u);
     // Format is re-read at every character: the first one or two may still be read as 8N1.
-    EXPECT_GE(marked.size(), 5u);
+    ASSERT_GE(marked.size(), 5u);
     EXPECT_LE(marked.size(), 7u);
     EXPECT_GE(k.rxErrorsMarked, 5u);
     EXPECT_EQ(std::count(marked.end() - 5, marked.end(), 0), 5);

@@ -402,7 +402,8 @@ TEST_F(RackPeers, BytesAClientLeftUnreadAreNotTheNextClientsFirstBytes)
                 first.Open(r.bridge->GetPortPath(), RawSettings());
                 first.Write(ReadHoldingAdu(200, 79, 4));
                 // The answer (13 characters, ~8 ms at 19200) arrives and is left unread.
-                SleepMs(500);
+                WaitFor([&]() { return CountersFromSimulation(r.bridge).bytesToClient >= 13; },
+                        10);
             }
             WaitFor([&]() { return CountersFromSimulation(r.bridge).inputFlushes > 0; }, 10);
             RawClient next;
