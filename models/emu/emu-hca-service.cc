@@ -2,6 +2,7 @@
 
 #include "emu-realtime-simulator-impl.h"
 #include "process-memory.h"
+#include "unix-seqpacket.h"
 
 #include "host/abi/cnuas-hca-abi.h"
 
@@ -364,15 +365,64 @@ ToAbi(const RdmaAhAttr& a)
     return r;
 }
 
+/// Assigns one field across the model's struct and the ABI's (enums there, integers here).
+template <typename To, typename From>
+void
+Assign(To& to, const From& from)
+{
+    to = static_cast<To>(from);
+}
+
+/// struct ibv_qp_cap's fields, either way: the model's RdmaQpCap and the ABI's share the names.
+template <typename From, typename To>
+void
+CopyCap(const From& f, To& t)
+{
+    t.max_send_wr = f.max_send_wr;
+    t.max_recv_wr = f.max_recv_wr;
+    t.max_send_sge = f.max_send_sge;
+    t.max_recv_sge = f.max_recv_sge;
+    t.max_inline_data = f.max_inline_data;
+}
+
+/// struct ibv_qp_attr's fields, either way (RdmaQpAttr and cnuas_hca_qp_attr share the names).
+template <typename From, typename To, typename Ah>
+void
+CopyQpAttr(const From& f, To& t, Ah convertAh)
+{
+    Assign(t.qp_state, f.qp_state);
+    Assign(t.cur_qp_state, f.cur_qp_state);
+    Assign(t.path_mtu, f.path_mtu);
+    Assign(t.path_mig_state, f.path_mig_state);
+    t.qkey = f.qkey;
+    t.rq_psn = f.rq_psn;
+    t.sq_psn = f.sq_psn;
+    t.dest_qp_num = f.dest_qp_num;
+    t.qp_access_flags = f.qp_access_flags;
+    CopyCap(f.cap, t.cap);
+    t.ah_attr = convertAh(f.ah_attr);
+    t.alt_ah_attr = convertAh(f.alt_ah_attr);
+    t.pkey_index = f.pkey_index;
+    t.alt_pkey_index = f.alt_pkey_index;
+    t.en_sqd_async_notify = f.en_sqd_async_notify;
+    t.sq_draining = f.sq_draining;
+    t.max_rd_atomic = f.max_rd_atomic;
+    t.max_dest_rd_atomic = f.max_dest_rd_atomic;
+    t.min_rnr_timer = f.min_rnr_timer;
+    t.port_num = f.port_num;
+    t.timeout = f.timeout;
+    t.retry_cnt = f.retry_cnt;
+    t.rnr_retry = f.rnr_retry;
+    t.alt_port_num = f.alt_port_num;
+    t.alt_timeout = f.alt_timeout;
+    t.rate_limit = f.rate_limit;
+}
+
 RdmaQpCap
 FromAbi(const cnuas_hca_qp_cap& c)
 {
     RdmaQpCap r;
-    r.max_send_wr = c.max_send_wr;
-    r.max_recv_wr = c.max_recv_wr;
-    r.max_send_sge = c.max_send_sge;
-    r.max_recv_sge = c.max_recv_sge;
-    r.max_inline_data = c.max_inline_data;
+    CopyCap(c, r);
     return r;
 }
 
@@ -380,11 +430,7 @@ cnuas_hca_qp_cap
 ToAbi(const RdmaQpCap& c)
 {
     cnuas_hca_qp_cap r{};
-    r.max_send_wr = c.max_send_wr;
-    r.max_recv_wr = c.max_recv_wr;
-    r.max_send_sge = c.max_send_sge;
-    r.max_recv_sge = c.max_recv_sge;
-    r.max_inline_data = c.max_inline_data;
+    CopyCap(c, r);
     return r;
 }
 
@@ -392,32 +438,7 @@ RdmaQpAttr
 FromAbi(const cnuas_hca_qp_attr& a)
 {
     RdmaQpAttr r;
-    r.qp_state = static_cast<RdmaQpState>(a.qp_state);
-    r.cur_qp_state = static_cast<RdmaQpState>(a.cur_qp_state);
-    r.path_mtu = static_cast<RdmaMtu>(a.path_mtu);
-    r.path_mig_state = static_cast<RdmaMigState>(a.path_mig_state);
-    r.qkey = a.qkey;
-    r.rq_psn = a.rq_psn;
-    r.sq_psn = a.sq_psn;
-    r.dest_qp_num = a.dest_qp_num;
-    r.qp_access_flags = a.qp_access_flags;
-    r.cap = FromAbi(a.cap);
-    r.ah_attr = FromAbi(a.ah_attr);
-    r.alt_ah_attr = FromAbi(a.alt_ah_attr);
-    r.pkey_index = a.pkey_index;
-    r.alt_pkey_index = a.alt_pkey_index;
-    r.en_sqd_async_notify = a.en_sqd_async_notify;
-    r.sq_draining = a.sq_draining;
-    r.max_rd_atomic = a.max_rd_atomic;
-    r.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    r.min_rnr_timer = a.min_rnr_timer;
-    r.port_num = a.port_num;
-    r.timeout = a.timeout;
-    r.retry_cnt = a.retry_cnt;
-    r.rnr_retry = a.rnr_retry;
-    r.alt_port_num = a.alt_port_num;
-    r.alt_timeout = a.alt_timeout;
-    r.rate_limit = a.rate_limit;
+    CopyQpAttr(a, r, [](const cnuas_hca_ah_attr& ah) { return FromAbi(ah); });
     return r;
 }
 
@@ -425,32 +446,7 @@ cnuas_hca_qp_attr
 ToAbi(const RdmaQpAttr& a)
 {
     cnuas_hca_qp_attr r{};
-    r.qp_state = static_cast<uint32_t>(a.qp_state);
-    r.cur_qp_state = static_cast<uint32_t>(a.cur_qp_state);
-    r.path_mtu = static_cast<uint32_t>(a.path_mtu);
-    r.path_mig_state = static_cast<uint32_t>(a.path_mig_state);
-    r.qkey = a.qkey;
-    r.rq_psn = a.rq_psn;
-    r.sq_psn = a.sq_psn;
-    r.dest_qp_num = a.dest_qp_num;
-    r.qp_access_flags = a.qp_access_flags;
-    r.cap = ToAbi(a.cap);
-    r.ah_attr = ToAbi(a.ah_attr);
-    r.alt_ah_attr = ToAbi(a.alt_ah_attr);
-    r.pkey_index = a.pkey_index;
-    r.alt_pkey_index = a.alt_pkey_index;
-    r.en_sqd_async_notify = a.en_sqd_async_notify;
-    r.sq_draining = a.sq_draining;
-    r.max_rd_atomic = a.max_rd_atomic;
-    r.max_dest_rd_atomic = a.max_dest_rd_atomic;
-    r.min_rnr_timer = a.min_rnr_timer;
-    r.port_num = a.port_num;
-    r.timeout = a.timeout;
-    r.retry_cnt = a.retry_cnt;
-    r.rnr_retry = a.rnr_retry;
-    r.alt_port_num = a.alt_port_num;
-    r.alt_timeout = a.alt_timeout;
-    r.rate_limit = a.rate_limit;
+    CopyQpAttr(a, r, [](const RdmaAhAttr& ah) { return ToAbi(ah); });
     return r;
 }
 
@@ -626,34 +622,13 @@ EmuHcaService::Start(const std::string& socketPath,
         *why = "the HCA service needs the emulation simulator (EmuRealtimeSimulatorImpl)";
         return false;
     }
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (socketPath.size() >= sizeof(addr.sun_path))
-    {
-        *why = "socket path too long for a Unix socket (" + std::to_string(socketPath.size()) +
-               " bytes, at most " + std::to_string(sizeof(addr.sun_path) - 1) + "): " +
-               socketPath;
-        return false;
-    }
-    std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size());
-    m_listenFd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (m_listenFd < 0)
-    {
-        *why = std::string("socket: ") + std::strerror(errno);
-        return false;
-    }
-    unlink(socketPath.c_str());
-    if (bind(m_listenFd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        listen(m_listenFd, 64) != 0)
-    {
-        *why = "cannot listen on " + socketPath + ": " + std::strerror(errno);
-        close(m_listenFd);
-        m_listenFd = -1;
-        return false;
-    }
     // Any process of the host may open the device, as /dev/infiniband/uverbs0 is world
     // readable and writable on a real machine; each reaches only its own memory.
-    chmod(socketPath.c_str(), 0666);
+    m_listenFd = ListenSeqpacket(socketPath, 0666, why);
+    if (m_listenFd < 0)
+    {
+        return false;
+    }
     m_path = socketPath;
     m_device = device;
     m_engine = engine;
@@ -804,24 +779,9 @@ EmuHcaService::OnReadable(uint32_t id)
 bool
 EmuHcaService::Reply(Context& c, const void* resp, size_t len, int fd)
 {
-    iovec iov{const_cast<void*>(resp), len};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    if (fd >= 0)
-    {
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof(control);
-        cmsghdr* h = CMSG_FIRSTHDR(&msg);
-        h->cmsg_level = SOL_SOCKET;
-        h->cmsg_type = SCM_RIGHTS;
-        h->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(h), &fd, sizeof(int));
-    }
     // The process waits for this answer, so the socket has room; if not, it is not a verbs
     // library speaking and the connection goes.
-    return sendmsg(c.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(len);
+    return SendDatagramWithFd(c.fd, resp, len, fd);
 }
 
 void
@@ -1643,26 +1603,15 @@ EmuHcaService::OnDoorbell(uint32_t id)
     }
     ++m_counters.doorbells;
     // The doorbell is per context: look at every QP of it (a QP whose producer index did not
-    // move costs one load).
-    std::vector<uint32_t> handles;
-    handles.reserve(c.qps.size());
-    for (const auto& [h, rec] : c.qps)
+    // move costs one load). Taking WQEs never creates or destroys a QP of the context.
+    for (auto& [h, rec] : c.qps)
     {
-        handles.push_back(h);
-    }
-    for (uint32_t h : handles)
-    {
-        auto it = c.qps.find(h);
-        if (it == c.qps.end())
-        {
-            continue;
-        }
-        PullSends(c, it->second);
+        PullSends(c, rec);
         // Receives posted in the error state complete with a flush without waiting for a
         // message (the library rings for them).
-        if (it->second.qp->GetState() == RdmaQpState::ERR)
+        if (rec.qp->GetState() == RdmaQpState::ERR)
         {
-            PullRecvs(c, it->second);
+            PullRecvs(c, rec);
         }
     }
 }

@@ -1,6 +1,7 @@
 #include "emu-umad-service.h"
 
 #include "emu-realtime-simulator-impl.h"
+#include "unix-seqpacket.h"
 
 #include "models/ib/ib-lrh-header.h"
 #include "models/ib/ib-net-device.h"
@@ -230,32 +231,13 @@ EmuUmadService::Start(const std::string& socketPath,
         *why = "the umad service needs a channel adapter's port";
         return false;
     }
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (socketPath.size() >= sizeof(addr.sun_path))
-    {
-        *why = "socket path too long for a Unix socket: " + socketPath;
-        return false;
-    }
-    std::memcpy(addr.sun_path, socketPath.c_str(), socketPath.size());
-    m_listenFd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (m_listenFd < 0)
-    {
-        *why = std::string("socket: ") + std::strerror(errno);
-        return false;
-    }
-    unlink(socketPath.c_str());
-    if (bind(m_listenFd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-        listen(m_listenFd, 64) != 0)
-    {
-        *why = "cannot listen on " + socketPath + ": " + std::strerror(errno);
-        close(m_listenFd);
-        m_listenFd = -1;
-        return false;
-    }
     // /dev/infiniband/umadN is root's on a real machine (mode 0600 unless udev says otherwise);
     // the socket follows the same rule.
-    chmod(socketPath.c_str(), 0600);
+    m_listenFd = ListenSeqpacket(socketPath, 0600, why);
+    if (m_listenFd < 0)
+    {
+        return false;
+    }
     m_path = socketPath;
     m_disp = dispatcher;
     m_portNumber = portNumber;
@@ -576,27 +558,12 @@ EmuUmadService::OnControl(uint32_t id)
 bool
 EmuUmadService::Reply(Conn& c, const cnuas_umad_resp& r, int fd)
 {
-    iovec iov{const_cast<cnuas_umad_resp*>(&r), sizeof(r)};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    if (fd >= 0)
-    {
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof(control);
-        cmsghdr* h = CMSG_FIRSTHDR(&msg);
-        h->cmsg_level = SOL_SOCKET;
-        h->cmsg_type = SCM_RIGHTS;
-        h->cmsg_len = CMSG_LEN(sizeof(int));
-        std::memcpy(CMSG_DATA(h), &fd, sizeof(int));
-    }
     ++m_counters.requests;
     if (r.err != 0)
     {
         ++m_counters.refused;
     }
-    return sendmsg(c.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(r));
+    return SendDatagramWithFd(c.fd, &r, sizeof(r), fd);
 }
 
 void

@@ -85,59 +85,17 @@ ProcessMemory::MemFd() const
 bool
 ProcessMemory::Read(uint64_t addr, uint8_t* dst, uint64_t len) const
 {
-    if (len == 0)
-    {
-        return true;
-    }
-    if (Wraps(addr, len) || m_pid <= 0 || addr > static_cast<uint64_t>(INT64_MAX) - len)
-    {
-        ++m_faults;
-        return false;
-    }
-    if (const int fd = MemFd(); fd >= 0)
-    {
-        uint64_t got = 0;
-        while (got < len)
-        {
-            const ssize_t n = pread(fd, dst + got, len - got, static_cast<off_t>(addr + got));
-            if (n < 0 && errno == EINTR)
-            {
-                continue;
-            }
-            if (n <= 0)
-            {
-                ++m_faults;
-                return false;
-            }
-            got += static_cast<uint64_t>(n);
-        }
-        return true;
-    }
-    uint64_t done = 0;
-    while (done < len)
-    {
-        const uint64_t n = std::min(len - done, kChunk);
-        iovec local{dst + done, n};
-        iovec remote{reinterpret_cast<void*>(addr + done), n};
-        const ssize_t got = process_vm_readv(m_pid, &local, 1, &remote, 1, 0);
-        if (got <= 0)
-        {
-            if (got < 0 && errno == EINTR)
-            {
-                continue;
-            }
-            NS_LOG_INFO("pid " << m_pid << ": read of " << len << " bytes at 0x" << std::hex
-                               << addr << std::dec << " faulted: " << std::strerror(errno));
-            ++m_faults;
-            return false;
-        }
-        done += static_cast<uint64_t>(got);
-    }
-    return true;
+    return Transfer(false, addr, dst, len);
 }
 
 bool
 ProcessMemory::Write(uint64_t addr, const uint8_t* src, uint64_t len)
+{
+    return Transfer(true, addr, const_cast<uint8_t*>(src), len);
+}
+
+bool
+ProcessMemory::Transfer(bool write, uint64_t addr, uint8_t* buf, uint64_t len) const
 {
     if (len == 0)
     {
@@ -148,60 +106,50 @@ ProcessMemory::Write(uint64_t addr, const uint8_t* src, uint64_t len)
         ++m_faults;
         return false;
     }
-    if (const int fd = MemFd(); fd >= 0)
-    {
-        uint64_t put = 0;
-        while (put < len)
-        {
-            const ssize_t n = pwrite(fd, src + put, len - put, static_cast<off_t>(addr + put));
-            if (n < 0 && errno == EINTR)
-            {
-                continue;
-            }
-            if (n == 0)
-            {
-                // /proc/PID/mem moves nothing once the address space is gone (an unmapped
-                // address gives EIO instead): the process has exited. As below.
-                m_gone = true;
-                return true;
-            }
-            if (n <= 0)
-            {
-                ++m_faults;
-                return false;
-            }
-            put += static_cast<uint64_t>(n);
-        }
-        return true;
-    }
+    const int fd = MemFd();
     uint64_t done = 0;
     while (done < len)
     {
         const uint64_t n = std::min(len - done, kChunk);
-        iovec local{const_cast<uint8_t*>(src) + done, n};
-        iovec remote{reinterpret_cast<void*>(addr + done), n};
-        const ssize_t put = process_vm_writev(m_pid, &local, 1, &remote, 1, 0);
-        if (put <= 0)
+        ssize_t moved;
+        if (fd >= 0)
         {
-            if (put < 0 && errno == EINTR)
-            {
-                continue;
-            }
-            if (put < 0 && errno == ESRCH)
-            {
-                // The process has exited and its context is about to be closed. A real
-                // adapter's DMA into the pinned pages of a dying process succeeds (the pages
-                // go when the kernel deregisters them), so the peer sees what hardware gives
-                // it: acknowledgments until the QP is destroyed, then silence (retries).
-                m_gone = true;
-                return true;
-            }
-            NS_LOG_INFO("pid " << m_pid << ": write of " << len << " bytes at 0x" << std::hex
-                               << addr << std::dec << " faulted: " << std::strerror(errno));
-            ++m_faults;
-            return false;
+            const auto at = static_cast<off_t>(addr + done);
+            moved = write ? pwrite(fd, buf + done, n, at) : pread(fd, buf + done, n, at);
         }
-        done += static_cast<uint64_t>(put);
+        else
+        {
+            iovec local{buf + done, n};
+            iovec remote{reinterpret_cast<void*>(addr + done), n};
+            moved = write ? process_vm_writev(m_pid, &local, 1, &remote, 1, 0)
+                          : process_vm_readv(m_pid, &local, 1, &remote, 1, 0);
+        }
+        if (moved < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (moved > 0)
+        {
+            done += static_cast<uint64_t>(moved);
+            continue;
+        }
+        // Nothing moved. The process has exited when its address space is gone:
+        // /proc/PID/mem then moves 0 bytes (an unmapped address gives EIO instead), and
+        // process_vm_* fail with ESRCH. A real adapter's DMA into the pinned pages of a dying
+        // process succeeds (the pages go when the kernel deregisters them), so a write to it
+        // succeeds without effect and the peer sees what hardware gives it: acknowledgments
+        // until the QP is destroyed (its context closes at once), then silence (retries).
+        const bool gone = fd >= 0 ? moved == 0 : errno == ESRCH;
+        if (write && gone)
+        {
+            m_gone = true;
+            return true;
+        }
+        NS_LOG_INFO("pid " << m_pid << ": " << (write ? "write" : "read") << " of " << len
+                           << " bytes at 0x" << std::hex << addr << std::dec
+                           << " faulted: " << std::strerror(errno));
+        ++m_faults;
+        return false;
     }
     return true;
 }

@@ -61,11 +61,13 @@ class ProcessMemory : public RdmaMemory
   private:
     /// /proc/PID/mem, opened on first use; -1 if it cannot be (process_vm_* then).
     int MemFd() const;
+    /// Read (into buf) or write (from buf) `len` bytes at `addr`, whichever way MemFd allows.
+    bool Transfer(bool write, uint64_t addr, uint8_t* buf, uint64_t len) const;
 
     pid_t m_pid = 0;
     mutable int m_memFd = -2; ///< -2: not tried yet
     bool m_useProcMem = true;
-    bool m_gone = false;
+    mutable bool m_gone = false;
     mutable uint64_t m_faults = 0;
 };
 

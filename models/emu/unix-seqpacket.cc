@@ -1,0 +1,64 @@
+#include "unix-seqpacket.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ns3
+{
+
+int
+ListenSeqpacket(const std::string& path, mode_t mode, std::string* why)
+{
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path))
+    {
+        *why = "socket path too long for a Unix socket (" + std::to_string(path.size()) +
+               " bytes, at most " + std::to_string(sizeof(addr.sun_path) - 1) + "): " + path;
+        return -1;
+    }
+    std::memcpy(addr.sun_path, path.c_str(), path.size());
+    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+    {
+        *why = std::string("socket: ") + std::strerror(errno);
+        return -1;
+    }
+    unlink(path.c_str());
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || listen(fd, 64) != 0)
+    {
+        *why = "cannot listen on " + path + ": " + std::strerror(errno);
+        close(fd);
+        return -1;
+    }
+    chmod(path.c_str(), mode);
+    return fd;
+}
+
+bool
+SendDatagramWithFd(int sock, const void* buf, size_t len, int fd)
+{
+    iovec iov{const_cast<void*>(buf), len};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    if (fd >= 0)
+    {
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+        cmsghdr* h = CMSG_FIRSTHDR(&msg);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        std::memcpy(CMSG_DATA(h), &fd, sizeof(int));
+    }
+    return sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(len);
+}
+
+} // namespace ns3
