@@ -3,6 +3,7 @@
 // libibverbs and the daemon's HCA service. Needs root (namespaces, TAP devices).
 #include "emu-test-util.h"
 
+#include <algorithm>
 #include <csignal>
 #include <regex>
 
@@ -133,6 +134,17 @@ TEST_P(EmuVerbs, DevicesAndDevinfoShowThePlausibleHca)
         std::smatch m;
         ASSERT_TRUE(std::regex_search(info.out, m, std::regex("port_lid:\\s+(\\d+)")));
         EXPECT_GT(std::stoi(m[1]), 0) << "the subnet manager assigns a LID";
+        // One node GUID, whoever asks: verbs (ibv_devinfo) and the SMA (ibstat).
+        ShResult stat = Exec("h0", "ibstat");
+        std::smatch v;
+        std::smatch u;
+        ASSERT_TRUE(std::regex_search(info.out, v,
+                                      std::regex("node_guid:\\s+([0-9a-f:]+)")));
+        ASSERT_TRUE(std::regex_search(stat.out, u, std::regex("Node GUID: 0x([0-9a-f]+)")))
+            << stat.out;
+        std::string verbsGuid = v[1];
+        verbsGuid.erase(std::remove(verbsGuid.begin(), verbsGuid.end(), ':'), verbsGuid.end());
+        EXPECT_EQ(verbsGuid, std::string(u[1]));
     }
     // A host without the emulator's socket has no device, as a machine without an HCA.
     ShResult none = Exec("h0", "env -u CNUAS_HCA_SOCKET ibv_devices");

@@ -5,9 +5,11 @@
 #include "unix-seqpacket.h"
 
 #include "host/abi/cnuas-hca-abi.h"
+#include "models/mgmt/ib-sma-agent.h"
 
 #include "ns3/data-rate.h"
 #include "ns3/log.h"
+#include "ns3/node.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
@@ -1054,7 +1056,11 @@ EmuHcaService::FillDeviceAttr(cnuas_hca_device_attr& a) const
     uint64_t guid = d.node_guid;
     if (guid == 0 && m_ibPort)
     {
-        guid = m_ibPort->GetPortGuid();
+        // The node GUID the fabric sees: the node's SMA answers NodeInfo with it, and ibstat
+        // and ibnetdiscover print it.
+        Ptr<IbSmaAgent> sma = m_ibPort->GetNode() ? m_ibPort->GetNode()->GetObject<IbSmaAgent>()
+                                                   : nullptr;
+        guid = sma ? sma->GetNodeGuid() : m_ibPort->GetPortGuid() - m_ibPort->GetPortNumber();
     }
     if (guid == 0 && m_ethPort)
     {

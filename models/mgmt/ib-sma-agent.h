@@ -86,6 +86,12 @@ class IbSmaAgent : public Object
     /// PortInfo.M_Key of a port (a switch's: port 0's). For the adapter's own queries, which
     /// a driver makes with the M_Key check off (the emulated host's sysfs view).
     uint64_t GetMKey(uint8_t port) const;
+    /// The node GUID NodeInfo answers with (the NodeGuid attribute, else the switch's, else
+    /// a CA's port-1 GUID less the port number).
+    uint64_t GetNodeGuid() const
+    {
+        return NodeGuid();
+    }
 
     /// SmpAnswered: (attribute ID, method of the request, status).
     typedef void (*AnsweredCallback)(uint16_t attrId, uint8_t method, uint16_t status);
