@@ -6,6 +6,7 @@
 # output, which ibsim reads). Needs root and the packages of scripts/setup-debian.sh.
 #
 #   bench/emu-umad-bench.sh [build-dir]             # default: build; K=8 DILATIONS="50 20"
+#   DILATIONS= BUILTIN_DILATION=50 bench/emu-umad-bench.sh   # the built-in SM and ibsim only
 #
 # Times are opensm's own log stamps, from "Entering DISCOVERING state" to its first "SUBNET UP"
 # (wall clock). SMPs are those opensm sent, from its debug log (vl15_send_mad's "total sent"),
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 cnuas="$build/bin/cnuas"
 k=${K:-8}
-dilations=${DILATIONS:-"50 20"}
+dilations=${DILATIONS-"50 20"}
 [ -x "$cnuas" ] || { echo "no $cnuas: build first" >&2; exit 1; }
 [ -r "$build/host/lib/libibumad.so.3" ] || { echo "no Cnuas libibumad: build with libibumad-dev" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root (namespaces)" >&2; exit 1; }
