@@ -6,6 +6,7 @@
 # output, which ibsim reads). Needs root and the packages of scripts/setup-debian.sh.
 #
 #   bench/emu-umad-bench.sh [build-dir]             # default: build; K=8 DILATIONS="50 20"
+#   DILATIONS= BUILTIN_DILATION=50 bench/emu-umad-bench.sh   # the built-in SM and ibsim only
 #
 # Times are opensm's own log stamps, from "Entering DISCOVERING state" to its first "SUBNET UP"
 # (wall clock). SMPs are those opensm sent, from its debug log (vl15_send_mad's "total sent"),
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 cnuas="$build/bin/cnuas"
 k=${K:-8}
-dilations=${DILATIONS:-"50 20"}
+dilations=${DILATIONS-"50 20"}
 [ -x "$cnuas" ] || { echo "no $cnuas: build first" >&2; exit 1; }
 [ -r "$build/host/lib/libibumad.so.3" ] || { echo "no Cnuas libibumad: build with libibumad-dev" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root (namespaces)" >&2; exit 1; }
@@ -57,7 +58,8 @@ wait_up() {
 # One opensm run in h0 of a fresh fabric at dilation $1; $2 = extra opensm options; the log goes
 # to $3.
 cnuas_opensm() {
-  "$cnuas" up --name "$name" --fabric ib --topology "fat-tree:k=$k" --sm none --dilation "$1" >/dev/null
+  "$cnuas" up --name "$name" --fabric ib --topology "fat-tree:k=$k" --sm none --dilation "$1" \
+    --timeout 300 >/dev/null || { lag="(cnuas up failed)"; return 0; }
   "$cnuas" exec --name "$name" h0 -- env OSM_CACHE_DIR="$state" \
     timeout 300 opensm $2 -f "$3" >/dev/null 2>&1 &
   wait_up "$3" || echo "  (no SUBNET UP in 120 s)" >&2
@@ -79,17 +81,25 @@ for d in $dilations; do
 done
 
 d0=${dilations%% *}
-"$cnuas" up --name "$name" --fabric ib --topology "fat-tree:k=$k" --sm builtin --dilation "$d0" >/dev/null
-for _ in $(seq 300); do
-  sm=$("$cnuas" status | grep "subnet manager:" || true)
-  echo "$sm" | grep -q "subnet up at [0-9]" && break
-  sleep 0.2
-done
-"$cnuas" down --name "$name" >/dev/null
-up_s=$(echo "$sm" | sed -n 's/.*subnet up at \([0-9.]*\) s simulated.*/\1/p')
-smps=$(echo "$sm" | sed -n 's/.* \([0-9]*\) SMPs.*/\1/p')
-wall=$(awk -v s="$up_s" -v d="$d0" 'BEGIN { printf "%.3f", s * d }')
-printf "%-34s %12s %8s  %s\n" "built-in SM, dilation $d0" "$wall" "$smps" "$up_s s simulated"
+d0=${d0:-${BUILTIN_DILATION:-50}}
+if "$cnuas" up --name "$name" --fabric ib --topology "fat-tree:k=$k" --sm builtin \
+     --dilation "$d0" --timeout 300 >/dev/null; then
+  for _ in $(seq 300); do
+    sm=$("$cnuas" status | grep "subnet manager:" || true)
+    echo "$sm" | grep -q "subnet up at [0-9]" && break
+    sleep 0.2
+  done
+  # The topology for ibsim, if no opensm run made it.
+  [ -s "$state/k$k.topo" ] ||
+    "$cnuas" exec --name "$name" h1 -- ibnetdiscover > "$state/k$k.topo" 2>/dev/null || true
+  "$cnuas" down --name "$name" >/dev/null || true
+  up_s=$(echo "$sm" | sed -n 's/.*subnet up at \([0-9.]*\) s simulated.*/\1/p')
+  smps=$(echo "$sm" | sed -n 's/.* \([0-9]*\) SMPs.*/\1/p')
+  wall=$(awk -v s="$up_s" -v d="$d0" 'BEGIN { printf "%.3f", s * d }')
+  printf "%-34s %12s %8s  %s\n" "built-in SM, dilation $d0" "$wall" "$smps" "$up_s s simulated"
+else
+  echo "built-in SM: cnuas up failed"
+fi
 
 if command -v ibsim >/dev/null && [ -r /usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so ]; then
   # $1 = extra opensm options, $2 = its log. ibsim and opensm are this script's children, ended

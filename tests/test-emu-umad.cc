@@ -480,6 +480,14 @@ TEST_F(EmuUmad, MisbehavingProgramsGetTheKernelsErrorsAndTheDaemonGoesOn)
     {
         EXPECT_NE(r.out.find(std::string("ok ") + c + "\n"), std::string::npos) << c;
     }
+    // The daemon counted what it refused (cnuas status --json, the host's "umad").
+    const nlohmann::json st = Status();
+    ASSERT_TRUE(st.contains("live") && st["live"].contains("hosts")) << st.dump();
+    const nlohmann::json u = st["live"]["hosts"][0].value("umad", nlohmann::json::object());
+    EXPECT_GE(u.value("malformed", 0), 3) << u.dump();      // two datagrams, one request
+    EXPECT_GE(u.value("mads_refused", 0), 2) << u.dump();   // no such agent, not a MAD
+    EXPECT_GE(u.value("mads_delivered", 0), 5) << u.dump();     // its answered requests
+    EXPECT_EQ(u.value("ports_open", -1), 0) << u.dump();     // the program has gone
     // Debian's smpquery along a directed route that leads nowhere: it gives up, cleanly.
     ShResult nowhere = Exec("h0", "timeout 30 smpquery -D nodeinfo 0,1,9");
     EXPECT_NE(nowhere.exit, 0) << nowhere.out;

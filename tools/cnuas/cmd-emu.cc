@@ -348,6 +348,19 @@ StatusJson(const Daemon& d)
                                   {"dropped_port_not_active", c.notActive},
                                   {"dropped_no_peer", c.noPeer},
                                   {"dropped_not_ip", c.notIp}});
+            if (i < d.umadServices.size()) // umad (issue 14)
+            {
+                const ns3::EmuUmadCounters u = d.umadServices[i]->GetCounters();
+                j["hosts"].back()["umad"] = {{"ports_open", d.umadServices[i]->GetOpenPorts()},
+                                             {"is_sm", d.umadServices[i]->IsSmHeld()},
+                                             {"mads_sent", u.madsSent},
+                                             {"mads_refused", u.madsRefused},
+                                             {"mads_delivered", u.madsDelivered},
+                                             {"mads_undelivered", u.madsUndelivered},
+                                             {"requests_delivered", u.requestsDelivered},
+                                             {"malformed", u.malformed},
+                                             {"queries", u.queries}};
+            }
         }
         if (d.sm)
         {
