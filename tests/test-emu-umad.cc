@@ -36,6 +36,41 @@ class EmuUmad : public EmuFixture
         }
     }
 
+    /// Starts Debian's opensm in `host` (its cache and log in the test's directory, its pid in
+    /// opensm.pid) and waits up to `seconds` for its log to say SUBNET UP; returns the log.
+    /// `-d2` makes opensm flush every log line: without it the INFO line SUBNET UP can sit in
+    /// stdio's buffer until later lines fill it, and a slow machine makes no later lines.
+    /// On failure the test is told opensm's own output and how far the daemon lagged.
+    std::string StartOpensmUntilSubnetUp(const std::string& host, double seconds)
+    {
+        const std::string log = (m_dir / "opensm.log").string();
+        const std::string pid = (m_dir / "opensm.pid").string();
+        ExecBackground(host,
+                       "env OSM_CACHE_DIR=" + m_dir.string() + " sh -c 'echo $$ > " + pid +
+                           "; exec timeout 300 opensm -d2 -f " + log + "'",
+                       "opensm.out");
+        const auto end = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+        std::string text;
+        while (text.find("SUBNET UP") == std::string::npos &&
+               std::chrono::steady_clock::now() < end)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            std::ifstream in(log);
+            std::stringstream ss;
+            ss << in.rdbuf();
+            text = ss.str();
+        }
+        if (text.find("SUBNET UP") == std::string::npos)
+        {
+            ADD_FAILURE() << "opensm did not reach SUBNET UP in " << seconds << " s\nlog:\n"
+                          << text.substr(0, 6000) << "\nopensm's output:\n"
+                          << WaitForLines("opensm.out", 1, 0.1) << "\nthe daemon: "
+                          << Status().dump().substr(0, 3000);
+        }
+        return text;
+    }
+
     /// Runs `ibstat` in `host` until its output matches `re` (or `seconds` pass); returns the
     /// last output.
     std::string IbstatUntil(const std::string& host, const std::string& re, double seconds = 20)
@@ -318,23 +353,10 @@ TEST_F(EmuUmad, OpensmBringsTheFabricUpAndVerbsRunOverItsRoutes)
     const std::string before = IbstatUntil("h2", "Physical state: LinkUp");
     EXPECT_EQ(Field(before, "State"), "Initializing") << before;
     EXPECT_EQ(Field(before, "Base lid"), "0") << before;
-    // opensm on h0, unmodified: its cache and log in the test's directory.
-    const std::string log = (m_dir / "opensm.log").string();
+    // opensm on h0, unmodified.
+    const std::string text = StartOpensmUntilSubnetUp("h0", 90);
+    ASSERT_NE(text.find("SUBNET UP"), std::string::npos);
     const std::string pid = (m_dir / "opensm.pid").string();
-    ExecBackground("h0",
-                   "env OSM_CACHE_DIR=" + m_dir.string() + " sh -c 'echo $$ > " + pid +
-                       "; exec timeout 300 opensm -f " + log + "'",
-                   "opensm.out");
-    std::string text;
-    for (int i = 0; i < 150 && text.find("SUBNET UP") == std::string::npos; ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        std::ifstream in(log);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        text = ss.str();
-    }
-    ASSERT_NE(text.find("SUBNET UP"), std::string::npos) << text.substr(0, 4000);
     EXPECT_EQ(text.find("ERRORS DURING INITIALIZATION"), std::string::npos) << text;
     // Every port Active with its own LID, the SM LID h0's, IsSM on h0's port only.
     std::set<std::string> lids;
@@ -417,20 +439,8 @@ TEST_F(EmuUmad, OpensmAndIbnetdiscoverOnAK4FatTree)
     ShResult up = Up("--fabric ib --dilation 20 --topology fat-tree:k=4 --sm none");
     ASSERT_EQ(up.exit, 0) << up.out;
     IbstatUntil("h0", "Physical state: LinkUp");
-    const std::string log = (m_dir / "opensm.log").string();
-    ExecBackground("h0",
-                   "env OSM_CACHE_DIR=" + m_dir.string() + " timeout 120 opensm -f " + log,
-                   "opensm.out");
-    std::string text;
-    for (int i = 0; i < 150 && text.find("SUBNET UP") == std::string::npos; ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        std::ifstream in(log);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        text = ss.str();
-    }
-    ASSERT_NE(text.find("SUBNET UP"), std::string::npos) << text.substr(0, 4000);
+    const std::string text = StartOpensmUntilSubnetUp("h0", 90);
+    ASSERT_NE(text.find("SUBNET UP"), std::string::npos);
     EXPECT_EQ(text.find("ERRORS DURING INITIALIZATION"), std::string::npos);
     const std::string far = IbstatUntil("h15", "State: Active");
     EXPECT_EQ(Field(far, "State"), "Active") << far;
