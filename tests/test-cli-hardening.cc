@@ -333,6 +333,20 @@ TEST_F(CliHardening, RatesMustBePositiveInSetToo)
                         "expects a positive data rate"));
 }
 
+TEST_F(CliHardening, AVlCountMustBeOneIbaCanEncode)
+{
+    // PortInfo.OperationalVLs encodes 1, 2, 4, 8 or 15 data VLs (IBA vol. 1 §14.2.5.6): 3 is
+    // refused with the values there are, as --param vls=3 is.
+    EXPECT_TRUE(Refused(Run("run ib-pair --set ns3::IbSubnetManager::OperationalVls=3"), 2,
+                        "uint8_t, one of 1, 2, 4, 8, 15"));
+    EXPECT_TRUE(Refused(Run("run ib-pair --set ns3::IbSubnetManager::OperationalVls=16"), 2,
+                        "one of 1, 2, 4, 8, 15"));
+    EXPECT_EQ(Run("run ib-pair --no-progress --no-plots --param sm=builtin "
+                  "--set ns3::IbSubnetManager::OperationalVls=2")
+                  .status,
+              0);
+}
+
 TEST_F(CliHardening, AFabricThatNeverCameUpFailsTheRun)
 {
     for (const char* sm : {"static", "builtin"})

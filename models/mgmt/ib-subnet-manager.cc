@@ -1,6 +1,7 @@
 #include "ib-subnet-manager.h"
 
 #include "ib-sa-server.h"
+#include "models/common/uinteger-set-checker.h"
 
 #include "ns3/boolean.h"
 #include "ns3/enum.h"
@@ -104,11 +105,12 @@ IbSubnetManager::GetTypeId()
                                           static_cast<int>(IbRoutingAlgorithm::UpDown),
                                           "UpDown"))
             .AddAttribute("OperationalVls",
-                          "Data VLs the SM enables on every port (1, 2, 4, 8 or 15; capped by "
+                          "Data VLs the SM enables on every port (1, 2, 4, 8 or 15, the counts "
+                          "PortInfo.OperationalVLs can encode, IBA vol. 1 §14.2.5.6; capped by "
                           "the port's VLCap).",
                           UintegerValue(1),
                           MakeUintegerAccessor(&IbSubnetManager::m_opVls),
-                          MakeUintegerChecker<uint8_t>(1, 15))
+                          MakeUintegerSetChecker<uint8_t>({1, 2, 4, 8, 15}))
             .AddAttribute("Port",
                           "The port number the SM sends from when it runs on a channel adapter.",
                           UintegerValue(1),
