@@ -5,7 +5,8 @@
 //
 // Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
 // The reference is the HPCC simulator on its 320-host fat-tree WebSearch run, 73 k packets/s
-// and 348 MB on this machine (/work/shared/design/notes/roce-dcqcn-anchors.md §3.5).
+// and 348 MB on this machine (design note roce-dcqcn-anchors.md §3.5, in ../shared/design/notes/
+// beside the project).
 #include "bench/bench-util.h"
 #include "helpers/eth-traffic-run.h"
 

@@ -4,7 +4,7 @@
 // per packet and peak RSS. The HPCC simulator took 156 s and 348 MB for the full run on this
 // machine type (docs/performance.md). The inputs are not in the repository (their README forbids
 // copying them); every benchmark skips when the directory ($CNUAS_HPCC_DIR, default
-// /work/shared/data/hpcc-compat) lacks them. Run one benchmark per process: peak RSS is a
+// ../shared/data/hpcc-compat beside the project, where the shared test data lives) lacks them. Run one benchmark per process: peak RSS is a
 // process high-water mark.
 #include "bench-util.h"
 
@@ -25,7 +25,7 @@ std::string
 HpccDir()
 {
     const char* d = std::getenv("CNUAS_HPCC_DIR");
-    return d ? d : "/work/shared/data/hpcc-compat";
+    return d ? d : CNUAS_SOURCE_DIR "/../shared/data/hpcc-compat";
 }
 
 bool

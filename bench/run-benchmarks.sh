@@ -30,8 +30,8 @@ out=bench/results/$stamp.txt
   for f in 'FatTreeAllToAll/4/' 'FatTreeAllToAll/8/' 'LeafSpine320' 'Incast/8/' 'Incast/32/'; do
     build/bin/eth-bench --benchmark_filter="$f"
   done
-  # RoCE on HPCC's fat-tree (issue 4; skipped without /work/shared/data/hpcc-compat or
-  # $CNUAS_HPCC_DIR). One benchmark per process: peak RSS is a process high-water mark.
+  # RoCE on HPCC's fat-tree (issue 4; skipped without ../shared/data/hpcc-compat beside the
+  # project or $CNUAS_HPCC_DIR). One benchmark per process: peak RSS is a process high-water mark.
   for f in 'RoceHpccWebSearch$' 'RoceHpccWebSearch300$' 'RoceHpccWebSearch300Sampled' \
            'RoceHpccFbHadoop'; do
     build/bin/roce-hpcc-bench --benchmark_filter="$f"

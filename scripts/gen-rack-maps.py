@@ -2,14 +2,21 @@
 """Writes data/rack/maps/*.map from the register tables of the design note
 orv3-register-maps.md (facts from the public rackmon2 maps: addresses, lengths, formats,
 scaling, flag bits), adding what the note does not carry: access (RO/RW/WP) and units.
-Run once; the .map files are the maintained artefact (users edit or add files by hand)."""
+Run once; the .map files are the maintained artefact (users edit or add files by hand).
+
+    scripts/gen-rack-maps.py [NOTE [OUT_DIR]]
+
+NOTE defaults to the design note beside the project (../shared/design/notes/), OUT_DIR to
+data/rack/maps; both relative to the project root."""
 import json
+import os
 import re
 import sys
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTE = sys.argv[1] if len(sys.argv) > 1 else \
-    "/work/shared/design/notes/orv3-register-maps.md"
-OUT = sys.argv[2] if len(sys.argv) > 2 else "data/rack/maps"
+    os.path.join(ROOT, "..", "shared", "design", "notes", "orv3-register-maps.md")
+OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(ROOT, "data", "rack", "maps")
 
 WANT = {"ORV3_PSU", "ORV3_BBU", "ORV3_HPR_PSU", "ORV3_HPR_BBU",
         "ORV3_HPR_PMM_PSU", "ORV3_HPR_PMM_BBU"}
