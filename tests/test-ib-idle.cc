@@ -443,3 +443,55 @@ TEST(IbIdle, OperationalVlsChangeAndLinkFlapWhileIdleBehaveTheSame)
     }
     EXPECT_TRUE(sawDormant);
 }
+
+namespace
+{
+
+/// A sink connected to a sleeping port's FlowControlTx (and its peer's FlowControlRx) in the
+/// middle of an idle stretch: from then on every refresh packet appears, as in the all-events run.
+Observed
+RunConnectWhileIdle(bool lazy)
+{
+    SetLazy(lazy);
+    Observed o;
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
+    IbStaticSubnetHelper subnet;
+    subnet.SetOperationalVls(2);
+    subnet.Configure(f.nodes);
+    ConnectPassiveTraces(f, &o);
+    Ptr<IbNetDevice> h0 = f.HostPort(0);
+    // In the middle of an idle stretch: both ends have slept for about 8 periods.
+    Simulator::Schedule(MicroSeconds(100) + PicoSeconds(13), [&f, &o, h0]() {
+        o.notes.push_back(std::string("h0 dormant ") + (h0->IsRefreshDormant() ? "yes" : "no"));
+        ConnectFlowControlTraces(f, h0, &o);
+        ConnectFlowControlTraces(f, h0->GetPeer(), &o);
+    });
+    Simulator::Stop(MicroSeconds(300));
+    Simulator::Run();
+    RecordEnd(f, &o);
+    Simulator::Destroy();
+    Config::Reset();
+    return o;
+}
+
+} // namespace
+
+TEST(IbIdle, SinkConnectingToASleepingPortSeesEveryLaterPacket)
+{
+    Observed lazy = RunConnectWhileIdle(true);
+    Observed eager = RunConnectWhileIdle(false);
+    ExpectSame(lazy, eager);
+    size_t fcLines = 0;
+    for (auto& l : lazy.lines)
+    {
+        fcLines += l.find(" fctx ") != std::string::npos;
+    }
+    EXPECT_GT(fcLines, 30u); // 2 ports x 2 VLs x 19 periods
+    bool dormant = false;
+    for (auto& l : lazy.notes)
+    {
+        dormant |= l == "h0 dormant yes";
+    }
+    EXPECT_TRUE(dormant);
+}
