@@ -154,6 +154,17 @@ IbNetDevice::GetTypeId()
                           UintegerValue(65536),
                           MakeUintegerAccessor(&IbNetDevice::m_fcRefreshSymbols),
                           MakeUintegerChecker<uint32_t>())
+            .AddAttribute("LazyFlowControlRefresh",
+                          "Whether the periodic flow-control refresh costs no event while the "
+                          "link is idle both ways and no one observes its flow-control packets: "
+                          "the packets are still sent on the wire, counted, and seen by every "
+                          "credit decision exactly as with one event per refresh (false), only "
+                          "accounted for when something next happens on the link "
+                          "(docs/architecture.md §6.9).",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&IbNetDevice::SetLazyFlowControlRefresh,
+                                              &IbNetDevice::GetLazyFlowControlRefresh),
+                          MakeBooleanChecker())
             .AddAttribute("VlCap",
                           "Data VLs the port implements (PortInfo.VLCap: 1, 2, 4, 8 or 15).",
                           UintegerValue(8),
@@ -230,6 +241,12 @@ IbNetDevice::IbNetDevice()
         m_tx[vl].hcaQueue.vl = vl;
     }
     m_arbiter.SetDefault(1);
+    // Whoever starts observing flow-control packets or credits must see every refresh packet
+    // from then on as an event: wake a sleeping refresh timer (both ends) first.
+    Callback<void> hook = MakeCallback(&IbNetDevice::WakeLinkRefresh, this);
+    m_fcTxTrace.SetObserverHook(hook);
+    m_fcRxTrace.SetObserverHook(hook);
+    m_creditTrace.SetObserverHook(hook);
 }
 
 IbNetDevice::~IbNetDevice() = default;
@@ -246,6 +263,8 @@ IbNetDevice::DoDispose()
     m_wake.Cancel();
     m_wakeAtPs = -1;
     m_fcRefresh.Cancel();
+    m_refreshDormant = false;
+    m_virtualPending = 0;
     m_training.Cancel();
     for (auto& tx : m_tx)
     {
@@ -264,6 +283,11 @@ IbNetDevice::DoDispose()
         }
         rx.queue.frames.clear();
     }
+    if (m_peer && m_peer->m_peer == this)
+    {
+        m_peer->m_peer = nullptr;
+    }
+    m_peer = nullptr;
     m_channel = nullptr;
     m_switch = nullptr;
     m_node = nullptr;
@@ -470,6 +494,7 @@ void
 IbNetDevice::NotifyCableConnected()
 {
     m_cabled = true;
+    m_peer = PeekPointer(GetPeer());
     if (m_physDisabled)
     {
         return;
@@ -506,6 +531,7 @@ IbNetDevice::CompleteTraining()
 void
 IbNetDevice::SetPhysicalLinkDown()
 {
+    TouchLink(); // refresh packets sent before this instant went, and may be lost with the link
     m_physDisabled = true;
     m_training.Cancel();
     if (m_phys == IbPhysState::LinkUp)
@@ -533,6 +559,8 @@ IbNetDevice::LoseLink(IbPhysState phys)
     DiscardQueued(IbDropReason::LinkDown);
     ChangeState(IbPortState::Down);
     m_fcRefresh.Cancel();
+    m_refreshDormant = false;
+    m_virtualPending = 0;
     m_wake.Cancel();
     m_wakeAtPs = -1;
     for (auto& cb : m_linkChange)
@@ -717,6 +745,7 @@ IbNetDevice::ChangeState(IbPortState next)
     {
         return;
     }
+    TouchLink();
     IbPortState old = m_state;
     m_state = next;
     NS_LOG_INFO("port " << +m_portNumber << " " << IbPortStateName(old) << " -> "
@@ -783,6 +812,7 @@ IbNetDevice::SetOperationalVls(uint8_t dataVls)
     {
         return false;
     }
+    TouchLink(); // the refreshes so far went on the old OperationalVLs
     m_opVls = dataVls;
     m_arbiter.SetDefault(dataVls);
     if (m_phys == IbPhysState::LinkUp)
@@ -876,6 +906,7 @@ IbNetDevice::StartFlowControl()
 {
     // Flow-control initialisation (§7.9.4.1): an Init packet on every data VL starts the
     // credit exchange; until the peer's arrives, the transmitter has no credit.
+    TouchLink();
     for (uint8_t vl = 0; vl < m_opVls; ++vl)
     {
         m_rx[vl].fcInitPending = true;
@@ -897,6 +928,17 @@ IbNetDevice::FlowControlRefresh()
     // VLs that had one recently (updates on change) are not sent again.
     const int64_t period = (m_symbolTime * m_fcRefreshSymbols).GetPicoSeconds();
     const int64_t now = Simulator::Now().GetPicoSeconds();
+    if (RefreshCanSleep())
+    {
+        // Idle link: this tick and every later one until something happens on the link are
+        // accounted for without events (docs/architecture.md §6.9).
+        m_refreshes++;
+        m_refreshDormant = true;
+        m_nextTickPs = now;
+        m_virtualPending = 0;
+        AdvanceDormantRefresh(now, true);
+        return;
+    }
     int64_t next = now + period;
     bool any = false;
     for (uint8_t vl = 0; vl < m_opVls; ++vl)
@@ -952,10 +994,295 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init)
                         m_channel->GetGeneration());
 }
 
+// ---- lazy flow-control refresh ------------------------------------------------------------
+//
+// Why the lazy refresh is exact (docs/architecture.md §6.9 says the same at more length).
+// While the link is idle both ways, a refresh tick's effects are a function of time alone:
+//  * At this port it marks the due VLs pending (the 15/16 rule on lastFcSentPs) and sends them
+//    back to back, lowest VL first, one per transmit opportunity: lastFcSentPs, busy-until and
+//    m_fcSent change, and the next tick's time follows from lastFcSentPs.
+//  * Each packet carries FCTBS (changes only when this port sends data) and AdvertisedFccl
+//    (changes only when a data packet or a flow-control packet arrives here or receive-buffer
+//    blocks are freed); while no one needs it as an event at the peer (the peer is not stalled,
+//    owes no ABR repair, has no Credits/FlowControlRx sink, is up: NeedsFlowControlEvent) its
+//    only effect there is an entry in the peer's stash, which the peer applies when it next
+//    reads its credit.
+//  * No one observes it as it happens (no FlowControlTx sink here; sniffers and pcap writers
+//    never see flow-control packets: the flow-control pcap is written from FlowControlTx).
+// Every one of those inputs changes only inside a function that first calls TouchLink (a
+// packet or flow-control packet arriving, blocks freed, Kick and so every transmission at either
+// end, a PortState or OperationalVLs change, link down, a sink connecting to a trace source
+// that sees them, switching the attribute off), and every reader of what the ticks change
+// (credit reads through ApplyStashedFlowControl, the counters) first accounts for the ticks up to
+// now. So the state each of them sees is the state an all-events run has at that instant, and
+// from TouchLink on the timer runs as events again, until a tick finds the link idle once more.
+//
+// Ties at one picosecond. ns-3 runs simultaneous events in the order they were scheduled. A tick
+// at the very instant of another event counts as having run before it (the tick's event is
+// scheduled a whole period ahead, so it precedes anything scheduled since), and a back-to-back
+// packet of a tick due at the very instant is left to its wake-up event, scheduled then (an
+// all-events run scheduled it one packet time earlier, after almost anything else due at that
+// instant). The exceptions, an event scheduled more than a period ahead for the exact picosecond
+// of a tick or one scheduled less than a flow-control packet's time ahead for the exact
+// picosecond of a back-to-back refresh packet, may run in the other order than in an all-events
+// run; both orders are legal link behaviour, as with the lazy updates of §6.3.
+
+void
+IbNetDevice::SetLazyFlowControlRefresh(bool lazy)
+{
+    if (!lazy)
+    {
+        WakeLinkRefresh();
+    }
+    m_lazyRefresh = lazy;
+}
+
+bool
+IbNetDevice::GetLazyFlowControlRefresh() const
+{
+    return m_lazyRefresh;
+}
+
+bool
+IbNetDevice::RefreshCanSleep() const
+{
+    if (!m_lazyRefresh || !m_peer || m_fcRefreshSymbols == 0 || !m_channel)
+    {
+        return false;
+    }
+    if (m_phys != IbPhysState::LinkUp || m_peer->m_phys != IbPhysState::LinkUp)
+    {
+        return false;
+    }
+    // Nothing on the wire or due at either end: no wake-up pending, nothing queued.
+    if (m_wakeAtPs >= 0 || m_peer->m_wakeAtPs >= 0 || Simulator::Now() < m_busyUntil)
+    {
+        return false;
+    }
+    if (!m_fcTxTrace.IsEmpty())
+    {
+        return false; // someone records every flow-control packet this port sends
+    }
+    for (uint8_t v = 0; v < 16; ++v)
+    {
+        if (!m_tx[v].ready.empty() || !m_peer->m_tx[v].ready.empty())
+        {
+            return false;
+        }
+    }
+    for (uint8_t v = 0; v < m_opVls; ++v)
+    {
+        if (m_rx[v].fcPending || m_rx[v].fcInitPending || m_peer->NeedsFlowControlEvent(v))
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+void
+IbNetDevice::VirtualSendFlowControl(uint8_t vl, int64_t startPs, int64_t nowPs)
+{
+    // What SendFlowControl does for a packet the peer stashes (no event, no trace).
+    m_virtualPending = static_cast<uint16_t>(m_virtualPending & ~(1u << vl));
+    m_rx[vl].lastFcSentPs = startPs;
+    const int64_t txPs =
+        m_activeRate.SerializationTime(kFcPacketBytes + m_delimiterBytes).GetPicoSeconds();
+    m_busyUntil = PicoSeconds(startPs + txPs);
+    m_fcSent++;
+    const int64_t arrivalPs = startPs + txPs + m_channel->GetDelay().GetPicoSeconds();
+    const uint16_t fccl = AdvertisedFccl(vl);
+    auto& stash = m_peer->m_tx[vl].stash;
+    // Stashed updates that have both arrived by now are applied together by the next credit
+    // read (none happened since they arrived: it would have caught up first), so the older
+    // one can be overwritten; this keeps the stash small over a long idle stretch.
+    if (!stash.empty() && stash.back().arrivalPs <= nowPs && arrivalPs <= nowPs)
+    {
+        stash.back() = {arrivalPs, fccl};
+    }
+    else
+    {
+        stash.push_back({arrivalPs, fccl});
+    }
+    m_peer->m_fcStashed++;
+}
+
+void
+IbNetDevice::VirtualRefreshTick(int64_t tickPs)
+{
+    // FlowControlRefresh, §7.9.4.2, without the event.
+    const int64_t period = (m_symbolTime * m_fcRefreshSymbols).GetPicoSeconds();
+    int64_t next = tickPs + period;
+    bool any = false;
+    for (uint8_t vl = 0; vl < m_opVls; ++vl)
+    {
+        const RxVl& rx = m_rx[vl];
+        if (rx.lastFcSentPs < 0 || tickPs - rx.lastFcSentPs >= period - period / 16)
+        {
+            m_virtualPending = static_cast<uint16_t>(m_virtualPending | (1u << vl));
+            any = true;
+        }
+        else
+        {
+            next = std::min(next, rx.lastFcSentPs + period);
+        }
+    }
+    m_nextTickPs = next;
+    // The tick's Kick: the lowest pending VL goes at once if the wire is free.
+    if (any && m_busyUntil.GetPicoSeconds() <= tickPs)
+    {
+        for (uint8_t vl = 0; vl < m_opVls; ++vl)
+        {
+            if (m_virtualPending & (1u << vl))
+            {
+                VirtualSendFlowControl(vl, tickPs, tickPs);
+                break;
+            }
+        }
+    }
+}
+
+void
+IbNetDevice::AdvanceDormantRefresh(int64_t nowPs, bool firstTickIsEvent)
+{
+    if (!m_refreshDormant)
+    {
+        return;
+    }
+    const int64_t period = (m_symbolTime * m_fcRefreshSymbols).GetPicoSeconds();
+    const int64_t txPs =
+        m_activeRate.SerializationTime(kFcPacketBytes + m_delimiterBytes).GetPicoSeconds();
+    const int64_t delayPs = m_channel->GetDelay().GetPicoSeconds();
+    const int64_t vls = m_opVls;
+    bool first = firstTickIsEvent;
+    while (true)
+    {
+        const int64_t busyPs = m_busyUntil.GetPicoSeconds();
+        if (m_virtualPending != 0)
+        {
+            // A tick due no later than the wake-up after the packet on the wire runs first (its
+            // event was scheduled a period earlier than the wake-up's).
+            if (m_nextTickPs <= busyPs && m_nextTickPs <= nowPs)
+            {
+                VirtualRefreshTick(m_nextTickPs);
+                m_lazyRefreshes++;
+                continue;
+            }
+            // The wake-up at busy-until sends the lowest pending VL; one due exactly now is left
+            // to a real wake-up (WakeRefresh) should the port wake now.
+            if (busyPs < nowPs)
+            {
+                for (uint8_t vl = 0; vl < m_opVls; ++vl)
+                {
+                    if (m_virtualPending & (1u << vl))
+                    {
+                        VirtualSendFlowControl(vl, busyPs, nowPs);
+                        break;
+                    }
+                }
+                continue;
+            }
+            break;
+        }
+        if (m_nextTickPs > nowPs)
+        {
+            break;
+        }
+        if (!first)
+        {
+            // Steady state: every VL due at every tick, each tick's packets done long before the
+            // next one. Ticks then repeat exactly a period apart; skip all but the last whose
+            // packets have all arrived by now (its stash entries supersede the skipped ones').
+            const int64_t t0 = m_nextTickPs;
+            bool steady = busyPs <= t0 && vls * txPs <= period && (vls - 1) * txPs <= period / 16;
+            for (uint8_t vl = 0; steady && vl < m_opVls; ++vl)
+            {
+                const int64_t last = m_rx[vl].lastFcSentPs;
+                steady = last < 0 || t0 - last >= period - period / 16;
+            }
+            const int64_t span = nowPs - t0 - vls * txPs - delayPs;
+            if (steady && span >= period)
+            {
+                const int64_t skip = span / period; // ticks t0 .. t0 + (skip-1) period
+                const int64_t lastSkipped = t0 + (skip - 1) * period;
+                m_fcSent += static_cast<uint64_t>(skip * vls);
+                m_peer->m_fcStashed += static_cast<uint64_t>(skip * vls);
+                m_lazyRefreshes += static_cast<uint64_t>(skip);
+                for (uint8_t vl = 0; vl < m_opVls; ++vl)
+                {
+                    m_rx[vl].lastFcSentPs = lastSkipped + vl * txPs;
+                }
+                m_busyUntil = PicoSeconds(lastSkipped + vls * txPs);
+                m_nextTickPs = t0 + skip * period;
+            }
+        }
+        VirtualRefreshTick(m_nextTickPs);
+        if (!first)
+        {
+            m_lazyRefreshes++;
+        }
+        first = false;
+    }
+}
+
+void
+IbNetDevice::WakeRefresh()
+{
+    if (!m_refreshDormant)
+    {
+        return;
+    }
+    const int64_t nowPs = Simulator::Now().GetPicoSeconds();
+    AdvanceDormantRefresh(nowPs);
+    m_refreshDormant = false;
+    // The state an all-events run has now: the next tick's event, the VLs of the current tick
+    // still to go and the wake-up at the end of the packet on the wire.
+    m_fcRefresh = Simulator::Schedule(PicoSeconds(m_nextTickPs - nowPs),
+                                      &IbNetDevice::FlowControlRefresh,
+                                      this);
+    if (m_virtualPending != 0)
+    {
+        for (uint8_t vl = 0; vl < 16; ++vl)
+        {
+            if (m_virtualPending & (1u << vl))
+            {
+                m_rx[vl].fcPending = true;
+            }
+        }
+        m_virtualPending = 0;
+        ScheduleWake(m_busyUntil);
+    }
+}
+
+void
+IbNetDevice::WakeLinkRefresh()
+{
+    WakeRefresh();
+    if (m_peer)
+    {
+        m_peer->WakeRefresh();
+    }
+}
+
+void
+IbNetDevice::CatchUpLinkForRead() const
+{
+    // Accounting only: what a counter or credit reader sees equals an all-events run's, and the
+    // timers stay asleep (reading schedules nothing, so it cannot change what happens next).
+    const int64_t nowPs = Simulator::Now().GetPicoSeconds();
+    auto* self = const_cast<IbNetDevice*>(this);
+    self->AdvanceDormantRefresh(nowPs);
+    if (m_peer)
+    {
+        m_peer->AdvanceDormantRefresh(nowPs);
+    }
+}
+
 void
 IbNetDevice::ReceiveFlowControlEvent(uint8_t op, uint8_t vl, uint16_t fctbs, uint16_t fccl,
                                      uint32_t linkGeneration)
 {
+    TouchLink();
     if (m_phys != IbPhysState::LinkUp || vl >= 15 ||
         linkGeneration != m_channel->GetGeneration())
     {
@@ -996,6 +1323,11 @@ IbNetDevice::NeedsFlowControlEvent(uint8_t vl) const
 void
 IbNetDevice::ApplyStashedFlowControl(uint8_t vl)
 {
+    if (m_peer && m_peer->m_refreshDormant)
+    {
+        // Refresh packets the sleeping peer has sent by now belong in the stash first.
+        m_peer->AdvanceDormantRefresh(Simulator::Now().GetPicoSeconds());
+    }
     auto& stash = m_tx[vl].stash;
     if (stash.empty())
     {
@@ -1022,6 +1354,7 @@ IbNetDevice::ReleaseReceiveBlocks(uint8_t vl, uint16_t blocks)
     {
         return;
     }
+    TouchLink(); // refreshes before this instant carried the FCCL before the release
     RxVl& rx = m_rx[vl];
     rx.queue.usedBlocks -= std::min<uint32_t>(blocks, rx.queue.usedBlocks);
     m_bufferTrace(vl, rx.queue.usedBlocks);
@@ -1122,6 +1455,7 @@ IbNetDevice::Kick()
     {
         return;
     }
+    TouchLink();
     const Time now = Simulator::Now();
     if (now < m_busyUntil)
     {
@@ -1598,6 +1932,7 @@ IbNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
 void
 IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
 {
+    TouchLink(); // refreshes before this arrival carried ABR and FCCL before it
     if (frame->fromPeer && frame->linkGeneration != m_channel->GetGeneration())
     {
         // On the cable when it went down: lost with the link, before any accounting.
@@ -1868,7 +2203,22 @@ IbNetDevice::GetDropCount(IbDropReason r) const
 uint64_t
 IbNetDevice::GetFlowControlPacketsSent() const
 {
+    CatchUpLinkForRead();
     return m_fcSent;
+}
+
+uint64_t
+IbNetDevice::GetFlowControlStashed() const
+{
+    CatchUpLinkForRead();
+    return m_fcStashed;
+}
+
+uint64_t
+IbNetDevice::GetLazyRefreshes() const
+{
+    CatchUpLinkForRead();
+    return m_lazyRefreshes;
 }
 
 } // namespace ns3

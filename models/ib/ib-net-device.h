@@ -28,6 +28,50 @@ namespace ns3
 class IbChannel;
 class IbSwitch;
 
+/**
+ * A TracedCallback that tells its owner before a sink connects or disconnects. The lazy
+ * flow-control refresh (IbNetDevice::LazyFlowControlRefresh) needs it: a refresh that no one
+ * observes costs no event, so a port must account for the refreshes it skipped, and go back to
+ * sending them as events, before anyone starts observing (MakeTraceSourceAccessor calls these
+ * methods through the member's declared type, so hiding the base's methods is enough).
+ */
+template <typename... Ts>
+class IbObservedTracedCallback : public TracedCallback<Ts...>
+{
+  public:
+    void SetObserverHook(Callback<void> hook) { m_hook = hook; }
+    void ConnectWithoutContext(const CallbackBase& callback)
+    {
+        Notify();
+        TracedCallback<Ts...>::ConnectWithoutContext(callback);
+    }
+    void Connect(const CallbackBase& callback, std::string path)
+    {
+        Notify();
+        TracedCallback<Ts...>::Connect(callback, path);
+    }
+    void DisconnectWithoutContext(const CallbackBase& callback)
+    {
+        Notify();
+        TracedCallback<Ts...>::DisconnectWithoutContext(callback);
+    }
+    void Disconnect(const CallbackBase& callback, std::string path)
+    {
+        Notify();
+        TracedCallback<Ts...>::Disconnect(callback, path);
+    }
+
+  private:
+    void Notify()
+    {
+        if (!m_hook.IsNull())
+        {
+            m_hook();
+        }
+    }
+    Callback<void> m_hook;
+};
+
 /// PortInfo.PortState, IBA vol. 1 §7.2 and §14.2.5.6.
 enum class IbPortState : uint8_t
 {
@@ -270,9 +314,15 @@ class IbNetDevice : public NetDevice
     /// Flow-control packets received and processed at their arrival (events) and applied
     /// lazily (no event), for the performance accounting.
     uint64_t GetFlowControlEvents() const { return m_fcEvents; }
-    uint64_t GetFlowControlStashed() const { return m_fcStashed; }
+    uint64_t GetFlowControlStashed() const;
     uint64_t GetWakeEvents() const { return m_wakes; }
+    /// Flow-control refresh ticks (IBA vol. 1 §7.9.4.2) executed as events, and those
+    /// accounted without an event while the link was idle (LazyFlowControlRefresh); together
+    /// they are the ticks an all-events run executes.
     uint64_t GetRefreshEvents() const { return m_refreshes; }
+    uint64_t GetLazyRefreshes() const;
+    /// Whether the refresh timer is asleep (idle link, no event pending for it).
+    bool IsRefreshDormant() const { return m_refreshDormant; }
     /// Total time this port had data for `vl` but no credit to send it.
     Time GetCreditStallTime(uint8_t vl) const;
     uint64_t GetDropCount(IbDropReason r) const;
@@ -358,6 +408,39 @@ class IbNetDevice : public NetDevice
     bool NeedsFlowControlEvent(uint8_t vl) const;
     void CountPeerPacketLost(IbFrame* frame);
 
+    // ---- lazy flow-control refresh (docs/architecture.md §6.9) ----
+    /// Whether the refresh timer may sleep at this tick: the link is idle both ways and no one
+    /// observes this port's flow-control packets or needs them as events at the peer.
+    bool RefreshCanSleep() const;
+    /// Accounts, without events, for the refresh packets a sleeping timer would have sent up to
+    /// `nowPs`: ticks at or before nowPs, back-to-back packets of a tick that start before it.
+    /// Changes only what those packets change (lastFcSentPs, busy-until, m_fcSent, the peer's
+    /// stash); the timer stays asleep. `firstTickIsEvent`: the tick at m_nextTickPs is the
+    /// refresh event running now.
+    void AdvanceDormantRefresh(int64_t nowPs, bool firstTickIsEvent = false);
+    /// One refresh tick at `tickPs` as FlowControlRefresh would execute it.
+    void VirtualRefreshTick(int64_t tickPs);
+    /// One flow-control packet as SendFlowControl would send it, starting at `startPs`.
+    void VirtualSendFlowControl(uint8_t vl, int64_t startPs, int64_t nowPs);
+    /// Catches up and wakes the timer: from here on the port behaves as if it had sent every
+    /// refresh as an event (pending packets of a tick, the wake-up after the one on the wire,
+    /// the next tick's event).
+    void WakeRefresh();
+    /// Called on entry to everything that acts on the link (either end): wakes both ends'
+    /// sleeping refresh timers first.
+    void TouchLink()
+    {
+        if (m_refreshDormant || (m_peer && m_peer->m_refreshDormant))
+        {
+            WakeLinkRefresh();
+        }
+    }
+    void WakeLinkRefresh();
+    /// Catches both ends up for a reader (no event scheduled, the timer stays asleep).
+    void CatchUpLinkForRead() const;
+    void SetLazyFlowControlRefresh(bool lazy);
+    bool GetLazyFlowControlRefresh() const;
+
     // configuration
     Ptr<Node> m_node;
     Ptr<IbChannel> m_channel;
@@ -374,6 +457,7 @@ class IbNetDevice : public NetDevice
     uint32_t m_txQueuePackets = 64;
     uint32_t m_delimiterBytes = 2;
     uint32_t m_fcRefreshSymbols = 65536;
+    bool m_lazyRefresh = true;
     uint8_t m_vlCap = 8;
     uint8_t m_opVls = 1;
     Time m_trainingTime;
@@ -401,6 +485,11 @@ class IbNetDevice : public NetDevice
     EventId m_wake;
     int64_t m_wakeAtPs = -1; ///< when m_wake fires (-1: none pending)
     EventId m_fcRefresh;
+    IbNetDevice* m_peer = nullptr; ///< the far end of the cable (set when cabled; not owned)
+    bool m_refreshDormant = false; ///< refresh timer asleep: ticks accounted lazily
+    int64_t m_nextTickPs = -1;     ///< while asleep: the next tick not yet accounted
+    uint16_t m_virtualPending = 0; ///< while asleep: VLs whose refresh packet is still to go
+    uint64_t m_lazyRefreshes = 0;  ///< refresh ticks accounted without an event
     EventId m_training;
     int64_t m_portWaitStartPs = -1;
     IbPortCounters m_counters;
@@ -425,9 +514,9 @@ class IbNetDevice : public NetDevice
     TracedCallback<Ptr<const Packet>, uint8_t> m_rxTrace;
     TracedCallback<Ptr<const Packet>, uint8_t> m_dropTrace; ///< packet (may be null), reason
     TracedCallback<uint8_t, uint32_t> m_bufferTrace;        ///< vl, blocks used
-    TracedCallback<uint8_t, uint32_t> m_creditTrace;        ///< vl, credits available (blocks)
-    TracedCallback<uint8_t, uint8_t, uint16_t, uint16_t> m_fcTxTrace; ///< op, vl, fctbs, fccl
-    TracedCallback<uint8_t, uint8_t, uint16_t, uint16_t> m_fcRxTrace;
+    IbObservedTracedCallback<uint8_t, uint32_t> m_creditTrace; ///< vl, credits available
+    IbObservedTracedCallback<uint8_t, uint8_t, uint16_t, uint16_t> m_fcTxTrace; ///< op, vl, fctbs, fccl
+    IbObservedTracedCallback<uint8_t, uint8_t, uint16_t, uint16_t> m_fcRxTrace;
     TracedCallback<uint8_t, Time> m_stallTrace;        ///< vl, length of a finished stall
     TracedCallback<uint8_t, uint8_t> m_stateTrace;     ///< old, new PortState
 };

@@ -1,0 +1,497 @@
+// The lazy flow-control refresh (docs/architecture.md §6.9): an idle InfiniBand link costs no
+// event, and everything a run shows is what the all-events refresh shows.
+#include "helpers/ib-fabric-helper.h"
+#include "helpers/ib-packet-source.h"
+#include "helpers/ib-static-subnet-helper.h"
+#include "helpers/topology.h"
+#include "models/ib/ib-channel.h"
+#include "models/ib/ib-net-device.h"
+
+#include "ns3/boolean.h"
+#include "ns3/config.h"
+#include "ns3/simulator.h"
+#include "ns3/uinteger.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+/// Everything a run shows, as text lines so that a difference prints readably.
+struct Observed
+{
+    std::vector<std::string> lines;    ///< traces, in order
+    std::vector<std::string> counters; ///< per-port state at the end
+    std::vector<std::string> notes;    ///< what differs by design (whether a timer slept)
+    uint64_t events = 0;               ///< Simulator events executed
+    uint64_t refreshEvents = 0;
+    uint64_t lazyRefreshes = 0;
+    uint64_t fcSent = 0;
+};
+
+std::string
+PortName(const IbFabric& f, const Ptr<IbNetDevice>& p)
+{
+    std::ostringstream os;
+    os << "n" << p->GetNode()->GetId() << "p" << +p->GetPortNumber();
+    return os.str();
+}
+
+/// Connects the trace sources that do not observe flow-control packets (connecting them keeps
+/// the refresh lazy) on every port.
+void
+ConnectPassiveTraces(const IbFabric& f, Observed* o)
+{
+    for (auto& p : f.AllPorts())
+    {
+        std::string name = PortName(f, p);
+        auto* lines = &o->lines;
+        p->TraceConnectWithoutContext(
+            "Rx",
+            MakeCallback(+[](std::vector<std::string>* l, std::string n, Ptr<const Packet> pkt,
+                             uint8_t vl) {
+                std::ostringstream os;
+                os << Simulator::Now().GetPicoSeconds() << " rx " << n << " vl" << +vl << " "
+                   << pkt->GetSize();
+                l->push_back(os.str());
+            }).Bind(lines, name));
+        p->TraceConnectWithoutContext(
+            "Tx",
+            MakeCallback(+[](std::vector<std::string>* l, std::string n, Ptr<const Packet> pkt,
+                             uint8_t vl) {
+                std::ostringstream os;
+                os << Simulator::Now().GetPicoSeconds() << " tx " << n << " vl" << +vl << " "
+                   << pkt->GetSize();
+                l->push_back(os.str());
+            }).Bind(lines, name));
+        p->TraceConnectWithoutContext(
+            "CreditStall",
+            MakeCallback(+[](std::vector<std::string>* l, std::string n, uint8_t vl, Time d) {
+                std::ostringstream os;
+                os << Simulator::Now().GetPicoSeconds() << " stall " << n << " vl" << +vl << " "
+                   << d.GetPicoSeconds();
+                l->push_back(os.str());
+            }).Bind(lines, name));
+        p->TraceConnectWithoutContext(
+            "PortState",
+            MakeCallback(+[](std::vector<std::string>* l, std::string n, uint8_t a, uint8_t b) {
+                std::ostringstream os;
+                os << Simulator::Now().GetPicoSeconds() << " state " << n << " " << +a << "->"
+                   << +b;
+                l->push_back(os.str());
+            }).Bind(lines, name));
+        p->TraceConnectWithoutContext(
+            "Drop",
+            MakeCallback(+[](std::vector<std::string>* l, std::string n, Ptr<const Packet>,
+                             uint8_t r) {
+                std::ostringstream os;
+                os << Simulator::Now().GetPicoSeconds() << " drop " << n << " " << +r;
+                l->push_back(os.str());
+            }).Bind(lines, name));
+    }
+}
+
+/// Connects the flow-control and credit traces of one port (this makes its link eager).
+void
+ConnectFlowControlTraces(const IbFabric& f, Ptr<IbNetDevice> p, Observed* o)
+{
+    std::string name = PortName(f, p);
+    auto* lines = &o->lines;
+    auto fc = +[](std::vector<std::string>* l, std::string what, uint8_t op, uint8_t vl,
+                  uint16_t fctbs, uint16_t fccl) {
+        std::ostringstream os;
+        os << Simulator::Now().GetPicoSeconds() << " " << what << " op" << +op << " vl" << +vl
+           << " fctbs " << fctbs << " fccl " << fccl;
+        l->push_back(os.str());
+    };
+    p->TraceConnectWithoutContext("FlowControlTx", MakeCallback(fc).Bind(lines, name + " fctx"));
+    p->TraceConnectWithoutContext("FlowControlRx", MakeCallback(fc).Bind(lines, name + " fcrx"));
+    p->TraceConnectWithoutContext(
+        "Credits",
+        MakeCallback(+[](std::vector<std::string>* l, std::string n, uint8_t vl, uint32_t c) {
+            std::ostringstream os;
+            os << Simulator::Now().GetPicoSeconds() << " credits " << n << " vl" << +vl << " "
+               << c;
+            l->push_back(os.str());
+        }).Bind(lines, name));
+}
+
+/// The end state of every port, read through the public accessors (each catches up first).
+void
+RecordEnd(const IbFabric& f, Observed* o)
+{
+    for (auto& p : f.AllPorts())
+    {
+        std::ostringstream os;
+        os << PortName(f, p) << " fcSent " << p->GetFlowControlPacketsSent() << " fcEvents "
+           << p->GetFlowControlEvents() << " stashed " << p->GetFlowControlStashed()
+           << " state " << +static_cast<uint8_t>(p->GetPortState());
+        for (uint8_t vl = 0; vl < p->GetOperationalVls(); ++vl)
+        {
+            os << " | vl" << +vl << " fctbs " << p->GetFctbs(vl) << " fccl " << p->GetFccl(vl)
+               << " credits " << p->GetCreditsAvailable(vl) << " stall "
+               << p->GetCreditStallTime(vl).GetPicoSeconds() << " used "
+               << p->GetReceiveBufferUsed(vl);
+        }
+        const IbPortCounters& c = p->GetCounters();
+        os << " | xmitPkts " << c.portXmitPkts << " rcvPkts " << c.portRcvPkts << " xmitWait "
+           << c.portXmitWait << " xmitDiscards " << c.portXmitDiscards << " linkDowned "
+           << +c.linkDownedCounter;
+        o->counters.push_back(os.str());
+        o->fcSent += p->GetFlowControlPacketsSent();
+        o->refreshEvents += p->GetRefreshEvents();
+        o->lazyRefreshes += p->GetLazyRefreshes();
+    }
+}
+
+void
+SetLazy(bool lazy)
+{
+    Config::SetDefault("ns3::IbNetDevice::LazyFlowControlRefresh", BooleanValue(lazy));
+}
+
+void
+ExpectSame(const Observed& lazy, const Observed& eager)
+{
+    ASSERT_EQ(lazy.lines.size(), eager.lines.size());
+    for (size_t i = 0; i < lazy.lines.size(); ++i)
+    {
+        ASSERT_EQ(lazy.lines[i], eager.lines[i]) << "trace line " << i;
+    }
+    ASSERT_EQ(lazy.counters.size(), eager.counters.size());
+    for (size_t i = 0; i < lazy.counters.size(); ++i)
+    {
+        EXPECT_EQ(lazy.counters[i], eager.counters[i]);
+    }
+    EXPECT_EQ(lazy.fcSent, eager.fcSent);
+    // Every refresh tick of the all-events run is there, as an event or accounted lazily.
+    EXPECT_EQ(lazy.refreshEvents + lazy.lazyRefreshes, eager.refreshEvents);
+    EXPECT_EQ(eager.lazyRefreshes, 0u);
+}
+
+/// Two hosts through a switch, OperationalVLs `vls`, held idle (Active, no traffic) until `end`.
+Observed
+RunIdle(bool lazy, uint8_t vls, Time end, bool traceHost0)
+{
+    SetLazy(lazy);
+    Observed o;
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
+    IbStaticSubnetHelper subnet;
+    subnet.SetOperationalVls(vls);
+    subnet.Configure(f.nodes);
+    ConnectPassiveTraces(f, &o);
+    if (traceHost0)
+    {
+        ConnectFlowControlTraces(f, f.HostPort(0), &o);
+    }
+    const uint64_t before = Simulator::GetEventCount();
+    Simulator::Stop(end);
+    Simulator::Run();
+    o.events = Simulator::GetEventCount() - before;
+    RecordEnd(f, &o);
+    Simulator::Destroy();
+    Config::Reset();
+    return o;
+}
+
+} // namespace
+
+// An idle link held for about 1,000 refresh periods: the refresh costs (almost) no event, while
+// the counters show every flow-control packet an all-events run sends.
+TEST(IbIdle, IdleLinkRefreshCostsNoEventsButCountsEveryPacket)
+{
+    const Time end = MilliSeconds(10); // 953 periods of 10.49 us (4x HDR, 65,536 symbols)
+    Observed lazy = RunIdle(true, 4, end, false);
+    Observed eager = RunIdle(false, 4, end, false);
+    ExpectSame(lazy, eager);
+    std::printf("idle link, 10 ms, 4 VLs: flow-control packets %llu lazy, %llu eager; events "
+                "%llu lazy, %llu eager; refresh events %llu lazy (+%llu lazy ticks), %llu eager\n",
+                (unsigned long long)lazy.fcSent, (unsigned long long)eager.fcSent,
+                (unsigned long long)lazy.events, (unsigned long long)eager.events,
+                (unsigned long long)lazy.refreshEvents, (unsigned long long)lazy.lazyRefreshes,
+                (unsigned long long)eager.refreshEvents);
+    // 4 ports, 4 VLs: each refresh tick sends 4 packets per port.
+    const uint64_t period = 65536ull * 160; // symbol time 160 ps on HDR
+    const uint64_t ticks = 10'000'000'000ull / period;
+    EXPECT_GE(eager.fcSent, 4 * 4 * (ticks - 1));
+    EXPECT_LE(eager.fcSent, 4 * 4 * (ticks + 2));
+    EXPECT_GE(eager.refreshEvents, 4 * (ticks - 1));
+    // Lazy: a few ticks around activation run as events, then the timers sleep.
+    EXPECT_LE(lazy.refreshEvents, 4u * 4u);
+    EXPECT_GE(lazy.lazyRefreshes, 4 * (ticks - 5));
+    // The whole simulation: the all-events run pays about 4 events per port per tick.
+    EXPECT_GT(eager.events, 12 * ticks);
+    EXPECT_LT(lazy.events, 200u);
+}
+
+// A flow-control sink on a port keeps that link's refresh as events: the trace shows a packet at
+// every refresh time, exactly as the all-events run does, and the other links stay lazy.
+TEST(IbIdle, TracedPortShowsEveryRefreshPacket)
+{
+    const Time end = MicroSeconds(500);
+    Observed lazy = RunIdle(true, 2, end, true);
+    Observed eager = RunIdle(false, 2, end, true);
+    ExpectSame(lazy, eager);
+    // Host 0 sends one refresh packet per VL per period (after the Init packets).
+    std::vector<int64_t> fctx;
+    for (auto& l : lazy.lines)
+    {
+        if (l.find(" fctx op0 vl0 ") != std::string::npos)
+        {
+            fctx.push_back(std::stoll(l.substr(0, l.find(' '))));
+        }
+    }
+    ASSERT_GT(fctx.size(), 40u);
+    const int64_t period = 65536 * 160;
+    for (size_t i = 1; i < fctx.size(); ++i)
+    {
+        EXPECT_EQ(fctx[i] - fctx[i - 1], period) << i;
+    }
+    // The untraced link (host 1 - switch) slept.
+    EXPECT_GT(lazy.lazyRefreshes, 40u);
+}
+
+namespace
+{
+
+/// Traffic with credit stalls over a 2-level fabric, idle gaps in between (so that timers sleep
+/// and wake), one data packet handed to host 0 while a refresh is on its wire.
+Observed
+RunTraffic(bool lazy, int64_t injectPs, bool traceHost0Fc, std::vector<int64_t>* host0FcTx)
+{
+    SetLazy(lazy);
+    Config::SetDefault("ns3::IbNetDevice::VlBufferBytes", UintegerValue(8 * 4160));
+    Observed o;
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeLeafSpine(2, 2, 3)); // 6 hosts, 4 switches
+    IbStaticSubnetHelper subnet;
+    subnet.SetOperationalVls(2);
+    subnet.Configure(f.nodes);
+    ConnectPassiveTraces(f, &o);
+    // The credit trace of one host, as `cnuas run` connects it.
+    f.HostPort(3)->TraceConnectWithoutContext(
+        "Credits",
+        MakeCallback(+[](std::vector<std::string>* l, uint8_t vl, uint32_t c) {
+            std::ostringstream os;
+            os << Simulator::Now().GetPicoSeconds() << " credits h3 vl" << +vl << " " << c;
+            l->push_back(os.str());
+        }).Bind(&o.lines));
+    if (traceHost0Fc)
+    {
+        f.HostPort(0)->TraceConnectWithoutContext(
+            "FlowControlTx",
+            MakeCallback(+[](std::vector<int64_t>* v, uint8_t, uint8_t vl, uint16_t, uint16_t) {
+                if (vl == 0)
+                {
+                    v->push_back(Simulator::Now().GetPicoSeconds());
+                }
+            }).Bind(host0FcTx));
+    }
+    // Bursts: hosts 0-2 (leaf 0) into host 3 (leaf 1): incast, stalls; then silence; then host 4
+    // to host 1 on SL 1 (VL 1); then silence again.
+    const uint16_t lid3 = subnet.GetLid(f.hosts.Get(3));
+    const uint16_t lid1 = subnet.GetLid(f.hosts.Get(1));
+    for (uint32_t i = 0; i < 3; ++i)
+    {
+        Ptr<IbPacketSource> s = CreateObject<IbPacketSource>();
+        s->SetAttribute("DestinationLid", UintegerValue(lid3));
+        s->SetAttribute("MaxBytes", UintegerValue(40 * 4096));
+        f.hosts.Get(i)->AddApplication(s);
+        s->SetStartTime(MicroSeconds(20 + i));
+        s->SetStopTime(MicroSeconds(60));
+    }
+    Ptr<IbPacketSource> s = CreateObject<IbPacketSource>();
+    s->SetAttribute("DestinationLid", UintegerValue(lid1));
+    s->SetAttribute("MaxBytes", UintegerValue(20 * 4096));
+    s->SetAttribute("ServiceLevel", UintegerValue(1));
+    f.hosts.Get(4)->AddApplication(s);
+    s->SetStartTime(MicroSeconds(150));
+    s->SetStopTime(MicroSeconds(200));
+    for (uint32_t i = 0; i < 6; ++i)
+    {
+        Ptr<IbPacketSink> k = CreateObject<IbPacketSink>();
+        f.hosts.Get(i)->AddApplication(k);
+        k->SetStartTime(Seconds(0));
+    }
+    // One packet that becomes ready at host 0 at `injectPs` (long after the bursts).
+    if (injectPs > 0)
+    {
+        Ptr<IbNetDevice> h0 = f.HostPort(0);
+        Simulator::Schedule(PicoSeconds(injectPs), [h0, lid3, &o]() {
+            o.notes.push_back(std::string("dormant before inject ") +
+                              (h0->IsRefreshDormant() ? "yes" : "no"));
+            h0->SendIb(Create<Packet>(1024), lid3, 0);
+        });
+    }
+    Simulator::Stop(MicroSeconds(400));
+    Simulator::Run();
+    RecordEnd(f, &o);
+    Simulator::Destroy();
+    Config::Reset();
+    return o;
+}
+
+} // namespace
+
+// Stalls, recoveries, arrivals and credits at the same picosecond with and without the lazy
+// refresh, including a data packet that becomes ready while refresh packets are on the wire.
+TEST(IbIdle, TrafficWithStallsIsIdenticalToAllEventsRefresh)
+{
+    // Where host 0's refresh packets go (an all-events run, traced).
+    std::vector<int64_t> fcTx;
+    RunTraffic(false, 0, true, &fcTx);
+    int64_t inject = -1;
+    for (int64_t t : fcTx)
+    {
+        if (t > 300'000'000) // 300 us: long after the traffic, host 0's link idle
+        {
+            inject = t + 1; // 1 ps into VL 0's refresh packet; VL 1's is due right after it
+            break;
+        }
+    }
+    ASSERT_GT(inject, 0);
+    Observed lazy = RunTraffic(true, inject, false, nullptr);
+    Observed eager = RunTraffic(false, inject, false, nullptr);
+    ExpectSame(lazy, eager);
+    EXPECT_GT(lazy.lazyRefreshes, 20u); // the timers did sleep between the bursts
+    // The stalls happened (the test exercises credit), and the injected packet waited for both
+    // refresh packets on host 0's wire: it starts at the end of the second, not at `inject`.
+    size_t stalls = 0;
+    int64_t injectedTx = -1;
+    bool dormant = false;
+    for (auto& l : lazy.notes)
+    {
+        dormant |= l == "dormant before inject yes";
+    }
+    for (auto& l : lazy.lines)
+    {
+        stalls += l.find(" stall ") != std::string::npos;
+        if (injectedTx < 0 && l.find(" tx n") != std::string::npos &&
+            std::stoll(l.substr(0, l.find(' '))) >= inject)
+        {
+            injectedTx = std::stoll(l.substr(0, l.find(' ')));
+        }
+    }
+    EXPECT_GT(stalls, 5u);
+    EXPECT_TRUE(dormant);
+    // 4x HDR: a flow-control packet (6 bytes + 2 delimiter bytes) takes 8 x 160 / 4 = 320 ps.
+    EXPECT_EQ(injectedTx, inject - 1 + 2 * 320);
+}
+
+namespace
+{
+
+/// An idle link (no subnet manager: ports stay Init) whose OperationalVLs change, and a link
+/// that goes down and comes back, all while idle.
+Observed
+RunIdleChanges(bool lazy)
+{
+    SetLazy(lazy);
+    Observed o;
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
+    ConnectPassiveTraces(f, &o);
+    Ptr<IbNetDevice> h0 = f.HostPort(0);
+    Ptr<IbNetDevice> sw0 = h0->GetPeer();
+    Ptr<IbNetDevice> h1 = f.HostPort(1);
+    auto note = [&o](std::string what) {
+        o.lines.push_back(std::to_string(Simulator::Now().GetPicoSeconds()) + " " + what);
+    };
+    Simulator::Schedule(MicroSeconds(100) + PicoSeconds(7), [=, &o]() {
+        o.notes.push_back(std::string("h0 dormant ") + (h0->IsRefreshDormant() ? "yes" : "no"));
+        note("h0 sent " + std::to_string(h0->GetFlowControlPacketsSent()));
+        EXPECT_TRUE(h0->SetOperationalVls(4));
+        EXPECT_TRUE(sw0->SetOperationalVls(4));
+    });
+    Simulator::Schedule(MicroSeconds(203) + PicoSeconds(11), [=]() {
+        note("h1 down, sent " + std::to_string(h1->GetFlowControlPacketsSent()));
+        h1->SetPhysicalLinkDown();
+    });
+    Simulator::Schedule(MicroSeconds(240), [=]() { h1->SetPhysicalLinkUp(); });
+    Simulator::Schedule(MicroSeconds(360), [=]() {
+        note("credits h0 vl3 " + std::to_string(h0->GetCreditsAvailable(3)) + " h1 vl0 " +
+             std::to_string(h1->GetCreditsAvailable(0)));
+    });
+    Simulator::Stop(MicroSeconds(500));
+    Simulator::Run();
+    RecordEnd(f, &o);
+    Simulator::Destroy();
+    Config::Reset();
+    return o;
+}
+
+} // namespace
+
+TEST(IbIdle, OperationalVlsChangeAndLinkFlapWhileIdleBehaveTheSame)
+{
+    Observed lazy = RunIdleChanges(true);
+    Observed eager = RunIdleChanges(false);
+    ExpectSame(lazy, eager);
+    EXPECT_GT(lazy.lazyRefreshes, 20u);
+    bool sawDormant = false;
+    for (auto& l : lazy.notes)
+    {
+        sawDormant |= l == "h0 dormant yes";
+    }
+    EXPECT_TRUE(sawDormant);
+}
+
+namespace
+{
+
+/// A sink connected to a sleeping port's FlowControlTx (and its peer's FlowControlRx) in the
+/// middle of an idle stretch: from then on every refresh packet appears, as in the all-events run.
+Observed
+RunConnectWhileIdle(bool lazy)
+{
+    SetLazy(lazy);
+    Observed o;
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
+    IbStaticSubnetHelper subnet;
+    subnet.SetOperationalVls(2);
+    subnet.Configure(f.nodes);
+    ConnectPassiveTraces(f, &o);
+    Ptr<IbNetDevice> h0 = f.HostPort(0);
+    // In the middle of an idle stretch: both ends have slept for about 8 periods.
+    Simulator::Schedule(MicroSeconds(100) + PicoSeconds(13), [&f, &o, h0]() {
+        o.notes.push_back(std::string("h0 dormant ") + (h0->IsRefreshDormant() ? "yes" : "no"));
+        ConnectFlowControlTraces(f, h0, &o);
+        ConnectFlowControlTraces(f, h0->GetPeer(), &o);
+    });
+    Simulator::Stop(MicroSeconds(300));
+    Simulator::Run();
+    RecordEnd(f, &o);
+    Simulator::Destroy();
+    Config::Reset();
+    return o;
+}
+
+} // namespace
+
+TEST(IbIdle, SinkConnectingToASleepingPortSeesEveryLaterPacket)
+{
+    Observed lazy = RunConnectWhileIdle(true);
+    Observed eager = RunConnectWhileIdle(false);
+    ExpectSame(lazy, eager);
+    size_t fcLines = 0;
+    for (auto& l : lazy.lines)
+    {
+        fcLines += l.find(" fctx ") != std::string::npos;
+    }
+    EXPECT_GT(fcLines, 30u); // 2 ports x 2 VLs x 19 periods
+    bool dormant = false;
+    for (auto& l : lazy.notes)
+    {
+        dormant |= l == "h0 dormant yes";
+    }
+    EXPECT_TRUE(dormant);
+}
