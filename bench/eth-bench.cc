@@ -7,7 +7,7 @@
 // The reference is the HPCC simulator on its 320-host fat-tree WebSearch run, 73 k packets/s
 // and 348 MB on this machine (/work/shared/design/notes/roce-dcqcn-anchors.md §3.5).
 #include "bench/bench-util.h"
-#include "helpers/eth-traffic-run.h"
+#include "helpers/roce/eth-traffic-run.h"
 
 #include "ns3/uinteger.h"
 

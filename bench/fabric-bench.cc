@@ -5,7 +5,7 @@
 //
 // Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
 #include "bench/bench-util.h"
-#include "helpers/ib-traffic-run.h"
+#include "helpers/ib/ib-traffic-run.h"
 
 #include <benchmark/benchmark.h>
 
