@@ -8,7 +8,7 @@
 // and 348 MB on this machine (design note roce-dcqcn-anchors.md §3.5, in ../shared/design/notes/
 // beside the project).
 #include "bench/bench-util.h"
-#include "helpers/eth-traffic-run.h"
+#include "helpers/roce/eth-traffic-run.h"
 
 #include "ns3/uinteger.h"
 

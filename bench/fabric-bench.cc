@@ -5,10 +5,10 @@
 //
 // Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
 #include "bench/bench-util.h"
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-static-subnet-helper.h"
-#include "helpers/ib-traffic-run.h"
-#include "helpers/topology.h"
+#include "helpers/formats/topology.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/ib/ib-traffic-run.h"
+#include "helpers/mgmt/ib-static-subnet-helper.h"
 #include "models/ib/ib-net-device.h"
 
 #include "ns3/boolean.h"

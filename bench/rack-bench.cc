@@ -10,7 +10,7 @@
 // HPR segments (4 PSU shelves x 6 + 4 BBU shelves x 6 + 8 PMMs = 56 each) and a fourth with one
 // PSU shelf of 6, one BBU shelf of 2 and their PMMs (10), all at 115200 8E1.
 #include "bench/bench-util.h"
-#include "helpers/rack-helper.h"
+#include "helpers/rack/rack-helper.h"
 #include "models/rack/redfish-server.h"
 
 #include "ns3/double.h"

@@ -4,9 +4,9 @@
 //
 //   build/bin/rdma-bench --benchmark_filter=RcWriteStream
 #include "bench/bench-util.h"
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-static-subnet-helper.h"
-#include "helpers/rdma-helper.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/mgmt/ib-static-subnet-helper.h"
+#include "helpers/rdma/rdma-helper.h"
 
 #include "ns3/simulator.h"
 

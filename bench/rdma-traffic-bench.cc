@@ -6,7 +6,7 @@
 //
 // Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
 #include "bench/bench-util.h"
-#include "helpers/rdma-traffic-run.h"
+#include "helpers/rdma/rdma-traffic-run.h"
 
 #include <benchmark/benchmark.h>
 

@@ -8,7 +8,7 @@
 // process high-water mark.
 #include "bench-util.h"
 
-#include "helpers/scenario.h"
+#include "helpers/scenario/scenario.h"
 
 #include <cstdlib>
 #include <filesystem>

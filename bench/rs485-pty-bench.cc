@@ -10,9 +10,9 @@
 //   held     - requests the bridge held back for t3.5 (0: the 5 ms gap keeps it out).
 // Manual time is wall_us, so "Time" in the table is the client's transaction time.
 #include "bench/bench-util.h"
-#include "helpers/modbus-helper.h"
-#include "helpers/rs485-bus-helper.h"
-#include "helpers/rs485-pty-bridge-helper.h"
+#include "helpers/rack/modbus-helper.h"
+#include "helpers/rack/rs485-bus-helper.h"
+#include "helpers/rack/rs485-pty-bridge-helper.h"
 #include "models/rack/modbus-rtu.h"
 
 #include "ns3/node-container.h"

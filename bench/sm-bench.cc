@@ -6,8 +6,8 @@
 //
 // Run one benchmark per process when reading peak_rss_mb: it is the process's high-water mark.
 #include "bench/bench-util.h"
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-sm-helper.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/mgmt/ib-sm-helper.h"
 #include "models/mgmt/ib-subnet-manager.h"
 
 #include "ns3/config.h"

@@ -1,7 +1,7 @@
 // Micro-benchmarks of the InfiniBand wire path: header serialization (raw and through
 // ns3::Packet), VCRC/ICRC throughput and per-packet pcap writing. Figures: docs/ib-wire.md.
 #include "bench/bench-util.h"
-#include "helpers/ib-pcap-writer.h"
+#include "helpers/trace/ib-pcap-writer.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-lrh-header.h"
 #include "models/rdma/ib-bth-header.h"

@@ -3,10 +3,10 @@
 #ifndef CNUAS_TESTS_RDMA_APPS_FIXTURE_H
 #define CNUAS_TESTS_RDMA_APPS_FIXTURE_H
 
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-static-subnet-helper.h"
-#include "helpers/rdma-helper.h"
-#include "helpers/rdma-traffic-helper.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/mgmt/ib-static-subnet-helper.h"
+#include "helpers/rdma/rdma-helper.h"
+#include "helpers/rdma/rdma-traffic-helper.h"
 
 #include "ns3/simulator.h"
 

@@ -3,10 +3,10 @@
 #ifndef CNUAS_TESTS_RDMA_ENGINE_FIXTURE_H
 #define CNUAS_TESTS_RDMA_ENGINE_FIXTURE_H
 
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-static-subnet-helper.h"
-#include "helpers/rdma-helper.h"
-#include "helpers/rdma-qp-connect.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/mgmt/ib-static-subnet-helper.h"
+#include "helpers/rdma/rdma-helper.h"
+#include "helpers/rdma/rdma-qp-connect.h"
 
 #include "ns3/pointer.h"
 #include "ns3/simulator.h"

@@ -1,8 +1,8 @@
 // Issue 15, "Hardening what exists": what used to crash the `cnuas` command or run silently wrong
 // now ends with a message and the exit status of its kind (docs/cli.md, "Exit status"): 1 the
 // run failed, 2 a usage error on the command line, 3 an input error in a file the user gave.
-#include "helpers/parse-util.h"
-#include "helpers/roce-hpcc-compat.h"
+#include "helpers/formats/parse-util.h"
+#include "helpers/formats/roce-hpcc-compat.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The `cnuas` command end to end (run as a child process), and the scenario file parser.
-#include "helpers/scenario-file.h"
+#include "helpers/scenario/scenario-file.h"
 
 #include <gtest/gtest.h>
 

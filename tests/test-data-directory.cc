@@ -3,8 +3,8 @@
 // build time; a missing CDF or HPCC directory is an error that names the parameter.
 #include "ib-test-packets.h"
 
-#include "helpers/rdma-traffic-run.h"
-#include "helpers/scenario.h"
+#include "helpers/rdma/rdma-traffic-run.h"
+#include "helpers/scenario/scenario.h"
 #include "models/common/data-directory.h"
 #include "models/rack/rack-register-map.h"
 

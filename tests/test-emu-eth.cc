@@ -1,6 +1,6 @@
 // Unit tests of the emulation's model side: frames from a real host's kernel (EthFrame
 // ParseFromHost / Verbatim) crossing a simulated Ethernet fabric, and the real-time simulator.
-#include "helpers/eth-fabric-helper.h"
+#include "helpers/roce/eth-fabric-helper.h"
 #include "models/emu/emu-realtime-simulator-impl.h"
 #include "models/roce/eth-frame.h"
 #include "models/roce/eth-net-device.h"

@@ -4,9 +4,9 @@
 #ifndef CNUAS_TEST_EMU_PTY_UTIL_H
 #define CNUAS_TEST_EMU_PTY_UTIL_H
 
-#include "helpers/modbus-helper.h"
-#include "helpers/rs485-bus-helper.h"
-#include "helpers/rs485-pty-bridge-helper.h"
+#include "helpers/rack/modbus-helper.h"
+#include "helpers/rack/rs485-bus-helper.h"
+#include "helpers/rack/rs485-pty-bridge-helper.h"
 #include "models/emu/rs485-pty-bridge.h"
 #include "models/rack/modbus-register-bank.h"
 #include "models/rack/modbus-rtu.h"

@@ -3,8 +3,8 @@
 // gives, and the whole loop on a fabric (FECN -> BECN -> throttled source).
 #include "rdma-engine-fixture.h"
 
-#include "helpers/ib-cc-helper.h"
-#include "helpers/ib-sm-helper.h"
+#include "helpers/mgmt/ib-cc-helper.h"
+#include "helpers/mgmt/ib-sm-helper.h"
 #include "models/ib/ib-cc-switch-marker.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-switch.h"

@@ -1,9 +1,9 @@
 // The lazy flow-control refresh (docs/architecture.md §6.9): an idle InfiniBand link costs no
 // event, and everything a run shows is what the all-events refresh shows.
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-packet-source.h"
-#include "helpers/ib-static-subnet-helper.h"
-#include "helpers/topology.h"
+#include "helpers/formats/topology.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/ib/ib-packet-source.h"
+#include "helpers/mgmt/ib-static-subnet-helper.h"
 #include "models/ib/ib-channel.h"
 #include "models/ib/ib-net-device.h"
 

@@ -1,12 +1,12 @@
 // InfiniBand link layer: port states, credits, incast, congestion spreading, bad input.
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-traffic-run.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/ib/ib-traffic-run.h"
 #include "models/ib/ib-switch.h"
-#include "helpers/topology.h"
+#include "helpers/formats/topology.h"
 #include "models/ib/ib-channel.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-net-device.h"
-#include "helpers/ib-packet-source.h"
+#include "helpers/ib/ib-packet-source.h"
 #include "models/ib/ib-switch.h"
 
 #include "ns3/config.h"

@@ -1,6 +1,6 @@
 // The static subnet configuration: LIDs, min-hop LFTs that reach everybody loop-free, and a
 // traffic-weighted balance that routes a fat-tree's shift permutation without collisions.
-#include "helpers/ib-fabric-helper.h"
+#include "helpers/ib/ib-fabric-helper.h"
 #include "models/ib/ib-switch.h"
 
 #include "ns3/simulator.h"

@@ -3,7 +3,7 @@
 #include "header-test-util.h"
 #include "ib-test-packets.h"
 
-#include "helpers/ib-pcap-writer.h"
+#include "helpers/trace/ib-pcap-writer.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-flow-control-header.h"
 #include "models/ib/ib-gid.h"

@@ -4,12 +4,12 @@
 // spec's status or counted as a drop, never crash the agent.
 #include "ib-test-packets.h"
 
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-static-subnet-helper.h"
-#include "helpers/ib-trace-helper.h"
-#include "helpers/mgmt-helper.h"
-#include "helpers/topology.h"
-#include "helpers/trace-check.h"
+#include "helpers/formats/topology.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/mgmt/ib-static-subnet-helper.h"
+#include "helpers/mgmt/mgmt-helper.h"
+#include "helpers/trace/ib-trace-helper.h"
+#include "helpers/trace/trace-check.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-net-device.h"
 #include "models/ib/ib-switch.h"

@@ -5,7 +5,7 @@
 #include "header-test-util.h"
 #include "ib-test-packets.h"
 
-#include "helpers/ib-pcap-writer.h"
+#include "helpers/trace/ib-pcap-writer.h"
 #include "models/mgmt/ib-gmp.h"
 #include "models/mgmt/ib-mad-header.h"
 #include "models/mgmt/ib-mad-packet.h"

@@ -3,8 +3,8 @@
 // electrical model, dead and chattering devices.
 #include "ib-test-packets.h"
 
-#include "helpers/modbus-pcap-writer.h"
-#include "helpers/rack-helper.h"
+#include "helpers/rack/rack-helper.h"
+#include "helpers/trace/modbus-pcap-writer.h"
 
 #include "ns3/double.h"
 #include "ns3/simulator.h"

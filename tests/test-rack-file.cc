@@ -1,8 +1,8 @@
-// The rack-file reader (helpers/rack-file): the shipped examples read as written; blank lines
+// The rack-file reader (helpers/formats/rack-file): the shipped examples read as written; blank lines
 // of any kind are skipped; every error is an InputError that names the file and the line. The
 // command's own handling of the same files is in test-cli-rack.cc.
-#include "helpers/parse-util.h"
-#include "helpers/rack-file.h"
+#include "helpers/formats/parse-util.h"
+#include "helpers/formats/rack-file.h"
 
 #include <gtest/gtest.h>
 

@@ -2,8 +2,8 @@
 // simulated time. Checks what the simulation must produce (every transaction answered, never
 // two drivers at once, the utilisation the arithmetic gives) and prints how fast it ran (not
 // asserted: wall-clock time depends on the machine).
-#include "helpers/modbus-helper.h"
-#include "helpers/rs485-bus-helper.h"
+#include "helpers/rack/modbus-helper.h"
+#include "helpers/rack/rs485-bus-helper.h"
 
 #include "ns3/node-container.h"
 #include "ns3/simulator.h"

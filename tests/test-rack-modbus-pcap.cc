@@ -2,9 +2,9 @@
 // tshark 4.0 makes of it.
 #include "ib-test-packets.h"
 
-#include "helpers/modbus-helper.h"
-#include "helpers/modbus-pcap-writer.h"
-#include "helpers/rs485-bus-helper.h"
+#include "helpers/rack/modbus-helper.h"
+#include "helpers/rack/rs485-bus-helper.h"
+#include "helpers/trace/modbus-pcap-writer.h"
 #include "models/rack/modbus-master.h"
 #include "models/rack/modbus-register-bank.h"
 #include "models/rack/modbus-slave.h"

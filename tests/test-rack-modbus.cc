@@ -1,6 +1,6 @@
 // Modbus RTU: CRC, timing rules, PDUs, the RTU framer, master and slave on an RS-485 bus.
-#include "helpers/modbus-helper.h"
-#include "helpers/rs485-bus-helper.h"
+#include "helpers/rack/modbus-helper.h"
+#include "helpers/rack/rs485-bus-helper.h"
 #include "models/rack/modbus-master.h"
 #include "models/rack/modbus-pdu.h"
 #include "models/rack/modbus-register-bank.h"

@@ -2,7 +2,7 @@
 // registers show it, faults, write protection. Expected values come from the design notes
 // (register scaling, rackmon2's measured spans) and from the physics written out here, never
 // from the code under test.
-#include "helpers/rack-helper.h"
+#include "helpers/rack/rack-helper.h"
 
 #include "models/rack/rack-register-map.h"
 

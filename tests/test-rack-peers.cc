@@ -4,7 +4,7 @@
 #include "ib-test-packets.h"
 #include "test-emu-pty-util.h"
 
-#include "helpers/rack-helper.h"
+#include "helpers/rack/rack-helper.h"
 #include "models/rack/rack-bmc.h"
 #include "models/rack/rack-electrical-model.h"
 #include "models/rack/rack-psu.h"

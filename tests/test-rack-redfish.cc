@@ -6,7 +6,7 @@
 // (the load shared by the working PSUs), never taken from the code under test.
 #include "test-rack-redfish-http.h"
 
-#include "helpers/rack-helper.h"
+#include "helpers/rack/rack-helper.h"
 #include "models/rack/redfish-server.h"
 
 #include "ns3/boolean.h"

@@ -1,5 +1,5 @@
 // RS-485 bus: character timing, local echo, turnaround, contention, format mismatch, noise.
-#include "helpers/rs485-bus-helper.h"
+#include "helpers/rack/rs485-bus-helper.h"
 #include "models/rack/rs485-channel.h"
 #include "models/rack/rs485-character.h"
 #include "models/rack/rs485-device.h"

@@ -5,8 +5,8 @@
 // CDF files and parameters refused with their reason by the command.
 #include "ib-test-packets.h"
 
-#include "helpers/rdma-traffic-run.h"
-#include "helpers/scenario.h"
+#include "helpers/rdma/rdma-traffic-run.h"
+#include "helpers/scenario/scenario.h"
 
 #include "ns3/simulator.h"
 

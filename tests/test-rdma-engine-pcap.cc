@@ -5,7 +5,7 @@
 #include "ib-test-packets.h"
 #include "rdma-engine-fixture.h"
 
-#include "helpers/ib-trace-helper.h"
+#include "helpers/trace/ib-trace-helper.h"
 #include "models/common/packet-loss-model.h"
 
 #include "ns3/enum.h"

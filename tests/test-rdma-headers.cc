@@ -5,7 +5,7 @@
 #include "header-test-util.h"
 #include "ib-test-packets.h"
 
-#include "helpers/ib-pcap-writer.h"
+#include "helpers/trace/ib-pcap-writer.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-lrh-header.h"
 #include "models/rdma/ib-aeth-header.h"

@@ -1,11 +1,11 @@
-// The fabric-neutral QP connect (helpers/rdma-qp-connect.h): the address vector it builds for an
+// The fabric-neutral QP connect (helpers/rdma/rdma-qp-connect.h): the address vector it builds for an
 // InfiniBand and a RoCE port, RC/UC/UD QPs taken to RTS on both fabrics, a refused transition
 // reported with its name, and RdmaTrafficHelper driving RoCE NICs (bytes compared).
 #include "rdma-engine-fixture.h"
 #include "test-roce-rdma-fixture.h"
 
-#include "helpers/rdma-qp-connect.h"
-#include "helpers/rdma-traffic-helper.h"
+#include "helpers/rdma/rdma-qp-connect.h"
+#include "helpers/rdma/rdma-traffic-helper.h"
 
 #include <gtest/gtest.h>
 

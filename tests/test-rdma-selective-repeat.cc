@@ -10,10 +10,10 @@
 #include "rdma-engine-fixture.h"
 #include "test-roce-rdma-fixture.h"
 
-#include "helpers/eth-pcap-writer.h"
-#include "helpers/roce-traffic-run.h"
-#include "helpers/topology.h"
-#include "helpers/trace-check.h"
+#include "helpers/formats/topology.h"
+#include "helpers/roce/roce-traffic-run.h"
+#include "helpers/trace/eth-pcap-writer.h"
+#include "helpers/trace/trace-check.h"
 #include "models/common/packet-loss-model.h"
 #include "models/rdma/rdma-selective-repeat.h"
 

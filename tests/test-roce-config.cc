@@ -1,7 +1,7 @@
 // Invalid Ethernet fabric configurations are refused with a message that names the problem.
 #include "test-roce-util.h"
 
-#include "helpers/eth-fabric-helper.h"
+#include "helpers/roce/eth-fabric-helper.h"
 
 #include "ns3/double.h"
 #include "ns3/enum.h"

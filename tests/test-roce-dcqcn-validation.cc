@@ -4,7 +4,7 @@
 // and hold the queue between Kmin and Kmax; an N-to-1 incast of long-lived senders with DCQCN
 // and PFC keeps >= 95 % of the link, is fair (Jain >= 0.99) and sends far fewer PAUSEs than
 // PFC alone.
-#include "helpers/roce-traffic-run.h"
+#include "helpers/roce/roce-traffic-run.h"
 
 #include "ns3/double.h"
 #include "ns3/uinteger.h"

@@ -4,7 +4,7 @@
 #include "ib-test-packets.h"
 #include "test-roce-rdma-fixture.h"
 
-#include "helpers/eth-pcap-writer.h"
+#include "helpers/trace/eth-pcap-writer.h"
 #include "models/rdma/rdma-cc-dcqcn.h"
 
 #include "ns3/boolean.h"

@@ -1,6 +1,6 @@
 // ECN marking on egress queues: the RED curve (Kmin/Kmax/Pmax) statistically, the single
 // threshold, marking at enqueue and at dequeue in a fabric, and only ECN-capable frames marked.
-#include "helpers/eth-traffic-run.h"
+#include "helpers/roce/eth-traffic-run.h"
 
 #include "ns3/boolean.h"
 #include "ns3/double.h"

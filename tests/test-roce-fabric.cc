@@ -2,8 +2,8 @@
 // pauses its switch when it cannot keep up, ECN marking, ECMP, link failure.
 #include "test-roce-util.h"
 
-#include "helpers/eth-fabric-helper.h"
-#include "helpers/eth-traffic-run.h"
+#include "helpers/roce/eth-fabric-helper.h"
+#include "helpers/roce/eth-traffic-run.h"
 
 #include "ns3/boolean.h"
 #include "ns3/double.h"

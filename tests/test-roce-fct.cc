@@ -4,8 +4,8 @@
 // every flow with a CSV line each.
 #include "ib-test-packets.h"
 
-#include "helpers/roce-traffic-pattern.h"
-#include "helpers/scenario.h"
+#include "helpers/roce/roce-traffic-pattern.h"
+#include "helpers/scenario/scenario.h"
 #include "models/rdma/apps/empirical-size-distribution.h"
 
 #include "ns3/simulator.h"

@@ -3,7 +3,7 @@
 // speed (host and fabric ports get their own thresholds).
 #include "ib-test-packets.h"
 
-#include "helpers/roce-hpcc-compat.h"
+#include "helpers/formats/roce-hpcc-compat.h"
 
 #include "ns3/boolean.h"
 #include "ns3/double.h"

@@ -5,8 +5,8 @@
 #include "ib-test-packets.h"
 #include "test-roce-util.h"
 
-#include "helpers/eth-pcap-writer.h"
-#include "helpers/roce-traffic-run.h"
+#include "helpers/roce/roce-traffic-run.h"
+#include "helpers/trace/eth-pcap-writer.h"
 #include "models/rdma/rdma-cc-hpcc.h"
 #include "models/roce/eth-switch.h"
 

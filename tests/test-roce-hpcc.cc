@@ -3,8 +3,8 @@
 // the line, and its FCT output format written with a standalone FCT a lone flow matches.
 #include "ib-test-packets.h"
 
-#include "helpers/roce-hpcc-compat.h"
-#include "helpers/scenario.h"
+#include "helpers/formats/roce-hpcc-compat.h"
+#include "helpers/scenario/scenario.h"
 #include "models/rdma/rdma-types.h"
 
 #include "ns3/double.h"

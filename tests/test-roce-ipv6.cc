@@ -5,9 +5,9 @@
 #include "ib-test-packets.h"
 #include "test-roce-rdma-fixture.h"
 
-#include "helpers/eth-pcap-writer.h"
-#include "helpers/rdma-qp-connect.h"
-#include "helpers/trace-check.h"
+#include "helpers/rdma/rdma-qp-connect.h"
+#include "helpers/trace/eth-pcap-writer.h"
+#include "helpers/trace/trace-check.h"
 #include "models/rdma/rdma-cc-dcqcn.h"
 #include "models/roce/shared-buffer-mmu.h"
 

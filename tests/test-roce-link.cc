@@ -2,7 +2,7 @@
 // strict and DWRR scheduling, link failure.
 #include "test-roce-util.h"
 
-#include "helpers/eth-traffic-run.h"
+#include "helpers/roce/eth-traffic-run.h"
 
 #include "ns3/double.h"
 #include "ns3/enum.h"

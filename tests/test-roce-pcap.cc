@@ -2,8 +2,8 @@
 // nothing is malformed, and a run twice writes the same bytes.
 #include "ib-test-packets.h"
 
-#include "helpers/eth-traffic-run.h"
-#include "helpers/trace-check.h"
+#include "helpers/roce/eth-traffic-run.h"
+#include "helpers/trace/trace-check.h"
 
 #include "ns3/uinteger.h"
 

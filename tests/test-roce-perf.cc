@@ -2,7 +2,7 @@
 // firmware DCQCN gives the same flow completion times to the picosecond, the same packets, marks
 // and CNPs whichever event scheduler runs it, whether the ICRC is computed lazily or eagerly,
 // and whether per-flow monitoring samples or not; and a finished flow leaves no QP behind.
-#include "helpers/roce-traffic-run.h"
+#include "helpers/roce/roce-traffic-run.h"
 #include "models/common/fifo-heap-scheduler.h"
 #include "models/ib/ib-crc.h"
 #include "models/roce/eth-frame.h"

@@ -1,7 +1,7 @@
 // RdmaCcDctcp (the HPCC simulator's CC_MODE 8): the rate arithmetic reasoned by hand, one cut
 // per window, alpha per window from the marked fraction, the (variable) window, and two DCTCP
 // flows on one 40 Gb/s bottleneck with threshold marking keeping the queue near K.
-#include "helpers/roce-traffic-run.h"
+#include "helpers/roce/roce-traffic-run.h"
 #include "models/rdma/rdma-cc-dctcp.h"
 
 #include "ns3/boolean.h"

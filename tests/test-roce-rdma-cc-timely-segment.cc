@@ -1,7 +1,7 @@
 // TIMELY's RTT sample as the paper defines it (Mittal et al., SIGCOMM 2015, §4): one sample per
 // completed segment of SegmentBytes, its completion time less its first packet's send time less
 // its serialization at line rate, reasoned by hand; and two TIMELY flows sharing a bottleneck.
-#include "helpers/roce-traffic-run.h"
+#include "helpers/roce/roce-traffic-run.h"
 #include "models/rdma/rdma-cc-timely.h"
 
 #include "ns3/double.h"

@@ -5,7 +5,7 @@
 
 #include "rdma-engine-fixture.h"
 
-#include "helpers/roce-helper.h"
+#include "helpers/roce/roce-helper.h"
 
 #include "ns3/uinteger.h"
 

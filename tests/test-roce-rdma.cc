@@ -4,8 +4,8 @@
 #include "ib-test-packets.h"
 #include "test-roce-rdma-fixture.h"
 
-#include "helpers/eth-pcap-writer.h"
-#include "helpers/trace-check.h"
+#include "helpers/trace/eth-pcap-writer.h"
+#include "helpers/trace/trace-check.h"
 #include "models/ib/ib-crc.h"
 
 #include "ns3/boolean.h"

@@ -2,7 +2,7 @@
 #ifndef CNUAS_TEST_ROCE_UTIL_H
 #define CNUAS_TEST_ROCE_UTIL_H
 
-#include "helpers/eth-fabric-helper.h"
+#include "helpers/roce/eth-fabric-helper.h"
 
 #include "ns3/callback.h"
 #include "ns3/data-rate.h"

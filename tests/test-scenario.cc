@@ -1,5 +1,5 @@
 // The scenario registry and the parameter helpers scenarios read their inputs with.
-#include "helpers/scenario.h"
+#include "helpers/scenario/scenario.h"
 
 #include "ns3/simulator.h"
 

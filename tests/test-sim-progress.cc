@@ -1,6 +1,6 @@
 // The progress bar: its line format, and that it neither costs events when disabled nor
 // stretches a simulation beyond its last real event.
-#include "helpers/sim-progress.h"
+#include "helpers/scenario/sim-progress.h"
 
 #include "ns3/simulator.h"
 

@@ -1,12 +1,12 @@
 // The subnet manager on the wire: a simulated fabric with the real SMA on every node and the SM
 // on one host. Before the SM: ports Init, LID 0, data refused. After: every port Active, unique
 // LIDs, every host reaches every other with real packets over the LFTs the SM wrote, no loops.
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-packet-source.h"
-#include "helpers/ib-sm-helper.h"
-#include "helpers/ib-trace-helper.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/ib/ib-packet-source.h"
+#include "helpers/mgmt/ib-sm-helper.h"
+#include "helpers/trace/ib-trace-helper.h"
 #include "ib-test-packets.h"
-#include "helpers/mgmt-helper.h"
+#include "helpers/mgmt/mgmt-helper.h"
 #include "models/ib/ib-switch.h"
 #include "models/mgmt/ib-mad-dispatcher.h"
 #include "models/mgmt/ib-sma-agent.h"

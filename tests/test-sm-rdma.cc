@@ -7,8 +7,8 @@
 // its port was given (§15.2.5.16), and the same WRITE lands byte-exact.
 #include "rdma-engine-fixture.h"
 
-#include "helpers/ib-sm-helper.h"
-#include "helpers/mgmt-helper.h"
+#include "helpers/mgmt/ib-sm-helper.h"
+#include "helpers/mgmt/mgmt-helper.h"
 #include "models/mgmt/ib-gmp.h"
 #include "models/mgmt/ib-mad-dispatcher.h"
 #include "models/mgmt/ib-mad-packet.h"

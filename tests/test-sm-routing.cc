@@ -1,7 +1,7 @@
 // The subnet manager's database, LID assignment and routing engines on topology graphs (no
 // simulation): unique GUID-stable LIDs, every CA reaches every LID on a shortest legal route,
 // no forwarding loop, and the credit-loop check that tells up/down from min-hop on a ring.
-#include "helpers/ib-sm-helper.h"
+#include "helpers/mgmt/ib-sm-helper.h"
 #include "models/mgmt/ib-routing-engine.h"
 
 #include <gtest/gtest.h>

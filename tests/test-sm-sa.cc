@@ -1,10 +1,10 @@
 // Subnet administration from the built-in SM: a host asks the SA on QP1 for a PathRecord and a
 // NodeRecord, as a verbs program resolving a path would, and gets the LIDs, rate and MTU of the
 // route the SM programmed; bad requests get statuses. The answer decodes in tshark.
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-sm-helper.h"
-#include "helpers/ib-trace-helper.h"
-#include "helpers/mgmt-helper.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/mgmt/ib-sm-helper.h"
+#include "helpers/mgmt/mgmt-helper.h"
+#include "helpers/trace/ib-trace-helper.h"
 #include "ib-test-packets.h"
 #include "models/ib/ib-switch.h"
 #include "models/mgmt/ib-gmp.h"

@@ -1,8 +1,8 @@
 // The fabric as the standard tools print it: ibstat port blocks read from the ports, and the SM's
 // discovered subnet in ibnetdiscover format, which the topology reader takes back as the very
 // fabric that was built. Also `cnuas fabric show` end to end.
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-sm-helper.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/mgmt/ib-sm-helper.h"
 #include "ib-test-packets.h"
 
 #include "ns3/simulator.h"

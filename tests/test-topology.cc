@@ -1,5 +1,5 @@
 // Fabric graph descriptions: generators, validation, the ibnetdiscover-style file format.
-#include "helpers/topology.h"
+#include "helpers/formats/topology.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// The trace checker (helpers/trace-check), `cnuas pcap check`, and tshark's view of the traces
+// The trace checker (helpers/trace/trace-check), `cnuas pcap check`, and tshark's view of the traces
 // the ERF-in-pcap writer produces.
 #include "ib-test-packets.h"
 
-#include "helpers/ib-pcap-writer.h"
-#include "helpers/modbus-pcap-writer.h"
-#include "helpers/trace-check.h"
+#include "helpers/trace/ib-pcap-writer.h"
+#include "helpers/trace/modbus-pcap-writer.h"
+#include "helpers/trace/trace-check.h"
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-flow-control-header.h"
 #include "models/rack/modbus-rtu.h"

@@ -7,9 +7,9 @@
 // temperature at 69, output voltage/current/power at 79-82 with rackmon2's fixed-point
 // precisions). The run is in real time for --seconds; the bridge's and the slaves' counters are
 // printed at the end.
-#include "helpers/modbus-helper.h"
-#include "helpers/rs485-bus-helper.h"
-#include "helpers/rs485-pty-bridge-helper.h"
+#include "helpers/rack/modbus-helper.h"
+#include "helpers/rack/rs485-bus-helper.h"
+#include "helpers/rack/rs485-pty-bridge-helper.h"
 #include "models/common/cnuas-init.h"
 
 #include "ns3/boolean.h"

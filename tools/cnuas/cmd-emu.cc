@@ -7,17 +7,17 @@
 #include "emu-host.h"
 #include "emu-sysfs.h" // umad (issue 14)
 
-#include "helpers/eth-fabric-helper.h"
-#include "helpers/eth-pcap-writer.h"
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-pcap-writer.h"
-#include "helpers/ib-sm-helper.h"
-#include "helpers/ib-trace-helper.h"
-#include "helpers/mgmt-helper.h"
-#include "helpers/rdma-helper.h"
-#include "helpers/roce-helper.h"
-#include "helpers/scenario-file.h"
-#include "helpers/topology.h"
+#include "helpers/formats/topology.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/mgmt/ib-sm-helper.h"
+#include "helpers/mgmt/mgmt-helper.h"
+#include "helpers/rdma/rdma-helper.h"
+#include "helpers/roce/eth-fabric-helper.h"
+#include "helpers/roce/roce-helper.h"
+#include "helpers/scenario/scenario-file.h"
+#include "helpers/trace/eth-pcap-writer.h"
+#include "helpers/trace/ib-pcap-writer.h"
+#include "helpers/trace/ib-trace-helper.h"
 #include "models/emu/emu-hca-service.h"
 #include "models/emu/emu-umad-service.h" // umad (issue 14)
 #include "models/mgmt/ib-sma-agent.h"     // umad (issue 14)

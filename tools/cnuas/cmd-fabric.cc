@@ -3,12 +3,12 @@
 // writes it. See docs/management.md, "Subnet manager".
 #include "command.h"
 
-#include "helpers/ib-fabric-helper.h"
-#include "helpers/ib-sm-helper.h"
-#include "helpers/ib-static-subnet-helper.h"
-#include "helpers/parse-util.h"
-#include "helpers/scenario-file.h"
-#include "helpers/topology.h"
+#include "helpers/formats/parse-util.h"
+#include "helpers/formats/topology.h"
+#include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/mgmt/ib-sm-helper.h"
+#include "helpers/mgmt/ib-static-subnet-helper.h"
+#include "helpers/scenario/scenario-file.h"
 #include "models/mgmt/ib-subnet-manager.h"
 
 #include "ns3/config.h"

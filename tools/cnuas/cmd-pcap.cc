@@ -2,7 +2,7 @@
 // Wireshark shows but does not check. See docs/ib-wire.md.
 #include "command.h"
 
-#include "helpers/trace-check.h"
+#include "helpers/trace/trace-check.h"
 
 #include <iostream>
 #include <string>

@@ -4,12 +4,12 @@
 #include "command.h"
 #include "cmd-status.h"
 
-#include "helpers/modbus-pcap-writer.h"
-#include "helpers/parse-util.h"
-#include "helpers/rack-file.h"
-#include "helpers/rack-helper.h"
-#include "helpers/rs485-pty-bridge-helper.h"
-#include "helpers/scenario-file.h"
+#include "helpers/formats/parse-util.h"
+#include "helpers/formats/rack-file.h"
+#include "helpers/rack/rack-helper.h"
+#include "helpers/rack/rs485-pty-bridge-helper.h"
+#include "helpers/scenario/scenario-file.h"
+#include "helpers/trace/modbus-pcap-writer.h"
 #include "models/rack/rack-bmc.h"
 #include "models/rack/redfish-server.h"
 

@@ -1,9 +1,9 @@
 // `cnuas run`: runs a registered scenario, named on the command line or by a scenario file.
 #include "command.h"
 
-#include "helpers/parse-util.h"
-#include "helpers/scenario-file.h"
-#include "helpers/scenario.h"
+#include "helpers/formats/parse-util.h"
+#include "helpers/scenario/scenario-file.h"
+#include "helpers/scenario/scenario.h"
 
 #include "ns3/rng-seed-manager.h"
 

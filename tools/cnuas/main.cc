@@ -2,7 +2,7 @@
 // files under tools/cnuas and register themselves (see command.h).
 #include "command.h"
 
-#include "helpers/parse-util.h"
+#include "helpers/formats/parse-util.h"
 #include "models/common/cnuas-init.h"
 #include "ns3-module/cnuas-module.h"
 

@@ -1,6 +1,6 @@
 // What one traffic application needs to drive one queue pair: the QP, its CQs, a local buffer
 // and what the peer published (its buffer's address and R_Key; for UD its address handle, QPN
-// and Q_Key). helpers/rdma-traffic-helper builds endpoints; the applications only use them.
+// and Q_Key). helpers/rdma/rdma-traffic-helper builds endpoints; the applications only use them.
 #ifndef CNUAS_RDMA_APP_ENDPOINT_H
 #define CNUAS_RDMA_APP_ENDPOINT_H
 
