@@ -56,6 +56,10 @@ def plot_sweep(rows, x, ys, series_keys, out_dir):
             ax.plot(positions, [_mean(by_x[v]) for v in xs], marker="o", label=label or y)
             if categorical:
                 ax.set_xticks(positions, [str(v) for v in xs])
+        if not categorical:
+            values = [numeric(v) for g in groups.values() for v in g]
+            if min(values) > 0 and max(values) / min(values) >= 20:
+                ax.set_xscale("log")  # grid values that span decades (Kmax, loads of flows)
         ax.set_xlabel(x)
         ax.set_ylabel(y)
         ax.grid(alpha=0.3)
