@@ -207,7 +207,7 @@ class Sweep:
                                   f"failed: {record['error']}")
                     elapsed = time.monotonic() - began
                     remaining = len(pending) + len(running)
-                    eta = elapsed / done * remaining / 1 if done else 0
+                    eta = elapsed / done * remaining if done else 0
                     self._say(f"sweep: {kept + done}/{len(self.points)} done"
                               f"{f' ({failed} failed)' if failed else ''}, {len(running)} "
                               f"running, elapsed {_clock(elapsed)}, ETA {_clock(eta)}")
