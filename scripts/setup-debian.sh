@@ -16,6 +16,8 @@ PACKAGES=(
   nlohmann-json3-dev python3-jsonschema curl
   # tests and plots: trace decoding and figures
   tshark python3-matplotlib python3-numpy
+  # the Python bindings (pybind11-dev, python3-dev above) and their tests
+  python3-pytest
   # real peers the tests drive: Modbus masters, InfiniBand management tools
   mbpoll libmodbus-dev python3-pymodbus python3-serial python3-serial-asyncio opensm infiniband-diags
   # emulation: namespaces, TAP devices and the ordinary programs the tests run inside hosts

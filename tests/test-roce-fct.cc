@@ -4,6 +4,7 @@
 // every flow with a CSV line each.
 #include "ib-test-packets.h"
 
+#include "helpers/formats/parse-util.h"
 #include "helpers/roce/roce-traffic-pattern.h"
 #include "helpers/scenario/scenario.h"
 #include "models/rdma/apps/empirical-size-distribution.h"
@@ -264,5 +265,78 @@ TEST(RoceFctScenario, EveryFlowCompletesWithItsSlowdown)
     ScenarioOptions bad;
     bad.params = {{"pfc", "maybe"}};
     EXPECT_THROW(info->run(bad), std::invalid_argument);
+    Simulator::Destroy();
+}
+
+TEST(RoceFctScenario, FlowsFileRunsTheListedFlowsAndTheTableMatchesTheCsv)
+{
+    const ScenarioInfo* info = ScenarioRegistry::Find("roce-fct");
+    ASSERT_NE(info, nullptr);
+    const std::string dir = std::string(CNUAS_BINARY_DIR) + "/test-output/roce-fct-flows-file";
+    RunCommand("rm -rf '" + dir + "' && mkdir -p '" + dir + "'");
+    const std::string flows = dir + "/flows.txt";
+    std::ofstream(flows) << "# src dst bytes start\n1 0 200000 0\n2 0 100000 5us\n\n"
+                            "3 4 50000 1us  # to another host\n";
+    ScenarioOptions o;
+    o.outDir = dir;
+    o.plots = false;
+    o.progress = false;
+    o.params = {{"topology", "star:hosts=5"}, {"rate", "10Gbps"}, {"flows-file", flows},
+                {"kmax", "50000"},            {"sample", "10us"}, {"limit", "10ms"}};
+    const ScenarioResult r = info->run(o);
+    Simulator::Destroy();
+    EXPECT_EQ(r.exitCode, 0);
+    const ScenarioFlowTable& t = r.flows;
+    ASSERT_EQ(t.src.size(), 3u);
+    EXPECT_EQ(t.src, (std::vector<uint32_t>{1, 2, 3}));
+    EXPECT_EQ(t.dst, (std::vector<uint32_t>{0, 0, 4}));
+    EXPECT_EQ(t.sizeBytes, (std::vector<uint64_t>{200000, 100000, 50000}));
+    const auto rows = ReadCsv(dir + "/roce-fct.csv");
+    ASSERT_EQ(rows.size(), 3u);
+    for (size_t i = 0; i < rows.size(); ++i)
+    {
+        // The table holds the numbers the CSV prints (to its three decimals).
+        EXPECT_NEAR(std::stod(rows[i][4]), t.startNs[i], 1e-3);
+        EXPECT_NEAR(std::stod(rows[i][6]), t.fctNs[i], 1e-3);
+        EXPECT_NEAR(std::stod(rows[i][7]), t.idealFctNs[i], 1e-3);
+        EXPECT_EQ(t.ok[i], 1);
+    }
+    // Two flows share h0's link: both are slower than alone; the third is not.
+    EXPECT_GT(t.slowdown[0], 1.2);
+    EXPECT_LT(t.slowdown[2], 1.1);
+    // Sampled: a rate row per flow and sample, counters that never go down.
+    const size_t samples = r.traces.timeUs.size();
+    ASSERT_GT(samples, 10u);
+    EXPECT_EQ(r.traces.flowRateGbps.size(), 3 * samples);
+    EXPECT_EQ(r.traces.ecnMarks.size(), samples);
+    for (size_t i = 1; i < samples; ++i)
+    {
+        EXPECT_GE(r.traces.ecnMarks[i], r.traces.ecnMarks[i - 1]);
+        EXPECT_GE(r.traces.cnps[i], r.traces.cnps[i - 1]);
+    }
+
+    // A malformed list is an input error naming the file and line; kmin above kmax is refused.
+    std::ofstream(flows) << "1 0 200000 0\n1 1 100 0us\n";
+    EXPECT_THROW(
+        {
+            try
+            {
+                info->run(o);
+            }
+            catch (const InputError& e)
+            {
+                EXPECT_NE(std::string(e.what()).find("flows.txt:2:"), std::string::npos)
+                    << e.what();
+                throw;
+            }
+        },
+        InputError);
+    Simulator::Destroy();
+    std::ofstream(flows) << "1 0 200000 5\n";
+    EXPECT_THROW(info->run(o), InputError); // a start time without its unit
+    Simulator::Destroy();
+    o.params["flows-file"] = "";
+    o.params["kmin"] = "60000";
+    EXPECT_THROW(info->run(o), ScenarioParamError);
     Simulator::Destroy();
 }

@@ -187,6 +187,27 @@ struct Run
             }
         }
         res.maxQueueBytes.push_back(q);
+        uint64_t pauses = 0;
+        for (const auto& port : fabric.AllPorts())
+        {
+            for (uint8_t p = 0; p < kEthPriorities; ++p)
+            {
+                pauses += port->GetCounters().pauseSent[p];
+            }
+        }
+        res.pauseFramesSoFar.push_back(pauses);
+        uint64_t marks = 0;
+        for (const auto& sw : fabric.Switches())
+        {
+            marks += sw->GetEcnMarked();
+        }
+        res.ecnMarksSoFar.push_back(marks);
+        uint64_t cnps = 0;
+        for (const auto& h : hcas)
+        {
+            cnps += h.engine->GetCounters().cnpsSent;
+        }
+        res.cnpsSoFar.push_back(cnps);
         Simulator::Schedule(spec.sampleInterval, &Run::Sample, this);
     }
 };

@@ -103,6 +103,11 @@ struct RoceRunResult
     std::vector<std::vector<double>> flowRateGbps;
     /// Largest egress queue (bytes, priority 3) over all switch ports, per sample.
     std::vector<uint64_t> maxQueueBytes;
+    /// Per sample, the run's counts so far: PFC frames sent (quanta > 0) by any port, ECN marks
+    /// by any switch, CNPs sent by any NIC (what pauseFrames, ecnMarks and cnps total).
+    std::vector<uint64_t> pauseFramesSoFar;
+    std::vector<uint64_t> ecnMarksSoFar;
+    std::vector<uint64_t> cnpsSoFar;
     uint64_t peakQueueBytes = 0; ///< largest queue any switch port reached (whole run)
     uint64_t pauseFrames = 0;    ///< PFC frames with quanta > 0 sent by any port
     uint64_t drops = 0;          ///< frames any port dropped

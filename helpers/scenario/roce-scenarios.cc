@@ -278,6 +278,56 @@ MarkingParams()
             {"cc-attrs", "", "policy attributes on every NIC, Name=Value;Name=Value"}};
 }
 
+/// A run's totals and sampled series as ScenarioResult::counters and ::traces, for programs
+/// that read results rather than files (the Python module).
+void
+RecordRoceRun(const RoceRunResult& r, ScenarioResult& res)
+{
+    res.counters = {{"pfc_pauses", static_cast<double>(r.pauseFrames)},
+                    {"ecn_marks", static_cast<double>(r.ecnMarks)},
+                    {"cnps", static_cast<double>(r.cnps)},
+                    {"drops", static_cast<double>(r.drops)},
+                    {"retransmitted_packets", static_cast<double>(r.retransmittedPackets)},
+                    {"peak_queue_bytes", static_cast<double>(r.peakQueueBytes)},
+                    {"packets_sent", static_cast<double>(r.packetsSent)},
+                    {"events", static_cast<double>(r.events)},
+                    {"sim_time_us", r.end.GetSeconds() * 1e6}};
+    ScenarioTraces& t = res.traces;
+    t.timeUs = r.sampleTimesUs;
+    t.maxQueueBytes.assign(r.maxQueueBytes.begin(), r.maxQueueBytes.end());
+    t.pfcPauses.assign(r.pauseFramesSoFar.begin(), r.pauseFramesSoFar.end());
+    t.ecnMarks.assign(r.ecnMarksSoFar.begin(), r.ecnMarksSoFar.end());
+    t.cnps.assign(r.cnpsSoFar.begin(), r.cnpsSoFar.end());
+    t.flowRateGbps.clear();
+    t.flowRateGbps.reserve(r.flowRateGbps.size() * r.sampleTimesUs.size());
+    for (const auto& rates : r.flowRateGbps)
+    {
+        t.flowRateGbps.insert(t.flowRateGbps.end(), rates.begin(), rates.end());
+    }
+}
+
+/// One flow's row of ScenarioResult::flows; NaN for what the flow does not have.
+void
+AddFlowRow(ScenarioFlowTable& t, const RoceFlowResult& f, double startNs, double fctNs,
+           double idealNs)
+{
+    t.src.push_back(f.spec.src);
+    t.dst.push_back(f.spec.dst);
+    t.sizeBytes.push_back(f.spec.bytes);
+    t.startNs.push_back(startNs);
+    t.fctNs.push_back(fctNs);
+    t.idealFctNs.push_back(idealNs);
+    t.slowdown.push_back(fctNs / idealNs);
+    t.ok.push_back(f.ok ? 1 : 0);
+}
+
+/// A flow's FCT in ns, NaN if it did not finish.
+double
+FctNsOrNan(const RoceFlowResult& f)
+{
+    return f.fct.IsPositive() ? f.fct.GetSeconds() * 1e9 : std::nan("");
+}
+
 // ---- roce-fairness ------------------------------------------------------------------------
 
 ScenarioResult
@@ -443,6 +493,11 @@ RunFairness(const ScenarioOptions& o)
     res.summary.push_back({"PFC pauses", std::to_string(r.pauseFrames)});
     res.summary.push_back({"drops", std::to_string(r.drops)});
     res.artifacts.push_back(OutFile(o, "roce-fairness.csv"));
+    RecordRoceRun(r, res);
+    for (const auto& f : r.flows)
+    {
+        AddFlowRow(res.flows, f, f.spec.start.GetSeconds() * 1e9, FctNsOrNan(f), std::nan(""));
+    }
     res.artifacts.insert(res.artifacts.end(), r.pcaps.begin(), r.pcaps.end());
     return res;
 }
@@ -1017,6 +1072,13 @@ RunHpcc(const ScenarioOptions& o)
         }
     }
     ScenarioResult res;
+    RecordRoceRun(r, res);
+    for (size_t i = 0; i < r.flows.size(); ++i)
+    {
+        const auto& f = r.flows[i];
+        AddFlowRow(res.flows, f, f.spec.start.GetSeconds() * 1e9, FctNsOrNan(f),
+                   ideals[i] > 0 ? ideals[i] * 1e9 : std::nan(""));
+    }
     if (r.interrupted)
     {
         // 128 + SIGINT, as a shell reports a run ended by Ctrl-C; the files hold the flows that
@@ -1111,6 +1173,69 @@ OnOff(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key
     throw std::invalid_argument(key + " must be on or off, not '" + v + "'");
 }
 
+/**
+ * roce-fct's `flows-file`: one flow a line, `SRC DST BYTES START` (host indices in topology
+ * order, a byte count, a start time with its unit such as 10us); blank lines and '#' comments
+ * are skipped. Throws InputError naming the file and line.
+ */
+std::vector<RoceFlowSpec>
+ReadFlowList(const std::string& path, uint32_t hosts)
+{
+    std::ifstream in(path);
+    if (!in)
+    {
+        throw InputError(path + ": cannot read the flows file");
+    }
+    if (hosts < 2)
+    {
+        throw InputError(path + ": the fabric has fewer than two hosts");
+    }
+    std::vector<RoceFlowSpec> flows;
+    std::string line;
+    for (size_t number = 1; std::getline(in, line); ++number)
+    {
+        const std::string where = path + ":" + std::to_string(number) + ": ";
+        const std::vector<std::string> words = SplitWords(line.substr(0, line.find('#')));
+        if (words.empty())
+        {
+            continue;
+        }
+        if (words.size() != 4)
+        {
+            throw InputError(where + "expected SRC DST BYTES START, got '" + TrimSpace(line) +
+                             "'");
+        }
+        RoceFlowSpec f;
+        uint64_t src = 0;
+        uint64_t dst = 0;
+        if (!ParseDecimalUint(words[0], hosts - 1, &src) ||
+            !ParseDecimalUint(words[1], hosts - 1, &dst) || src == dst)
+        {
+            throw InputError(where + "SRC and DST are two different host indices below " +
+                             std::to_string(hosts));
+        }
+        // One RDMA WRITE carries a flow: below 2^31 bytes, as the generated flows are capped.
+        if (!ParseDecimalUint(words[2], (1ULL << 31) - 1, &f.bytes) || f.bytes == 0)
+        {
+            throw InputError(where + "BYTES is a whole number in [1, 2147483647], not '" +
+                             words[2] + "'");
+        }
+        if (!ParseTimeString(words[3], &f.start) || f.start.IsStrictlyNegative())
+        {
+            throw InputError(where + "START is a time with its unit (0, 10us, 1.5ms), not '" +
+                             words[3] + "'");
+        }
+        f.src = static_cast<uint32_t>(src);
+        f.dst = static_cast<uint32_t>(dst);
+        flows.push_back(f);
+    }
+    if (flows.empty())
+    {
+        throw InputError(path + ": no flows");
+    }
+    return flows;
+}
+
 ScenarioResult
 RunRoceFct(const ScenarioOptions& o)
 {
@@ -1126,6 +1251,19 @@ RunRoceFct(const ScenarioOptions& o)
     spec.pfc = OnOff(o, info, "pfc");
     spec.ecn = OnOff(o, info, "ecn");
     spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
+    // Marking and buffer, as roce-incast and roce-fairness take them (the DCQCN paper's
+    // defaults); the sweeps of congestion-control studies vary them.
+    spec.kminBytes = ScenarioParamUint(o, info, "kmin", 0, UINT32_MAX);
+    spec.kmaxBytes = ScenarioParamUint(o, info, "kmax", 0, UINT32_MAX);
+    spec.pmax = ScenarioParamDouble(o, info, "pmax", 0, 1);
+    if (spec.kminBytes > spec.kmaxBytes)
+    {
+        throw ScenarioParamError("kmin", "scenario '" + info.name + "': kmin=" +
+                                             std::to_string(spec.kminBytes) +
+                                             " is above kmax=" + std::to_string(spec.kmaxBytes));
+    }
+    spec.bufferBytes = ScenarioParamUint(o, info, "buffer", 1, UINT64_MAX);
+    spec.sampleInterval = ScenarioParamTime(o, info, "sample", Time(0), Seconds(1000));
 
     RoceTrafficSpec t;
     t.pattern = ParseRocePattern(ScenarioParamString(o, info, "pattern"));
@@ -1138,16 +1276,27 @@ RunRoceFct(const ScenarioOptions& o)
     t.incastSenders =
         static_cast<uint32_t>(ScenarioParamUint(o, info, "senders", 1, UINT32_MAX));
     t.seed = o.seed;
-    RoceTraffic traffic = MakeRoceTraffic(t);
-    // The load the generated flows offer, measured from them (flow bytes over the senders'
-    // links and the arrival window), beside the requested one; before max-flows cuts them.
-    double bytes = 0;
-    for (const auto& f : traffic.flows)
+    const std::string flowsFile = ScenarioParamString(o, info, "flows-file");
+    RoceTraffic traffic;
+    std::string offeredLoad = "- (flows-file)";
+    if (flowsFile.empty())
     {
-        bytes += f.bytes;
+        traffic = MakeRoceTraffic(t);
+        // The load the generated flows offer, measured from them (flow bytes over the senders'
+        // links and the arrival window), beside the requested one; before max-flows cuts them.
+        double bytes = 0;
+        for (const auto& f : traffic.flows)
+        {
+            bytes += f.bytes;
+        }
+        const double links = t.pattern == RocePattern::Incast ? 1.0 : traffic.senders;
+        const double offered = bytes * 8 / (t.duration.GetSeconds() * t.linkBps * links);
+        offeredLoad = Fixed(t.load, 3) + " / " + Fixed(offered, 3);
     }
-    const double links = t.pattern == RocePattern::Incast ? 1.0 : traffic.senders;
-    const double offered = bytes * 8 / (t.duration.GetSeconds() * t.linkBps * links);
+    else
+    {
+        traffic.flows = ReadFlowList(flowsFile, t.hosts);
+    }
     const uint64_t maxFlows = ScenarioParamUint(o, info, "max-flows", 0, UINT64_MAX);
     if (maxFlows > 0 && traffic.flows.size() > maxFlows)
     {
@@ -1173,6 +1322,7 @@ RunRoceFct(const ScenarioOptions& o)
         throw std::runtime_error("cannot write " + csvPath);
     }
     csv << "id,src,dst,size_bytes,start_ns,end_ns,fct_ns,ideal_ns,slowdown,status\n";
+    ScenarioResult res;
     std::vector<std::vector<double>> slow(kSizeBuckets.size());
     std::vector<double> all;
     uint32_t done = 0;
@@ -1185,6 +1335,7 @@ RunRoceFct(const ScenarioOptions& o)
         if (!f.fct.IsPositive())
         {
             csv << ",,,,unfinished\n";
+            AddFlowRow(res.flows, f, start, std::nan(""), std::nan(""));
             continue;
         }
         const double ideal = StandaloneFctSeconds(
@@ -1192,6 +1343,8 @@ RunRoceFct(const ScenarioOptions& o)
             cableDelay.GetSeconds());
         const double fct = f.fct.GetSeconds();
         const double sd = fct / ideal;
+        // The same doubles the CSV prints, so Python's arrays and the CSV agree to the digit.
+        AddFlowRow(res.flows, f, start, fct * 1e9, ideal * 1e9);
         csv << Fixed(start + fct * 1e9, 3) << "," << Fixed(fct * 1e9, 3) << ","
             << Fixed(ideal * 1e9, 3) << "," << Fixed(sd, 4) << ","
             << (f.ok ? "success" : "error") << "\n";
@@ -1205,12 +1358,12 @@ RunRoceFct(const ScenarioOptions& o)
     }
     csv.close();
 
-    ScenarioResult res;
-    res.summary.push_back({"pattern", ScenarioParamString(o, info, "pattern")});
+    RecordRoceRun(r, res);
+    res.summary.push_back({"pattern", flowsFile.empty() ? ScenarioParamString(o, info, "pattern")
+                                                        : "flows-file " + flowsFile});
     res.summary.push_back({"flows done", std::to_string(done) + "/" +
                                              std::to_string(r.flows.size())});
-    res.summary.push_back({"offered load (requested / generated)",
-                           Fixed(t.load, 3) + " / " + Fixed(offered, 3)});
+    res.summary.push_back({"offered load (requested / generated)", offeredLoad});
     res.summary.push_back({"congestion control", spec.cc});
     res.summary.push_back({"PFC / ECN", std::string(spec.pfc ? "on" : "off") + " / " +
                                             (spec.ecn ? "on" : "off")});
@@ -1257,7 +1410,15 @@ RoceFctInfo()
                 {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx or timely on every NIC"},
                 {"pfc", "on", "PFC on the RoCE priority: on or off"},
                 {"ecn", "on", "ECN marking in the switches: on or off"},
-                {"limit", "200ms", "simulated time limit"}};
+                {"limit", "200ms", "simulated time limit"},
+                {"kmin", "5000", "ECN Kmin, bytes (DCQCN paper 5 KB)"},
+                {"kmax", "200000", "ECN Kmax, bytes (DCQCN paper 200 KB)"},
+                {"pmax", "0.01", "ECN marking probability at Kmax (DCQCN paper 1 %)"},
+                {"buffer", "12582912", "switch shared buffer, bytes"},
+                {"sample", "0s", "rate and queue sampling interval (0s: none)"},
+                {"flows-file", "",
+                 "explicit flows instead of pattern/cdf/load: lines SRC DST BYTES START "
+                 "(host indices, bytes, a time with its unit)"}};
     i.params.push_back(kPcapHostsParam);
     i.pcap = ScenarioPcap::Wire;
     i.run = RunRoceFct;

@@ -10,6 +10,7 @@
 #include "ns3/type-id.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -110,6 +111,12 @@ SucceedsInChild(const std::function<bool()>& trial)
         {
             dup2(devnull, STDOUT_FILENO);
             dup2(devnull, STDERR_FILENO);
+        }
+        // The child dies of ns-3's abort quietly even inside a program with crash handlers of
+        // its own (Python's faulthandler, which pytest turns on, writes to a saved stderr).
+        for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+        {
+            signal(sig, SIG_DFL);
         }
         _exit(trial() ? 0 : 1);
     }
@@ -351,12 +358,13 @@ ParseScenarioFile(const std::string& path)
 }
 
 std::string
-ApplyAttributeSetting(const std::string& name, const std::string& value)
+CheckAttributeSetting(const std::string& name, const std::string& value, std::string* declaredName)
 {
     size_t pos = name.rfind("::");
     if (pos == std::string::npos)
     {
-        return ApplyGlobalValue(name, value);
+        return "'" + name + "' is not an attribute name (write ns3::Class::Attribute, e.g. "
+                            "ns3::SimpleNetDevice::DataRate)";
     }
     std::string cls = name.substr(0, pos);
     std::string attr = name.substr(pos + 2);
@@ -406,6 +414,25 @@ ApplyAttributeSetting(const std::string& name, const std::string& value)
     {
         return "bad value '" + value + "' for " + cls + "::" + attr + " (the class refuses it; " +
                "the attribute: " + info.help + ")";
+    }
+    if (declaredName != nullptr)
+    {
+        *declaredName = declared;
+    }
+    return "";
+}
+
+std::string
+ApplyAttributeSetting(const std::string& name, const std::string& value)
+{
+    if (name.rfind("::") == std::string::npos)
+    {
+        return ApplyGlobalValue(name, value);
+    }
+    std::string declared;
+    if (std::string problem = CheckAttributeSetting(name, value, &declared); !problem.empty())
+    {
+        return problem;
     }
     if (!Config::SetDefaultFailSafe(declared, StringValue(value)))
     {

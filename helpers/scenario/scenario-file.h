@@ -80,6 +80,16 @@ std::string CheckAttributeValue(Ptr<const AttributeChecker> checker, const std::
  */
 std::string ApplyAttributeSetting(const std::string& name, const std::string& value);
 
+/**
+ * The checks ApplyAttributeSetting makes on an attribute `ns3::Class::Attribute=value`, without
+ * setting anything: "" if it could be set, else the same message. `declaredName` (if given)
+ * receives the attribute's name on the class that declares it ("ns3::Class::Attribute"). A name
+ * without "::" (a GlobalValue) is refused: only attributes are checked here.
+ */
+std::string CheckAttributeSetting(const std::string& name,
+                                  const std::string& value,
+                                  std::string* declaredName);
+
 } // namespace ns3
 
 #endif

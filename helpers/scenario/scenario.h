@@ -33,6 +33,36 @@ struct ScenarioOptions
     std::map<std::string, std::string> params;
 };
 
+/**
+ * Per-flow outcome of a traffic scenario, one vector per quantity (flow i is element i of each),
+ * so that the Python module hands each column to numpy as one block. The numbers are those the
+ * scenario writes to its CSV; a flow that did not finish has NaN times and ok = 0.
+ */
+struct ScenarioFlowTable
+{
+    std::vector<uint32_t> src; ///< host indices in topology order
+    std::vector<uint32_t> dst;
+    std::vector<uint64_t> sizeBytes;
+    std::vector<double> startNs;
+    std::vector<double> fctNs;      ///< start to the sender's completion
+    std::vector<double> idealFctNs; ///< alone on its path (NaN where the scenario has none)
+    std::vector<double> slowdown;   ///< fctNs / idealFctNs
+    std::vector<uint8_t> ok;        ///< 1: completed with success
+};
+
+/// Time series a traffic scenario sampled (empty when it did not sample).
+struct ScenarioTraces
+{
+    std::vector<double> timeUs;        ///< sample times
+    std::vector<double> maxQueueBytes; ///< largest switch egress queue at each sample
+    std::vector<double> pfcPauses;     ///< PFC frames sent so far, whole fabric
+    std::vector<double> ecnMarks;      ///< ECN marks so far, all switches
+    std::vector<double> cnps;          ///< CNPs sent so far, all NICs
+    /// Rate each flow's sender sent at during each interval, Gb/s, flow-major:
+    /// flowRateGbps[f * timeUs.size() + i].
+    std::vector<double> flowRateGbps;
+};
+
 /// What a scenario reports back.
 struct ScenarioResult
 {
@@ -41,6 +71,12 @@ struct ScenarioResult
     std::vector<std::pair<std::string, std::string>> summary;
     /// Files written by the run (pcaps, CSV traces, PNG plots), printed after the summary.
     std::vector<std::string> artifacts;
+    /// For programs that read the results (the Python module) rather than the files: filled by
+    /// the scenarios whose runs have flows (roce-fct, roce-fairness, roce-hpcc).
+    ScenarioFlowTable flows;
+    ScenarioTraces traces;
+    /// Run totals by name ("pfc_pauses", "ecn_marks", "cnps", "drops", ...).
+    std::vector<std::pair<std::string, double>> counters;
 };
 
 /// One documented scenario parameter.
