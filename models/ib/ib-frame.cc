@@ -10,8 +10,11 @@ namespace
 SimObjectPool<IbFrame>&
 ThePool()
 {
-    static SimObjectPool<IbFrame> pool;
-    return pool;
+    // Never destroyed: ports release frames when they are disposed, and a program that exits
+    // without Simulator::Destroy disposes them from exit handlers, after function-local
+    // statics like this one would be gone (found by tests/fuzz). The OS takes the memory back.
+    static auto* pool = new SimObjectPool<IbFrame>;
+    return *pool;
 }
 } // namespace
 

@@ -608,8 +608,11 @@ namespace
 SimObjectPool<EthFrame>&
 ThePool()
 {
-    static SimObjectPool<EthFrame> pool;
-    return pool;
+    // Never destroyed: ports release frames when they are disposed, and a program that exits
+    // without Simulator::Destroy disposes them from exit handlers, after function-local
+    // statics like this one would be gone (found by tests/fuzz). The OS takes the memory back.
+    static auto* pool = new SimObjectPool<EthFrame>;
+    return *pool;
 }
 } // namespace
 
@@ -640,8 +643,11 @@ namespace
 SimObjectPool<EthIntRecord>&
 TheIntPool()
 {
-    static SimObjectPool<EthIntRecord> pool;
-    return pool;
+    // Never destroyed: ports release frames when they are disposed, and a program that exits
+    // without Simulator::Destroy disposes them from exit handlers, after function-local
+    // statics like this one would be gone (found by tests/fuzz). The OS takes the memory back.
+    static auto* pool = new SimObjectPool<EthIntRecord>;
+    return *pool;
 }
 } // namespace
 

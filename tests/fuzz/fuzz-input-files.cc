@@ -1,0 +1,126 @@
+// Fuzz target: every file a user hands Cnuas, as the readers read them. The first input byte
+// picks the reader, the rest is the file:
+//  0  a topology file (`--topology file:...`)
+//  1  a scenario file (`cnuas run FILE.scn`)
+//  2  a rack file (`cnuas rack up --config`)
+//  3  an HPCC-simulator config (`roce-hpcc --param config=`)
+//  4  an HPCC-simulator topology, then (when it reads) the same bytes as its flow file
+//  5  a capture (`cnuas pcap check`)
+// Bad input must end in the reader's exception with a message (or, for the trace checker, a
+// report), never in a crash, an abort or a hang.
+#include "helpers/formats/rack-file.h"
+#include "helpers/formats/roce-hpcc-compat.h"
+#include "helpers/formats/topology.h"
+#include "helpers/scenario/scenario-file.h"
+#include "helpers/trace/trace-check.h"
+#include "models/common/cnuas-init.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+using namespace ns3;
+
+namespace
+{
+
+/// A private file the readers that take paths read the input from.
+std::string
+InputPath()
+{
+    static std::string path;
+    if (path.empty())
+    {
+        char dir[] = "/tmp/cnuas-fuzz-XXXXXX";
+        if (!mkdtemp(dir))
+        {
+            std::perror("fuzz-input-files: mkdtemp");
+            std::abort();
+        }
+        path = std::string(dir) + "/input";
+    }
+    return path;
+}
+
+void
+WriteInput(const std::string& text)
+{
+    std::ofstream(InputPath(), std::ios::binary | std::ios::trunc) << text;
+}
+
+template <class F>
+void
+Expecting(F read)
+{
+    try
+    {
+        read();
+    }
+    catch (const std::exception& e)
+    {
+        if (std::string(e.what()).empty())
+        {
+            std::fprintf(stderr, "fuzz-input-files: an error without a message\n");
+            std::abort();
+        }
+    }
+}
+
+} // namespace
+
+/// Picosecond time resolution, before any Time exists, as every Cnuas program (cnuas-init.h).
+extern "C" int
+LLVMFuzzerInitialize(int*, char***)
+{
+    CnuasInit();
+    return 0;
+}
+
+extern "C" int
+LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+{
+    if (size < 1 || size > 65536)
+    {
+        return 0;
+    }
+    const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
+    switch (data[0] % 6)
+    {
+    case 0:
+        Expecting([&] { ParseTopologyText(text, "fuzz.topo"); });
+        break;
+    case 1:
+        Expecting([&] { ParseScenarioText(text, "fuzz.scn", "/nonexistent"); });
+        break;
+    case 2:
+        WriteInput(text);
+        Expecting([&] {
+            RackFileConfig c;
+            ReadRackFile(InputPath(), &c);
+        });
+        break;
+    case 3:
+        WriteInput(text);
+        Expecting([&] { ReadHpccConfig(InputPath(), HpccUnknownKeys::Error); });
+        Expecting([&] {
+            std::vector<std::string> warnings;
+            ReadHpccConfig(InputPath(), HpccUnknownKeys::Warn, &warnings);
+        });
+        break;
+    case 4:
+        WriteInput(text);
+        Expecting([&] {
+            const HpccTopology topo = ReadHpccTopology(InputPath());
+            ReadHpccFlows(InputPath(), topo, 0.0);
+        });
+        break;
+    default:
+        WriteInput(text);
+        Expecting([&] { CheckTrace(InputPath()).Summary(); });
+        break;
+    }
+    return 0;
+}
