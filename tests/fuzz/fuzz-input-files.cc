@@ -13,7 +13,6 @@
 #include "helpers/formats/topology.h"
 #include "helpers/scenario/scenario-file.h"
 #include "helpers/trace/trace-check.h"
-#include "models/common/cnuas-init.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -70,14 +69,6 @@ Expecting(F read)
 }
 
 } // namespace
-
-/// Picosecond time resolution, before any Time exists, as every Cnuas program (cnuas-init.h).
-extern "C" int
-LLVMFuzzerInitialize(int*, char***)
-{
-    CnuasInit();
-    return 0;
-}
 
 extern "C" int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)

@@ -7,7 +7,6 @@
 //     by the request decoder, the rest as the response): ModbusResponse::Decode.
 //  2  an HTTP request head (RFC 9112): RedfishServer::ParseHead, whose result must be one of
 //     its documented values.
-#include "models/common/cnuas-init.h"
 #include "models/rack/modbus-pdu.h"
 #include "models/rack/modbus-rtu.h"
 #include "models/rack/redfish-server.h"
@@ -86,14 +85,6 @@ HttpHead(const uint8_t* data, size_t n)
 }
 
 } // namespace
-
-/// Picosecond time resolution, before any Time exists, as every Cnuas program (cnuas-init.h).
-extern "C" int
-LLVMFuzzerInitialize(int*, char***)
-{
-    CnuasInit();
-    return 0;
-}
 
 extern "C" int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)

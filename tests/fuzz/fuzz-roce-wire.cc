@@ -19,11 +19,12 @@
 //             h1's region registered for local access only (bit 6 set), and its address
 //             anywhere in h1's memory: every write outside the writable region must be refused
 //   bit 5     run 200 us of simulated time after it (else 20 us)
+#include "fuzz-live-fabric.h"
+
 #include "helpers/formats/topology.h"
 #include "helpers/rdma/rdma-qp-connect.h"
 #include "helpers/roce/eth-fabric-helper.h"
 #include "helpers/roce/roce-helper.h"
-#include "models/common/cnuas-init.h"
 #include "models/ib/ib-crc.h"
 #include "models/roce/eth-frame.h"
 
@@ -40,29 +41,18 @@ using namespace ns3;
 namespace
 {
 
-constexpr uint64_t kBase = 0x7f3a12340000ULL;
-constexpr uint64_t kBytes = 256 * 1024;
-constexpr uint64_t kWritableOffset = 64 * 1024;
-constexpr uint64_t kWritableBytes = 16 * 1024;
-constexpr uint64_t kReceiveOffset = 128 * 1024;
-constexpr uint64_t kReceiveBytes = 32 * 1024;
+using namespace cnuas_fuzz;
+
 constexpr uint16_t kRoceUdpPort = 4791;
 
-struct Host
-{
-    RoceHca hca;
-    Ptr<RdmaPd> pd;
-    Ptr<RdmaMr> mr;
-    Ptr<RdmaCq> cq;
-    Ptr<RdmaQp> qp;
-    RdmaGid gid{};
-};
+using Host = LiveHost<RoceHca>;
 
 struct World
 {
     EthFabric fabric;
     std::vector<RoceHca> hcas;
     Host h[2];
+    RdmaGid gid[2]{};
     Ptr<RdmaMr> writable;
     std::vector<uint8_t> snapshot;
 };
@@ -73,37 +63,14 @@ uint64_t g_qpResets = 0;
 void
 Fail(const char* what)
 {
-    std::fprintf(stderr, "fuzz-roce-wire: %s\n", what);
-    std::abort();
+    cnuas_fuzz::Fail("fuzz-roce-wire", what);
 }
 
-void
-RunFor(Time t)
-{
-    Simulator::Stop(t);
-    Simulator::Run();
-}
-
+/// Brings host i's QP (from RESET) to RTS towards the other host's, and posts its receives.
 void
 Connect(World& w, uint32_t i)
 {
-    RdmaQpConnectOptions o;
-    o.timeout = 4;
-    o.retryCnt = 1;
-    o.maxRdAtomic = 4;
-    const Host& peer = w.h[1 - i];
-    if (!TryConnectQp(w.h[i].qp, RdmaGidAddress(peer.gid, 64), peer.qp->GetQpNum(), o).empty())
-    {
-        Fail("the QPs could not be connected");
-    }
-    for (uint32_t r = 0; r < 32; ++r)
-    {
-        RdmaRecvWr wr;
-        wr.wr_id = r;
-        wr.sg_list = {RdmaSge{kBase + kReceiveOffset + 4096 * (r % 8), 4096,
-                              w.h[i].mr->GetLkey()}};
-        w.h[i].qp->PostRecv(wr);
-    }
+    cnuas_fuzz::Connect(w.h[i], RdmaGidAddress(w.gid[1 - i], 64), w.h[1 - i].qp->GetQpNum(), "fuzz-roce-wire");
 }
 
 World*
@@ -118,43 +85,18 @@ Build()
     w->hcas = RoceHelper().Install(w->fabric);
     for (uint32_t i = 0; i < 2; ++i)
     {
-        Host& s = w->h[i];
-        s.hca = w->hcas[i];
-        s.hca.memory->Map(kBase, kBytes);
-        s.pd = s.hca.device->AllocPd(s.hca.memory);
-        const uint32_t access = i == 0 ? RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE |
-                                             RDMA_ACCESS_REMOTE_READ | RDMA_ACCESS_REMOTE_ATOMIC
-                                       : RDMA_ACCESS_LOCAL_WRITE;
-        s.mr = s.hca.device->RegMr(s.pd, kBase, kBytes, access);
-        s.cq = s.hca.device->CreateCq(1024);
-        RdmaQpInitAttr init;
-        init.send_cq = s.cq;
-        init.recv_cq = s.cq;
-        init.qp_type = RdmaQpType::RC;
-        init.cap.max_send_wr = 64;
-        init.cap.max_recv_wr = 64;
-        init.cap.max_send_sge = 1;
-        init.cap.max_recv_sge = 1;
-        s.qp = s.hca.device->CreateQp(s.pd, init);
-        if (!s.mr || !s.qp || !s.hca.port->GetGid(0, s.gid))
+        // h0 lets everything in; h1 only its writable part.
+        if (!MakeHost(w->h[i], w->hcas[i], i == 0) || !w->hcas[i].port->GetGid(0, w->gid[i]))
         {
             Fail("the fabric's verbs objects could not be made");
         }
     }
-    w->writable = w->h[1].hca.device->RegMr(w->h[1].pd, kBase + kWritableOffset, kWritableBytes,
-                                            RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE |
-                                                RDMA_ACCESS_REMOTE_ATOMIC);
+    w->writable = RegisterWritable(w->h[1]);
     for (uint32_t i = 0; i < 2; ++i)
     {
         Connect(*w, i);
     }
-    std::vector<uint8_t> pattern(kBytes);
-    for (size_t i = 0; i < kBytes; ++i)
-    {
-        pattern[i] = static_cast<uint8_t>(i * 131 + 7);
-    }
-    w->h[1].hca.memory->Write(kBase, pattern.data(), kBytes);
-    w->snapshot = pattern;
+    w->snapshot = FillPattern(*w->h[1].hca.memory);
     RunFor(MicroSeconds(10));
     return w;
 }
@@ -228,25 +170,9 @@ Aim(std::vector<uint8_t>& f, const World& w, bool aim, bool rkey, bool localOnly
         f[bth + 6] = static_cast<uint8_t>(qpn >> 8);
         f[bth + 7] = static_cast<uint8_t>(qpn);
     }
-    const uint8_t op = f[bth];
-    const bool hasReth = op == 0x06 || op == 0x0A || op == 0x0B || op == 0x0C || op == 0x46 ||
-                         op == 0x4A || op == 0x4B;
-    if (rkey && hasReth && f.size() >= bth + 12 + 16)
+    if (rkey && HasReth(f[bth]) && f.size() >= bth + 12 + 16)
     {
-        uint8_t* reth = f.data() + bth + 12;
-        // Mostly in the writable region, sometimes anywhere in h1's memory.
-        const uint64_t offset = (reth[5] & 1) ? (uint64_t(Be16(reth + 6)) << 2) % kBytes
-                                              : kWritableOffset + Be16(reth + 6) % kWritableBytes;
-        const uint64_t va = kBase + offset;
-        for (int i = 0; i < 8; ++i)
-        {
-            reth[i] = static_cast<uint8_t>(va >> (56 - 8 * i));
-        }
-        const uint32_t key = localOnlyKey ? w.h[1].mr->GetRkey() : w.writable->GetRkey();
-        for (int i = 0; i < 4; ++i)
-        {
-            reth[8 + i] = static_cast<uint8_t>(key >> (24 - 8 * i));
-        }
+        PlantReth(f.data() + bth + 12, w.writable->GetRkey(), w.h[1].mr->GetRkey(), localOnlyKey);
     }
 }
 
@@ -306,24 +232,7 @@ CnuasFuzzSummary(std::FILE* out)
     {
         return;
     }
-    const RdmaEngineCounters& c = g_world->h[1].hca.engine->GetCounters();
-    std::fprintf(out,
-                 "h1's engine: %llu packets taken, %llu ACKs, %llu NAKs, %llu receive "
-                 "completions, %llu P_Key violations; QPs reset after an error: %llu\n",
-                 static_cast<unsigned long long>(c.packetsReceived),
-                 static_cast<unsigned long long>(c.acksSent),
-                 static_cast<unsigned long long>(c.naksSent),
-                 static_cast<unsigned long long>(c.recvCompletions),
-                 static_cast<unsigned long long>(c.pkeyViolations),
-                 static_cast<unsigned long long>(g_qpResets));
-}
-
-/// Picosecond time resolution, before any Time exists, as every Cnuas program (cnuas-init.h).
-extern "C" int
-LLVMFuzzerInitialize(int*, char***)
-{
-    CnuasInit();
-    return 0;
+    PrintEngineSummary(out, g_world->h[1].hca.engine->GetCounters(), g_qpResets);
 }
 
 extern "C" int
@@ -362,40 +271,10 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         break;
     }
     RunFor(MicroSeconds((control & 32) ? 200 : 20));
-    std::vector<uint8_t> now(kBytes);
-    w.h[1].hca.memory->Read(kBase, now.data(), kBytes);
-    auto same = [&](uint64_t from, uint64_t to) {
-        return std::memcmp(now.data() + from, w.snapshot.data() + from, to - from) == 0;
-    };
-    if (!same(0, kWritableOffset) || !same(kWritableOffset + kWritableBytes, kReceiveOffset) ||
-        !same(kReceiveOffset + kReceiveBytes, kBytes))
+    if (!OnlyWritableChanged(*w.h[1].hca.memory, w.snapshot))
     {
         Fail("bytes of h1 outside its remotely writable region and receive buffers changed");
     }
-    for (uint32_t i = 0; i < 2; ++i)
-    {
-        Host& h = w.h[i];
-        for (const RdmaWc& wc : h.cq->Poll(1024))
-        {
-            if ((wc.opcode == RdmaWcOpcode::RECV || wc.opcode == RdmaWcOpcode::RECV_RDMA_WITH_IMM) &&
-                h.qp->GetState() == RdmaQpState::RTS)
-            {
-                RdmaRecvWr wr;
-                wr.wr_id = wc.wr_id;
-                wr.sg_list = {RdmaSge{kBase + kReceiveOffset + 4096 * (wc.wr_id % 8), 4096,
-                                      h.mr->GetLkey()}};
-                h.qp->PostRecv(wr);
-            }
-        }
-        if (h.qp->GetState() != RdmaQpState::RTS)
-        {
-            RdmaQpAttr reset;
-            reset.qp_state = RdmaQpState::RESET;
-            h.qp->Modify(reset, RDMA_QP_STATE);
-            ++g_qpResets;
-            h.cq->Poll(1024);
-            Connect(w, i);
-        }
-    }
+    g_qpResets += Recover(w.h, [&w](uint32_t i) { Connect(w, i); });
     return 0;
 }

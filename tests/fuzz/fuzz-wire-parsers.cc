@@ -7,7 +7,6 @@
 //    bytes must equal the input's.
 //  - IbParseMadPacket on a whole IB packet (LRH .. VCRC).
 // The first input byte picks the parser, so one corpus serves all three.
-#include "models/common/cnuas-init.h"
 #include "models/mgmt/ib-mad-packet.h"
 #include "models/rdma/ib-transport-headers.h"
 #include "models/roce/eth-frame.h"
@@ -90,14 +89,6 @@ Mad(const uint8_t* data, uint32_t size)
 }
 
 } // namespace
-
-/// Picosecond time resolution, before any Time exists, as every Cnuas program (cnuas-init.h).
-extern "C" int
-LLVMFuzzerInitialize(int*, char***)
-{
-    CnuasInit();
-    return 0;
-}
 
 extern "C" int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
