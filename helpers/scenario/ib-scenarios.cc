@@ -1,6 +1,7 @@
 // Built-in InfiniBand link-layer scenarios for `cnuas run`.
 #include "helpers/ib/ib-traffic-run.h"
 #include "helpers/scenario/scenario.h"
+#include "models/ib/ib-vl-counts.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -26,7 +27,7 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     spec.duration = ScenarioParamMicroseconds(o, info, "duration-us", 1e-6, 1e9);
     // The data-VL counts PortInfo.OperationalVLs can encode (IBA vol. 1 §14.2.5.6): a port
     // given another count keeps its old one, and the run would silently use fewer VLs.
-    spec.vls = static_cast<uint8_t>(ScenarioParamUintOneOf(o, info, "vls", {1, 2, 4, 8, 15}));
+    spec.vls = static_cast<uint8_t>(ScenarioParamUintOneOf(o, info, "vls", IbDataVlCounts()));
     // IbPacketSource's PayloadBytes: at most the 4096-byte IB MTU.
     spec.payloadBytes = static_cast<uint32_t>(ScenarioParamUint(o, info, "payload", 0, 4096));
     spec.subnetManager = ScenarioParamChoice(o, info, "sm", {"builtin", "static"});

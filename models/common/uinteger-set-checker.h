@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ns3
@@ -74,9 +74,10 @@ class UintegerSetChecker : public AttributeChecker
 /// A checker that accepts only the values in `allowed`, each of which must fit in T.
 template <typename T>
 Ptr<const AttributeChecker>
-MakeUintegerSetChecker(std::initializer_list<uint64_t> allowed)
+MakeUintegerSetChecker(std::vector<uint64_t> allowed)
 {
-    return Ptr<const AttributeChecker>(new UintegerSetChecker(allowed, TypeNameGet<T>()), false);
+    return Ptr<const AttributeChecker>(new UintegerSetChecker(std::move(allowed), TypeNameGet<T>()),
+                                       false);
 }
 
 } // namespace ns3

@@ -3,6 +3,7 @@
 #include "ib-channel.h"
 #include "ib-crc.h"
 #include "ib-switch.h"
+#include "ib-vl-counts.h"
 
 #include "models/common/packet-loss-model.h"
 
@@ -802,8 +803,7 @@ IbNetDevice::SetPortState(IbPortState next)
 bool
 IbNetDevice::SetOperationalVls(uint8_t dataVls)
 {
-    if ((dataVls != 1 && dataVls != 2 && dataVls != 4 && dataVls != 8 && dataVls != 15) ||
-        dataVls > m_vlCap)
+    if (!IbIsDataVlCount(dataVls) || dataVls > m_vlCap)
     {
         return false;
     }

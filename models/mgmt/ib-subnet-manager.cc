@@ -2,6 +2,7 @@
 
 #include "ib-sa-server.h"
 #include "models/common/uinteger-set-checker.h"
+#include "models/ib/ib-vl-counts.h"
 
 #include "ns3/boolean.h"
 #include "ns3/enum.h"
@@ -110,7 +111,7 @@ IbSubnetManager::GetTypeId()
                           "the port's VLCap).",
                           UintegerValue(1),
                           MakeUintegerAccessor(&IbSubnetManager::m_opVls),
-                          MakeUintegerSetChecker<uint8_t>({1, 2, 4, 8, 15}))
+                          MakeUintegerSetChecker<uint8_t>(IbDataVlCounts()))
             .AddAttribute("Port",
                           "The port number the SM sends from when it runs on a channel adapter.",
                           UintegerValue(1),
