@@ -11,8 +11,9 @@
 // sanitizer report), its number is printed and, with --save-failing, the input is written to
 // DIR/failing-input (from the signal handler or the sanitizer's death callback, so a run costs
 // no file write per input).
+#include "helpers/formats/parse-util.h"
+
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -135,10 +136,8 @@ Usage()
 uint64_t
 NumberArg(const char* text)
 {
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(text, &end, 10);
-    if (errno != 0 || end == text || *end != '\0')
+    uint64_t v = 0;
+    if (!ns3::ParseDecimalUint(text, UINT64_MAX, &v))
     {
         std::fprintf(stderr, "fuzz: '%s' is not a whole number\n", text);
         std::exit(2);

@@ -122,13 +122,9 @@ Aim(std::vector<uint8_t>& p, const World& w, uint32_t to, bool aim, bool rkey, b
     {
         return;
     }
-    const uint32_t destQp = (uint32_t(p[bth + 5]) << 16) | (uint32_t(p[bth + 6]) << 8) | p[bth + 7];
-    if (aim && destQp > 1)
+    if (aim)
     {
-        const uint32_t qpn = w.h[to].qp->GetQpNum();
-        p[bth + 5] = static_cast<uint8_t>(qpn >> 16);
-        p[bth + 6] = static_cast<uint8_t>(qpn >> 8);
-        p[bth + 7] = static_cast<uint8_t>(qpn);
+        AimDestQp(p.data() + bth, w.h[to].qp->GetQpNum());
     }
     if (rkey && HasReth(p[bth]) && p.size() >= bth + 12 + 16)
     {

@@ -8,6 +8,7 @@
 #include "helpers/rdma/rdma-qp-connect.h"
 #include "models/rdma/rdma-device.h"
 #include "models/rdma/rdma-engine.h"
+#include "models/rdma/ib-wire-bytes.h"
 #include "models/rdma/rdma-memory.h"
 
 #include "ns3/simulator.h"
@@ -105,6 +106,16 @@ PostReceive(LiveHost<Hca>& h, uint64_t id)
     h.qp->PostRecv(wr);
 }
 
+/// A BTH's DestQP := `qpn` if it names a QP other than QP0/QP1 (left to management).
+inline void
+AimDestQp(uint8_t* bth, uint32_t qpn)
+{
+    if (IbWireLoad24(bth + 5) > 1)
+    {
+        IbWireStore24(bth + 5, qpn);
+    }
+}
+
 /// Brings h's QP (from RESET) to RTS towards `peer` (a short ACK timeout and one retry, so
 /// that errors come quickly; four outstanding reads and atomics) and posts its receives.
 template <class Hca>
@@ -169,16 +180,8 @@ PlantReth(uint8_t* reth, uint32_t writableKey, uint32_t localOnlyKey, bool local
     const uint16_t pick = static_cast<uint16_t>((reth[6] << 8) | reth[7]);
     const uint64_t offset = (reth[5] & 1) ? (uint64_t(pick) << 2) % kBytes
                                           : kWritableOffset + pick % kWritableBytes;
-    const uint64_t va = kBase + offset;
-    for (int i = 0; i < 8; ++i)
-    {
-        reth[i] = static_cast<uint8_t>(va >> (56 - 8 * i));
-    }
-    const uint32_t key = localOnly ? localOnlyKey : writableKey;
-    for (int i = 0; i < 4; ++i)
-    {
-        reth[8 + i] = static_cast<uint8_t>(key >> (24 - 8 * i));
-    }
+    IbWireStore64(reth, kBase + offset);
+    IbWireStore32(reth + 8, localOnly ? localOnlyKey : writableKey);
 }
 
 /// After an input: receives a SEND consumed are posted again, and a QP the input put in error

@@ -144,11 +144,7 @@ Aim(std::vector<uint8_t>& f, const World& w, bool aim, bool rkey, bool localOnly
         }
         if (ip)
         {
-            const uint32_t dst = w.fabric.HostIp(1);
-            for (int i = 0; i < 4; ++i)
-            {
-                f[ip + 16 + i] = static_cast<uint8_t>(dst >> (24 - 8 * i));
-            }
+            IbWireStore32(f.data() + ip + 16, w.fabric.HostIp(1));
         }
     }
     if (!ip)
@@ -162,13 +158,9 @@ Aim(std::vector<uint8_t>& f, const World& w, bool aim, bool rkey, bool localOnly
     {
         return;
     }
-    const uint32_t destQp = (uint32_t(f[bth + 5]) << 16) | (uint32_t(f[bth + 6]) << 8) | f[bth + 7];
-    if (aim && destQp > 1)
+    if (aim)
     {
-        const uint32_t qpn = w.h[1].qp->GetQpNum();
-        f[bth + 5] = static_cast<uint8_t>(qpn >> 16);
-        f[bth + 6] = static_cast<uint8_t>(qpn >> 8);
-        f[bth + 7] = static_cast<uint8_t>(qpn);
+        AimDestQp(f.data() + bth, w.h[1].qp->GetQpNum());
     }
     if (rkey && HasReth(f[bth]) && f.size() >= bth + 12 + 16)
     {
