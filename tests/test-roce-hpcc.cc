@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -322,7 +323,11 @@ TEST(RoceHpcc, HpccConfigRunsOnTheFatTreeWithoutMarksOrPauses)
     // runs (cnuas run roce-hpcc --param config-file=config_fat_ws30_5ms_hp95.txt).
     ScenarioOptions o;
     o.name = "roce-hpcc";
-    o.outDir = std::string(CNUAS_BINARY_DIR) + "/test-output/roce-hpcc/hp95";
+    // A directory the run itself must create, as in a clean build (CI failed here once).
+    // (Its own parent, so that removing it races no other test's files.)
+    const std::string parent = std::string(CNUAS_BINARY_DIR) + "/test-output/roce-hpcc-hp95";
+    std::filesystem::remove_all(parent);
+    o.outDir = parent + "/out";
     o.progress = false;
     o.plots = false;
     o.params = {{"config-file", "config_fat_ws30_5ms_hp95.txt"}, {"max-flows", "40"},

@@ -273,3 +273,34 @@ TEST(ScenarioRun, SelftestTimerDirectly)
     EXPECT_THROW(info->run(o), std::invalid_argument);
     EXPECT_TRUE(Simulator::IsFinished());
 }
+
+TEST(ScenarioRun, TheOutputDirectoryIsCreatedWithItsParents)
+{
+    // A library caller (a test, the Python module) names a directory that does not exist yet;
+    // `cnuas run` creates it, and so must the scenario (a clean build failed here once).
+    const std::filesystem::path base = std::filesystem::temp_directory_path() /
+                                       ("cnuas-outdir-" + std::to_string(getpid()));
+    std::filesystem::remove_all(base);
+    ScenarioOptions o;
+    o.name = "selftest-timer";
+    o.progress = false;
+    o.outDir = (base / "a" / "b").string();
+    o.params = {{"events", "3"}};
+    const ScenarioResult r = ScenarioRegistry::Find("selftest-timer")->run(o);
+    EXPECT_EQ(r.exitCode, 0);
+    EXPECT_TRUE(std::filesystem::is_regular_file(base / "a" / "b" / "summary.csv"));
+
+    // A directory that cannot be made is an error that names it, not a silent loss.
+    std::ofstream(base / "plain-file") << "x";
+    o.outDir = (base / "plain-file" / "out").string();
+    try
+    {
+        ScenarioOutputFile(o, "x.csv");
+        ADD_FAILURE() << "no error for an output directory under a regular file";
+    }
+    catch (const std::runtime_error& e)
+    {
+        EXPECT_NE(std::string(e.what()).find("plain-file/out"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove_all(base);
+}

@@ -281,7 +281,7 @@ RunRdmaIncast(const ScenarioOptions& o)
                                        " max (all switch input buffers, 64 B blocks)");
     if (!o.outDir.empty())
     {
-        const std::string csv = o.outDir + "/ib-cc-incast-" + cc + ".csv";
+        const std::string csv = ScenarioOutputFile(o, "ib-cc-incast-" + cc + ".csv");
         std::ofstream f(csv);
         f << "time_us,victim_gbps,h0_gbps,hotspot_gbps\n";
         const int64_t bins = (start + duration).GetPicoSeconds() / hotMeter.bin.GetPicoSeconds();

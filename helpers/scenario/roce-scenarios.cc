@@ -91,14 +91,6 @@ SplitList(const std::string& s)
     return out;
 }
 
-std::string
-OutFile(const ScenarioOptions& o, const std::string& name)
-{
-    const std::string dir = o.outDir.empty() ? "." : o.outDir;
-    mkdir(dir.c_str(), 0755);
-    return dir + "/" + name;
-}
-
 double
 Percentile(std::vector<double> v, double p)
 {
@@ -370,7 +362,7 @@ RunFairness(const ScenarioOptions& o)
     }
     const double dt = spec.sampleInterval.GetSeconds() * 1e6;
     const size_t win = std::max<size_t>(1, static_cast<size_t>(std::llround(1000.0 / dt)));
-    std::ofstream csv(OutFile(o, "roce-fairness.csv"));
+    std::ofstream csv(ScenarioOutputFile(o, "roce-fairness.csv"));
     csv << "time_us";
     for (uint32_t i = 0; i < n; ++i)
     {
@@ -492,7 +484,7 @@ RunFairness(const ScenarioOptions& o)
     res.summary.push_back({"CNPs", std::to_string(r.cnps)});
     res.summary.push_back({"PFC pauses", std::to_string(r.pauseFrames)});
     res.summary.push_back({"drops", std::to_string(r.drops)});
-    res.artifacts.push_back(OutFile(o, "roce-fairness.csv"));
+    res.artifacts.push_back(ScenarioOutputFile(o, "roce-fairness.csv"));
     RecordRoceRun(r, res);
     for (const auto& f : r.flows)
     {
@@ -548,7 +540,7 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
         throw ScenarioParamError("warmup", "scenario '" + info.name +
                                                "': warmup must be shorter than duration");
     }
-    std::ofstream csv(OutFile(o, "roce-incast-steady.csv"));
+    std::ofstream csv(ScenarioOutputFile(o, "roce-incast-steady.csv"));
     csv << "mode,senders,throughput_gbps,utilisation,jain,min_flow_gbps,max_flow_gbps,"
            "mean_queue_bytes,peak_queue_bytes,pauses,drops,retransmitted,cnps,marks\n";
     ScenarioResult res;
@@ -610,7 +602,7 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
                      std::to_string(r.drops)});
         }
     }
-    res.artifacts.push_back(OutFile(o, "roce-incast-steady.csv"));
+    res.artifacts.push_back(ScenarioOutputFile(o, "roce-incast-steady.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
 }
@@ -627,7 +619,7 @@ RunIncast(const ScenarioOptions& o)
     const auto senders = ScenarioParamUintList(o, info, "senders", 1, 1000);
     const auto modes = SplitList(ScenarioParamString(o, info, "modes"));
     const uint64_t bytes = ScenarioParamUint(o, info, "bytes", 1, UINT64_MAX);
-    std::ofstream csv(OutFile(o, "roce-incast.csv"));
+    std::ofstream csv(ScenarioOutputFile(o, "roce-incast.csv"));
     csv << "mode,senders,goodput_gbps,peak_queue_bytes,pauses,drops,retransmitted,"
            "cnps,marks,jain_fct,max_fct_us,all_done\n";
     ScenarioResult res;
@@ -668,7 +660,7 @@ RunIncast(const ScenarioOptions& o)
                                         std::to_string(r.drops)});
         }
     }
-    res.artifacts.push_back(OutFile(o, "roce-incast.csv"));
+    res.artifacts.push_back(ScenarioOutputFile(o, "roce-incast.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
 }
@@ -719,7 +711,7 @@ RunCollapse(const ScenarioOptions& o)
     const uint64_t maxBytes = ScenarioParamUint(o, info, "max-flow-bytes", 1, UINT64_MAX);
     const DataRate rate = ScenarioParamDataRate(o, info, "rate");
     const std::string cc = CcTypeId(ScenarioParamString(o, info, "cc"));
-    std::ofstream csv(OutFile(o, "roce-collapse.csv"));
+    std::ofstream csv(ScenarioOutputFile(o, "roce-collapse.csv"));
     csv << "config,load,flows,done,goodput_gbps,p50_fct_us,p99_fct_us,drops,pauses,"
            "retransmitted,marks\n";
     ScenarioResult res;
@@ -816,7 +808,7 @@ RunCollapse(const ScenarioOptions& o)
                                           " us, drops " + std::to_string(r.drops)});
         }
     }
-    res.artifacts.push_back(OutFile(o, "roce-collapse.csv"));
+    res.artifacts.push_back(ScenarioOutputFile(o, "roce-collapse.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
 }
@@ -1047,10 +1039,10 @@ RunHpcc(const ScenarioOptions& o)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const uint32_t mtu = RdmaMtuBytes(spec.pathMtu);
-    const std::vector<double> ideals = WriteHpccFct(OutFile(o, "fct.txt"), r, topo, mtu, offset);
+    const std::vector<double> ideals = WriteHpccFct(ScenarioOutputFile(o, "fct.txt"), r, topo, mtu, offset);
 
     std::vector<std::vector<double>> slow(kSizeBuckets.size());
-    std::ofstream csv(OutFile(o, "roce-hpcc-fct.csv"));
+    std::ofstream csv(ScenarioOutputFile(o, "roce-hpcc-fct.csv"));
     csv << "flow,src,dst,bytes,start_us,fct_us,ideal_us,slowdown\n";
     uint32_t done = 0;
     {
@@ -1121,8 +1113,8 @@ RunHpcc(const ScenarioOptions& o)
     res.summary.push_back(
         {"ECN marks / CNPs", std::to_string(r.ecnMarks) + " / " + std::to_string(r.cnps)});
     SummarizeSizeBuckets(slow, res);
-    res.artifacts.push_back(OutFile(o, "fct.txt"));
-    res.artifacts.push_back(OutFile(o, "roce-hpcc-fct.csv"));
+    res.artifacts.push_back(ScenarioOutputFile(o, "fct.txt"));
+    res.artifacts.push_back(ScenarioOutputFile(o, "roce-hpcc-fct.csv"));
     res.artifacts.insert(res.artifacts.end(), r.pcaps.begin(), r.pcaps.end());
     return res;
 }
@@ -1315,7 +1307,7 @@ RunRoceFct(const ScenarioOptions& o)
     const auto hops = TopologyHopCounts(spec.topology);
     const std::vector<uint32_t> hostNode = spec.topology.Hosts();
     const uint32_t mtu = RdmaMtuBytes(spec.pathMtu);
-    const std::string csvPath = OutFile(o, "roce-fct.csv");
+    const std::string csvPath = ScenarioOutputFile(o, "roce-fct.csv");
     std::ofstream csv(csvPath);
     if (!csv)
     {
@@ -1378,7 +1370,7 @@ RunRoceFct(const ScenarioOptions& o)
         {"ECN marks / CNPs", std::to_string(r.ecnMarks) + " / " + std::to_string(r.cnps)});
     res.artifacts.push_back(csvPath);
     res.artifacts.insert(res.artifacts.end(), r.pcaps.begin(), r.pcaps.end());
-    const std::string png = OutFile(o, "roce-fct.png");
+    const std::string png = ScenarioOutputFile(o, "roce-fct.png");
     if (o.plots && done > 0 &&
         RunPlotScript("plot-fct.py", csvPath, png, "RoCE FCT slowdown by flow size"))
     {

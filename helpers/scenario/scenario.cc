@@ -329,6 +329,19 @@ CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info)
     throw std::invalid_argument(message);
 }
 
+std::string
+ScenarioOutputFile(const ScenarioOptions& o, const std::string& name)
+{
+    const std::string dir = o.outDir.empty() ? "." : o.outDir;
+    std::error_code ec;
+    if (!std::filesystem::create_directories(dir, ec) && ec)
+    {
+        throw std::runtime_error("cannot create the output directory '" + dir +
+                                 "': " + ec.message());
+    }
+    return (std::filesystem::path(dir) / name).string();
+}
+
 void
 CheckScenarioPcapRequest(const ScenarioOptions& o, const ScenarioInfo& info)
 {

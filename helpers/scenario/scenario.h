@@ -180,6 +180,14 @@ DataRate ScenarioParamDataRate(const ScenarioOptions& o, const ScenarioInfo& inf
 /// Throws std::invalid_argument naming any key in o.params that info does not document.
 void CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info);
 
+/**
+ * The path of `name` in the scenario's output directory (o.outDir, "." when empty), creating the
+ * directory and its parents first: a library caller (a test, the Python module) gets the same
+ * "created if missing" as `cnuas run`. Throws std::runtime_error naming the directory and the
+ * reason when it cannot be created.
+ */
+std::string ScenarioOutputFile(const ScenarioOptions& o, const std::string& name);
+
 /// Throws std::invalid_argument when `o` asks for pcaps (pcapDir set) and `info` refuses them
 /// (ScenarioPcap::Refused), so that `cnuas run` reports it before running anything.
 void CheckScenarioPcapRequest(const ScenarioOptions& o, const ScenarioInfo& info);

@@ -107,7 +107,7 @@ RunSelftestTimer(const ScenarioOptions& o)
     };
     if (!o.outDir.empty())
     {
-        std::string path = (std::filesystem::path(o.outDir) / "summary.csv").string();
+        const std::string path = ScenarioOutputFile(o, "summary.csv");
         std::ofstream out(path);
         if (!out)
         {
