@@ -287,6 +287,9 @@ RunScenario(const std::string& name,
     o.pcapDir = pcapDir;
     o.plots = plots;
     o.progress = progress;
+    // Ctrl-C during the run (the GIL released, Python's own handler cannot act) stops the
+    // simulation cleanly; KeyboardInterrupt is raised below once the files are complete.
+    o.stopOnInterrupt = true;
     try
     {
         ns3::CheckScenarioParams(o, *info);
@@ -346,6 +349,11 @@ RunScenario(const std::string& name,
     {
         Raise(failure.rfind("simulation failed", 0) == 0 ? g_simulationError : g_parameterError,
               failure);
+    }
+    if (!result.summary.empty() && result.summary.front().first == "interrupted")
+    {
+        // As Python reports Ctrl-C anywhere else; what the run wrote to `out` is complete.
+        Raise(PyExc_KeyboardInterrupt, result.summary.front().second);
     }
 
     py::list summary;

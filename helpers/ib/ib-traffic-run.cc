@@ -229,13 +229,18 @@ RunIbTraffic(const IbTrafficSpec& spec)
                         [f, notActive]() { *notActive = IbFabricNotActive(f); });
     const auto wallStart = std::chrono::steady_clock::now();
     SimProgress progress(stop, spec.progress);
+    if (spec.stopOnInterrupt)
+    {
+        progress.StopOnInterrupt();
+    }
     progress.Start();
     Simulator::Stop(stop - Simulator::Now());
     Simulator::Run();
     progress.Finish();
+    st.interrupted = progress.WasInterrupted();
     // The sources stopped at `stop`; let what they queued drain (bounded) so that "sent" and
-    // "received" compare like with like.
-    for (int i = 0; i < 1000 && countReceived() < countSent(); ++i)
+    // "received" compare like with like. Not after Ctrl-C: the user asked to stop now.
+    for (int i = 0; !st.interrupted && i < 1000 && countReceived() < countSent(); ++i)
     {
         Simulator::Stop(MicroSeconds(10));
         Simulator::Run();
@@ -257,7 +262,9 @@ RunIbTraffic(const IbTrafficSpec& spec)
     const int64_t binPs = sinks[0]->GetSampleInterval().GetPicoSeconds();
     const Time from = PicoSeconds(((start + (stop - start) / 4).GetPicoSeconds() + binPs - 1) /
                                   binPs * binPs);
-    const Time until = PicoSeconds(stop.GetPicoSeconds() / binPs * binPs);
+    // After Ctrl-C the window ends where the run did.
+    const Time end = st.interrupted ? std::min(stop, Simulator::Now()) : stop;
+    const Time until = PicoSeconds(end.GetPicoSeconds() / binPs * binPs);
     st.ratesMeasured = until > from;
     // With no whole bin to measure over, rates read 0 (and the summary says "not measured").
     const double window = st.ratesMeasured ? (until - from).GetSeconds() : 1e300;

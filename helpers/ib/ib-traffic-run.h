@@ -37,6 +37,9 @@ struct IbTrafficSpec
     std::string outDir;  ///< empty: no CSV traces or plots
     bool plots = false;
     bool progress = false;
+    /// Ctrl-C (SIGINT) stops the run cleanly (the stats' `interrupted`) instead of ending the
+    /// process: the caller reports what was measured so far and its files are complete.
+    bool stopOnInterrupt = false;
     std::string title;
 };
 
@@ -71,6 +74,7 @@ struct IbTrafficStats
     double aggregateGbps = 0;  ///< all sinks together
     Time creditStall;          ///< host 0's time waiting for credit
     bool ratesMeasured = true; ///< false if the traffic was too short for a rate window
+    bool interrupted = false;  ///< Ctrl-C stopped it (IbTrafficSpec::stopOnInterrupt)
     struct Flow
     {
         std::string name; ///< "h0 -> h10"

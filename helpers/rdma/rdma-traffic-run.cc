@@ -403,17 +403,24 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
     const auto wallStart = std::chrono::steady_clock::now();
     const uint64_t eventsBefore = Simulator::GetEventCount();
     SimProgress progress(hardStop, spec.progress);
+    if (spec.stopOnInterrupt)
+    {
+        progress.StopOnInterrupt();
+    }
     progress.Start();
     Simulator::Stop(hardStop - Simulator::Now());
     Simulator::Run();
     progress.Finish();
+    st.interrupted = progress.WasInterrupted();
     st.wallSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
     st.events = Simulator::GetEventCount() - eventsBefore;
     st.simulated = Simulator::Now();
     st.linkDataRate = f.HostPort(0)->GetActiveRate().DataRate();
     st.linkRateName = f.HostPort(0)->GetActiveRate().ToString();
-    st.window = spec.duration;
+    // After Ctrl-C the window is what was issued before the run stopped.
+    st.window = st.interrupted ? std::min(spec.duration, Simulator::Now() - start) : spec.duration;
+    const double windowSeconds = st.window.IsStrictlyPositive() ? st.window.GetSeconds() : 1e300;
 
     for (auto& g : gens)
     {
@@ -440,11 +447,11 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
         for (const auto& [name, bytes] : perConnection)
         {
             st.connectionGbps.emplace_back(name,
-                                           double(bytes) * 8 / spec.duration.GetSeconds() / 1e9);
+                                           double(bytes) * 8 / windowSeconds / 1e9);
         }
     }
-    st.messagesPerSecond = double(windowMessages) / spec.duration.GetSeconds();
-    st.goodputGbps = double(windowBytes) * 8 / spec.duration.GetSeconds() / 1e9;
+    st.messagesPerSecond = double(windowMessages) / windowSeconds;
+    st.goodputGbps = double(windowBytes) * 8 / windowSeconds / 1e9;
     for (const auto& h : hcas)
     {
         st.transportPackets += h.engine->GetCounters().packetsSent;

@@ -48,6 +48,9 @@ struct RdmaTrafficSpec
     std::string outDir;  ///< empty: no CSV or plots
     bool plots = false;
     bool progress = false;
+    /// Ctrl-C (SIGINT) stops the run cleanly (the stats' `interrupted`) instead of ending the
+    /// process: the caller reports what was measured so far and its files are complete.
+    bool stopOnInterrupt = false;
     std::string title;
 };
 
@@ -76,6 +79,7 @@ struct RdmaTrafficStats
     uint64_t events = 0;
     Time simulated;
     double wallSeconds = 0;
+    bool interrupted = false;  ///< Ctrl-C stopped it (RdmaTrafficSpec::stopOnInterrupt)
     /// Goodput of each connection in the window, Gb/s (when there are at most 64), named
     /// "h0 -> h8".
     std::vector<std::pair<std::string, double>> connectionGbps;

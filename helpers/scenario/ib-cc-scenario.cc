@@ -7,6 +7,7 @@
 #include "helpers/rdma/rdma-helper.h"
 #include "helpers/rdma/rdma-qp-connect.h"
 #include "helpers/scenario/scenario.h"
+#include "helpers/scenario/sim-progress.h"
 #include "helpers/trace/ib-trace-helper.h"
 
 #include "models/ib/ib-net-device.h"
@@ -236,12 +237,25 @@ RunRdmaIncast(const ScenarioOptions& o)
             ++samples;
         });
     }
+    SimProgress progress(start + duration, o.progress);
+    if (o.stopOnInterrupt)
+    {
+        progress.StopOnInterrupt();
+    }
+    progress.Start();
     Simulator::Stop(duration);
     Simulator::Run();
+    progress.Finish();
     pcap.Close();
+    if (progress.WasInterrupted())
+    {
+        // The window ends where the run did; with nothing of it left, the rates read 0.
+        hotMeter.to = std::min(hotMeter.to, Simulator::Now());
+        victimMeter.to = hotMeter.to;
+    }
 
-    const double secs = (hotMeter.to - hotMeter.from).GetSeconds();
-    auto gbps = [secs](uint64_t b) { return b * 8 / secs / 1e9; };
+    const double secs = std::max(0.0, (hotMeter.to - hotMeter.from).GetSeconds());
+    auto gbps = [secs](uint64_t b) { return secs > 0 ? b * 8 / secs / 1e9 : 0.0; };
     const double victim = gbps(victimMeter.bytes[rxQpOf[1]]);
     const double h0 = gbps(hotMeter.bytes[rxQpOf[0]]);
     double hotTotal = 0;
@@ -308,6 +322,10 @@ RunRdmaIncast(const ScenarioOptions& o)
         r.artifacts.push_back(csv);
     }
     r.artifacts.insert(r.artifacts.end(), pcaps.begin(), pcaps.end());
+    if (progress.WasInterrupted())
+    {
+        ScenarioMarkInterrupted(r, Simulator::Now());
+    }
     Simulator::Destroy();
     return r;
 }

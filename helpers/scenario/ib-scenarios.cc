@@ -123,6 +123,10 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     add("credit stall at host 0", ScenarioFixed(st.creditStall.GetSeconds() * 1e6, 2) + " us");
     r.artifacts = st.artifacts;
     r.exitCode = (st.drops == 0 && st.packetsReceived == st.packetsSent) ? 0 : 1;
+    if (st.interrupted)
+    {
+        ScenarioMarkInterrupted(r, st.simulated);
+    }
     return r;
 }
 

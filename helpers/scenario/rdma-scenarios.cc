@@ -114,6 +114,16 @@ CommonParams(const std::string& topology, const std::string& op)
             {"mtu", "4096", "path MTU, bytes (256 .. 4096)"}};
 }
 
+/// After the scenario's own verdict: a run Ctrl-C stopped says so first and exits 130.
+void
+MarkIfInterrupted(ScenarioResult& r, const RdmaTrafficStats& st)
+{
+    if (st.interrupted)
+    {
+        ScenarioMarkInterrupted(r, st.simulated);
+    }
+}
+
 void
 AddCommonSummary(ScenarioResult& r, const RdmaTrafficSpec& spec, const RdmaTrafficStats& st)
 {
@@ -187,6 +197,7 @@ PingPongInfo()
         }
         r.artifacts = st.artifacts;
         r.exitCode = (ExitCode(st) == 0 && st.rtts.size() == s.iterations) ? 0 : 1;
+        MarkIfInterrupted(r, st);
         return r;
     };
     return i;
@@ -239,6 +250,7 @@ IncastInfo()
         }
         r.artifacts = st.artifacts;
         r.exitCode = ExitCode(st);
+        MarkIfInterrupted(r, st);
         return r;
     };
     return i;
@@ -300,6 +312,7 @@ FctInfo()
                                                  " messages still in flight at the end");
         r.artifacts = st.artifacts;
         r.exitCode = (ExitCode(st) == 0 && open == 0) ? 0 : 1;
+        MarkIfInterrupted(r, st);
         return r;
     };
     return i;

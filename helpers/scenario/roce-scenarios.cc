@@ -344,6 +344,8 @@ RunFairness(const ScenarioOptions& o)
     spec.sampleInterval = ScenarioParamTime(o, info, "sample", PicoSeconds(1), Seconds(1000));
     spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
     ApplyPcapParams(o, info, "", spec);
+    spec.progress = o.progress;
+    spec.stopOnInterrupt = o.stopOnInterrupt;
     const RoceRunResult r = RunRoceFlows(spec);
 
     // Per sample: each flow's rate; convergence = the first time after the last flow started
@@ -491,6 +493,10 @@ RunFairness(const ScenarioOptions& o)
         AddFlowRow(res.flows, f, f.spec.start.GetSeconds() * 1e9, FctNsOrNan(f), std::nan(""));
     }
     res.artifacts.insert(res.artifacts.end(), r.pcaps.begin(), r.pcaps.end());
+    if (r.interrupted)
+    {
+        ScenarioMarkInterrupted(res, r.end);
+    }
     return res;
 }
 
@@ -546,10 +552,18 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
     ScenarioResult res;
     std::vector<std::string> pcaps; // listed after the CSV
 
+    // Ctrl-C ends the sweep after the run it stopped: that run's row is partial, the rest
+    // are not run.
+    bool interrupted = false;
+    Time interruptedAt;
     for (const auto& mode : modes)
     {
         for (const uint64_t senderCount : senders)
         {
+            if (interrupted)
+            {
+                break;
+            }
             const auto n = static_cast<uint32_t>(senderCount);
             const std::string ns = std::to_string(n);
             RoceRunSpec spec = IncastSpec(o, info, mode, n);
@@ -561,7 +575,14 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
             spec.sampleInterval = MicroSeconds(10);
             spec.limit = duration;
             ApplyPcapParams(o, info, mode + "-n" + ns, spec);
+            spec.progress = o.progress;
+            spec.stopOnInterrupt = o.stopOnInterrupt;
             const RoceRunResult r = RunRoceFlows(spec);
+            if (r.interrupted)
+            {
+                interrupted = true;
+                interruptedAt = r.end;
+            }
             pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
             std::vector<double> avg(n, 0);
             double queueSum = 0;
@@ -602,6 +623,10 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
                      std::to_string(r.drops)});
         }
     }
+    if (interrupted)
+    {
+        ScenarioMarkInterrupted(res, interruptedAt);
+    }
     res.artifacts.push_back(ScenarioOutputFile(o, "roce-incast-steady.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
@@ -625,10 +650,18 @@ RunIncast(const ScenarioOptions& o)
     ScenarioResult res;
     std::vector<std::string> pcaps; // listed after the CSV
 
+    // Ctrl-C ends the sweep after the run it stopped: that run's row is partial, the rest
+    // are not run.
+    bool interrupted = false;
+    Time interruptedAt;
     for (const auto& mode : modes)
     {
         for (const uint64_t senderCount : senders)
         {
+            if (interrupted)
+            {
+                break;
+            }
             const auto n = static_cast<uint32_t>(senderCount);
             const std::string ns = std::to_string(n);
             RoceRunSpec spec = IncastSpec(o, info, mode, n);
@@ -638,7 +671,14 @@ RunIncast(const ScenarioOptions& o)
             }
             spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
             ApplyPcapParams(o, info, mode + "-n" + ns, spec);
+            spec.progress = o.progress;
+            spec.stopOnInterrupt = o.stopOnInterrupt;
             const RoceRunResult r = RunRoceFlows(spec);
+            if (r.interrupted)
+            {
+                interrupted = true;
+                interruptedAt = r.end;
+            }
             pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
             std::vector<double> fct;
             double last = 0;
@@ -659,6 +699,10 @@ RunIncast(const ScenarioOptions& o)
                                         std::to_string(r.pauseFrames) + ", drops " +
                                         std::to_string(r.drops)});
         }
+    }
+    if (interrupted)
+    {
+        ScenarioMarkInterrupted(res, interruptedAt);
     }
     res.artifacts.push_back(ScenarioOutputFile(o, "roce-incast.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
@@ -717,6 +761,9 @@ RunCollapse(const ScenarioOptions& o)
     ScenarioResult res;
     std::vector<std::string> pcaps; // listed after the CSV
 
+    // Ctrl-C ends the sweep after the run it stopped (its row partial).
+    bool interrupted = false;
+    Time interruptedAt;
     for (const auto& cfg : configs)
     {
         if (cfg != "consistent" && cfg != "pfc-off" && cfg != "inconsistent" &&
@@ -729,6 +776,10 @@ RunCollapse(const ScenarioOptions& o)
         }
         for (const double load : loads)
         {
+            if (interrupted)
+            {
+                break;
+            }
             std::ostringstream loadText; // as given: "0.1", not "0.10"
             loadText << load;
             const std::string ls = loadText.str();
@@ -783,7 +834,14 @@ RunCollapse(const ScenarioOptions& o)
             }
             spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
             ApplyPcapParams(o, info, cfg + "-load" + ls, spec);
+            spec.progress = o.progress;
+            spec.stopOnInterrupt = o.stopOnInterrupt;
             const RoceRunResult r = RunRoceFlows(spec);
+            if (r.interrupted)
+            {
+                interrupted = true;
+                interruptedAt = r.end;
+            }
             pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
             std::vector<double> fct;
             uint64_t doneBytes = 0;
@@ -807,6 +865,10 @@ RunCollapse(const ScenarioOptions& o)
                                           " done, p99 FCT " + Fixed(Percentile(fct, 0.99), 0) +
                                           " us, drops " + std::to_string(r.drops)});
         }
+    }
+    if (interrupted)
+    {
+        ScenarioMarkInterrupted(res, interruptedAt);
     }
     res.artifacts.push_back(ScenarioOutputFile(o, "roce-collapse.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
@@ -1029,7 +1091,7 @@ RunHpcc(const ScenarioOptions& o)
     // Minutes of wall time for the paper's workloads: a progress bar (flows finished), and
     // Ctrl-C ends the run with the finished flows reported and every file complete.
     spec.progress = o.progress;
-    spec.stopOnInterrupt = true;
+    spec.stopOnInterrupt = o.stopOnInterrupt;
     struct rusage ru0;
     getrusage(RUSAGE_SELF, &ru0);
     const auto w0 = std::chrono::steady_clock::now();
@@ -1073,11 +1135,8 @@ RunHpcc(const ScenarioOptions& o)
     }
     if (r.interrupted)
     {
-        // 128 + SIGINT, as a shell reports a run ended by Ctrl-C; the files hold the flows that
-        // finished (docs/cli.md, "Exit status").
-        res.exitCode = 130;
-        res.summary.push_back({"interrupted", "Ctrl-C at " + Fixed(r.end.GetSeconds() * 1e3, 3) +
-                                                  " ms simulated: partial results"});
+        // The files hold the flows that finished (docs/cli.md, "Exit status").
+        ScenarioMarkInterrupted(res, r.end);
     }
     res.summary.push_back(
         {"flows done", std::to_string(done) + "/" + std::to_string(r.flows.size())});
@@ -1300,6 +1359,8 @@ RunRoceFct(const ScenarioOptions& o)
         cableDelay = f.cables.empty() ? Time(0) : f.cables[0]->GetDelay();
     };
     ApplyPcapParams(o, info, "", spec);
+    spec.progress = o.progress;
+    spec.stopOnInterrupt = o.stopOnInterrupt;
     const RoceRunResult r = RunRoceFlows(spec);
 
     // Slowdown = FCT / the FCT the flow would have alone on its path (StandaloneFctSeconds,
@@ -1377,6 +1438,10 @@ RunRoceFct(const ScenarioOptions& o)
         res.artifacts.push_back(png);
     }
     res.exitCode = done == r.flows.size() ? 0 : 1;
+    if (r.interrupted)
+    {
+        ScenarioMarkInterrupted(res, r.end);
+    }
     return res;
 }
 

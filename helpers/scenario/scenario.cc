@@ -329,6 +329,15 @@ CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info)
     throw std::invalid_argument(message);
 }
 
+void
+ScenarioMarkInterrupted(ScenarioResult& result, Time at)
+{
+    result.exitCode = 130;
+    result.summary.insert(result.summary.begin(),
+                          {"interrupted", "Ctrl-C at " + ScenarioFixed(at.GetSeconds() * 1e3, 3) +
+                                              " ms simulated: partial results"});
+}
+
 std::string
 ScenarioOutputFile(const ScenarioOptions& o, const std::string& name)
 {

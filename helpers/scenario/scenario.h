@@ -28,6 +28,10 @@ struct ScenarioOptions
     std::string outDir;      ///< where summaries, CSV traces and plots go (created if missing)
     bool progress = true;    ///< show a progress bar on stderr for long runs
     bool plots = true;       ///< render PNG plots of the CSV traces (needs /usr/bin/python3)
+    /// Ctrl-C (SIGINT) stops the simulation cleanly instead of ending the process: the scenario
+    /// reports what finished (ScenarioMarkInterrupted), completes its files and starts no further
+    /// runs of a sweep. `cnuas run` and the Python module set it; a second Ctrl-C kills.
+    bool stopOnInterrupt = false;
     /// Scenario parameters, `--param key=value` or `param key=value` in a scenario file.
     /// Every scenario documents the keys it reads; an unknown key is an error.
     std::map<std::string, std::string> params;
@@ -188,6 +192,13 @@ void CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info);
  */
 std::string ScenarioOutputFile(const ScenarioOptions& o, const std::string& name);
 
+/**
+ * Marks `result` as a run Ctrl-C stopped at simulated time `at`: exit status 130 (128 + SIGINT,
+ * as a shell reports it; docs/cli.md) and a first summary line "interrupted: Ctrl-C at T ms
+ * simulated: partial results", so that no one takes the numbers below it for a whole run.
+ */
+void ScenarioMarkInterrupted(ScenarioResult& result, Time at);
+
 /// Throws std::invalid_argument when `o` asks for pcaps (pcapDir set) and `info` refuses them
 /// (ScenarioPcap::Refused), so that `cnuas run` reports it before running anything.
 void CheckScenarioPcapRequest(const ScenarioOptions& o, const ScenarioInfo& info);
@@ -232,7 +243,7 @@ bool RunPlotScript(const std::string& script, const std::string& csv, const std:
 
 /**
  * Copies what every traffic run takes from the options unchanged (pcap and output folders,
- * plots, progress bar, and the scenario name as the title) into `spec`.
+ * plots, progress bar, Ctrl-C handling, and the scenario name as the title) into `spec`.
  */
 template <typename Spec>
 void
@@ -242,6 +253,7 @@ ApplyScenarioOutputs(const ScenarioOptions& o, Spec& spec)
     spec.outDir = o.outDir;
     spec.plots = o.plots;
     spec.progress = o.progress;
+    spec.stopOnInterrupt = o.stopOnInterrupt;
     spec.title = o.name;
 }
 

@@ -85,9 +85,14 @@ RunSelftestTimer(const ScenarioOptions& o)
         Simulator::Schedule(EventTime(r, 0), &Fire, &r);
     }
     SimProgress progress(duration, o.progress);
+    if (o.stopOnInterrupt)
+    {
+        progress.StopOnInterrupt();
+    }
     progress.Start();
     Simulator::Run();
     progress.Finish();
+    const Time stoppedAt = Simulator::Now();
     Simulator::Destroy();
 
     ScenarioResult result;
@@ -119,6 +124,10 @@ RunSelftestTimer(const ScenarioOptions& o)
             out << key << "," << value << "\n";
         }
         result.artifacts.push_back(path);
+    }
+    if (progress.WasInterrupted())
+    {
+        ScenarioMarkInterrupted(result, stoppedAt);
     }
     return result;
 }

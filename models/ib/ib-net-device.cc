@@ -6,6 +6,7 @@
 #include "ib-vl-counts.h"
 
 #include "models/common/packet-loss-model.h"
+#include "models/common/uinteger-set-checker.h"
 
 #include "ns3/boolean.h"
 #include "ns3/enum.h"
@@ -167,10 +168,11 @@ IbNetDevice::GetTypeId()
                                               &IbNetDevice::GetLazyFlowControlRefresh),
                           MakeBooleanChecker())
             .AddAttribute("VlCap",
-                          "Data VLs the port implements (PortInfo.VLCap: 1, 2, 4, 8 or 15).",
+                          "Data VLs the port implements (PortInfo.VLCap: 1, 2, 4, 8 or 15, the "
+                          "counts the field can encode, IBA vol. 1 §14.2.5.6).",
                           UintegerValue(8),
                           MakeUintegerAccessor(&IbNetDevice::m_vlCap),
-                          MakeUintegerChecker<uint8_t>(1, 15))
+                          MakeUintegerSetChecker<uint8_t>(IbDataVlCounts()))
             .AddAttribute("TrainingTime",
                           "Time from cable connection to the physical link being up "
                           "(PortPhysicalState LinkUp, PortState Init).",

@@ -417,6 +417,9 @@ Run(const std::vector<std::string>& args)
     o.outDir = req.out.value_or(file.outDir.value_or("out/" + name));
     o.progress = req.progress;
     o.plots = req.plots;
+    // Ctrl-C ends the simulation, not the process: the summary of what finished is printed and
+    // every file is complete (docs/cli.md, exit status 130).
+    o.stopOnInterrupt = true;
     // Where each parameter came from: a file line, unless the command line replaced it.
     std::map<std::string, std::string> fileWhere;
     for (const auto& [key, where] : file.paramWhere)
