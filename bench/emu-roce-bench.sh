@@ -2,8 +2,9 @@
 # Emulated RoCE fabric against the physical limit of this machine (issue 12's bench): ping
 # round-trip time and TCP goodput between two network namespaces joined (a) by a plain veth
 # pair and (b) by `cnuas up --hosts 2` (two TAPs, a simulated 100 Gb/s switch between them),
-# with the daemon's lag while the TCP test runs. Needs root. Prints a table; docs/performance.md
-# records the figures.
+# once with the TAP bridge's offloads (TSO, checksum offload, receive coalescing; the defaults)
+# and once without, with the daemon's lag over each TCP test. Needs root. Prints a table;
+# docs/performance.md records the figures.
 #
 #   bench/emu-roce-bench.sh [build-dir]      # default: build
 set -euo pipefail
@@ -52,28 +53,49 @@ ping_rtt $a 10.9.0.2 >/dev/null # warm ARP
 veth_rtt=$(ping_rtt $a 10.9.0.2)
 veth_gbps=$(goodput $a $b 10.9.0.2)
 
-# (b) the emulated fabric
-"$cnuas" up --name bench --hosts 2 >/dev/null
-ping_rtt bench-h0 10.0.0.2 >/dev/null
-emu_rtt=$(ping_rtt bench-h0 10.0.0.2)
-lag_file=$(mktemp)
-( sleep 2; "$cnuas" status --json > "$lag_file" ) &
-emu_gbps=$(goodput bench-h0 bench-h1 10.0.0.2)
-wait
-lag=$(/usr/bin/python3 -c '
+# (b) the emulated fabric, with the bridge's offloads (TSO, checksum offload, receive
+# coalescing: the defaults) and without them, one after the other
+off_set="--set ns3::EthTapBridge::ChecksumOffload=false --set ns3::EthTapBridge::SegmentationOffload=false --set ns3::EthTapBridge::ReceiveCoalescing=false"
+emu_run() { # label, extra `cnuas up` arguments
+  "$cnuas" up --name bench --hosts 2 $2 >/dev/null
+  ping_rtt bench-h0 10.0.0.2 >/dev/null
+  local rtt gbps lag_file lag
+  rtt=$(ping_rtt bench-h0 10.0.0.2)
+  lag_file=$(mktemp)
+  # the lag over the TCP test alone: one status before, one at its end (events counted between)
+  "$cnuas" status --json > "$lag_file.0"
+  ( sleep $((secs - 1)); "$cnuas" status --json > "$lag_file" ) &
+  gbps=$(goodput bench-h0 bench-h1 10.0.0.2)
+  wait
+  lag=$(/usr/bin/python3 -c '
 import json,sys
-for s in json.load(open(sys.argv[1])):
-    if s.get("name") == "bench":
-        l = s["live"]["lag"]
-        print("now %.1f us, mean %.1f us, max %.1f us, late>1ms %d of %d events" % (
-            l["current_lag_us"], l["mean_lag_us"], l["max_lag_us"], l["late_events"], l["events"]))
+def get(f):
+    for s in json.load(open(f)):
+        if s.get("name") == "bench":
+            return s["live"]
+a, b = get(sys.argv[1] + ".0"), get(sys.argv[1])
+la, lb = a["lag"], b["lag"]
+ev = lb["events"] - la["events"]
+late = lb["late_events"] - la["late_events"]
+mean = (lb["mean_lag_us"] * lb["events"] - la["mean_lag_us"] * la["events"]) / max(ev, 1)
+o = b["hosts"][1].get("offload", {})
+oh = b["hosts"][0].get("offload", {})
+print("lag mean %.1f us (max so far %.1f us), late>1ms %d of %d events; h0: %d TSO reads -> %d segments, %d held back; h1: %d writes, %d merged carrying %d segments; h0 refused %d" % (
+    mean, lb["max_lag_us"], late, ev, oh.get("gso_from_host", 0), oh.get("segments_from_gso", 0),
+    oh.get("tso_held_back", 0), o.get("writes_to_host", 0), o.get("coalesced_writes", 0),
+    o.get("coalesced_segments", 0), b["hosts"][0]["refused_by_port"]))
 ' "$lag_file")
-rm -f "$lag_file"
+  rm -f "$lag_file" "$lag_file.0"
+  "$cnuas" down --name bench >/dev/null
+  printf "%-30s %-28s %-8s %s\n" "$1" "$rtt" "$gbps" "$lag"
+  eval "${3}_rtt=\$(echo \$rtt | cut -d/ -f2); ${3}_gbps=\$gbps"
+}
 
+echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 veth_avg=$(echo "$veth_rtt" | cut -d/ -f2)
-emu_avg=$(echo "$emu_rtt" | cut -d/ -f2)
-printf "%-22s %-28s %s\n" "path" "ping rtt min/avg/max/mdev ms" "TCP goodput Gbit/s"
-printf "%-22s %-28s %s\n" "veth pair" "$veth_rtt" "$veth_gbps"
-printf "%-22s %-28s %s\n" "cnuas RoCE, 1 switch" "$emu_rtt" "$emu_gbps"
-/usr/bin/python3 -c "print('ratio (cnuas/veth): rtt %.2fx, goodput %.2fx' % ($emu_avg/$veth_avg, $emu_gbps/$veth_gbps))"
-echo "daemon lag during TCP: $lag"
+printf "%-30s %-28s %-8s %s\n" "path" "ping rtt min/avg/max/mdev ms" "TCP Gb/s" "daemon during TCP"
+printf "%-30s %-28s %-8s\n" "veth pair" "$veth_rtt" "$veth_gbps"
+emu_run "cnuas RoCE, offloads on" "" on
+emu_run "cnuas RoCE, offloads off" "$off_set" off
+echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+/usr/bin/python3 -c "print('ratio (cnuas/veth): offloads on: rtt %.2fx, goodput %.2fx; off: rtt %.2fx, goodput %.2fx' % ($on_rtt/$veth_avg, $on_gbps/$veth_gbps, $off_rtt/$veth_avg, $off_gbps/$veth_gbps))"

@@ -108,6 +108,19 @@ EmuRealtimeSimulatorImpl::UnwatchFd(int fd)
     }
 }
 
+void
+EmuRealtimeSimulatorImpl::PauseFd(int fd, bool paused)
+{
+    if (m_watches.count(fd) == 0)
+    {
+        return;
+    }
+    epoll_event ev = {};
+    ev.events = paused ? 0u : static_cast<uint32_t>(EPOLLIN);
+    ev.data.fd = fd;
+    epoll_ctl(m_epoll, EPOLL_CTL_MOD, fd, &ev);
+}
+
 uint64_t
 EmuRealtimeSimulatorImpl::AddIdleHook(std::function<void(int64_t untilNextNs)> hook)
 {

@@ -112,6 +112,8 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
     bool WatchFd(int fd, uint32_t context, std::function<void()> onReadable);
     /// Stops polling `fd` (before it is closed).
     void UnwatchFd(int fd);
+    /// Pauses or resumes polling a watched `fd` (its input waits in the kernel meanwhile).
+    void PauseFd(int fd, bool paused);
     /**
      * Runs `hook` on the simulation thread whenever it has caught up with the wall clock and
      * looks for input (before it spins or sleeps), with the wall nanoseconds until the next

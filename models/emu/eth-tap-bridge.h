@@ -37,6 +37,7 @@ struct EthTapBridgeCounters : TapPortCounters
     uint64_t segmentsFromGso = 0;   ///< wire frames cut from them
     uint64_t checksumsFilled = 0;   ///< transport checksums computed for the kernel
     uint64_t offloadRefused = 0;    ///< reads refused before the port (bad virtio header/GSO)
+    uint64_t tsoHeldBack = 0;       ///< TSO frames held until the port's queue had room
     uint64_t coalescedWrites = 0;   ///< writes to the host that carried merged segments
     uint64_t coalescedSegments = 0; ///< segments in them
     uint64_t flushIdle = 0;         ///< merged writes flushed as the simulator went idle
@@ -115,6 +116,10 @@ class EthTapBridge : public Object
     /// Sets up the TAP's offloads; false with the reason.
     bool ConfigureOffloads(int tapFd, std::string* why);
     void OnIdle(int64_t untilNextNs);
+    /// Cuts one read into wire frames for the port; returns how many.
+    uint32_t Segment(const uint8_t* bytes, uint32_t length);
+    /// Sends the held-back TSO frame if the port's queue has room for it now.
+    void ReleaseHeldBack();
     /// Simulation thread: one frame the port received.
     void ToHost(Ptr<EthNetDevice> port, const EthFrame& frame);
     /// Simulation thread: the port started sending a frame (its "Tx" trace).
@@ -145,6 +150,12 @@ class EthTapBridge : public Object
     uint64_t m_checksumsFilled = 0;
     uint64_t m_offloadRefused = 0;
     std::vector<uint8_t> m_vnetScratch;
+    std::vector<uint8_t> m_heldBack;  ///< a TSO read waiting for room on the port (reading paused)
+    uint32_t m_heldBackSegments = 0;
+    uint8_t m_heldBackClass = 0;
+    uint64_t m_tsoHeldBack = 0;
+    uint32_t m_offersSinceClock = 0;
+    int64_t m_lastWallNs = 0;
     uint64_t m_sent = 0;
     uint64_t m_refused = 0;
     uint64_t m_notForKernel = 0;

@@ -143,24 +143,28 @@ TapOffloadErrorName(TapOffloadError e)
 uint16_t
 OnesComplementSum(const uint8_t* data, size_t len, uint16_t initial)
 {
-    // RFC 1071 §2: the sum may be taken over wider words with end-around carry (C), and in the
-    // machine's byte order, swapping once at the end (B).
-    uint64_t sum = 0;
-    while (len >= 8)
+    // RFC 1071 §2: the sum may be taken over wider words with the carries added back later
+    // (C), and in the machine's byte order, swapping once at the end (B). 32-bit words summed
+    // into 64-bit accumulators cannot overflow below 2^32 words, so the carries wait until the
+    // fold; two accumulators let the additions overlap.
+    uint64_t a = 0;
+    uint64_t b = 0;
+    while (len >= 16)
     {
-        uint64_t w;
-        std::memcpy(&w, data, 8);
-        sum += w;
-        sum += sum < w;
-        data += 8;
-        len -= 8;
+        uint32_t w[4];
+        std::memcpy(w, data, 16);
+        a += w[0];
+        b += w[1];
+        a += w[2];
+        b += w[3];
+        data += 16;
+        len -= 16;
     }
-    if (len >= 4)
+    while (len >= 4)
     {
         uint32_t w;
         std::memcpy(&w, data, 4);
-        sum += w;
-        sum += sum < w;
+        a += w;
         data += 4;
         len -= 4;
     }
@@ -168,16 +172,15 @@ OnesComplementSum(const uint8_t* data, size_t len, uint16_t initial)
     {
         uint16_t w;
         std::memcpy(&w, data, 2);
-        sum += w;
-        sum += sum < w;
+        b += w;
         data += 2;
         len -= 2;
     }
     if (len == 1)
     {
-        sum += data[0]; // a last odd byte is the high byte of a zero-padded word (RFC 1071 §4.1)
-        sum += sum < data[0];
+        b += data[0]; // a last odd byte is the high byte of a zero-padded word (RFC 1071 §4.1)
     }
+    uint64_t sum = a + b; // both below 2^62: no carry out
     sum = (sum & 0xFFFFFFFFu) + (sum >> 32);
     sum = (sum & 0xFFFFFFFFu) + (sum >> 32);
     sum = (sum & 0xFFFFu) + (sum >> 16);
@@ -262,6 +265,42 @@ TapSegmenter::Process(const uint8_t* bytes,
     *segments = 1;
     emit(m_frame.data(), flen);
     return TapOffloadError::None;
+}
+
+uint32_t
+TapSegmenter::CountTsoSegments(const uint8_t* bytes, uint32_t length, uint8_t* trafficClass)
+{
+    if (length < VirtioNetHeader::kSize)
+    {
+        return 0;
+    }
+    VirtioNetHeader h;
+    h.ReadFrom(bytes);
+    if ((h.gsoType & static_cast<uint8_t>(~VirtioNetHeader::kGsoEcn)) !=
+            VirtioNetHeader::kGsoTcpV4 ||
+        h.gsoSize == 0)
+    {
+        return 0;
+    }
+    const uint8_t* frame = bytes + VirtioNetHeader::kSize;
+    const uint32_t flen = length - VirtioNetHeader::kSize;
+    uint16_t type = 0;
+    const uint32_t l3 = L2Length(frame, flen, &type);
+    if (l3 == 0 || type != kTypeIpv4 || l3 + kIpv4MinHeader > flen)
+    {
+        return 0;
+    }
+    const uint8_t* ip = frame + l3;
+    const uint32_t ihl = static_cast<uint32_t>(ip[0] & 0x0F) * 4;
+    const uint32_t total = Get16(ip + 2);
+    if (ihl < kIpv4MinHeader || l3 + ihl + kTcpMinHeader > flen || total < ihl + kTcpMinHeader)
+    {
+        return 0;
+    }
+    const uint32_t thl = static_cast<uint32_t>(ip[ihl + 12] >> 4) * 4;
+    const uint32_t payload = total > ihl + thl ? total - ihl - thl : 0;
+    *trafficClass = l3 == 18 ? static_cast<uint8_t>(frame[14] >> 5) : static_cast<uint8_t>(ip[1] >> 5);
+    return payload == 0 ? 1 : (payload + h.gsoSize - 1) / h.gsoSize;
 }
 
 TapOffloadError

@@ -97,6 +97,13 @@ class TapSegmenter
                             uint32_t* segments,
                             uint64_t* checksumsFilled = nullptr);
 
+    /**
+     * For a read holding a TSO frame: how many wire frames Process will make of it, and the
+     * traffic class they go on (the 802.1Q PCP, or the DSCP's class selector, as
+     * EthNetDevice::SendFromHost classifies). 0 for any other read.
+     */
+    static uint32_t CountTsoSegments(const uint8_t* bytes, uint32_t length, uint8_t* trafficClass);
+
   private:
     TapOffloadError Segment(const VirtioNetHeader& h,
                             const uint8_t* frame,

@@ -107,7 +107,7 @@ TapPort::Drain()
     // The budget is in wire frames: one read of a GSO frame may make dozens, and what a poll
     // queues on the port must stay well inside its transmit queue.
     uint32_t frames = 0;
-    while (frames < m_config.rxBatchFrames && m_onFrame)
+    while (frames < m_config.rxBatchFrames && m_onFrame && !m_paused)
     {
         const ssize_t n = read(m_fd, m_readBuf.data(), m_readBuf.size());
         if (n <= 0)
@@ -121,6 +121,20 @@ TapPort::Drain()
         const uint32_t made = m_onFrame(m_readBuf.data(), static_cast<uint32_t>(n));
         CountRead(static_cast<size_t>(n), made);
         frames += std::max<uint32_t>(made, 1);
+    }
+}
+
+void
+TapPort::PauseReading(bool paused)
+{
+    if (!m_polled || paused == m_paused)
+    {
+        return;
+    }
+    if (auto emu = EmuRealtimeSimulatorImpl::Current())
+    {
+        emu->PauseFd(m_fd, paused);
+        m_paused = paused;
     }
 }
 

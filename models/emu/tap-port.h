@@ -77,6 +77,15 @@ class TapPort
     /// Writes one buffer for the host (simulation thread): a frame, or with a virtio header a
     /// merged one that carries `frames` wire frames.
     void Write(const uint8_t* bytes, size_t length, uint32_t frames = 1);
+    /// Polled mode (the simulation thread reads): stops or resumes reading the TAP, so that
+    /// the host's frames wait in the kernel. No effect in reader-thread mode.
+    void PauseReading(bool paused);
+    bool IsPolled() const { return m_polled; }
+    /// Wire frames a bridge took from a read it held back, counted when they enter.
+    void AddFramesFromHost(uint32_t frames)
+    {
+        m_framesRead.fetch_add(frames, std::memory_order_relaxed);
+    }
     /// Counters (any thread; each is read atomically).
     TapPortCounters GetCounters() const;
     /// Frames handed over by the reader thread that the simulator has not taken yet.
@@ -103,6 +112,7 @@ class TapPort
     TapPortConfig m_config;
     FrameCallback m_onFrame;
     bool m_polled = false;
+    bool m_paused = false;
     std::vector<uint8_t> m_readBuf;
     std::thread m_reader;
     std::atomic<uint32_t> m_pending{0};

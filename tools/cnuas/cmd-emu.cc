@@ -413,6 +413,7 @@ StatusJson(const Daemon& d)
                                 {"segments_from_gso", c.segmentsFromGso},
                                 {"checksums_filled", c.checksumsFilled},
                                 {"refused", c.offloadRefused},
+                                {"tso_held_back", c.tsoHeldBack},
                                 {"writes_to_host", c.writesToHost},
                                 {"coalesced_writes", c.coalescedWrites},
                                 {"coalesced_segments", c.coalescedSegments},
