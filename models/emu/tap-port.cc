@@ -227,7 +227,10 @@ TapPort::Write(const uint8_t* bytes, size_t length, uint32_t frames)
     }
     ++m_burstFrames;
     std::unique_lock<std::mutex> lock(m_wmutex);
-    if (m_wqueue.empty() && !m_writerBusy && m_burstFrames <= m_config.inlineBurst)
+    // A merged write (frames > 1, a 64 KB GSO frame) runs the receiving kernel's TCP over all
+    // its bytes: tens of microseconds that the model would lag by, so it always goes to the
+    // writer thread; a lone frame is written at once unless frames come in a burst.
+    if (frames == 1 && m_wqueue.empty() && !m_writerBusy && m_burstFrames <= m_config.inlineBurst)
     {
         lock.unlock(); // the writer is idle with nothing queued: order is kept
         WriteNow(bytes, length, frames, false);

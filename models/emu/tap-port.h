@@ -52,9 +52,9 @@ struct TapPortConfig
  *
  * To the host: a TAP write runs the receiving kernel's receive path in the writing thread
  * (microseconds a frame). A lone frame is written by the simulation thread at once; frames in
- * bursts (more than inlineBurst within 100 us) go to a writer thread through a ring of
- * txRingFrames (full: dropped, counted), so the model keeps real time while the kernel works
- * on another core. Order is kept: the simulation thread writes only when the writer is idle
+ * bursts (more than inlineBurst within 100 us) and every merged write (more than one frame,
+ * TapCoalescer) go to a writer thread through a ring of txRingFrames writes (full: dropped,
+ * counted), so the model keeps real time while the kernel works on another core. Order is kept: the simulation thread writes only when the writer is idle
  * with nothing queued.
  */
 class TapPort
