@@ -184,10 +184,11 @@ struct Written
 struct Coalescing
 {
     std::vector<Written> writes;
-    TapCoalescer c{[this](const uint8_t* b, uint32_t n, uint32_t frames) {
+    TapCoalescer c{[this](std::vector<uint8_t>& b, uint32_t frames) {
         Written w;
-        w.header.ReadFrom(b);
-        w.frame.assign(b + VirtioNetHeader::kSize, b + n);
+        w.header.ReadFrom(b.data());
+        w.frame.assign(b.begin() + VirtioNetHeader::kSize, b.end());
+        b.assign(3, 0xEE); // as TapPort may: a different buffer back
         w.frames = frames;
         writes.push_back(std::move(w));
     }};

@@ -125,7 +125,7 @@ EthTapBridge::GetTypeId()
 }
 
 EthTapBridge::EthTapBridge()
-    : m_coalescer([this](const uint8_t* b, uint32_t n, uint32_t frames) { m_tap.Write(b, n, frames); })
+    : m_coalescer([this](std::vector<uint8_t>& b, uint32_t frames) { m_tap.Write(b, frames); })
 {
 }
 

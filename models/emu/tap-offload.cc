@@ -485,6 +485,8 @@ TapCoalescer::CanAppend(const uint8_t* frame, const Parsed& p) const
 void
 TapCoalescer::Start(const uint8_t* frame, const Parsed& p, int64_t nowNs)
 {
+    // Room for the largest merge, so that appending never reallocates.
+    m_buf.reserve(VirtioNetHeader::kSize + p.l3 + kIpv4MaxTotal);
     m_buf.resize(VirtioNetHeader::kSize + p.frameEnd);
     std::memcpy(m_buf.data() + VirtioNetHeader::kSize, frame, p.frameEnd);
     m_segments = 1;
@@ -550,7 +552,7 @@ TapCoalescer::WriteAlone(const uint8_t* frame, uint32_t length)
     std::memcpy(m_alone.data() + VirtioNetHeader::kSize, frame, length);
     m_counters.writes++;
     m_counters.frames++;
-    m_write(m_alone.data(), static_cast<uint32_t>(m_alone.size()), 1);
+    m_write(m_alone, 1);
 }
 
 void
@@ -588,7 +590,7 @@ TapCoalescer::Flush()
     m_counters.frames += m_segments;
     const uint32_t frames = m_segments;
     m_segments = 0;
-    m_write(m_buf.data(), static_cast<uint32_t>(m_buf.size()), frames);
+    m_write(m_buf, frames);
 }
 
 bool

@@ -153,8 +153,8 @@ class TapCoalescer
 {
   public:
     /// Receives each write for the TAP: the virtio header and the frame, and how many wire
-    /// frames it carries. Valid only during the call.
-    using Write = std::function<void(const uint8_t* bytes, uint32_t length, uint32_t frames)>;
+    /// frames it carries. It may keep the bytes by swapping the vector with another (TapPort).
+    using Write = std::function<void(std::vector<uint8_t>& bytes, uint32_t frames)>;
 
     explicit TapCoalescer(Write write) : m_write(std::move(write)) {}
 

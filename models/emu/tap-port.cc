@@ -215,8 +215,8 @@ TapPort::FromReader(std::vector<uint8_t> bytes)
     m_pending.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void
-TapPort::Write(const uint8_t* bytes, size_t length, uint32_t frames)
+bool
+TapPort::WriteInline(uint32_t frames)
 {
     // A burst is more than inlineBurst frames within 100 us of wall time.
     const auto now = std::chrono::steady_clock::now();
@@ -226,13 +226,21 @@ TapPort::Write(const uint8_t* bytes, size_t length, uint32_t frames)
         m_burstFrames = 0;
     }
     ++m_burstFrames;
-    std::unique_lock<std::mutex> lock(m_wmutex);
     // A merged write (frames > 1, a 64 KB GSO frame) runs the receiving kernel's TCP over all
     // its bytes: tens of microseconds that the model would lag by, so it always goes to the
-    // writer thread; a lone frame is written at once unless frames come in a burst.
-    if (frames == 1 && m_wqueue.empty() && !m_writerBusy && m_burstFrames <= m_config.inlineBurst)
+    // writer thread; a lone frame is written at once unless frames come in a burst. Only when
+    // the writer is idle with nothing queued, so that order is kept.
+    return frames == 1 && m_wqueue.empty() && !m_writerBusy &&
+           m_burstFrames <= m_config.inlineBurst;
+}
+
+void
+TapPort::Write(const uint8_t* bytes, size_t length, uint32_t frames)
+{
+    std::unique_lock<std::mutex> lock(m_wmutex);
+    if (WriteInline(frames))
     {
-        lock.unlock(); // the writer is idle with nothing queued: order is kept
+        lock.unlock();
         WriteNow(bytes, length, frames, false);
         return;
     }
@@ -250,6 +258,38 @@ TapPort::Write(const uint8_t* bytes, size_t length, uint32_t frames)
     buf.assign(bytes, bytes + length);
     const bool wake = m_wqueue.empty() && !m_writerBusy;
     m_wqueue.push_back(Pending{std::move(buf), frames});
+    lock.unlock();
+    if (wake)
+    {
+        m_wcv.notify_one();
+    }
+}
+
+void
+TapPort::Write(std::vector<uint8_t>& buffer, uint32_t frames)
+{
+    std::unique_lock<std::mutex> lock(m_wmutex);
+    if (WriteInline(frames))
+    {
+        lock.unlock();
+        WriteNow(buffer.data(), buffer.size(), frames, false);
+        return;
+    }
+    if (m_wqueue.size() >= m_config.txRingFrames)
+    {
+        m_ringFull.fetch_add(frames, std::memory_order_relaxed);
+        return;
+    }
+    // The buffer itself is queued (no copy of up to 64 KB); the caller gets a recycled one.
+    std::vector<uint8_t> spare;
+    if (!m_wfree.empty())
+    {
+        spare.swap(m_wfree.back());
+        m_wfree.pop_back();
+    }
+    const bool wake = m_wqueue.empty() && !m_writerBusy;
+    m_wqueue.push_back(Pending{std::move(buffer), frames});
+    buffer.swap(spare);
     lock.unlock();
     if (wake)
     {

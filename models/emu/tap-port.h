@@ -77,6 +77,9 @@ class TapPort
     /// Writes one buffer for the host (simulation thread): a frame, or with a virtio header a
     /// merged one that carries `frames` wire frames.
     void Write(const uint8_t* bytes, size_t length, uint32_t frames = 1);
+    /// The same for a buffer the port may keep: when it is queued for the writer thread,
+    /// `buffer` is swapped with a recycled one (its contents then unspecified).
+    void Write(std::vector<uint8_t>& buffer, uint32_t frames);
     /// Polled mode (the simulation thread reads): stops or resumes reading the TAP, so that
     /// the host's frames wait in the kernel. No effect in reader-thread mode.
     void PauseReading(bool paused);
@@ -96,6 +99,8 @@ class TapPort
     void Drain();
     void FromReader(std::vector<uint8_t> bytes);
     void WriterLoop();
+    /// Whether a write of `frames` goes straight to the TAP now (m_wmutex held).
+    bool WriteInline(uint32_t frames);
     void WriteNow(const uint8_t* bytes, size_t length, uint32_t frames, bool byWriter);
     void CountRead(size_t bytes, uint32_t frames);
 
