@@ -7,6 +7,7 @@
 # docs/performance.md records the figures.
 #
 #   bench/emu-roce-bench.sh [build-dir]      # default: build
+#   PINGS=500 SECS=5 RATES="1G 2G"            # pings, iperf3 seconds, offered loads (iperf3 -b)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -33,11 +34,11 @@ trap cleanup EXIT
 ping_rtt() { # netns dst
   ip netns exec "$1" ping -q -c "$pings" -i 0.002 "$2" | sed -n 's/.*= \([0-9.\/]*\) ms/\1/p'
 }
-goodput() { # client-netns server-netns dst -> Gbit/s received
+goodput() { # client-netns server-netns dst [rate] -> "Gbit/s received, retransmits"
   ip netns exec "$2" iperf3 -s -1 -D -p 5201 >/dev/null
   sleep 0.5
-  ip netns exec "$1" iperf3 -c "$3" -p 5201 -t "$secs" -J |
-    /usr/bin/python3 -c 'import json,sys; print("%.2f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9))'
+  ip netns exec "$1" iperf3 -c "$3" -p 5201 -t "$secs" ${4:+-b $4} -J |
+    /usr/bin/python3 -c 'import json,sys; e=json.load(sys.stdin)["end"]; print("%.2f %d" % (e["sum_received"]["bits_per_second"]/1e9, e["sum_sent"].get("retransmits", 0)))'
 }
 
 echo "# $(date -u) $(uname -srm) $(nproc) cores; $pings pings at 2 ms, iperf3 TCP ${secs} s"
@@ -51,22 +52,23 @@ ip -n $a link set cnbva up; ip -n $b link set cnbvb up
 ip -n $a link set lo up; ip -n $b link set lo up
 ping_rtt $a 10.9.0.2 >/dev/null # warm ARP
 veth_rtt=$(ping_rtt $a 10.9.0.2)
-veth_gbps=$(goodput $a $b 10.9.0.2)
+veth_gbps=$(goodput $a $b 10.9.0.2 | cut -d" " -f1)
 
 # (b) the emulated fabric, with the bridge's offloads (TSO, checksum offload, receive
 # coalescing: the defaults) and without them, one after the other
 off_set="--set ns3::EthTapBridge::ChecksumOffload=false --set ns3::EthTapBridge::SegmentationOffload=false --set ns3::EthTapBridge::ReceiveCoalescing=false"
-emu_run() { # label, extra `cnuas up` arguments
+emu_run() { # label, extra `cnuas up` arguments, variable prefix, [iperf3 -b rate]
   "$cnuas" up --name bench --hosts 2 $2 >/dev/null
   ping_rtt bench-h0 10.0.0.2 >/dev/null
-  local rtt gbps lag_file lag
-  rtt=$(ping_rtt bench-h0 10.0.0.2)
+  local rtt="" got gbps retr lag_file lag
+  [ -n "${4:-}" ] || rtt=$(ping_rtt bench-h0 10.0.0.2)
   lag_file=$(mktemp)
-  # the lag over the TCP test alone: one status before, one at its end (events counted between)
+  # the lag over the TCP test alone: one status before it, one at its end
   "$cnuas" status --json > "$lag_file.0"
   ( sleep $((secs - 1)); "$cnuas" status --json > "$lag_file" ) &
-  gbps=$(goodput bench-h0 bench-h1 10.0.0.2)
+  got=$(goodput bench-h0 bench-h1 10.0.0.2 "${4:-}")
   wait
+  gbps=${got% *}; retr=${got#* }
   lag=$(/usr/bin/python3 -c '
 import json,sys
 def get(f):
@@ -78,24 +80,29 @@ la, lb = a["lag"], b["lag"]
 ev = lb["events"] - la["events"]
 late = lb["late_events"] - la["late_events"]
 mean = (lb["mean_lag_us"] * lb["events"] - la["mean_lag_us"] * la["events"]) / max(ev, 1)
-o = b["hosts"][1].get("offload", {})
-oh = b["hosts"][0].get("offload", {})
-print("lag mean %.1f us (max so far %.1f us), late>1ms %d of %d events; h0: %d TSO reads -> %d segments, %d held back; h1: %d writes, %d merged carrying %d segments; h0 refused %d" % (
-    mean, lb["max_lag_us"], late, ev, oh.get("gso_from_host", 0), oh.get("segments_from_gso", 0),
-    oh.get("tso_held_back", 0), o.get("writes_to_host", 0), o.get("coalesced_writes", 0),
-    o.get("coalesced_segments", 0), b["hosts"][0]["refused_by_port"]))
+o0, o1 = b["hosts"][0].get("offload", {}), b["hosts"][1].get("offload", {})
+print("lag mean %.0f us, %.1f %% of %d events > 1 ms late; h0 reads %d (TSO %d), h1 writes %d for %d frames" % (
+    mean, 100.0 * late / max(ev, 1), ev, o0.get("reads_from_host", 0), o0.get("gso_from_host", 0),
+    o1.get("writes_to_host", 0), b["hosts"][1]["to_host_frames"]))
 ' "$lag_file")
   rm -f "$lag_file" "$lag_file.0"
   "$cnuas" down --name bench >/dev/null
-  printf "%-30s %-28s %-8s %s\n" "$1" "$rtt" "$gbps" "$lag"
-  eval "${3}_rtt=\$(echo \$rtt | cut -d/ -f2); ${3}_gbps=\$gbps"
+  printf "%-34s %-28s %-13s %s\n" "$1${4:+, offered $4}" "${rtt:--}" "$gbps ($retr)" "$lag"
+  if [ -z "${4:-}" ]; then
+    eval "${3}_rtt=\$(echo \$rtt | cut -d/ -f2); ${3}_gbps=\$gbps"
+  fi
 }
 
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 veth_avg=$(echo "$veth_rtt" | cut -d/ -f2)
-printf "%-30s %-28s %-8s %s\n" "path" "ping rtt min/avg/max/mdev ms" "TCP Gb/s" "daemon during TCP"
-printf "%-30s %-28s %-8s\n" "veth pair" "$veth_rtt" "$veth_gbps"
+printf "%-34s %-28s %-13s %s\n" "path" "ping rtt min/avg/max/mdev ms" "TCP Gb/s (retr)" "daemon during TCP"
+printf "%-34s %-28s %-13s\n" "veth pair" "$veth_rtt" "$veth_gbps"
 emu_run "cnuas RoCE, offloads on" "" on
 emu_run "cnuas RoCE, offloads off" "$off_set" off
+# offered loads below the maximum: does the daemon keep real time there?
+for rate in ${RATES-1G 2G}; do
+  emu_run "cnuas RoCE, offloads on" "" on "$rate"
+  emu_run "cnuas RoCE, offloads off" "$off_set" off "$rate"
+done
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/python3 -c "print('ratio (cnuas/veth): offloads on: rtt %.2fx, goodput %.2fx; off: rtt %.2fx, goodput %.2fx' % ($on_rtt/$veth_avg, $on_gbps/$veth_gbps, $off_rtt/$veth_avg, $off_gbps/$veth_gbps))"
