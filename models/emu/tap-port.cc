@@ -216,9 +216,17 @@ TapPort::FromReader(std::vector<uint8_t> bytes)
 }
 
 bool
-TapPort::WriteInline(uint32_t frames)
+TapPort::BurstAllowsInline(uint32_t frames)
 {
-    // A burst is more than inlineBurst frames within 100 us of wall time.
+    // A merged write (frames > 1, a 64 KB GSO frame) runs the receiving kernel's TCP over all
+    // its bytes: tens of microseconds that the model would lag by, so it always goes to the
+    // writer thread. A lone frame is written at once (when the writer is idle with nothing
+    // queued, so that order is kept) unless frames come in a burst: more than inlineBurst
+    // within 100 us of wall time. Simulation thread only: the burst state needs no lock.
+    if (frames != 1)
+    {
+        return false;
+    }
     const auto now = std::chrono::steady_clock::now();
     if (now - m_burstStart > std::chrono::microseconds(100))
     {
@@ -226,21 +234,17 @@ TapPort::WriteInline(uint32_t frames)
         m_burstFrames = 0;
     }
     ++m_burstFrames;
-    // A merged write (frames > 1, a 64 KB GSO frame) runs the receiving kernel's TCP over all
-    // its bytes: tens of microseconds that the model would lag by, so it always goes to the
-    // writer thread; a lone frame is written at once unless frames come in a burst. Only when
-    // the writer is idle with nothing queued, so that order is kept.
-    return frames == 1 && m_wqueue.empty() && !m_writerBusy &&
-           m_burstFrames <= m_config.inlineBurst;
+    return m_burstFrames <= m_config.inlineBurst;
 }
 
 void
 TapPort::Write(const uint8_t* bytes, size_t length, uint32_t frames)
 {
+    const bool burstAllows = BurstAllowsInline(frames);
     std::unique_lock<std::mutex> lock(m_wmutex);
-    if (WriteInline(frames))
+    if (burstAllows && m_wqueue.empty() && !m_writerBusy)
     {
-        lock.unlock();
+        lock.unlock(); // the writer is idle with nothing queued: order is kept
         WriteNow(bytes, length, frames, false);
         return;
     }
@@ -268,10 +272,11 @@ TapPort::Write(const uint8_t* bytes, size_t length, uint32_t frames)
 void
 TapPort::Write(std::vector<uint8_t>& buffer, uint32_t frames)
 {
+    const bool burstAllows = BurstAllowsInline(frames);
     std::unique_lock<std::mutex> lock(m_wmutex);
-    if (WriteInline(frames))
+    if (burstAllows && m_wqueue.empty() && !m_writerBusy)
     {
-        lock.unlock();
+        lock.unlock(); // the writer is idle with nothing queued: order is kept
         WriteNow(buffer.data(), buffer.size(), frames, false);
         return;
     }

@@ -99,8 +99,8 @@ class TapPort
     void Drain();
     void FromReader(std::vector<uint8_t> bytes);
     void WriterLoop();
-    /// Whether a write of `frames` goes straight to the TAP now (m_wmutex held).
-    bool WriteInline(uint32_t frames);
+    /// Whether a write of `frames` may go straight to the TAP as far as bursts go.
+    bool BurstAllowsInline(uint32_t frames);
     void WriteNow(const uint8_t* bytes, size_t length, uint32_t frames, bool byWriter);
     void CountRead(size_t bytes, uint32_t frames);
 
