@@ -48,13 +48,15 @@ EthTapBridge::GetTypeId()
                           MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("InlineBurst",
                           "Frames for the host that the simulation thread writes itself within "
-                          "100 us; beyond, they go to the writer thread.",
+                          "100 us; beyond, they go to the writer thread (merged writes, "
+                          "ReceiveCoalescing, always do).",
                           UintegerValue(4),
                           MakeUintegerAccessor(&EthTapBridge::m_inlineBurst),
                           MakeUintegerChecker<uint32_t>())
             .AddAttribute("TxRingFrames",
-                          "Frames for the host that may wait for the writer thread; beyond, "
-                          "they are dropped and counted.",
+                          "Writes for the host (a frame, or a merge of segments) that may wait "
+                          "for the writer thread; beyond, they are dropped and their frames "
+                          "counted.",
                           UintegerValue(1024),
                           MakeUintegerAccessor(&EthTapBridge::m_txRingFrames),
                           MakeUintegerChecker<uint32_t>(1))

@@ -38,7 +38,7 @@ struct TapPortConfig
     uint32_t rxRingFrames = 1024; ///< reader-thread mode: frames waiting for the simulator
     uint32_t rxBatchFrames = 64;  ///< polled mode: frames read per poll
     uint32_t inlineBurst = 4;     ///< frames per 100 us written by the simulation thread itself
-    uint32_t txRingFrames = 1024; ///< frames waiting for the writer thread
+    uint32_t txRingFrames = 1024; ///< writes (frames or merges) waiting for the writer thread
 };
 
 /**
