@@ -276,6 +276,29 @@ TEST(EmuOffload, TsoFrameIsCutIntoWireSegmentsAsTheKernelsGsoWould)
     EXPECT_TRUE(std::equal(payload.begin(), payload.end(), big.begin() + kHeaders));
 }
 
+TEST(EmuOffload, TheSegmentsOfATsoFrameAndTheirClassAreKnownBeforeCutting)
+{
+    // What the bridge checks against the port's queue before it takes a TSO frame.
+    uint8_t tc = 0xFF;
+    const Bytes af31 = TcpFrame(1, 10000, kAck, 1, 26 << 2 | 0x02); // DSCP 26: class 3
+    EXPECT_EQ(TapSegmenter::CountTsoSegments(TsoRead(af31, 1448).data(),
+                                             static_cast<uint32_t>(TsoRead(af31, 1448).size()),
+                                             &tc),
+              7u);
+    EXPECT_EQ(tc, 3);
+    const Bytes exact = TcpFrame(1, 2896, kAck, 1);
+    const Bytes read = TsoRead(exact, 1448);
+    EXPECT_EQ(TapSegmenter::CountTsoSegments(read.data(), static_cast<uint32_t>(read.size()), &tc),
+              2u);
+    EXPECT_EQ(tc, 0);
+    const Bytes plain = TsoRead(exact, 0, VirtioNetHeader::kGsoNone);
+    EXPECT_EQ(TapSegmenter::CountTsoSegments(plain.data(), static_cast<uint32_t>(plain.size()), &tc),
+              0u)
+        << "not a TSO frame";
+    TapSegmenter s;
+    EXPECT_EQ(Segment(s, read).frames.size(), 2u);
+}
+
 TEST(EmuOffload, PartialChecksumsAreCompletedAndPlainFramesPassUnchanged)
 {
     TapSegmenter s;
