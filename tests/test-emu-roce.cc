@@ -58,6 +58,83 @@ TEST_F(EmuRoce, TwoHostsPingTcpTcpdumpAndPcapsThatDecode)
     }
 }
 
+TEST_F(EmuRoce, OffloadsCarryVerifiedTcpWhileTheWireSeesOnlyWireSizeFrames)
+{
+    // TSO, checksum offload and receive coalescing are the defaults: the kernels hand the
+    // bridge 64 KB frames and get merged segments back, the model and its pcaps see only
+    // wire-size frames with correct checksums.
+    const std::string pcaps = (m_dir / "pcap").string();
+    ASSERT_EQ(Up("--hosts 2 --pcap " + pcaps).exit, 0);
+    TcpTransfer("h0", "h1", "10.0.0.2", 5001, 20000000);
+    TcpTransfer("h1", "h0", "10.0.0.1", 5002, 2000000);
+    nlohmann::json s = Status();
+    ASSERT_TRUE(s.contains("live")) << s.dump();
+    const auto& h0 = s["live"]["hosts"][0];
+    const auto& h1 = s["live"]["hosts"][1];
+    const auto& o0 = h0["offload"];
+    const auto& o1 = h1["offload"];
+    EXPECT_TRUE(o0["checksum"].get<bool>() && o0["segmentation"].get<bool>() &&
+                o0["coalescing"].get<bool>())
+        << o0.dump();
+    EXPECT_GT(o0["gso_from_host"].get<uint64_t>(), 50u) << "the sender's kernel used TSO";
+    EXPECT_GT(o0["segments_from_gso"].get<uint64_t>(), 4 * o0["gso_from_host"].get<uint64_t>())
+        << o0.dump();
+    EXPECT_EQ(o0["refused"].get<uint64_t>(), 0u);
+    EXPECT_GT(o1["coalesced_writes"].get<uint64_t>(), 50u) << "segments merged for h1";
+    EXPECT_GT(o1["coalesced_segments"].get<uint64_t>(),
+              2 * o1["coalesced_writes"].get<uint64_t>())
+        << o1.dump();
+    EXPECT_LT(o1["writes_to_host"].get<uint64_t>(), h1["to_host_frames"].get<uint64_t>() / 2)
+        << "fewer writes than frames: " << h1.dump();
+    // Every wire frame read is accounted for.
+    EXPECT_EQ(h0["from_host_frames"].get<uint64_t>(),
+              h0["sent_to_fabric"].get<uint64_t>() + h0["refused_by_port"].get<uint64_t>())
+        << h0.dump();
+    ShResult text = Sh(Cnuas("status"));
+    EXPECT_NE(text.out.find("offloads: checksum on, TSO on"), std::string::npos) << text.out;
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    for (const char* host : {"h0", "h1"})
+    {
+        const std::string f = pcaps + "/" + host + ".pcap";
+        // Nothing larger than an Ethernet frame of the 1500-byte MTU on the simulated wire.
+        EXPECT_EQ(CountLines(Tshark(f, "frame.len > 1514")), 0) << f;
+        EXPECT_GT(CountLines(Tshark(f, "tcp.len == 1448")), 5000) << f;
+        // tshark verifies every IPv4 and TCP checksum: all good, none bad or missing.
+        ShResult bad = Sh("tshark -r " + f + " -n -o tcp.check_checksum:TRUE -o "
+                          "ip.check_checksum:TRUE -Y 'tcp && !(tcp.checksum.status == 1 && "
+                          "ip.checksum.status == 1)' 2>/dev/null | wc -l");
+        EXPECT_EQ(bad.out, "0\n") << f;
+        EXPECT_EQ(Tshark(f, "_ws.malformed || _ws.expert.severity >= error"), "") << f;
+    }
+}
+
+TEST_F(EmuRoce, OffloadsCanBeSwitchedOff)
+{
+    ASSERT_EQ(Up("--hosts 2 --set ns3::EthTapBridge::ChecksumOffload=false"
+                 " --set ns3::EthTapBridge::SegmentationOffload=false"
+                 " --set ns3::EthTapBridge::ReceiveCoalescing=false")
+                  .exit,
+              0);
+    TcpTransfer("h0", "h1", "10.0.0.2", 5001, 3000000);
+    nlohmann::json s = Status();
+    ASSERT_TRUE(s.contains("live")) << s.dump();
+    const auto& h0 = s["live"]["hosts"][0];
+    const auto& h1 = s["live"]["hosts"][1];
+    EXPECT_FALSE(h0["offload"]["segmentation"].get<bool>());
+    EXPECT_FALSE(h1["offload"]["coalescing"].get<bool>());
+    EXPECT_EQ(h0["offload"]["gso_from_host"].get<uint64_t>(), 0u);
+    EXPECT_EQ(h0["offload"]["checksums_filled"].get<uint64_t>(), 0u);
+    EXPECT_EQ(h1["offload"]["coalesced_writes"].get<uint64_t>(), 0u);
+    EXPECT_EQ(h0["offload"]["reads_from_host"], h0["from_host_frames"]) << "a frame a read";
+    EXPECT_EQ(h1["offload"]["writes_to_host"], h1["to_host_frames"]) << "a frame a write";
+    // Segmentation without checksum offload is refused clearly (the kernel needs both).
+    Sh(Cnuas("down --name " + m_name));
+    ShResult bad = Up("--hosts 2 --set ns3::EthTapBridge::ChecksumOffload=false");
+    EXPECT_NE(bad.exit, 0);
+    EXPECT_NE(bad.out.find("SegmentationOffload needs ChecksumOffload"), std::string::npos)
+        << bad.out;
+}
+
 TEST_F(EmuRoce, CaptureWritesAnyPortWhileTheFabricRuns)
 {
     ASSERT_EQ(Up("--hosts 2").exit, 0);
@@ -115,7 +192,9 @@ TEST_F(EmuRoce, SwitchEcnMarksReachTheReceivingKernel)
                      " --set ns3::SharedBufferMmu::EcnMode=Red"
                      " --set ns3::SharedBufferMmu::KminBytes=20000"
                      " --set ns3::SharedBufferMmu::KmaxBytes=200000"
-                     " --set ns3::SharedBufferMmu::Pmax=0.2");
+                     " --set ns3::SharedBufferMmu::Pmax=0.2"
+                     // segments 12 us apart on the 1 Gb/s link: let the bridge merge them
+                     " --set ns3::EthTapBridge::CoalesceIdleGap=40us");
     ASSERT_EQ(up.exit, 0) << up.out;
     for (const char* h : {"h0", "h1", "h2"})
     {
@@ -137,6 +216,17 @@ TEST_F(EmuRoce, SwitchEcnMarksReachTheReceivingKernel)
         marked += sw["ecn_marked"].get<uint64_t>();
     }
     EXPECT_GT(marked, 0u) << s.dump();
+    // h2's segments were coalesced (the default), and the marks still reached its kernel:
+    // its IP layer counted CE packets (IpExtInCEPkts; a merge of CE segments counts once, so
+    // at most the CE segments on the wire) and its TCP echoes ECE (below). A CE segment is
+    // never merged with unmarked ones.
+    const auto& o2 = s["live"]["hosts"][2]["offload"];
+    EXPECT_GT(o2["coalesced_writes"].get<uint64_t>(), 0u) << o2.dump();
+    ShResult inCe = Exec("h2", "nstat -az IpExtInCEPkts");
+    std::istringstream nstat(inCe.out.substr(inCe.out.find("IpExtInCEPkts")));
+    std::string key;
+    uint64_t kernelCe = 0;
+    nstat >> key >> kernelCe;
     ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
     const std::string f = pcaps + "/h2.pcap";
     const int ce = CountLines(Tshark(f, "ip.dst == 10.0.0.3 && ip.dsfield.ecn == 3"));
@@ -144,6 +234,8 @@ TEST_F(EmuRoce, SwitchEcnMarksReachTheReceivingKernel)
     EXPECT_GT(ce, 0) << "CE-marked segments arriving at h2";
     EXPECT_LE(static_cast<uint64_t>(ce), marked);
     EXPECT_GT(ece, 0) << "h2's kernel echoes the marks (RFC 3168 §6.1.3)";
+    EXPECT_GT(kernelCe, 0u) << inCe.out;
+    EXPECT_LE(kernelCe, static_cast<uint64_t>(ce)) << inCe.out;
 }
 
 TEST_F(EmuRoce, PfcPausesTheSendersOfALosslessClass)
@@ -265,9 +357,11 @@ TEST_F(EmuRoce, AFloodIsDroppedAndCountedNeverQueuedWithoutBound)
     const uint64_t refused = h0["refused_by_port"];
     const uint64_t overruns = h0["rx_ring_overruns"];
     const uint64_t pending = h0["pending_frames"];
+    const uint64_t offloadRefused = h0["offload"]["refused"];
     EXPECT_GT(read, 10000u) << h0.dump();
     EXPECT_GT(refused + overruns, 0u) << h0.dump();
-    EXPECT_EQ(read, sent + refused + overruns + pending) << "no frame unaccounted: " << h0.dump();
+    EXPECT_EQ(read, sent + refused + overruns + pending + offloadRefused)
+        << "no frame unaccounted: " << h0.dump();
     EXPECT_EQ(refused, h0["drops"].value("TxQueueFull", uint64_t(0))) << h0.dump();
     EXPECT_NEAR(s["live"]["lag"]["dilation"].get<double>(), 200.0, 1e-9);
     // Bounded memory: the daemon's resident set stays small.

@@ -108,6 +108,42 @@ EmuRealtimeSimulatorImpl::UnwatchFd(int fd)
     }
 }
 
+void
+EmuRealtimeSimulatorImpl::PauseFd(int fd, bool paused)
+{
+    if (m_watches.count(fd) == 0)
+    {
+        return;
+    }
+    epoll_event ev = {};
+    ev.events = paused ? 0u : static_cast<uint32_t>(EPOLLIN);
+    ev.data.fd = fd;
+    epoll_ctl(m_epoll, EPOLL_CTL_MOD, fd, &ev);
+}
+
+uint64_t
+EmuRealtimeSimulatorImpl::AddIdleHook(std::function<void(int64_t untilNextNs)> hook)
+{
+    const uint64_t id = m_nextIdleHook++;
+    m_idleHooks[id] = std::move(hook);
+    return id;
+}
+
+void
+EmuRealtimeSimulatorImpl::RemoveIdleHook(uint64_t id)
+{
+    m_idleHooks.erase(id);
+}
+
+void
+EmuRealtimeSimulatorImpl::RunIdleHooks(int64_t untilNextNs)
+{
+    for (auto& [id, hook] : m_idleHooks)
+    {
+        hook(untilNextNs);
+    }
+}
+
 Ptr<EmuRealtimeSimulatorImpl>
 EmuRealtimeSimulatorImpl::Current()
 {
@@ -470,9 +506,10 @@ EmuRealtimeSimulatorImpl::Run()
             m_simNowNs.store(static_cast<int64_t>(static_cast<double>(m_currentTs - m_simStart) /
                                                   tsPerNs),
                              std::memory_order_relaxed);
-            if (now - lastPoll > pollWhileLagging && !m_watches.empty())
+            if (now - lastPoll > pollWhileLagging && (!m_watches.empty() || !m_idleHooks.empty()))
             {
                 lastPoll = now;
+                RunIdleHooks(0);
                 const uint64_t head =
                     m_events->IsEmpty() ? UINT64_MAX : m_events->PeekNext().key.m_ts;
                 // Not while events of the present instant are pending: input is stamped
@@ -494,6 +531,11 @@ EmuRealtimeSimulatorImpl::Run()
             continue;
         }
         lastPoll = now;
+        if (!m_idleHooks.empty())
+        {
+            RunIdleHooks(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count());
+        }
         if (PollInput(now, nextTs))
         {
             lastInput = Clock::now();

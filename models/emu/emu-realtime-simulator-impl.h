@@ -112,6 +112,17 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
     bool WatchFd(int fd, uint32_t context, std::function<void()> onReadable);
     /// Stops polling `fd` (before it is closed).
     void UnwatchFd(int fd);
+    /// Pauses or resumes polling a watched `fd` (its input waits in the kernel meanwhile).
+    void PauseFd(int fd, bool paused);
+    /**
+     * Runs `hook` on the simulation thread whenever it has caught up with the wall clock and
+     * looks for input (before it spins or sleeps), with the wall nanoseconds until the next
+     * event is due (100 ms when none is pending), and every 100 us of wall time while the model
+     * lags, with 0. For work a bridge holds back to batch it (TapCoalescer) and must not hold
+     * past a bound. Returns an id for RemoveIdleHook. Simulation thread.
+     */
+    uint64_t AddIdleHook(std::function<void(int64_t untilNextNs)> hook);
+    void RemoveIdleHook(uint64_t id);
 
   protected:
     void DoDispose() override;
@@ -138,6 +149,7 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
      * next pending event; UINT64_MAX for none). Returns whether any input was handled.
      */
     bool PollInput(Clock::time_point deadline, uint64_t nextTs);
+    void RunIdleHooks(int64_t untilNextNs);
     void ProcessOneEvent();
     bool OnSimulationThread() const;
 
@@ -170,6 +182,8 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
     int m_epoll = -1;
     int m_wakeFd = -1;
     std::map<int, FdWatch> m_watches;
+    std::map<uint64_t, std::function<void(int64_t)>> m_idleHooks;
+    uint64_t m_nextIdleHook = 1;
     uint64_t m_inputCallbacks = 0;
 
     // hand-over from other threads

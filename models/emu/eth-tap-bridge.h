@@ -4,10 +4,12 @@
 #ifndef CNUAS_ETH_TAP_BRIDGE_H
 #define CNUAS_ETH_TAP_BRIDGE_H
 
+#include "tap-offload.h"
 #include "tap-port.h"
 
 #include "models/roce/eth-net-device.h"
 
+#include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
 
@@ -27,10 +29,32 @@ struct EthTapBridgeCounters : TapPortCounters
     uint64_t notForKernel = 0;  ///< frames the port received that were the model's own traffic
     uint64_t mirroredTx = 0;    ///< the HCA's frames copied to the TAP for tcpdump (sent)
     uint64_t mirroredRx = 0;    ///< (received)
+    // offloads (docs/emulation.md §2.1)
+    bool checksumOffload = false;   ///< the TAP may hand frames with partial checksums
+    bool segmentationOffload = false; ///< ... and TSO frames of up to 64 KB
+    bool receiveCoalescing = false; ///< TCP segments for the host are merged into GSO writes
+    uint64_t gsoFromHost = 0;       ///< reads that held a TSO frame
+    uint64_t segmentsFromGso = 0;   ///< wire frames cut from them
+    uint64_t checksumsFilled = 0;   ///< transport checksums computed for the kernel
+    uint64_t offloadRefused = 0;    ///< reads refused before the port (bad virtio header/GSO)
+    uint64_t tsoHeldBack = 0;       ///< TSO frames held until the port's queue had room
+    uint64_t coalescedWrites = 0;   ///< writes to the host that carried merged segments
+    uint64_t coalescedSegments = 0; ///< segments in them
+    uint64_t flushIdle = 0;         ///< merged writes flushed as the simulator went idle
+    uint64_t flushHold = 0;         ///< ... as the oldest segment reached CoalesceHoldTime
 };
 
 /**
- * \brief Bridges a TAP device (IFF_TAP | IFF_NO_PI, no offloads) to an EthNetDevice host port.
+ * \brief Bridges a TAP device (IFF_TAP | IFF_NO_PI, optionally IFF_VNET_HDR with offloads) to
+ * an EthNetDevice host port.
+ *
+ * Offloads (attributes ChecksumOffload, SegmentationOffload, ReceiveCoalescing; they need a
+ * TAP opened with IFF_VNET_HDR, see NeedsVnetHeader): the bridge is the NIC's offload engine.
+ * Frames the kernel hands with a partial checksum are completed, TSO frames are cut into
+ * wire-size segments (TapSegmenter) before the port sees them; TCP segments the port delivers
+ * in a row are merged into one GSO write (TapCoalescer), flushed when the simulator goes idle
+ * (nothing due within CoalesceIdleGap) and never held longer than CoalesceHoldTime of wall
+ * time. The model, its traces and pcaps see only wire frames with correct checksums.
  *
  * Host to fabric: each frame the host's kernel sends on the TAP (read as TapPort describes)
  * goes to EthNetDevice::SendFromHost, which parses it and queues it like any frame of its class;
@@ -58,6 +82,8 @@ class EthTapBridge : public Object
     bool Start(Ptr<EthNetDevice> port, int tapFd, std::string* why);
     /// Stops the threads and closes the TAP. Idempotent; called by Dispose.
     void Stop();
+    /// Whether the attributes ask for offloads, so the TAP must be opened with IFF_VNET_HDR.
+    bool NeedsVnetHeader() const;
     /// Counters (simulation thread, or after the simulator stopped).
     EthTapBridgeCounters GetCounters() const;
     /// Frames waiting between a reader thread and the simulator now (reader-thread mode).
@@ -81,8 +107,19 @@ class EthTapBridge : public Object
     void DoDispose() override;
 
   private:
-    /// Simulation thread: one frame from the host.
-    void FromHost(const uint8_t* bytes, uint32_t length);
+    /// Simulation thread: one read from the host; returns the wire frames it made.
+    uint32_t FromHost(const uint8_t* bytes, uint32_t length);
+    /// One wire frame from the host to the port.
+    void SendToPort(const uint8_t* frame, uint32_t length);
+    /// Writes a frame for the host, with an empty virtio header when the TAP has one.
+    void WriteFrame(const uint8_t* frame, size_t length);
+    /// Sets up the TAP's offloads; false with the reason.
+    bool ConfigureOffloads(int tapFd, std::string* why);
+    void OnIdle(int64_t untilNextNs);
+    /// Cuts one read into wire frames for the port; returns how many.
+    uint32_t Segment(const uint8_t* bytes, uint32_t length);
+    /// Sends the held-back TSO frame if the port's queue has room for it now.
+    void ReleaseHeldBack();
     /// Simulation thread: one frame the port received.
     void ToHost(Ptr<EthNetDevice> port, const EthFrame& frame);
     /// Simulation thread: the port started sending a frame (its "Tx" trace).
@@ -96,6 +133,29 @@ class EthTapBridge : public Object
     uint32_t m_inlineBurst = 4;
     uint32_t m_txRingFrames = 1024;
     TapPort m_tap;
+    bool m_checksumOffload = true; ///< attributes
+    bool m_segmentationOffload = true;
+    bool m_receiveCoalescing = true;
+    Time m_holdTime;
+    Time m_idleGap;
+    bool m_vnet = false;           ///< the TAP has IFF_VNET_HDR: every read and write has one
+    bool m_coalescing = false;     ///< in effect (needs the emulation simulator's idle hook)
+    uint64_t m_idleHook = 0;
+    int64_t m_holdNs = 0;
+    int64_t m_idleGapNs = 0;
+    TapSegmenter m_segmenter;
+    TapCoalescer m_coalescer;
+    uint64_t m_gsoFromHost = 0;
+    uint64_t m_segmentsFromGso = 0;
+    uint64_t m_checksumsFilled = 0;
+    uint64_t m_offloadRefused = 0;
+    std::vector<uint8_t> m_vnetScratch;
+    std::vector<uint8_t> m_heldBack;  ///< a TSO read waiting for room on the port (reading paused)
+    uint32_t m_heldBackSegments = 0;
+    uint8_t m_heldBackClass = 0;
+    uint64_t m_tsoHeldBack = 0;
+    uint32_t m_offersSinceClock = 0;
+    int64_t m_lastWallNs = 0;
     uint64_t m_sent = 0;
     uint64_t m_refused = 0;
     uint64_t m_notForKernel = 0;

@@ -99,7 +99,10 @@ IbIpoibBridge::Start(uint32_t self, int tapFd, std::string* why)
     return m_tap.Start(tapFd,
                        context,
                        TapPortConfig(),
-                       [this](const uint8_t* b, uint32_t n) { FromHost(b, n); },
+                       [this](const uint8_t* b, uint32_t n) -> uint32_t {
+                           FromHost(b, n);
+                           return 1;
+                       },
                        why);
 }
 

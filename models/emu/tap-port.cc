@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -34,8 +35,8 @@ TapPort::Start(int fd,
     m_context = context;
     m_config = config;
     m_onFrame = std::move(onFrame);
-    // A TAP without IFF_VNET_HDR and without offloads hands over one Ethernet frame per read,
-    // at most MTU + header + tag bytes; 64 KiB covers any MTU the device can be given.
+    // One read is one Ethernet frame, at most MTU + header + tag bytes; with IFF_VNET_HDR and
+    // TSO, a 10-byte virtio header and one IPv4 datagram of at most 64 KiB (RFC 791 §3.1).
     m_readBuf.resize(65536 + 64);
     m_writer = std::thread(&TapPort::WriterLoop, this);
     if (auto emu = EmuRealtimeSimulatorImpl::Current())
@@ -103,7 +104,10 @@ TapPort::Stop()
 void
 TapPort::Drain()
 {
-    for (uint32_t i = 0; i < m_config.rxBatchFrames && m_onFrame; ++i)
+    // The budget is in wire frames: one read of a GSO frame may make dozens, and what a poll
+    // queues on the port must stay well inside its transmit queue.
+    uint32_t frames = 0;
+    while (frames < m_config.rxBatchFrames && m_onFrame && !m_paused)
     {
         const ssize_t n = read(m_fd, m_readBuf.data(), m_readBuf.size());
         if (n <= 0)
@@ -114,10 +118,32 @@ TapPort::Drain()
             }
             return;
         }
-        m_framesRead.fetch_add(1, std::memory_order_relaxed);
-        m_bytesRead.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
-        m_onFrame(m_readBuf.data(), static_cast<uint32_t>(n));
+        const uint32_t made = m_onFrame(m_readBuf.data(), static_cast<uint32_t>(n));
+        CountRead(static_cast<size_t>(n), made);
+        frames += std::max<uint32_t>(made, 1);
     }
+}
+
+void
+TapPort::PauseReading(bool paused)
+{
+    if (!m_polled || paused == m_paused)
+    {
+        return;
+    }
+    if (auto emu = EmuRealtimeSimulatorImpl::Current())
+    {
+        emu->PauseFd(m_fd, paused);
+        m_paused = paused;
+    }
+}
+
+void
+TapPort::CountRead(size_t bytes, uint32_t frames)
+{
+    m_reads.fetch_add(1, std::memory_order_relaxed);
+    m_framesRead.fetch_add(frames, std::memory_order_relaxed);
+    m_bytesRead.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void
@@ -159,12 +185,11 @@ TapPort::ReaderLoop()
             NS_LOG_WARN("read from the TAP failed: " << (n < 0 ? std::strerror(errno) : "EOF"));
             return;
         }
-        m_framesRead.fetch_add(1, std::memory_order_relaxed);
-        m_bytesRead.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
         // The ring: a frame the simulator has not taken yet occupies a slot.
         if (m_pending.load(std::memory_order_relaxed) >= m_config.rxRingFrames)
         {
             m_overruns.fetch_add(1, std::memory_order_relaxed);
+            CountRead(static_cast<size_t>(n), 1);
             continue;
         }
         m_pending.fetch_add(1, std::memory_order_relaxed);
@@ -180,17 +205,28 @@ TapPort::ReaderLoop()
 void
 TapPort::FromReader(std::vector<uint8_t> bytes)
 {
-    m_pending.fetch_sub(1, std::memory_order_relaxed);
+    uint32_t made = 0;
     if (m_onFrame)
     {
-        m_onFrame(bytes.data(), static_cast<uint32_t>(bytes.size()));
+        made = m_onFrame(bytes.data(), static_cast<uint32_t>(bytes.size()));
     }
+    // Counted when handled: then frames read = frames handled + overruns, at any time.
+    CountRead(bytes.size(), made);
+    m_pending.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void
-TapPort::Write(const uint8_t* bytes, size_t length)
+bool
+TapPort::BurstAllowsInline(uint32_t frames)
 {
-    // A burst is more than inlineBurst frames within 100 us of wall time.
+    // A merged write (frames > 1, a 64 KB GSO frame) runs the receiving kernel's TCP over all
+    // its bytes: tens of microseconds that the model would lag by, so it always goes to the
+    // writer thread. A lone frame is written at once (when the writer is idle with nothing
+    // queued, so that order is kept) unless frames come in a burst: more than inlineBurst
+    // within 100 us of wall time. Simulation thread only: the burst state needs no lock.
+    if (frames != 1)
+    {
+        return false;
+    }
     const auto now = std::chrono::steady_clock::now();
     if (now - m_burstStart > std::chrono::microseconds(100))
     {
@@ -198,16 +234,23 @@ TapPort::Write(const uint8_t* bytes, size_t length)
         m_burstFrames = 0;
     }
     ++m_burstFrames;
+    return m_burstFrames <= m_config.inlineBurst;
+}
+
+void
+TapPort::Write(const uint8_t* bytes, size_t length, uint32_t frames)
+{
+    const bool burstAllows = BurstAllowsInline(frames);
     std::unique_lock<std::mutex> lock(m_wmutex);
-    if (m_wqueue.empty() && !m_writerBusy && m_burstFrames <= m_config.inlineBurst)
+    if (burstAllows && m_wqueue.empty() && !m_writerBusy)
     {
         lock.unlock(); // the writer is idle with nothing queued: order is kept
-        WriteNow(bytes, length, false);
+        WriteNow(bytes, length, frames, false);
         return;
     }
     if (m_wqueue.size() >= m_config.txRingFrames)
     {
-        m_ringFull.fetch_add(1, std::memory_order_relaxed);
+        m_ringFull.fetch_add(frames, std::memory_order_relaxed);
         return;
     }
     std::vector<uint8_t> buf;
@@ -218,7 +261,7 @@ TapPort::Write(const uint8_t* bytes, size_t length)
     }
     buf.assign(bytes, bytes + length);
     const bool wake = m_wqueue.empty() && !m_writerBusy;
-    m_wqueue.push_back(std::move(buf));
+    m_wqueue.push_back(Pending{std::move(buf), frames});
     lock.unlock();
     if (wake)
     {
@@ -227,7 +270,40 @@ TapPort::Write(const uint8_t* bytes, size_t length)
 }
 
 void
-TapPort::WriteNow(const uint8_t* bytes, size_t length, bool byWriter)
+TapPort::Write(std::vector<uint8_t>& buffer, uint32_t frames)
+{
+    const bool burstAllows = BurstAllowsInline(frames);
+    std::unique_lock<std::mutex> lock(m_wmutex);
+    if (burstAllows && m_wqueue.empty() && !m_writerBusy)
+    {
+        lock.unlock(); // the writer is idle with nothing queued: order is kept
+        WriteNow(buffer.data(), buffer.size(), frames, false);
+        return;
+    }
+    if (m_wqueue.size() >= m_config.txRingFrames)
+    {
+        m_ringFull.fetch_add(frames, std::memory_order_relaxed);
+        return;
+    }
+    // The buffer itself is queued (no copy of up to 64 KB); the caller gets a recycled one.
+    std::vector<uint8_t> spare;
+    if (!m_wfree.empty())
+    {
+        spare.swap(m_wfree.back());
+        m_wfree.pop_back();
+    }
+    const bool wake = m_wqueue.empty() && !m_writerBusy;
+    m_wqueue.push_back(Pending{std::move(buffer), frames});
+    buffer.swap(spare);
+    lock.unlock();
+    if (wake)
+    {
+        m_wcv.notify_one();
+    }
+}
+
+void
+TapPort::WriteNow(const uint8_t* bytes, size_t length, uint32_t frames, bool byWriter)
 {
     // The TAP's write hands the frame to the kernel's receive path and does not block; it
     // fails only when the kernel cannot take it (the device is gone, or memory is short), and
@@ -235,7 +311,8 @@ TapPort::WriteNow(const uint8_t* bytes, size_t length, bool byWriter)
     const ssize_t w = m_fd >= 0 ? write(m_fd, bytes, length) : -1;
     if (w == static_cast<ssize_t>(length))
     {
-        m_framesWritten.fetch_add(1, std::memory_order_relaxed);
+        m_writes.fetch_add(1, std::memory_order_relaxed);
+        m_framesWritten.fetch_add(frames, std::memory_order_relaxed);
         m_bytesWritten.fetch_add(length, std::memory_order_relaxed);
         if (byWriter)
         {
@@ -244,14 +321,14 @@ TapPort::WriteNow(const uint8_t* bytes, size_t length, bool byWriter)
     }
     else
     {
-        m_writeErrors.fetch_add(1, std::memory_order_relaxed);
+        m_writeErrors.fetch_add(frames, std::memory_order_relaxed);
     }
 }
 
 void
 TapPort::WriterLoop()
 {
-    std::deque<std::vector<uint8_t>> batch;
+    std::deque<Pending> batch;
     std::unique_lock<std::mutex> lock(m_wmutex);
     while (true)
     {
@@ -265,14 +342,14 @@ TapPort::WriterLoop()
         lock.unlock();
         for (auto& b : batch)
         {
-            WriteNow(b.data(), b.size(), true);
+            WriteNow(b.bytes.data(), b.bytes.size(), b.frames, true);
         }
         lock.lock();
         for (auto& b : batch)
         {
             if (m_wfree.size() < 256)
             {
-                m_wfree.push_back(std::move(b));
+                m_wfree.push_back(std::move(b.bytes));
             }
         }
         batch.clear();
@@ -284,9 +361,11 @@ TapPortCounters
 TapPort::GetCounters() const
 {
     TapPortCounters c;
+    c.readsFromHost = m_reads.load(std::memory_order_relaxed);
     c.framesFromHost = m_framesRead.load(std::memory_order_relaxed);
     c.bytesFromHost = m_bytesRead.load(std::memory_order_relaxed);
     c.rxRingOverruns = m_overruns.load(std::memory_order_relaxed);
+    c.writesToHost = m_writes.load(std::memory_order_relaxed);
     c.framesToHost = m_framesWritten.load(std::memory_order_relaxed);
     c.bytesToHost = m_bytesWritten.load(std::memory_order_relaxed);
     c.toHostErrors = m_writeErrors.load(std::memory_order_relaxed);

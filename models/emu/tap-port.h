@@ -20,14 +20,16 @@ namespace ns3
 /// What a TapPort counted since it started.
 struct TapPortCounters
 {
-    uint64_t framesFromHost = 0; ///< frames the host's kernel wrote to the TAP, read by us
-    uint64_t bytesFromHost = 0;
+    uint64_t readsFromHost = 0;  ///< reads from the TAP (one frame each, or one GSO frame)
+    uint64_t framesFromHost = 0; ///< wire frames those reads made (as the frame callback says)
+    uint64_t bytesFromHost = 0;  ///< bytes read (virtio headers included)
     uint64_t rxRingOverruns = 0; ///< dropped before the simulator saw them (reader-thread mode)
-    uint64_t framesToHost = 0;   ///< frames written to the TAP (delivered to the kernel)
+    uint64_t writesToHost = 0;   ///< writes to the TAP the kernel took
+    uint64_t framesToHost = 0;   ///< wire frames in them (more than one in a coalesced write)
     uint64_t bytesToHost = 0;
-    uint64_t toHostErrors = 0;   ///< writes the kernel refused (its backlog full, device gone)
+    uint64_t toHostErrors = 0;   ///< frames in writes the kernel refused (device gone, no memory)
     uint64_t toHostRingFull = 0; ///< frames for the host dropped: the writer's ring was full
-    uint64_t writtenByWriter = 0; ///< of framesToHost, written by the writer thread
+    uint64_t writtenByWriter = 0; ///< of writesToHost, written by the writer thread
 };
 
 /// Sizes of a TapPort's queues (the bridges' attributes).
@@ -36,7 +38,7 @@ struct TapPortConfig
     uint32_t rxRingFrames = 1024; ///< reader-thread mode: frames waiting for the simulator
     uint32_t rxBatchFrames = 64;  ///< polled mode: frames read per poll
     uint32_t inlineBurst = 4;     ///< frames per 100 us written by the simulation thread itself
-    uint32_t txRingFrames = 1024; ///< frames waiting for the writer thread
+    uint32_t txRingFrames = 1024; ///< writes (frames or merges) waiting for the writer thread
 };
 
 /**
@@ -50,15 +52,17 @@ struct TapPortConfig
  *
  * To the host: a TAP write runs the receiving kernel's receive path in the writing thread
  * (microseconds a frame). A lone frame is written by the simulation thread at once; frames in
- * bursts (more than inlineBurst within 100 us) go to a writer thread through a ring of
- * txRingFrames (full: dropped, counted), so the model keeps real time while the kernel works
- * on another core. Order is kept: the simulation thread writes only when the writer is idle
+ * bursts (more than inlineBurst within 100 us) and every merged write (more than one frame,
+ * TapCoalescer) go to a writer thread through a ring of txRingFrames writes (full: dropped,
+ * counted), so the model keeps real time while the kernel works on another core. Order is kept: the simulation thread writes only when the writer is idle
  * with nothing queued.
  */
 class TapPort
 {
   public:
-    using FrameCallback = std::function<void(const uint8_t* bytes, uint32_t length)>;
+    /// Gets one read's bytes; returns how many wire frames they made (a GSO frame makes many,
+    /// a refused one none), counted and charged to the poll's rxBatchFrames budget.
+    using FrameCallback = std::function<uint32_t(const uint8_t* bytes, uint32_t length)>;
     TapPort() = default;
     ~TapPort();
     TapPort(const TapPort&) = delete;
@@ -70,8 +74,21 @@ class TapPort
                std::string* why);
     /// Stops the threads, stops polling and closes the TAP. Idempotent.
     void Stop();
-    /// Writes one frame for the host (simulation thread).
-    void Write(const uint8_t* bytes, size_t length);
+    /// Writes one buffer for the host (simulation thread): a frame, or with a virtio header a
+    /// merged one that carries `frames` wire frames.
+    void Write(const uint8_t* bytes, size_t length, uint32_t frames = 1);
+    /// The same for a buffer the port may keep: when it is queued for the writer thread,
+    /// `buffer` is swapped with a recycled one (its contents then unspecified).
+    void Write(std::vector<uint8_t>& buffer, uint32_t frames);
+    /// Polled mode (the simulation thread reads): stops or resumes reading the TAP, so that
+    /// the host's frames wait in the kernel. No effect in reader-thread mode.
+    void PauseReading(bool paused);
+    bool IsPolled() const { return m_polled; }
+    /// Wire frames a bridge took from a read it held back, counted when they enter.
+    void AddFramesFromHost(uint32_t frames)
+    {
+        m_framesRead.fetch_add(frames, std::memory_order_relaxed);
+    }
     /// Counters (any thread; each is read atomically).
     TapPortCounters GetCounters() const;
     /// Frames handed over by the reader thread that the simulator has not taken yet.
@@ -82,7 +99,17 @@ class TapPort
     void Drain();
     void FromReader(std::vector<uint8_t> bytes);
     void WriterLoop();
-    void WriteNow(const uint8_t* bytes, size_t length, bool byWriter);
+    /// Whether a write of `frames` may go straight to the TAP as far as bursts go.
+    bool BurstAllowsInline(uint32_t frames);
+    void WriteNow(const uint8_t* bytes, size_t length, uint32_t frames, bool byWriter);
+    void CountRead(size_t bytes, uint32_t frames);
+
+    /// A buffer waiting for the writer thread.
+    struct Pending
+    {
+        std::vector<uint8_t> bytes;
+        uint32_t frames = 1;
+    };
 
     int m_fd = -1;
     int m_stopFd = -1;
@@ -90,6 +117,7 @@ class TapPort
     TapPortConfig m_config;
     FrameCallback m_onFrame;
     bool m_polled = false;
+    bool m_paused = false;
     std::vector<uint8_t> m_readBuf;
     std::thread m_reader;
     std::atomic<uint32_t> m_pending{0};
@@ -97,16 +125,18 @@ class TapPort
     std::thread m_writer;
     std::mutex m_wmutex;
     std::condition_variable m_wcv;
-    std::deque<std::vector<uint8_t>> m_wqueue; ///< guarded by m_wmutex
+    std::deque<Pending> m_wqueue;              ///< guarded by m_wmutex
     std::vector<std::vector<uint8_t>> m_wfree; ///< recycled buffers, guarded by m_wmutex
     bool m_writerBusy = false;                 ///< guarded by m_wmutex
     bool m_writerStop = false;                 ///< guarded by m_wmutex
     std::chrono::steady_clock::time_point m_burstStart;
     uint32_t m_burstFrames = 0;
 
+    std::atomic<uint64_t> m_reads{0};
     std::atomic<uint64_t> m_framesRead{0};
     std::atomic<uint64_t> m_bytesRead{0};
     std::atomic<uint64_t> m_overruns{0};
+    std::atomic<uint64_t> m_writes{0};
     std::atomic<uint64_t> m_framesWritten{0};
     std::atomic<uint64_t> m_bytesWritten{0};
     std::atomic<uint64_t> m_writeErrors{0};

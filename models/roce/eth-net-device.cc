@@ -906,6 +906,13 @@ EthNetDevice::SendFromHost(const uint8_t* bytes, uint32_t length)
     return true;
 }
 
+uint32_t
+EthNetDevice::GetTxQueueRoom(uint8_t tc) const
+{
+    const size_t queued = m_txq[tc % kEthPriorities].frames.size();
+    return queued >= m_txQueueFrames ? 0 : static_cast<uint32_t>(m_txQueueFrames - queued);
+}
+
 void
 EthNetDevice::SetEthReceiveCallback(EthReceiveCallback cb)
 {

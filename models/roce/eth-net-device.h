@@ -227,6 +227,11 @@ class EthNetDevice : public NetDevice
      * (Oversize), the link is down (LinkDown) or the class's queue is full (TxQueueFull).
      */
     bool SendFromHost(const uint8_t* bytes, uint32_t length);
+    /// Frames the transmit queue of class `tc` can still take (TxQueueFrames less those queued):
+    /// a host bridge with TSO holds a large frame back until all its segments fit, as a NIC
+    /// stops its queue rather than drop.
+    uint32_t GetTxQueueRoom(uint8_t tc) const;
+    uint32_t GetTxQueueFrames() const { return m_txQueueFrames; }
     bool CanSend(uint8_t priority) const;
     /// The IPv4 identification the next SendUdp will use (RoCEv2's ICRC covers it).
     uint16_t PeekNextIpId() const { return m_ipId; }

@@ -403,7 +403,22 @@ StatusJson(const Daemon& d)
                               {"to_host_errors", c.toHostErrors},
                               {"to_host_ring_full", c.toHostRingFull},
                               {"to_host_by_writer", c.writtenByWriter},
-                              {"drops", DropsJson(*port)}});
+                              {"drops", DropsJson(*port)},
+                              {"offload",
+                               {{"checksum", c.checksumOffload},
+                                {"segmentation", c.segmentationOffload},
+                                {"coalescing", c.receiveCoalescing},
+                                {"reads_from_host", c.readsFromHost},
+                                {"gso_from_host", c.gsoFromHost},
+                                {"segments_from_gso", c.segmentsFromGso},
+                                {"checksums_filled", c.checksumsFilled},
+                                {"refused", c.offloadRefused},
+                                {"tso_held_back", c.tsoHeldBack},
+                                {"writes_to_host", c.writesToHost},
+                                {"coalesced_writes", c.coalescedWrites},
+                                {"coalesced_segments", c.coalescedSegments},
+                                {"flush_idle", c.flushIdle},
+                                {"flush_hold", c.flushHold}}}});
     }
     j["switches"] = nlohmann::json::array();
     for (uint32_t n = 0; n < d.eth.switchAt.size(); ++n)
@@ -718,7 +733,8 @@ CleanUpFabric(const nlohmann::json& state, const std::string& dir)
 
 /**
  * Host i's namespace with its NIC: a TAP (its descriptor returned, -1 with the reason on
- * failure) moved into the namespace as `ifname`, with the host's MAC, address/`prefix` and MTU.
+ * failure) moved into the namespace as `ifname`, with the host's MAC, address/`prefix` and MTU;
+ * with `vnetHeader` the TAP carries virtio headers (the bridge's offloads).
  */
 int
 MakeHostNic(const Daemon& d,
@@ -726,10 +742,11 @@ MakeHostNic(const Daemon& d,
             const std::string& ifname,
             const std::string& prefix,
             unsigned mtu,
+            bool vnetHeader,
             std::string* why)
 {
     const std::string tap = "cn" + std::to_string(getpid() % 10000000) + "t" + std::to_string(i);
-    const int fd = OpenTap(tap, why);
+    const int fd = OpenTap(tap, vnetHeader, why);
     if (fd < 0)
     {
         return -1;
@@ -834,12 +851,13 @@ BuildRoceHosts(Daemon& d)
         auto port = d.eth.HostPort(static_cast<uint32_t>(i));
         d.ips.push_back(Ipv4Text(d.eth.HostIp(static_cast<uint32_t>(i))));
         d.macs.push_back(MacText(port->GetMac()));
-        const int fd = MakeHostNic(d, i, "eth0", "/8", port->GetMtu(), &why);
+        auto bridge = ns3::CreateObject<ns3::EthTapBridge>();
+        const int fd =
+            MakeHostNic(d, i, "eth0", "/8", port->GetMtu(), bridge->NeedsVnetHeader(), &why);
         if (fd < 0)
         {
             return why;
         }
-        auto bridge = ns3::CreateObject<ns3::EthTapBridge>();
         const int probe = OpenPacketSocketListInNetns(d.netns[i], &why);
         if (probe < 0)
         {
@@ -950,7 +968,7 @@ BuildIbHosts(Daemon& d)
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
         // IPoIB datagram mode over a 2048-byte IB MTU (RFC 4391 §3).
-        const int fd = MakeHostNic(d, i, "ib0", "/16", 2044, &why);
+        const int fd = MakeHostNic(d, i, "ib0", "/16", 2044, false, &why);
         if (fd < 0)
         {
             return why;
@@ -2213,6 +2231,24 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
             if (!h["drops"].empty())
             {
                 std::printf(", drops %s", h["drops"].dump().c_str());
+            }
+            if (h.contains("offload"))
+            {
+                const auto& o = h["offload"];
+                auto on = [&o](const char* k) { return o.value(k, false) ? "on" : "off"; };
+                std::printf("\n  %-10s offloads: checksum %s, TSO %s (%llu reads, %llu TSO "
+                            "frames cut into %llu segments, %llu checksums filled, %llu refused), "
+                            "coalescing %s (%llu writes, %llu of them %llu merged segments)",
+                            "", on("checksum"), on("segmentation"),
+                            static_cast<unsigned long long>(o.value("reads_from_host", 0ULL)),
+                            static_cast<unsigned long long>(o.value("gso_from_host", 0ULL)),
+                            static_cast<unsigned long long>(o.value("segments_from_gso", 0ULL)),
+                            static_cast<unsigned long long>(o.value("checksums_filled", 0ULL)),
+                            static_cast<unsigned long long>(o.value("refused", 0ULL)),
+                            on("coalescing"),
+                            static_cast<unsigned long long>(o.value("writes_to_host", 0ULL)),
+                            static_cast<unsigned long long>(o.value("coalesced_writes", 0ULL)),
+                            static_cast<unsigned long long>(o.value("coalesced_segments", 0ULL)));
             }
         }
         std::printf("\n");

@@ -172,7 +172,7 @@ RunIp(const std::vector<std::string>& args, std::string* why)
 }
 
 int
-OpenTap(const std::string& ifname, std::string* why)
+OpenTap(const std::string& ifname, bool vnetHeader, std::string* why)
 {
     if (ifname.size() >= IFNAMSIZ)
     {
@@ -188,7 +188,7 @@ OpenTap(const std::string& ifname, std::string* why)
         return -1;
     }
     ifreq ifr = {};
-    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (vnetHeader ? IFF_VNET_HDR : 0);
     std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
     if (ioctl(fd, TUNSETIFF, &ifr) != 0)
     {

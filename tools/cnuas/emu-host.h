@@ -24,11 +24,12 @@ bool ValidNetnsName(const std::string& name);
  */
 bool RunIp(const std::vector<std::string>& args, std::string* why);
 /**
- * Creates TAP device `ifname` (IFF_TAP | IFF_NO_PI: plain Ethernet frames, no offloads) in this
- * process's namespace and returns its descriptor (non-blocking, close-on-exec), or -1 with the
- * reason. The device lives as long as the descriptor: when the daemon dies, it vanishes.
+ * Creates TAP device `ifname` (IFF_TAP | IFF_NO_PI: plain Ethernet frames; with `vnetHeader`
+ * also IFF_VNET_HDR, a virtio header before every frame, for offloads) in this process's
+ * namespace and returns its descriptor (non-blocking, close-on-exec), or -1 with the reason.
+ * The device lives as long as the descriptor: when the daemon dies, it vanishes.
  */
-int OpenTap(const std::string& ifname, std::string* why);
+int OpenTap(const std::string& ifname, bool vnetHeader, std::string* why);
 
 /// One host's addressing, as `cnuas up` configures its namespace.
 struct EmuHostConfig
