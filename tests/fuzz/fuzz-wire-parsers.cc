@@ -6,7 +6,12 @@
 //    packet's transport part); a packet it accepts is written back (Write) and the headers'
 //    bytes must equal the input's.
 //  - IbParseMadPacket on a whole IB packet (LRH .. VCRC).
-// The first input byte picks the parser, so one corpus serves all three.
+//  - The emulated NIC's offloads (models/emu/tap-offload.h) on a read from a host's TAP (virtio
+//    header + frame): TapSegmenter either refuses it and emits nothing, or emits the segments it
+//    counts; those segments offered to a TapCoalescer come out as writes that carry every one
+//    of them, and each merged write is one TapSegmenter takes back into as many segments.
+// The first input byte picks the parser, so one corpus serves all four.
+#include "models/emu/tap-offload.h"
 #include "models/mgmt/ib-mad-packet.h"
 #include "models/rdma/ib-transport-headers.h"
 #include "models/roce/eth-frame.h"
@@ -88,6 +93,64 @@ Mad(const uint8_t* data, uint32_t size)
     IbPeekDestQp(p);
 }
 
+void
+TapOffload(const uint8_t* data, uint32_t size)
+{
+    TapSegmenter segmenter;
+    std::vector<std::vector<uint8_t>> frames;
+    uint32_t segments = 0;
+    const TapOffloadError e = segmenter.Process(
+        data,
+        size,
+        [&frames](const uint8_t* f, uint32_t n) { frames.emplace_back(f, f + n); },
+        &segments);
+    if (e != TapOffloadError::None)
+    {
+        if (!frames.empty())
+        {
+            Fail("TapSegmenter refused a read but emitted frames");
+        }
+        if (size <= VirtioNetHeader::kSize)
+        {
+            return;
+        }
+        // The coalescer still gets the frame itself (what the port could deliver).
+        frames.emplace_back(data + VirtioNetHeader::kSize, data + size);
+    }
+    else if (frames.size() != segments)
+    {
+        Fail("TapSegmenter emitted another number of frames than it counted");
+    }
+    uint64_t written = 0;
+    TapCoalescer coalescer([&written](std::vector<uint8_t>& bytes, uint32_t n) {
+        written += n;
+        if (n < 2)
+        {
+            return;
+        }
+        TapSegmenter again;
+        uint32_t back = 0;
+        if (again.Process(bytes.data(),
+                          static_cast<uint32_t>(bytes.size()),
+                          [](const uint8_t*, uint32_t) {},
+                          &back) != TapOffloadError::None ||
+            back != n)
+        {
+            Fail("a merged write does not segment back into the segments merged");
+        }
+    });
+    int64_t now = 0;
+    for (const auto& f : frames)
+    {
+        coalescer.Offer(f.data(), static_cast<uint32_t>(f.size()), now++);
+    }
+    coalescer.Flush();
+    if (written != frames.size())
+    {
+        Fail("the coalescer's writes do not carry every frame offered");
+    }
+}
+
 } // namespace
 
 extern "C" int
@@ -97,7 +160,7 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     {
         return 0;
     }
-    const uint8_t which = data[0] % 3;
+    const uint8_t which = data[0] % 4;
     const uint8_t* rest = data + 1;
     const uint32_t n = static_cast<uint32_t>(size - 1);
     switch (which)
@@ -108,8 +171,11 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     case 1:
         Transport(n ? rest : nullptr, n);
         break;
-    default:
+    case 2:
         Mad(rest, n);
+        break;
+    default:
+        TapOffload(rest, n);
         break;
     }
     return 0;

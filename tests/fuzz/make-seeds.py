@@ -64,6 +64,46 @@ def write(target, name, data):
         f.write(data)
 
 
+def ones_sum(data):
+    """The RFC 1071 one's-complement sum of `data`, folded to 16 bits."""
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(">%dH" % (len(data) // 2), data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return total
+
+
+def tap_reads():
+    """Reads a host's TAP gives with IFF_VNET_HDR: the 10-byte virtio header, then the frame.
+    A TSO frame (gso_type TCPV4, gso_size 1448, the checksum partial: the field holds the
+    pseudo-header sum), the same with ECN (CWR, gso_type | ECN), a UDP frame with a partial
+    checksum, and a plain frame with an empty header."""
+    def frame(proto, l4, tos=0):
+        ip = struct.pack(">BBHHHBBH4s4s", 0x45, tos, 20 + len(l4), 0x1234, 0x4000, 64, proto, 0,
+                         bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+        ip = ip[:10] + struct.pack(">H", 0xFFFF ^ ones_sum(ip)) + ip[12:]
+        return bytes.fromhex("020000000002020000000001") + b"\x08\x00" + ip + l4
+
+    def partial(proto, length):
+        return ones_sum(bytes([10, 0, 0, 1, 10, 0, 0, 2, 0, proto]) + struct.pack(">H", length))
+
+    def vnet(flags, gso, hdr_len, gso_size, start, offset):
+        return struct.pack("<BBHHHH", flags, gso, hdr_len, gso_size, start, offset)
+
+    reads = []
+    for flags, tos, data in ((0x18, 0, 3000), (0x98, 0x02, 4500)):  # PSH+ACK; CWR+PSH+ACK, ECT(0)
+        tcp = struct.pack(">HHIIBBHHH", 40000, 5201, 1000, 1, 0x50, flags, 502, 0, 0)
+        tcp = tcp[:16] + struct.pack(">H", partial(6, 20 + data)) + tcp[18:]
+        gso = 0x01 | (0x80 if flags & 0x80 else 0)  # VIRTIO_NET_HDR_GSO_TCPV4 (| _ECN)
+        reads.append(vnet(1, gso, 54, 1448, 34, 16) + frame(6, tcp + bytes(range(256)) * 
+                                                         (data // 256) + bytes(data % 256), tos))
+    udp = struct.pack(">HHHH", 40000, 4791, 8 + 64, partial(17, 8 + 64)) + bytes(64)
+    reads.append(vnet(1, 0, 0, 0, 34, 6) + frame(17, udp))
+    reads.append(vnet(0, 0, 0, 0, 0, 0) + frame(17, udp[:6] + b"\0\0" + bytes(64)))
+    return reads
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -119,6 +159,10 @@ def main():
             write("roce-wire", "wire-%02d-%02x" % (i, control),
                   bytes([control]) + fcs(p.ljust(60, b"\0")))
         write("roce-wire", "host-%02d" % i, b"\x0D" + p)
+
+    # The emulated NIC's offloads: reads from a host's TAP.
+    for i, r in enumerate(tap_reads()):
+        write("wire-parsers", "tap-%02d" % i, b"\x03" + r)
 
     # Modbus RTU requests a slave receives, responses a master receives, HTTP heads.
     requests = [
