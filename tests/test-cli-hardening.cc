@@ -339,9 +339,11 @@ TEST_F(CliHardening, AVlCountMustBeOneIbaCanEncode)
                         "uint8_t, one of 1, 2, 4, 8, 15"));
     EXPECT_TRUE(Refused(Run("run ib-pair --set ns3::IbSubnetManager::OperationalVls=16"), 2,
                         "one of 1, 2, 4, 8, 15"));
-    EXPECT_EQ(Run("run ib-pair --no-progress --no-plots --param sm=builtin "
-                  "--set ns3::IbSubnetManager::OperationalVls=2")
-                  .status,
+    // The scenario's own vls parameter is what sets the SM's OperationalVLs.
+    EXPECT_TRUE(Refused(Run("run ib-pair --no-progress --no-plots --param sm=builtin "
+                            "--set ns3::IbSubnetManager::OperationalVls=2"),
+                        2, "use --param vls"));
+    EXPECT_EQ(Run("run ib-pair --no-progress --no-plots --param sm=builtin --param vls=2").status,
               0);
     // The port's VLCap is the same field's encoding.
     EXPECT_TRUE(Refused(Run("run ib-pair --set ns3::IbNetDevice::VlCap=3"), 2,
@@ -415,3 +417,24 @@ TEST(HpccFiles, NegativeNumbersAreRefusedNotWrappedAround)
     std::filesystem::remove_all(dir);
 }
 
+TEST_F(CliHardening, AnAttributeTheScenarioSetsItselfIsRefusedWithItsParameter)
+{
+    // roce-fct builds every switch buffer with its kmin/kmax parameters: a --set default of the
+    // same attribute would be overridden without a word, so it is refused, naming the parameter.
+    EXPECT_TRUE(Refused(Run("run roce-fct --set ns3::SharedBufferMmu::KmaxBytes=100000"), 2,
+                        "use --param kmax"));
+    EXPECT_TRUE(Refused(Run("run roce-fct --set SharedBufferMmu::KminBytes=1000"), 2,
+                        "use --param kmin"));
+    // The same from a scenario file: an input error with the file's line.
+    WriteFile(m_dir / "own.scn", "scenario roce-fairness\nset ns3::EthNetDevice::Mtu=9000\n");
+    EXPECT_TRUE(Refused(Run("run own.scn"), 3, "own.scn:2"));
+    EXPECT_TRUE(Refused(Run("run own.scn"), 3, "sets ns3::EthNetDevice::Mtu itself"));
+    // roce-hpcc takes them from its configuration file.
+    EXPECT_TRUE(Refused(Run("run roce-hpcc --set ns3::SharedBufferMmu::Pmax=0.5"), 2,
+                        "the HPCC configuration file"));
+    // Attributes the scenario leaves alone still take effect (the DCQCN preset's G).
+    EXPECT_EQ(Run("run roce-fairness --no-progress --no-plots --param limit=100us "
+                  "--set ns3::RdmaCcDcqcnPaper::G=0.00390625")
+                  .status,
+              0);
+}

@@ -2,6 +2,7 @@
 #include "helpers/scenario/scenario.h"
 
 #include "ns3/simulator.h"
+#include "ns3/type-id.h"
 
 #include <gtest/gtest.h>
 
@@ -303,4 +304,36 @@ TEST(ScenarioRun, TheOutputDirectoryIsCreatedWithItsParents)
         EXPECT_NE(std::string(e.what()).find("plain-file/out"), std::string::npos) << e.what();
     }
     std::filesystem::remove_all(base);
+}
+
+TEST(ScenarioRegistry, EveryAttributeAScenarioSetsItselfExistsWhereItIsDeclared)
+{
+    // ownAttributes are matched against the name CheckAttributeSetting reports (the declaring
+    // class's): an entry naming an inherited or misspelt attribute would never match.
+    size_t entries = 0;
+    for (const ScenarioInfo& info : ScenarioRegistry::All())
+    {
+        for (const ScenarioOwnAttribute& a : info.ownAttributes)
+        {
+            ++entries;
+            const size_t sep = a.attribute.rfind("::");
+            ASSERT_NE(sep, std::string::npos) << a.attribute;
+            TypeId tid;
+            ASSERT_TRUE(TypeId::LookupByNameFailSafe(a.attribute.substr(0, sep), &tid))
+                << info.name << ": " << a.attribute;
+            bool declaredHere = false;
+            for (uint32_t k = 0; k < tid.GetAttributeN(); ++k)
+            {
+                declaredHere |= tid.GetAttribute(k).name == a.attribute.substr(sep + 2);
+            }
+            EXPECT_TRUE(declaredHere) << info.name << ": " << a.attribute;
+            EXPECT_FALSE(a.instead.empty()) << info.name << ": " << a.attribute;
+            EXPECT_NE(ScenarioOwnAttributeProblem(info, a.attribute).find(a.instead),
+                      std::string::npos);
+        }
+    }
+    EXPECT_GT(entries, 50u); // every RoCE, IB and RDMA scenario declares some
+    const ScenarioInfo* fct = ScenarioRegistry::Find("roce-fct");
+    ASSERT_NE(fct, nullptr);
+    EXPECT_EQ(ScenarioOwnAttributeProblem(*fct, "ns3::RdmaCcDcqcnPaper::G"), "");
 }

@@ -304,7 +304,11 @@ RunScenario(const std::string& name,
     for (size_t i = 0; i < settings.size(); ++i)
     {
         const auto& [attr, value] = settings[i];
-        const std::string problem = ns3::CheckAttributeSetting(attr, value, &declared[i]);
+        std::string problem = ns3::CheckAttributeSetting(attr, value, &declared[i]);
+        if (problem.empty())
+        {
+            problem = ns3::ScenarioOwnAttributeProblem(*info, declared[i]);
+        }
         if (!problem.empty())
         {
             Raise(g_parameterError, attr + "=" + value + ": " + problem);

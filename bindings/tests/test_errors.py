@@ -53,6 +53,9 @@ def test_negative_rate():
 def test_attribute_the_run_sets_itself_points_to_the_keyword():
     with pytest.raises(cnuas.ParameterError, match="use kmax= instead"):
         cnuas.Fabric("star:hosts=3", attributes={"ns3::SharedBufferMmu::KmaxBytes": 1000})
+    # A built-in scenario says the same through its own parameter's name.
+    with pytest.raises(cnuas.ParameterError, match="use --param vls"):
+        cnuas.scenario("ib-pair", attributes={"ns3::IbSubnetManager::OperationalVls": 2})
 
 
 def test_errors_found_by_the_scenario_are_parameter_errors():

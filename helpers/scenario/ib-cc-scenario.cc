@@ -347,6 +347,11 @@ RdmaIncastInfo()
                 {"cct-step", "64", "cc=iba: CCT entry i delays i * cct-step ns"}};
     i.pcap = ScenarioPcap::Wire;
     i.run = RunRdmaIncast;
+    ScenarioSetsAttributes(i, {{"ns3::IbCcManager::Threshold", "threshold"},
+                               {"ns3::IbCcManager::CctiTimer", "ccti-timer"},
+                               {"ns3::IbCcManager::CctStep", "cct-step"},
+                               {"ns3::RdmaEngine::CnpInterval", ""},
+                               {"ns3::RdmaEngine::IbBecnByCnp", ""}});
     return i;
 }
 

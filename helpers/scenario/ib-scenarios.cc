@@ -130,6 +130,16 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
     return r;
 }
 
+/// What RunIbTraffic sets from its spec: the SM's OperationalVLs (or the static subnet's), the
+/// sources' payload and destinations.
+void
+IbRunSetsAttributes(ScenarioInfo& i)
+{
+    ScenarioSetsAttributes(i, {{"ns3::IbSubnetManager::OperationalVls", "vls"},
+                               {"ns3::IbPacketSource::PayloadBytes", "payload"},
+                               {"ns3::IbPacketSource::DestinationLid", ""}});
+}
+
 std::vector<ScenarioParam>
 CommonParams(const std::string& topology, const std::string& duration)
 {
@@ -162,6 +172,7 @@ IncastInfo()
     i.run = [](const ScenarioOptions& o) {
         return RunScenario(o, "ib-incast", IbTrafficSpec::Pattern::Incast);
     };
+    IbRunSetsAttributes(i);
     return i;
 }
 
@@ -178,6 +189,7 @@ FatTreeInfo()
     i.run = [](const ScenarioOptions& o) {
         return RunScenario(o, "ib-fat-tree", IbTrafficSpec::Pattern::AllToAll);
     };
+    IbRunSetsAttributes(i);
     return i;
 }
 
@@ -192,6 +204,7 @@ PairInfo()
     i.run = [](const ScenarioOptions& o) {
         return RunScenario(o, "ib-pair", IbTrafficSpec::Pattern::Pair);
     };
+    IbRunSetsAttributes(i);
     return i;
 }
 

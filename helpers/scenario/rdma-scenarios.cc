@@ -114,6 +114,23 @@ CommonParams(const std::string& topology, const std::string& op)
             {"mtu", "4096", "path MTU, bytes (256 .. 4096)"}};
 }
 
+/// What RunRdmaTraffic sets on the applications it makes (helpers/rdma/rdma-traffic-run.cc).
+void
+RdmaRunSetsAttributes(ScenarioInfo& i)
+{
+    ScenarioSetsAttributes(i,
+                           {{"ns3::RdmaMessageGenerator::Operation", "op"},
+                            {"ns3::RdmaMessageGenerator::MessageSize", "size"},
+                            {"ns3::RdmaMessageGenerator::Mode", ""},
+                            {"ns3::RdmaMessageGenerator::InterArrival", "load"},
+                            {"ns3::RdmaMessageGenerator::Outstanding", "outstanding"},
+                            {"ns3::RdmaMessageGenerator::MaxPosted", ""},
+                            {"ns3::RdmaPingPong::Role", ""},
+                            {"ns3::RdmaPingPong::Operation", "op"},
+                            {"ns3::RdmaPingPong::MessageSize", "size"},
+                            {"ns3::RdmaPingPong::Iterations", "iterations"}});
+}
+
 /// After the scenario's own verdict: a run Ctrl-C stopped says so first and exits 130.
 void
 MarkIfInterrupted(ScenarioResult& r, const RdmaTrafficStats& st)
@@ -200,6 +217,7 @@ PingPongInfo()
         MarkIfInterrupted(r, st);
         return r;
     };
+    RdmaRunSetsAttributes(i);
     return i;
 }
 
@@ -253,6 +271,7 @@ IncastInfo()
         MarkIfInterrupted(r, st);
         return r;
     };
+    RdmaRunSetsAttributes(i);
     return i;
 }
 
@@ -315,6 +334,7 @@ FctInfo()
         MarkIfInterrupted(r, st);
         return r;
     };
+    RdmaRunSetsAttributes(i);
     return i;
 }
 

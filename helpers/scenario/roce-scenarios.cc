@@ -875,6 +875,29 @@ RunCollapse(const ScenarioOptions& o)
     return res;
 }
 
+/// What RunRoceFlows sets on every switch buffer, port and NIC from its spec
+/// (helpers/roce/roce-traffic-run.cc): --set of these would be overridden.
+void
+RoceRunSetsAttributes(ScenarioInfo& i,
+                      const std::string& otherwise = "nothing: the scenario fixes it")
+{
+    ScenarioSetsAttributes(i,
+                           {{"ns3::SharedBufferMmu::BufferBytes", "buffer"},
+                            {"ns3::SharedBufferMmu::KminBytes", "kmin"},
+                            {"ns3::SharedBufferMmu::KmaxBytes", "kmax"},
+                            {"ns3::SharedBufferMmu::Pmax", "pmax"},
+                            {"ns3::SharedBufferMmu::EcnMode", "ecn"},
+                            {"ns3::EthNetDevice::PfcEnableMask", "pfc"},
+                            {"ns3::EthNetDevice::DataRate", "rate"},
+                            {"ns3::EthNetDevice::Mtu", ""},
+                            {"ns3::RdmaEngine::AckReqEveryPackets", ""},
+                            {"ns3::RdmaEngine::LossRecovery", "recovery"},
+                            {"ns3::RdmaEngine::RtoHigh", "rto"},
+                            {"ns3::RdmaEngine::RtoLow", "rto-low"},
+                            {"ns3::RdmaEngine::MaxInflightPackets", "inflight-cap"}},
+                           otherwise);
+}
+
 ScenarioInfo
 FairnessInfo()
 {
@@ -897,6 +920,7 @@ FairnessInfo()
     i.params.push_back(kPcapHostsParam);
     i.pcap = ScenarioPcap::Wire;
     i.run = RunFairness;
+    RoceRunSetsAttributes(i);
     return i;
 }
 
@@ -926,6 +950,7 @@ IncastInfo()
     i.params.push_back(kPcapHostsParam);
     i.pcap = ScenarioPcap::Wire;
     i.run = RunIncast;
+    RoceRunSetsAttributes(i);
     return i;
 }
 
@@ -950,6 +975,7 @@ CollapseInfo()
     i.params.push_back(kPcapHostsParam);
     i.pcap = ScenarioPcap::Wire;
     i.run = RunCollapse;
+    RoceRunSetsAttributes(i);
     return i;
 }
 
@@ -1204,6 +1230,7 @@ HpccInfo()
     i.params.push_back(kPcapHostsParam);
     i.pcap = ScenarioPcap::Wire;
     i.run = RunHpcc;
+    RoceRunSetsAttributes(i, "the HPCC configuration file (config-file=)");
     return i;
 }
 
@@ -1479,6 +1506,7 @@ RoceFctInfo()
     i.params.push_back(kPcapHostsParam);
     i.pcap = ScenarioPcap::Wire;
     i.run = RunRoceFct;
+    RoceRunSetsAttributes(i);
     return i;
 }
 

@@ -5,6 +5,7 @@
 #include "helpers/formats/parse-util.h"
 #include "sim-progress.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -327,6 +328,33 @@ CheckScenarioParams(const ScenarioOptions& o, const ScenarioInfo& info)
     }
     message += takes.empty() ? " (it takes no parameters)" : " (it takes: " + takes + ")";
     throw std::invalid_argument(message);
+}
+
+std::string
+ScenarioOwnAttributeProblem(const ScenarioInfo& info, const std::string& declaredName)
+{
+    for (const ScenarioOwnAttribute& a : info.ownAttributes)
+    {
+        if (a.attribute == declaredName)
+        {
+            return "scenario '" + info.name + "' sets " + a.attribute +
+                   " itself, so a default given here would be overridden; use " + a.instead;
+        }
+    }
+    return "";
+}
+
+void
+ScenarioSetsAttributes(ScenarioInfo& info,
+                       const std::vector<std::pair<std::string, std::string>>& fromParams,
+                       const std::string& otherwise)
+{
+    for (const auto& [attribute, param] : fromParams)
+    {
+        const bool has = std::any_of(info.params.begin(), info.params.end(),
+                                     [&](const ScenarioParam& p) { return p.key == param; });
+        info.ownAttributes.push_back({attribute, has ? "--param " + param : otherwise});
+    }
 }
 
 void

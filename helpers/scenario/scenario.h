@@ -105,6 +105,18 @@ enum class ScenarioPcap
 };
 
 /// A registered scenario.
+/**
+ * An ns-3 attribute a scenario sets itself on the objects it builds, from one of its parameters
+ * or to a value of its own. A default given with `--set` (or `set` in a scenario file, or
+ * `attributes=` in Python) would be overridden without a word, so it is refused, naming what to
+ * use instead (ScenarioOwnAttributeProblem).
+ */
+struct ScenarioOwnAttribute
+{
+    std::string attribute; ///< "ns3::Class::Attribute", as TypeId declares it
+    std::string instead;   ///< what sets it: "--param kmax", "the configuration file", ...
+};
+
 struct ScenarioInfo
 {
     std::string name;
@@ -112,7 +124,24 @@ struct ScenarioInfo
     std::vector<ScenarioParam> params;
     std::function<ScenarioResult(const ScenarioOptions&)> run;
     ScenarioPcap pcap = ScenarioPcap::Unstated;
+    std::vector<ScenarioOwnAttribute> ownAttributes;
 };
+
+/**
+ * "" when `declaredName` (the full name CheckAttributeSetting reports, "ns3::Class::Attribute")
+ * may be set as a default for a run of `info`; otherwise why not: the scenario sets it itself,
+ * and what to use instead.
+ */
+std::string ScenarioOwnAttributeProblem(const ScenarioInfo& info, const std::string& declaredName);
+
+/**
+ * Builds the ownAttributes entries of `info` from (attribute, parameter) pairs: "--param P"
+ * when the scenario has that parameter, `otherwise` when it has not (a value it fixes or takes
+ * from elsewhere). Call after info.params is filled.
+ */
+void ScenarioSetsAttributes(ScenarioInfo& info,
+                            const std::vector<std::pair<std::string, std::string>>& fromParams,
+                            const std::string& otherwise = "nothing: the scenario fixes it");
 
 /// Registry of built-in scenarios (scenarios register from static initializers in libcnuas).
 class ScenarioRegistry

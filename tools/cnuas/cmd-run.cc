@@ -474,7 +474,22 @@ Run(const std::vector<std::string>& args)
     settings.insert(settings.end(), req.settings.begin(), req.settings.end());
     for (const ns3::AttributeSetting& s : settings)
     {
-        std::string problem = ns3::ApplyAttributeSetting(s.name, s.value);
+        // A default the scenario itself overrides on the objects it builds would be ignored
+        // without a word: refused, naming the parameter that does the job.
+        std::string problem;
+        if (s.name.find("::") != std::string::npos) // an attribute, not a GlobalValue
+        {
+            std::string declared;
+            problem = ns3::CheckAttributeSetting(s.name, s.value, &declared);
+            if (problem.empty())
+            {
+                problem = ns3::ScenarioOwnAttributeProblem(*info, declared);
+            }
+        }
+        if (problem.empty())
+        {
+            problem = ns3::ApplyAttributeSetting(s.name, s.value);
+        }
         if (!problem.empty())
         {
             // "--set A=V: problem" from the command line, "file.scn:7: set A=V: problem" from a
