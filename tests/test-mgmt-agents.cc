@@ -1222,11 +1222,11 @@ TEST(MgmtAgents, SmInfoGoesToTheSmBehindThePort)
             methodsSeen.push_back(req.Mad().GetMethod());
             if (!alive || req.Mad().GetMethod() != IbMadMethod::Get)
             {
-                return false;
+                return uint16_t(IbMadStatus::UnsupportedMethodAttr);
             }
             resp = req;
             mine.WriteTo(resp.Data());
-            return true;
+            return uint16_t(IbMadStatus::Ok);
         }));
     IbSmp get = l.DrSmp(IbMadMethod::Get, IbSmAttr::SmInfo, 0, kToH1);
     const uint64_t tid = get.Mad().GetTransactionId();

@@ -83,6 +83,14 @@ ServeSa(Ptr<IbSubnetManager> sm, Ptr<IbMadDispatcher> disp, const IbReceivedMad&
     }
 }
 
+/// PortInfo.CapabilityMask.IsSM of the SM's CA port follows whether the SM runs, as the
+/// kernel's follows whether opensm holds issm open.
+void
+FollowSmRunning(Ptr<IbSmaAgent> sma, uint8_t port, Ptr<IbSubnetManager> sm, uint8_t, uint8_t)
+{
+    sma->SetIsSm(port, sm->IsRunning());
+}
+
 /// LID-routed SMPs from the SM's node: out of the SM's CA port, or routed by the switch's LFT.
 bool
 SendLidRouted(Ptr<IbMadDispatcher> disp, uint8_t port, IbSmp smp, uint16_t dlid)
@@ -103,7 +111,7 @@ IbSmHelper::SetSmAttribute(const std::string& name, const AttributeValue& value)
 }
 
 Ptr<IbSubnetManager>
-IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
+IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start, bool autoStart) const
 {
     NodeContainer missing;
     for (uint32_t i = 0; i < fabric.nodes.GetN(); ++i)
@@ -149,7 +157,9 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
         sm->SetGuid(dev->GetPortGuid());
         if (Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(node))
         {
-            sma->SetIsSm(static_cast<uint8_t>(port.Get()), true);
+            sm->TraceConnectWithoutContext(
+                "SmState",
+                MakeBoundCallback(&FollowSmRunning, sma, static_cast<uint8_t>(port.Get()), sm));
         }
     }
     // SMInfo requests reaching this node go to the SM, not the SMA (IBA vol. 1 §14.2.5.13):
@@ -166,7 +176,10 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
     disp->SetManagerHandler(MakeBoundCallback(&DeliverToSm, sm));
     disp->SetGsiHandler(IbMgmtClass::SubnAdm, MakeBoundCallback(&ServeSa, sm, disp));
     node->AggregateObject(sm);
-    Simulator::Schedule(start, &IbSubnetManager::Start, sm);
+    if (autoStart)
+    {
+        Simulator::Schedule(start, &IbSubnetManager::Start, sm);
+    }
     return sm;
 }
 
