@@ -852,9 +852,9 @@ IbSubnetManager::OnSmInfo(Request& req, const IbSmp& smp)
     r.state = st;
     r.path = req.path;
     if (req.purpose == Purpose::LightSmInfo && m_smState == IbSmState::Master &&
-        (st == IbSmState::Master || (st != IbSmState::NotActive && outranks)))
+        (st == IbSmState::Master || (st == IbSmState::Standby && outranks)))
     {
-        m_rediscover = true; // another master, or a higher SM: settle it in a heavy sweep
+        m_rediscover = true; // another master, or a higher standby: settle it in a heavy sweep
     }
 }
 
@@ -872,8 +872,10 @@ IbSubnetManager::GetKnownSms() const
 void
 IbSubnetManager::DecideMastership()
 {
-    // The SM that outranks every other (this one included), and another master if any.
+    // The SM that outranks every other (this one included), the standby that does, and
+    // another master if any.
     const RemoteSm* best = nullptr;
+    const RemoteSm* bestStandby = nullptr;
     const RemoteSm* master = nullptr;
     for (const auto& [guid, r] : m_remoteSms)
     {
@@ -892,6 +894,12 @@ IbSubnetManager::DecideMastership()
         {
             best = &r;
         }
+        if (r.state == IbSmState::Standby &&
+            IbSmOutranks(r.priority, r.guid, bestStandby ? bestStandby->priority : m_priority,
+                         bestStandby ? bestStandby->guid : m_guid))
+        {
+            bestStandby = &r;
+        }
     }
     auto endOfSweep = [this]() {
         m_sweepFinishedTrace(true, static_cast<uint32_t>(m_subnet.NodeCount()),
@@ -909,15 +917,20 @@ IbSubnetManager::DecideMastership()
         RouteAndConfigure();
         return;
     }
-    if (best)
+    if (bestStandby)
     {
-        // A master that finds an SM outranking it hands the mastership over (§14.4.1, Table
-        // 169: SubnSet(SMInfo) HANDOVER); it stands by once the other has answered.
-        NS_LOG_INFO("SM 0x" << std::hex << m_guid << ": handing over to 0x" << best->guid);
+        // A master that finds a standby outranking it hands the mastership over (§14.4.1,
+        // Table 169: SubnSet(SMInfo) HANDOVER); it stands by once the other has answered. A
+        // higher SM still discovering is left to finish: it finds this master, stands by, and
+        // the next light sweep sees it so. (Handed over while discovering, it would go on to
+        // stand by behind this SM's stale MASTER answer, and opensm then waits its polling
+        // timeout, 10 s by 4 retries, before taking over.)
+        NS_LOG_INFO("SM 0x" << std::hex << m_guid << ": handing over to 0x"
+                            << bestStandby->guid);
         endOfSweep();
-        m_handoverTo = best->guid;
+        m_handoverTo = bestStandby->guid;
         SetPhase(IbSweepPhase::Handover);
-        SendSmInfoSet(Purpose::Handover, IbSmInfoControl::Handover, best->path);
+        SendSmInfoSet(Purpose::Handover, IbSmInfoControl::Handover, bestStandby->path);
         Pump();
         return;
     }
