@@ -7,6 +7,7 @@
 #include "models/mgmt/ib-subnet-manager.h"
 #include "models/ib/ib-switch.h"
 
+#include "ns3/simple-ref-count.h"
 #include "ns3/simulator.h"
 
 #include "ns3/string.h"
@@ -83,12 +84,39 @@ ServeSa(Ptr<IbSubnetManager> sm, Ptr<IbMadDispatcher> disp, const IbReceivedMad&
     }
 }
 
-/// PortInfo.CapabilityMask.IsSM of the SM's CA port follows whether the SM runs, as the
-/// kernel's follows whether opensm holds issm open.
-void
-FollowSmRunning(Ptr<IbSmaAgent> sma, uint8_t port, Ptr<IbSubnetManager> sm, uint8_t, uint8_t)
+/// What follows whether an SM runs: its CA port's PortInfo.CapabilityMask.IsSM (as the
+/// kernel's follows whether opensm holds issm open) and its node's SA.
+struct SmNodeWiring : public SimpleRefCount<SmNodeWiring>
 {
-    sma->SetIsSm(port, sm->IsRunning());
+    Ptr<IbSmaAgent> sma; ///< null on a switch
+    uint8_t port = 0;
+    Ptr<IbMadDispatcher> disp;
+    /// Plain pointer: this lives in the SM's own trace source, and a Ptr would keep it alive.
+    IbSubnetManager* sm = nullptr;
+    bool saInstalled = false;
+};
+
+void
+FollowSmRunning(Ptr<SmNodeWiring> w, uint8_t, uint8_t)
+{
+    const bool running = w->sm->IsRunning();
+    if (w->sma)
+    {
+        w->sma->SetIsSm(w->port, running);
+    }
+    // The SA (class 0x03 on QP1) is the SM's while it runs; stopped, it leaves the class to
+    // whoever else serves it on the node (opensm in an emulated host, through the umad service).
+    if (running && !w->saInstalled && w->disp->GetGsiHandler(IbMgmtClass::SubnAdm).IsNull())
+    {
+        w->disp->SetGsiHandler(IbMgmtClass::SubnAdm,
+                               MakeBoundCallback(&ServeSa, Ptr<IbSubnetManager>(w->sm), w->disp));
+        w->saInstalled = true;
+    }
+    else if (!running && w->saInstalled)
+    {
+        w->disp->SetGsiHandler(IbMgmtClass::SubnAdm, IbMadDispatcher::MadHandler());
+        w->saInstalled = false;
+    }
 }
 
 /// LID-routed SMPs from the SM's node: out of the SM's CA port, or routed by the switch's LFT.
@@ -143,6 +171,9 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start, bool aut
     NS_ABORT_MSG_IF(!disp, "IbSmHelper: node " << node->GetId() << " has no InfiniBand port");
     NS_ABORT_MSG_IF(GetSm(node), "IbSmHelper: node " << node->GetId() << " already has an SM");
     Ptr<IbSubnetManager> sm = m_factory.Create<IbSubnetManager>();
+    Ptr<SmNodeWiring> wiring = Create<SmNodeWiring>();
+    wiring->disp = disp;
+    wiring->sm = PeekPointer(sm);
     if (Ptr<IbSwitch> sw = node->GetObject<IbSwitch>())
     {
         sm->SetGuid(sw->GetNodeGuid());
@@ -155,12 +186,8 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start, bool aut
         NS_ABORT_MSG_IF(!dev, "IbSmHelper: node " << node->GetId() << " has no port "
                                                   << port.Get());
         sm->SetGuid(dev->GetPortGuid());
-        if (Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(node))
-        {
-            sm->TraceConnectWithoutContext(
-                "SmState",
-                MakeBoundCallback(&FollowSmRunning, sma, static_cast<uint8_t>(port.Get()), sm));
-        }
+        wiring->sma = IbMgmtHelper::GetSma(node);
+        wiring->port = static_cast<uint8_t>(port.Get());
     }
     // SMInfo requests reaching this node go to the SM, not the SMA (IBA vol. 1 §14.2.5.13):
     // that is how other SMs find it and how a standby polls it.
@@ -174,7 +201,7 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start, bool aut
     const uint8_t from = node->GetObject<IbSwitch>() ? 0 : static_cast<uint8_t>(smPort.Get());
     sm->SetLidRoutedSender(MakeBoundCallback(&SendLidRouted, disp, from));
     disp->SetManagerHandler(MakeBoundCallback(&DeliverToSm, sm));
-    disp->SetGsiHandler(IbMgmtClass::SubnAdm, MakeBoundCallback(&ServeSa, sm, disp));
+    sm->TraceConnectWithoutContext("SmState", MakeBoundCallback(&FollowSmRunning, wiring));
     node->AggregateObject(sm);
     if (autoStart)
     {

@@ -36,8 +36,8 @@ IbSmSubnet IbSmSubnetFromTopology(const Topology& topology);
  * SetSmAttribute) on the given node, aggregated to it, and wires it to that node's SMI: its SMPs
  * leave through IbMadDispatcher::SendDirectedSmp and the node's SMP responses and traps come
  * back to it. On a channel adapter the SMA's PortInfo.CapabilityMask has IsSM on the SM's
- * port while the SM runs, so that other SMs find it. The SM's node also answers SA queries (QP1,
- * class 0x03) from it. The SM starts at `start` (give ports their TrainingTime), unless
+ * port while the SM runs, so that other SMs find it. While the SM runs its node also answers SA
+ * queries (QP1, class 0x03) from it, if nothing else serves that class there. The SM starts at `start` (give ports their TrainingTime), unless
  * `autoStart` is false: then it waits, stopped, for IbSubnetManager::Start (an SM started at
  * run time, `cnuas sm start`).
  *

@@ -2395,7 +2395,18 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
     if (live && live->contains("sm") && !(*live)["sm"].is_null())
     {
         const auto& sm = (*live)["sm"];
-        if (!sm.value("running", false))
+        bool processSm = false;
+        for (const auto& h : hosts)
+        {
+            processSm = processSm || (h.contains("umad") && h["umad"].value("is_sm", false));
+        }
+        if (!sm.value("running", false) && !processSm)
+        {
+            std::printf("  subnet manager: none: ports stay Initializing, LID 0 (the built-in "
+                        "one on %s is stopped; cnuas sm start runs it)\n",
+                        sm.value("node", "").c_str());
+        }
+        else if (!sm.value("running", false))
         {
             std::printf("  built-in subnet manager on %s: stopped (cnuas sm start runs it)\n",
                         sm.value("node", "").c_str());
