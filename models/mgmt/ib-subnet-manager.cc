@@ -88,6 +88,13 @@ IbSubnetManager::GetTypeId()
                           TimeValue(MicroSeconds(100)),
                           MakeTimeAccessor(&IbSubnetManager::m_smpTimeout),
                           MakeTimeChecker(PicoSeconds(1)))
+            .AddAttribute("SmInfoTimeout",
+                          "How long the SM waits for another SM's answer to an SMInfo Get or "
+                          "Set before sending it again (simulated time); another SM may be a "
+                          "process on a host (opensm's own transaction timeout is 200 ms).",
+                          TimeValue(MicroSeconds(100)),
+                          MakeTimeAccessor(&IbSubnetManager::m_smInfoTimeout),
+                          MakeTimeChecker(PicoSeconds(1)))
             .AddAttribute("SmpRetries",
                           "Retransmissions of an unanswered SMP before it counts as failed.",
                           UintegerValue(3),
@@ -320,7 +327,11 @@ IbSubnetManager::Transmit(uint64_t tid)
     {
         NS_LOG_LOGIC("SMP " << tid << " refused by the node; will time out and retry");
     }
-    r.timer = Simulator::Schedule(m_smpTimeout, &IbSubnetManager::Timeout, this, tid);
+    // SMInfo is answered by another SM, which may be a process behind a host's umad interface
+    // rather than an agent in an adapter: it gets its own, usually longer, timeout.
+    const bool toAnSm = r.smp.Mad().GetAttributeId() == IbSmAttr::SmInfo;
+    r.timer = Simulator::Schedule(toAnSm ? m_smInfoTimeout : m_smpTimeout,
+                                  &IbSubnetManager::Timeout, this, tid);
 }
 
 void
@@ -872,8 +883,8 @@ IbSubnetManager::GetKnownSms() const
 void
 IbSubnetManager::DecideMastership()
 {
-    // The SM that outranks every other (this one included), the standby that does, and
-    // another master if any.
+    // The SM that outranks every other (this one included), the standby or master that does
+    // (a master can be handed over to; one still discovering cannot), and another master.
     const RemoteSm* best = nullptr;
     const RemoteSm* bestStandby = nullptr;
     const RemoteSm* master = nullptr;
@@ -894,7 +905,7 @@ IbSubnetManager::DecideMastership()
         {
             best = &r;
         }
-        if (r.state == IbSmState::Standby &&
+        if ((r.state == IbSmState::Standby || r.state == IbSmState::Master) &&
             IbSmOutranks(r.priority, r.guid, bestStandby ? bestStandby->priority : m_priority,
                          bestStandby ? bestStandby->guid : m_guid))
         {
@@ -919,8 +930,9 @@ IbSubnetManager::DecideMastership()
     }
     if (bestStandby)
     {
-        // A master that finds a standby outranking it hands the mastership over (§14.4.1,
-        // Table 169: SubnSet(SMInfo) HANDOVER); it stands by once the other has answered. A
+        // A master that finds a standby (or another master, when two subnets merge) outranking
+        // it hands the mastership over (§14.4.1, Table 169: SubnSet(SMInfo) HANDOVER); it
+        // stands by once the other has answered. A
         // higher SM still discovering is left to finish: it finds this master, stands by, and
         // the next light sweep sees it so. (Handed over while discovering, it would go on to
         // stand by behind this SM's stale MASTER answer, and opensm then waits its polling
@@ -936,9 +948,9 @@ IbSubnetManager::DecideMastership()
     }
     if (master)
     {
-        // Another master that this one outranks: it must hand over (its own sweep finds this
-        // SM). Until it has, this SM configures nothing, or the two would fight; it looks again
-        // after SweepInterval.
+        // Another master, which this one outranks (else it was handed over to above): it must
+        // hand over (its own sweep finds this SM). Until it has, this SM configures nothing, or
+        // the two would fight; it looks again after SweepInterval.
         NS_LOG_INFO("SM 0x" << std::hex << m_guid << ": waiting for 0x" << master->guid
                             << " to hand over");
         endOfSweep();

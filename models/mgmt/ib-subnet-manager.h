@@ -262,6 +262,7 @@ class IbSubnetManager : public Object
     uint8_t m_priority = 0;
     Time m_sweepInterval;
     Time m_smpTimeout;
+    Time m_smInfoTimeout;
     uint32_t m_smpRetries = 3;
     uint32_t m_maxOutstanding = 16;
     int m_algorithm = static_cast<int>(IbRoutingAlgorithm::UpDown); ///< an IbRoutingAlgorithm

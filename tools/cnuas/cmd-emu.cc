@@ -1060,10 +1060,22 @@ BuildIbHosts(Daemon& d)
         // Down to change them, and a switch port that carries data refuses a change,
         // §14.2.5.6). Unless the user chose a value with --set.
         bool userVls = false;
+        bool userSmInfoTimeout = false;
         for (const auto& setting : d.opt.settings)
         {
             userVls = userVls || setting.name.find("IbSubnetManager::OperationalVls") !=
                                      std::string::npos;
+            userSmInfoTimeout = userSmInfoTimeout ||
+                                setting.name.find("IbSubnetManager::SmInfoTimeout") !=
+                                    std::string::npos;
+        }
+        if (!userSmInfoTimeout)
+        {
+            // Another SM here is a process (opensm) whose answers cross the host's umad
+            // interface and the process's scheduling: give it opensm's own transaction timeout,
+            // 200 ms of wall time, not the 100 us an adapter's agent needs.
+            smh.SetSmAttribute("SmInfoTimeout",
+                               ns3::TimeValue(ns3::Seconds(0.2 / d.opt.dilation)));
         }
         if (!userVls)
         {
