@@ -682,6 +682,53 @@ TEST_F(EmuUmad, TheBuiltInSmStartedBesideOpensmStandsByAndTakesOverWhenItDies)
     EXPECT_EQ(off.exit, 0) << off.out;
 }
 
+TEST_F(EmuUmad, TheBuiltInSmStartedWithAHigherPriorityIsHandedTheMastershipByOpensm)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm";
+    }
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    StartOpensm("h1", "-p 5");
+    OpensmLogUntil("SUBNET UP", 90);
+    std::map<std::string, std::string> lids;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "State: Active");
+        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        lids[h] = Field(out, "Base lid");
+    }
+    // The built-in SM outranks opensm: opensm hears of it (Trap 144 from h0's SMA) and hands
+    // over to it, still discovering (opensm does that), and stands by itself; the built-in SM
+    // counts the master that handed over as standing by, and sweeps as master. No ACKNOWLEDGE
+    // from a discovering SM, and nothing opensm calls illegal.
+    ShResult start = Sh(Cnuas("sm start --priority 9 --name " + m_name));
+    ASSERT_EQ(start.exit, 0) << start.out;
+    const nlohmann::json master = SmUntil([](const nlohmann::json& s) {
+        return s.value("state", "") == "MASTER" && s.value("phase", "") == "up" &&
+               OtherSm(s, "h1").value("state", "") == "STANDBY";
+    });
+    EXPECT_EQ(master.value("state", ""), "MASTER") << master.dump();
+    EXPECT_EQ(master.value("handovers_received", 0), 1) << master.dump();
+    const std::string text = OpensmLogUntil("Entering STANDBY state", 10);
+    EXPECT_EQ(text.find("ERR 3207"), std::string::npos) << text;
+    EXPECT_EQ(text.find("ERR 2F0"), std::string::npos) << text; // SMInfo Set refusals
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "SM lid: " + lids["h0"] + "\n");
+        EXPECT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        EXPECT_EQ(Field(out, "Base lid"), lids[h]) << h;
+        EXPECT_EQ(Field(out, "SM lid"), lids["h0"]) << h << ": " << out;
+    }
+    ShResult si = Exec("h2", "sminfo");
+    EXPECT_NE(si.out.find("priority 9 state 3 SMINFO_MASTER"), std::string::npos) << si.out;
+    TcpTransfer("h1", "h2", "10.0.0.3", 5004, 300000);
+    const int pid = OpensmPid();
+    ASSERT_GT(pid, 0);
+    kill(pid, SIGTERM);
+}
+
 TEST_F(EmuUmad, OpensmAndIbnetdiscoverOnAK4FatTree)
 {
     if (access("/usr/sbin/opensm", X_OK) != 0)

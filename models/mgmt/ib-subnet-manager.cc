@@ -269,6 +269,7 @@ IbSubnetManager::Stop()
     m_masterPath.clear();
     m_masterGuid = 0;
     m_handoverTo = 0;
+    m_handedOverBy = 0;
     SetSmState(IbSmState::NotActive);
     SetPhase(IbSweepPhase::Idle);
 }
@@ -888,6 +889,14 @@ IbSubnetManager::DecideMastership()
     const RemoteSm* best = nullptr;
     const RemoteSm* bestStandby = nullptr;
     const RemoteSm* master = nullptr;
+    // A master that handed this SM the mastership while it was discovering stands by now,
+    // whatever it answered this sweep before that.
+    if (auto it = m_remoteSms.find(m_handedOverBy);
+        it != m_remoteSms.end() && it->second.state == IbSmState::Master)
+    {
+        it->second.state = IbSmState::Standby;
+    }
+    m_handedOverBy = 0;
     for (const auto& [guid, r] : m_remoteSms)
     {
         if (r.state == IbSmState::NotActive)
@@ -942,7 +951,8 @@ IbSubnetManager::DecideMastership()
         endOfSweep();
         m_handoverTo = bestStandby->guid;
         SetPhase(IbSweepPhase::Handover);
-        SendSmInfoSet(Purpose::Handover, IbSmInfoControl::Handover, bestStandby->path);
+        SendSmInfoSet(Purpose::Handover, IbSmInfoControl::Handover, bestStandby->path,
+                      OwnSmInfo(true));
         Pump();
         return;
     }
@@ -989,12 +999,13 @@ IbSubnetManager::OwnSmInfo(bool withKey) const
 void
 IbSubnetManager::SendSmInfoSet(Purpose purpose,
                                IbSmInfoControl control,
-                               const std::vector<uint8_t>& path)
+                               const std::vector<uint8_t>& path,
+                               const IbSmInfo& own)
 {
     // The sender's own SMInfo, SM_Key included: the receiver checks the key and the sender's
     // state (HANDOVER from a master, ACKNOWLEDGE from a standby).
     uint8_t data[IbSmp::kDataBytes];
-    OwnSmInfo(true).WriteTo(data);
+    own.WriteTo(data);
     Enqueue(purpose, IbMadMethod::Set, IbSmAttr::SmInfo, static_cast<uint32_t>(control), path, -1,
             0, data);
 }
@@ -1328,21 +1339,41 @@ IbSubnetManager::ActOnSmInfoSet(IbSmInfoControl control, uint64_t senderGuid)
         m_handoversReceived++;
         if (m_smState == IbSmState::Standby)
         {
-            // Table 169: a standby given the mastership acknowledges it (still as a standby,
-            // as the old master expects) and becomes the master, which starts with a heavy
-            // sweep and takes over the configuration.
+            // Table 169: a standby given the mastership acknowledges it, with its SMInfo as the
+            // standby that took it (opensm accepts ACKNOWLEDGE only from a standby), and becomes
+            // the master, which starts with a heavy sweep and takes over the configuration.
+            // The ACKNOWLEDGE leaves SmInfoTimeout / 2 after the HANDOVER's answer: opensm
+            // stands by only once its HANDOVER is on its way, and refuses an ACKNOWLEDGE that
+            // overtakes that (ERR 3207, status 7).
             if (senderGuid == m_masterGuid && !m_masterPath.empty())
             {
-                SendSmInfoSet(Purpose::Acknowledge, IbSmInfoControl::Acknowledge, m_masterPath);
-                m_acknowledgesSent++;
+                const IbSmInfo asStandby = OwnSmInfo(true);
+                const std::vector<uint8_t> path = m_masterPath;
+                Simulator::Schedule(m_smInfoTimeout / 2, [this, asStandby, path]() {
+                    if (!m_running)
+                    {
+                        return;
+                    }
+                    SendSmInfoSet(Purpose::Acknowledge, IbSmInfoControl::Acknowledge, path,
+                                  asStandby);
+                    m_acknowledgesSent++;
+                    Pump();
+                });
             }
             m_sweepTimer.Cancel();
             SetSmState(IbSmState::Master);
             StartHeavySweep();
             return;
         }
-        // A discovering SM is sweeping already and will find the old master standing by; a
-        // master handed a second mastership sweeps to settle it.
+        // A discovering SM is sweeping already; the old master stands by now, whatever it has
+        // answered this sweep (DecideMastership). opensm hands over to an SM it found
+        // discovering. No ACKNOWLEDGE: it would say DISCOVERING, and opensm takes one only from
+        // a standby. A master handed a second mastership sweeps to settle it.
+        if (m_smState == IbSmState::Discovering)
+        {
+            m_handedOverBy = senderGuid;
+            return;
+        }
         m_rediscover = true;
         if (m_smState == IbSmState::Master &&
             (m_phase == IbSweepPhase::Up || m_phase == IbSweepPhase::Idle))

@@ -241,8 +241,11 @@ class IbSubnetManager : public Object
     void BecomeStandby(uint64_t guid, const std::vector<uint8_t>& path);
     /// This SM's SMInfo as it answers and sends it (`withKey`: the SM_Key filled in).
     IbSmInfo OwnSmInfo(bool withKey) const;
-    /// Queues a SubnSet(SMInfo) with `control` and this SM's SMInfo (key included).
-    void SendSmInfoSet(Purpose purpose, IbSmInfoControl control, const std::vector<uint8_t>& path);
+    /// Queues a SubnSet(SMInfo) with `control` and `own` (this SM's SMInfo, key included).
+    void SendSmInfoSet(Purpose purpose,
+                       IbSmInfoControl control,
+                       const std::vector<uint8_t>& path,
+                       const IbSmInfo& own);
     /// Acts on a SubnSet(SMInfo) already answered Ok (an event, after the answer left).
     void ActOnSmInfoSet(IbSmInfoControl control, uint64_t senderGuid);
     void Explore(int32_t node, uint8_t port);
@@ -304,6 +307,7 @@ class IbSubnetManager : public Object
     std::vector<uint8_t> m_masterPath;
     uint64_t m_masterGuid = 0;
     uint64_t m_handoverTo = 0; ///< the SM a HANDOVER is outstanding to
+    uint64_t m_handedOverBy = 0; ///< the master that handed over during this discovery
     uint32_t m_failedPolls = 0;
     uint32_t m_actCount = 0;
     uint64_t m_handoversSent = 0;
