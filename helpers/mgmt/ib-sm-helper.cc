@@ -86,12 +86,14 @@ ServeSa(Ptr<IbSubnetManager> sm, Ptr<IbMadDispatcher> disp, const IbReceivedMad&
 
 /// What follows whether an SM runs: its CA port's PortInfo.CapabilityMask.IsSM (as the
 /// kernel's follows whether opensm holds issm open) and its node's SA.
+/// Plain pointers only: this lives in the SM's own trace source, and the SM, its node's SMA and
+/// dispatcher are aggregated to one node; a Ptr to any of them here would keep the whole
+/// aggregate alive (an ns-3 aggregate is freed only when none of its objects is referenced).
 struct SmNodeWiring : public SimpleRefCount<SmNodeWiring>
 {
-    Ptr<IbSmaAgent> sma; ///< null on a switch
+    IbSmaAgent* sma = nullptr; ///< null on a switch
     uint8_t port = 0;
-    Ptr<IbMadDispatcher> disp;
-    /// Plain pointer: this lives in the SM's own trace source, and a Ptr would keep it alive.
+    IbMadDispatcher* disp = nullptr;
     IbSubnetManager* sm = nullptr;
     bool saInstalled = false;
 };
@@ -109,7 +111,8 @@ FollowSmRunning(Ptr<SmNodeWiring> w, uint8_t, uint8_t)
     if (running && !w->saInstalled && w->disp->GetGsiHandler(IbMgmtClass::SubnAdm).IsNull())
     {
         w->disp->SetGsiHandler(IbMgmtClass::SubnAdm,
-                               MakeBoundCallback(&ServeSa, Ptr<IbSubnetManager>(w->sm), w->disp));
+                               MakeBoundCallback(&ServeSa, Ptr<IbSubnetManager>(w->sm),
+                                                 Ptr<IbMadDispatcher>(w->disp)));
         w->saInstalled = true;
     }
     else if (!running && w->saInstalled)
@@ -172,7 +175,7 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start, bool aut
     NS_ABORT_MSG_IF(GetSm(node), "IbSmHelper: node " << node->GetId() << " already has an SM");
     Ptr<IbSubnetManager> sm = m_factory.Create<IbSubnetManager>();
     Ptr<SmNodeWiring> wiring = Create<SmNodeWiring>();
-    wiring->disp = disp;
+    wiring->disp = PeekPointer(disp);
     wiring->sm = PeekPointer(sm);
     if (Ptr<IbSwitch> sw = node->GetObject<IbSwitch>())
     {
@@ -186,7 +189,7 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start, bool aut
         NS_ABORT_MSG_IF(!dev, "IbSmHelper: node " << node->GetId() << " has no port "
                                                   << port.Get());
         sm->SetGuid(dev->GetPortGuid());
-        wiring->sma = IbMgmtHelper::GetSma(node);
+        wiring->sma = PeekPointer(IbMgmtHelper::GetSma(node));
         wiring->port = static_cast<uint8_t>(port.Get());
     }
     // SMInfo requests reaching this node go to the SM, not the SMA (IBA vol. 1 §14.2.5.13):
