@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <functional>
 #include <map>
 #include <regex>
 
@@ -43,17 +44,30 @@ class EmuUmad : public EmuFixture
     /// On failure the test is told opensm's own output and how far the daemon lagged.
     std::string StartOpensmUntilSubnetUp(const std::string& host, double seconds)
     {
+        StartOpensm(host, "");
+        return OpensmLogUntil("SUBNET UP", seconds);
+    }
+
+    /// Starts Debian's opensm in `host` with `args` (e.g. "-p 5", its priority), its cache and
+    /// log in the test's directory and its pid in opensm.pid.
+    void StartOpensm(const std::string& host, const std::string& args)
+    {
         const std::string log = (m_dir / "opensm.log").string();
         const std::string pid = (m_dir / "opensm.pid").string();
         ExecBackground(host,
                        "env OSM_CACHE_DIR=" + m_dir.string() + " sh -c 'echo $$ > " + pid +
-                           "; exec timeout 300 opensm -d2 -f " + log + "'",
+                           "; exec timeout 300 opensm -d2 " + args + " -f " + log + "'",
                        "opensm.out");
+    }
+
+    /// opensm's log once it contains `what` (or after `seconds`, with a test failure).
+    std::string OpensmLogUntil(const std::string& what, double seconds)
+    {
+        const std::string log = (m_dir / "opensm.log").string();
         const auto end = std::chrono::steady_clock::now() +
                          std::chrono::milliseconds(static_cast<int>(seconds * 1000));
         std::string text;
-        while (text.find("SUBNET UP") == std::string::npos &&
-               std::chrono::steady_clock::now() < end)
+        while (text.find(what) == std::string::npos && std::chrono::steady_clock::now() < end)
         {
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
             std::ifstream in(log);
@@ -61,14 +75,55 @@ class EmuUmad : public EmuFixture
             ss << in.rdbuf();
             text = ss.str();
         }
-        if (text.find("SUBNET UP") == std::string::npos)
+        if (text.find(what) == std::string::npos)
         {
-            ADD_FAILURE() << "opensm did not reach SUBNET UP in " << seconds << " s\nlog:\n"
+            ADD_FAILURE() << "opensm's log did not say " << what << " in " << seconds
+                          << " s\nlog:\n"
                           << text.substr(0, 6000) << "\nopensm's output:\n"
                           << WaitForLines("opensm.out", 1, 0.1) << "\nthe daemon: "
                           << Status().dump().substr(0, 3000);
         }
         return text;
+    }
+
+    /// The pid opensm.pid holds (0 if none).
+    int OpensmPid() const
+    {
+        std::ifstream in(m_dir / "opensm.pid");
+        int pid = 0;
+        in >> pid;
+        return pid;
+    }
+
+    /// The daemon's view of the built-in SM (status --json), polled until `pred` holds or
+    /// `seconds` pass; returns the last one.
+    nlohmann::json SmUntil(const std::function<bool(const nlohmann::json&)>& pred,
+                           double seconds = 30)
+    {
+        const auto end = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+        nlohmann::json sm;
+        while (std::chrono::steady_clock::now() < end)
+        {
+            const nlohmann::json st = Status();
+            sm = st.contains("live") && st["live"].contains("sm") && st["live"]["sm"].is_object()
+                     ? st["live"]["sm"]
+                     : nlohmann::json::object();
+            if (pred(sm))
+            {
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        return sm;
+    }
+
+    /// Refusals every SMA of the fabric answered, by MAD status ("0x001c": InvalidField).
+    nlohmann::json SmaRefusals()
+    {
+        const nlohmann::json st = Status();
+        return st.contains("live") ? st["live"].value("sma_refusals", nlohmann::json::object())
+                                   : nlohmann::json::object();
     }
 
     /// Runs `ibstat` in `host` until its output matches `re` (or `seconds` pass); returns the
@@ -427,6 +482,251 @@ TEST_F(EmuUmad, OpensmBringsTheFabricUpAndVerbsRunOverItsRoutes)
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     EXPECT_EQ(CapMask(after) & 0x2, 0u) << after;
+}
+
+// ---- the built-in SM beside opensm (issue 14's third point) ---------------------------------
+// The built-in SM runs on h0, opensm on h1; h2 is across the second switch. They find each other
+// through PortInfo.CapabilityMask.IsSM and SMInfo (IBA vol. 1 §14.4.1), share opensm's default
+// SM_Key (1), and the priorities decide.
+
+/// A known SM in the built-in SM's status (its "other_sms") on `node`, or an empty object.
+nlohmann::json
+OtherSm(const nlohmann::json& sm, const std::string& node)
+{
+    for (const auto& o : sm.value("other_sms", nlohmann::json::array()))
+    {
+        if (o.value("node", "") == node)
+        {
+            return o;
+        }
+    }
+    return nlohmann::json::object();
+}
+
+TEST_F(EmuUmad, OpensmWithALowerPriorityStandsByBesideTheBuiltInMaster)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm";
+    }
+    ShResult up =
+        Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm builtin --sm-priority 5");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    std::map<std::string, std::string> lids;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "State: Active");
+        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        lids[h] = Field(out, "Base lid");
+    }
+    const nlohmann::json refusedBefore = SmaRefusals();
+
+    StartOpensm("h1", "-p 2");
+    const std::string text = OpensmLogUntil("Entering STANDBY state", 90);
+    EXPECT_EQ(text.find("Entering MASTER state"), std::string::npos) << text;
+    EXPECT_EQ(text.find("doesn't match our local sm_key"), std::string::npos) << text;
+    // The built-in SM heard of it (Trap 144 when opensm opened issm, then its SMInfo).
+    const nlohmann::json sm = SmUntil([](const nlohmann::json& s) {
+        const nlohmann::json o = OtherSm(s, "h1");
+        return o.value("state", "") == "STANDBY";
+    });
+    EXPECT_EQ(sm.value("state", ""), "MASTER") << sm.dump();
+    EXPECT_EQ(OtherSm(sm, "h1").value("priority", -1), 2) << sm.dump();
+    EXPECT_EQ(sm.value("handovers_sent", 1), 0) << sm.dump();
+    // A host asking for the master's SMInfo finds the built-in SM.
+    ShResult si = Exec("h2", "sminfo");
+    EXPECT_NE(si.out.find("sm lid " + lids["h0"] + " "), std::string::npos) << si.out;
+    EXPECT_NE(si.out.find("priority 5 state 3 SMINFO_MASTER"), std::string::npos) << si.out;
+    // Nobody configured the ports a second time: no Set refused, LIDs and SM LID as they were.
+    EXPECT_EQ(SmaRefusals().value("0x001c", 0), refusedBefore.value("0x001c", 0))
+        << SmaRefusals().dump();
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = Exec(h, "ibstat").out;
+        EXPECT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        EXPECT_EQ(Field(out, "Base lid"), lids[h]) << h;
+        EXPECT_EQ(Field(out, "SM lid"), lids["h0"]) << h;
+    }
+    TcpTransfer("h0", "h2", "10.0.0.3", 5001, 300000); // IPoIB across both switches
+    const int pid = OpensmPid();
+    ASSERT_GT(pid, 0);
+    kill(pid, SIGTERM);
+}
+
+TEST_F(EmuUmad, OpensmWithAHigherPriorityIsHandedTheMastership)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm";
+    }
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm builtin");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    std::map<std::string, std::string> lids;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "State: Active");
+        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        lids[h] = Field(out, "Base lid");
+    }
+
+    StartOpensm("h1", "-p 10");
+    // The built-in master (priority 0) hands over: SubnSet(SMInfo) HANDOVER to opensm, which
+    // becomes master and sweeps the subnet up; the built-in SM stands by and polls it.
+    const std::string text = OpensmLogUntil("SUBNET UP", 90);
+    EXPECT_NE(text.find("Entering MASTER state"), std::string::npos) << text;
+    // (Its view of opensm's state comes from its next poll.)
+    const nlohmann::json sm = SmUntil([](const nlohmann::json& s) {
+        return s.value("state", "") == "STANDBY" &&
+               OtherSm(s, "h1").value("state", "") == "MASTER";
+    });
+    EXPECT_EQ(sm.value("state", ""), "STANDBY") << sm.dump();
+    EXPECT_GE(sm.value("handovers_sent", 0), 1) << sm.dump();
+    EXPECT_EQ(OtherSm(sm, "h1").value("state", ""), "MASTER") << sm.dump();
+    // Every host Active, with the LID it had (opensm keeps valid LIDs) and opensm's LID as its
+    // SM LID.
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "SM lid: " + lids["h1"] + "\n");
+        EXPECT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        EXPECT_EQ(Field(out, "Base lid"), lids[h]) << h;
+        EXPECT_EQ(Field(out, "SM lid"), lids["h1"]) << h << ": " << out;
+    }
+    ShResult si = Exec("h2", "sminfo");
+    EXPECT_NE(si.out.find("priority 10 state 3 SMINFO_MASTER"), std::string::npos) << si.out;
+    // opensm found the links configured as it would have (the built-in SM enables as many VLs
+    // as opensm does): none of its PortInfo Sets was refused.
+    EXPECT_EQ(SmaRefusals().value("0x001c", 0), 0) << SmaRefusals().dump();
+    EXPECT_EQ(text.find("ERR 0F10"), std::string::npos) << text;
+    TcpTransfer("h2", "h0", "10.0.0.1", 5002, 300000);
+    // The standby keeps polling a live master and stays standby.
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    EXPECT_EQ(SmUntil([](const nlohmann::json&) { return true; }).value("state", ""), "STANDBY");
+    const int pid = OpensmPid();
+    ASSERT_GT(pid, 0);
+    kill(pid, SIGTERM);
+}
+
+TEST_F(EmuUmad, TheBuiltInSmStartedBesideOpensmStandsByAndTakesOverWhenItDies)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm";
+    }
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    StartOpensm("h1", "-p 5");
+    OpensmLogUntil("SUBNET UP", 90);
+    std::map<std::string, std::string> lids;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "State: Active");
+        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        lids[h] = Field(out, "Base lid");
+    }
+    // Stopped until started: status says so, and stopping it again is refused.
+    EXPECT_FALSE(SmUntil([](const nlohmann::json&) { return true; }).value("running", true));
+    ShResult stop = Sh(Cnuas("sm stop --name " + m_name));
+    EXPECT_EQ(stop.exit, 1) << stop.out;
+    ShResult bad = Sh(Cnuas("sm start --priority 16 --name " + m_name));
+    EXPECT_EQ(bad.exit, 2) << bad.out;
+
+    // Started at run time with a lower priority: it discovers, finds opensm master and stands
+    // by without a single Set (LIDs and SM LID stay opensm's).
+    ShResult start = Sh(Cnuas("sm start --priority 1 --name " + m_name));
+    ASSERT_EQ(start.exit, 0) << start.out;
+    EXPECT_NE(start.out.find("priority 1"), std::string::npos) << start.out;
+    ShResult again = Sh(Cnuas("sm start --name " + m_name));
+    EXPECT_EQ(again.exit, 1) << again.out;
+    const nlohmann::json standby = SmUntil([](const nlohmann::json& s) {
+        return s.value("state", "") == "STANDBY";
+    });
+    ASSERT_EQ(standby.value("state", ""), "STANDBY") << standby.dump();
+    EXPECT_EQ(OtherSm(standby, "h1").value("state", ""), "MASTER") << standby.dump();
+    EXPECT_EQ(OtherSm(standby, "h1").value("priority", -1), 5) << standby.dump();
+    ShResult status = Sh(Cnuas("status"));
+    EXPECT_NE(status.out.find("STANDBY, priority 1"), std::string::npos) << status.out;
+    EXPECT_NE(status.out.find("on h1: MASTER, priority 5"), std::string::npos) << status.out;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    for (const std::string h : {"h0", "h2"})
+    {
+        const std::string out = Exec(h, "ibstat").out;
+        EXPECT_EQ(Field(out, "Base lid"), lids[h]) << h;
+        EXPECT_EQ(Field(out, "SM lid"), lids["h1"]) << h << ": " << out;
+    }
+    const std::string log = OpensmLogUntil("SUBNET UP", 1);
+    EXPECT_EQ(log.find("Entering STANDBY state"), std::string::npos) << log;
+
+    // opensm dies (only the process this test started): the standby's polls go unanswered and
+    // after MasterPollRetries of them it takes over, keeps every LID and brings every port
+    // back under its SM LID.
+    const int pid = OpensmPid();
+    ASSERT_GT(pid, 0);
+    const auto killedAt = std::chrono::steady_clock::now();
+    ASSERT_EQ(kill(pid, SIGTERM), 0);
+    const nlohmann::json master = SmUntil([](const nlohmann::json& s) {
+        return s.value("state", "") == "MASTER" && s.value("phase", "") == "up";
+    });
+    ASSERT_EQ(master.value("state", ""), "MASTER") << master.dump();
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - killedAt).count();
+    RecordProperty("takeover_wall_seconds", std::to_string(took));
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "SM lid: " + lids["h0"] + "\n");
+        EXPECT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        EXPECT_EQ(Field(out, "Base lid"), lids[h]) << h;
+        EXPECT_EQ(Field(out, "SM lid"), lids["h0"]) << h << ": " << out;
+    }
+    TcpTransfer("h2", "h1", "10.0.0.2", 5003, 300000);
+    ShResult off = Sh(Cnuas("sm stop --name " + m_name));
+    EXPECT_EQ(off.exit, 0) << off.out;
+}
+
+TEST_F(EmuUmad, TheBuiltInSmStartedWithAHigherPriorityIsHandedTheMastershipByOpensm)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm";
+    }
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    StartOpensm("h1", "-p 5");
+    OpensmLogUntil("SUBNET UP", 90);
+    std::map<std::string, std::string> lids;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "State: Active");
+        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        lids[h] = Field(out, "Base lid");
+    }
+    // The built-in SM outranks opensm: opensm hears of it (Trap 144 from h0's SMA) and hands
+    // over to it, still discovering (opensm does that), and stands by itself; the built-in SM
+    // counts the master that handed over as standing by, and sweeps as master. No ACKNOWLEDGE
+    // from a discovering SM, and nothing opensm calls illegal.
+    ShResult start = Sh(Cnuas("sm start --priority 9 --name " + m_name));
+    ASSERT_EQ(start.exit, 0) << start.out;
+    const nlohmann::json master = SmUntil([](const nlohmann::json& s) {
+        return s.value("state", "") == "MASTER" && s.value("phase", "") == "up" &&
+               OtherSm(s, "h1").value("state", "") == "STANDBY";
+    });
+    EXPECT_EQ(master.value("state", ""), "MASTER") << master.dump();
+    EXPECT_EQ(master.value("handovers_received", 0), 1) << master.dump();
+    const std::string text = OpensmLogUntil("Entering STANDBY state", 10);
+    EXPECT_EQ(text.find("ERR 3207"), std::string::npos) << text;
+    EXPECT_EQ(text.find("ERR 2F0"), std::string::npos) << text; // SMInfo Set refusals
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        const std::string out = IbstatUntil(h, "SM lid: " + lids["h0"] + "\n");
+        EXPECT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+        EXPECT_EQ(Field(out, "Base lid"), lids[h]) << h;
+        EXPECT_EQ(Field(out, "SM lid"), lids["h0"]) << h << ": " << out;
+    }
+    ShResult si = Exec("h2", "sminfo");
+    EXPECT_NE(si.out.find("priority 9 state 3 SMINFO_MASTER"), std::string::npos) << si.out;
+    TcpTransfer("h1", "h2", "10.0.0.3", 5004, 300000);
+    const int pid = OpensmPid();
+    ASSERT_GT(pid, 0);
+    kill(pid, SIGTERM);
 }
 
 TEST_F(EmuUmad, OpensmAndIbnetdiscoverOnAK4FatTree)

@@ -1222,11 +1222,11 @@ TEST(MgmtAgents, SmInfoGoesToTheSmBehindThePort)
             methodsSeen.push_back(req.Mad().GetMethod());
             if (!alive || req.Mad().GetMethod() != IbMadMethod::Get)
             {
-                return false;
+                return uint16_t(IbMadStatus::UnsupportedMethodAttr);
             }
             resp = req;
             mine.WriteTo(resp.Data());
-            return true;
+            return uint16_t(IbMadStatus::Ok);
         }));
     IbSmp get = l.DrSmp(IbMadMethod::Get, IbSmAttr::SmInfo, 0, kToH1);
     const uint64_t tid = get.Mad().GetTransactionId();
@@ -1252,6 +1252,63 @@ TEST(MgmtAgents, SmInfoGoesToTheSmBehindThePort)
     EXPECT_EQ(l.got[3].smp.GetSmpStatus(), IbMadStatus::UnsupportedMethodAttr);
     EXPECT_EQ(methodsSeen,
               (std::vector<uint8_t>{IbMadMethod::Get, IbMadMethod::Set, IbMadMethod::Get}));
+}
+
+// SMInfo.SM_Key reads as 0 for a requester that passed the M_Key check only as a Get under
+// protection bits 1 (IBA vol. 1 §14.2.5.13, as PortInfo.M_Key, §14.2.4.1); the SM's own status
+// for a Set it refuses goes back with its data.
+TEST(MgmtAgents, SmInfoKeyIsHiddenFromARequesterWithoutTheMKey)
+{
+    Line l;
+    Ptr<IbSmaAgent> h1Sma = IbMgmtHelper::GetSma(l.f.hosts.Get(1));
+    IbSmInfo mine;
+    mine.guid = 0x0011223344556677ULL;
+    mine.smKey = 0x77;
+    mine.smState = static_cast<uint8_t>(IbSmState::Master);
+    h1Sma->SetSmInfoHandler(IbSmaAgent::SmInfoHandler([&](const IbSmp& req, IbSmp& resp) {
+        resp = req;
+        mine.WriteTo(resp.Data());
+        return uint16_t(req.Mad().GetMethod() == IbMadMethod::Get ? IbMadStatus::Ok
+                                                                  : IbMadStatus::InvalidField);
+    }));
+    l.RunUntil(MicroSeconds(5));
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(5));
+    ASSERT_EQ(l.got.size(), 1u);
+    IbPortInfo pi;
+    pi.ReadFrom(l.got[0].smp.Data());
+    pi.mKey = 0x1122334455667788ULL;
+    pi.mKeyProtectBits = 1;
+    pi.linkWidthEnabled = 0;
+    pi.linkSpeedEnabled = 0;
+    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    pi.WriteTo(set.Data());
+    l.Dr(set, MicroSeconds(30));
+    ASSERT_EQ(l.got.size(), 2u);
+    ASSERT_EQ(l.got[1].smp.GetSmpStatus(), 0);
+    // Without the M_Key: answered, the SM_Key zeroed, the rest the SM's.
+    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SmInfo, 0, kToH1), MicroSeconds(55));
+    ASSERT_EQ(l.got.size(), 3u);
+    EXPECT_EQ(l.got[2].smp.GetSmpStatus(), 0);
+    IbSmInfo seen;
+    seen.ReadFrom(l.got[2].smp.Data());
+    EXPECT_EQ(seen.smKey, 0u);
+    EXPECT_EQ(seen.guid, mine.guid);
+    EXPECT_EQ(seen.smState, static_cast<uint8_t>(IbSmState::Master));
+    // With it: the SM_Key.
+    IbSmp keyed = l.DrSmp(IbMadMethod::Get, IbSmAttr::SmInfo, 0, kToH1);
+    keyed.SetMKey(0x1122334455667788ULL);
+    l.Dr(keyed, MicroSeconds(80));
+    ASSERT_EQ(l.got.size(), 4u);
+    seen.ReadFrom(l.got[3].smp.Data());
+    EXPECT_EQ(seen.smKey, 0x77u);
+    // A Set the SM refuses: its status (7) and its SMInfo.
+    IbSmp handover = l.DrSmp(IbMadMethod::Set, IbSmAttr::SmInfo, 1, kToH1);
+    handover.SetMKey(0x1122334455667788ULL);
+    l.Dr(handover, MicroSeconds(105));
+    ASSERT_EQ(l.got.size(), 5u);
+    EXPECT_EQ(l.got[4].smp.GetSmpStatus(), IbMadStatus::InvalidField);
+    seen.ReadFrom(l.got[4].smp.Data());
+    EXPECT_EQ(seen.guid, mine.guid);
 }
 
 // IBA vol. 1 §14.2.5.4: PortStateChange (and so Trap 128) follows links coming and going

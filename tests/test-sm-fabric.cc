@@ -636,19 +636,24 @@ struct TwoSms
     uint64_t smInfoAnswered[2] = {0, 0};
     Time becameMaster[2] = {PicoSeconds(-1), PicoSeconds(-1)};
 
+    /// SM k on host hk with priority prio_k; SM 1 starts at `start1` and has SM_Key `key1`
+    /// (SM 0: 1, the default).
     void Install(const std::string& spec, uint32_t h0, uint8_t prio0, uint32_t h1, uint8_t prio1,
-                 Time sweep)
+                 Time sweep, Time start1 = MicroSeconds(2), uint64_t key1 = 1)
     {
         f = IbFabricHelper().Build(BuildTopologyFromSpec(spec));
         IbSmHelper smh;
         smh.SetSmAttribute("SweepInterval", TimeValue(sweep));
         const uint32_t hosts[2] = {h0, h1};
         const uint8_t prios[2] = {prio0, prio1};
+        const Time starts[2] = {MicroSeconds(2), start1};
+        const uint64_t keys[2] = {1, key1};
         for (int k = 0; k < 2; ++k)
         {
             host[k] = hosts[k];
             smh.SetSmAttribute("Priority", UintegerValue(prios[k]));
-            sm[k] = smh.Install(f, f.hosts.Get(hosts[k]), MicroSeconds(2));
+            smh.SetSmAttribute("SmKey", UintegerValue(keys[k]));
+            sm[k] = smh.Install(f, f.hosts.Get(hosts[k]), starts[k]);
             sm[k]->TraceConnectWithoutContext(
                 "SmpSent", Callback<void, uint16_t, uint8_t, uint32_t>(
                                [this, k](uint16_t attr, uint8_t, uint32_t attempt) {
@@ -804,6 +809,206 @@ TEST_F(SmSweep, EqualPrioritiesElectTheLowerGuid)
     EXPECT_GT(t.smInfoAnswered[0], 0u);
     EXPECT_EQ(t.f.HostPort(2)->GetSmLid(), t.f.HostPort(1)->GetLid());
     EXPECT_EQ(t.f.HostPort(3)->GetSmLid(), t.f.HostPort(1)->GetLid());
+}
+
+// IBA vol. 1 §14.4.1, Table 169: an SM that outranks the master and starts later finds the
+// master and stands by; the master hears of it (Trap 144 when its port's IsSM went up, then its
+// light sweep's SMInfo), hands over with SubnSet(SMInfo) HANDOVER, gets ACKNOWLEDGE, and stands
+// by; the new master sweeps and takes the subnet over without changing a LID. When it stops,
+// the old master, now standby, takes over again.
+TEST_F(SmSweep, AMasterHandsOverToAHigherPrioritySmThatStartsLater)
+{
+    TwoSms t;
+    const Time sweep = MicroSeconds(200);
+    t.Install("fat-tree:k=4", 0, 3, 5, 9, sweep, MilliSeconds(1));
+    std::vector<std::pair<uint32_t, uint16_t>> sets[2];
+    for (int k = 0; k < 2; ++k)
+    {
+        t.sm[k]->TraceConnectWithoutContext(
+            "SmInfoSet", Callback<void, uint32_t, uint64_t, uint16_t>(
+                             [&sets, k](uint32_t control, uint64_t, uint16_t status) {
+                                 sets[k].push_back({control, status});
+                             }));
+    }
+    RunUntil([&]() { return t.sm[0]->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(1));
+    ASSERT_EQ(t.sm[0]->GetSmState(), IbSmState::Master);
+    EXPECT_FALSE(t.sm[1]->IsRunning());
+    std::map<uint64_t, uint16_t> lidsBefore;
+    for (auto& p : LinkedPorts(t.f))
+    {
+        if (!p->IsSwitchPort())
+        {
+            lidsBefore[p->GetPortGuid()] = p->GetLid();
+        }
+    }
+    RunUntil([&]() { return t.sm[1]->GetSmState() == IbSmState::Master &&
+                            t.sm[1]->GetPhase() == IbSweepPhase::Up &&
+                            t.sm[0]->GetSmState() == IbSmState::Standby; },
+             MilliSeconds(20));
+    ASSERT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
+    ASSERT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
+    // One HANDOVER, answered Ok, and one ACKNOWLEDGE back, each accepted by the other.
+    EXPECT_EQ(t.sm[0]->GetHandoversSent(), 1u);
+    EXPECT_EQ(t.sm[1]->GetHandoversReceived(), 1u);
+    EXPECT_EQ(t.sm[1]->GetAcknowledgesSent(), 1u);
+    EXPECT_EQ(t.sm[0]->GetAcknowledgesReceived(), 1u);
+    using C = IbSmInfoControl;
+    EXPECT_EQ(sets[1], (std::vector<std::pair<uint32_t, uint16_t>>{
+                           {static_cast<uint32_t>(C::Handover), IbMadStatus::Ok}}));
+    EXPECT_EQ(sets[0], (std::vector<std::pair<uint32_t, uint16_t>>{
+                           {static_cast<uint32_t>(C::Acknowledge), IbMadStatus::Ok}}));
+    EXPECT_EQ(t.sm[0]->GetMasterGuid(), t.sm[1]->GetGuid());
+    EXPECT_EQ(t.sm[0]->GetSmpsTimedOut(), 0u);
+    // Every port Active under the new master's LID, no LID changed.
+    const uint16_t newLid = t.f.HostPort(5)->GetLid();
+    EXPECT_EQ(t.sm[1]->GetSmLid(), newLid);
+    for (auto& p : LinkedPorts(t.f))
+    {
+        EXPECT_EQ(p->GetPortState(), IbPortState::Active);
+        if (!p->IsSwitchPort())
+        {
+            EXPECT_EQ(p->GetSmLid(), newLid);
+            EXPECT_EQ(p->GetLid(), lidsBefore[p->GetPortGuid()]);
+        }
+    }
+    // Both know each other; the standby polls the master and stays standby.
+    ASSERT_EQ(t.sm[0]->GetKnownSms().size(), 1u);
+    EXPECT_EQ(t.sm[0]->GetKnownSms()[0].guid, t.sm[1]->GetGuid());
+    const uint64_t heavy1 = t.sm[1]->GetHeavySweeps();
+    RunUntil([]() { return false; }, MilliSeconds(2));
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Standby);
+    EXPECT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
+    EXPECT_EQ(t.sm[1]->GetHeavySweeps(), heavy1) << "a settled subnet needs no heavy sweep";
+    auto sinks = AllToAll(t.f, Simulator::Now() + MicroSeconds(1), 64, -1);
+    RunUntil([]() { return false; }, MicroSeconds(500));
+    for (uint32_t i = 0; i < t.f.hosts.GetN(); ++i)
+    {
+        EXPECT_EQ(sinks[i]->GetTotalPackets(), static_cast<int>(t.f.hosts.GetN() - 1))
+            << "host " << i;
+    }
+    // The new master stops: the old one, standing by, takes over after its polls fail.
+    t.sm[1]->Stop();
+    RunUntil([&]() { return t.sm[0]->GetSmState() == IbSmState::Master &&
+                            t.sm[0]->GetPhase() == IbSweepPhase::Up; },
+             MilliSeconds(20));
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Master);
+    EXPECT_EQ(t.f.HostPort(3)->GetSmLid(), t.f.HostPort(0)->GetLid());
+}
+
+// SMs that hold different SM_Keys are not of one subnet's management (§14.2.5.13, §14.4):
+// each sees the other's SMInfo, ignores it, and is master of what it swept.
+TEST_F(SmSweep, SmsWithDifferentSmKeysIgnoreEachOther)
+{
+    TwoSms t;
+    t.Install("leaf-spine:leaves=2,spines=1,hosts=2", 0, 3, 3, 9, MicroSeconds(200),
+              MicroSeconds(2), 0x1234);
+    RunUntil([&]() { return t.sm[0]->GetPhase() == IbSweepPhase::Up &&
+                            t.sm[1]->GetPhase() == IbSweepPhase::Up; },
+             MilliSeconds(20));
+    EXPECT_EQ(t.sm[0]->GetSmState(), IbSmState::Master);
+    EXPECT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
+    EXPECT_GE(t.sm[0]->GetSmKeyMismatches(), 1u);
+    EXPECT_GE(t.sm[1]->GetSmKeyMismatches(), 1u);
+    EXPECT_TRUE(t.sm[0]->GetKnownSms().empty());
+    EXPECT_TRUE(t.sm[1]->GetKnownSms().empty());
+    EXPECT_EQ(t.sm[0]->GetHandoversSent() + t.sm[1]->GetHandoversSent(), 0u);
+}
+
+namespace
+{
+/// A SubnGet or SubnSet(SMInfo) as another SM would send it: `from`'s SMInfo as the data.
+IbSmp
+SmInfoRequest(uint8_t method, uint32_t control, const IbSmInfo& from)
+{
+    const uint8_t path[1] = {1};
+    IbSmp smp = IbSmp::MakeDirected(method, IbSmAttr::SmInfo, control, 77, path, 1);
+    from.WriteTo(smp.Data());
+    return smp;
+}
+} // namespace
+
+// The SMInfo answers and the SubnSet(SMInfo) controls of one SM, asked directly: the SM_Key is
+// zero for a requester that shows a wrong one; DISABLE, STANDBY and DISCOVER from a master move
+// a standby as Table 169 says; everything else, a wrong key or a sender in the wrong state is
+// refused with status 7 and changes nothing.
+TEST_F(SmSweep, SmInfoSetsFollowTable169AndAWrongSmKeyReadsAsZero)
+{
+    TwoSms t;
+    t.Install("leaf-spine:leaves=2,spines=1,hosts=2", 0, 3, 3, 9, MicroSeconds(200));
+    RunUntil([&]() { return t.sm[1]->GetPhase() == IbSweepPhase::Up &&
+                            t.sm[0]->GetSmState() == IbSmState::Standby; },
+             MilliSeconds(20));
+    Ptr<IbSubnetManager> standby = t.sm[0];
+    ASSERT_EQ(standby->GetSmState(), IbSmState::Standby);
+    IbSmInfo master;
+    master.guid = t.sm[1]->GetGuid();
+    master.smKey = 1;
+    master.priority = 9;
+    master.smState = static_cast<uint8_t>(IbSmState::Master);
+    IbSmInfo stranger = master;
+    stranger.smKey = 0xBAD;
+    IbSmInfo anonymous;
+    IbSmp resp;
+    IbSmInfo got;
+
+    // Get: the key for the right key or none (opensm asks with none), 0 for a wrong one.
+    EXPECT_EQ(standby->AnswerSmInfo(SmInfoRequest(IbMadMethod::Get, 0, master), resp), 0);
+    got.ReadFrom(resp.Data());
+    EXPECT_EQ(got.smKey, 1u);
+    EXPECT_EQ(got.guid, standby->GetGuid());
+    EXPECT_EQ(got.priority, 3);
+    EXPECT_EQ(got.smState, static_cast<uint8_t>(IbSmState::Standby));
+    EXPECT_EQ(standby->AnswerSmInfo(SmInfoRequest(IbMadMethod::Get, 0, anonymous), resp), 0);
+    got.ReadFrom(resp.Data());
+    EXPECT_EQ(got.smKey, 1u);
+    EXPECT_EQ(standby->AnswerSmInfo(SmInfoRequest(IbMadMethod::Get, 0, stranger), resp), 0);
+    got.ReadFrom(resp.Data());
+    EXPECT_EQ(got.smKey, 0u);
+    EXPECT_EQ(got.guid, standby->GetGuid());
+
+    auto set = [&](IbSmInfoControl c, const IbSmInfo& from) {
+        const uint16_t st =
+            standby->AnswerSmInfo(SmInfoRequest(IbMadMethod::Set, uint32_t(c), from), resp);
+        RunUntil([]() { return false; }, MicroSeconds(1)); // the SM acts in an event
+        return st;
+    };
+    IbSmInfo fromStandby = master;
+    fromStandby.smState = static_cast<uint8_t>(IbSmState::Standby);
+    // Refused: a wrong key; HANDOVER from a standby; STANDBY to a standby; an unknown control.
+    EXPECT_EQ(set(IbSmInfoControl::Disable, stranger), IbMadStatus::InvalidField);
+    EXPECT_EQ(set(IbSmInfoControl::Handover, fromStandby), IbMadStatus::InvalidField);
+    EXPECT_EQ(set(IbSmInfoControl::Standby, master), IbMadStatus::InvalidField);
+    EXPECT_EQ(set(static_cast<IbSmInfoControl>(9), master), IbMadStatus::InvalidField);
+    EXPECT_EQ(standby->GetSmInfoSetsRefused(), 4u);
+    EXPECT_EQ(standby->GetSmState(), IbSmState::Standby);
+    // DISABLE: not active, still answering (as NOT_ACTIVE); DISCOVER is illegal there.
+    EXPECT_EQ(set(IbSmInfoControl::Disable, master), IbMadStatus::Ok);
+    EXPECT_EQ(standby->GetSmState(), IbSmState::NotActive);
+    EXPECT_TRUE(standby->IsRunning());
+    EXPECT_EQ(standby->AnswerSmInfo(SmInfoRequest(IbMadMethod::Get, 0, master), resp), 0);
+    got.ReadFrom(resp.Data());
+    EXPECT_EQ(got.smState, static_cast<uint8_t>(IbSmState::NotActive));
+    EXPECT_EQ(set(IbSmInfoControl::Discover, master), IbMadStatus::InvalidField);
+    // A not-active SM takes no part in the election: the master keeps polling nothing from it
+    // and stays master.
+    RunUntil([]() { return false; }, MilliSeconds(1));
+    EXPECT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
+    EXPECT_EQ(standby->GetSmState(), IbSmState::NotActive);
+    // STANDBY: back to standby, polling the master it names.
+    EXPECT_EQ(set(IbSmInfoControl::Standby, master), IbMadStatus::Ok);
+    EXPECT_EQ(standby->GetSmState(), IbSmState::Standby);
+    EXPECT_EQ(standby->GetMasterGuid(), master.guid);
+    // DISCOVER: a heavy sweep, which finds the master and stands by again.
+    const uint64_t heavy = standby->GetHeavySweeps();
+    EXPECT_EQ(set(IbSmInfoControl::Discover, master), IbMadStatus::Ok);
+    RunUntil([&]() { return standby->GetSmState() == IbSmState::Standby; }, MilliSeconds(5));
+    EXPECT_EQ(standby->GetHeavySweeps(), heavy + 1);
+    EXPECT_EQ(standby->GetSmState(), IbSmState::Standby);
+    EXPECT_EQ(t.sm[1]->GetSmState(), IbSmState::Master);
+    // A stopped SM answers nothing (its node's SMA says status 3).
+    standby->Stop();
+    EXPECT_EQ(standby->AnswerSmInfo(SmInfoRequest(IbMadMethod::Get, 0, master), resp),
+              IbMadStatus::UnsupportedMethodAttr);
 }
 
 // The SM may run on a switch (its management port 0, IBA vol. 1 §17.2.1): hop count 0 is the

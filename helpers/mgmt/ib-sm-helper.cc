@@ -7,6 +7,7 @@
 #include "models/mgmt/ib-subnet-manager.h"
 #include "models/ib/ib-switch.h"
 
+#include "ns3/simple-ref-count.h"
 #include "ns3/simulator.h"
 
 #include "ns3/string.h"
@@ -83,6 +84,44 @@ ServeSa(Ptr<IbSubnetManager> sm, Ptr<IbMadDispatcher> disp, const IbReceivedMad&
     }
 }
 
+/// What follows whether an SM runs: its CA port's PortInfo.CapabilityMask.IsSM (as the
+/// kernel's follows whether opensm holds issm open) and its node's SA.
+/// Plain pointers only: this lives in the SM's own trace source, and the SM, its node's SMA and
+/// dispatcher are aggregated to one node; a Ptr to any of them here would keep the whole
+/// aggregate alive (an ns-3 aggregate is freed only when none of its objects is referenced).
+struct SmNodeWiring : public SimpleRefCount<SmNodeWiring>
+{
+    IbSmaAgent* sma = nullptr; ///< null on a switch
+    uint8_t port = 0;
+    IbMadDispatcher* disp = nullptr;
+    IbSubnetManager* sm = nullptr;
+    bool saInstalled = false;
+};
+
+void
+FollowSmRunning(Ptr<SmNodeWiring> w, uint8_t, uint8_t)
+{
+    const bool running = w->sm->IsRunning();
+    if (w->sma)
+    {
+        w->sma->SetIsSm(w->port, running);
+    }
+    // The SA (class 0x03 on QP1) is the SM's while it runs; stopped, it leaves the class to
+    // whoever else serves it on the node (opensm in an emulated host, through the umad service).
+    if (running && !w->saInstalled && w->disp->GetGsiHandler(IbMgmtClass::SubnAdm).IsNull())
+    {
+        w->disp->SetGsiHandler(IbMgmtClass::SubnAdm,
+                               MakeBoundCallback(&ServeSa, Ptr<IbSubnetManager>(w->sm),
+                                                 Ptr<IbMadDispatcher>(w->disp)));
+        w->saInstalled = true;
+    }
+    else if (!running && w->saInstalled)
+    {
+        w->disp->SetGsiHandler(IbMgmtClass::SubnAdm, IbMadDispatcher::MadHandler());
+        w->saInstalled = false;
+    }
+}
+
 /// LID-routed SMPs from the SM's node: out of the SM's CA port, or routed by the switch's LFT.
 bool
 SendLidRouted(Ptr<IbMadDispatcher> disp, uint8_t port, IbSmp smp, uint16_t dlid)
@@ -103,7 +142,7 @@ IbSmHelper::SetSmAttribute(const std::string& name, const AttributeValue& value)
 }
 
 Ptr<IbSubnetManager>
-IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
+IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start, bool autoStart) const
 {
     NodeContainer missing;
     for (uint32_t i = 0; i < fabric.nodes.GetN(); ++i)
@@ -135,6 +174,9 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
     NS_ABORT_MSG_IF(!disp, "IbSmHelper: node " << node->GetId() << " has no InfiniBand port");
     NS_ABORT_MSG_IF(GetSm(node), "IbSmHelper: node " << node->GetId() << " already has an SM");
     Ptr<IbSubnetManager> sm = m_factory.Create<IbSubnetManager>();
+    Ptr<SmNodeWiring> wiring = Create<SmNodeWiring>();
+    wiring->disp = PeekPointer(disp);
+    wiring->sm = PeekPointer(sm);
     if (Ptr<IbSwitch> sw = node->GetObject<IbSwitch>())
     {
         sm->SetGuid(sw->GetNodeGuid());
@@ -147,10 +189,8 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
         NS_ABORT_MSG_IF(!dev, "IbSmHelper: node " << node->GetId() << " has no port "
                                                   << port.Get());
         sm->SetGuid(dev->GetPortGuid());
-        if (Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(node))
-        {
-            sma->SetIsSm(static_cast<uint8_t>(port.Get()), true);
-        }
+        wiring->sma = PeekPointer(IbMgmtHelper::GetSma(node));
+        wiring->port = static_cast<uint8_t>(port.Get());
     }
     // SMInfo requests reaching this node go to the SM, not the SMA (IBA vol. 1 §14.2.5.13):
     // that is how other SMs find it and how a standby polls it.
@@ -164,9 +204,12 @@ IbSmHelper::Install(const IbFabric& fabric, Ptr<Node> node, Time start) const
     const uint8_t from = node->GetObject<IbSwitch>() ? 0 : static_cast<uint8_t>(smPort.Get());
     sm->SetLidRoutedSender(MakeBoundCallback(&SendLidRouted, disp, from));
     disp->SetManagerHandler(MakeBoundCallback(&DeliverToSm, sm));
-    disp->SetGsiHandler(IbMgmtClass::SubnAdm, MakeBoundCallback(&ServeSa, sm, disp));
+    sm->TraceConnectWithoutContext("SmState", MakeBoundCallback(&FollowSmRunning, wiring));
     node->AggregateObject(sm);
-    Simulator::Schedule(start, &IbSubnetManager::Start, sm);
+    if (autoStart)
+    {
+        Simulator::Schedule(start, &IbSubnetManager::Start, sm);
+    }
     return sm;
 }
 

@@ -35,9 +35,11 @@ IbSmSubnet IbSmSubnetFromTopology(const Topology& topology);
  * dispatcher, SMA, PMA), then creates an IbSubnetManager (attributes from the ns-3 defaults and
  * SetSmAttribute) on the given node, aggregated to it, and wires it to that node's SMI: its SMPs
  * leave through IbMadDispatcher::SendDirectedSmp and the node's SMP responses and traps come
- * back to it. On a channel adapter the SMA's PortInfo.CapabilityMask gets IsSM on the SM's
- * port, so that other SMs find it. The SM's node also answers SA queries (QP1, class 0x03) from
- * it. The SM starts at `start` (give ports their TrainingTime).
+ * back to it. On a channel adapter the SMA's PortInfo.CapabilityMask has IsSM on the SM's
+ * port while the SM runs, so that other SMs find it. While the SM runs its node also answers SA
+ * queries (QP1, class 0x03) from it, if nothing else serves that class there. The SM starts at `start` (give ports their TrainingTime), unless
+ * `autoStart` is false: then it waits, stopped, for IbSubnetManager::Start (an SM started at
+ * run time, `cnuas sm start`).
  *
  * The node's SMA hands SMInfo requests to the SM (IbSmaAgent::SetSmInfoHandler), so several
  * SMs on one fabric elect a master over the wire (priority, then GUID; docs/management.md
@@ -49,7 +51,7 @@ class IbSmHelper
     IbSmHelper();
     void SetSmAttribute(const std::string& name, const AttributeValue& value);
     Ptr<IbSubnetManager> Install(const IbFabric& fabric, Ptr<Node> node,
-                                 Time start = MicroSeconds(2)) const;
+                                 Time start = MicroSeconds(2), bool autoStart = true) const;
     /// The SM aggregated to a node (null if none).
     static Ptr<IbSubnetManager> GetSm(Ptr<Node> node);
 

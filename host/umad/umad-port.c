@@ -834,7 +834,9 @@ static int drain_stream(struct port_rec *p)
                 continue; /* a segment taken, an ACK consumed, or a stray dropped */
             mad = whole;
         }
-        if ((mad[3] & 0x80) != 0) {
+        /* ib_response_mad: a TrapRepress answers the Trap it names (IBA vol. 1 §13.4.9) as a
+         * GetResp answers a Get: it ends that send, which otherwise times out. */
+        if ((mad[3] & 0x80) != 0 || mad[3] == 0x07) {
             const uint32_t tid_low = be32_at(mad + 12);
             struct pending **pp = &p->pending;
             while (*pp && !((*pp)->agent_id == m.agent_id && (*pp)->tid_low == tid_low &&

@@ -937,6 +937,22 @@ EmuUmadService::OnSmpRequest(const IbReceivedMad& m)
     const IbMadHeader& h = m.smp.Mad();
     uint32_t conn = 0;
     uint32_t agent = 0;
+    // A TrapRepress for a Trap a process sent (opensm's Trap 144 to the master it stands by
+    // for, §13.4.9): to that process's agent by hi_tid, which ends its send as the kernel's
+    // ib_response_mad does. The node's SMA takes only those for its own traps.
+    if (h.GetMethod() == IbMadMethod::TrapRepress)
+    {
+        auto it = m_byHiTid.find(static_cast<uint32_t>(h.GetTransactionId() >> 32));
+        if (it != m_byHiTid.end())
+        {
+            auto c = m_conns.find(it->second.first);
+            if (c != m_conns.end())
+            {
+                DeliverTo(*c->second, it->second.second, m);
+                return;
+            }
+        }
+    }
     // SMInfo is the SM's (IBA vol. 1 §14.2.5.13): a subnet manager process answers it.
     if (h.GetAttributeId() == IbSmAttr::SmInfo &&
         FindRequestAgent(h.GetMgmtClass(), h.GetClassVersion(), h.GetMethod(), &conn, &agent))

@@ -24,6 +24,25 @@ IbSmStateName(IbSmState s)
     return "?";
 }
 
+const char*
+IbSmInfoControlName(uint32_t attributeModifier)
+{
+    switch (static_cast<IbSmInfoControl>(attributeModifier))
+    {
+    case IbSmInfoControl::Handover:
+        return "HANDOVER";
+    case IbSmInfoControl::Acknowledge:
+        return "ACKNOWLEDGE";
+    case IbSmInfoControl::Disable:
+        return "DISABLE";
+    case IbSmInfoControl::Standby:
+        return "STANDBY";
+    case IbSmInfoControl::Discover:
+        return "DISCOVER";
+    }
+    return "?";
+}
+
 void
 IbSmInfo::WriteTo(uint8_t* out) const
 {

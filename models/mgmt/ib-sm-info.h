@@ -20,6 +20,24 @@ enum class IbSmState : uint8_t
 const char* IbSmStateName(IbSmState s);
 
 /**
+ * What a SubnSet(SMInfo) asks of the SM that receives it, in the AttributeModifier (IBA vol. 1
+ * §14.4.1, the SM state machine of Table 169): a master hands the mastership over (Handover),
+ * and the standby that takes it acknowledges (Acknowledge); a master tells a standby to stop
+ * (Disable), a not-active SM to stand by (Standby) or a standby to rediscover (Discover).
+ */
+enum class IbSmInfoControl : uint32_t
+{
+    Handover = 1,
+    Acknowledge = 2,
+    Disable = 3,
+    Standby = 4,
+    Discover = 5,
+};
+
+/// "HANDOVER", ..., or "?" for an AttributeModifier that names no control.
+const char* IbSmInfoControlName(uint32_t attributeModifier);
+
+/**
  * SMInfo in the 64-byte SMP data field: GUID (8 bytes, offset 0), SM_Key (8, offset 8),
  * ActCount (4, offset 16), Priority (4 bits, byte 20 high nibble), SMState (4 bits, byte 20 low
  * nibble); the rest reserved (IBA vol. 1 §14.2.5.13, Table 167).

@@ -306,7 +306,16 @@ IbSmaAgent::State(uint8_t port)
 void
 IbSmaAgent::SetIsSm(uint8_t port, bool isSm)
 {
-    State(port).isSm = isSm;
+    PortState& st = State(port);
+    if (st.isSm == isSm)
+    {
+        return;
+    }
+    st.isSm = isSm;
+    if (m_trapsEnabled && m_disp && !m_disp->IsSwitch())
+    {
+        SendTrap144(port);
+    }
 }
 
 void
@@ -452,6 +461,12 @@ IbSmaAgent::HandleSmp(const IbReceivedMad& req)
         if (status == IbMadStatus::Ok && hideMKey && attr == IbSmAttr::PortInfo)
         {
             std::memset(smp.Data(), 0, 8);
+        }
+        if (hideMKey && attr == IbSmAttr::SmInfo)
+        {
+            // §14.2.5.13: SMInfo.SM_Key (bytes 8-15) reads as 0 for a requester that is not
+            // authenticated, as PortInfo.M_Key does under protection bits 1.
+            std::memset(smp.Data() + 8, 0, 8);
         }
     }
     mad.SetMethod(IbMadMethod::GetResp);
@@ -729,9 +744,12 @@ IbSmaAgent::DoPortInfo(const IbReceivedMad& req, IbSmp& smp, bool set)
             }
             const bool carrying = d->GetPortState() == IbPortState::Armed ||
                                   d->GetPortState() == IbPortState::Active;
-            if (carrying && vls != d->GetOperationalVls())
+            // Only while Down or Init (§14.2.5.6), or in the Set that takes the port Down:
+            // the link then comes back through Init with the new VLs (§7.2.7), which is how
+            // opensm changes a configured port's OperationalVLs.
+            if (carrying && vls != d->GetOperationalVls() && next != IbPortState::Down)
             {
-                return IbMadStatus::InvalidField; // only while Down or Init (§14.2.5.6)
+                return IbMadStatus::InvalidField;
             }
         }
         // PortState: NoChange, Down, Armed (from Init), Active (from Armed); setting the
@@ -806,9 +824,11 @@ IbSmaAgent::DoPortInfo(const IbReceivedMad& req, IbSmp& smp, bool set)
         {
             d->SetMtu(MtuBytes(in.neighborMtu));
         }
-        if (in.operationalVls != 0 && VlCount(in.operationalVls) != d->GetOperationalVls())
+        const uint8_t newVls = in.operationalVls == 0 ? 0 : VlCount(in.operationalVls);
+        const bool downFirst = next == IbPortState::Down && d->GetPortState() != IbPortState::Down;
+        if (newVls != 0 && newVls != d->GetOperationalVls() && !downFirst)
         {
-            d->SetOperationalVls(VlCount(in.operationalVls));
+            d->SetOperationalVls(newVls);
         }
         IbVlArbiter& arb = d->GetVlArbiter();
         if (in.vlHighLimit != arb.LimitOfHighPriority())
@@ -820,7 +840,13 @@ IbSmaAgent::DoPortInfo(const IbReceivedMad& req, IbSmp& smp, bool set)
             // The answer goes out first: taking the link down at once would discard it with
             // everything else queued on the port, and the SM (opensm downs a port whose
             // OperationalVLs or MTU it changes) would see a timeout for a Set that was done.
-            Simulator::Schedule(m_portDownDelay, [d]() { d->SetPortState(IbPortState::Down); });
+            Simulator::Schedule(m_portDownDelay, [d, newVls]() {
+                d->SetPortState(IbPortState::Down);
+                if (newVls != 0)
+                {
+                    d->SetOperationalVls(newVls); // allowed now that the port is Down
+                }
+            });
         }
         else if (next != IbPortState::NoChange && next != d->GetPortState())
         {
@@ -1040,15 +1066,52 @@ IbSmaAgent::DoSmInfo(IbSmp& smp, bool set)
     {
         return IbMadStatus::UnsupportedMethodAttr;
     }
+    if (!set && smp.Mad().GetMethod() == IbMadMethod::Set)
+    {
+        return IbMadStatus::Ok; // the read-back of a Set: the SM's answer to it is the data
+    }
     IbSmp request = smp;
     request.Mad().SetMethod(set ? IbMadMethod::Set : IbMadMethod::Get);
     IbSmp response;
-    if (!m_smInfoHandler(request, response))
+    const uint16_t status = m_smInfoHandler(request, response);
+    if (status == IbMadStatus::UnsupportedMethodAttr)
     {
-        return IbMadStatus::UnsupportedMethodAttr;
+        return status;
     }
+    // Other statuses (a SubnSet the SM refuses) go back with the SM's SMInfo as the data.
     std::memcpy(smp.Data(), response.Data(), IbSmp::kDataBytes);
-    return IbMadStatus::Ok;
+    return status;
+}
+
+void
+IbSmaAgent::SendTrap144(uint8_t port)
+{
+    Ptr<IbNetDevice> d = m_disp->GetPort(port);
+    if (!d || d->GetLid() == 0 || d->GetSmLid() == 0 || d->GetSmLid() == d->GetLid())
+    {
+        return; // no SM to tell, or the SM is this port's own (it knows)
+    }
+    IbSmp smp = IbSmp::MakeLidRouted(IbMadMethod::Trap, IbSmAttr::Notice, 0, m_nextTid++);
+    smp.SetMKey(State(port).mKey);
+    IbNotice n;
+    n.isGeneric = true;
+    n.type = 4;         // informational
+    n.producerType = 1; // channel adapter
+    n.trapNumber = 144;
+    n.issuerLid = d->GetLid();
+    // Trap 144 DataDetails (§14.2.5.1, Table 121): reserved (2), LIDADDR (2), reserved and
+    // OtherLocalChanges (2), CapabilityMask (4), reserved (2), the change flags (2) and
+    // CapabilityMask2 (2); the flags and OtherLocalChanges stay 0: only the mask changed.
+    n.dataDetails[2] = static_cast<uint8_t>(d->GetLid() >> 8);
+    n.dataDetails[3] = static_cast<uint8_t>(d->GetLid());
+    IbPortInfo pi;
+    FillPortInfo(port, port, true, pi);
+    n.dataDetails[6] = static_cast<uint8_t>(pi.capabilityMask >> 24);
+    n.dataDetails[7] = static_cast<uint8_t>(pi.capabilityMask >> 16);
+    n.dataDetails[8] = static_cast<uint8_t>(pi.capabilityMask >> 8);
+    n.dataDetails[9] = static_cast<uint8_t>(pi.capabilityMask);
+    n.WriteTo(smp.Data());
+    SendTrap(smp, port, d->GetSmLid(), m_trapRepeats);
 }
 
 // ---- traps ----------------------------------------------------------------------------------

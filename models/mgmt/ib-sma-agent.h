@@ -62,16 +62,23 @@ class IbSmaAgent : public Object
 
     /// Serve the node `dispatcher` is installed on (registers as its SMA).
     void Install(Ptr<IbMadDispatcher> dispatcher);
-    /// Sets PortInfo.CapabilityMask.IsSM of a CA port (a subnet manager runs behind it).
+    /**
+     * Sets PortInfo.CapabilityMask.IsSM of a CA port (a subnet manager runs behind it). A change
+     * on a port that has a LID and an SM LID other than its own sends Trap 144 (local changes,
+     * the new CapabilityMask, §14.2.5.1) to that SM, as a kernel's SMA does when opensm opens
+     * issm: that is how a master learns that another SM has come or gone.
+     */
     void SetIsSm(uint8_t port, bool isSm);
     /**
      * SMInfo is the SM's attribute, not the SMA's (IBA vol. 1 §14.2.5.13): a SubnGet/SubnSet
      * of it that passes the M_Key check is handed to this handler with the request; it fills
-     * the response's data and returns true, or returns false (no SM running behind the port,
-     * or a method it does not serve), which the SMA answers with status 3
-     * (UnsupportedMethodAttr). Without a handler every SMInfo request gets status 3.
+     * the response's data and returns the MAD status (0, or e.g. 7 for a SubnSet the SM
+     * refuses, the data still filled); 3 (UnsupportedMethodAttr) means no SM runs behind the
+     * port. Without a handler every SMInfo request gets status 3. A requester that passed the
+     * M_Key check only as a Get with protection bits 1 gets the SM_Key field zeroed, as it
+     * gets PortInfo.M_Key.
      */
-    typedef Callback<bool, const IbSmp&, IbSmp&> SmInfoHandler;
+    typedef Callback<uint16_t, const IbSmp&, IbSmp&> SmInfoHandler;
     void SetSmInfoHandler(SmInfoHandler handler);
 
     /// SMPs answered with `status` (the MAD status value, D bit excluded).
@@ -137,6 +144,8 @@ class IbSmaAgent : public Object
     uint16_t DoSlToVl(const IbReceivedMad& req, IbSmp& smp, bool set);
     uint16_t DoVlArb(const IbReceivedMad& req, IbSmp& smp, bool set);
     uint16_t DoSmInfo(IbSmp& smp, bool set);
+    /// Trap 144 (CapabilityMask changed) from a CA port to its SM.
+    void SendTrap144(uint8_t port);
     void FillNodeInfo(const IbReceivedMad& req, uint8_t* data) const;
     void FillPortInfo(uint8_t port, uint8_t localPort, bool hideMKey, IbPortInfo& pi) const;
     /// The port whose M_Key guards this SMP: the switch's port 0, or the CA arrival port.

@@ -56,6 +56,8 @@ IbSweepPhaseName(IbSweepPhase p)
         return "light-sweep";
     case IbSweepPhase::PollMaster:
         return "poll-master";
+    case IbSweepPhase::Handover:
+        return "handover";
     }
     return "?";
 }
@@ -85,6 +87,13 @@ IbSubnetManager::GetTypeId()
                           "again (simulated time).",
                           TimeValue(MicroSeconds(100)),
                           MakeTimeAccessor(&IbSubnetManager::m_smpTimeout),
+                          MakeTimeChecker(PicoSeconds(1)))
+            .AddAttribute("SmInfoTimeout",
+                          "How long the SM waits for another SM's answer to an SMInfo Get or "
+                          "Set before sending it again (simulated time); another SM may be a "
+                          "process on a host (opensm's own transaction timeout is 200 ms).",
+                          TimeValue(MicroSeconds(100)),
+                          MakeTimeAccessor(&IbSubnetManager::m_smInfoTimeout),
                           MakeTimeChecker(PicoSeconds(1)))
             .AddAttribute("SmpRetries",
                           "Retransmissions of an unanswered SMP before it counts as failed.",
@@ -122,6 +131,15 @@ IbSubnetManager::GetTypeId()
                           UintegerValue(3),
                           MakeUintegerAccessor(&IbSubnetManager::m_masterPollRetries),
                           MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("SmKey",
+                          "SMInfo.SM_Key (IBA vol. 1 §14.2.5.13): SMs with different keys do not "
+                          "elect each other (an SM ignores another whose key differs from its "
+                          "own, unless its own is 0) and a SubnSet(SMInfo) must carry it. The "
+                          "default is opensm's default sm_key, 1, so that the two recognise "
+                          "each other.",
+                          UintegerValue(1),
+                          MakeUintegerAccessor(&IbSubnetManager::m_smKey),
+                          MakeUintegerChecker<uint64_t>())
             .AddTraceSource("SweepStarted",
                             "A sweep started: (heavy).",
                             MakeTraceSourceAccessor(&IbSubnetManager::m_sweepStartedTrace),
@@ -149,7 +167,12 @@ IbSubnetManager::GetTypeId()
             .AddTraceSource("Phase",
                             "The sweep state machine moved: (old, new) IbSweepPhase values.",
                             MakeTraceSourceAccessor(&IbSubnetManager::m_phaseTrace),
-                            "ns3::IbSubnetManager::StateCallback");
+                            "ns3::IbSubnetManager::StateCallback")
+            .AddTraceSource("SmInfoSet",
+                            "A SubnSet(SMInfo) reached this SM: (control, the sender's GUID, "
+                            "the MAD status answered).",
+                            MakeTraceSourceAccessor(&IbSubnetManager::m_smInfoSetTrace),
+                            "ns3::IbSubnetManager::SmInfoSetCallback");
     return tid;
 }
 
@@ -242,6 +265,11 @@ IbSubnetManager::Stop()
     m_requests.clear();
     m_queue.clear();
     m_outstanding = 0;
+    m_remoteSms.clear();
+    m_masterPath.clear();
+    m_masterGuid = 0;
+    m_handoverTo = 0;
+    m_handedOverBy = 0;
     SetSmState(IbSmState::NotActive);
     SetPhase(IbSweepPhase::Idle);
 }
@@ -300,7 +328,11 @@ IbSubnetManager::Transmit(uint64_t tid)
     {
         NS_LOG_LOGIC("SMP " << tid << " refused by the node; will time out and retry");
     }
-    r.timer = Simulator::Schedule(m_smpTimeout, &IbSubnetManager::Timeout, this, tid);
+    // SMInfo is answered by another SM, which may be a process behind a host's umad interface
+    // rather than an agent in an adapter: it gets its own, usually longer, timeout.
+    const bool toAnSm = r.smp.Mad().GetAttributeId() == IbSmAttr::SmInfo;
+    r.timer = Simulator::Schedule(toAnSm ? m_smInfoTimeout : m_smpTimeout,
+                                  &IbSubnetManager::Timeout, this, tid);
 }
 
 void
@@ -421,9 +453,20 @@ IbSubnetManager::Answered(Request& req, const IbSmp& smp)
         break;
     }
     case Purpose::SmInfo:
+    case Purpose::LightSmInfo:
     case Purpose::PollMaster:
         OnSmInfo(req, smp);
         break;
+    case Purpose::Handover:
+        // The SM outranking this one took the mastership (§14.4.1): stand by and poll it. (Its
+        // ACKNOWLEDGE may have come first.)
+        if (m_smState == IbSmState::Master && m_handoverTo != 0)
+        {
+            m_handoversSent++;
+            BecomeStandby(m_handoverTo, req.path);
+        }
+        break;
+    case Purpose::Acknowledge:
     case Purpose::SetSwitchInfo:
     case Purpose::SetLft:
     case Purpose::SetSlToVl:
@@ -474,6 +517,20 @@ IbSubnetManager::Failed(Request& req)
     case Purpose::PollMaster:
         m_failedPolls++;
         break;
+    case Purpose::LightSmInfo:
+        // That SM is gone (or no longer answers SMInfo): forget it until a sweep finds it again.
+        for (auto it = m_remoteSms.begin(); it != m_remoteSms.end(); ++it)
+        {
+            if (it->second.path == req.path)
+            {
+                m_remoteSms.erase(it);
+                break;
+            }
+        }
+        break;
+    case Purpose::Handover:
+        m_handoverTo = 0; // refused or unanswered: this SM stays master (MaybeAdvance)
+        break;
     default:
         break; // a node that does not answer during discovery is left out of the subnet
     }
@@ -489,16 +546,16 @@ IbSubnetManager::MaybeAdvance()
     switch (m_phase)
     {
     case IbSweepPhase::Discover:
-        if (m_outranked && m_smState != IbSmState::Master)
+        DecideMastership();
+        if (m_phase != IbSweepPhase::Configure)
         {
-            SetSmState(IbSmState::Standby);
-            m_failedPolls = 0;
-            SetPhase(IbSweepPhase::Idle);
-            m_sweepFinishedTrace(true, static_cast<uint32_t>(m_subnet.NodeCount()),
-                                 Simulator::Now() - m_sweepStart);
-            ScheduleNext();
-            return;
+            return; // standing by, handing over or waiting: nothing to configure
         }
+        break;
+    case IbSweepPhase::Handover:
+        // Still master here: the HANDOVER was refused or went unanswered, so this SM goes on
+        // configuring the subnet it swept.
+        m_handoverTo = 0;
         RouteAndConfigure();
         break;
     case IbSweepPhase::Configure:
@@ -530,7 +587,7 @@ IbSubnetManager::MaybeAdvance()
         if (m_failedPolls >= m_masterPollRetries)
         {
             NS_LOG_INFO("SM 0x" << std::hex << m_guid << ": master gone, taking over");
-            m_outranked = false;
+            m_masterGuid = 0;
             StartHeavySweep();
         }
         else
@@ -581,8 +638,9 @@ IbSubnetManager::StartHeavySweep()
     m_sweepStartedTrace(true);
     m_subnet.Clear();
     m_root = -1;
-    m_outranked = false;
+    m_remoteSms.clear();
     m_masterPath.clear();
+    m_masterGuid = 0;
     if (m_smState != IbSmState::Master)
     {
         SetSmState(IbSmState::Discovering);
@@ -617,6 +675,13 @@ IbSubnetManager::StartLightSweep()
             Enqueue(Purpose::LightSwitchInfo, IbMadMethod::Get, IbSmAttr::SwitchInfo, 0,
                     m_subnet.Node(i).path, i, 0);
         }
+    }
+    // The other SMs' SMInfo, as opensm's light sweep asks it: a master among them, or a
+    // standby that now outranks this master (a changed priority), needs a heavy sweep that
+    // ends in a handover one way or the other (§14.4.1).
+    for (const auto& [guid, remote] : m_remoteSms)
+    {
+        Enqueue(Purpose::LightSmInfo, IbMadMethod::Get, IbSmAttr::SmInfo, 0, remote.path, -1, 0);
     }
     Pump();
     MaybeAdvance();
@@ -758,40 +823,191 @@ IbSubnetManager::OnSmInfo(Request& req, const IbSmp& smp)
 {
     IbSmInfo other;
     other.ReadFrom(smp.Data());
-    if (req.purpose == Purpose::PollMaster)
-    {
-        if (other.smState != static_cast<uint8_t>(IbSmState::Master))
-        {
-            m_failedPolls++; // the master stepped down
-        }
-        else
-        {
-            m_failedPolls = 0;
-        }
-        return;
-    }
     if (other.guid == m_guid)
     {
         return;
     }
-    // IBA vol. 1 §14.4.1: a discovering SM that finds a master, or a discovering SM that
-    // outranks it, becomes a standby. A master yields only to a master that outranks it.
+    // An SM that does not hold this SM's SM_Key is not part of this subnet's management
+    // (§14.2.5.13, §14.4): neither elected nor followed. opensm ignores it the same way.
+    if (m_smKey != 0 && other.smKey != m_smKey)
+    {
+        m_smKeyMismatches++;
+        NS_LOG_INFO("SM 0x" << std::hex << m_guid << ": SM 0x" << other.guid
+                            << " has another SM_Key; ignored");
+        if (req.purpose == Purpose::PollMaster)
+        {
+            m_failedPolls++;
+        }
+        return;
+    }
+    const auto st = static_cast<IbSmState>(other.smState & 0x0F);
     const bool outranks = IbSmOutranks(other.priority, other.guid, m_priority, m_guid);
-    const auto st = static_cast<IbSmState>(other.smState);
-    bool yield = false;
-    if (m_smState == IbSmState::Master)
+    if (req.purpose == Purpose::PollMaster)
     {
-        yield = st == IbSmState::Master && outranks;
+        // The master is alive while it answers as master; one that is still discovering after
+        // this SM handed it the mastership, or a standby that outranks this one, is alive too
+        // (opensm's rule). Anything else counts as a failed poll.
+        const bool alive = st == IbSmState::Master ||
+                           ((st == IbSmState::Discovering || st == IbSmState::Standby) && outranks);
+        m_failedPolls = alive ? 0 : m_failedPolls + 1;
+        auto it = m_remoteSms.find(other.guid);
+        if (it != m_remoteSms.end())
+        {
+            it->second.state = st;
+            it->second.priority = other.priority;
+        }
+        return;
     }
-    else
+    RemoteSm& r = m_remoteSms[other.guid];
+    r.guid = other.guid;
+    r.priority = other.priority;
+    r.state = st;
+    r.path = req.path;
+    if (req.purpose == Purpose::LightSmInfo && m_smState == IbSmState::Master &&
+        (st == IbSmState::Master || (st == IbSmState::Standby && outranks)))
     {
-        yield = st == IbSmState::Master || (st == IbSmState::Discovering && outranks);
+        m_rediscover = true; // another master, or a higher standby: settle it in a heavy sweep
     }
-    if (yield && (!m_outranked || st == IbSmState::Master))
+}
+
+std::vector<IbKnownSm>
+IbSubnetManager::GetKnownSms() const
+{
+    std::vector<IbKnownSm> out;
+    for (const auto& [guid, r] : m_remoteSms)
     {
-        m_outranked = true;
-        m_masterPath = req.path;
+        out.push_back({r.guid, r.priority, r.state});
     }
+    return out;
+}
+
+void
+IbSubnetManager::DecideMastership()
+{
+    // The SM that outranks every other (this one included), the standby or master that does
+    // (a master can be handed over to; one still discovering cannot), and another master.
+    const RemoteSm* best = nullptr;
+    const RemoteSm* bestStandby = nullptr;
+    const RemoteSm* master = nullptr;
+    // A master that handed this SM the mastership while it was discovering stands by now,
+    // whatever it answered this sweep before that.
+    if (auto it = m_remoteSms.find(m_handedOverBy);
+        it != m_remoteSms.end() && it->second.state == IbSmState::Master)
+    {
+        it->second.state = IbSmState::Standby;
+    }
+    m_handedOverBy = 0;
+    for (const auto& [guid, r] : m_remoteSms)
+    {
+        if (r.state == IbSmState::NotActive)
+        {
+            continue; // a disabled SM takes no part in the election (§14.4.1)
+        }
+        if (r.state == IbSmState::Master && (!master || IbSmOutranks(r.priority, r.guid,
+                                                                     master->priority,
+                                                                     master->guid)))
+        {
+            master = &r;
+        }
+        if (IbSmOutranks(r.priority, r.guid, best ? best->priority : m_priority,
+                         best ? best->guid : m_guid))
+        {
+            best = &r;
+        }
+        if ((r.state == IbSmState::Standby || r.state == IbSmState::Master) &&
+            IbSmOutranks(r.priority, r.guid, bestStandby ? bestStandby->priority : m_priority,
+                         bestStandby ? bestStandby->guid : m_guid))
+        {
+            bestStandby = &r;
+        }
+    }
+    auto endOfSweep = [this]() {
+        m_sweepFinishedTrace(true, static_cast<uint32_t>(m_subnet.NodeCount()),
+                             Simulator::Now() - m_sweepStart);
+    };
+    if (m_smState != IbSmState::Master)
+    {
+        // §14.4.1: a discovering SM that finds a master, or an SM that outranks it, stands by.
+        if (const RemoteSm* follow = master ? master : best)
+        {
+            endOfSweep();
+            BecomeStandby(follow->guid, follow->path);
+            return;
+        }
+        RouteAndConfigure();
+        return;
+    }
+    if (bestStandby)
+    {
+        // A master that finds a standby (or another master, when two subnets merge) outranking
+        // it hands the mastership over (§14.4.1, Table 169: SubnSet(SMInfo) HANDOVER); it
+        // stands by once the other has answered. A
+        // higher SM still discovering is left to finish: it finds this master, stands by, and
+        // the next light sweep sees it so. (Handed over while discovering, it would go on to
+        // stand by behind this SM's stale MASTER answer, and opensm then waits its polling
+        // timeout, 10 s by 4 retries, before taking over.)
+        NS_LOG_INFO("SM 0x" << std::hex << m_guid << ": handing over to 0x"
+                            << bestStandby->guid);
+        endOfSweep();
+        m_handoverTo = bestStandby->guid;
+        SetPhase(IbSweepPhase::Handover);
+        SendSmInfoSet(Purpose::Handover, IbSmInfoControl::Handover, bestStandby->path,
+                      OwnSmInfo(true));
+        Pump();
+        return;
+    }
+    if (master)
+    {
+        // Another master, which this one outranks (else it was handed over to above): it must
+        // hand over (its own sweep finds this SM). Until it has, this SM configures nothing, or
+        // the two would fight; it looks again after SweepInterval.
+        NS_LOG_INFO("SM 0x" << std::hex << m_guid << ": waiting for 0x" << master->guid
+                            << " to hand over");
+        endOfSweep();
+        SetPhase(IbSweepPhase::Idle);
+        m_sweepTimer =
+            Simulator::Schedule(m_sweepInterval, &IbSubnetManager::StartHeavySweep, this);
+        return;
+    }
+    RouteAndConfigure();
+}
+
+void
+IbSubnetManager::BecomeStandby(uint64_t guid, const std::vector<uint8_t>& path)
+{
+    SetSmState(IbSmState::Standby);
+    m_masterGuid = guid;
+    m_masterPath = path;
+    m_handoverTo = 0;
+    m_failedPolls = 0;
+    SetPhase(IbSweepPhase::Idle);
+    ScheduleNext();
+}
+
+IbSmInfo
+IbSubnetManager::OwnSmInfo(bool withKey) const
+{
+    IbSmInfo si;
+    si.guid = m_guid;
+    si.smKey = withKey ? m_smKey : 0;
+    si.actCount = m_actCount;
+    si.priority = m_priority;
+    si.smState = static_cast<uint8_t>(m_smState);
+    return si;
+}
+
+void
+IbSubnetManager::SendSmInfoSet(Purpose purpose,
+                               IbSmInfoControl control,
+                               const std::vector<uint8_t>& path,
+                               const IbSmInfo& own)
+{
+    // The sender's own SMInfo, SM_Key included: the receiver checks the key and the sender's
+    // state (HANDOVER from a master, ACKNOWLEDGE from a standby).
+    uint8_t data[IbSmp::kDataBytes];
+    own.WriteTo(data);
+    Enqueue(purpose, IbMadMethod::Set, IbSmAttr::SmInfo, static_cast<uint32_t>(control), path, -1,
+            0, data);
 }
 
 void
@@ -1042,26 +1258,169 @@ IbSubnetManager::FinishHeavySweep()
     ScheduleNext();
 }
 
-bool
+uint16_t
 IbSubnetManager::AnswerSmInfo(const IbSmp& request, IbSmp& response)
 {
-    if (!m_running || request.Mad().GetMethod() != IbMadMethod::Get)
+    const uint8_t method = request.Mad().GetMethod();
+    if (!m_running || (method != IbMadMethod::Get && method != IbMadMethod::Set))
     {
-        return false; // a stopped SM is not there to answer; Set (handover) is not modelled
+        return IbMadStatus::UnsupportedMethodAttr; // no SM here (any more)
     }
+    IbSmInfo asked;
+    asked.ReadFrom(request.Data());
     response = request;
-    IbSmInfo si;
-    si.guid = m_guid;
-    si.actCount = m_actCount;
-    si.priority = m_priority;
-    si.smState = static_cast<uint8_t>(m_smState);
-    si.WriteTo(response.Data());
-    response.Mad().SetMethod(IbMadMethod::GetResp);
-    if (response.IsDirectedRoute())
+    if (method == IbMadMethod::Get)
     {
-        response.SetDirection(true);
+        // §14.2.5.13: the SM_Key reads as 0 unless the requester is authenticated. One that
+        // shows a key must show this one; one that shows none is answered with it, as opensm
+        // answers (the SMA hides it from a requester that fails the M_Key check with protection
+        // bits 1, and drops the request with bits 2 or 3).
+        const bool reveal = asked.smKey == 0 || asked.smKey == m_smKey;
+        OwnSmInfo(reveal).WriteTo(response.Data());
+        return IbMadStatus::Ok;
     }
-    return true;
+    // SubnSet(SMInfo): the transitions of Table 169 (§14.4.1), each legal only from this SM's
+    // present state and from a sender in the right state (HANDOVER, DISABLE, STANDBY and
+    // DISCOVER come from a master, ACKNOWLEDGE from the standby that took a handover), and
+    // only with this SM's SM_Key.
+    const uint32_t control = request.Mad().GetAttributeModifier();
+    const auto sender = static_cast<IbSmState>(asked.smState);
+    bool legal = false;
+    switch (static_cast<IbSmInfoControl>(control))
+    {
+    case IbSmInfoControl::Handover:
+        legal = sender == IbSmState::Master && m_smState != IbSmState::NotActive;
+        break;
+    case IbSmInfoControl::Acknowledge:
+        legal = sender == IbSmState::Standby &&
+                (m_smState == IbSmState::Standby ||
+                 (m_smState == IbSmState::Master && m_handoverTo == asked.guid));
+        break;
+    case IbSmInfoControl::Disable:
+    case IbSmInfoControl::Discover:
+        legal = sender == IbSmState::Master && m_smState == IbSmState::Standby;
+        break;
+    case IbSmInfoControl::Standby:
+        legal = sender == IbSmState::Master && m_smState == IbSmState::NotActive;
+        break;
+    }
+    if (m_smKey != 0 && asked.smKey != m_smKey)
+    {
+        legal = false;
+    }
+    OwnSmInfo(legal).WriteTo(response.Data());
+    const uint16_t status = legal ? IbMadStatus::Ok : IbMadStatus::InvalidField;
+    NS_LOG_INFO("SM 0x" << std::hex << m_guid << ": SMInfo " << IbSmInfoControlName(control)
+                        << " from 0x" << asked.guid << std::dec << " in state "
+                        << IbSmStateName(m_smState) << ": status " << status);
+    m_smInfoSetTrace(control, asked.guid, status);
+    if (!legal)
+    {
+        m_smInfoSetsRefused++;
+        return status;
+    }
+    // The answer leaves first (the caller sends it); the SM acts in an event of its own, so a
+    // HANDOVER's answer goes out before this SM's ACKNOWLEDGE and first sweep as master.
+    Simulator::ScheduleNow(&IbSubnetManager::ActOnSmInfoSet, this,
+                           static_cast<IbSmInfoControl>(control), asked.guid);
+    return IbMadStatus::Ok;
+}
+
+void
+IbSubnetManager::ActOnSmInfoSet(IbSmInfoControl control, uint64_t senderGuid)
+{
+    if (!m_running)
+    {
+        return;
+    }
+    switch (control)
+    {
+    case IbSmInfoControl::Handover:
+        m_handoversReceived++;
+        if (m_smState == IbSmState::Standby)
+        {
+            // Table 169: a standby given the mastership acknowledges it, with its SMInfo as the
+            // standby that took it (opensm accepts ACKNOWLEDGE only from a standby), and becomes
+            // the master, which starts with a heavy sweep and takes over the configuration.
+            // The ACKNOWLEDGE leaves SmInfoTimeout / 2 after the HANDOVER's answer: opensm
+            // stands by only once its HANDOVER is on its way, and refuses an ACKNOWLEDGE that
+            // overtakes that (ERR 3207, status 7).
+            if (senderGuid == m_masterGuid && !m_masterPath.empty())
+            {
+                const IbSmInfo asStandby = OwnSmInfo(true);
+                const std::vector<uint8_t> path = m_masterPath;
+                Simulator::Schedule(m_smInfoTimeout / 2, [this, asStandby, path]() {
+                    if (!m_running)
+                    {
+                        return;
+                    }
+                    SendSmInfoSet(Purpose::Acknowledge, IbSmInfoControl::Acknowledge, path,
+                                  asStandby);
+                    m_acknowledgesSent++;
+                    Pump();
+                });
+            }
+            m_sweepTimer.Cancel();
+            SetSmState(IbSmState::Master);
+            StartHeavySweep();
+            return;
+        }
+        // A discovering SM is sweeping already; the old master stands by now, whatever it has
+        // answered this sweep (DecideMastership). opensm hands over to an SM it found
+        // discovering. No ACKNOWLEDGE: it would say DISCOVERING, and opensm takes one only from
+        // a standby. A master handed a second mastership sweeps to settle it.
+        if (m_smState == IbSmState::Discovering)
+        {
+            m_handedOverBy = senderGuid;
+            return;
+        }
+        m_rediscover = true;
+        if (m_smState == IbSmState::Master &&
+            (m_phase == IbSweepPhase::Up || m_phase == IbSweepPhase::Idle))
+        {
+            StartHeavySweep();
+        }
+        return;
+    case IbSmInfoControl::Acknowledge:
+        m_acknowledgesReceived++;
+        if (m_smState == IbSmState::Master && m_handoverTo == senderGuid)
+        {
+            auto it = m_remoteSms.find(senderGuid);
+            if (it != m_remoteSms.end())
+            {
+                m_handoversSent++;
+                BecomeStandby(senderGuid, it->second.path);
+            }
+        }
+        return;
+    case IbSmInfoControl::Disable:
+        // Table 169: a standby told to stop polling becomes not-active; it still answers
+        // SMInfo, as NOT_ACTIVE, until a master tells it to stand by again.
+        m_sweepTimer.Cancel();
+        m_masterGuid = 0;
+        m_masterPath.clear();
+        SetSmState(IbSmState::NotActive);
+        SetPhase(IbSweepPhase::Idle);
+        return;
+    case IbSmInfoControl::Standby: {
+        auto it = m_remoteSms.find(senderGuid);
+        if (it != m_remoteSms.end())
+        {
+            BecomeStandby(senderGuid, it->second.path);
+            return;
+        }
+        // The master is not known yet: discover, which finds it and stands by.
+        SetSmState(IbSmState::Discovering);
+        StartHeavySweep();
+        return;
+    }
+    case IbSmInfoControl::Discover:
+        m_sweepTimer.Cancel();
+        m_masterGuid = 0;
+        SetSmState(IbSmState::Discovering);
+        StartHeavySweep();
+        return;
+    }
 }
 
 std::vector<std::array<uint8_t, kIbMadBytes>>

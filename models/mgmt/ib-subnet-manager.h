@@ -35,9 +35,18 @@ enum class IbSweepPhase : uint8_t
     Up = 5,         ///< subnet up; waiting for the next light sweep
     LightSweep = 6, ///< SwitchInfo Gets looking for PortStateChange
     PollMaster = 7, ///< a standby SM asking the master's SMInfo
+    Handover = 8,   ///< a master that found a higher SM waits for the answer to its HANDOVER
 };
 
 const char* IbSweepPhaseName(IbSweepPhase p);
+
+/// Another SM as this SM last heard of it (its SMInfo answer).
+struct IbKnownSm
+{
+    uint64_t guid = 0;
+    uint8_t priority = 0;
+    IbSmState state = IbSmState::NotActive;
+};
 
 /**
  * \brief A subnet manager application on one port of a node (IBA vol. 1 §14.4).
@@ -60,9 +69,15 @@ const char* IbSweepPhaseName(IbSweepPhase p);
  * attribute or a bad status are counted and dropped, never trusted.
  *
  * Election (§14.4.1): a CA port whose PortInfo.CapabilityMask has IsSM is asked for its SMInfo;
- * a master found, or an SM that outranks this one (higher priority, then lower GUID), makes this
- * SM a standby, which polls the master's SMInfo every SweepInterval and takes over after
- * MasterPollRetries unanswered polls.
+ * an SM whose SM_Key differs from this one's (when this one's is not 0) is not of this subnet's
+ * management and is ignored. A discovering SM that finds a master, or an SM that outranks it
+ * (higher priority, then lower GUID), becomes a standby, which polls the master's SMInfo every
+ * SweepInterval and takes over after MasterPollRetries unanswered polls. A master that finds an
+ * SM outranking it (in a heavy sweep, or when its light sweep's SMInfo Gets to the SMs it knows
+ * see a change) sends it SubnSet(SMInfo) HANDOVER and becomes a standby once that is answered;
+ * a standby that receives HANDOVER answers, sends ACKNOWLEDGE back and becomes the master
+ * (Table 169). DISABLE, STANDBY and DISCOVER from a master are obeyed as the table says. The
+ * SM_Key in an SMInfo answer is zero for a requester that shows a wrong one (§14.2.5.13).
  */
 class IbSubnetManager : public Object
 {
@@ -91,10 +106,14 @@ class IbSubnetManager : public Object
     /// trap. Anything else is counted as unexpected.
     void ReceiveSmp(const IbSmp& smp);
     /**
-     * Answers a Get(SMInfo) addressed to this SM (IBA vol. 1 §14.2.5.13): fills `response` (a
-     * copy of the request the caller turns around) and returns true; false if the SM is stopped.
+     * Answers a SubnGet or SubnSet(SMInfo) addressed to this SM (IBA vol. 1 §14.2.5.13, §14.4.1):
+     * fills `response` (a copy of the request the caller turns around) with this SM's SMInfo and
+     * returns the MAD status: 0; 3 (UnsupportedMethodAttr) if the SM is stopped or the method is
+     * neither Get nor Set; 7 (InvalidField) for a Set whose control is not one of Table 169's
+     * transitions from this SM's state, whose sender is in the wrong state for it, or whose
+     * SM_Key is wrong. A Set is acted upon after the answer has left.
      */
-    bool AnswerSmInfo(const IbSmp& request, IbSmp& response);
+    uint16_t AnswerSmInfo(const IbSmp& request, IbSmp& response);
     /**
      * Answers an SA request (256 bytes, class 0x03) from the last completed sweep's database
      * and routes (IbSaServe); false, with no answer, unless this SM is a running master with
@@ -107,6 +126,23 @@ class IbSubnetManager : public Object
     uint64_t GetSaAnswered() const { return m_saAnswered; }
     // ---- observation ----------------------------------------------------------------------
     IbSmState GetSmState() const { return m_smState; }
+    uint8_t GetPriority() const { return m_priority; }
+    uint64_t GetSmKey() const { return m_smKey; }
+    /// The other SMs (same SM_Key) this SM heard of in its last heavy sweep, as their last
+    /// SMInfo answers (the light sweeps' and a standby's polls) described them.
+    std::vector<IbKnownSm> GetKnownSms() const;
+    /// The GUID of the SM a standby polls (0 if none).
+    uint64_t GetMasterGuid() const { return m_masterGuid; }
+    /// SubnSet(SMInfo) HANDOVERs this SM sent that were answered Ok, and that it accepted.
+    uint64_t GetHandoversSent() const { return m_handoversSent; }
+    uint64_t GetHandoversReceived() const { return m_handoversReceived; }
+    /// ACKNOWLEDGEs this SM sent after taking a handover, and received after giving one.
+    uint64_t GetAcknowledgesSent() const { return m_acknowledgesSent; }
+    uint64_t GetAcknowledgesReceived() const { return m_acknowledgesReceived; }
+    /// SMInfo answers ignored because the other SM's SM_Key is not this one's.
+    uint64_t GetSmKeyMismatches() const { return m_smKeyMismatches; }
+    /// SubnSet(SMInfo) requests refused (status 7).
+    uint64_t GetSmInfoSetsRefused() const { return m_smInfoSetsRefused; }
     IbSweepPhase GetPhase() const { return m_phase; }
     /// The subnet as the last completed heavy sweep found and configured it.
     const IbSmSubnet& GetSubnet() const { return m_lastSubnet; }
@@ -135,6 +171,7 @@ class IbSubnetManager : public Object
     typedef void (*SmpCallback)(uint16_t attributeId, uint8_t method, uint32_t attempt);
     typedef void (*LidCallback)(uint64_t guid, uint16_t lid);
     typedef void (*StateCallback)(uint8_t oldState, uint8_t newState);
+    typedef void (*SmInfoSetCallback)(uint32_t control, uint64_t senderGuid, uint16_t status);
 
   protected:
     void DoDispose() override;
@@ -153,7 +190,18 @@ class IbSubnetManager : public Object
         SetLft,
         SetSlToVl,
         LightSwitchInfo,
+        LightSmInfo,
         PollMaster,
+        Handover,
+        Acknowledge,
+    };
+    /// Another SM, as its last SMInfo answer described it.
+    struct RemoteSm
+    {
+        uint64_t guid = 0;
+        uint8_t priority = 0;
+        IbSmState state = IbSmState::NotActive;
+        std::vector<uint8_t> path;
     };
     struct Request
     {
@@ -187,6 +235,19 @@ class IbSubnetManager : public Object
     void OnNodeInfo(Request& req, const IbSmp& smp);
     void OnPortInfo(Request& req, const IbSmp& smp);
     void OnSmInfo(Request& req, const IbSmp& smp);
+    /// After discovery: stand by, hand over, wait for another master, or configure.
+    void DecideMastership();
+    /// Standby, polling the SM at `path` (GUID `guid`) every SweepInterval.
+    void BecomeStandby(uint64_t guid, const std::vector<uint8_t>& path);
+    /// This SM's SMInfo as it answers and sends it (`withKey`: the SM_Key filled in).
+    IbSmInfo OwnSmInfo(bool withKey) const;
+    /// Queues a SubnSet(SMInfo) with `control` and `own` (this SM's SMInfo, key included).
+    void SendSmInfoSet(Purpose purpose,
+                       IbSmInfoControl control,
+                       const std::vector<uint8_t>& path,
+                       const IbSmInfo& own);
+    /// Acts on a SubnSet(SMInfo) already answered Ok (an event, after the answer left).
+    void ActOnSmInfoSet(IbSmInfoControl control, uint64_t senderGuid);
     void Explore(int32_t node, uint8_t port);
     void RouteAndConfigure();
     void ConfigurePorts();
@@ -204,12 +265,14 @@ class IbSubnetManager : public Object
     uint8_t m_priority = 0;
     Time m_sweepInterval;
     Time m_smpTimeout;
+    Time m_smInfoTimeout;
     uint32_t m_smpRetries = 3;
     uint32_t m_maxOutstanding = 16;
     int m_algorithm = static_cast<int>(IbRoutingAlgorithm::UpDown); ///< an IbRoutingAlgorithm
     uint8_t m_opVls = 1;
     uint8_t m_port = 1;
     uint32_t m_masterPollRetries = 3;
+    uint64_t m_smKey = 1;
 
     SmpSender m_sender;
     LidRoutedSender m_lidSender;
@@ -240,10 +303,19 @@ class IbSubnetManager : public Object
     bool m_rediscover = false; ///< something changed: the next sweep is a heavy one
 
     // election
-    bool m_outranked = false;
+    std::map<uint64_t, RemoteSm> m_remoteSms; ///< by GUID, from the current heavy sweep
     std::vector<uint8_t> m_masterPath;
+    uint64_t m_masterGuid = 0;
+    uint64_t m_handoverTo = 0; ///< the SM a HANDOVER is outstanding to
+    uint64_t m_handedOverBy = 0; ///< the master that handed over during this discovery
     uint32_t m_failedPolls = 0;
     uint32_t m_actCount = 0;
+    uint64_t m_handoversSent = 0;
+    uint64_t m_handoversReceived = 0;
+    uint64_t m_acknowledgesSent = 0;
+    uint64_t m_acknowledgesReceived = 0;
+    uint64_t m_smKeyMismatches = 0;
+    uint64_t m_smInfoSetsRefused = 0;
 
     // transactions
     uint64_t m_nextTid = 1;
@@ -269,6 +341,7 @@ class IbSubnetManager : public Object
     TracedCallback<uint64_t, uint16_t> m_lidTrace;
     TracedCallback<uint8_t, uint8_t> m_smStateTrace;
     TracedCallback<uint8_t, uint8_t> m_phaseTrace;
+    TracedCallback<uint32_t, uint64_t, uint16_t> m_smInfoSetTrace;
 };
 
 } // namespace ns3

@@ -7,6 +7,7 @@
 #include "emu-host.h"
 #include "emu-sysfs.h" // umad (issue 14)
 
+#include "helpers/formats/parse-util.h"
 #include "helpers/formats/topology.h"
 #include "helpers/ib/ib-fabric-helper.h"
 #include "helpers/mgmt/ib-sm-helper.h"
@@ -25,6 +26,7 @@
 #include "models/emu/eth-tap-bridge.h"
 #include "models/emu/ib-ipoib-bridge.h"
 #include "models/ib/ib-net-device.h"
+#include "models/ib/ib-vl-counts.h"
 
 #include "ns3/config.h"
 #include "ns3/double.h"
@@ -185,6 +187,7 @@ struct UpOptions
     std::string topology;
     std::string name = kDefaultFabric;
     std::string sm = "builtin";
+    int smPriority = 0; ///< the built-in SM's SMInfo.Priority (0-15)
     std::string pcapDir;
     double dilation = 1;
     std::string hostRate;
@@ -318,6 +321,82 @@ LagJson()
     return j;
 }
 
+std::string
+GuidText(uint64_t guid)
+{
+    char b[24];
+    std::snprintf(b, sizeof(b), "0x%016llx", static_cast<unsigned long long>(guid));
+    return b;
+}
+
+/// The built-in SM (stopped or running) and the other SMs it knows of. Simulation thread.
+nlohmann::json
+SmJson(const Daemon& d)
+{
+    const ns3::IbSubnetManager& sm = *d.sm;
+    nlohmann::json others = nlohmann::json::array();
+    for (const ns3::IbKnownSm& o : sm.GetKnownSms())
+    {
+        std::string where;
+        for (size_t i = 0; i < d.hostNames.size(); ++i)
+        {
+            if (d.ib.HostPort(static_cast<uint32_t>(i))->GetPortGuid() == o.guid)
+            {
+                where = d.hostNames[i];
+            }
+        }
+        others.push_back({{"guid", GuidText(o.guid)},
+                          {"node", where},
+                          {"priority", o.priority},
+                          {"state", ns3::IbSmStateName(o.state)}});
+    }
+    return {{"node", d.hostNames.empty() ? "" : d.hostNames[0]},
+            {"guid", GuidText(sm.GetGuid())},
+            {"running", sm.IsRunning()},
+            {"state", ns3::IbSmStateName(sm.GetSmState())},
+            {"priority", sm.GetPriority()},
+            {"phase", ns3::IbSweepPhaseName(sm.GetPhase())},
+            {"master_guid", GuidText(sm.GetMasterGuid())},
+            {"subnet_up_s", sm.GetLastSubnetUp().GetSeconds()},
+            {"smps_sent", sm.GetSmpsSent()},
+            {"heavy_sweeps", sm.GetHeavySweeps()},
+            {"handovers_sent", sm.GetHandoversSent()},
+            {"handovers_received", sm.GetHandoversReceived()},
+            {"acknowledges_sent", sm.GetAcknowledgesSent()},
+            {"acknowledges_received", sm.GetAcknowledgesReceived()},
+            {"sm_key_mismatches", sm.GetSmKeyMismatches()},
+            {"other_sms", others}};
+}
+
+/// What every SMA of the fabric answered with a status other than 0, by attribute and status
+/// ("PortInfo Set 0x001c": n), so that a refused Set shows. Simulation thread.
+nlohmann::json
+SmaRefusalsJson(const Daemon& d)
+{
+    nlohmann::json j = nlohmann::json::object();
+    for (uint32_t n = 0; n < d.ib.nodes.GetN(); ++n)
+    {
+        auto sma = ns3::IbMgmtHelper::GetSma(d.ib.nodes.Get(n));
+        if (!sma)
+        {
+            continue;
+        }
+        for (uint16_t status : {ns3::IbMadStatus::BadVersion,
+                                ns3::IbMadStatus::UnsupportedMethod,
+                                ns3::IbMadStatus::UnsupportedMethodAttr,
+                                ns3::IbMadStatus::InvalidField})
+        {
+            if (const uint64_t c = sma->GetAnsweredCount(status))
+            {
+                char key[16];
+                std::snprintf(key, sizeof(key), "0x%04x", status);
+                j[key] = j.value(key, uint64_t(0)) + c;
+            }
+        }
+    }
+    return j;
+}
+
 /// The live status. Simulation thread.
 nlohmann::json
 StatusJson(const Daemon& d)
@@ -362,17 +441,8 @@ StatusJson(const Daemon& d)
                                              {"queries", u.queries}};
             }
         }
-        if (d.sm)
-        {
-            j["sm"] = {{"node", d.hostNames.empty() ? "" : d.hostNames[0]},
-                       {"phase", ns3::IbSweepPhaseName(d.sm->GetPhase())},
-                       {"subnet_up_s", d.sm->GetLastSubnetUp().GetSeconds()},
-                       {"smps_sent", d.sm->GetSmpsSent()}};
-        }
-        else
-        {
-            j["sm"] = nullptr;
-        }
+        j["sm"] = d.sm ? SmJson(d) : nlohmann::json(nullptr);
+        j["sma_refusals"] = SmaRefusalsJson(d);
         return j;
     }
     for (size_t i = 0; i < d.hostNames.size(); ++i)
@@ -576,6 +646,71 @@ HandleRequest(Daemon& d, int conn, const std::string& line)
             return nlohmann::json{{"error", *err}}.dump();
         }
         return nlohmann::json{{"ok", "capturing " + spec + " to " + path}}.dump();
+    }
+    if (verb == "sm")
+    {
+        // The built-in SM at run time (issue 14): "sm start [PRIORITY]", "sm stop".
+        std::string what;
+        in >> what;
+        int priority = -1;
+        std::string p;
+        if (in >> p)
+        {
+            uint64_t v = 0;
+            if (!ns3::ParseDecimalUint(p, 15, &v))
+            {
+                return nlohmann::json{{"error", "priority '" + p + "': 0 to 15"}}.dump();
+            }
+            priority = static_cast<int>(v);
+        }
+        if (what != "start" && what != "stop")
+        {
+            return nlohmann::json{{"error", "usage: sm start [PRIORITY] | sm stop"}}.dump();
+        }
+        auto answer = std::make_shared<nlohmann::json>();
+        Daemon* dp = &d;
+        if (!RunInSimulation(
+                [dp, what, priority, answer]() {
+                    if (!dp->sm)
+                    {
+                        *answer = {{"error", "this fabric has no built-in subnet manager "
+                                             "(InfiniBand fabrics only)"}};
+                        return;
+                    }
+                    if (what == "stop")
+                    {
+                        if (!dp->sm->IsRunning())
+                        {
+                            *answer = {{"error", "the built-in subnet manager is not running"}};
+                            return;
+                        }
+                        dp->sm->Stop();
+                        *answer = {{"ok", "built-in subnet manager stopped"}};
+                        return;
+                    }
+                    if (dp->sm->IsRunning())
+                    {
+                        *answer = {{"error", "the built-in subnet manager is already running "
+                                             "(stop it first to change its priority)"}};
+                        return;
+                    }
+                    if (priority >= 0)
+                    {
+                        dp->sm->SetAttribute("Priority", ns3::UintegerValue(priority));
+                    }
+                    dp->sm->Start();
+                    *answer = {{"ok", "built-in subnet manager started on " +
+                                          (dp->hostNames.empty() ? std::string("?")
+                                                                 : dp->hostNames[0]) +
+                                          ", priority " +
+                                          std::to_string(dp->sm->GetPriority())}};
+                },
+                3.0))
+        {
+            return nlohmann::json{{"error", "the simulation thread did not answer within 3 s"}}
+                .dump();
+        }
+        return answer->dump();
     }
     return nlohmann::json{{"error", "unknown request '" + verb + "'"}}.dump();
 }
@@ -930,9 +1065,47 @@ BuildIbHosts(Daemon& d)
             sma->SetAttribute("NodeDescription", ns3::StringValue(d.ib.topology.nodes[n].name));
         }
     }
-    if (d.opt.sm == "builtin")
+    // The built-in SM is always there on the first host, running from the start with
+    // --sm builtin, stopped with --sm none until `cnuas sm start`: installed before the umad
+    // services so that they chain in front of it (they pass it what is not a process's).
+    if (d.ib.hosts.GetN() > 0)
     {
-        d.sm = ns3::IbSmHelper().Install(d.ib, d.ib.hosts.Get(0), ns3::MicroSeconds(2));
+        ns3::IbSmHelper smh;
+        smh.SetSmAttribute("Priority", ns3::UintegerValue(d.opt.smPriority));
+        // As many data VLs as the ports have, which is what opensm enables (its max_op_vls,
+        // 15, capped by each link's VLCap): the two SMs then configure the links alike, and a
+        // handover either way changes no port's OperationalVLs (opensm would take a CA port
+        // Down to change them, and a switch port that carries data refuses a change,
+        // §14.2.5.6). Unless the user chose a value with --set.
+        bool userVls = false;
+        bool userSmInfoTimeout = false;
+        for (const auto& setting : d.opt.settings)
+        {
+            userVls = userVls || setting.name.find("IbSubnetManager::OperationalVls") !=
+                                     std::string::npos;
+            userSmInfoTimeout = userSmInfoTimeout ||
+                                setting.name.find("IbSubnetManager::SmInfoTimeout") !=
+                                    std::string::npos;
+        }
+        if (!userSmInfoTimeout)
+        {
+            // Another SM here is a process (opensm) whose answers cross the host's umad
+            // interface and the process's scheduling: give it opensm's own transaction timeout,
+            // 200 ms of wall time, not the 100 us an adapter's agent needs.
+            smh.SetSmAttribute("SmInfoTimeout",
+                               ns3::TimeValue(ns3::Seconds(0.2 / d.opt.dilation)));
+        }
+        if (!userVls)
+        {
+            const uint8_t cap = d.ib.HostPort(0)->GetVlCap();
+            uint8_t vls = 1;
+            for (uint8_t n : ns3::IbDataVlCounts())
+            {
+                vls = n <= cap ? std::max(vls, n) : vls;
+            }
+            smh.SetSmAttribute("OperationalVls", ns3::UintegerValue(vls));
+        }
+        d.sm = smh.Install(d.ib, d.ib.hosts.Get(0), ns3::MicroSeconds(2), d.opt.sm == "builtin");
     }
     if (!d.opt.pcapDir.empty())
     {
@@ -1232,7 +1405,7 @@ DaemonMain(Daemon& d)
 
 const char* const kUpUsage =
     "usage: cnuas up [--fabric roce|ib] [--hosts N | --topology SPEC] [--sm builtin|none]\n"
-    "                [--name NAME]\n"
+    "                [--sm-priority P] [--name NAME]\n"
     "                [--pcap DIR] [--dilation F] [--host-rate R] [--fabric-rate R]\n"
     "                [--set ATTRIBUTE=VALUE]... [--state-dir DIR] [--timeout S] [--nice N]\n"
     "\n"
@@ -1244,7 +1417,10 @@ const char* const kUpUsage =
     "  --fabric roce|ib       RoCE/Ethernet (hosts' eth0 on the fabric) or InfiniBand (hosts'\n"
     "                         ib0 carries IPoIB on the fabric, mgmt0 a management network)\n"
     "  --sm builtin|none      InfiniBand: the built-in subnet manager on the first host, or\n"
-    "                         none (ports stay Initializing with LID 0, no data flows)\n"
+    "                         none (ports stay Initializing with LID 0, no data flows) until\n"
+    "                         an SM starts (opensm in a host, or 'cnuas sm start')\n"
+    "  --sm-priority P        the built-in SM's priority, 0-15 (default 0, as opensm's):\n"
+    "                         beside opensm the higher priority is master, then the lower GUID\n"
     "  --hosts N              N hosts on one switch (star; default 2)\n"
     "  --topology SPEC        pair, star:hosts=N, dumbbell:left=L,right=R,\n"
     "                         leaf-spine:leaves=L,spines=S,hosts=H, fat-tree:k=K, or a file\n"
@@ -1324,6 +1500,17 @@ RunUp(const std::vector<std::string>& args)
             else if (a == "--sm")
             {
                 o.sm = value();
+            }
+            else if (a == "--sm-priority")
+            {
+                const std::string v = value();
+                uint64_t p = 0;
+                if (!ns3::ParseDecimalUint(v, 15, &p))
+                {
+                    std::fprintf(stderr, "cnuas up: --sm-priority %s: 0 to 15\n", v.c_str());
+                    return 2;
+                }
+                o.smPriority = static_cast<int>(p);
             }
             else if (a == "--pcap")
             {
@@ -2253,20 +2440,52 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
         }
         std::printf("\n");
     }
-    if (live && live->contains("sm"))
+    if (live && live->contains("sm") && !(*live)["sm"].is_null())
     {
         const auto& sm = (*live)["sm"];
-        if (sm.is_null())
+        bool processSm = false;
+        for (const auto& h : hosts)
         {
-            std::printf("  subnet manager: none (--sm none): ports stay Initializing, LID 0\n");
+            processSm = processSm || (h.contains("umad") && h["umad"].value("is_sm", false));
+        }
+        if (!sm.value("running", false) && !processSm)
+        {
+            std::printf("  subnet manager: none: ports stay Initializing, LID 0 (the built-in "
+                        "one on %s is stopped; cnuas sm start runs it)\n",
+                        sm.value("node", "").c_str());
+        }
+        else if (!sm.value("running", false))
+        {
+            std::printf("  built-in subnet manager on %s: stopped (cnuas sm start runs it)\n",
+                        sm.value("node", "").c_str());
         }
         else
         {
-            std::printf("  subnet manager: built-in on %s, %s, subnet up at %.6f s simulated, "
-                        "%llu SMPs\n",
-                        sm.value("node", "").c_str(), sm.value("phase", "").c_str(),
+            std::printf("  built-in subnet manager on %s: %s, priority %d, %s; subnet up at "
+                        "%.6f s simulated, %llu SMPs, %llu handovers given, %llu taken\n",
+                        sm.value("node", "").c_str(), sm.value("state", "").c_str(),
+                        sm.value("priority", 0), sm.value("phase", "").c_str(),
                         sm.value("subnet_up_s", -1.0),
-                        static_cast<unsigned long long>(sm.value("smps_sent", 0ULL)));
+                        static_cast<unsigned long long>(sm.value("smps_sent", 0ULL)),
+                        static_cast<unsigned long long>(sm.value("handovers_sent", 0ULL)),
+                        static_cast<unsigned long long>(sm.value("handovers_received", 0ULL)));
+            for (const auto& o : sm.value("other_sms", nlohmann::json::array()))
+            {
+                std::printf("  subnet manager %s on %s: %s, priority %d (as the built-in SM "
+                            "last heard)\n",
+                            o.value("guid", "").c_str(),
+                            o.value("node", "").empty() ? "?" : o.value("node", "").c_str(),
+                            o.value("state", "").c_str(), o.value("priority", 0));
+            }
+        }
+        for (const auto& h : hosts)
+        {
+            if (h.contains("umad") && h["umad"].value("is_sm", false))
+            {
+                std::printf("  %s holds its port's SM interface (issm): an SM such as opensm "
+                            "runs there\n",
+                            h.value("name", "").c_str());
+            }
         }
     }
     if (live && live->contains("switches"))
@@ -2284,9 +2503,82 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
     }
 }
 
+const char* const kSmUsage =
+    "usage: cnuas sm start|stop [--priority P] [--name NAME] [--state-dir DIR]\n"
+    "\n"
+    "Starts or stops the built-in subnet manager of a running InfiniBand fabric (it lives on\n"
+    "the first host; 'cnuas up --sm none' leaves it stopped). Started beside another SM\n"
+    "(opensm in a host), it takes part in the election of IBA vol. 1 §14.4: a lower priority\n"
+    "(0-15; equal priorities go to the lower port GUID) stands by and takes over when the\n"
+    "master stops answering; a higher one is handed the mastership. 'cnuas status' shows\n"
+    "each SM's state and priority.\n";
+
+int
+RunSm(const std::vector<std::string>& args)
+{
+    std::string name;
+    std::string stateDir;
+    std::string what;
+    std::string priority;
+    for (size_t i = 0; i < args.size(); ++i)
+    {
+        const std::string& a = args[i];
+        if (a == "--help" || a == "-h")
+        {
+            std::fputs(kSmUsage, stdout);
+            return 0;
+        }
+        if ((a == "--name" || a == "--state-dir" || a == "--priority") && i + 1 < args.size())
+        {
+            (a == "--name" ? name : a == "--state-dir" ? stateDir : priority) = args[++i];
+        }
+        else if ((a == "start" || a == "stop") && what.empty())
+        {
+            what = a;
+        }
+        else
+        {
+            std::fprintf(stderr, "cnuas sm: unexpected '%s'\n%s", a.c_str(), kSmUsage);
+            return 2;
+        }
+    }
+    uint64_t p = 0;
+    if (what.empty() || (!priority.empty() && (what != "start" ||
+                                               !ns3::ParseDecimalUint(priority, 15, &p))))
+    {
+        std::fprintf(stderr, "cnuas sm: give start or stop (--priority 0-15 with start)\n%s",
+                     kSmUsage);
+        return 2;
+    }
+    const std::string dir = StateDirectory(stateDir);
+    const std::string fabric = ChooseFabric(name, dir);
+    auto state = ReadState(FabricStatePath(dir, fabric));
+    if (!state || !ProcessAlive(state->value("pid", 0)))
+    {
+        std::fprintf(stderr, "cnuas sm: fabric '%s' is not up\n", fabric.c_str());
+        return 1;
+    }
+    std::string why;
+    auto answer = QueryFabric(state->value("socket", ""),
+                              "sm " + what + (priority.empty() ? "" : " " + priority), 5.0, &why);
+    if (!answer)
+    {
+        std::fprintf(stderr, "cnuas sm: %s\n", why.c_str());
+        return 1;
+    }
+    if (!answer->contains("ok"))
+    {
+        std::fprintf(stderr, "cnuas sm: %s\n", answer->value("error", "refused").c_str());
+        return 1;
+    }
+    std::printf("%s\n", (*answer)["ok"].get<std::string>().c_str());
+    return 0;
+}
+
 CNUAS_COMMAND("up", "bring up an emulated fabric whose hosts are network namespaces", RunUp);
 CNUAS_COMMAND("exec", "run a command inside an emulated host", RunExec);
 CNUAS_COMMAND("down", "stop an emulated fabric and remove all it made", RunDown);
 CNUAS_COMMAND("capture", "write a running fabric's port to a pcap", RunCapture);
+CNUAS_COMMAND("sm", "start or stop the built-in subnet manager of a running fabric", RunSm);
 
 } // namespace cnuas
