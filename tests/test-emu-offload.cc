@@ -3,6 +3,8 @@
 // coalescing of segments for the host by the kernel's GRO rules. Checksums are verified here
 // with a byte-by-byte RFC 1071 sum written for the test, not with the code under test.
 #include "models/emu/tap-offload.h"
+
+#include "models/common/big-endian.h"
 #include "models/roce/eth-frame.h"
 
 #include <gtest/gtest.h>
@@ -23,32 +25,6 @@ constexpr uint32_t kL4 = kL3 + 20;        // IPv4 without options
 constexpr uint32_t kTcpWithTs = 32;       // TCP header with NOP NOP TIMESTAMP (RFC 7323 §3)
 constexpr uint32_t kHeaders = kL4 + kTcpWithTs;
 constexpr uint8_t kFin = 0x01, kSyn = 0x02, kPsh = 0x08, kAck = 0x10, kCwr = 0x80;
-
-uint16_t
-Get16(const uint8_t* p)
-{
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-
-uint32_t
-Get32(const uint8_t* p)
-{
-    return static_cast<uint32_t>(Get16(p)) << 16 | Get16(p + 2);
-}
-
-void
-Put16(uint8_t* p, uint16_t v)
-{
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-
-void
-Put32(uint8_t* p, uint32_t v)
-{
-    Put16(p, static_cast<uint16_t>(v >> 16));
-    Put16(p + 2, static_cast<uint16_t>(v));
-}
 
 /// RFC 1071 by the book: 16-bit big-endian words, a zero byte after an odd last one, folded.
 uint32_t
@@ -80,7 +56,7 @@ ReferencePseudo(const uint8_t* frame, uint32_t tcpLength)
 bool
 TcpChecksumOk(const uint8_t* frame)
 {
-    const uint32_t tcpLength = Get16(frame + kL3 + 2) - 20u;
+    const uint32_t tcpLength = LoadBe16(frame + kL3 + 2) - 20u;
     return ReferenceSum(frame + kL4, tcpLength, ReferencePseudo(frame, tcpLength)) == 0xFFFF;
 }
 
@@ -96,38 +72,38 @@ TcpFrame(uint32_t seq, uint32_t payload, uint8_t flags, uint16_t ipId, uint8_t t
         b[i] = static_cast<uint8_t>(0x02 + i);
         b[6 + i] = static_cast<uint8_t>(0x12 + i);
     }
-    Put16(&b[12], kEthTypeIpv4);
+    StoreBe16(&b[12], kEthTypeIpv4);
     uint8_t* ip = &b[kL3];
     ip[0] = 0x45;
     ip[1] = tos;
-    Put16(ip + 2, static_cast<uint16_t>(20 + kTcpWithTs + payload));
-    Put16(ip + 4, ipId);
-    Put16(ip + 6, 0x4000); // DF
+    StoreBe16(ip + 2, static_cast<uint16_t>(20 + kTcpWithTs + payload));
+    StoreBe16(ip + 4, ipId);
+    StoreBe16(ip + 6, 0x4000); // DF
     ip[8] = 64;
     ip[9] = kIpProtoTcp;
-    Put32(ip + 12, 0x0A000001);
-    Put32(ip + 16, 0x0A000002);
-    Put16(ip + 10, static_cast<uint16_t>(~ReferenceSum(ip, 20)));
+    StoreBe32(ip + 12, 0x0A000001);
+    StoreBe32(ip + 16, 0x0A000002);
+    StoreBe16(ip + 10, static_cast<uint16_t>(~ReferenceSum(ip, 20)));
     uint8_t* tcp = &b[kL4];
-    Put16(tcp, srcPort);
-    Put16(tcp + 2, 5201);
-    Put32(tcp + 4, seq);
-    Put32(tcp + 8, 0x11223344);
+    StoreBe16(tcp, srcPort);
+    StoreBe16(tcp + 2, 5201);
+    StoreBe32(tcp + 4, seq);
+    StoreBe32(tcp + 8, 0x11223344);
     tcp[12] = (kTcpWithTs / 4) << 4;
     tcp[13] = flags;
-    Put16(tcp + 14, 502); // window
+    StoreBe16(tcp + 14, 502); // window
     tcp[20] = 1;
     tcp[21] = 1;
     tcp[22] = 8;
     tcp[23] = 10;
-    Put32(tcp + 24, tsVal);
-    Put32(tcp + 28, 777);
+    StoreBe32(tcp + 24, tsVal);
+    StoreBe32(tcp + 28, 777);
     for (uint32_t i = 0; i < payload; ++i)
     {
         b[kHeaders + i] = static_cast<uint8_t>((patternFrom + i) * 31 + 7);
     }
     const uint32_t tcpLength = kTcpWithTs + payload;
-    Put16(tcp + 16, static_cast<uint16_t>(~ReferenceSum(tcp, tcpLength,
+    StoreBe16(tcp + 16, static_cast<uint16_t>(~ReferenceSum(tcp, tcpLength,
                                                         ReferencePseudo(b.data(), tcpLength))));
     return b;
 }
@@ -138,7 +114,7 @@ Bytes
 TsoRead(Bytes frame, uint16_t mss, uint8_t gsoType = VirtioNetHeader::kGsoTcpV4)
 {
     const uint32_t tcpLength = static_cast<uint32_t>(frame.size()) - kL4;
-    Put16(&frame[kL4 + 16], static_cast<uint16_t>(ReferencePseudo(frame.data(), tcpLength)));
+    StoreBe16(&frame[kL4 + 16], static_cast<uint16_t>(ReferencePseudo(frame.data(), tcpLength)));
     VirtioNetHeader h;
     h.flags = VirtioNetHeader::kFlagNeedsCsum;
     h.gsoType = gsoType;
@@ -253,12 +229,12 @@ TEST(EmuOffload, TsoFrameIsCutIntoWireSegmentsAsTheKernelsGsoWould)
         SCOPED_TRACE("segment " + std::to_string(i));
         ASSERT_EQ(f.size(), kHeaders + chunk);
         EXPECT_LE(f.size() - kL3, 1500u) << "an IP datagram within the MTU";
-        EXPECT_EQ(Get16(&f[kL3 + 2]), 20 + kTcpWithTs + chunk);
-        EXPECT_EQ(Get16(&f[kL3 + 4]), static_cast<uint16_t>(0xFFFE + i)) << "IP ID, wrapping";
+        EXPECT_EQ(LoadBe16(&f[kL3 + 2]), 20 + kTcpWithTs + chunk);
+        EXPECT_EQ(LoadBe16(&f[kL3 + 4]), static_cast<uint16_t>(0xFFFE + i)) << "IP ID, wrapping";
         EXPECT_TRUE(Ipv4HeaderChecksumOk(f.data()));
         EXPECT_TRUE(TcpChecksumOk(f.data()));
-        EXPECT_EQ(Get32(&f[kL4 + 4]), seq0 + i * 1448) << "sequence number, wrapping";
-        EXPECT_EQ(Get32(&f[kL4 + 8]), 0x11223344u);
+        EXPECT_EQ(LoadBe32(&f[kL4 + 4]), seq0 + i * 1448) << "sequence number, wrapping";
+        EXPECT_EQ(LoadBe32(&f[kL4 + 8]), 0x11223344u);
         const uint8_t flags = f[kL4 + 13];
         EXPECT_EQ((flags & kCwr) != 0, i == 0) << "CWR on the first segment only";
         EXPECT_EQ((flags & kPsh) != 0, i == 6) << "PSH on the last only";
@@ -314,19 +290,19 @@ TEST(EmuOffload, PartialChecksumsAreCompletedAndPlainFramesPassUnchanged)
     // A UDP datagram with NEEDS_CSUM (csum_offset 6, RFC 768).
     Bytes udp(kL4 + 8 + 33, 0);
     std::memcpy(udp.data(), expected.data(), kL4);
-    Put16(&udp[kL3 + 2], 8 + 33 + 20);
+    StoreBe16(&udp[kL3 + 2], 8 + 33 + 20);
     udp[kL3 + 9] = kIpProtoUdp;
-    Put16(&udp[kL3 + 10], 0);
-    Put16(&udp[kL3 + 10], static_cast<uint16_t>(~ReferenceSum(&udp[kL3], 20)));
-    Put16(&udp[kL4], 5353);
-    Put16(&udp[kL4 + 2], 9);
-    Put16(&udp[kL4 + 4], 8 + 33);
+    StoreBe16(&udp[kL3 + 10], 0);
+    StoreBe16(&udp[kL3 + 10], static_cast<uint16_t>(~ReferenceSum(&udp[kL3], 20)));
+    StoreBe16(&udp[kL4], 5353);
+    StoreBe16(&udp[kL4 + 2], 9);
+    StoreBe16(&udp[kL4 + 4], 8 + 33);
     for (int i = 0; i < 33; ++i)
     {
         udp[kL4 + 8 + i] = static_cast<uint8_t>(i * 3);
     }
     const uint32_t pseudo = ReferenceSum(&udp[kL3 + 12], 8, kIpProtoUdp + 41);
-    Put16(&udp[kL4 + 6], static_cast<uint16_t>(pseudo));
+    StoreBe16(&udp[kL4 + 6], static_cast<uint16_t>(pseudo));
     VirtioNetHeader h;
     h.flags = VirtioNetHeader::kFlagNeedsCsum;
     h.csumStart = kL4;
@@ -339,7 +315,7 @@ TEST(EmuOffload, PartialChecksumsAreCompletedAndPlainFramesPassUnchanged)
     ASSERT_EQ(r.frames.size(), 1u);
     const Bytes& u = r.frames[0];
     EXPECT_EQ(ReferenceSum(&u[kL4], 41, ReferenceSum(&u[kL3 + 12], 8, kIpProtoUdp + 41)), 0xFFFF);
-    EXPECT_NE(Get16(&u[kL4 + 6]), 0) << "UDP: zero would mean no checksum";
+    EXPECT_NE(LoadBe16(&u[kL4 + 6]), 0) << "UDP: zero would mean no checksum";
     // No flags, no GSO: the frame as read, nothing computed.
     Bytes plain(VirtioNetHeader::kSize, 0);
     plain.insert(plain.end(), expected.begin(), expected.end());
@@ -365,17 +341,17 @@ TEST(EmuOffload, MalformedOffloadRequestsAreRefusedWithTheirReason)
     EXPECT_EQ(refused(TsoRead(good, 0)), TapOffloadError::BadGsoSize);
     EXPECT_EQ(refused(TsoRead(good, 1)), TapOffloadError::BadGsoSize) << "3000 segments";
     Bytes frag = good;
-    Put16(&frag[kL3 + 6], 0x2000); // MF
+    StoreBe16(&frag[kL3 + 6], 0x2000); // MF
     EXPECT_EQ(refused(TsoRead(frag, 1448)), TapOffloadError::BadGsoFrame);
     Bytes udp = good;
     udp[kL3 + 9] = kIpProtoUdp;
     EXPECT_EQ(refused(TsoRead(udp, 1448)), TapOffloadError::BadGsoFrame);
     Bytes longer = good;
-    Put16(&longer[kL3 + 2], 60000); // past the end of the read
+    StoreBe16(&longer[kL3 + 2], 60000); // past the end of the read
     EXPECT_EQ(refused(TsoRead(longer, 1448)), TapOffloadError::BadGsoFrame);
     Bytes arp(VirtioNetHeader::kSize + 42, 0);
     arp[1] = VirtioNetHeader::kGsoTcpV4;
-    Put16(&arp[VirtioNetHeader::kSize + 12], kEthTypeArp);
+    StoreBe16(&arp[VirtioNetHeader::kSize + 12], kEthTypeArp);
     arp[4] = 100; // gso_size
     EXPECT_EQ(refused(arp), TapOffloadError::BadGsoFrame);
     Bytes span = TsoRead(good, 0, VirtioNetHeader::kGsoNone);
@@ -403,18 +379,18 @@ TEST(EmuOffload, InOrderSegmentsOfAFlowAreMergedIntoOneGsoWrite)
     EXPECT_EQ(w.header.csumStart, kL4);
     EXPECT_EQ(w.header.csumOffset, 16);
     ASSERT_EQ(w.frame.size(), kHeaders + 7 * 1448);
-    EXPECT_EQ(Get16(&w.frame[kL3 + 2]), 20 + kTcpWithTs + 7 * 1448);
-    EXPECT_EQ(Get16(&w.frame[kL3 + 4]), 200) << "the first segment's IP ID";
+    EXPECT_EQ(LoadBe16(&w.frame[kL3 + 2]), 20 + kTcpWithTs + 7 * 1448);
+    EXPECT_EQ(LoadBe16(&w.frame[kL3 + 4]), 200) << "the first segment's IP ID";
     EXPECT_TRUE(Ipv4HeaderChecksumOk(w.frame.data()));
-    EXPECT_EQ(Get32(&w.frame[kL4 + 4]), 0xFFFFF800u);
+    EXPECT_EQ(LoadBe32(&w.frame[kL4 + 4]), 0xFFFFF800u);
     EXPECT_EQ(w.frame[kL4 + 13], kAck | kPsh) << "PSH of the last segment carried over";
     // The checksum field holds the pseudo-header sum: completing it as a device would gives a
     // valid checksum over the merged segment.
     const uint32_t tcpLength = kTcpWithTs + 7 * 1448;
-    EXPECT_EQ(Get16(&w.frame[kL4 + 16]), ReferencePseudo(w.frame.data(), tcpLength));
+    EXPECT_EQ(LoadBe16(&w.frame[kL4 + 16]), ReferencePseudo(w.frame.data(), tcpLength));
     Bytes completed = w.frame;
     // (the device's sum runs from csum_start to the end, the field with its partial sum in it)
-    Put16(&completed[kL4 + 16], static_cast<uint16_t>(~ReferenceSum(&completed[kL4], tcpLength)));
+    StoreBe16(&completed[kL4 + 16], static_cast<uint16_t>(~ReferenceSum(&completed[kL4], tcpLength)));
     EXPECT_TRUE(TcpChecksumOk(completed.data()));
     for (uint32_t i = 0; i < 7 * 1448; ++i)
     {
@@ -441,8 +417,8 @@ TEST(EmuOffload, ACeMarkedSegmentIsNeverMergedWithUnmarkedOnes)
     auto burst = Burst(7, 1000);
     // Segment 3 was marked CE by a switch (its header checksum rewritten, as the switch does).
     burst[3][kL3 + 1] = 0x03;
-    Put16(&burst[3][kL3 + 10], 0);
-    Put16(&burst[3][kL3 + 10], static_cast<uint16_t>(~ReferenceSum(&burst[3][kL3], 20)));
+    StoreBe16(&burst[3][kL3 + 10], 0);
+    StoreBe16(&burst[3][kL3 + 10], static_cast<uint16_t>(~ReferenceSum(&burst[3][kL3], 20)));
     Coalescing k;
     for (const auto& f : burst)
     {
@@ -476,7 +452,7 @@ TEST(EmuOffload, MergesEndAtGapsOtherFlowsAndSegmentsGroWouldNotTake)
     ASSERT_EQ(k.writes.size(), 2u);
     EXPECT_EQ(k.writes[0].frames, 2u);
     EXPECT_EQ(k.writes[1].frames, 3u);
-    EXPECT_EQ(Get32(&k.writes[1].frame[kL4 + 4]), 5000u + 3000u);
+    EXPECT_EQ(LoadBe32(&k.writes[1].frame[kL4 + 4]), 5000u + 3000u);
 
     // Another flow between them, a pure ACK, a SYN: each flushes and is written alone.
     k.writes.clear();
@@ -541,7 +517,7 @@ TEST(EmuOffload, AMergeStaysWithinOneIpv4DatagramAndPshAloneIsNotHeld)
     k.c.Flush();
     ASSERT_EQ(k.writes.size(), 2u);
     EXPECT_EQ(k.writes[0].frames, 45u); // 45 x 1448 + 52 <= 65535 < 46 x 1448 + 52
-    EXPECT_LE(Get16(&k.writes[0].frame[kL3 + 2]), 65535);
+    EXPECT_LE(LoadBe16(&k.writes[0].frame[kL3 + 2]), 65535);
     EXPECT_EQ(k.writes[0].frame.size(), kL3 + 20 + kTcpWithTs + 45 * 1448);
     EXPECT_EQ(k.writes[1].frames, 5u);
     k.writes.clear();

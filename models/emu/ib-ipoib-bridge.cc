@@ -1,5 +1,6 @@
 #include "ib-ipoib-bridge.h"
 
+#include "models/common/big-endian.h"
 #include "models/ib/ib-crc.h"
 #include "models/rdma/ib-bth-header.h"
 #include "models/rdma/ib-deth-header.h"
@@ -25,18 +26,6 @@ constexpr uint32_t kGrhBytes = 40;
 constexpr uint32_t kBthBytes = 12;
 constexpr uint32_t kDethBytes = 8;
 constexpr uint32_t kIpoibHeaderBytes = 4; ///< RFC 4391 §6: EtherType, reserved
-
-uint16_t
-Get16(const uint8_t* p)
-{
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-
-uint32_t
-Get32(const uint8_t* p)
-{
-    return static_cast<uint32_t>(Get16(p)) << 16 | Get16(p + 2);
-}
 
 void
 PutMac(uint8_t* p, uint64_t mac)
@@ -121,19 +110,19 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
         m_counters.notIp++;
         return;
     }
-    const uint16_t type = Get16(f + 12);
+    const uint16_t type = LoadBe16(f + 12);
     const uint8_t* l3 = f + 14;
     const uint32_t l3Len = len - 14;
     uint32_t dst = 0;
     uint32_t carried = l3Len;
     if (type == kEtherIpv4 && l3Len >= 20 && (l3[0] >> 4) == 4)
     {
-        dst = Get32(l3 + 16);
-        carried = std::min<uint32_t>(l3Len, Get16(l3 + 2)); // no Ethernet padding on the wire
+        dst = LoadBe32(l3 + 16);
+        carried = std::min<uint32_t>(l3Len, LoadBe16(l3 + 2)); // no Ethernet padding on the wire
     }
     else if (type == kEtherArp && l3Len >= 28)
     {
-        dst = Get32(l3 + 24); // the target protocol address
+        dst = LoadBe32(l3 + 24); // the target protocol address
         carried = 28;
     }
     else
@@ -208,7 +197,7 @@ IbIpoibBridge::FromFabric(Ptr<IbNetDevice> dev, Ptr<const Packet> packet, const 
             (info.lnh == IbLnh::IbaLocal || info.lnh == IbLnh::IbaGlobal) && n >= bth + kBthBytes)
         {
             packet->CopyData(head, bth + kBthBytes);
-            if ((Get32(head + bth + 4) & 0xFFFFFF) != kQpn)
+            if ((LoadBe32(head + bth + 4) & 0xFFFFFF) != kQpn)
             {
                 m_counters.toHca++;
                 m_other(dev, packet, info);
@@ -222,7 +211,7 @@ IbIpoibBridge::FromFabric(Ptr<IbNetDevice> dev, Ptr<const Packet> packet, const 
     uint32_t off = kLrhBytes + (info.lnh == IbLnh::IbaGlobal ? kGrhBytes : 0);
     const uint32_t crcs = static_cast<uint32_t>(kIbIcrcSize + kIbVcrcSize);
     if (off + kBthBytes + kDethBytes + kIpoibHeaderBytes + crcs > n || b[off] != IbOpcode::kUdSendOnly ||
-        (Get32(b + off + 4) & 0xFFFFFF) != kQpn || Get32(b + off + kBthBytes) != kQkey)
+        (LoadBe32(b + off + 4) & 0xFFFFFF) != kQpn || LoadBe32(b + off + kBthBytes) != kQkey)
     {
         m_counters.notIpoib++;
         return;
@@ -234,7 +223,7 @@ IbIpoibBridge::FromFabric(Ptr<IbNetDevice> dev, Ptr<const Packet> packet, const 
         m_counters.notIpoib++;
         return;
     }
-    const uint16_t type = Get16(b + off);
+    const uint16_t type = LoadBe16(b + off);
     const uint8_t* l3 = b + off + kIpoibHeaderBytes;
     const uint32_t l3Len = n - off - kIpoibHeaderBytes - pad - crcs;
     const int from = PeerByLid(info.slid);
@@ -244,7 +233,7 @@ IbIpoibBridge::FromFabric(Ptr<IbNetDevice> dev, Ptr<const Packet> packet, const 
         return;
     }
     m_frame.resize(14 + l3Len); // reused: no allocation per packet
-    const bool arpRequest = type == kEtherArp && l3Len >= 8 && Get16(l3 + 6) == 1;
+    const bool arpRequest = type == kEtherArp && l3Len >= 8 && LoadBe16(l3 + 6) == 1;
     PutMac(m_frame.data(), arpRequest ? 0xFFFFFFFFFFFFULL : m_peers[m_self].mac);
     PutMac(m_frame.data() + 6, m_peers[from].mac);
     m_frame[12] = static_cast<uint8_t>(type >> 8);

@@ -1,5 +1,7 @@
 #include "tap-offload.h"
 
+#include "models/common/big-endian.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -27,33 +29,6 @@ constexpr uint8_t kUrg = 0x20;
 constexpr uint8_t kCwr = 0x80;
 
 uint16_t
-Get16(const uint8_t* p)
-{
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-
-uint32_t
-Get32(const uint8_t* p)
-{
-    return static_cast<uint32_t>(p[0]) << 24 | static_cast<uint32_t>(p[1]) << 16 |
-           static_cast<uint32_t>(p[2]) << 8 | p[3];
-}
-
-void
-Put16(uint8_t* p, uint16_t v)
-{
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-
-void
-Put32(uint8_t* p, uint32_t v)
-{
-    Put16(p, static_cast<uint16_t>(v >> 16));
-    Put16(p + 2, static_cast<uint16_t>(v));
-}
-
-uint16_t
 GetLe16(const uint8_t* p)
 {
     return static_cast<uint16_t>(p[0] | p[1] << 8);
@@ -74,7 +49,7 @@ L2Length(const uint8_t* frame, uint32_t length, uint16_t* type)
     {
         return 0;
     }
-    *type = Get16(frame + 12);
+    *type = LoadBe16(frame + 12);
     if (*type != kTypeVlan)
     {
         return 14;
@@ -83,7 +58,7 @@ L2Length(const uint8_t* frame, uint32_t length, uint16_t* type)
     {
         return 0;
     }
-    *type = Get16(frame + 16);
+    *type = LoadBe16(frame + 16);
     return 18;
 }
 
@@ -91,8 +66,8 @@ L2Length(const uint8_t* frame, uint32_t length, uint16_t* type)
 void
 SetIpv4Checksum(uint8_t* ip, uint32_t ihl)
 {
-    Put16(ip + 10, 0);
-    Put16(ip + 10, static_cast<uint16_t>(~OnesComplementSum(ip, ihl)));
+    StoreBe16(ip + 10, 0);
+    StoreBe16(ip + 10, static_cast<uint16_t>(~OnesComplementSum(ip, ihl)));
 }
 
 } // namespace
@@ -257,7 +232,7 @@ TapSegmenter::Process(const uint8_t* bytes,
     {
         c = 0xFFFF; // RFC 768: a computed zero is sent as all ones (zero means "none" for UDP)
     }
-    Put16(m_frame.data() + field, c);
+    StoreBe16(m_frame.data() + field, c);
     if (checksumsFilled)
     {
         *checksumsFilled += 1;
@@ -292,7 +267,7 @@ TapSegmenter::CountTsoSegments(const uint8_t* bytes, uint32_t length, uint8_t* t
     }
     const uint8_t* ip = frame + l3;
     const uint32_t ihl = static_cast<uint32_t>(ip[0] & 0x0F) * 4;
-    const uint32_t total = Get16(ip + 2);
+    const uint32_t total = LoadBe16(ip + 2);
     if (ihl < kIpv4MinHeader || l3 + ihl + kTcpMinHeader > flen || total < ihl + kTcpMinHeader)
     {
         return 0;
@@ -323,10 +298,10 @@ TapSegmenter::Segment(const VirtioNetHeader& h,
     }
     const uint8_t* ip = frame + l3;
     const uint32_t ihl = static_cast<uint32_t>(ip[0] & 0x0F) * 4;
-    const uint32_t total = Get16(ip + 2);
+    const uint32_t total = LoadBe16(ip + 2);
     // A TSO frame is one IPv4 datagram, never a fragment (inet_gso_segment refuses those).
     if (ip[0] >> 4 != 4 || ihl < kIpv4MinHeader || ip[9] != kProtoTcp ||
-        (Get16(ip + 6) & 0x3FFF) != 0 || total < ihl + kTcpMinHeader || l3 + total > length)
+        (LoadBe16(ip + 6) & 0x3FFF) != 0 || total < ihl + kTcpMinHeader || l3 + total > length)
     {
         return TapOffloadError::BadGsoFrame;
     }
@@ -348,8 +323,8 @@ TapSegmenter::Segment(const VirtioNetHeader& h,
     {
         return TapOffloadError::BadGsoSize;
     }
-    const uint32_t seq0 = Get32(frame + l4 + 4);
-    const uint16_t id0 = Get16(ip + 4);
+    const uint32_t seq0 = LoadBe32(frame + l4 + 4);
+    const uint16_t id0 = LoadBe16(ip + 4);
     const uint8_t flags0 = frame[l4 + 13];
     for (uint32_t i = 0; i < n; ++i)
     {
@@ -361,10 +336,10 @@ TapSegmenter::Segment(const VirtioNetHeader& h,
         std::memcpy(out + headers, frame + headers + at, chunk);
         uint8_t* oip = out + l3;
         uint8_t* tcp = out + l4;
-        Put16(oip + 2, static_cast<uint16_t>(ihl + thl + chunk));
-        Put16(oip + 4, static_cast<uint16_t>(id0 + i)); // inet_gso_segment: id++ per segment
+        StoreBe16(oip + 2, static_cast<uint16_t>(ihl + thl + chunk));
+        StoreBe16(oip + 4, static_cast<uint16_t>(id0 + i)); // inet_gso_segment: id++ per segment
         SetIpv4Checksum(oip, ihl);
-        Put32(tcp + 4, seq0 + at);
+        StoreBe32(tcp + 4, seq0 + at);
         uint8_t f = flags0;
         if (i > 0)
         {
@@ -375,10 +350,10 @@ TapSegmenter::Segment(const VirtioNetHeader& h,
             f &= static_cast<uint8_t>(~(kFin | kPsh)); // FIN and PSH on the last only
         }
         tcp[13] = f;
-        Put16(tcp + 16, 0);
+        StoreBe16(tcp + 16, 0);
         const uint16_t pseudo = Ipv4PseudoHeaderSum(oip + 12, kProtoTcp,
                                                     static_cast<uint16_t>(thl + chunk));
-        Put16(tcp + 16, static_cast<uint16_t>(~OnesComplementSum(tcp, thl + chunk, pseudo)));
+        StoreBe16(tcp + 16, static_cast<uint16_t>(~OnesComplementSum(tcp, thl + chunk, pseudo)));
         emit(out, headers + chunk);
     }
     *segments = n;
@@ -410,9 +385,9 @@ TapCoalescer::Parse(const uint8_t* frame, uint32_t length, Parsed& p) const
         return false;
     }
     const uint8_t* ip = frame + p.l3;
-    const uint32_t total = Get16(ip + 2);
+    const uint32_t total = LoadBe16(ip + 2);
     // inet_gro_receive: IPv4 without options, not a fragment, a valid header checksum.
-    if (ip[0] != 0x45 || ip[9] != kProtoTcp || (Get16(ip + 6) & 0x3FFF) != 0 ||
+    if (ip[0] != 0x45 || ip[9] != kProtoTcp || (LoadBe16(ip + 6) & 0x3FFF) != 0 ||
         total < kIpv4MinHeader + kTcpMinHeader || p.l3 + total > length ||
         OnesComplementSum(ip, kIpv4MinHeader) != 0xFFFF)
     {
@@ -429,8 +404,8 @@ TapCoalescer::Parse(const uint8_t* frame, uint32_t length, Parsed& p) const
     p.frameEnd = p.l3 + total;
     p.payload = p.frameEnd - p.headers;
     p.flags = tcp[13];
-    p.seq = Get32(tcp + 4);
-    p.ipId = Get16(ip + 4);
+    p.seq = LoadBe32(tcp + 4);
+    p.ipId = LoadBe16(ip + 4);
     // Only data segments without SYN, RST or URG are merged (tcp_gro_receive flushes on them).
     if (p.payload == 0 || (p.flags & (kSyn | kRst | kUrg)) != 0)
     {
@@ -463,7 +438,7 @@ TapCoalescer::CanAppend(const uint8_t* frame, const Parsed& p) const
         return false;
     }
     const bool df = (ip[6] & 0x40) != 0;
-    if (p.ipId != m_nextIpId && !(df && p.ipId == Get16(hip + 4)))
+    if (p.ipId != m_nextIpId && !(df && p.ipId == LoadBe16(hip + 4)))
     {
         return false;
     }
@@ -569,11 +544,11 @@ TapCoalescer::Flush()
         uint8_t* ip = frame + m_l3;
         uint8_t* tcp = frame + m_l4;
         const uint32_t total = static_cast<uint32_t>(m_buf.size()) - VirtioNetHeader::kSize - m_l3;
-        Put16(ip + 2, static_cast<uint16_t>(total));
+        StoreBe16(ip + 2, static_cast<uint16_t>(total));
         SetIpv4Checksum(ip, kIpv4MinHeader);
         // CHECKSUM_PARTIAL: the field holds the pseudo-header sum, as the kernel's TCP leaves
         // it for a device (tcp_v4_send_check); the receiving kernel takes it as verified.
-        Put16(tcp + 16, Ipv4PseudoHeaderSum(ip + 12, kProtoTcp,
+        StoreBe16(tcp + 16, Ipv4PseudoHeaderSum(ip + 12, kProtoTcp,
                                             static_cast<uint16_t>(total - kIpv4MinHeader)));
         h.flags = VirtioNetHeader::kFlagNeedsCsum;
         h.gsoType = static_cast<uint8_t>(VirtioNetHeader::kGsoTcpV4 |

@@ -1,5 +1,6 @@
 #include "eth-frame.h"
 
+#include "models/common/big-endian.h"
 #include "models/common/sim-object-pool.h"
 #include "models/ib/ib-crc.h"
 
@@ -56,38 +57,12 @@ struct Crc32Table
 };
 
 void
-Put16(uint8_t* p, uint16_t v)
-{
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-
-void
-Put32(uint8_t* p, uint32_t v)
-{
-    Put16(p, static_cast<uint16_t>(v >> 16));
-    Put16(p + 2, static_cast<uint16_t>(v));
-}
-
-void
 PutMac(uint8_t* p, uint64_t mac)
 {
     for (int i = 0; i < 6; ++i)
     {
         p[i] = static_cast<uint8_t>(mac >> (8 * (5 - i)));
     }
-}
-
-uint16_t
-Get16(const uint8_t* p)
-{
-    return static_cast<uint16_t>(p[0] << 8 | p[1]);
-}
-
-uint32_t
-Get32(const uint8_t* p)
-{
-    return static_cast<uint32_t>(Get16(p)) << 16 | Get16(p + 2);
 }
 
 uint64_t
@@ -106,7 +81,7 @@ SumWords(const uint8_t* data, size_t len, uint32_t sum)
 {
     for (size_t i = 0; i + 1 < len; i += 2)
     {
-        sum += Get16(data + i);
+        sum += LoadBe16(data + i);
     }
     if (len & 1)
     {
@@ -153,7 +128,7 @@ InternetChecksum(const uint8_t* data, size_t len)
     uint32_t sum = 0;
     for (size_t i = 0; i + 1 < len; i += 2)
     {
-        sum += Get16(data + i);
+        sum += LoadBe16(data + i);
     }
     if (len & 1)
     {
@@ -242,24 +217,24 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
     uint32_t off = 12;
     if (vlanTagged)
     {
-        Put16(p + off, kEthTypeVlan);
-        Put16(p + off + 2, static_cast<uint16_t>((pcp & 7) << 13 | (vid & 0x0FFF)));
+        StoreBe16(p + off, kEthTypeVlan);
+        StoreBe16(p + off + 2, static_cast<uint16_t>((pcp & 7) << 13 | (vid & 0x0FFF)));
         off += kEthVlanTagBytes;
     }
     if (kind == EthFrameKind::Pfc)
     {
-        Put16(p + off, kEthTypeMacControl);
+        StoreBe16(p + off, kEthTypeMacControl);
         pfc.WriteTo(p + off + 2);
     }
     else if (kind == EthFrameKind::Verbatim)
     {
-        Put16(p + off, etherType);
+        StoreBe16(p + off, etherType);
         CopyPayload(p + off + 2, payloadBytes);
         MaterializeVerbatim(p + off + 2);
     }
     else if (ipv6)
     {
-        Put16(p + off, kEthTypeIpv6);
+        StoreBe16(p + off, kEthTypeIpv6);
         uint8_t* ip = p + off + 2;
         const uint16_t udpLen = static_cast<uint16_t>(kUdpHeaderBytes + payloadBytes);
         // RFC 8200 §3: version 6, traffic class (DSCP << 2 | ECN), flow label, payload length,
@@ -267,40 +242,40 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
         const uint8_t tc = static_cast<uint8_t>(dscp << 2 | (ecn & 3));
         ip[0] = static_cast<uint8_t>(0x60 | tc >> 4);
         ip[1] = static_cast<uint8_t>((tc & 0x0F) << 4 | ((flowLabel >> 16) & 0x0F));
-        Put16(ip + 2, static_cast<uint16_t>(flowLabel));
-        Put16(ip + 4, udpLen);
+        StoreBe16(ip + 2, static_cast<uint16_t>(flowLabel));
+        StoreBe16(ip + 4, udpLen);
         ip[6] = kIpProtoUdp;
         ip[7] = ttl;
         std::memcpy(ip + 8, srcIp6.data(), 16);
         std::memcpy(ip + 24, dstIp6.data(), 16);
         uint8_t* udp = ip + kIpv6HeaderBytes;
-        Put16(udp, srcPort);
-        Put16(udp + 2, dstPort);
-        Put16(udp + 4, udpLen);
+        StoreBe16(udp, srcPort);
+        StoreBe16(udp + 2, dstPort);
+        StoreBe16(udp + 4, udpLen);
         CopyPayload(udp + kUdpHeaderBytes, payloadBytes);
         FillPendingIcrc(ip, kIpv6HeaderBytes);
-        Put16(udp + 6, Udp6Checksum(ip, udp, udpLen));
+        StoreBe16(udp + 6, Udp6Checksum(ip, udp, udpLen));
     }
     else
     {
-        Put16(p + off, kEthTypeIpv4);
+        StoreBe16(p + off, kEthTypeIpv4);
         uint8_t* ip = p + off + 2;
         const uint16_t udpLen = static_cast<uint16_t>(kUdpHeaderBytes + payloadBytes);
         // RFC 791 §3.1: version 4, IHL 5, TOS = DSCP << 2 | ECN (RFC 2474, RFC 3168).
         ip[0] = 0x45;
         ip[1] = static_cast<uint8_t>(dscp << 2 | (ecn & 3));
-        Put16(ip + 2, static_cast<uint16_t>(kIpv4HeaderBytes + udpLen));
-        Put16(ip + 4, ipId);
-        Put16(ip + 6, 0x4000); // DF, as RoCEv2 senders set it
+        StoreBe16(ip + 2, static_cast<uint16_t>(kIpv4HeaderBytes + udpLen));
+        StoreBe16(ip + 4, ipId);
+        StoreBe16(ip + 6, 0x4000); // DF, as RoCEv2 senders set it
         ip[8] = ttl;
         ip[9] = kIpProtoUdp;
-        Put32(ip + 12, srcIp);
-        Put32(ip + 16, dstIp);
-        Put16(ip + 10, InternetChecksum(ip, kIpv4HeaderBytes));
+        StoreBe32(ip + 12, srcIp);
+        StoreBe32(ip + 16, dstIp);
+        StoreBe16(ip + 10, InternetChecksum(ip, kIpv4HeaderBytes));
         uint8_t* udp = ip + kIpv4HeaderBytes;
-        Put16(udp, srcPort);
-        Put16(udp + 2, dstPort);
-        Put16(udp + 4, udpLen);
+        StoreBe16(udp, srcPort);
+        StoreBe16(udp + 2, dstPort);
+        StoreBe16(udp + 4, udpLen);
         CopyPayload(udp + kUdpHeaderBytes, payloadBytes);
         FillPendingIcrc(ip, kIpv4HeaderBytes);
     }
@@ -323,16 +298,16 @@ EthFrame::ParseMacHeader(const uint8_t* data, EthFrame& f, uint32_t* off, uint16
     f.dstMac = GetMac(data);
     f.srcMac = GetMac(data + 6);
     uint32_t o = 12;
-    uint16_t t = Get16(data + o);
+    uint16_t t = LoadBe16(data + o);
     f.vlanTagged = false;
     if (t == kEthTypeVlan)
     {
-        const uint16_t tci = Get16(data + o + 2);
+        const uint16_t tci = LoadBe16(data + o + 2);
         f.vlanTagged = true;
         f.pcp = static_cast<uint8_t>(tci >> 13);
         f.vid = tci & 0x0FFF;
         o += kEthVlanTagBytes;
-        t = Get16(data + o);
+        t = LoadBe16(data + o);
     }
     *off = o + 2;
     *type = t;
@@ -347,7 +322,7 @@ EthFrame::ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& f)
     {
         return EthParseError::BadIpv6;
     }
-    const uint16_t payloadLen = Get16(ip + 4);
+    const uint16_t payloadLen = LoadBe16(ip + 4);
     // Extension headers (next header other than UDP) are not modelled.
     if (ip[6] != kIpProtoUdp || payloadLen < kUdpHeaderBytes ||
         kIpv6HeaderBytes + payloadLen > avail)
@@ -357,19 +332,19 @@ EthFrame::ParseIpv6(const uint8_t* ip, uint32_t avail, EthFrame& f)
     const uint8_t tc = static_cast<uint8_t>((ip[0] & 0x0F) << 4 | ip[1] >> 4);
     f.dscp = tc >> 2;
     f.ecn = tc & 3;
-    f.flowLabel = static_cast<uint32_t>(ip[1] & 0x0F) << 16 | Get16(ip + 2);
+    f.flowLabel = static_cast<uint32_t>(ip[1] & 0x0F) << 16 | LoadBe16(ip + 2);
     f.ttl = ip[7];
     std::memcpy(f.srcIp6.data(), ip + 8, 16);
     std::memcpy(f.dstIp6.data(), ip + 24, 16);
     const uint8_t* udp = ip + kIpv6HeaderBytes;
-    const uint16_t sent = Get16(udp + 6);
+    const uint16_t sent = LoadBe16(udp + 6);
     // RFC 8200 §8.1: a zero UDP checksum over IPv6 is discarded, as is a wrong one.
-    if (Get16(udp + 4) != payloadLen || sent == 0 || Udp6Checksum(ip, udp, payloadLen) != sent)
+    if (LoadBe16(udp + 4) != payloadLen || sent == 0 || Udp6Checksum(ip, udp, payloadLen) != sent)
     {
         return EthParseError::BadUdp;
     }
-    f.srcPort = Get16(udp);
-    f.dstPort = Get16(udp + 2);
+    f.srcPort = LoadBe16(udp);
+    f.dstPort = LoadBe16(udp + 2);
     f.payloadBytes = payloadLen - kUdpHeaderBytes;
     f.inlineLength = 0;
     f.payload = f.payloadBytes > 0 ? Create<Packet>(udp + kUdpHeaderBytes, f.payloadBytes)
@@ -425,26 +400,26 @@ EthFrame::Parse(const uint8_t* data, uint32_t len, EthFrame& f)
     {
         return EthParseError::BadIpv4; // not IPv4, or options (not modelled)
     }
-    const uint16_t total = Get16(ip + 2);
+    const uint16_t total = LoadBe16(ip + 2);
     if (total < kIpv4HeaderBytes + kUdpHeaderBytes || off + total > end ||
-        InternetChecksum(ip, kIpv4HeaderBytes) != 0 || (Get16(ip + 6) & 0x3FFF) != 0 ||
+        InternetChecksum(ip, kIpv4HeaderBytes) != 0 || (LoadBe16(ip + 6) & 0x3FFF) != 0 ||
         ip[9] != kIpProtoUdp)
     {
         return EthParseError::BadIpv4;
     }
     f.dscp = ip[1] >> 2;
     f.ecn = ip[1] & 3;
-    f.ipId = Get16(ip + 4);
+    f.ipId = LoadBe16(ip + 4);
     f.ttl = ip[8];
-    f.srcIp = Get32(ip + 12);
-    f.dstIp = Get32(ip + 16);
+    f.srcIp = LoadBe32(ip + 12);
+    f.dstIp = LoadBe32(ip + 16);
     const uint8_t* udp = ip + kIpv4HeaderBytes;
-    if (Get16(udp + 4) != total - kIpv4HeaderBytes)
+    if (LoadBe16(udp + 4) != total - kIpv4HeaderBytes)
     {
         return EthParseError::BadUdp;
     }
-    f.srcPort = Get16(udp);
-    f.dstPort = Get16(udp + 2);
+    f.srcPort = LoadBe16(udp);
+    f.dstPort = LoadBe16(udp + 2);
     f.payloadBytes = total - kIpv4HeaderBytes - kUdpHeaderBytes;
     f.inlineLength = 0;
     f.payload = f.payloadBytes > 0 ? Create<Packet>(udp + kUdpHeaderBytes, f.payloadBytes)
@@ -463,8 +438,8 @@ EthFrame::MaterializeVerbatim(uint8_t* ip) const
         const uint32_t ihl = static_cast<uint32_t>(ip[0] & 0x0F) * 4;
         ip[1] = static_cast<uint8_t>(dscp << 2 | (ecn & 3));
         ip[8] = ttl;
-        Put16(ip + 10, 0);
-        Put16(ip + 10, InternetChecksum(ip, ihl));
+        StoreBe16(ip + 10, 0);
+        StoreBe16(ip + 10, InternetChecksum(ip, ihl));
     }
     else if (etherType == kEthTypeIpv6)
     {
@@ -486,7 +461,7 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
     {
         return EthParseError::Runt;
     }
-    if (Get16(data + 12) == kEthTypeVlan && len < kEthHeaderBytes + kEthVlanTagBytes)
+    if (LoadBe16(data + 12) == kEthTypeVlan && len < kEthHeaderBytes + kEthVlanTagBytes)
     {
         return EthParseError::Runt;
     }
@@ -527,7 +502,7 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
         {
             return EthParseError::BadIpv4;
         }
-        l3Len = Get16(l3 + 2);
+        l3Len = LoadBe16(l3 + 2);
         // RFC 1812 §5.2.2: a router checks the length fields and the header checksum.
         if (l3Len < ihl || l3Len > avail || InternetChecksum(l3, ihl) != 0)
         {
@@ -535,13 +510,13 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
         }
         f.dscp = l3[1] >> 2;
         f.ecn = l3[1] & 3;
-        f.ipId = Get16(l3 + 4);
+        f.ipId = LoadBe16(l3 + 4);
         f.ttl = l3[8];
         f.ipProtocol = l3[9];
-        f.srcIp = Get32(l3 + 12);
-        f.dstIp = Get32(l3 + 16);
+        f.srcIp = LoadBe32(l3 + 12);
+        f.dstIp = LoadBe32(l3 + 16);
         // Ports only in a first (or only) fragment: later ones carry no transport header.
-        if ((Get16(l3 + 6) & 0x1FFF) == 0)
+        if ((LoadBe16(l3 + 6) & 0x1FFF) == 0)
         {
             l4Off = ihl;
         }
@@ -553,7 +528,7 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
         {
             return EthParseError::BadIpv6;
         }
-        l3Len = kIpv6HeaderBytes + Get16(l3 + 4);
+        l3Len = kIpv6HeaderBytes + LoadBe16(l3 + 4);
         if (l3Len > avail)
         {
             return EthParseError::BadIpv6;
@@ -561,7 +536,7 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
         const uint8_t tc = static_cast<uint8_t>((l3[0] & 0x0F) << 4 | l3[1] >> 4);
         f.dscp = tc >> 2;
         f.ecn = tc & 3;
-        f.flowLabel = static_cast<uint32_t>(l3[1] & 0x0F) << 16 | Get16(l3 + 2);
+        f.flowLabel = static_cast<uint32_t>(l3[1] & 0x0F) << 16 | LoadBe16(l3 + 2);
         f.ttl = l3[7];
         f.ipProtocol = l3[6];
         std::memcpy(f.srcIp6.data(), l3 + 8, 16);
@@ -572,7 +547,7 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
     {
         f.ipv6 = false;
         // RFC 826: hardware type 1 (Ethernet), protocol 0x0800, lengths 6 and 4.
-        if (avail < kArpIpv4Bytes || Get16(l3) != 1 || Get16(l3 + 2) != kEthTypeIpv4 ||
+        if (avail < kArpIpv4Bytes || LoadBe16(l3) != 1 || LoadBe16(l3 + 2) != kEthTypeIpv4 ||
             l3[4] != 6 || l3[5] != 4)
         {
             return EthParseError::BadArp;
@@ -582,8 +557,8 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
         f.ecn = kEcnNotEct;
         f.ttl = 64; // no TTL in ARP: enough for any path, never written back
         f.ipProtocol = 0;
-        f.srcIp = Get32(l3 + 14); // sender protocol address
-        f.dstIp = Get32(l3 + 24); // target protocol address: where the frame goes
+        f.srcIp = LoadBe32(l3 + 14); // sender protocol address
+        f.dstIp = LoadBe32(l3 + 24); // target protocol address: where the frame goes
     }
     else
     {
@@ -592,8 +567,8 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
     if (l4Off != 0 && (f.ipProtocol == kIpProtoTcp || f.ipProtocol == kIpProtoUdp) &&
         l4Off + 4 <= l3Len)
     {
-        f.srcPort = Get16(l3 + l4Off);
-        f.dstPort = Get16(l3 + l4Off + 2);
+        f.srcPort = LoadBe16(l3 + l4Off);
+        f.dstPort = LoadBe16(l3 + l4Off + 2);
     }
     f.payloadBytes = l3Len; // trailing bytes past the IP length (padding) are not carried
     f.inlineLength = 0;

@@ -1,5 +1,6 @@
 #include "roce-rdma-port.h"
 
+#include "models/common/big-endian.h"
 #include "models/ib/ib-crc.h"
 #include "models/rdma/ib-opcode.h"
 
@@ -27,22 +28,6 @@ constexpr uint8_t kCnpOpcode = 0x81; ///< annex A17.9.1: RoCEv2 CNP
 /// BTH, XRCETH, AtomicETH, ICRC (the allowance Linux subtracts from the netdev MTU before
 /// choosing the RoCE active MTU, iboe_get_mtu).
 constexpr uint32_t kRoceMtuAllowance = 40 + 8 + 12 + 4 + 28 + 4;
-
-void
-Put16(uint8_t* p, uint16_t v)
-{
-    p[0] = static_cast<uint8_t>(v >> 8);
-    p[1] = static_cast<uint8_t>(v);
-}
-
-void
-Put32(uint8_t* p, uint32_t v)
-{
-    for (int i = 0; i < 4; ++i)
-    {
-        p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
-    }
-}
 
 /// The transport bytes to store for a packet: all but the zeros that end them, and never less
 /// than the BTH. Scans eight bytes at a time from the end; real data stops it at once.
@@ -93,7 +78,7 @@ RoceGidFromIpv4(uint32_t ip)
     RdmaGid g{};
     g[10] = 0xFF;
     g[11] = 0xFF;
-    Put32(g.data() + 12, ip);
+    StoreBe32(g.data() + 12, ip);
     return g;
 }
 
@@ -281,8 +266,8 @@ RoceRdmaPort::WriteIpUdp(const EthFrame& f, uint8_t* out)
         const uint8_t tc = static_cast<uint8_t>(f.dscp << 2 | (f.ecn & 3));
         out[0] = static_cast<uint8_t>(0x60 | tc >> 4);
         out[1] = static_cast<uint8_t>((tc & 0x0F) << 4 | ((f.flowLabel >> 16) & 0x0F));
-        Put16(out + 2, static_cast<uint16_t>(f.flowLabel));
-        Put16(out + 4, udpLen);
+        StoreBe16(out + 2, static_cast<uint16_t>(f.flowLabel));
+        StoreBe16(out + 4, udpLen);
         out[7] = f.ttl;
         out[6] = kIpProtoUdp;
         std::memcpy(out + 8, f.srcIp6.data(), 16);
@@ -295,21 +280,21 @@ RoceRdmaPort::WriteIpUdp(const EthFrame& f, uint8_t* out)
         // are masked by the ICRC but filled for the UD receive buffer's copy.
         std::memset(out, 0, kIpv4HeaderBytes);
         out[0] = 0x45;
-        Put16(out + 2, static_cast<uint16_t>(kIpv4HeaderBytes + udpLen));
-        Put16(out + 4, f.ipId);
-        Put16(out + 6, 0x4000);
+        StoreBe16(out + 2, static_cast<uint16_t>(kIpv4HeaderBytes + udpLen));
+        StoreBe16(out + 4, f.ipId);
+        StoreBe16(out + 6, 0x4000);
         out[1] = static_cast<uint8_t>(f.dscp << 2 | (f.ecn & 3));
         out[8] = f.ttl;
         out[9] = kIpProtoUdp;
-        Put32(out + 12, f.srcIp);
-        Put32(out + 16, f.dstIp);
-        Put16(out + 10, InternetChecksum(out, kIpv4HeaderBytes));
+        StoreBe32(out + 12, f.srcIp);
+        StoreBe32(out + 16, f.dstIp);
+        StoreBe16(out + 10, InternetChecksum(out, kIpv4HeaderBytes));
         udp = out + kIpv4HeaderBytes;
     }
-    Put16(udp, f.srcPort);
-    Put16(udp + 2, f.dstPort);
-    Put16(udp + 4, udpLen);
-    Put16(udp + 6, 0);
+    StoreBe16(udp, f.srcPort);
+    StoreBe16(udp + 2, f.dstPort);
+    StoreBe16(udp + 4, udpLen);
+    StoreBe16(udp + 6, 0);
     return static_cast<uint32_t>(udp + kUdpHeaderBytes - out);
 }
 
