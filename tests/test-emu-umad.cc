@@ -145,6 +145,20 @@ class EmuUmad : public EmuFixture
         return out;
     }
 
+    /// Waits until h0, h1 and h2 read `State: Active` (a failure for each that does not) and
+    /// returns their LIDs by host.
+    std::map<std::string, std::string> ActiveLidsOfTheDumbbell()
+    {
+        std::map<std::string, std::string> lids;
+        for (const std::string h : {"h0", "h1", "h2"})
+        {
+            const std::string out = IbstatUntil(h, "State: Active");
+            EXPECT_EQ(Field(out, "State"), "Active") << h << ": " << out;
+            lids[h] = Field(out, "Base lid");
+        }
+        return lids;
+    }
+
     /// The capability mask `ibstat` printed (0 if none).
     static unsigned long CapMask(const std::string& out)
     {
@@ -512,13 +526,8 @@ TEST_F(EmuUmad, OpensmWithALowerPriorityStandsByBesideTheBuiltInMaster)
     ShResult up =
         Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm builtin --sm-priority 5");
     ASSERT_EQ(up.exit, 0) << up.out;
-    std::map<std::string, std::string> lids;
-    for (const std::string h : {"h0", "h1", "h2"})
-    {
-        const std::string out = IbstatUntil(h, "State: Active");
-        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
-        lids[h] = Field(out, "Base lid");
-    }
+    std::map<std::string, std::string> lids = ActiveLidsOfTheDumbbell();
+    ASSERT_FALSE(HasFailure());
     const nlohmann::json refusedBefore = SmaRefusals();
 
     StartOpensm("h1", "-p 2");
@@ -561,13 +570,8 @@ TEST_F(EmuUmad, OpensmWithAHigherPriorityIsHandedTheMastership)
     }
     ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm builtin");
     ASSERT_EQ(up.exit, 0) << up.out;
-    std::map<std::string, std::string> lids;
-    for (const std::string h : {"h0", "h1", "h2"})
-    {
-        const std::string out = IbstatUntil(h, "State: Active");
-        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
-        lids[h] = Field(out, "Base lid");
-    }
+    std::map<std::string, std::string> lids = ActiveLidsOfTheDumbbell();
+    ASSERT_FALSE(HasFailure());
 
     StartOpensm("h1", "-p 10");
     // The built-in master (priority 0) hands over: SubnSet(SMInfo) HANDOVER to opensm, which
@@ -616,13 +620,8 @@ TEST_F(EmuUmad, TheBuiltInSmStartedBesideOpensmStandsByAndTakesOverWhenItDies)
     ASSERT_EQ(up.exit, 0) << up.out;
     StartOpensm("h1", "-p 5");
     OpensmLogUntil("SUBNET UP", 90);
-    std::map<std::string, std::string> lids;
-    for (const std::string h : {"h0", "h1", "h2"})
-    {
-        const std::string out = IbstatUntil(h, "State: Active");
-        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
-        lids[h] = Field(out, "Base lid");
-    }
+    std::map<std::string, std::string> lids = ActiveLidsOfTheDumbbell();
+    ASSERT_FALSE(HasFailure());
     // Stopped until started: status says so, and stopping it again is refused.
     EXPECT_FALSE(SmUntil([](const nlohmann::json&) { return true; }).value("running", true));
     ShResult stop = Sh(Cnuas("sm stop --name " + m_name));
@@ -692,13 +691,8 @@ TEST_F(EmuUmad, TheBuiltInSmStartedWithAHigherPriorityIsHandedTheMastershipByOpe
     ASSERT_EQ(up.exit, 0) << up.out;
     StartOpensm("h1", "-p 5");
     OpensmLogUntil("SUBNET UP", 90);
-    std::map<std::string, std::string> lids;
-    for (const std::string h : {"h0", "h1", "h2"})
-    {
-        const std::string out = IbstatUntil(h, "State: Active");
-        ASSERT_EQ(Field(out, "State"), "Active") << h << ": " << out;
-        lids[h] = Field(out, "Base lid");
-    }
+    std::map<std::string, std::string> lids = ActiveLidsOfTheDumbbell();
+    ASSERT_FALSE(HasFailure());
     // The built-in SM outranks opensm: opensm hears of it (Trap 144 from h0's SMA) and hands
     // over to it, still discovering (opensm does that), and stands by itself; the built-in SM
     // counts the master that handed over as standing by, and sweeps as master. No ACKNOWLEDGE
