@@ -30,7 +30,7 @@ name=umadbench
 cleanup() {
   "$cnuas" down --name "$name" >/dev/null 2>&1 || true
   [ -n "${ibsim_pid:-}" ] && kill "$ibsim_pid" 2>/dev/null || true
-  rm -rf "$state"
+  if [ -n "${KEEP:-}" ]; then echo "state kept in $state" >&2; else rm -rf "$state"; fi
 }
 trap cleanup EXIT
 
@@ -63,6 +63,8 @@ cnuas_opensm() {
   "$cnuas" exec --name "$name" h0 -- env OSM_CACHE_DIR="$state" \
     timeout 300 opensm $2 -f "$3" >/dev/null 2>&1 &
   wait_up "$3" || echo "  (no SUBNET UP in 120 s)" >&2
+  # The first run's LID assignment (later runs reuse opensm's cache).
+  [ -s "$state/guid2lid.first" ] || cp "$state/guid2lid" "$state/guid2lid.first" 2>/dev/null || true
   [ -s "$state/k$k.topo" ] ||
     "$cnuas" exec --name "$name" h1 -- ibnetdiscover > "$state/k$k.topo" 2>/dev/null || true
   lag=$("$cnuas" status | awk '/lag:/ { print $3, $4 }' | tr -d ',' || true)
@@ -85,7 +87,7 @@ d0=${d0:-${BUILTIN_DILATION:-50}}
 if "$cnuas" up --name "$name" --fabric ib --topology "fat-tree:k=$k" --sm builtin \
      --dilation "$d0" --timeout 300 >/dev/null; then
   for _ in $(seq 300); do
-    sm=$("$cnuas" status | grep "subnet manager:" || true)
+    sm=$("$cnuas" status | grep "subnet manager" || true)
     echo "$sm" | grep -q "subnet up at [0-9]" && break
     sleep 0.2
   done
@@ -109,7 +111,8 @@ if command -v ibsim >/dev/null && [ -r /usr/lib/x86_64-linux-gnu/umad2sim/libuma
     (cd "$state" && exec ibsim -s "$state/k$k.topo" < /dev/null > "$state/ibsim.out" 2>&1) &
     ibsim_pid=$!
     sleep 3
-    host=$(grep -m1 '^Ca' "$state/k$k.topo" | sed 's/.*"\(H-[0-9a-f]*\)".*/\1/')
+    # opensm runs on h0 in both, so that both discover the fabric from the same port.
+    host=$(grep '^Ca' "$state/k$k.topo" | grep -m1 '# "h0' | sed 's/[^"]*"\([^"]*\)".*/\1/')
     (cd "$state" && exec env SIM_HOST="$host" OSM_CACHE_DIR="$state/sim" \
        LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so \
        timeout 300 opensm $1 -f "$2" >/dev/null 2>&1) &
@@ -127,6 +130,17 @@ if command -v ibsim >/dev/null && [ -r /usr/lib/x86_64-linux-gnu/umad2sim/libuma
   sim_run "-D 0x0b" "$state/sim-debug.log"
   n=$(smps_sent "$state/sim-debug.log")
   printf "%-34s %12s %8s  %s\n" "opensm vs ibsim 0.10" "$t" "$n" "same topology, no wire"
+  # LIDs: opensm's guid2lid cache of its first (fresh) run against each.
+  if [ -s "$state/guid2lid.first" ] && [ -s "$state/sim/guid2lid" ]; then
+    # (opensm's cache has a blank line after every entry.)
+    same=$(awk 'NF < 2 { next } NR == FNR { lid[$1] = $2; next }
+                ($1 in lid) && lid[$1] == $2 { n++ } END { print n + 0 }' \
+             "$state/guid2lid.first" "$state/sim/guid2lid")
+    total=$(awk 'NF >= 2' "$state/sim/guid2lid" | wc -l)
+    echo "LIDs opensm assigned: $same of $total ports (by GUID) the same against Cnuas and ibsim"
+    diff <(awk 'NF >= 2' "$state/guid2lid.first" | sort) \
+         <(awk 'NF >= 2' "$state/sim/guid2lid" | sort) | head -20 || true
+  fi
 else
   echo "(ibsim-utils and libumad2sim0 not installed: no ibsim row)"
 fi
