@@ -570,8 +570,8 @@ EmuRealtimeSimulatorImpl::Run()
             continue;
         }
         // Spinning pays only on a core the simulator has to itself: there it saves the wake-up
-        // of a sleeping thread (on this virtual machine a halted vCPU wakes tens of
-        // microseconds late). On a contended core it is the reverse: the verbs programs and
+        // of a sleeping thread (about 5 us a hop on this virtual machine, whose idle vCPUs halt
+        // at once: docs/performance.md, "Latency through the daemon"). On a contended core it is the reverse: the verbs programs and
         // host kernels the fabric serves wait behind the spinning thread for the scheduler's
         // slice, where a thread woken from sleep is run ahead of busy ones. A spin turn that
         // comes long after the previous one shows the thread was preempted: then stop spinning

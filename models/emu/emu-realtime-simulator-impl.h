@@ -59,8 +59,8 @@ struct EmuLagStats
  *
  * Waiting: a wait longer than SpinWindow sleeps in epoll (woken at once by a watched descriptor
  * or by an event from another thread); the last SpinWindow before a deadline is spun, and so
- * is IdleSpin after the last input, because a thread asleep on a halted virtual CPU wakes tens
- * of microseconds late and a frame crossing the fabric, and the answer to it, are chains of
+ * is IdleSpin after the last input, because a thread asleep on a halted virtual CPU wakes
+ * microseconds late and a frame crossing the fabric, and the answer to it, are chains of
  * events microseconds apart. Spinning stops for SpinBackoff whenever a spin turn shows the
  * thread was preempted (SpinPreemptedGap): on contended cores a spinning simulator delays the
  * very processes it serves, and a woken thread is scheduled sooner than a busy one.
