@@ -9,11 +9,14 @@
 #include "ns3/double.h"
 #include "ns3/enum.h"
 #include "ns3/global-value.h"
+#include "ns3/nstime.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 #include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+#include <fcntl.h>
 
 #include <chrono>
 #include <cstring>
@@ -354,6 +357,69 @@ TEST(EmuRealtimeSimulator, EventsFromAnotherThreadEnterAtTheirWallTime)
         EXPECT_LE(seen[0], MilliSeconds(300));
         EXPECT_EQ(EmuRealtimeSimulatorImpl::Current()->GetLagStats().foreignEvents, 1u);
     });
+}
+
+namespace
+{
+/// Watches a pipe whose one byte is written at simulated 10 ms, runs 100 ms with
+/// `idleSpin` after input, no spin before deadlines and `preemptedGap`, and returns the lag
+/// figures (spin time and back-offs).
+EmuLagStats
+RunOneInputWithIdleSpin(Time idleSpin, Time preemptedGap)
+{
+    EmuLagStats stats;
+    WithEmuSimulator(1.0, [&]() {
+        Config::SetDefault("ns3::EmuRealtimeSimulatorImpl::IdleSpin", TimeValue(idleSpin));
+        Config::SetDefault("ns3::EmuRealtimeSimulatorImpl::SpinWindow", TimeValue(Time(0)));
+        Config::SetDefault("ns3::EmuRealtimeSimulatorImpl::SpinPreemptedGap",
+                           TimeValue(preemptedGap));
+        int fds[2];
+        ASSERT_EQ(pipe2(fds, O_NONBLOCK | O_CLOEXEC), 0);
+        int reads = 0;
+        Simulator::ScheduleNow([&]() {
+            ASSERT_TRUE(EmuRealtimeSimulatorImpl::Current()->WatchFd(fds[0], 0, [&]() {
+                char c;
+                while (read(fds[0], &c, 1) == 1)
+                {
+                    ++reads;
+                }
+            }));
+        });
+        Simulator::Schedule(MilliSeconds(10), [&]() {
+            const char c = 'x';
+            ASSERT_EQ(write(fds[1], &c, 1), 1);
+        });
+        Simulator::Stop(MilliSeconds(100));
+        Simulator::Run();
+        EXPECT_EQ(reads, 1);
+        stats = EmuRealtimeSimulatorImpl::Current()->GetLagStats();
+        EmuRealtimeSimulatorImpl::Current()->UnwatchFd(fds[0]);
+        close(fds[0]);
+        close(fds[1]);
+    });
+    return stats;
+}
+} // namespace
+
+TEST(EmuRealtimeSimulator, SpinsOnlyIdleSpinAfterInputThenSleeps)
+{
+    // Never backing off, the spin after the one input lasts IdleSpin (20 ms) of wall time and
+    // no longer: the other 80 ms of the run are slept, so an idle fabric costs no CPU.
+    const EmuLagStats s = RunOneInputWithIdleSpin(MilliSeconds(20), Time(0));
+    EXPECT_GE(s.spinNs, 10'000'000);
+    EXPECT_LE(s.spinNs, 60'000'000);
+    EXPECT_EQ(s.spinBackoffs, 0u);
+    // Without IdleSpin (and SpinWindow 0) nothing is spun at all.
+    EXPECT_EQ(RunOneInputWithIdleSpin(Time(0), Time(0)).spinNs, 0);
+}
+
+TEST(EmuRealtimeSimulator, ASpinFoundPreemptedBacksOffToSleeping)
+{
+    // A preempted-gap of 1 ns: the second turn of any spin looks preempted, so the simulator
+    // backs off at once and spins no further for SpinBackoff (100 ms, the whole run).
+    const EmuLagStats s = RunOneInputWithIdleSpin(MilliSeconds(20), NanoSeconds(1));
+    EXPECT_EQ(s.spinBackoffs, 1u);
+    EXPECT_EQ(s.spinNs, 0);
 }
 
 TEST(EmuEthFabric, ASteadyStreamOfKernelFramesIsNeitherDroppedNorHeldInTheSwitch)

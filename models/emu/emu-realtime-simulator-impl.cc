@@ -48,6 +48,22 @@ EmuRealtimeSimulatorImpl::GetTypeId()
                           TimeValue(MicroSeconds(100)),
                           MakeTimeAccessor(&EmuRealtimeSimulatorImpl::m_idleSpin),
                           MakeTimeChecker(Time(0)))
+            .AddAttribute("SpinPreemptedGap",
+                          "A turn of a spin that comes this long after the previous one means "
+                          "the thread was off its CPU in between (preempted by another thread "
+                          "or its virtual CPU descheduled): the cores are contended, and a "
+                          "spinning simulator takes CPU from the processes it serves. 0: never "
+                          "back off.",
+                          TimeValue(MicroSeconds(50)),
+                          MakeTimeAccessor(&EmuRealtimeSimulatorImpl::m_spinPreemptedGap),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("SpinBackoff",
+                          "After a spin was found preempted (SpinPreemptedGap), spin neither "
+                          "after input nor before deadlines for this long: waits sleep in epoll, "
+                          "and a woken thread is scheduled ahead of busy ones.",
+                          TimeValue(MilliSeconds(100)),
+                          MakeTimeAccessor(&EmuRealtimeSimulatorImpl::m_spinBackoff),
+                          MakeTimeChecker(Time(0)))
             .AddAttribute("LateThreshold",
                           "An event that runs later than this behind its wall deadline is "
                           "counted as late (the lag report's lateEvents).",
@@ -469,13 +485,19 @@ EmuRealtimeSimulatorImpl::Run()
     const auto idleSpin = std::chrono::nanoseconds(m_idleSpin.GetNanoSeconds());
     const int64_t lateNs = m_lateThreshold.GetNanoSeconds();
     const double tsPerNs = static_cast<double>(Time(NanoSeconds(1)).GetTimeStep());
-    Clock::time_point lastInput = m_wallStart;
+    // No input yet: nothing to spin for until the first.
+    Clock::time_point lastInput = m_wallStart - idleSpin - std::chrono::nanoseconds(1);
     Clock::time_point lastPoll = m_wallStart;
     // While the model lags it never catches up with the wall clock, so input is also taken
     // every so often between events (stamped at the model's present): a model that cannot keep
     // real time still hears its hosts, late, and its lag says how late.
     const auto pollWhileLagging = std::chrono::microseconds(100);
     const auto kChainGap = std::chrono::microseconds(5);
+    const auto preemptedGap = std::chrono::nanoseconds(m_spinPreemptedGap.GetNanoSeconds());
+    const auto backoff = std::chrono::nanoseconds(m_spinBackoff.GetNanoSeconds());
+    bool spinning = false; ///< the last turn of the loop chose to spin
+    Clock::time_point lastSpinTurn = m_wallStart;
+    Clock::time_point spinBackoffUntil = m_wallStart;
     while (!m_stop)
     {
         TakeForeign();
@@ -489,6 +511,7 @@ EmuRealtimeSimulatorImpl::Run()
             const int64_t lag =
                 std::chrono::duration_cast<std::chrono::nanoseconds>(now - deadline).count();
             ProcessOneEvent();
+            spinning = false; // a spin's turns are timed only back to back
             // Publish the lag figures for other threads (status queries).
             const uint64_t n = m_lagEvents.load(std::memory_order_relaxed) + 1;
             m_lagSumNs += static_cast<double>(lag);
@@ -539,21 +562,54 @@ EmuRealtimeSimulatorImpl::Run()
         if (PollInput(now, nextTs))
         {
             lastInput = Clock::now();
+            spinning = false;
             continue;
         }
         if (m_foreignCount.load(std::memory_order_acquire) != 0)
         {
             continue;
         }
-        if (deadline - now > spin && now - lastInput > idleSpin)
+        // Spinning pays only on a core the simulator has to itself: there it saves the wake-up
+        // of a sleeping thread (about 5 us a hop on this virtual machine, whose idle vCPUs halt
+        // at once: docs/performance.md, "Latency through the daemon"). On a contended core it is the reverse: the verbs programs and
+        // host kernels the fabric serves wait behind the spinning thread for the scheduler's
+        // slice, where a thread woken from sleep is run ahead of busy ones. A spin turn that
+        // comes long after the previous one shows the thread was preempted: then stop spinning
+        // for SpinBackoff.
+        if (spinning)
+        {
+            const auto gap = now - lastSpinTurn;
+            if (preemptedGap.count() > 0 && gap > preemptedGap)
+            {
+                spinBackoffUntil = now + backoff;
+                m_spinBackoffs.fetch_add(1, std::memory_order_relaxed);
+            }
+            else
+            {
+                m_spinNs.fetch_add(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(gap).count(),
+                    std::memory_order_relaxed);
+            }
+            spinning = false;
+        }
+        const bool backingOff = now < spinBackoffUntil;
+        const auto spinHere = backingOff ? Clock::duration::zero() : Clock::duration(spin);
+        const auto idleSpinHere =
+            backingOff ? Clock::duration::zero() : Clock::duration(idleSpin);
+        if (deadline - now > spinHere && now - lastInput > idleSpinHere)
         {
             // Sleep in epoll until input comes or the spin window before the deadline opens.
-            if (PollInput(deadline - spin, nextTs))
+            if (PollInput(deadline - spinHere, nextTs))
             {
                 lastInput = Clock::now();
             }
         }
-        // else: spin (the loop polls input without blocking on every turn)
+        else
+        {
+            // Spin: the loop polls input without blocking on every turn.
+            spinning = true;
+            lastSpinTurn = now;
+        }
     }
     m_wallAtStopNs.store(
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - m_wallStart).count(),
@@ -579,6 +635,8 @@ EmuRealtimeSimulatorImpl::GetLagStats() const
                    : m_wallAtStopNs.load(std::memory_order_relaxed);
     s.foreignEvents = m_foreignTotal.load(std::memory_order_relaxed);
     s.pendingForeign = m_foreignCount.load(std::memory_order_relaxed);
+    s.spinNs = m_spinNs.load(std::memory_order_relaxed);
+    s.spinBackoffs = m_spinBackoffs.load(std::memory_order_relaxed);
     return s;
 }
 

@@ -36,6 +36,8 @@ struct EmuLagStats
     int64_t simNs = 0;          ///< simulated time since the clock started
     uint64_t foreignEvents = 0; ///< events handed in by other threads (real hosts)
     uint32_t pendingForeign = 0; ///< of those, waiting to be taken now
+    int64_t spinNs = 0;          ///< wall time spent spinning (a core's worth of CPU)
+    uint64_t spinBackoffs = 0;   ///< spins found preempted, each followed by SpinBackoff asleep
 };
 
 /**
@@ -57,9 +59,11 @@ struct EmuLagStats
  *
  * Waiting: a wait longer than SpinWindow sleeps in epoll (woken at once by a watched descriptor
  * or by an event from another thread); the last SpinWindow before a deadline is spun, and so
- * is IdleSpin after the last input, because a sleeping thread wakes tens of microseconds late on
- * a busy machine and a frame crossing the fabric, and the answer to it, are chains of events
- * microseconds apart.
+ * is IdleSpin after the last input, because a thread asleep on a halted virtual CPU wakes
+ * microseconds late and a frame crossing the fabric, and the answer to it, are chains of
+ * events microseconds apart. Spinning stops for SpinBackoff whenever a spin turn shows the
+ * thread was preempted (SpinPreemptedGap): on contended cores a spinning simulator delays the
+ * very processes it serves, and a woken thread is scheduled sooner than a busy one.
  *
  * Other threads (TAP readers, the pty bridge, the control socket) may call only
  * ScheduleWithContext; their events are stamped with the simulated time that corresponds to
@@ -168,6 +172,8 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
     double m_dilation = 1;
     Time m_spinWindow;
     Time m_idleSpin;
+    Time m_spinPreemptedGap;
+    Time m_spinBackoff;
     Time m_lateThreshold;
     std::atomic<bool> m_running{false};
     Clock::time_point m_wallStart;
@@ -199,6 +205,8 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
     std::atomic<int64_t> m_maxLagNs{0};
     std::atomic<int64_t> m_simNowNs{0};
     std::atomic<int64_t> m_wallAtStopNs{0}; ///< wall time the last Run lasted
+    std::atomic<int64_t> m_spinNs{0};
+    std::atomic<uint64_t> m_spinBackoffs{0};
     double m_lagSumNs = 0;
     std::atomic<double> m_meanLagNs{0};
 };

@@ -318,6 +318,8 @@ LagJson()
     j["wall_s"] = s.wallNs / 1e9;
     j["sim_s"] = s.simNs / 1e9;
     j["host_frames_in"] = s.foreignEvents;
+    j["spin_s"] = s.spinNs / 1e9;
+    j["spin_backoffs"] = s.spinBackoffs;
     return j;
 }
 
