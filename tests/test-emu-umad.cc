@@ -369,6 +369,41 @@ TEST_F(EmuUmad, DiagnosticsSeeTheTwoSwitchFabricOverTheWire)
     EXPECT_NE(trace.out.find("To ca {" + guid["h0"] + "} portnum 1 lid " + lid["h0"]),
               std::string::npos)
         << trace.out;
+    // ibswitches / ibhosts list the nodes; ibroute dumps each switch's LFT as the SM wrote it:
+    // on swL h0 and h1 leave by ports of their own and h2 by the link to swR; on swR h0 and h1
+    // both take that link and h2 its own port; a switch's own LID is port 0.
+    ShResult switches = Exec("h1", "ibswitches");
+    ShResult hosts = Exec("h1", "ibhosts");
+    EXPECT_EQ(std::count(switches.out.begin(), switches.out.end(), '\n'), 2) << switches.out;
+    EXPECT_EQ(std::count(hosts.out.begin(), hosts.out.end(), '\n'), 3) << hosts.out;
+    std::map<std::string, std::map<std::string, int>> outPort; // switch -> host -> port
+    for (const std::string sw : {"swL", "swR"})
+    {
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(switches.out, m,
+                                      std::regex("\"" + sw + "\" base port 0 lid ([0-9]+)")))
+            << switches.out;
+        ShResult route = Exec("h1", "ibroute " + m[1].str());
+        ASSERT_EQ(route.exit, 0) << route.out;
+        const std::regex line("0x[0-9a-f]{4} ([0-9]{3}) : \\((Channel Adapter|Switch) "
+                              "portguid 0x[0-9a-f]+: '([a-zA-Z0-9]+)'\\)");
+        for (auto it = std::sregex_iterator(route.out.begin(), route.out.end(), line);
+             it != std::sregex_iterator();
+             ++it)
+        {
+            outPort[sw][(*it)[3].str()] = std::stoi((*it)[1].str());
+        }
+        EXPECT_EQ(outPort[sw].size(), 5u) << route.out; // every LID of the subnet
+        EXPECT_EQ(outPort[sw][sw], 0) << route.out;
+    }
+    EXPECT_NE(outPort["swL"]["h0"], outPort["swL"]["h1"]);
+    EXPECT_NE(outPort["swL"]["h0"], 0);
+    EXPECT_NE(outPort["swL"]["h1"], 0);
+    EXPECT_EQ(outPort["swL"]["h2"], outPort["swL"]["swR"]);
+    EXPECT_EQ(outPort["swR"]["h0"], outPort["swR"]["h1"]);
+    EXPECT_EQ(outPort["swR"]["h0"], outPort["swR"]["swL"]);
+    EXPECT_NE(outPort["swR"]["h2"], outPort["swR"]["h0"]);
+    EXPECT_NE(outPort["swR"]["h2"], 0);
     ShResult sm = Exec("h1", "sminfo");
     EXPECT_NE(sm.out.find("sm lid " + lid["h0"]), std::string::npos) << sm.out;
     EXPECT_NE(sm.out.find("SMINFO_MASTER"), std::string::npos) << sm.out;
