@@ -5,6 +5,7 @@
 #define CNUAS_TESTS_RACK_CLI_PROCESS_H
 
 #include "ib-test-packets.h"
+#include "test-text-files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -35,15 +36,6 @@ TempDir()
     char t[] = "/tmp/cnuas-rack-cli-XXXXXX";
     const char* d = mkdtemp(t);
     return d ? d : "";
-}
-
-inline std::string
-ReadFile(const std::string& p)
-{
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
 }
 
 inline bool

@@ -3,6 +3,7 @@
 // run failed, 2 a usage error on the command line, 3 an input error in a file the user gave.
 #include "helpers/formats/parse-util.h"
 #include "helpers/formats/roce-hpcc-compat.h"
+#include "test-text-files.h"
 
 #include <gtest/gtest.h>
 
@@ -26,27 +27,6 @@ struct CliResult
     std::string out;
     std::string err;
 };
-
-std::string
-ReadFile(const std::filesystem::path& p)
-{
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void
-WriteFile(const std::filesystem::path& p, const std::string& text)
-{
-    std::ofstream(p) << text;
-}
-
-bool
-Contains(const std::string& haystack, const std::string& needle)
-{
-    return haystack.find(needle) != std::string::npos;
-}
 
 /// Runs `cnuas ARGS` (shell words) in `cwd`; a signal shows as 128 + its number.
 CliResult

@@ -1,6 +1,8 @@
 // Ctrl-C during `cnuas run`: every scenario stops its simulation cleanly, prints the summary of
 // what finished with "interrupted" first, leaves every file it wrote complete, runs no further
 // points of a sweep, and exits 130 (docs/cli.md, "Exit status"). Issue 15's last line.
+#include "test-text-files.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,21 +20,6 @@
 
 namespace
 {
-
-std::string
-ReadFile(const std::filesystem::path& p)
-{
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-bool
-Contains(const std::string& haystack, const std::string& needle)
-{
-    return haystack.find(needle) != std::string::npos;
-}
 
 size_t
 Lines(const std::string& text)

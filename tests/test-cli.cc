@@ -1,5 +1,6 @@
 // The `cnuas` command end to end (run as a child process), and the scenario file parser.
 #include "helpers/scenario/scenario-file.h"
+#include "test-text-files.h"
 
 #include <gtest/gtest.h>
 
@@ -35,21 +36,6 @@ TestDir()
     return dir;
 }
 
-std::string
-ReadFile(const std::filesystem::path& p)
-{
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void
-WriteFile(const std::filesystem::path& p, const std::string& text)
-{
-    std::ofstream(p) << text;
-}
-
 /// Runs `cnuas ARGS` (ARGS as shell words) in `cwd`, capturing stdout, stderr and the status.
 CliResult
 RunCli(const std::string& args, const std::filesystem::path& cwd)
@@ -75,12 +61,6 @@ RunCli(const std::string& args, const std::filesystem::path& cwd)
     r.err = ReadFile(errFile);
     std::filesystem::remove(errFile);
     return r;
-}
-
-bool
-Contains(const std::string& haystack, const std::string& needle)
-{
-    return haystack.find(needle) != std::string::npos;
 }
 
 /// The value of summary line `key: value`, "" if absent.

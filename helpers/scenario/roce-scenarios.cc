@@ -502,6 +502,31 @@ RunFairness(const ScenarioOptions& o)
 
 // ---- roce-incast ---------------------------------------------------------------------------
 
+/// Ctrl-C in a sweep of runs: the sweep ends after the run it stopped (that run's row is
+/// partial) and runs no later point; the result then says so (ScenarioMarkInterrupted).
+struct SweepInterruption
+{
+    bool stopped = false;
+    Time at; ///< simulated time the stopped run ended at
+
+    void Note(const RoceRunResult& r)
+    {
+        if (r.interrupted)
+        {
+            stopped = true;
+            at = r.end;
+        }
+    }
+
+    void Mark(ScenarioResult& res) const
+    {
+        if (stopped)
+        {
+            ScenarioMarkInterrupted(res, at);
+        }
+    }
+};
+
 /// The incast run of `n` senders into one receiver in `mode` (pfc, dcqcn, both), as both forms
 /// of roce-incast build it: a star, one link rate, the switch buffer, the recovery and marking
 /// parameters; the caller adds the flows and the limit.
@@ -552,15 +577,12 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
     ScenarioResult res;
     std::vector<std::string> pcaps; // listed after the CSV
 
-    // Ctrl-C ends the sweep after the run it stopped: that run's row is partial, the rest
-    // are not run.
-    bool interrupted = false;
-    Time interruptedAt;
+    SweepInterruption interruption;
     for (const auto& mode : modes)
     {
         for (const uint64_t senderCount : senders)
         {
-            if (interrupted)
+            if (interruption.stopped)
             {
                 break;
             }
@@ -578,11 +600,7 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
             spec.progress = o.progress;
             spec.stopOnInterrupt = o.stopOnInterrupt;
             const RoceRunResult r = RunRoceFlows(spec);
-            if (r.interrupted)
-            {
-                interrupted = true;
-                interruptedAt = r.end;
-            }
+            interruption.Note(r);
             pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
             std::vector<double> avg(n, 0);
             double queueSum = 0;
@@ -623,10 +641,7 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
                      std::to_string(r.drops)});
         }
     }
-    if (interrupted)
-    {
-        ScenarioMarkInterrupted(res, interruptedAt);
-    }
+    interruption.Mark(res);
     res.artifacts.push_back(ScenarioOutputFile(o, "roce-incast-steady.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
@@ -650,15 +665,12 @@ RunIncast(const ScenarioOptions& o)
     ScenarioResult res;
     std::vector<std::string> pcaps; // listed after the CSV
 
-    // Ctrl-C ends the sweep after the run it stopped: that run's row is partial, the rest
-    // are not run.
-    bool interrupted = false;
-    Time interruptedAt;
+    SweepInterruption interruption;
     for (const auto& mode : modes)
     {
         for (const uint64_t senderCount : senders)
         {
-            if (interrupted)
+            if (interruption.stopped)
             {
                 break;
             }
@@ -674,11 +686,7 @@ RunIncast(const ScenarioOptions& o)
             spec.progress = o.progress;
             spec.stopOnInterrupt = o.stopOnInterrupt;
             const RoceRunResult r = RunRoceFlows(spec);
-            if (r.interrupted)
-            {
-                interrupted = true;
-                interruptedAt = r.end;
-            }
+            interruption.Note(r);
             pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
             std::vector<double> fct;
             double last = 0;
@@ -700,10 +708,7 @@ RunIncast(const ScenarioOptions& o)
                                         std::to_string(r.drops)});
         }
     }
-    if (interrupted)
-    {
-        ScenarioMarkInterrupted(res, interruptedAt);
-    }
+    interruption.Mark(res);
     res.artifacts.push_back(ScenarioOutputFile(o, "roce-incast.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
@@ -761,9 +766,7 @@ RunCollapse(const ScenarioOptions& o)
     ScenarioResult res;
     std::vector<std::string> pcaps; // listed after the CSV
 
-    // Ctrl-C ends the sweep after the run it stopped (its row partial).
-    bool interrupted = false;
-    Time interruptedAt;
+    SweepInterruption interruption;
     for (const auto& cfg : configs)
     {
         if (cfg != "consistent" && cfg != "pfc-off" && cfg != "inconsistent" &&
@@ -776,7 +779,7 @@ RunCollapse(const ScenarioOptions& o)
         }
         for (const double load : loads)
         {
-            if (interrupted)
+            if (interruption.stopped)
             {
                 break;
             }
@@ -837,11 +840,7 @@ RunCollapse(const ScenarioOptions& o)
             spec.progress = o.progress;
             spec.stopOnInterrupt = o.stopOnInterrupt;
             const RoceRunResult r = RunRoceFlows(spec);
-            if (r.interrupted)
-            {
-                interrupted = true;
-                interruptedAt = r.end;
-            }
+            interruption.Note(r);
             pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
             std::vector<double> fct;
             uint64_t doneBytes = 0;
@@ -866,10 +865,7 @@ RunCollapse(const ScenarioOptions& o)
                                           " us, drops " + std::to_string(r.drops)});
         }
     }
-    if (interrupted)
-    {
-        ScenarioMarkInterrupted(res, interruptedAt);
-    }
+    interruption.Mark(res);
     res.artifacts.push_back(ScenarioOutputFile(o, "roce-collapse.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
