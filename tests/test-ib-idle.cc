@@ -151,6 +151,20 @@ RecordEnd(const IbFabric& f, Observed* o)
     }
 }
 
+/// Runs the simulation to `stop`, records every port's end state into `o` (the object the
+/// run's events write to, hence by reference), and tears the simulator and the attribute
+/// defaults down for the next run; returns what was observed.
+Observed
+RunAndRecordEnd(const IbFabric& f, Observed& o, Time stop)
+{
+    Simulator::Stop(stop);
+    Simulator::Run();
+    RecordEnd(f, &o);
+    Simulator::Destroy();
+    Config::Reset();
+    return o;
+}
+
 void
 SetLazy(bool lazy)
 {
@@ -331,12 +345,7 @@ RunTraffic(bool lazy, int64_t injectPs, bool traceHost0Fc, std::vector<int64_t>*
             h0->SendIb(Create<Packet>(1024), lid3, 0);
         });
     }
-    Simulator::Stop(MicroSeconds(400));
-    Simulator::Run();
-    RecordEnd(f, &o);
-    Simulator::Destroy();
-    Config::Reset();
-    return o;
+    return RunAndRecordEnd(f, o, MicroSeconds(400));
 }
 
 } // namespace
@@ -420,12 +429,7 @@ RunIdleChanges(bool lazy)
         note("credits h0 vl3 " + std::to_string(h0->GetCreditsAvailable(3)) + " h1 vl0 " +
              std::to_string(h1->GetCreditsAvailable(0)));
     });
-    Simulator::Stop(MicroSeconds(500));
-    Simulator::Run();
-    RecordEnd(f, &o);
-    Simulator::Destroy();
-    Config::Reset();
-    return o;
+    return RunAndRecordEnd(f, o, MicroSeconds(500));
 }
 
 } // namespace
@@ -467,12 +471,7 @@ RunConnectWhileIdle(bool lazy)
         ConnectFlowControlTraces(f, h0, &o);
         ConnectFlowControlTraces(f, h0->GetPeer(), &o);
     });
-    Simulator::Stop(MicroSeconds(300));
-    Simulator::Run();
-    RecordEnd(f, &o);
-    Simulator::Destroy();
-    Config::Reset();
-    return o;
+    return RunAndRecordEnd(f, o, MicroSeconds(300));
 }
 
 } // namespace
