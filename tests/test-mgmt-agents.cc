@@ -84,11 +84,33 @@ struct Line
         return IbSmp::MakeDirected(method, attr, mod, tid++, path.data(),
                                    static_cast<uint8_t>(path.size()));
     }
+    /// As an SM would, on a fresh line: reads h1's PortInfo at 5 us and sets its M_Key and
+    /// protection bits at 30 us (widths and speeds left as they are); both answered, the Set
+    /// with status 0 (a failure otherwise).
+    void SetH1MKey(uint64_t key, uint8_t protectBits);
 };
 
 /// h0 -> swL (port 2) -> swR (port 1) -> h1: the path of the dumbbell.
 const std::vector<uint8_t> kToH1 = {1, 2, 1};
 const std::vector<uint8_t> kToSwR = {1, 2};
+
+void
+Line::SetH1MKey(uint64_t key, uint8_t protectBits)
+{
+    Dr(DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(5));
+    ASSERT_EQ(got.size(), 1u);
+    IbPortInfo pi;
+    pi.ReadFrom(got[0].smp.Data());
+    pi.mKey = key;
+    pi.mKeyProtectBits = protectBits;
+    pi.linkWidthEnabled = 0;
+    pi.linkSpeedEnabled = 0;
+    IbSmp set = DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    pi.WriteTo(set.Data());
+    Dr(set, MicroSeconds(30));
+    ASSERT_EQ(got.size(), 2u);
+    ASSERT_EQ(got[1].smp.GetSmpStatus(), 0);
+}
 
 /// Injects raw bytes as if they had arrived on `port` from its cable.
 void
@@ -556,18 +578,8 @@ TEST(MgmtAgents, MKeyProtectsThePort)
     Line l;
     Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(l.f.hosts.Get(1));
     // The SM sets an M_Key with protection bits 2: from now on Gets need the key too.
-    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(5));
-    IbPortInfo pi;
-    pi.ReadFrom(l.got[0].smp.Data());
-    pi.mKey = 0x1122334455667788ULL;
-    pi.mKeyProtectBits = 2;
-    pi.linkWidthEnabled = 0;
-    pi.linkSpeedEnabled = 0;
-    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
-    pi.WriteTo(set.Data());
-    l.Dr(set, MicroSeconds(30));
-    ASSERT_EQ(l.got.size(), 2u);
-    ASSERT_EQ(l.got[1].smp.GetSmpStatus(), 0);
+    l.SetH1MKey(0x1122334455667788ULL, 2);
+    ASSERT_FALSE(::testing::Test::HasFailure());
     // Wrong key: discarded, no answer, counted (§14.2.4.1).
     IbSmp wrong = l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1);
     wrong.SetMKey(0xDEAD);
@@ -588,7 +600,7 @@ TEST(MgmtAgents, MKeyProtectsThePort)
     now.mKeyProtectBits = 1;
     now.linkWidthEnabled = 0;
     now.linkSpeedEnabled = 0;
-    set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
+    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
     set.SetMKey(0x1122334455667788ULL);
     now.WriteTo(set.Data());
     l.Dr(set, MicroSeconds(105));
@@ -1272,19 +1284,8 @@ TEST(MgmtAgents, SmInfoKeyIsHiddenFromARequesterWithoutTheMKey)
                                                                   : IbMadStatus::InvalidField);
     }));
     l.RunUntil(MicroSeconds(5));
-    l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::PortInfo, 0, kToH1), MicroSeconds(5));
-    ASSERT_EQ(l.got.size(), 1u);
-    IbPortInfo pi;
-    pi.ReadFrom(l.got[0].smp.Data());
-    pi.mKey = 0x1122334455667788ULL;
-    pi.mKeyProtectBits = 1;
-    pi.linkWidthEnabled = 0;
-    pi.linkSpeedEnabled = 0;
-    IbSmp set = l.DrSmp(IbMadMethod::Set, IbSmAttr::PortInfo, 0, kToH1);
-    pi.WriteTo(set.Data());
-    l.Dr(set, MicroSeconds(30));
-    ASSERT_EQ(l.got.size(), 2u);
-    ASSERT_EQ(l.got[1].smp.GetSmpStatus(), 0);
+    l.SetH1MKey(0x1122334455667788ULL, 1);
+    ASSERT_FALSE(::testing::Test::HasFailure());
     // Without the M_Key: answered, the SM_Key zeroed, the rest the SM's.
     l.Dr(l.DrSmp(IbMadMethod::Get, IbSmAttr::SmInfo, 0, kToH1), MicroSeconds(55));
     ASSERT_EQ(l.got.size(), 3u);
