@@ -246,10 +246,10 @@ TEST(MgmtMad, SwitchInfoLayout)
     s.partitionEnforcementCap = 32;
     s.enforcementCaps = 0x1F;
     s.multicastFdbTop = 0xC3FF;
-    // IBA vol. 1 §14.2.5.4 Table 147.
+    // IBA vol. 1 §14.2.5.4 Table 147 (MulticastFDBTop at bit 144, after 11 reserved bits).
     const Bytes want = Sparse(64, {{0, 0xC0}, {4, 0x04}, {6, 0x01}, {7, 0x23}, {9, 0xFF},
                                    {10, 0xFF}, {11, 0x95}, {13, 1}, {15, 32}, {16, 0xF8},
-                                   {17, 0xC3}, {18, 0xFF}});
+                                   {18, 0xC3}, {19, 0xFF}});
     EXPECT_EQ(Raw(s), want);
     IbSwitchInfo back;
     back.ReadFrom(want.data());

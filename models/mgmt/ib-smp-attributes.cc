@@ -81,7 +81,7 @@ IbSwitchInfo::WriteTo(uint8_t* out) const
     IbMadStore16(out + 12, lidsPerPort);
     IbMadStore16(out + 14, partitionEnforcementCap);
     out[16] = static_cast<uint8_t>((enforcementCaps & 0x1F) << 3);
-    IbMadStore16(out + 17, multicastFdbTop);
+    IbMadStore16(out + 18, multicastFdbTop); // bit 144: bits 133-143 are reserved
 }
 
 void
@@ -100,7 +100,7 @@ IbSwitchInfo::ReadFrom(const uint8_t* in)
     lidsPerPort = IbMadLoad16(in + 12);
     partitionEnforcementCap = IbMadLoad16(in + 14);
     enforcementCaps = in[16] >> 3;
-    multicastFdbTop = IbMadLoad16(in + 17);
+    multicastFdbTop = IbMadLoad16(in + 18);
 }
 
 // ---- PortInfo, §14.2.5.6 ------------------------------------------------------------------
