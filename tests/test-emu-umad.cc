@@ -765,6 +765,118 @@ TEST_F(EmuUmad, TheBuiltInSmStartedWithAHigherPriorityIsHandedTheMastershipByOpe
     kill(pid, SIGTERM);
 }
 
+/// How many times `re` matches in `text`.
+long
+Matches(const std::string& text, const std::string& re)
+{
+    const std::regex r(re);
+    return std::distance(std::sregex_iterator(text.begin(), text.end(), r),
+                         std::sregex_iterator());
+}
+
+TEST_F(EmuUmad, AnAdministratorsOtherDiagnosticsAnswerFromTheBuiltInSa)
+{
+    // What an administrator runs on a new fabric beyond discovery: error counters of every
+    // port (ibqueryerrors asks the SA for the paths from its port to all: a PathRecord table
+    // with only a source), the SA's records (saquery), forwarding tables, port state, and
+    // the vendor-class ping and sysstat between hosts. swL: h0, h1; swR: h2; built-in SM on h0.
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm builtin");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    std::map<std::string, std::string> lid = ActiveLidsOfTheDumbbell();
+    ASSERT_EQ(lid.size(), 3u);
+
+    ShResult errors = Exec("h1", "ibqueryerrors");
+    EXPECT_EQ(errors.exit, 0) << errors.out;
+    EXPECT_EQ(errors.out.find("ERROR"), std::string::npos) << errors.out;
+    EXPECT_NE(errors.out.find("## Summary: 5 nodes checked, 0 bad nodes found"),
+              std::string::npos)
+        << errors.out;
+    EXPECT_NE(errors.out.find("##          8 ports checked, 0 ports have errors"),
+              std::string::npos)
+        << errors.out;
+
+    // saquery: the SM's port (IsSM), every link from both ends, every pair's path, one path
+    // by LIDs, the SM, the SA's class, the switches and a forwarding table.
+    ShResult sm = Exec("h2", "saquery -s");
+    EXPECT_EQ(sm.exit, 0) << sm.out;
+    EXPECT_EQ(Matches(sm.out, "PortInfoRecord dump:"), 1) << sm.out;
+    EXPECT_NE(sm.out.find("EndPortLid.............." + lid["h0"] + "\n"), std::string::npos)
+        << sm.out;
+    ShResult links = Exec("h2", "saquery -x");
+    EXPECT_EQ(links.exit, 0) << links.out;
+    EXPECT_EQ(Matches(links.out, "LinkRecord dump:"), 8) << "4 cables, both ends: " << links.out;
+    ShResult paths = Exec("h2", "saquery -p");
+    EXPECT_EQ(paths.exit, 0) << paths.out;
+    EXPECT_EQ(Matches(paths.out, "PathRecord dump:"), 25) << paths.out;
+    ShResult one = Exec("h2", "saquery --src-to-dst " + lid["h2"] + ":" + lid["h0"]);
+    EXPECT_EQ(one.exit, 0) << one.out;
+    EXPECT_EQ(Matches(one.out, "PathRecord dump:"), 1) << one.out;
+    EXPECT_NE(one.out.find("dlid...................." + lid["h0"] + "\n"), std::string::npos)
+        << one.out;
+    ShResult smi = Exec("h2", "saquery SMIR");
+    EXPECT_NE(smi.out.find("LID..................." + lid["h0"] + "\n"), std::string::npos)
+        << smi.out;
+    EXPECT_NE(smi.out.find("SMState...............3"), std::string::npos) << smi.out;
+    ShResult cpi = Exec("h2", "saquery -c");
+    EXPECT_EQ(cpi.exit, 0) << cpi.out;
+    EXPECT_NE(cpi.out.find("Class version............2"), std::string::npos) << cpi.out;
+    ShResult swi = Exec("h2", "saquery SWIR");
+    EXPECT_EQ(Matches(swi.out, "SwitchInfoRecord dump:"), 2) << swi.out;
+    EXPECT_NE(swi.out.find("LinearFDBTop............................0x5"), std::string::npos)
+        << swi.out;
+    // Things this SA holds none of answer as empty tables, not errors.
+    for (const std::string q : {"saquery -g", "saquery -S", "saquery -I"})
+    {
+        ShResult r = Exec("h2", q);
+        EXPECT_EQ(r.exit, 0) << q << ": " << r.out;
+        EXPECT_EQ(r.out.find("ERROR"), std::string::npos) << q << ": " << r.out;
+    }
+
+    // dump_lfts: both switches' tables over directed routes.
+    ShResult lfts = Exec("h1", "dump_lfts");
+    EXPECT_EQ(lfts.exit, 0) << lfts.out;
+    EXPECT_EQ(Matches(lfts.out, "5 valid lids dumped"), 2) << lfts.out;
+    // ibaddr and ibportstate: the own port, a far port's state.
+    ShResult addr = Exec("h2", "ibaddr");
+    EXPECT_NE(addr.out.find("LID start 0x" + [&] {
+        char b[8];
+        std::snprintf(b, sizeof b, "%x", std::stoi(lid["h2"]));
+        return std::string(b);
+    }()),
+              std::string::npos)
+        << addr.out;
+    ShResult state = Exec("h2", "ibportstate " + lid["h0"] + " 1");
+    EXPECT_EQ(state.exit, 0) << state.out;
+    EXPECT_NE(state.out.find("LinkState:.......................Active"), std::string::npos)
+        << state.out;
+    // ibping and ibsysstat: a server in h0 (vendor classes 0x32 and 0x33 on QP1), a client in
+    // h2 across both switches.
+    ExecBackground("h0", "timeout 60 ibping -S", "ibping-server.out");
+    ExecBackground("h0", "timeout 60 ibsysstat -S", "ibsysstat-server.out");
+    // Until the servers have registered their agents, the pings time out: try for a while.
+    const auto until = [&](const std::string& cmd) {
+        ShResult r;
+        for (int attempt = 0; attempt < 20; ++attempt)
+        {
+            r = Exec("h2", cmd);
+            if (r.exit == 0)
+            {
+                break;
+            }
+        }
+        return r;
+    };
+    until("ibping -c 1 -t 500 " + lid["h0"]);
+    ShResult ping = Exec("h2", "ibping -c 3 " + lid["h0"]);
+    EXPECT_EQ(ping.exit, 0) << ping.out;
+    EXPECT_NE(ping.out.find("3 packets transmitted, 3 received, 0% packet loss"),
+              std::string::npos)
+        << ping.out;
+    ShResult sys = until("ibsysstat " + lid["h0"]);
+    EXPECT_EQ(sys.exit, 0) << sys.out;
+    EXPECT_NE(sys.out.find("sysstat ping succeeded"), std::string::npos) << sys.out;
+}
+
 TEST_F(EmuUmad, OpensmAndIbnetdiscoverOnAK4FatTree)
 {
     if (access("/usr/sbin/opensm", X_OK) != 0)

@@ -10,6 +10,8 @@
 #include "models/mgmt/ib-gmp.h"
 #include "models/mgmt/ib-mad-dispatcher.h"
 #include "models/mgmt/ib-sa-records.h"
+#include "models/mgmt/ib-sm-info.h"
+#include "models/rdma/ib-wire-bytes.h"
 
 #include "ns3/enum.h"
 #include "ns3/simulator.h"
@@ -57,6 +59,53 @@ struct SaFabric
         sm = IbBringUpWithSm(f, 1).sm;
         client = IbMgmtHelper::GetDispatcher(f.hosts.Get(clientHost));
         client->SetManagerHandler(MakeBoundCallback(&Collect, &got));
+    }
+
+    /// Sends GetTable `q` to the SA and returns the records of its answer (the RMPP segments put
+    /// together), each `bytes` long; `status` gets the answer's MAD status (0xFFFF: none came).
+    std::vector<std::vector<uint8_t>> AskTable(IbSaMad q, uint32_t bytes, uint16_t* status)
+    {
+        q.Mad().SetMethod(IbMadMethod::GetTable);
+        q.Mad().SetTransactionId(++tid);
+        uint8_t raw[kIbMadBytes];
+        q.WriteTo(raw);
+        const size_t before = got.size();
+        EXPECT_TRUE(client->SendGmp(1, raw, sm->GetSmLid(), kIbGsiQp, 0));
+        Simulator::Stop(MilliSeconds(2));
+        Simulator::Run();
+        *status = 0xFFFF;
+        std::vector<std::vector<uint8_t>> records;
+        if (got.size() == before)
+        {
+            return records;
+        }
+        std::vector<uint8_t> stream;
+        uint32_t payload = 0;
+        uint16_t stride = 0;
+        for (size_t i = before; i < got.size(); ++i)
+        {
+            const IbSaMad& seg = got[i];
+            EXPECT_EQ(seg.Mad().GetTransactionId(), tid);
+            EXPECT_EQ(seg.Mad().GetMethod(), IbMadMethod::GetTableResp);
+            EXPECT_EQ(seg.GetRmppData1(), i - before + 1) << "segments in order";
+            if (i == before)
+            {
+                *status = seg.Mad().GetStatus();
+                payload = seg.GetRmppData2();
+                stride = seg.GetAttributeOffset();
+            }
+            stream.insert(stream.end(), seg.Data(), seg.Data() + IbSaMad::kDataBytes);
+        }
+        const uint32_t segments = static_cast<uint32_t>(got.size() - before);
+        // PayloadLength of the first segment: every segment's SA header (20 bytes) and the
+        // records; the data proper is what follows the headers.
+        const uint32_t data = payload - 20 * segments;
+        EXPECT_EQ(stride, (bytes + 7) / 8) << "AttributeOffset";
+        for (uint32_t at = 0; stride != 0 && at + stride * 8u <= data; at += stride * 8u)
+        {
+            records.emplace_back(stream.begin() + at, stream.begin() + at + bytes);
+        }
+        return records;
     }
 
     /// Sends `q` to the SA (the SM's LID, QP1) and runs until an answer is in.
@@ -217,10 +266,14 @@ TEST_F(SmSa, NodeRecordByLidAndBadRequestsGetStatuses)
     a = s.Ask(q);
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(a->Mad().GetStatus(), IbSaStatus::TooManyRecords);
-    // A PathRecord with no destination.
+    // A PathRecord Get with no destination: a path to every endport, too many for a Get; with
+    // neither end it names no path at all.
     IbPathRecord pq;
     pq.slid = s.f.HostPort(3)->GetLid();
     a = s.Ask(PathQuery(IbPathRecord::kCompSlid, pq));
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbSaStatus::TooManyRecords);
+    a = s.Ask(PathQuery(0, pq));
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(a->Mad().GetStatus(), IbSaStatus::InsufficientComponents);
     // SA class version 1 (the SA is version 2).
@@ -229,9 +282,9 @@ TEST_F(SmSa, NodeRecordByLidAndBadRequestsGetStatuses)
     a = s.Ask(old);
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(a->Mad().GetStatus(), IbMadStatus::BadVersion);
-    // An attribute the SA does not serve (LinkRecord).
-    IbSaMad link = IbSaMad::Make(IbMadMethod::Get, IbSaAttr::LinkRecord, 0, 0);
-    a = s.Ask(link);
+    // An attribute the SA does not serve (TraceRecord, 0x0039).
+    IbSaMad trace = IbSaMad::Make(IbMadMethod::Get, 0x0039, 0, 0);
+    a = s.Ask(trace);
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(a->Mad().GetStatus(), IbMadStatus::UnsupportedMethodAttr);
 }
@@ -545,4 +598,299 @@ TEST_F(SmSa, ATableLargerThanAMadComesAsRmppSegments)
     }
     EXPECT_EQ(lids.size(), 36u);
     EXPECT_EQ(lids.count(0), 0u);
+}
+
+// ---- The records administrators query (saquery, ibqueryerrors) ------------------------------
+
+TEST(SmSaRecords, FieldListsAgreeWithTheAttributesTheyEmbed)
+{
+    // PortInfoRecord: EndportLID, PortNum, Options, then PortInfo's 55 fields in order, so that
+    // ComponentMask bit i selects the i-th (CapabilityMask is bit 7, LinkSpeedExtEnabled 57,
+    // as libibmad's IB_PIR_COMPMASK_* number them). Each field set to a distinctive value reads
+    // back through its list entry from the bytes IbPortInfo writes.
+    ASSERT_EQ(IbSaLayout::kPortInfoRecord.size(), 58u);
+    IbPortInfo pi;
+    pi.mKey = 0x1122334455667788ULL;
+    pi.lid = 0x0ABC;
+    pi.masterSmLid = 0x0DEF;
+    pi.capabilityMask = 0xA5A50F0F;
+    pi.localPortNum = 7;
+    pi.portState = 4;
+    pi.portPhysicalState = 5;
+    pi.lmc = 5;
+    pi.neighborMtu = 5;
+    pi.vlCap = 4;
+    pi.operationalVls = 3;
+    pi.hoqLife = 0x13;
+    pi.guidCap = 0x21;
+    pi.clientReregister = true;
+    pi.subnetTimeOut = 0x11;
+    pi.respTimeValue = 0x0E;
+    pi.linkRoundTripLatency = 0xABCDEF;
+    pi.capabilityMask2 = 0x1234;
+    pi.linkSpeedExtEnabled = 0x1E;
+    uint8_t rec[IbSaRecordBytes::PortInfoRecord] = {};
+    pi.WriteTo(rec + 4);
+    const auto& f = IbSaLayout::kPortInfoRecord;
+    EXPECT_EQ(IbSaFieldValue(rec, f[3]), pi.mKey);
+    EXPECT_EQ(IbSaFieldValue(rec, f[5]), pi.lid);
+    EXPECT_EQ(IbSaFieldValue(rec, f[6]), pi.masterSmLid);
+    EXPECT_EQ(IbSaFieldValue(rec, f[7]), pi.capabilityMask);
+    EXPECT_EQ(IbSaFieldValue(rec, f[10]), pi.localPortNum);
+    EXPECT_EQ(IbSaFieldValue(rec, f[15]), pi.portState);
+    EXPECT_EQ(IbSaFieldValue(rec, f[16]), pi.portPhysicalState);
+    EXPECT_EQ(IbSaFieldValue(rec, f[20]), pi.lmc);
+    EXPECT_EQ(IbSaFieldValue(rec, f[23]), pi.neighborMtu);
+    EXPECT_EQ(IbSaFieldValue(rec, f[25]), pi.vlCap);
+    EXPECT_EQ(IbSaFieldValue(rec, f[33]), pi.hoqLife);
+    EXPECT_EQ(IbSaFieldValue(rec, f[34]), pi.operationalVls);
+    EXPECT_EQ(IbSaFieldValue(rec, f[42]), pi.guidCap);
+    EXPECT_EQ(IbSaFieldValue(rec, f[43]), 1u);
+    EXPECT_EQ(IbSaFieldValue(rec, f[45]), pi.subnetTimeOut);
+    EXPECT_EQ(IbSaFieldValue(rec, f[47]), pi.respTimeValue);
+    EXPECT_EQ(IbSaFieldValue(rec, f[52]), pi.linkRoundTripLatency);
+    EXPECT_EQ(IbSaFieldValue(rec, f[53]), pi.capabilityMask2);
+    EXPECT_EQ(IbSaFieldValue(rec, f[57]), pi.linkSpeedExtEnabled);
+    // The fields tile the record: each starts where the one before ends, and PortInfo ends at
+    // byte 68 (4 bytes of padding follow).
+    for (const auto* list : {&IbSaLayout::kNodeRecord, &IbSaLayout::kPortInfoRecord,
+                             &IbSaLayout::kLinkRecord, &IbSaLayout::kSwitchInfoRecord,
+                             &IbSaLayout::kLftRecord, &IbSaLayout::kGuidInfoRecord,
+                             &IbSaLayout::kPKeyTableRecord, &IbSaLayout::kSmInfoRecord})
+    {
+        for (size_t i = 1; i < list->size(); ++i)
+        {
+            EXPECT_EQ((*list)[i].bit, (*list)[i - 1].bit + (*list)[i - 1].width) << i;
+        }
+    }
+    EXPECT_EQ(f.back().bit + f.back().width, 68 * 8);
+    EXPECT_EQ(IbSaLayout::kNodeRecord.back().bit + IbSaLayout::kNodeRecord.back().width,
+              IbNodeRecord::kSize * 8);
+    EXPECT_EQ(IbSaLayout::kSwitchInfoRecord.back().bit +
+                  IbSaLayout::kSwitchInfoRecord.back().width,
+              IbSaRecordBytes::SwitchInfoRecord * 8);
+
+    // Matching: a selected field must agree; the capability-mask components as subsets.
+    uint8_t query[IbSaRecordBytes::PortInfoRecord] = {};
+    IbPortInfo want;
+    want.capabilityMask = 0x00000002; // IsSM
+    want.WriteTo(query + 4);
+    EXPECT_TRUE(IbSaComponentsMatch(rec, query, 1u << 7, f, 1u << 7));
+    EXPECT_FALSE(IbSaComponentsMatch(rec, query, 1u << 7, f)) << "equality without subset";
+    want.capabilityMask = 0x00000010;
+    want.WriteTo(query + 4);
+    EXPECT_FALSE(IbSaComponentsMatch(rec, query, 1u << 7, f, 1u << 7));
+    EXPECT_TRUE(IbSaComponentsMatch(rec, query, 0, f)) << "no component: everything";
+    IbMadStore16(query, 0x0ABC);
+    IbMadStore16(rec, 0x0ABC);
+    EXPECT_TRUE(IbSaComponentsMatch(rec, query, 1u << 0, f));
+    IbMadStore16(rec, 0x0ABD);
+    EXPECT_FALSE(IbSaComponentsMatch(rec, query, 1u << 0, f));
+    EXPECT_EQ(IbSaRateGbps(17), 200);
+    EXPECT_EQ(IbSaRateGbps(5), 5);
+    EXPECT_EQ(IbSaRateGbps(0), 0);
+}
+
+TEST_F(SmSa, PathRecordTablesFromOneEndToAllAndBetweenAll)
+{
+    // ibqueryerrors asks for the paths from its own port to every endport (SGID only); saquery
+    // -p for every pair. k=4: 16 hosts and 20 switches, 36 LIDs.
+    SaFabric s(6);
+    IbPathRecord q;
+    q.sgid = IbPortGid(s.f.HostPort(6)->GetPortGuid());
+    q.numbPath = 1;
+    q.reversible = true;
+    uint16_t status = 0;
+    auto recs = s.AskTable(PathQuery(IbPathRecord::kCompSgid | (1u << 11) | (1u << 12), q), 64,
+                           &status);
+    EXPECT_EQ(status, IbMadStatus::Ok);
+    ASSERT_EQ(recs.size(), 36u);
+    std::set<uint16_t> dlids;
+    for (const auto& b : recs)
+    {
+        IbPathRecord r;
+        r.ReadFrom(b.data());
+        EXPECT_EQ(r.slid, s.f.HostPort(6)->GetLid());
+        EXPECT_EQ(r.rate, 17);
+        EXPECT_EQ(r.mtu, 5);
+        dlids.insert(r.dlid);
+    }
+    EXPECT_EQ(dlids.size(), 36u);
+    EXPECT_EQ(dlids.count(s.f.HostPort(6)->GetLid()), 1u) << "the path to itself too";
+
+    // The reverse half: every source to one destination, by DLID.
+    IbPathRecord q2;
+    q2.dlid = s.f.HostPort(0)->GetLid();
+    recs = s.AskTable(PathQuery(IbPathRecord::kCompDlid, q2), 64, &status);
+    EXPECT_EQ(status, IbMadStatus::Ok);
+    EXPECT_EQ(recs.size(), 36u);
+
+    // Every pair whose route arrives: all but the switch pairs up/down routing leaves without a
+    // legal route (core to core would turn down then up), the same pairs as source by source;
+    // hundreds of RMPP segments, none lost.
+    recs = s.AskTable(PathQuery(0, IbPathRecord{}), 64, &status);
+    EXPECT_EQ(status, IbMadStatus::Ok);
+    size_t bySource = 0;
+    size_t fromHosts = 0;
+    for (uint32_t h = 0; h < 16; ++h)
+    {
+        IbPathRecord one;
+        one.slid = s.f.HostPort(h)->GetLid();
+        fromHosts += s.AskTable(PathQuery(IbPathRecord::kCompSlid, one), 64, &status).size();
+    }
+    EXPECT_EQ(fromHosts, 16u * 36u) << "a host reaches every endport";
+    for (uint16_t lid = 1; lid <= 36; ++lid)
+    {
+        IbPathRecord one;
+        one.slid = lid;
+        bySource += s.AskTable(PathQuery(IbPathRecord::kCompSlid, one), 64, &status).size();
+    }
+    EXPECT_EQ(recs.size(), bySource);
+    EXPECT_GT(recs.size(), 16u * 36u + 20u * 16u);
+    EXPECT_LE(recs.size(), 36u * 36u);
+
+    // Components narrow it: another partition, an SL no route uses, a rate above the links',
+    // an MTU below 4096: none; a rate "less than 400 Gb/s": all.
+    q.pkey = 0x8001;
+    recs = s.AskTable(PathQuery(IbPathRecord::kCompSgid | IbPathRecord::kCompPkey, q), 64, &status);
+    EXPECT_EQ(status, IbMadStatus::Ok) << "an empty table is an answer";
+    EXPECT_EQ(recs.size(), 0u);
+    q.pkey = 0xFFFF;
+    q.sl = 3;
+    recs = s.AskTable(PathQuery(IbPathRecord::kCompSgid | IbPathRecord::kCompSl, q), 64, &status);
+    EXPECT_EQ(recs.size(), 0u);
+    q.sl = 0;
+    q.rate = 21; // 400 Gb/s, exactly
+    recs = s.AskTable(PathQuery(IbPathRecord::kCompSgid | IbPathRecord::kCompRate, q), 64, &status);
+    EXPECT_EQ(recs.size(), 0u);
+    q.rateSelector = 1; // less than
+    recs = s.AskTable(PathQuery(IbPathRecord::kCompSgid | IbPathRecord::kCompRate |
+                                    IbPathRecord::kCompRateSelector,
+                                q),
+                      64, &status);
+    EXPECT_EQ(recs.size(), 36u);
+    q.mtu = 4; // 2048: "exactly" fails, "greater than" holds
+    recs = s.AskTable(PathQuery(IbPathRecord::kCompSgid | IbPathRecord::kCompMtu, q), 64, &status);
+    EXPECT_EQ(recs.size(), 0u);
+    q.mtuSelector = 0;
+    recs = s.AskTable(PathQuery(IbPathRecord::kCompSgid | IbPathRecord::kCompMtu |
+                                    IbPathRecord::kCompMtuSelector,
+                                q),
+                      64, &status);
+    EXPECT_EQ(recs.size(), 36u);
+}
+
+TEST_F(SmSa, PortInfoLinkAndSwitchRecordsDescribeTheFabricTheSmSwept)
+{
+    SaFabric s(2);
+    const uint16_t smLid = s.sm->GetSmLid();
+    uint16_t status = 0;
+
+    // PortInfoRecords with the IsSM capability bit (saquery -s): the SM's port alone.
+    IbSaMad pir = IbSaMad::Make(IbMadMethod::GetTable, IbSaAttr::PortInfoRecord, 0, 0);
+    pir.SetComponentMask(1u << 7);
+    IbPortInfo isSm;
+    isSm.capabilityMask = IbPortCap::IsSm;
+    isSm.WriteTo(pir.Data() + 4);
+    auto recs = s.AskTable(pir, IbSaRecordBytes::PortInfoRecord, &status);
+    EXPECT_EQ(status, IbMadStatus::Ok);
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(IbMadLoad16(recs[0].data()), smLid);
+    IbPortInfo got;
+    got.ReadFrom(recs[0].data() + 4);
+    EXPECT_EQ(got.lid, smLid);
+    EXPECT_EQ(got.portState, 4) << "Active";
+    EXPECT_EQ(got.mKey, 0u) << "hidden from an untrusted requester";
+    // Every port: 16 host ports, and 20 switches' ports 0..4.
+    pir.SetComponentMask(0);
+    recs = s.AskTable(pir, IbSaRecordBytes::PortInfoRecord, &status);
+    EXPECT_EQ(recs.size(), 16u + 20u * 5u);
+    // By LID and port: a host's port 1.
+    pir.SetComponentMask(0x3);
+    std::memset(pir.Data(), 0, IbSaMad::kDataBytes);
+    IbMadStore16(pir.Data(), s.f.HostPort(9)->GetLid());
+    pir.Data()[2] = 1;
+    recs = s.AskTable(pir, IbSaRecordBytes::PortInfoRecord, &status);
+    ASSERT_EQ(recs.size(), 1u);
+    got.ReadFrom(recs[0].data() + 4);
+    EXPECT_EQ(got.lid, s.f.HostPort(9)->GetLid());
+    EXPECT_EQ(got.masterSmLid, smLid);
+
+    // LinkRecords: each of the 48 cables from both ends; from one host, its edge switch.
+    IbSaMad lr = IbSaMad::Make(IbMadMethod::GetTable, IbSaAttr::LinkRecord, 0, 0);
+    recs = s.AskTable(lr, IbSaRecordBytes::LinkRecord, &status);
+    EXPECT_EQ(status, IbMadStatus::Ok);
+    EXPECT_EQ(recs.size(), 96u);
+    lr.SetComponentMask(1u << 0);
+    IbMadStore16(lr.Data(), s.f.HostPort(9)->GetLid());
+    recs = s.AskTable(lr, IbSaRecordBytes::LinkRecord, &status);
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(recs[0][2], 1); // FromPort
+    const uint16_t edgeLid = IbMadLoad16(recs[0].data() + 4);
+    const uint8_t edgePort = recs[0][3];
+
+    // SwitchInfoRecords: 20, LinearFDBTop the highest LID; the edge switch's LFT sends the
+    // host's LID out of the port the link record named, and its own LID to port 0.
+    IbSaMad sw = IbSaMad::Make(IbMadMethod::GetTable, IbSaAttr::SwitchInfoRecord, 0, 0);
+    recs = s.AskTable(sw, IbSaRecordBytes::SwitchInfoRecord, &status);
+    ASSERT_EQ(recs.size(), 20u);
+    IbSwitchInfo si;
+    uint8_t siBytes[IbSwitchInfo::kSize] = {};
+    std::memcpy(siBytes, recs[0].data() + 4, IbSaRecordBytes::SwitchInfoRecord - 4);
+    si.ReadFrom(siBytes);
+    EXPECT_EQ(si.linearFdbTop, 36);
+    IbSaMad lft = IbSaMad::Make(IbMadMethod::GetTable, IbSaAttr::LftRecord, 0, 0);
+    lft.SetComponentMask(1u << 0);
+    IbMadStore16(lft.Data(), edgeLid);
+    recs = s.AskTable(lft, IbSaRecordBytes::LftRecord, &status);
+    ASSERT_EQ(recs.size(), 1u) << "LIDs 1-36: one block";
+    EXPECT_EQ(recs[0][8 + s.f.HostPort(9)->GetLid()], edgePort);
+    EXPECT_EQ(recs[0][8 + edgeLid], 0);
+    EXPECT_EQ(recs[0][8 + 0], kIbLftNoRoute);
+
+    // GUIDInfo and P_Key table of a host; the SM itself; the SA's ClassPortInfo.
+    IbSaMad gir = IbSaMad::Make(IbMadMethod::Get, IbSaAttr::GuidInfoRecord, 0, 0);
+    gir.SetComponentMask(1u << 0);
+    IbMadStore16(gir.Data(), s.f.HostPort(9)->GetLid());
+    const IbSaMad* a = s.Ask(gir);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbMadStatus::Ok);
+    EXPECT_EQ(IbWireLoad64(a->Data() + 8), s.f.HostPort(9)->GetPortGuid());
+    IbSaMad pk = IbSaMad::Make(IbMadMethod::Get, IbSaAttr::PKeyTableRecord, 0, 0);
+    pk.SetComponentMask(1u << 0);
+    IbMadStore16(pk.Data(), s.f.HostPort(9)->GetLid());
+    a = s.Ask(pk);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(IbMadLoad16(a->Data() + 8), 0xFFFF);
+    IbSaMad smi = IbSaMad::Make(IbMadMethod::GetTable, IbSaAttr::SmInfoRecord, 0, 0);
+    recs = s.AskTable(smi, IbSaRecordBytes::SmInfoRecord, &status);
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(IbMadLoad16(recs[0].data()), smLid);
+    IbSmInfo info;
+    uint8_t infoBytes[IbSmInfo::kSize] = {};
+    std::memcpy(infoBytes, recs[0].data() + 4, 21);
+    info.ReadFrom(infoBytes);
+    EXPECT_EQ(info.guid, s.sm->GetGuid());
+    EXPECT_EQ(info.smState, static_cast<uint8_t>(IbSmState::Master));
+    EXPECT_EQ(info.smKey, 0u) << "hidden";
+    a = s.Ask(IbSaMad::Make(IbMadMethod::Get, IbSaAttr::ClassPortInfo, 0, 0));
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbMadStatus::Ok);
+    EXPECT_EQ(a->Data()[1], 2) << "SA class version";
+    EXPECT_EQ(IbMadLoad16(a->Data() + 2), 1u << 13) << "CapabilityMask: subset matching";
+
+    // Records this SA holds none of: an empty table to GetTable, ERR_NO_RECORDS to a Get.
+    recs = s.AskTable(IbSaMad::Make(IbMadMethod::GetTable, IbSaAttr::ServiceRecord, 0, 0), 176,
+                      &status);
+    EXPECT_EQ(status, IbMadStatus::Ok);
+    EXPECT_EQ(recs.size(), 0u);
+    a = s.Ask(IbSaMad::Make(IbMadMethod::Get, IbSaAttr::McMemberRecord, 0, 0));
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbSaStatus::NoRecords);
+    // A record selected by a LID nobody has.
+    pir.Mad().SetMethod(IbMadMethod::Get);
+    IbMadStore16(pir.Data(), 0x0BAD);
+    a = s.Ask(pir);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(a->Mad().GetStatus(), IbSaStatus::NoRecords);
 }

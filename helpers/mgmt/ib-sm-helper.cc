@@ -77,11 +77,8 @@ DeliverToSm(Ptr<IbSubnetManager> sm, const IbReceivedMad& m)
 void
 ServeSa(Ptr<IbSubnetManager> sm, Ptr<IbMadDispatcher> disp, const IbReceivedMad& m)
 {
-    // A table larger than one MAD goes as RMPP segments, in order.
-    for (const auto& segment : sm->AnswerSaSegments(m.view.mad.data()))
-    {
-        disp->SendGmpResponse(m, segment.data());
-    }
+    // A table larger than one MAD goes as RMPP segments, in order, as the port can take them.
+    disp->SendGmpResponses(m, sm->AnswerSaSegments(m.view.mad.data()));
 }
 
 /// What follows whether an SM runs: its CA port's PortInfo.CapabilityMask.IsSM (as the

@@ -1702,6 +1702,12 @@ IbNetDevice::RegisterReadyQueue(IbFrameQueue* queue)
 }
 
 bool
+IbNetDevice::HasQueueRoom(uint8_t vl) const
+{
+    return vl < m_tx.size() && m_tx[vl].hcaQueue.frames.size() < m_txQueuePackets;
+}
+
+bool
 IbNetDevice::CanSend(uint8_t sl) const
 {
     uint8_t vl = MapSlToVl(sl);

@@ -273,6 +273,8 @@ class IbNetDevice : public NetDevice
                               uint8_t vl);
     /// True if a packet on `sl` would be queued now.
     bool CanSend(uint8_t sl) const;
+    /// True if the send queue of `vl` has room for a packet now (TxQueuePackets).
+    bool HasQueueRoom(uint8_t vl) const;
     typedef Callback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&> IbReceiveCallback;
     /// Receives every good packet addressed to this CA port (the whole wire packet).
     void SetIbReceiveCallback(IbReceiveCallback cb);

@@ -100,6 +100,8 @@ IbMadDispatcher::DoDispose()
     m_sma = MadHandler();
     m_manager = MadHandler();
     m_gsi.clear();
+    m_paced.clear();
+    m_pacedRetry.Cancel();
     Object::DoDispose();
 }
 
@@ -563,6 +565,56 @@ IbMadDispatcher::SendSmpResponse(const IbReceivedMad& request, IbSmp smp)
         return false;
     }
     return true;
+}
+
+void
+IbMadDispatcher::SendGmpResponses(const IbReceivedMad& request,
+                                  std::vector<std::array<uint8_t, kIbMadBytes>> mads)
+{
+    for (const auto& mad : mads)
+    {
+        m_paced.push_back({request.portNumber, request.view.lrh.GetSlid(),
+                           request.view.deth.GetSrcQp(), request.view.lrh.GetSl(), mad});
+    }
+    if (!m_pacedRetry.IsRunning())
+    {
+        SendPacedGmps();
+    }
+}
+
+std::pair<uint8_t, uint8_t>
+IbMadDispatcher::GmpPortAndVl(uint8_t port, uint16_t dlid, uint8_t sl) const
+{
+    if (m_switch)
+    {
+        const uint8_t out = RouteFromSwitch(dlid);
+        return {out, out == 0 ? uint8_t{0} : m_switch->MapSlToVl(0, out, sl)};
+    }
+    Ptr<IbNetDevice> dev = GetPort(port);
+    return {dev ? port : uint8_t{0}, dev ? dev->MapSlToVl(sl) : uint8_t{0}};
+}
+
+void
+IbMadDispatcher::SendPacedGmps()
+{
+    while (!m_paced.empty())
+    {
+        const PacedGmp& g = m_paced.front();
+        const auto [out, vl] = GmpPortAndVl(g.port, g.dlid, g.sl);
+        Ptr<IbNetDevice> dev = out == 0 ? nullptr : GetPort(out);
+        if (dev && dev->GetPortState() == IbPortState::Active && !dev->HasQueueRoom(vl) &&
+            !(!m_switch && IsOwnLid(out, g.dlid)))
+        {
+            // Full: look again once the wire has had time to take one MAD packet.
+            const Time gap = dev->GetActiveRate().SerializationTime(kIbMadBytes + 40);
+            m_pacedRetry = Simulator::Schedule(std::max(gap, NanoSeconds(1)),
+                                               &IbMadDispatcher::SendPacedGmps, this);
+            return;
+        }
+        // Sent, or refused for a reason waiting does not mend (counted by SendGmp).
+        SendGmp(g.port, g.mad.data(), g.dlid, g.destQp, g.sl);
+        m_paced.pop_front();
+    }
 }
 
 bool

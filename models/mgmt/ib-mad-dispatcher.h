@@ -8,11 +8,13 @@
 #include "ib-smp.h"
 
 #include "ns3/callback.h"
+#include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
 
 #include <array>
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -120,6 +122,15 @@ class IbMadDispatcher : public Object
     /// The answer to a GMP request: 256 bytes to the requester's SLID and SrcQP on its SL.
     bool SendGmpResponse(const IbReceivedMad& request, const uint8_t* mad);
     /**
+     * Several answers to one GMP request, in order (the RMPP segments of a large SA table),
+     * each queued when the port's send queue has room: a table of hundreds of segments waits
+     * for the wire rather than overflowing TxQueuePackets, as the kernel's MAD layer posts
+     * segments only as its send queue allows (IBA vol. 1 §13.6.4 leaves the pacing to the
+     * sender). While the queue is full it looks again after one MAD's time on the port's link.
+     */
+    void SendGmpResponses(const IbReceivedMad& request,
+                          std::vector<std::array<uint8_t, kIbMadBytes>> mads);
+    /**
      * A directed-route SMP from this node (the originator, C14-9): hop pointer 0 -> 1 and out
      * of InitialPath[1] (a CA: which must be that CA port's number). A hop count of 0 goes to
      * this node's own SMA. DrSLID and DrDLID must be permissive (pure directed route).
@@ -165,6 +176,10 @@ class IbMadDispatcher : public Object
     /// Port a switch's own LID-routed packet leaves by (0: none).
     uint8_t RouteFromSwitch(uint16_t dlid) const;
     bool PortUsable(uint8_t n) const;
+    /// Queues what SendGmpResponses holds while the port has room; reschedules itself if not.
+    void SendPacedGmps();
+    /// Port and VL a GMP to `dlid` on `sl` leaves by (port 0: none).
+    std::pair<uint8_t, uint8_t> GmpPortAndVl(uint8_t port, uint16_t dlid, uint8_t sl) const;
 
     Ptr<Node> m_node;
     Ptr<IbSwitch> m_switch;
@@ -177,6 +192,16 @@ class IbMadDispatcher : public Object
     uint64_t m_loopedBack = 0;
     Time m_processingDelay;
     uint32_t m_psn = 0;
+    struct PacedGmp
+    {
+        uint8_t port;
+        uint16_t dlid;
+        uint32_t destQp;
+        uint8_t sl;
+        std::array<uint8_t, kIbMadBytes> mad;
+    };
+    std::deque<PacedGmp> m_paced; ///< GMPs SendGmpResponses still holds, in order
+    EventId m_pacedRetry;
     TracedCallback<Ptr<const Packet>, uint8_t> m_rxTrace;
     TracedCallback<Ptr<const Packet>, uint8_t> m_dropTrace;
 };

@@ -106,9 +106,17 @@ constexpr uint16_t Notice = 0x0002;
 constexpr uint16_t InformInfo = 0x0003;
 constexpr uint16_t NodeRecord = 0x0011;
 constexpr uint16_t PortInfoRecord = 0x0012;
+constexpr uint16_t SwitchInfoRecord = 0x0014;
+constexpr uint16_t LftRecord = 0x0015; ///< LinearForwardingTableRecord
+constexpr uint16_t MftRecord = 0x0017; ///< MulticastForwardingTableRecord
+constexpr uint16_t SmInfoRecord = 0x0018;
 constexpr uint16_t LinkRecord = 0x0020;
+constexpr uint16_t GuidInfoRecord = 0x0030;
+constexpr uint16_t ServiceRecord = 0x0031;
+constexpr uint16_t PKeyTableRecord = 0x0033;
 constexpr uint16_t PathRecord = 0x0035;
 constexpr uint16_t McMemberRecord = 0x0038;
+constexpr uint16_t InformInfoRecord = 0x00F3;
 } // namespace IbSaAttr
 
 /// Big-endian 16-bit store/load for MAD fields (every MAD field is sent most significant byte

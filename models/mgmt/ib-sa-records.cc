@@ -74,6 +74,105 @@ IbPathRecord::ReadFrom(const uint8_t* in)
     preference = in[57];
 }
 
+namespace IbSaLayout
+{
+
+const std::vector<IbSaField> kNodeRecord = {
+    {0, 16}, {16, 16},
+    // NodeInfo (§14.2.5.3) from byte 4.
+    {32, 8}, {40, 8}, {48, 8}, {56, 8}, {64, 64}, {128, 64}, {192, 64}, {256, 16}, {272, 16},
+    {288, 32}, {320, 8}, {328, 24},
+    // NodeDescription from byte 44.
+    {352, 512}};
+
+const std::vector<IbSaField> kPortInfoRecord = {
+    {0, 16}, {16, 8}, {24, 8},
+    // PortInfo (§14.2.5.6, Table 155) from byte 4: M_Key, GidPrefix, LID, MasterSMLID,
+    // CapabilityMask, DiagCode, M_KeyLeasePeriod, LocalPortNum, LinkWidthEnabled/Supported/
+    // Active, LinkSpeedSupported, PortState, PortPhysicalState, LinkDownDefaultState,
+    // M_KeyProtectBits, reserved, LMC, LinkSpeedActive/Enabled, NeighborMTU, MasterSMSL, VLCap,
+    // InitType, VLHighLimit, VLArbitrationHigh/LowCap, InitTypeReply, MTUCap, VLStallCount,
+    // HOQLife, OperationalVLs, PartitionEnforcementInbound/Outbound, FilterRawInbound/Outbound,
+    // M_/P_/Q_KeyViolations, GUIDCap, ClientReregister, MulticastPKeyTrapSuppressionEnabled,
+    // SubnetTimeOut, reserved, RespTimeValue, LocalPhyErrors, OverrunErrors, MaxCreditHint,
+    // reserved, LinkRoundTripLatency, CapabilityMask2, LinkSpeedExtActive/Supported, reserved,
+    // LinkSpeedExtEnabled.
+    {32, 64}, {96, 64}, {160, 16}, {176, 16}, {192, 32}, {224, 16}, {240, 16}, {256, 8},
+    {264, 8}, {272, 8}, {280, 8}, {288, 4}, {292, 4}, {296, 4}, {300, 4}, {304, 2}, {306, 3},
+    {309, 3}, {312, 4}, {316, 4}, {320, 4}, {324, 4}, {328, 4}, {332, 4}, {336, 8}, {344, 8},
+    {352, 8}, {360, 4}, {364, 4}, {368, 3}, {371, 5}, {376, 4}, {380, 1}, {381, 1}, {382, 1},
+    {383, 1}, {384, 16}, {400, 16}, {416, 16}, {432, 8}, {440, 1}, {441, 2}, {443, 5},
+    {448, 3}, {451, 5}, {456, 4}, {460, 4}, {464, 16}, {480, 8}, {488, 24}, {512, 16},
+    {528, 4}, {532, 4}, {536, 3}, {539, 5}};
+
+const std::vector<IbSaField> kLinkRecord = {{0, 16}, {16, 8}, {24, 8}, {32, 16}};
+
+const std::vector<IbSaField> kSwitchInfoRecord = {
+    {0, 16}, {16, 16},
+    // SwitchInfo (§14.2.5.4, Table 147) from byte 4: LinearFDBCap, RandomFDBCap,
+    // MulticastFDBCap, LinearFDBTop, DefaultPort, DefaultMulticastPrimaryPort,
+    // DefaultMulticastNotPrimaryPort, LifeTimeValue, PortStateChange, OptimizedSLtoVLMapping,
+    // LIDsPerPort, PartitionEnforcementCap, InboundEnforcementCap, OutboundEnforcementCap,
+    // FilterRawInboundCap, FilterRawOutboundCap, EnhancedPort0, reserved, MulticastFDBTop.
+    {32, 16}, {48, 16}, {64, 16}, {80, 16}, {96, 8}, {104, 8}, {112, 8}, {120, 5}, {125, 1},
+    {126, 2}, {128, 16}, {144, 16}, {160, 1}, {161, 1}, {162, 1}, {163, 1}, {164, 1},
+    {165, 11}, {176, 16}};
+
+const std::vector<IbSaField> kLftRecord = {{0, 16}, {16, 16}, {32, 32}, {64, 512}};
+
+const std::vector<IbSaField> kGuidInfoRecord = {{0, 16},   {16, 8},   {24, 8},   {32, 32},
+                                                {64, 64},  {128, 64}, {192, 64}, {256, 64},
+                                                {320, 64}, {384, 64}, {448, 64}, {512, 64}};
+
+const std::vector<IbSaField> kPKeyTableRecord = {{0, 16}, {16, 16}, {32, 8}, {40, 24},
+                                                 {64, 512}};
+
+const std::vector<IbSaField> kSmInfoRecord = {{0, 16},   {16, 16},  {32, 64}, {96, 64},
+                                              {160, 32}, {192, 4},  {196, 4}};
+
+} // namespace IbSaLayout
+
+uint64_t
+IbSaFieldValue(const uint8_t* record, IbSaField f)
+{
+    uint64_t v = 0;
+    for (uint32_t b = f.bit; b < static_cast<uint32_t>(f.bit) + f.width; ++b)
+    {
+        v = (v << 1) | ((record[b / 8] >> (7 - b % 8)) & 1u);
+    }
+    return v;
+}
+
+bool
+IbSaComponentsMatch(const uint8_t* candidate, const uint8_t* query, uint64_t mask,
+                    const std::vector<IbSaField>& fields, uint64_t subsetMask)
+{
+    for (size_t i = 0; i < fields.size() && i < 64; ++i)
+    {
+        const uint64_t bit = uint64_t{1} << i;
+        if (!(mask & bit))
+        {
+            continue;
+        }
+        const IbSaField f = fields[i];
+        if (f.width > 64)
+        {
+            if (std::memcmp(candidate + f.bit / 8, query + f.bit / 8, f.width / 8) != 0)
+            {
+                return false;
+            }
+            continue;
+        }
+        const uint64_t want = IbSaFieldValue(query, f);
+        const uint64_t have = IbSaFieldValue(candidate, f);
+        if ((subsetMask & bit) ? (have & want) != want : have != want)
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
 std::array<uint8_t, 16>
 IbPortGid(uint64_t portGuid)
 {
@@ -89,15 +188,34 @@ IbGidPortGuid(const std::array<uint8_t, 16>& gid)
     return IbWireLoad64(gid.data()) == 0xFE80000000000000ULL ? IbWireLoad64(gid.data() + 8) : 0;
 }
 
+namespace
+{
+
+// IBA vol. 1 §15.2.5.16 (Table 201 "Rate") and its extensions up to 600 Gb/s.
+const std::pair<double, uint8_t> kRateCodes[] = {
+    {2.5, 2},  {10, 3},  {30, 4},   {5, 5},    {20, 6},  {40, 7},   {60, 8},   {80, 9},
+    {120, 10}, {14, 11}, {56, 12},  {112, 13}, {168, 14}, {25, 15}, {100, 16}, {200, 17},
+    {300, 18}, {28, 19}, {50, 20},  {400, 21}, {600, 22}};
+
+} // namespace
+
+double
+IbSaRateGbps(uint8_t code)
+{
+    for (const auto& [rate, c] : kRateCodes)
+    {
+        if (c == code)
+        {
+            return rate;
+        }
+    }
+    return 0;
+}
+
 uint8_t
 IbSaRateCode(double gbps)
 {
-    // IBA vol. 1 §15.2.5.16 (Table 201 "Rate") and its extensions up to 600 Gb/s.
-    static const std::pair<double, uint8_t> kCodes[] = {
-        {2.5, 2},  {10, 3},   {30, 4},   {5, 5},    {20, 6},   {40, 7},   {60, 8},  {80, 9},
-        {120, 10}, {14, 11},  {56, 12},  {112, 13}, {168, 14}, {25, 15},  {100, 16}, {200, 17},
-        {300, 18}, {28, 19},  {50, 20},  {400, 21}, {600, 22}};
-    for (const auto& [rate, code] : kCodes)
+    for (const auto& [rate, code] : kRateCodes)
     {
         if (std::fabs(rate - gbps) < 0.01)
         {

@@ -1,5 +1,5 @@
-// Subnet administration records the built-in SM's SA answers: NodeRecord and PathRecord, byte-
-// exact, and the SA-specific MAD status codes. IBA vol. 1 §15.2.5.
+// Subnet administration records the built-in SM's SA answers, byte-exact, with the field lists
+// that ComponentMask bits select, and the SA-specific MAD status codes. IBA vol. 1 §15.2.5.
 #ifndef CNUAS_IB_SA_RECORDS_H
 #define CNUAS_IB_SA_RECORDS_H
 
@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace ns3
 {
@@ -53,6 +54,12 @@ struct IbPathRecord
     static constexpr uint64_t kCompSgid = 1u << 3;
     static constexpr uint64_t kCompDlid = 1u << 4;
     static constexpr uint64_t kCompSlid = 1u << 5;
+    static constexpr uint64_t kCompPkey = 1u << 13;
+    static constexpr uint64_t kCompSl = 1u << 15;
+    static constexpr uint64_t kCompMtuSelector = 1u << 16;
+    static constexpr uint64_t kCompMtu = 1u << 17;
+    static constexpr uint64_t kCompRateSelector = 1u << 18;
+    static constexpr uint64_t kCompRate = 1u << 19;
     std::array<uint8_t, 16> dgid{};
     std::array<uint8_t, 16> sgid{};
     uint16_t dlid = 0;
@@ -77,6 +84,69 @@ struct IbPathRecord
     void ReadFrom(const uint8_t* in);
 };
 
+/**
+ * One field of an SA record: its first bit counted from the record's start (most significant
+ * bit of byte 0 first, as the tables of IBA vol. 1 §15.2.5 give offsets) and its width.
+ * ComponentMask bit i selects field i of a record's list: every field, reserved ones included,
+ * has its bit, in the order the record lays them out (§15.2.4.1).
+ */
+struct IbSaField
+{
+    uint16_t bit;
+    uint16_t width;
+};
+
+/// The fields of each record the SA serves, in ComponentMask order (IBA vol. 1 §15.2.5; the
+/// bit numbers agree with those libibmad's iba_types.h gives the diagnostics).
+namespace IbSaLayout
+{
+/// NodeRecord, §15.2.5.2: LID, reserved, then NodeInfo's fields, NodeDescription (108 bytes).
+extern const std::vector<IbSaField> kNodeRecord;
+/// PortInfoRecord, §15.2.5.3: EndportLID, PortNum, Options, then PortInfo's 55 fields (72 bytes
+/// with 4 bytes of padding).
+extern const std::vector<IbSaField> kPortInfoRecord;
+/// LinkRecord, §15.2.5.13: FromLID, FromPort, ToPort, ToLID (8 bytes with padding).
+extern const std::vector<IbSaField> kLinkRecord;
+/// SwitchInfoRecord, §15.2.5.4: LID, reserved, then SwitchInfo's fields (24 bytes).
+extern const std::vector<IbSaField> kSwitchInfoRecord;
+/// LinearForwardingTableRecord, §15.2.5.6: LID, BlockNum, reserved, the 64-entry block (72).
+extern const std::vector<IbSaField> kLftRecord;
+/// GUIDInfoRecord, §15.2.5.18: LID, BlockNum, two reserved, GUID 0..7 (72 bytes).
+extern const std::vector<IbSaField> kGuidInfoRecord;
+/// P_KeyTableRecord, §15.2.5.11: LID, BlockNum, PortNum, reserved, the 32-entry block (72).
+extern const std::vector<IbSaField> kPKeyTableRecord;
+/// SMInfoRecord, §15.2.5.9: LID, reserved, GUID, SM_Key, ActCount, Priority, SMState (32 bytes
+/// with padding).
+extern const std::vector<IbSaField> kSmInfoRecord;
+} // namespace IbSaLayout
+
+/// Record sizes in bytes (the SA lays records out at 8-byte-word strides, §15.2.1.1).
+namespace IbSaRecordBytes
+{
+constexpr uint32_t ClassPortInfo = 72; ///< §13.4.8.1
+constexpr uint32_t PortInfoRecord = 72;
+constexpr uint32_t LinkRecord = 8;
+constexpr uint32_t SwitchInfoRecord = 24;
+constexpr uint32_t LftRecord = 72;
+constexpr uint32_t GuidInfoRecord = 72;
+constexpr uint32_t PKeyTableRecord = 72;
+constexpr uint32_t SmInfoRecord = 32;
+} // namespace IbSaRecordBytes
+
+/// Bits [f.bit, f.bit + f.width) of `record` as an unsigned integer (f.width <= 64).
+uint64_t IbSaFieldValue(const uint8_t* record, IbSaField f);
+
+/**
+ * Whether `candidate` agrees with `query` on every field of `fields` that `mask` selects
+ * (fields wider than 64 bits, which are whole bytes, compared byte for byte). Bits of `mask`
+ * beyond the list select nothing. For the component bits in `subsetMask` a field matches when
+ * every bit set in the query's value is set in the candidate's: PortInfoRecord's
+ * CapabilityMask, as IBA vol. 1 §15.2.5.3 allows an SA to advertise
+ * (ClassPortInfo.CapabilityMask bit 13), which is how `saquery -s` finds the SMs.
+ */
+bool IbSaComponentsMatch(const uint8_t* candidate, const uint8_t* query, uint64_t mask,
+                         const std::vector<IbSaField>& fields, uint64_t subsetMask = 0);
+
 /// A port GID as the SA reports it: the default subnet prefix and the port GUID (§4.1.1).
 std::array<uint8_t, 16> IbPortGid(uint64_t portGuid);
 /// The port GUID of a GID with the default subnet prefix, 0 for any other prefix.
@@ -84,6 +154,8 @@ uint64_t IbGidPortGuid(const std::array<uint8_t, 16>& gid);
 /// PathRecord.Rate encoding of a link's data rate in Gb/s (nominal, as ibstat shows it); 0 if
 /// the value has no code.
 uint8_t IbSaRateCode(double gbps);
+/// The data rate in Gb/s a PathRecord.Rate code stands for; 0 for a code with no rate.
+double IbSaRateGbps(uint8_t code);
 
 } // namespace ns3
 

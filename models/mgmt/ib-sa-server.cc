@@ -3,9 +3,12 @@
 #include "ib-gmp.h"
 #include "ib-mad-header.h"
 
+#include "models/rdma/ib-wire-bytes.h"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 namespace ns3
@@ -149,6 +152,334 @@ MakeNodeRecord(const IbSmSubnet& s, const IbSmLidTarget& at)
     return r;
 }
 
+/// What the SA answers from: the SM's subnet as its last heavy sweep left it, the routes it
+/// programmed, their virtual layers, and the SMs it knows.
+struct IbSaView
+{
+    const IbSmSubnet& subnet;
+    const IbRoutingTables& tables;
+    const IbVlLayers* layers;
+    const std::vector<IbSaSmEntry>* sms;
+};
+
+using RecordSink = std::function<void(std::vector<uint8_t>)>;
+
+/// PortInfoRecord's CapabilityMask and CapabilityMask2 components match as bit subsets.
+constexpr uint64_t kPirCapabilityMasks = (uint64_t{1} << 7) | (uint64_t{1} << 53);
+
+/// The largest table the SA sends (as RMPP segments, all at once: the requester's window is not
+/// waited for). 4 MiB is about 21,000 segments; a whole-world PathRecord table of a k=8 fat-tree
+/// (208 LIDs) is 2.8 MB, of k=16 (1,344 LIDs) 116 MB, which is refused (ERR_NO_RESOURCES).
+constexpr size_t kMaxTableBytes = 4u << 20;
+
+/// The SA's ClassPortInfo (§13.4.8.1, §15.2.5.1). CapabilityMask: bit 13, PortInfoRecord
+/// CapabilityMask components match as subsets (what `saquery -s` relies on); no traps or
+/// notices (bits 0, 1), and not bit 8 (IsSubnetOptionalRecordsSupported), which promises every
+/// optional record. RespTimeValue 16: answers within 4.096 us x 2^16 = 268 ms, the order of
+/// opensm's 200 ms transaction timeout. Traps would go to QP1 with the well-known Q_Key.
+std::vector<uint8_t>
+SaClassPortInfo()
+{
+    std::vector<uint8_t> r(IbSaRecordBytes::ClassPortInfo, 0);
+    r[0] = kIbMadBaseVersion;
+    r[1] = kIbSaClassVersion;
+    IbMadStore16(r.data() + 2, 1u << 13);
+    IbWireStore32(r.data() + 4, 16); // CapabilityMask2 0, RespTimeValue 16
+    IbWireStore32(r.data() + 68, 0x80010000u); // TrapQ_Key: QP1's well-known Q_Key (§13.5.3)
+    return r;
+}
+
+void
+NodeRecords(const IbSaView& v, const RecordSink& sink)
+{
+    for (const auto& [lid, at] : v.subnet.Lids())
+    {
+        std::vector<uint8_t> bytes(IbNodeRecord::kSize);
+        MakeNodeRecord(v.subnet, at).WriteTo(bytes.data());
+        sink(std::move(bytes));
+    }
+}
+
+/// One record per port whose PortInfo the sweep read: every port of a switch (under the
+/// switch's LID), a CA's ports under their own LIDs. M_Key reads 0, as to a requester the SA
+/// does not trust (§15.4.3: the SA hides keys from untrusted requesters).
+void
+PortInfoRecords(const IbSaView& v, const RecordSink& sink)
+{
+    for (int32_t i = 0; i < v.subnet.NodeCount(); ++i)
+    {
+        const IbSmNode& n = v.subnet.Node(i);
+        for (uint8_t p = n.IsSwitch() ? 0 : 1; p <= n.numPorts; ++p)
+        {
+            const IbSmPort& port = n.ports[p];
+            const uint16_t lid = v.subnet.LidOf(i, p);
+            if (!port.hasInfo || lid == 0)
+            {
+                continue;
+            }
+            std::vector<uint8_t> bytes(IbSaRecordBytes::PortInfoRecord, 0);
+            IbMadStore16(bytes.data(), lid);
+            bytes[2] = p;
+            IbPortInfo info = port.info;
+            info.mKey = 0;
+            info.WriteTo(bytes.data() + 4);
+            sink(std::move(bytes));
+        }
+    }
+}
+
+/// Each cable twice, once from each end (§15.2.5.13: a LinkRecord is one direction).
+void
+LinkRecords(const IbSaView& v, const RecordSink& sink)
+{
+    for (int32_t i = 0; i < v.subnet.NodeCount(); ++i)
+    {
+        const IbSmNode& n = v.subnet.Node(i);
+        for (uint8_t p = 1; p <= n.numPorts; ++p)
+        {
+            const IbSmPort& port = n.ports[p];
+            const uint16_t from = v.subnet.LidOf(i, p);
+            if (port.peerNode < 0 || from == 0)
+            {
+                continue;
+            }
+            const uint16_t to = v.subnet.LidOf(port.peerNode, port.peerPort);
+            if (to == 0)
+            {
+                continue;
+            }
+            std::vector<uint8_t> bytes(IbSaRecordBytes::LinkRecord, 0);
+            IbMadStore16(bytes.data(), from);
+            bytes[2] = p;
+            bytes[3] = port.peerPort;
+            IbMadStore16(bytes.data() + 4, to);
+            sink(std::move(bytes));
+        }
+    }
+}
+
+void
+SwitchInfoRecords(const IbSaView& v, const RecordSink& sink)
+{
+    for (const IbSmNode& n : v.subnet.Nodes())
+    {
+        if (!n.IsSwitch() || n.lid == 0)
+        {
+            continue;
+        }
+        uint8_t si[IbSwitchInfo::kSize];
+        n.switchInfo.WriteTo(si);
+        std::vector<uint8_t> bytes(IbSaRecordBytes::SwitchInfoRecord, 0);
+        IbMadStore16(bytes.data(), n.lid);
+        std::memcpy(bytes.data() + 4, si, IbSaRecordBytes::SwitchInfoRecord - 4);
+        sink(std::move(bytes));
+    }
+}
+
+/// Every switch's LFT blocks up to the highest LID in use, as the SM programmed them.
+void
+LftRecords(const IbSaView& v, const RecordSink& sink)
+{
+    const uint16_t top = v.subnet.MaxLid();
+    for (int32_t i = 0; i < v.subnet.NodeCount(); ++i)
+    {
+        const IbSmNode& n = v.subnet.Node(i);
+        if (!n.IsSwitch() || n.lid == 0 || static_cast<size_t>(i) >= v.tables.lft.size())
+        {
+            continue;
+        }
+        const std::vector<uint8_t>& lft = v.tables.lft[i];
+        for (uint32_t block = 0; block * 64u <= top; ++block)
+        {
+            std::vector<uint8_t> bytes(IbSaRecordBytes::LftRecord, 0);
+            IbMadStore16(bytes.data(), n.lid);
+            IbMadStore16(bytes.data() + 2, static_cast<uint16_t>(block));
+            for (uint32_t e = 0; e < 64; ++e)
+            {
+                const uint32_t lid = block * 64 + e;
+                bytes[8 + e] = lid < lft.size() ? lft[lid] : kIbLftNoRoute;
+            }
+            sink(std::move(bytes));
+        }
+    }
+}
+
+/// Block 0 of every endport's GUIDInfo: its port GUID at index 0 (GUIDCap 1: the SMA holds no
+/// alias GUIDs).
+void
+GuidInfoRecords(const IbSaView& v, const RecordSink& sink)
+{
+    for (const auto& [lid, at] : v.subnet.Lids())
+    {
+        std::vector<uint8_t> bytes(IbSaRecordBytes::GuidInfoRecord, 0);
+        IbMadStore16(bytes.data(), lid);
+        IbWireStore64(bytes.data() + 8, v.subnet.Node(at.node).ports[at.port].guid);
+        sink(std::move(bytes));
+    }
+}
+
+/// Block 0 of every endport's P_Key table: the default partition's full-member key 0xFFFF at
+/// index 0, which is what the SMAs hold (the built-in SM configures no partitions).
+void
+PKeyTableRecords(const IbSaView& v, const RecordSink& sink)
+{
+    for (const auto& [lid, at] : v.subnet.Lids())
+    {
+        std::vector<uint8_t> bytes(IbSaRecordBytes::PKeyTableRecord, 0);
+        IbMadStore16(bytes.data(), lid);
+        bytes[4] = at.port;
+        IbMadStore16(bytes.data() + 8, 0xFFFF);
+        sink(std::move(bytes));
+    }
+}
+
+/// This SM and the others its sweep found, SM_Key hidden (read as 0, §14.4.1: only a trusted
+/// requester may see it).
+void
+SmInfoRecords(const IbSaView& v, const RecordSink& sink)
+{
+    if (!v.sms)
+    {
+        return;
+    }
+    for (const IbSaSmEntry& e : *v.sms)
+    {
+        uint8_t si[IbSmInfo::kSize];
+        IbSmInfo info = e.info;
+        info.smKey = 0;
+        info.WriteTo(si);
+        std::vector<uint8_t> bytes(IbSaRecordBytes::SmInfoRecord, 0);
+        IbMadStore16(bytes.data(), e.lid);
+        std::memcpy(bytes.data() + 4, si, 21);
+        sink(std::move(bytes));
+    }
+}
+
+/// Whether `have` passes a PathRecord selector against `want` (§15.2.5.16: 0 greater than,
+/// 1 less than, 2 exactly, 3 the largest available, which any value is here: one path).
+bool
+PassesSelector(uint8_t selector, double have, double want)
+{
+    switch (selector)
+    {
+    case 0:
+        return have > want;
+    case 1:
+        return have < want;
+    case 2:
+        return have == want;
+    default:
+        return true;
+    }
+}
+
+/**
+ * PathRecords (§15.2.5.16) for every (source, destination) pair the request names: an end
+ * given by LID or GID is that endport, an end not given is every endport (opensm's "half
+ * world" and "whole world" queries: `ibqueryerrors` asks for the paths from its own port to
+ * all). LMC 0 gives one path a pair. P_Key (the default partition), SL, MTU and Rate
+ * components with their selectors narrow the answer. False if the table would exceed
+ * kMaxTableBytes.
+ */
+bool
+PathRecords(const IbSaView& v, const IbPathRecord& q, uint64_t mask,
+            std::vector<std::vector<uint8_t>>& records)
+{
+    const IbSmSubnet& subnet = v.subnet;
+    auto ends = [&](bool byLid, uint16_t lid, bool byGid, const std::array<uint8_t, 16>& gid) {
+        std::vector<IbSmLidTarget> out;
+        if (byLid || byGid)
+        {
+            const IbSmLidTarget t = Resolve(subnet, byLid, lid, byGid, gid);
+            if (t.node >= 0)
+            {
+                out.push_back(t);
+            }
+            return out;
+        }
+        for (const auto& [l, at] : subnet.Lids())
+        {
+            out.push_back(at);
+        }
+        return out;
+    };
+    const std::vector<IbSmLidTarget> sources =
+        ends(mask & IbPathRecord::kCompSlid, q.slid, mask & IbPathRecord::kCompSgid, q.sgid);
+    const std::vector<IbSmLidTarget> dests =
+        ends(mask & IbPathRecord::kCompDlid, q.dlid, mask & IbPathRecord::kCompDgid, q.dgid);
+    if (sources.size() * dests.size() * IbPathRecord::kSize > kMaxTableBytes)
+    {
+        return false;
+    }
+    if ((mask & IbPathRecord::kCompPkey) && (q.pkey & 0x7FFF) != 0x7FFF)
+    {
+        return true; // no partition but the default one: no path for another P_Key
+    }
+    for (const IbSmLidTarget& src : sources)
+    {
+        for (const IbSmLidTarget& dst : dests)
+        {
+            double gbps = 0;
+            uint8_t mtu = 0;
+            if (!WalkPath(subnet, v.tables, src, dst, &gbps, &mtu))
+            {
+                continue;
+            }
+            if (gbps >= 1e9)
+            {
+                // A switch's path to itself crosses no cable: its fastest link bounds it.
+                gbps = 0;
+                mtu = 1;
+                const IbSmNode& n = subnet.Node(src.node);
+                for (uint8_t p = 1; p <= n.numPorts; ++p)
+                {
+                    if (n.ports[p].peerNode >= 0)
+                    {
+                        gbps = std::max(gbps, PortGbps(n.ports[p].info));
+                        mtu = std::max<uint8_t>(mtu, n.ports[p].info.neighborMtu);
+                    }
+                }
+            }
+            IbPathRecord r;
+            r.sgid = IbPortGid(subnet.Node(src.node).ports[src.port].guid);
+            r.dgid = IbPortGid(subnet.Node(dst.node).ports[dst.port].guid);
+            r.slid = subnet.LidOf(src.node, src.port);
+            r.dlid = subnet.LidOf(dst.node, dst.port);
+            r.reversible = true;
+            r.numbPath = 1;
+            r.pkey = 0xFFFF;
+            // The route's virtual layer is its SL (SL n -> VL n, the switches' default map).
+            r.sl = v.layers ? v.layers->Of(r.slid, r.dlid) : 0;
+            r.mtuSelector = 2; // exactly
+            r.mtu = mtu;
+            r.rateSelector = 2;
+            r.rate = IbSaRateCode(gbps);
+            r.packetLifeTimeSelector = 2;
+            r.packetLifeTime = 18; // 4.096 us x 2^18 ~ 1 s: opensm's default order of magnitude
+            if ((mask & IbPathRecord::kCompSl) && r.sl != q.sl)
+            {
+                continue;
+            }
+            if ((mask & IbPathRecord::kCompMtu) &&
+                !PassesSelector((mask & IbPathRecord::kCompMtuSelector) ? q.mtuSelector : 2,
+                                r.mtu, q.mtu))
+            {
+                continue;
+            }
+            if ((mask & IbPathRecord::kCompRate) &&
+                !PassesSelector((mask & IbPathRecord::kCompRateSelector) ? q.rateSelector : 2,
+                                gbps, IbSaRateGbps(q.rate)))
+            {
+                continue;
+            }
+            std::vector<uint8_t> bytes(IbPathRecord::kSize);
+            r.WriteTo(bytes.data());
+            records.push_back(std::move(bytes));
+        }
+    }
+    return true;
+}
+
 } // namespace
 
 namespace
@@ -158,7 +489,8 @@ namespace
 /// RMPP DATA segments in `out`; without, it is answered ERR_NO_RESOURCES. False: no answer.
 bool
 Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
-      const IbVlLayers* layers, bool multi, std::vector<std::array<uint8_t, kIbMadBytes>>& out)
+      const IbVlLayers* layers, const std::vector<IbSaSmEntry>* sms, bool multi,
+      std::vector<std::array<uint8_t, kIbMadBytes>>& out)
 {
     out.clear();
     out.emplace_back();
@@ -194,71 +526,99 @@ Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* re
         return answer(IbMadStatus::UnsupportedMethod);
     }
     const uint64_t mask = req.GetComponentMask();
+    const IbSaView view{subnet, tables, layers, sms};
     std::vector<std::vector<uint8_t>> records;
     uint32_t recordBytes = 0;
+    // Every candidate record of the attribute, kept when the components the request selects
+    // agree with it (§15.2.4.1).
+    auto select = [&](const std::vector<IbSaField>& fields, uint64_t subsetMask = 0) {
+        return [&, subsetMask](std::vector<uint8_t> bytes) {
+            if (IbSaComponentsMatch(bytes.data(), req.Data(), mask, fields, subsetMask))
+            {
+                records.push_back(std::move(bytes));
+            }
+        };
+    };
     switch (h.GetAttributeId())
     {
-    case IbSaAttr::NodeRecord: {
-        recordBytes = IbNodeRecord::kSize;
-        IbNodeRecord q;
-        q.ReadFrom(req.Data());
-        for (const auto& [lid, at] : subnet.Lids())
+    case IbSaAttr::ClassPortInfo: {
+        if (table)
         {
-            if ((mask & IbNodeRecord::kCompLid) && lid != q.lid)
-            {
-                continue;
-            }
-            std::vector<uint8_t> bytes(recordBytes);
-            MakeNodeRecord(subnet, at).WriteTo(bytes.data());
-            records.push_back(std::move(bytes));
+            return answer(IbMadStatus::UnsupportedMethodAttr); // Get only (§13.4.8.1)
         }
+        recordBytes = IbSaRecordBytes::ClassPortInfo;
+        records.push_back(SaClassPortInfo());
         break;
     }
+    case IbSaAttr::NodeRecord:
+        recordBytes = IbNodeRecord::kSize;
+        NodeRecords(view, select(IbSaLayout::kNodeRecord));
+        break;
+    case IbSaAttr::PortInfoRecord:
+        recordBytes = IbSaRecordBytes::PortInfoRecord;
+        PortInfoRecords(view, select(IbSaLayout::kPortInfoRecord, kPirCapabilityMasks));
+        break;
+    case IbSaAttr::LinkRecord:
+        recordBytes = IbSaRecordBytes::LinkRecord;
+        LinkRecords(view, select(IbSaLayout::kLinkRecord));
+        break;
+    case IbSaAttr::SwitchInfoRecord:
+        recordBytes = IbSaRecordBytes::SwitchInfoRecord;
+        SwitchInfoRecords(view, select(IbSaLayout::kSwitchInfoRecord));
+        break;
+    case IbSaAttr::LftRecord:
+        recordBytes = IbSaRecordBytes::LftRecord;
+        LftRecords(view, select(IbSaLayout::kLftRecord));
+        break;
+    case IbSaAttr::GuidInfoRecord:
+        recordBytes = IbSaRecordBytes::GuidInfoRecord;
+        GuidInfoRecords(view, select(IbSaLayout::kGuidInfoRecord));
+        break;
+    case IbSaAttr::PKeyTableRecord:
+        recordBytes = IbSaRecordBytes::PKeyTableRecord;
+        PKeyTableRecords(view, select(IbSaLayout::kPKeyTableRecord));
+        break;
+    case IbSaAttr::SmInfoRecord:
+        recordBytes = IbSaRecordBytes::SmInfoRecord;
+        SmInfoRecords(view, select(IbSaLayout::kSmInfoRecord));
+        break;
     case IbSaAttr::PathRecord: {
         recordBytes = IbPathRecord::kSize;
         IbPathRecord q;
         q.ReadFrom(req.Data());
-        const bool sOk = mask & (IbPathRecord::kCompSlid | IbPathRecord::kCompSgid);
-        const bool dOk = mask & (IbPathRecord::kCompDlid | IbPathRecord::kCompDgid);
-        if (!sOk || !dOk)
+        if (!table && !(mask & (IbPathRecord::kCompSlid | IbPathRecord::kCompSgid)) &&
+            !(mask & (IbPathRecord::kCompDlid | IbPathRecord::kCompDgid)))
         {
+            // A Get names one path (§15.4.2): without either end it names none.
             return answer(IbSaStatus::InsufficientComponents);
         }
-        const IbSmLidTarget src = Resolve(subnet, mask & IbPathRecord::kCompSlid, q.slid,
-                                          mask & IbPathRecord::kCompSgid, q.sgid);
-        const IbSmLidTarget dst = Resolve(subnet, mask & IbPathRecord::kCompDlid, q.dlid,
-                                          mask & IbPathRecord::kCompDgid, q.dgid);
-        double gbps = 0;
-        uint8_t mtu = 0;
-        if (src.node >= 0 && dst.node >= 0 && WalkPath(subnet, tables, src, dst, &gbps, &mtu))
+        if (!PathRecords(view, q, mask, records))
         {
-            IbPathRecord r;
-            r.sgid = IbPortGid(subnet.Node(src.node).ports[src.port].guid);
-            r.dgid = IbPortGid(subnet.Node(dst.node).ports[dst.port].guid);
-            r.slid = subnet.LidOf(src.node, src.port);
-            r.dlid = subnet.LidOf(dst.node, dst.port);
-            r.reversible = true;
-            r.pkey = 0xFFFF;
-            // The route's virtual layer is its SL (SL n -> VL n, the switches' default map).
-            r.sl = layers ? layers->Of(r.slid, r.dlid) : 0;
-            r.mtuSelector = 2; // exactly
-            r.mtu = mtu;
-            r.rateSelector = 2;
-            r.rate = IbSaRateCode(gbps);
-            r.packetLifeTimeSelector = 2;
-            r.packetLifeTime = 18; // 4.096 us x 2^18 ~ 1 s: opensm's default order of magnitude
-            std::vector<uint8_t> bytes(recordBytes);
-            r.WriteTo(bytes.data());
-            records.push_back(std::move(bytes));
+            return answer(IbSaStatus::NoResources);
         }
         break;
     }
+    case IbSaAttr::ServiceRecord:
+    case IbSaAttr::McMemberRecord:
+    case IbSaAttr::MftRecord:
+    case IbSaAttr::InformInfoRecord:
+        // Records this SA knows but holds none of: no service registers with it, the built-in
+        // SM makes no multicast groups (so programs no MFTs) and takes no subscriptions.
+        recordBytes = h.GetAttributeId() == IbSaAttr::ServiceRecord    ? 176
+                      : h.GetAttributeId() == IbSaAttr::McMemberRecord ? 52
+                      : h.GetAttributeId() == IbSaAttr::MftRecord      ? 72
+                                                                       : 64;
+        break;
     default:
         return answer(IbMadStatus::UnsupportedMethodAttr);
     }
-    if (records.empty())
+    if (records.empty() && !table)
     {
         return answer(IbSaStatus::NoRecords);
+    }
+    if (records.size() * ((recordBytes + 7) / 8 * 8u) > kMaxTableBytes)
+    {
+        return answer(IbSaStatus::NoResources);
     }
     // Records sit at AttributeOffset (8-byte words) strides (§15.2.1.1).
     const uint16_t words = static_cast<uint16_t>((recordBytes + 7) / 8);
@@ -332,10 +692,10 @@ Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* re
 
 bool
 IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
-          uint8_t* response, const IbVlLayers* layers)
+          uint8_t* response, const IbVlLayers* layers, const std::vector<IbSaSmEntry>* sms)
 {
     std::vector<std::array<uint8_t, kIbMadBytes>> out;
-    if (!Serve(subnet, tables, request, layers, false, out))
+    if (!Serve(subnet, tables, request, layers, sms, false, out))
     {
         return false;
     }
@@ -345,10 +705,11 @@ IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t
 
 std::vector<std::array<uint8_t, kIbMadBytes>>
 IbSaServeSegments(const IbSmSubnet& subnet, const IbRoutingTables& tables,
-                  const uint8_t* request, const IbVlLayers* layers)
+                  const uint8_t* request, const IbVlLayers* layers,
+                  const std::vector<IbSaSmEntry>* sms)
 {
     std::vector<std::array<uint8_t, kIbMadBytes>> out;
-    if (!Serve(subnet, tables, request, layers, true, out))
+    if (!Serve(subnet, tables, request, layers, sms, true, out))
     {
         out.clear();
     }

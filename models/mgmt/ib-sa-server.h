@@ -1,9 +1,10 @@
-// The subnet administration (SA) answers of the built-in SM: NodeRecord and PathRecord Get and
-// GetTable from the subnet database and the routes the SM programmed. IBA vol. 1 §15.
+// The subnet administration (SA) answers of the built-in SM: the records administrators and
+// programs query, from the subnet database and the routes the SM programmed. IBA vol. 1 §15.
 #ifndef CNUAS_IB_SA_SERVER_H
 #define CNUAS_IB_SA_SERVER_H
 
 #include "ib-mad-header.h"
+#include "ib-sm-info.h"
 #include "ib-routing-engine.h"
 #include "ib-sa-records.h"
 #include "ib-sm-subnet.h"
@@ -15,24 +16,37 @@
 namespace ns3
 {
 
+/// An SM the SA reports in SMInfoRecords: the LID of its port and its SMInfo.
+struct IbSaSmEntry
+{
+    uint16_t lid = 0;
+    IbSmInfo info;
+};
+
 /**
  * Answers one SA request (the 256 bytes of an IbSaMad) from `subnet` and `tables`; writes the
  * 256-byte response into `response` and returns true, or returns false for something that gets
  * no answer (a response, a non-SA class).
  *
- * NodeRecord (§15.2.5.2): by LID (ComponentMask bit 0) or, with no component, every node.
- * PathRecord (§15.2.5.16): source by SLID or SGID, destination by DLID or DGID (LMC 0: one
- * path); the route is the one the LFTs give, checked to arrive; MTU and rate are the smallest
- * along it; SL the route's virtual layer when `layers` has one (else 0), P_Key 0xFFFF,
- * reversible. Errors are statuses, never silence: bad versions
- * (code 1), methods other than Get/GetTable (2), other attributes (3), missing components
- * (ERR_REQ_INSUFFICIENT_COMPONENTS), nothing found or no route (ERR_NO_RECORDS), several
- * matches to a Get (ERR_TOO_MANY_RECORDS). A GetTable answer is one RMPP segment (flags Active,
- * First, Last); a table that needs more segments answers ERR_NO_RESOURCES (multi-segment RMPP is
- * not modelled).
+ * Records (IBA vol. 1 §15.2.5), Get and GetTable, selected by ComponentMask as §15.2.4.1 says
+ * (every selected field must agree; PortInfoRecord's CapabilityMask as a bit subset):
+ * ClassPortInfo (Get), NodeRecord, PortInfoRecord, LinkRecord, SwitchInfoRecord,
+ * LinearForwardingTableRecord, GUIDInfoRecord, P_KeyTableRecord, SMInfoRecord (from `sms`) and
+ * PathRecord. PathRecord: each end by LID or GID, or, not given, every endport (half- and
+ * whole-world queries, GetTable); LMC 0: one path a pair; the route the LFTs give, checked to
+ * arrive; MTU and rate the smallest along it; SL the route's virtual layer when `layers` has
+ * one (else 0); P_Key 0xFFFF; reversible; P_Key, SL, MTU and Rate components narrow it.
+ * ServiceRecord, MCMemberRecord, MFTRecord and InformInfoRecord: this SA holds none (an empty
+ * table, or ERR_NO_RECORDS to a Get). Errors are statuses, never silence: bad versions (code
+ * 1), methods other than Get/GetTable (2), other attributes (3), a PathRecord Get naming no
+ * end (ERR_REQ_INSUFFICIENT_COMPONENTS), nothing found or no route to a Get (ERR_NO_RECORDS),
+ * several matches to a Get (ERR_TOO_MANY_RECORDS), a table over 4 MiB (ERR_NO_RESOURCES). A
+ * GetTable answer is one RMPP segment (flags Active, First, Last); a table that needs more
+ * segments answers ERR_NO_RESOURCES here (IbSaServeSegments sends them).
  */
 bool IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
-               uint8_t* response, const IbVlLayers* layers = nullptr);
+               uint8_t* response, const IbVlLayers* layers = nullptr,
+               const std::vector<IbSaSmEntry>* sms = nullptr);
 
 /**
  * The same answer, where a GetTable larger than one MAD becomes several RMPP DATA segments
@@ -44,7 +58,8 @@ bool IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const ui
 std::vector<std::array<uint8_t, kIbMadBytes>> IbSaServeSegments(const IbSmSubnet& subnet,
                                                                const IbRoutingTables& tables,
                                                                const uint8_t* request,
-                                                               const IbVlLayers* layers = nullptr);
+                                                               const IbVlLayers* layers = nullptr,
+                                                               const std::vector<IbSaSmEntry>* sms = nullptr);
 
 } // namespace ns3
 

@@ -46,6 +46,7 @@ struct IbSmNode
     std::vector<IbSmPort> ports; ///< [0..numPorts]
     uint16_t lid = 0;            ///< a switch's LID (that of management port 0, §18.2.4.1)
     uint16_t linearFdbCap = 0;   ///< a switch's LFT size (SwitchInfo)
+    IbSwitchInfo switchInfo;     ///< a switch's SwitchInfo as last read or set (the SA's record)
     int rank = -1;               ///< up/down rank (0 = root), set by the routing engine
     bool IsSwitch() const { return type == IbNodeType::Switch; }
 };

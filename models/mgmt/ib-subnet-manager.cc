@@ -442,8 +442,13 @@ IbSubnetManager::Answered(Request& req, const IbSmp& smp)
         IbSwitchInfo si;
         si.ReadFrom(smp.Data());
         m_subnet.Node(req.node).linearFdbCap = si.linearFdbCap;
+        m_subnet.Node(req.node).switchInfo = si;
         break;
     }
+    case Purpose::SetSwitchInfo:
+        // The switch's answer is its SwitchInfo after the Set (LinearFDBTop as written).
+        m_subnet.Node(req.node).switchInfo.ReadFrom(smp.Data());
+        break;
     case Purpose::PortInfo:
         OnPortInfo(req, smp);
         break;
@@ -467,7 +472,6 @@ IbSubnetManager::Answered(Request& req, const IbSmp& smp)
         }
         break;
     case Purpose::Acknowledge:
-    case Purpose::SetSwitchInfo:
     case Purpose::SetLft:
     case Purpose::SetSlToVl:
         break;
@@ -1423,6 +1427,36 @@ IbSubnetManager::ActOnSmInfoSet(IbSmInfoControl control, uint64_t senderGuid)
     }
 }
 
+std::vector<IbSaSmEntry>
+IbSubnetManager::KnownSms() const
+{
+    std::vector<IbSaSmEntry> out;
+    out.push_back({m_smLid, OwnSmInfo(false)});
+    for (const auto& [guid, sm] : m_remoteSms)
+    {
+        // Its port's LID, from the subnet as last swept (an SM runs on a CA port or a switch's
+        // management port).
+        uint16_t lid = 0;
+        for (int32_t i = 0; lid == 0 && i < m_lastSubnet.NodeCount(); ++i)
+        {
+            const IbSmNode& n = m_lastSubnet.Node(i);
+            for (uint8_t p = 0; lid == 0 && p < n.ports.size(); ++p)
+            {
+                if (n.ports[p].guid == guid)
+                {
+                    lid = m_lastSubnet.LidOf(i, p);
+                }
+            }
+        }
+        IbSmInfo info;
+        info.guid = guid;
+        info.priority = sm.priority;
+        info.smState = static_cast<uint8_t>(sm.state);
+        out.push_back({lid, info});
+    }
+    return out;
+}
+
 std::vector<std::array<uint8_t, kIbMadBytes>>
 IbSubnetManager::AnswerSaSegments(const uint8_t* request)
 {
@@ -1430,7 +1464,8 @@ IbSubnetManager::AnswerSaSegments(const uint8_t* request)
     {
         return {};
     }
-    auto out = IbSaServeSegments(m_lastSubnet, m_lastTables, request, &m_lastLayers);
+    const std::vector<IbSaSmEntry> sms = KnownSms();
+    auto out = IbSaServeSegments(m_lastSubnet, m_lastTables, request, &m_lastLayers, &sms);
     if (!out.empty())
     {
         m_saAnswered++;
@@ -1445,7 +1480,8 @@ IbSubnetManager::AnswerSa(const uint8_t* request, uint8_t* response)
     {
         return false;
     }
-    if (!IbSaServe(m_lastSubnet, m_lastTables, request, response, &m_lastLayers))
+    const std::vector<IbSaSmEntry> sms = KnownSms();
+    if (!IbSaServe(m_lastSubnet, m_lastTables, request, response, &m_lastLayers, &sms))
     {
         return false;
     }

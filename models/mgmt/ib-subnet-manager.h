@@ -4,6 +4,7 @@
 #ifndef CNUAS_IB_SUBNET_MANAGER_H
 #define CNUAS_IB_SUBNET_MANAGER_H
 
+#include "ib-sa-server.h"
 #include "ib-routing-engine.h"
 #include "ib-sm-info.h"
 #include "ib-sm-subnet.h"
@@ -241,6 +242,8 @@ class IbSubnetManager : public Object
     void BecomeStandby(uint64_t guid, const std::vector<uint8_t>& path);
     /// This SM's SMInfo as it answers and sends it (`withKey`: the SM_Key filled in).
     IbSmInfo OwnSmInfo(bool withKey) const;
+    /// This SM and the others its last sweep found, for the SA's SMInfoRecords.
+    std::vector<IbSaSmEntry> KnownSms() const;
     /// Queues a SubnSet(SMInfo) with `control` and `own` (this SM's SMInfo, key included).
     void SendSmInfoSet(Purpose purpose,
                        IbSmInfoControl control,
