@@ -8,6 +8,7 @@
 #include "bench/bench-util.h"
 #include "helpers/ib/ib-fabric-helper.h"
 #include "helpers/mgmt/ib-sm-helper.h"
+#include "models/ib/ib-net-device.h"
 #include "models/mgmt/ib-subnet-manager.h"
 
 #include "ns3/config.h"
@@ -35,7 +36,11 @@ FatTreeBringUp(benchmark::State& state)
                            EnumValue(static_cast<int>(state.range(1) == 0
                                                           ? IbRoutingAlgorithm::UpDown
                                                           : IbRoutingAlgorithm::MinHop)));
+        const uint64_t events0 = Simulator::GetEventCount();
+        const double cpu0 = BenchCpuSeconds();
         IbSmBringUp up = IbBringUpWithSm(f, 1, Seconds(10));
+        const double cpuToActive = BenchCpuSeconds() - cpu0;
+        const uint64_t eventsToActive = Simulator::GetEventCount() - events0;
         // Until the SM is quiet: a trap during the first sweep would cost a second heavy sweep
         // (heavy_sweeps > 1); the SM's own Arm/Activate Sets raise none (IBA vol. 1 §14.2.5.4).
         const auto t1 = std::chrono::steady_clock::now();
@@ -59,12 +64,28 @@ FatTreeBringUp(benchmark::State& state)
         state.counters["smp_timeouts"] = double(sm->GetSmpsTimedOut());
         state.counters["routes_ok"] = sm->GetRouteCheck().Ok() ? 1 : 0;
         state.counters["peak_rss_mb"] = BenchPeakRssMb();
+        state.counters["cpu_s_to_active"] = cpuToActive;
+        state.counters["events_to_active"] = double(eventsToActive);
+        state.counters["events_per_smp"] = double(eventsToActive) / double(up.smps);
+        uint64_t refreshEvents = 0;
+        uint64_t fcEvents = 0;
+        uint64_t wakeEvents = 0;
+        for (const auto& p : f.AllPorts())
+        {
+            refreshEvents += p->GetRefreshEvents();
+            fcEvents += p->GetFlowControlEvents();
+            wakeEvents += p->GetWakeEvents();
+        }
+        state.counters["wake_events"] = double(wakeEvents);
+        state.counters["refresh_events"] = double(refreshEvents);
+        state.counters["fc_events"] = double(fcEvents);
         Simulator::Destroy();
     }
 }
 BENCHMARK(FatTreeBringUp)
     ->Args({8, 0})
     ->Args({16, 0})
+    ->Args({24, 0})
     ->Args({8, 1})
     ->Iterations(1)
     ->UseManualTime()

@@ -357,6 +357,128 @@ TEST(SmRouting, CheckRoutesFindsLoopsAndHoles)
     EXPECT_EQ(c.loops, 0u);
 }
 
+/// The route check as the definition reads: walk every (CA port, LID) pair cable by cable
+/// (0 arrives, 1 dead-ends, 2 loops), counting cables.
+IbRouteCheck
+NaiveRouteCheck(const IbSmSubnet& s, const IbRoutingTables& t)
+{
+    IbRouteCheck r;
+    for (int32_t i = 0; i < s.NodeCount(); ++i)
+    {
+        for (uint8_t p = 1; !s.Node(i).IsSwitch() && p <= s.Node(i).numPorts; ++p)
+        {
+            if (s.Node(i).ports[p].peerNode < 0)
+            {
+                continue;
+            }
+            for (const auto& [lid, target] : s.Lids())
+            {
+                if (target.node == i && target.port == p)
+                {
+                    continue;
+                }
+                r.pairs++;
+                int32_t cur = s.Node(i).ports[p].peerNode;
+                uint8_t in = s.Node(i).ports[p].peerPort;
+                uint32_t hops = 1;
+                std::set<int32_t> seen;
+                int res = -1;
+                while (res < 0)
+                {
+                    const IbSmNode& n = s.Node(cur);
+                    if (!n.IsSwitch())
+                    {
+                        res = (cur == target.node && in == target.port) ? 0 : 1;
+                    }
+                    else if (n.lid == lid)
+                    {
+                        res = 0;
+                    }
+                    else if (!seen.insert(cur).second)
+                    {
+                        res = 2;
+                    }
+                    else
+                    {
+                        const uint8_t out = lid < t.lft[cur].size() ? t.lft[cur][lid] : 255;
+                        if (out == 0 || out > n.numPorts || n.ports[out].peerNode < 0)
+                        {
+                            res = 1;
+                        }
+                        else
+                        {
+                            in = n.ports[out].peerPort;
+                            cur = n.ports[out].peerNode;
+                            ++hops;
+                        }
+                    }
+                }
+                if (res == 0)
+                {
+                    r.maxHops = std::max(r.maxHops, hops);
+                }
+                else
+                {
+                    (res == 1 ? r.unreachable : r.loops)++;
+                }
+            }
+        }
+    }
+    return r;
+}
+
+TEST(SmRouting, CheckRoutesAgreesWithWalkingEveryPairOnDamagedTables)
+{
+    // IbCheckRoutes follows each switch's route to a LID once for all sources; on tables with
+    // random holes, wrong ports and loops it must count what walking every pair counts.
+    const Topology topo = BuildTopologyFromSpec("fat-tree:k=4");
+    IbSmSubnet s = IbSmSubnetFromTopology(topo);
+    IbSmLidTable lids;
+    lids.Assign(s);
+    const IbRoutingTables good = IbComputeRoutes(s, IbRoutingAlgorithm::UpDown);
+    const IbRouteCheck clean = IbCheckRoutes(s, good);
+    const IbRouteCheck cleanNaive = NaiveRouteCheck(s, good);
+    EXPECT_EQ(clean.pairs, cleanNaive.pairs);
+    EXPECT_EQ(clean.maxHops, cleanNaive.maxHops);
+    EXPECT_EQ(clean.unreachable, cleanNaive.unreachable);
+    uint32_t state = 12345;
+    auto rnd = [&](uint32_t n) {
+        state = state * 1103515245u + 12345u;
+        return (state >> 8) % n;
+    };
+    uint64_t sawLoops = 0;
+    uint64_t sawHoles = 0;
+    for (int round = 0; round < 50; ++round)
+    {
+        IbRoutingTables t = good;
+        for (int k = 0; k < 1 + round; ++k)
+        {
+            int32_t sw = static_cast<int32_t>(rnd(static_cast<uint32_t>(s.NodeCount())));
+            if (!s.Node(sw).IsSwitch() || t.lft[sw].empty())
+            {
+                continue;
+            }
+            const uint16_t lid = static_cast<uint16_t>(1 + rnd(s.MaxLid()));
+            t.lft[sw][lid] = static_cast<uint8_t>(rnd(6)); // 0..4 a port (maybe wrong), 5 none
+            if (t.lft[sw][lid] == 5)
+            {
+                t.lft[sw][lid] = kIbLftNoRoute;
+            }
+        }
+        const IbRouteCheck fast = IbCheckRoutes(s, t);
+        const IbRouteCheck naive = NaiveRouteCheck(s, t);
+        EXPECT_EQ(fast.pairs, naive.pairs) << round;
+        EXPECT_EQ(fast.unreachable, naive.unreachable) << round;
+        EXPECT_EQ(fast.loops, naive.loops) << round;
+        EXPECT_EQ(fast.maxHops, naive.maxHops) << round;
+        EXPECT_EQ(fast.Ok(), fast.firstProblem.empty()) << round;
+        sawLoops += naive.loops;
+        sawHoles += naive.unreachable;
+    }
+    EXPECT_GT(sawLoops, 0u) << "the damage made loops";
+    EXPECT_GT(sawHoles, 0u) << "the damage made holes";
+}
+
 TEST(SmRouting, LidsBeyondTheLftCapAreAnError)
 {
     IbSmSubnet s = IbSmSubnetFromTopology(BuildTopologyFromSpec("star:hosts=8"));

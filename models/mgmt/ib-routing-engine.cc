@@ -417,6 +417,95 @@ Walk(const IbSmSubnet& subnet, const IbRoutingTables& t, int32_t caNode, uint8_t
 
 } // namespace
 
+namespace
+{
+
+/// Where a switch's route to one LID ends, found once for every source that passes the switch.
+struct SwitchRoute
+{
+    enum : uint8_t
+    {
+        Unknown,
+        Visiting,
+        Arrives,
+        DeadEnds,
+        Loops
+    } state = Unknown;
+    uint8_t hops = 0; ///< cables from this switch to the destination, when it arrives
+};
+
+/**
+ * The route from switch `sw` to `lid` (at `target`) through the LFTs, with `memo` (indexed by
+ * switch slot) holding what is already known for this LID: each switch is followed once for a
+ * LID, however many sources pass it. The same outcome as Walk from any CA behind it: arrives at
+ * the switch whose LID it is or at the target CA port, dead-ends, or loops (a switch on the
+ * path reached again).
+ */
+SwitchRoute
+FollowSwitchRoute(const IbSmSubnet& subnet, const IbRoutingTables& t,
+                  const std::vector<int32_t>& slot, std::vector<SwitchRoute>& memo, int32_t sw,
+                  uint16_t lid, const IbSmLidTarget& target, std::vector<int32_t>& path)
+{
+    path.clear();
+    SwitchRoute end; // the outcome at the end of the path, before unwinding
+    int32_t cur = sw;
+    while (true)
+    {
+        SwitchRoute& m = memo[slot[cur]];
+        if (m.state == SwitchRoute::Visiting)
+        {
+            end.state = SwitchRoute::Loops;
+            break;
+        }
+        if (m.state != SwitchRoute::Unknown)
+        {
+            end = m;
+            break;
+        }
+        const IbSmNode& node = subnet.Node(cur);
+        if (node.lid == lid)
+        {
+            end.state = SwitchRoute::Arrives;
+            end.hops = 0;
+            m = end;
+            break;
+        }
+        const auto& lft = t.lft[cur];
+        const uint8_t out = lid < lft.size() ? lft[lid] : kIbLftNoRoute;
+        if (out == 0 || out > node.numPorts || node.ports[out].peerNode < 0)
+        {
+            end.state = SwitchRoute::DeadEnds;
+            m = end;
+            break;
+        }
+        const int32_t next = node.ports[out].peerNode;
+        if (!subnet.Node(next).IsSwitch())
+        {
+            const bool there = next == target.node && node.ports[out].peerPort == target.port;
+            end.state = there ? SwitchRoute::Arrives : SwitchRoute::DeadEnds;
+            end.hops = 1;
+            m = end;
+            break;
+        }
+        m.state = SwitchRoute::Visiting;
+        path.push_back(cur);
+        cur = next;
+    }
+    // Every switch on the path shares the outcome; an arriving route is one cable longer at
+    // each step back.
+    for (auto it = path.rbegin(); it != path.rend(); ++it)
+    {
+        if (end.state == SwitchRoute::Arrives)
+        {
+            end.hops = static_cast<uint8_t>(std::min(255, end.hops + 1));
+        }
+        memo[slot[*it]] = end;
+    }
+    return memo[slot[sw]];
+}
+
+} // namespace
+
 IbRouteCheck
 IbCheckRoutes(const IbSmSubnet& subnet, const IbRoutingTables& tables)
 {
@@ -427,6 +516,21 @@ IbCheckRoutes(const IbSmSubnet& subnet, const IbRoutingTables& tables)
         r.unreachable = 1;
         return r;
     }
+    // Each switch's route to each LID is followed once (FollowSwitchRoute), not once per source:
+    // a k=16 fat-tree has 1,024 sources but 320 switches.
+    std::vector<int32_t> slot(subnet.NodeCount(), -1);
+    int32_t switches = 0;
+    for (int32_t i = 0; i < subnet.NodeCount(); ++i)
+    {
+        if (subnet.Node(i).IsSwitch())
+        {
+            slot[i] = switches++;
+        }
+    }
+    std::vector<std::pair<uint16_t, IbSmLidTarget>> lids(subnet.Lids().begin(),
+                                                         subnet.Lids().end());
+    std::vector<std::vector<SwitchRoute>> memo(lids.size());
+    std::vector<int32_t> path;
     for (int32_t i = 0; i < subnet.NodeCount(); ++i)
     {
         const IbSmNode& node = subnet.Node(i);
@@ -436,20 +540,39 @@ IbCheckRoutes(const IbSmSubnet& subnet, const IbRoutingTables& tables)
         }
         for (uint8_t p = 1; p <= node.numPorts; ++p)
         {
-            if (node.ports[p].peerNode < 0)
+            const IbSmPort& src = node.ports[p];
+            if (src.peerNode < 0)
             {
                 continue;
             }
-            for (const auto& [lid, target] : subnet.Lids())
+            for (size_t l = 0; l < lids.size(); ++l)
             {
+                const auto& [lid, target] = lids[l];
                 if (target.node == i && target.port == p)
                 {
                     continue;
                 }
                 r.pairs++;
-                uint32_t hops = 0;
-                int res = Walk(subnet, tables, i, p, lid, target, &hops,
-                               [](int32_t, uint8_t) { return true; });
+                int res = 0;
+                uint32_t hops = 1;
+                if (!subnet.Node(src.peerNode).IsSwitch())
+                {
+                    // CA to CA: arrives only if the far port is the target.
+                    res = (src.peerNode == target.node && src.peerPort == target.port) ? 0 : 1;
+                }
+                else
+                {
+                    if (memo[l].empty())
+                    {
+                        memo[l].resize(switches);
+                    }
+                    const SwitchRoute sr = FollowSwitchRoute(subnet, tables, slot, memo[l],
+                                                             src.peerNode, lid, target, path);
+                    res = sr.state == SwitchRoute::Arrives ? 0
+                          : sr.state == SwitchRoute::Loops ? 2
+                                                           : 1;
+                    hops += sr.hops;
+                }
                 if (res == 0)
                 {
                     r.maxHops = std::max(r.maxHops, hops);
