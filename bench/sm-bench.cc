@@ -17,6 +17,7 @@
 
 #include <benchmark/benchmark.h>
 #include <chrono>
+#include <cstdlib>
 
 using namespace ns3;
 
@@ -28,6 +29,12 @@ FatTreeBringUp(benchmark::State& state)
 {
     for (auto _ : state)
     {
+        if (const char* sched = std::getenv("SM_BENCH_SCHEDULER"); sched && *sched)
+        {
+            ObjectFactory f;
+            f.SetTypeId(sched);
+            Simulator::SetScheduler(f);
+        }
         const auto t0 = std::chrono::steady_clock::now();
         IbFabric f = IbFabricHelper().Build(
             BuildTopologyFromSpec("fat-tree:k=" + std::to_string(state.range(0))));

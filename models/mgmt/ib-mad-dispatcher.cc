@@ -97,6 +97,7 @@ IbMadDispatcher::DoDispose()
     m_node = nullptr;
     m_switch = nullptr;
     m_ports.clear();
+    m_portByNumber.clear();
     m_sma = MadHandler();
     m_manager = MadHandler();
     m_gsi.clear();
@@ -111,11 +112,13 @@ IbMadDispatcher::Install(Ptr<Node> node)
     m_node = node;
     m_switch = node->GetObject<IbSwitch>();
     m_ports.clear();
+    m_portByNumber.assign(256, nullptr);
     if (m_switch)
     {
         for (uint8_t n = 1; n <= m_switch->GetNPorts(); ++n)
         {
             m_ports[n] = m_switch->GetPort(n);
+            m_portByNumber[n] = PeekPointer(m_ports[n]);
         }
         // Switch management port 0 (IBA vol. 1 §17.2.1.1): what the relay function hands up.
         m_switch->SetManagementCallback(MakeCallback(&IbMadDispatcher::ReceiveAtSwitch, this));
@@ -127,6 +130,7 @@ IbMadDispatcher::Install(Ptr<Node> node)
         if (d)
         {
             m_ports[d->GetPortNumber()] = d;
+            m_portByNumber[d->GetPortNumber()] = PeekPointer(d);
             d->SetManagementReceiveCallback(
                 MakeCallback(&IbMadDispatcher::ReceiveFromCaPort, this));
         }
@@ -154,8 +158,9 @@ IbMadDispatcher::GetSwitch() const
 Ptr<IbNetDevice>
 IbMadDispatcher::GetPort(uint8_t number) const
 {
-    auto it = m_ports.find(number);
-    return it == m_ports.end() ? nullptr : it->second;
+    // Looked up for every MAD a node handles: an array, not the map (which m_ports keeps the
+    // references in).
+    return number < m_portByNumber.size() ? Ptr<IbNetDevice>(m_portByNumber[number]) : nullptr;
 }
 
 uint8_t

@@ -184,6 +184,7 @@ class IbMadDispatcher : public Object
     Ptr<Node> m_node;
     Ptr<IbSwitch> m_switch;
     std::map<uint8_t, Ptr<IbNetDevice>> m_ports;
+    std::vector<IbNetDevice*> m_portByNumber; ///< the same ports by number (null: none)
     MadHandler m_sma;
     MadHandler m_manager;
     std::map<uint8_t, MadHandler> m_gsi;
