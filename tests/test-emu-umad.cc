@@ -849,6 +849,23 @@ TEST_F(EmuUmad, AnAdministratorsOtherDiagnosticsAnswerFromTheBuiltInSa)
     EXPECT_EQ(state.exit, 0) << state.out;
     EXPECT_NE(state.out.find("LinkState:.......................Active"), std::string::npos)
         << state.out;
+    // Congestion control (class 0x21, annex A10): every switch has an agent over its marker,
+    // off until configured; ibccconfig sets swL's switch settings and ibccquery reads them back.
+    std::smatch sw;
+    ShResult swLid = Exec("h1", "saquery -L swL");
+    ASSERT_TRUE(std::regex_search(swLid.out, sw, std::regex("^([0-9]+)"))) << swLid.out; // its LID
+    ShResult cc = Exec("h1", "ibccquery SwitchCongestionSetting " + sw[1].str());
+    EXPECT_EQ(cc.exit, 0) << cc.out;
+    EXPECT_NE(cc.out.find("Threshold:.......................0x00"), std::string::npos) << cc.out;
+    ShResult set = Exec("h1", "ibccconfig SwitchCongestionSetting " + sw[1].str() +
+                                  " 0x1F 0x6 0x0 0xA 8 0 0:0 4");
+    EXPECT_EQ(set.exit, 0) << set.out;
+    cc = Exec("h1", "ibccquery SwitchCongestionSetting " + sw[1].str());
+    EXPECT_NE(cc.out.find("Control_Map:.....................0x0000001f"), std::string::npos)
+        << cc.out;
+    EXPECT_NE(cc.out.find("Threshold:.......................0x0a"), std::string::npos) << cc.out;
+    EXPECT_NE(cc.out.find("Marking_Rate:....................4"), std::string::npos) << cc.out;
+
     // ibping and ibsysstat: a server in h0 (vendor classes 0x32 and 0x33 on QP1), a client in
     // h2 across both switches.
     ExecBackground("h0", "timeout 60 ibping -S", "ibping-server.out");

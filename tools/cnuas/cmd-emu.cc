@@ -10,6 +10,7 @@
 #include "helpers/formats/parse-util.h"
 #include "helpers/formats/topology.h"
 #include "helpers/ib/ib-fabric-helper.h"
+#include "helpers/mgmt/ib-cc-helper.h"
 #include "helpers/mgmt/ib-sm-helper.h"
 #include "helpers/mgmt/mgmt-helper.h"
 #include "helpers/rdma/rdma-helper.h"
@@ -1057,6 +1058,11 @@ BuildIbHosts(Daemon& d)
     }
     // Every node answers management: SMA and PMA behind its SMI/GSI (IBA vol. 1 ch. 13-16).
     ns3::IbMgmtHelper().Install(d.ib);
+    // Every switch has a congestion-control agent (class 0x21, IBA vol. 1 annex A10) over its
+    // marker, as HDR switches do: `ibccquery` reads it and `ibccconfig` (or a CC manager such as
+    // opensm's) configures it. Out of the box its thresholds are 0, which marks nothing, so the
+    // fabric behaves as without it until someone turns it on.
+    ns3::IbCcHelper().InstallAgents(d.ib, {});
     // umad (issue 14): every node describes itself by its topology name whichever SM runs, as
     // a host's kernel sets its NodeDescription from the host name and a switch has its own
     // (ibnetdiscover, iblinkinfo and saquery show them).
