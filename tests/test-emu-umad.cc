@@ -567,7 +567,7 @@ OtherSm(const nlohmann::json& sm, const std::string& node)
     return nlohmann::json::object();
 }
 
-TEST_F(EmuUmad, OpensmWithALowerPriorityStandsByBesideTheBuiltInMaster)
+TEST_F(EmuUmad, OpensmWithALowerPriorityStandsByBesideTheBuiltInMasterAndTakesOverWhenItStops)
 {
     if (access("/usr/sbin/opensm", X_OK) != 0)
     {
@@ -580,7 +580,14 @@ TEST_F(EmuUmad, OpensmWithALowerPriorityStandsByBesideTheBuiltInMaster)
     ASSERT_FALSE(HasFailure());
     const nlohmann::json refusedBefore = SmaRefusals();
 
-    StartOpensm("h1", "-p 2");
+    // opensm polls the master's SMInfo every second and takes over after two unanswered
+    // polls (its defaults, 10 s and 4, would make the takeover below take 40 s).
+    const std::string conf = (m_dir / "opensm.conf").string();
+    {
+        std::ofstream c(conf);
+        c << "sminfo_polling_timeout 1000\npolling_retry_number 2\n";
+    }
+    StartOpensm("h1", "-p 2 -F " + conf);
     const std::string text = OpensmLogUntil("Entering STANDBY state", 90);
     EXPECT_EQ(text.find("Entering MASTER state"), std::string::npos) << text;
     EXPECT_EQ(text.find("doesn't match our local sm_key"), std::string::npos) << text;
@@ -607,6 +614,21 @@ TEST_F(EmuUmad, OpensmWithALowerPriorityStandsByBesideTheBuiltInMaster)
         EXPECT_EQ(Field(out, "SM lid"), lids["h0"]) << h;
     }
     TcpTransfer("h0", "h2", "10.0.0.3", 5001, 300000); // IPoIB across both switches
+
+    // The built-in master stops (as if its host died): the standby opensm no longer gets its
+    // SMInfo, takes over, and the subnet stays up with opensm's port as the SM LID.
+    ShResult stop = Sh(Cnuas("sm stop --name " + m_name));
+    ASSERT_EQ(stop.exit, 0) << stop.out;
+    const std::string after = OpensmLogUntil("Entering MASTER state", 90);
+    EXPECT_NE(after.find("Entering MASTER state"), std::string::npos);
+    const std::string far = IbstatUntil("h2", "SM lid: " + lids["h1"] + "\n");
+    EXPECT_EQ(Field(far, "SM lid"), lids["h1"]) << far;
+    EXPECT_EQ(Field(far, "State"), "Active") << far;
+    EXPECT_EQ(Field(far, "Base lid"), lids["h2"]) << "opensm keeps the LIDs it found";
+    ShResult si2 = Exec("h2", "sminfo");
+    EXPECT_NE(si2.out.find("sm lid " + lids["h1"] + " "), std::string::npos) << si2.out;
+    EXPECT_NE(si2.out.find("SMINFO_MASTER"), std::string::npos) << si2.out;
+    TcpTransfer("h0", "h2", "10.0.0.3", 5002, 300000);
     const int pid = OpensmPid();
     ASSERT_GT(pid, 0);
     kill(pid, SIGTERM);
