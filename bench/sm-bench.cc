@@ -84,6 +84,18 @@ FatTreeBringUp(benchmark::State& state)
             wakeEvents += p->GetWakeEvents();
         }
         state.counters["wake_events"] = double(wakeEvents);
+        // A digest of every LFT the SM computed (FNV-1a, low 32 bits, exact in a double): equal
+        // digests across builds mean the same routes.
+        uint64_t digest = 1469598103934665603ULL;
+        for (const auto& lft : sm->GetRoutingTables().lft)
+        {
+            for (uint8_t port : lft)
+            {
+                digest = (digest ^ port) * 1099511628211ULL;
+            }
+            digest = (digest ^ 0xFF) * 1099511628211ULL;
+        }
+        state.counters["lft_digest"] = double(digest & 0xFFFFFFFFu);
         state.counters["refresh_events"] = double(refreshEvents);
         state.counters["fc_events"] = double(fcEvents);
         Simulator::Destroy();
