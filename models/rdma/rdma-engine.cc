@@ -394,6 +394,11 @@ RdmaEngine::DropContext(uint32_t qpn)
     m_ready.erase(std::remove(m_ready.begin(), m_ready.end(), qpn), m_ready.end());
     m_readReady.erase(std::remove(m_readReady.begin(), m_readReady.end(), qpn),
                       m_readReady.end());
+    // A pump turn in progress (the QP failed inside it) must not put it back either.
+    m_deferredReady.erase(std::remove(m_deferredReady.begin(), m_deferredReady.end(), qpn),
+                          m_deferredReady.end());
+    m_deferredRead.erase(std::remove(m_deferredRead.begin(), m_deferredRead.end(), qpn),
+                         m_deferredRead.end());
     c.readQueued = false;
     c.dead = true;
     c.queued = false;
@@ -517,41 +522,110 @@ RdmaEngine::SchedulePump()
 void
 RdmaEngine::OnTxReady()
 {
-    // The QPs that found the port full are still on the ready list (the first of them at its
-    // head): the pump resumes with them.
+    // The QPs that found a lane full are still on the ready list (the first of them at its
+    // head): the pump resumes with them. A lane is full only for one pump turn, so every turn
+    // asks the ports again.
     SchedulePump();
+}
+
+uint16_t
+RdmaEngine::ResponderLane(const RdmaQpContext& c) const
+{
+    const RdmaAhAttr av = ReplyAv(c);
+    return LaneKey(av.port_num, av.sl);
+}
+
+bool
+RdmaEngine::RequesterLane(const RdmaQpContext& c, uint16_t& key) const
+{
+    if (c.qp->GetType() != RdmaQpType::UD)
+    {
+        key = ResponderLane(c); // a connected QP's packets all take its path
+        return true;
+    }
+    // UD: the next packet is the WQE at the cursor, addressed by its own AH (RequesterStep).
+    Ptr<RdmaQueue<RdmaSendWqe>> sq = c.qp->GetSendQueue();
+    if (c.sendOp >= sq->GetSize())
+    {
+        return false;
+    }
+    const RdmaAhAttr& ah = sq->At(c.sendOp).ah;
+    key = LaneKey(ah.port_num ? ah.port_num : 1, ah.sl);
+    return true;
+}
+
+bool
+RdmaEngine::ResponseDue(const LaneSet& full) const
+{
+    if (m_responseCount == 0)
+    {
+        return false;
+    }
+    for (const ResponseLane& lane : m_responseLanes)
+    {
+        if (!lane.packets.empty() && !full[lane.key])
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+void
+RdmaEngine::SendResponses(LaneSet& full)
+{
+    for (ResponseLane& lane : m_responseLanes)
+    {
+        while (!lane.packets.empty())
+        {
+            OutPacket& p = lane.packets.front();
+            Ptr<RdmaLinkPort> port = PortOf(p.av.port_num);
+            if (!port)
+            {
+                lane.packets.pop_front();
+                --m_responseCount;
+                continue;
+            }
+            if (!port->CanSend(p.av.sl))
+            {
+                full.set(lane.key); // TxReady resumes it
+                break;
+            }
+            const uint8_t opcode = p.bytes[0];
+            const uint32_t psn =
+                (uint32_t(p.bytes[9]) << 16) | (uint32_t(p.bytes[10]) << 8) | p.bytes[11];
+            m_counters.packetsSent++;
+            m_counters.bytesSent += p.bytes.size();
+            if (!(p.intEcho ? port->SendWithIntEcho(p.bytes, p.av, *p.intEcho)
+                            : port->Send(p.bytes, p.av)))
+            {
+                m_counters.txRefused++;
+            }
+            m_sentTrace(p.qpn, opcode, psn, static_cast<uint32_t>(p.bytes.size()), false);
+            lane.packets.pop_front();
+            --m_responseCount;
+        }
+    }
 }
 
 void
 RdmaEngine::Pump()
 {
+    // The NIC's transmit scheduler, run whenever a port can take a packet again (TxReady) or
+    // work arrives: the port holds only a short pipeline ahead of the wire (RoceRdmaPort
+    // TxPipelineFrames; an InfiniBand port's HCA queue), so which QP goes next is decided
+    // here, close to the moment the wire frees, as a NIC decides it (docs/roce.md §9, "NIC
+    // transmit scheduling").
+    //
     // Responses first: they release the peer's requester (IBA gives them no priority, but a
     // responder that starves its ACKs behind its own requests only slows both sides down).
-    while (!m_responses.empty())
-    {
-        OutPacket& p = m_responses.front();
-        Ptr<RdmaLinkPort> port = PortOf(p.av.port_num);
-        if (!port)
-        {
-            m_responses.pop_front();
-            continue;
-        }
-        if (!port->CanSend(p.av.sl))
-        {
-            return; // TxReady resumes
-        }
-        const uint8_t opcode = p.bytes[0];
-        uint32_t psn = (uint32_t(p.bytes[9]) << 16) | (uint32_t(p.bytes[10]) << 8) | p.bytes[11];
-        m_counters.packetsSent++;
-        m_counters.bytesSent += p.bytes.size();
-        if (!(p.intEcho ? port->SendWithIntEcho(p.bytes, p.av, *p.intEcho)
-                        : port->Send(p.bytes, p.av)))
-        {
-            m_counters.txRefused++;
-        }
-        m_sentTrace(p.qpn, opcode, psn, static_cast<uint32_t>(p.bytes.size()), false);
-        m_responses.pop_front();
-    }
+    // A lane the port refuses is full for the rest of this turn; the others go on.
+    LaneSet full;
+    SendResponses(full);
+    m_deferredReady.clear();
+    m_deferredRead.clear();
+    // Each QP is served once per turn before any is served again (round robin); QPs set aside
+    // for a full lane give their turn back.
     size_t budget = m_ready.size() + m_readReady.size();
     while ((!m_ready.empty() || !m_readReady.empty()) && budget-- > 0)
     {
@@ -569,13 +643,22 @@ RdmaEngine::Pump()
             {
                 continue;
             }
+            const uint16_t lane = ResponderLane(*rc);
+            if (full[lane])
+            {
+                m_deferredRead.push_back(rq); // stays queued (readQueued) for its lane
+                ++budget;
+                continue;
+            }
             rc->readQueued = false;
             const ReadStep st = ReadResponseStep(*rc);
             if (st == ReadStep::PortFull)
             {
                 rc->readQueued = true;
-                m_readReady.push_front(rq);
-                return; // TxReady resumes
+                m_deferredRead.push_back(rq);
+                full.set(lane); // TxReady resumes it
+                ++budget;
+                continue;
             }
             m_readTurn = false;
             if (st == ReadStep::More && !rc->dead)
@@ -587,7 +670,7 @@ RdmaEngine::Pump()
                     ++budget; // nobody else waits: fill the port in this event
                 }
             }
-            if (!m_responses.empty())
+            if (ResponseDue(full))
             {
                 break;
             }
@@ -598,6 +681,14 @@ RdmaEngine::Pump()
         RdmaQpContext* c = FindContext(qpn);
         if (!c)
         {
+            continue;
+        }
+        uint16_t lane = 0;
+        const bool laneKnown = RequesterLane(*c, lane);
+        if (laneKnown && full[lane])
+        {
+            m_deferredReady.push_back(qpn); // still queued, first in line when room comes
+            ++budget;
             continue;
         }
         c->queued = false;
@@ -614,20 +705,31 @@ RdmaEngine::Pump()
         }
         else if (c->reqState == RdmaReqState::WaitPort)
         {
-            // The port's queue is full: every QP behind would find the same. Keep this one
-            // first in line and wait for the port's TxReady (one event, not one per QP).
+            // The port's queue for this lane is full: every QP behind on the same lane would
+            // find the same. Keep this one first in line and wait for the port's TxReady (one
+            // event, not one per QP); QPs on other lanes go on.
             c->queued = true;
-            m_ready.push_front(qpn);
-            return;
+            m_deferredReady.push_back(qpn);
+            ++budget;
+            if (laneKnown)
+            {
+                full.set(lane);
+            }
         }
-        if (!m_responses.empty())
+        if (ResponseDue(full))
         {
             break; // a response became due (e.g. a local error); send it first
         }
     }
-    if (!m_ready.empty() || !m_readReady.empty() || !m_responses.empty())
+    // The QPs set aside go back first in line, in their order.
+    const size_t restReady = m_ready.size();
+    const size_t restRead = m_readReady.size();
+    m_ready.insert(m_ready.begin(), m_deferredReady.begin(), m_deferredReady.end());
+    m_readReady.insert(m_readReady.begin(), m_deferredRead.begin(), m_deferredRead.end());
+    if (restReady > 0 || restRead > 0 || ResponseDue(full))
     {
-        // More work: continue in a fresh event so that arrivals at this time interleave.
+        // More work on lanes that may take it: continue in a fresh event so that arrivals at
+        // this time interleave.
         SchedulePump();
     }
 }
@@ -697,7 +799,7 @@ RdmaEngine::QueueResponse(RdmaQpContext& c, std::vector<uint8_t>&& bytes, const 
         c.heldResponses.push_back(RdmaHeldResponse{std::move(bytes), av});
         return;
     }
-    if (m_responses.size() >= m_maxResponseQueue)
+    if (m_responseCount >= m_maxResponseQueue)
     {
         m_counters.txRefused++;
         return;
@@ -717,7 +819,17 @@ RdmaEngine::QueueResponse(RdmaQpContext& c, std::vector<uint8_t>&& bytes, const 
         // HPCC (Li et al. 2019 §3.2): the ACK carries the INT of the packet it acknowledges.
         p.intEcho = std::make_unique<IntStack>(*m_rxInt);
     }
-    m_responses.push_back(std::move(p));
+    const uint16_t key = LaneKey(p.av.port_num, p.av.sl);
+    auto lane = std::find_if(m_responseLanes.begin(), m_responseLanes.end(),
+                             [key](const ResponseLane& l) { return l.key == key; });
+    if (lane == m_responseLanes.end())
+    {
+        m_responseLanes.emplace_back();
+        m_responseLanes.back().key = key;
+        lane = m_responseLanes.end() - 1;
+    }
+    lane->packets.push_back(std::move(p));
+    ++m_responseCount;
     SchedulePump();
 }
 

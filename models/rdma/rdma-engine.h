@@ -16,6 +16,7 @@
 #include "ns3/traced-callback.h"
 
 #include <array>
+#include <bitset>
 #include <deque>
 #include <memory>
 #include <unordered_map>
@@ -78,9 +79,12 @@ struct RdmaEngineCounters
  *
  * Event driven: a posted send WR rings the device's doorbell, which puts its QP on the
  * engine's ready list; one scheduler event sends packets for the QPs on that list, round
- * robin, while the ports take them (responses first). A QP costs nothing while idle and at most
- * one local ACK timer and one wake-up (rate limiter or RNR wait) while busy, so one device can
- * hold thousands of QPs.
+ * robin, while the ports take them (responses first). This is the NIC's transmit scheduler:
+ * a port keeps only a short queue ahead of the wire and reports room (TxReady) as a frame
+ * starts, so the next QP is picked about when the wire can take its packet. Ports refuse per
+ * lane (port and SL: a VL or a priority, which credits or PFC can stop); a full lane holds
+ * only the QPs on it. A QP costs nothing while idle and at most one local ACK timer and one
+ * wake-up (rate limiter or RNR wait) while busy, so one device can hold thousands of QPs.
  *
  * The engine never includes a link-layer header: it speaks to RdmaLinkPorts (port_num 1 is the
  * first port added) with transport bytes and address vectors.
@@ -158,6 +162,27 @@ class RdmaEngine : public Object
         std::unique_ptr<IntStack> intEcho; ///< an ACK's echo of the data packet's INT (HPCC)
     };
 
+    /**
+     * A transmit lane: one port and one SL (on RoCE the SL is the priority). A port refuses a
+     * lane while its queue for that SL's VL or traffic class is full, which PFC or a lack of
+     * link credits can make last; the other lanes go on meanwhile, as a NIC's scheduler
+     * arbitrates per priority (802.1Qbb §36.1.3: a pause stops one priority only).
+     */
+    static uint16_t LaneKey(uint8_t portNum, uint8_t sl)
+    {
+        return static_cast<uint16_t>(((portNum - 1u) & 15u) << 4 | (sl & 15u));
+    }
+
+    /// Lanes a pump turn found full (key LaneKey): nothing more is tried on them in that turn.
+    using LaneSet = std::bitset<256>;
+
+    /// The responses waiting for one lane, in the order they were queued.
+    struct ResponseLane
+    {
+        uint16_t key = 0;
+        std::deque<OutPacket> packets;
+    };
+
     // ---- engine plumbing (rdma-engine.cc) ----
     RdmaQpContext* Context(Ptr<RdmaQp> qp);
     RdmaQpContext* FindContext(uint32_t qpn);
@@ -169,6 +194,14 @@ class RdmaEngine : public Object
     void Kick(RdmaQpContext& c);
     void SchedulePump();
     void Pump();
+    /// Sends the responses of every lane the port takes them on (marks the others full).
+    void SendResponses(LaneSet& full);
+    /// A response is queued on a lane not in `full`.
+    bool ResponseDue(const LaneSet& full) const;
+    /// The lane the requester's next packet takes; false if it cannot be told beforehand.
+    bool RequesterLane(const RdmaQpContext& c, uint16_t& key) const;
+    /// The lane of the QP's READ responses.
+    uint16_t ResponderLane(const RdmaQpContext& c) const;
     void OnTxReady();
     Ptr<RdmaLinkPort> PortOf(uint8_t portNum) const;
     /// Build "BTH | ext headers | payload | pad" for `h` (bth PadCnt is set here).
@@ -307,7 +340,12 @@ class RdmaEngine : public Object
     /// Responder QPs with READ responses to send; served in turn with m_ready.
     std::deque<uint32_t> m_readReady;
     bool m_readTurn = false;
-    std::deque<OutPacket> m_responses;
+    /// Responses (ACKs, NAKs, CNPs) by lane; usually one lane.
+    std::deque<ResponseLane> m_responseLanes; ///< a deque: lanes never move
+    size_t m_responseCount = 0; ///< over all lanes (MaxResponseQueue bounds it)
+    /// A pump turn's QPs whose lane was full, in order (scratch, kept to avoid allocation).
+    std::vector<uint32_t> m_deferredReady;
+    std::vector<uint32_t> m_deferredRead;
     EventId m_pump;
     RdmaEngineCounters m_counters;
     std::array<uint64_t, static_cast<size_t>(RdmaDropReason::Count)> m_drops{};
