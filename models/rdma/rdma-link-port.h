@@ -74,6 +74,16 @@ class RdmaLinkPort : public Object
     }
     /// Whether a packet on `sl` would be queued now.
     virtual bool CanSend(uint8_t sl) const = 0;
+    /**
+     * Bytes a request of `transportBytes` (BTH through pad) to `av` takes on the wire: what
+     * the requester's rate limiter paces, since a rate (the QP's rate_limit, a congestion
+     * control's) is a share of the link's bit rate. The default is the transport bytes alone,
+     * which the InfiniBand port keeps (its rates have always been paced so; docs/roce.md §9).
+     */
+    virtual uint32_t GetPacedBytes(uint32_t transportBytes, const RdmaAhAttr& av) const
+    {
+        return transportBytes;
+    }
     /// The port can queue again (after CanSend() said no).
     virtual void SetTxReadyCallback(Callback<void> cb) = 0;
     virtual void SetReceiveCallback(ReceiveCallback cb) = 0;

@@ -386,7 +386,9 @@ RdmaEngine::RequesterStep(RdmaQpContext& c)
     Time gap(0);
     if (rate)
     {
-        const uint64_t bits = (m_counters.bytesSent - before) * 8;
+        const uint64_t bits =
+            uint64_t(port->GetPacedBytes(
+                static_cast<uint32_t>(m_counters.bytesSent - before), av)) * 8;
         gap = PicoSeconds(static_cast<int64_t>(bits * 1e12 / double(rate)));
     }
     // A delay-based policy (IBA annex A10's injection rate delay) may ask for a longer gap.

@@ -736,6 +736,16 @@ EthNetDevice::Sniff(const EthFrame& frame, bool transmit)
 
 // ---- transmit --------------------------------------------------------------------------------
 
+uint32_t
+EthNetDevice::UdpWireBytes(uint32_t payloadBytes, bool ipv6, uint32_t intBytes) const
+{
+    // As EthFrame::ComputeSize counts a UDP frame, and WireTime charges it.
+    const uint32_t frame = kEthHeaderBytes + (m_vlanTag ? kEthVlanTagBytes : 0) +
+                           (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes +
+                           payloadBytes + kEthFcsBytes + intBytes;
+    return std::max(frame, kEthMinFrameBytes) + kEthWireOverheadBytes;
+}
+
 bool
 EthNetDevice::CanSend(uint8_t priority) const
 {

@@ -232,6 +232,14 @@ class EthNetDevice : public NetDevice
     /// stops its queue rather than drop.
     uint32_t GetTxQueueRoom(uint8_t tc) const;
     uint32_t GetTxQueueFrames() const { return m_txQueueFrames; }
+    /// Frames queued on class `tc` for transmission (the one being sent is no longer queued).
+    uint32_t GetQueuedFrames(uint8_t tc) const
+    {
+        return static_cast<uint32_t>(m_txq[tc % kEthPriorities].frames.size());
+    }
+    /// Bytes a UDP datagram of `payloadBytes` (and `intBytes` of INT) sent by this port takes
+    /// on the wire: its frame as SendUdp builds it plus preamble, SFD and inter-frame gap.
+    uint32_t UdpWireBytes(uint32_t payloadBytes, bool ipv6, uint32_t intBytes = 0) const;
     bool CanSend(uint8_t priority) const;
     /// The IPv4 identification the next SendUdp will use (RoCEv2's ICRC covers it).
     uint16_t PeekNextIpId() const { return m_ipId; }

@@ -187,6 +187,16 @@ RoceRdmaPort::GetTypeId()
                           UintegerValue(0),
                           MakeUintegerAccessor(&RoceRdmaPort::m_intMaxHops),
                           MakeUintegerChecker<uint8_t>(0, kIntStackCapacity))
+            .AddAttribute("TxPipelineFrames",
+                          "Doorbell-to-wire pipeline: frames of this port's RDMA traffic a "
+                          "traffic class may hold waiting for the wire; the engine picks the "
+                          "next packet (and its QP) only when there is room, i.e. as a frame "
+                          "starts on the wire. 2 lets the scheduler run one to two packet "
+                          "times ahead of the wire, as a NIC's does (docs/roce.md §9), "
+                          "frames.",
+                          UintegerValue(2),
+                          MakeUintegerAccessor(&RoceRdmaPort::m_pipelineFrames),
+                          MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("LazyIcrc",
                           "Send model-made packets with an ICRC placeholder that is computed "
                           "only when bytes are materialized (pcap, sniffers); receivers skip "
@@ -417,7 +427,23 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
 bool
 RoceRdmaPort::CanSend(uint8_t sl) const
 {
-    return m_dev && m_dev->CanSend(PriorityFor(sl));
+    const uint8_t tc = PriorityFor(sl);
+    return m_dev && m_dev->CanSend(tc) && m_dev->GetQueuedFrames(tc) < m_pipelineFrames;
+}
+
+uint32_t
+RoceRdmaPort::GetPacedBytes(uint32_t transportBytes, const RdmaAhAttr& av) const
+{
+    if (!m_dev)
+    {
+        return transportBytes;
+    }
+    uint32_t ip4 = 0;
+    const bool ipv6 = !RoceGidToIpv4(av.grh.dgid, ip4);
+    // A request of an INT flow carries its stack (SendFrame).
+    const uint32_t intBytes =
+        m_intMaxHops > 0 && m_ecn != kEcnNotEct ? IntStackWireBytes(m_intMaxHops) : 0;
+    return m_dev->UdpWireBytes(transportBytes + kIbIcrcSize, ipv6, intBytes);
 }
 
 void

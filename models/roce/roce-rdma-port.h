@@ -69,6 +69,13 @@ uint16_t RoceUdpSourcePort(uint32_t flowLabel, const RdmaGid& sgid, const RdmaGi
  *
  * GID table: index 0 is the IPv4-mapped GID of the port's IPv4 address; index 1 its IPv6
  * address when one is set.
+ *
+ * Transmit pipeline: the engine's scheduler picks the next packet (ACKs, NAKs and CNPs first,
+ * then the QPs round robin within their rate and window); this port takes one only while its
+ * traffic class holds fewer than TxPipelineFrames frames waiting for the wire, and tells the
+ * engine when one starts on the wire. So a packet is bound to its QP about TxPipelineFrames
+ * frame times before it is sent, as in a NIC whose scheduler runs a little ahead of its MAC,
+ * and a class PFC has paused holds at most that many (docs/roce.md §9).
  */
 class RoceRdmaPort : public RdmaLinkPort
 {
@@ -86,6 +93,7 @@ class RoceRdmaPort : public RdmaLinkPort
     bool SendWithIntEcho(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
                          const IntStack& echo) override;
     bool CanSend(uint8_t sl) const override;
+    uint32_t GetPacedBytes(uint32_t transportBytes, const RdmaAhAttr& av) const override;
     void SetTxReadyCallback(Callback<void> cb) override;
     void SetReceiveCallback(ReceiveCallback cb) override;
     bool IsActive() const override;
@@ -156,6 +164,7 @@ class RoceRdmaPort : public RdmaLinkPort
     bool m_checkIcrc = true;
     uint8_t m_intMaxHops = 0;
     bool m_lazyIcrc = true;
+    uint32_t m_pipelineFrames = 2;
     ReceiveCallback m_rx;
     Callback<void> m_txReady;
     std::vector<uint8_t> m_buf;   ///< transmit scratch
