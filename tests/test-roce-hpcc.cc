@@ -7,8 +7,10 @@
 #include "helpers/scenario/scenario.h"
 #include "models/rdma/rdma-types.h"
 
+#include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 #include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
@@ -168,6 +170,24 @@ TEST(RoceHpcc, DcqcnConfigMapsToTheFirmwarePreset)
         DoubleValue g;
         hcas[0].cc->GetAttribute("G", g);
         EXPECT_DOUBLE_EQ(g.Get(), 0.00390625);
+        // The simulator flags the ACK of every CE-marked packet: a CNP for each, no interval.
+        TimeValue cnpInterval;
+        hcas[0].cc->GetAttribute("CnpInterval", cnpInterval);
+        EXPECT_EQ(cnpInterval.Get(), Time(0));
+        Simulator::Destroy();
+    }
+    // The switches mark as the simulator's do: at dequeue, with thresholds per port speed.
+    EthFabricHelper fh;
+    ASSERT_TRUE(spec.configureFabric);
+    spec.configureFabric(fh);
+    {
+        const EthFabric f = fh.Build(MakeTwoHostsOneSwitch());
+        BooleanValue atDequeue;
+        f.Switches().at(0)->GetMmu()->GetAttribute("EcnAtDequeue", atDequeue);
+        EXPECT_TRUE(atDequeue.Get());
+        StringValue map;
+        f.Switches().at(0)->GetMmu()->GetAttribute("EcnRateMap", map);
+        EXPECT_NE(map.Get().find("400000000000"), std::string::npos) << map.Get();
         Simulator::Destroy();
     }
 }
@@ -212,12 +232,13 @@ TEST(RoceHpcc, HpccConfigMapsToTheHpccPolicyWithInt)
         UintegerValue stage;
         hcas[0].cc->GetAttribute("MaxStage", stage);
         EXPECT_EQ(stage.Get(), 0u);
-        // GLOBAL_T 1: the fat-tree's longest path is 6 links of 1 us; a 1048-byte packet
-        // serializes at 100 Gb/s on the 2 host links and 400 Gb/s on the 4 others:
-        // 12 us + 2 x 83.84 ns + 4 x 20.96 ns.
+        // GLOBAL_T 1: the fat-tree's longest path is 6 links of 1 us; the simulator counts
+        // one 1000-byte payload's serialization (no headers) per link, at 100 Gb/s on the 2
+        // host links and 400 Gb/s on the 4 others: 12 us + 2 x 80 ns + 4 x 20 ns, the
+        // maxRtt=12240 it prints for fat.txt.
         TimeValue rtt;
         hcas[0].cc->GetAttribute("BaseRtt", rtt);
-        EXPECT_EQ(rtt.Get(), PicoSeconds(12000000 + 2 * 83840 + 4 * 20960));
+        EXPECT_EQ(rtt.Get(), NanoSeconds(12240));
         Simulator::Destroy();
     }
     // Variants Cnuas does not model are refused with the key.
@@ -286,7 +307,7 @@ TEST(RoceHpcc, FctFileColumnsAndALoneFlowNearItsStandaloneFct)
     const RoceRunResult r = RunRoceFlows(spec);
     ASSERT_TRUE(r.allDone);
     const std::string path = WriteTemp("fct.txt", "");
-    const auto ideals = WriteHpccFct(path, r, t, 1024, 2.0);
+    const auto ideals = WriteHpccFct(path, r, t, 1024, 2.0, 1000);
     std::ifstream in(path);
     std::string sip;
     std::string dip;
@@ -301,14 +322,20 @@ TEST(RoceHpcc, FctFileColumnsAndALoneFlowNearItsStandaloneFct)
     EXPECT_EQ(dip, "0a000002");
     EXPECT_EQ(size, 10000u);
     EXPECT_EQ(start, 2000001000u);
-    // By hand: 10 packets, 10000 + 10 x 98 header/wire bytes = 10980 B at 100 Gb/s = 878.4 ns,
-    // one store-and-forward of a full packet (1122 B = 89.76 ns), 2 links x 1 us both ways.
-    EXPECT_EQ(standalone, 4968u);
+    // The file's standalone FCT is the simulator's (third.cc qp_finish), by hand: base RTT of
+    // the 2-link path, 2 x 2 x 1 us + 2 x 80 ns (one 1000-byte payload per link), plus 10
+    // packets of 1000 + 48 bytes at 100 Gb/s, 838 ns in integer ns: 4998.
+    EXPECT_EQ(standalone, 4998u);
+    // The model's own ideal (the CSV's), by hand: 10 packets of at most 1024 bytes, 10000 + 10 x 98
+    // header/wire bytes = 10980 B at 100 Gb/s = 878.4 ns, one store-and-forward of a full
+    // packet (1122 B = 89.76 ns), 2 links x 1 us both ways.
     EXPECT_DOUBLE_EQ(ideals[0] * 1e9, 878.4 + 89.76 + 4000);
     // The model's lone flow takes about that long (its RETH is on the first packet only, the
     // ACK is shorter than a data packet).
     EXPECT_GT(fct, standalone * 9 / 10);
     EXPECT_LT(fct, standalone * 11 / 10);
+    EXPECT_GT(fct * 1e-9, ideals[0] * 0.9);
+    EXPECT_LT(fct * 1e-9, ideals[0] * 1.1);
     std::string extra;
     EXPECT_FALSE(in >> extra);
 }

@@ -799,6 +799,36 @@ ApplyHpccMode3(const HpccConfig& cfg, const HpccTopology& topo,
 }
 } // namespace
 
+uint64_t
+HpccPairBaseRttNs(const HpccTopology& topo, uint32_t hops, uint32_t payloadBytes)
+{
+    // third.cc CalculateRoute/CalculateRoutes: per link its delay and one payload's
+    // serialization, packet_payload_size * 1e9 * 8 / bw in integer ns (no header bytes); the
+    // round trip is twice the delays plus those serializations once.
+    const uint64_t host = static_cast<uint64_t>(DataRate(topo.hostRate).GetBitRate());
+    const uint64_t fabric = static_cast<uint64_t>(DataRate(topo.fabricRate).GetBitRate());
+    const uint64_t delayNs = static_cast<uint64_t>(std::llround(topo.linkDelaySeconds * 1e9));
+    const uint32_t hostLinks = std::min<uint32_t>(2, hops);
+    const uint64_t perHost = uint64_t(payloadBytes) * 1000000000ULL * 8 / host;
+    const uint64_t perFabric = uint64_t(payloadBytes) * 1000000000ULL * 8 / fabric;
+    return 2 * hops * delayNs + hostLinks * perHost + (hops - hostLinks) * perFabric;
+}
+
+uint64_t
+HpccStandaloneFctNs(const HpccTopology& topo, uint64_t bytes, uint32_t payloadBytes,
+                    uint32_t hops)
+{
+    // third.cc qp_finish: base RTT + the flow's bytes with 48 header bytes a packet
+    // (CustomHeader::GetStaticWholeHeaderSize without INT: 14 + 20 + 8 + 6) at the path's
+    // slowest rate, in integer ns; the byte count is a uint32_t there.
+    const uint64_t packets = bytes == 0 ? 1 : (bytes - 1) / payloadBytes + 1;
+    const uint32_t total = static_cast<uint32_t>(bytes + packets * 48);
+    const uint64_t host = static_cast<uint64_t>(DataRate(topo.hostRate).GetBitRate());
+    const uint64_t fabric = static_cast<uint64_t>(DataRate(topo.fabricRate).GetBitRate());
+    const uint64_t bw = hops > 2 ? std::min(host, fabric) : host;
+    return HpccPairBaseRttNs(topo, hops, payloadBytes) + uint64_t(total) * 8000000000ULL / bw;
+}
+
 Time
 HpccMaxBaseRtt(const HpccTopology& topo, uint32_t payloadBytes)
 {
@@ -824,13 +854,13 @@ HpccMaxBaseRtt(const HpccTopology& topo, uint32_t payloadBytes)
     {
         return Time(0);
     }
-    const double pkt = (payloadBytes + 48.0) * 8;
-    const double host = DataRate(topo.hostRate).GetBitRate();
-    const double fabric = DataRate(topo.fabricRate).GetBitRate();
-    const uint32_t hostLinks = std::min<uint32_t>(2, maxHops);
-    const double s = 2.0 * maxHops * topo.linkDelaySeconds + hostLinks * pkt / host +
-                     (maxHops - hostLinks) * pkt / fabric;
-    return PicoSeconds(std::llround(s * 1e12));
+    return NanoSeconds(HpccPairBaseRttNs(topo, maxHops, payloadBytes));
+}
+
+uint32_t
+HpccPayloadBytes(const HpccConfig& cfg)
+{
+    return cfg.count("PACKET_PAYLOAD_SIZE") ? static_cast<uint32_t>(PayloadSize(cfg)) : 1000;
 }
 
 std::vector<std::string>
@@ -916,6 +946,12 @@ ApplyHpccConfig(const HpccConfig& cfg, const HpccTopology& topo,
             });
             use("CLAMP_TARGET_RATE");
         }
+        // The simulator's notification point flags the ACK of every CE-marked packet
+        // (rdma-hw.cc ReceiveUdp, seqh.SetCnp()), and its reaction point's 1 us alpha tick
+        // counts any flag in its period: a CNP for every marked packet, not one per 4 us.
+        nic.push_back([](RoceHelper& h) {
+            h.SetCongestionControlAttribute("CnpInterval", TimeValue(Time(0)));
+        });
     }
     if (has("BUFFER_SIZE"))
     {
@@ -963,6 +999,19 @@ ApplyHpccConfig(const HpccConfig& cfg, const HpccTopology& topo,
     {
         spec.ecn = Flag(cfg, "ENABLE_QCN");
         use("ENABLE_QCN");
+    }
+    {
+        // The simulator's switches mark as a packet leaves the queue, on the bytes still
+        // queued behind it (switch-node.cc SwitchNotifyDequeue, switch-mmu.cc ShouldSendCN);
+        // marking at enqueue would tell the sender a queueing delay later.
+        auto previousFabric = spec.configureFabric;
+        spec.configureFabric = [previousFabric](EthFabricHelper& h) {
+            if (previousFabric)
+            {
+                previousFabric(h);
+            }
+            h.SetMmuAttribute("EcnAtDequeue", BooleanValue(true));
+        };
     }
     if (has("PACKET_PAYLOAD_SIZE"))
     {
@@ -1032,7 +1081,7 @@ StandaloneFctSeconds(uint64_t bytes, uint32_t mtu, double hostRateBps, uint32_t 
 
 std::vector<double>
 WriteHpccFct(const std::string& path, const RoceRunResult& r, const HpccTopology& topo,
-             uint32_t mtu, double timeOffset)
+             uint32_t mtu, double timeOffset, uint32_t referencePayloadBytes)
 {
     std::vector<double> ideals(r.flows.size(), 0.0);
     std::ofstream out(path);
@@ -1053,12 +1102,16 @@ WriteHpccFct(const std::string& path, const RoceRunResult& r, const HpccTopology
         const double ideal =
             StandaloneFctSeconds(f.spec.bytes, mtu, rate, h, topo.linkDelaySeconds);
         ideals[i] = ideal;
+        // The file's standalone FCT is the reference simulator's own, so that slowdowns from
+        // this file and from its fct.txt share one denominator (docs/validation.md (4)).
+        const uint64_t standalone =
+            HpccStandaloneFctNs(topo, f.spec.bytes, referencePayloadBytes, h);
         out << std::hex << std::setw(8) << std::setfill('0')
             << EthFabricHelper::HostAddress(f.spec.src) << " " << std::setw(8)
             << EthFabricHelper::HostAddress(f.spec.dst) << std::dec << std::setfill(' ') << " " << i
             << " 100 " << f.spec.bytes << " "
             << std::llround((f.spec.start.GetSeconds() + timeOffset) * 1e9) << " "
-            << f.fct.GetNanoSeconds() << " " << std::llround(ideal * 1e9) << "\n";
+            << f.fct.GetNanoSeconds() << " " << standalone << "\n";
     }
     return ideals;
 }

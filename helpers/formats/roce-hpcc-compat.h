@@ -99,12 +99,26 @@ std::vector<std::string> ApplyHpccConfig(const HpccConfig& cfg,
                                          std::vector<std::string>* ignored);
 
 /**
- * The largest base round-trip time between two hosts of `topo` as the HPCC simulator computes
- * it for GLOBAL_T 1 (its third.cc): twice the one-way propagation delay plus the serialization
- * of one packet of `payloadBytes` + 48 header bytes on every link of the path (host links at
- * the host rate, the others at the fabric rate).
+ * The base round-trip time, integer ns, of a path of `hops` links between two hosts of `topo`
+ * as the HPCC simulator computes it (its third.cc): twice the one-way propagation delay plus
+ * the serialization of `payloadBytes` (no header bytes) on every link of the path (host links
+ * at the host rate, the others at the fabric rate).
  */
+uint64_t HpccPairBaseRttNs(const HpccTopology& topo, uint32_t hops, uint32_t payloadBytes);
+
+/// The largest HpccPairBaseRttNs between two hosts of `topo` (GLOBAL_T 1).
 Time HpccMaxBaseRtt(const HpccTopology& topo, uint32_t payloadBytes);
+
+/**
+ * The HPCC simulator's standalone FCT (third.cc qp_finish), integer ns: the pair's base RTT
+ * plus the flow's bytes and 48 header bytes per `payloadBytes` packet at the path's slowest
+ * link rate. Not the model's ideal (StandaloneFctSeconds): what the simulator divides by.
+ */
+uint64_t HpccStandaloneFctNs(const HpccTopology& topo, uint64_t bytes, uint32_t payloadBytes,
+                             uint32_t hops);
+
+/// PACKET_PAYLOAD_SIZE, or the simulator's default 1000 when the configuration has none.
+uint32_t HpccPayloadBytes(const HpccConfig& cfg);
 
 /**
  * The FCT a flow would have alone on an idle path (the HPCC simulator's "standalone" FCT):
@@ -118,11 +132,14 @@ double StandaloneFctSeconds(uint64_t bytes, uint32_t mtu, double hostRateBps, ui
 /**
  * Writes the flows in the HPCC simulator's FCT format, one line a finished flow:
  * "sip dip sport dport size start_ns fct_ns standalone_fct_ns" with addresses in hex as it
- * prints them (Cnuas's 10.0.0.x addresses), dport 100 and sport the flow's index. Returns
- * each flow's standalone FCT in seconds (0 for unfinished flows).
+ * prints them (Cnuas's 10.0.0.x addresses), dport 100 and sport the flow's index, and as the
+ * standalone FCT the simulator's own (HpccStandaloneFctNs with `referencePayloadBytes`), so
+ * that slowdowns from the two files compare. Returns each flow's ideal FCT in the model,
+ * StandaloneFctSeconds with the path MTU `mtu` (0 for unfinished flows), for Cnuas's CSV.
  */
 std::vector<double> WriteHpccFct(const std::string& path, const RoceRunResult& r,
-                                 const HpccTopology& topo, uint32_t mtu, double timeOffset);
+                                 const HpccTopology& topo, uint32_t mtu, double timeOffset,
+                                 uint32_t referencePayloadBytes);
 
 } // namespace ns3
 

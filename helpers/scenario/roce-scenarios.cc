@@ -1076,11 +1076,13 @@ RunHpcc(const ScenarioOptions& o)
     const std::string cfgFile = ScenarioParamString(o, info, "config-file");
     std::vector<std::string> used;
     std::vector<std::string> unknown;
+    uint32_t referencePayload = 1000; // the simulator's PACKET_PAYLOAD_SIZE default
     if (!cfgFile.empty())
     {
-        used = ApplyHpccConfig(ReadHpccConfig(HpccFile(o, info, "config-file"), unknownKeys,
-                                              &unknown),
-                               topo, spec, &ignored);
+        const HpccConfig cfg =
+            ReadHpccConfig(HpccFile(o, info, "config-file"), unknownKeys, &unknown);
+        used = ApplyHpccConfig(cfg, topo, spec, &ignored);
+        referencePayload = HpccPayloadBytes(cfg);
     }
     for (const std::string& w : unknown)
     {
@@ -1105,7 +1107,13 @@ RunHpcc(const ScenarioOptions& o)
     // The scheduler orders events as every ns-3 scheduler does; FifoHeapScheduler (a FIFO for
     // the current time, a four-ary heap for later) costs least here (docs/performance.md).
     spec.scheduler = ScenarioParamString(o, info, "scheduler");
-    spec.configureFabric = [](EthFabricHelper& h) {
+    // After the configuration's own (its ECN maps and marking), not instead of it.
+    auto configFabric = spec.configureFabric;
+    spec.configureFabric = [configFabric](EthFabricHelper& h) {
+        if (configFabric)
+        {
+            configFabric(h);
+        }
         // Cables of 200 m (1 us) need more headroom than the default XOFF leaves.
         h.SetPortAttribute("RxBufferBytes", UintegerValue(4 * 1024 * 1024));
     };
@@ -1123,7 +1131,8 @@ RunHpcc(const ScenarioOptions& o)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const uint32_t mtu = RdmaMtuBytes(spec.pathMtu);
-    const std::vector<double> ideals = WriteHpccFct(ScenarioOutputFile(o, "fct.txt"), r, topo, mtu, offset);
+    const std::vector<double> ideals = WriteHpccFct(ScenarioOutputFile(o, "fct.txt"), r, topo, mtu, offset,
+                                                  referencePayload);
 
     std::vector<std::vector<double>> slow(kSizeBuckets.size());
     std::ofstream csv(ScenarioOutputFile(o, "roce-hpcc-fct.csv"));
