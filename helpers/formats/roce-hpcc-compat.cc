@@ -786,10 +786,6 @@ ApplyHpccMode3(const HpccConfig& cfg, const HpccTopology& topo,
     {
         used.push_back("GLOBAL_T");
     }
-    if (has("RATE_BOUND") && flag("RATE_BOUND"))
-    {
-        used.push_back("RATE_BOUND"); // the requester always paces at the policy's rate
-    }
     const uint32_t payload =
         has("PACKET_PAYLOAD_SIZE") ? static_cast<uint32_t>(PayloadSize(cfg)) : 1000;
     const Time rtt = HpccMaxBaseRtt(topo, payload);
@@ -862,6 +858,122 @@ HpccPayloadBytes(const HpccConfig& cfg)
 {
     return cfg.count("PACKET_PAYLOAD_SIZE") ? static_cast<uint32_t>(PayloadSize(cfg)) : 1000;
 }
+
+namespace
+{
+/// The keys each CC_MODE of the simulator reads (rdma-hw.cc; the window keys apply to all).
+const std::map<int, std::set<std::string>> kHpccModeKeys = {
+    {1,
+     {"ALPHA_RESUME_INTERVAL", "RATE_DECREASE_INTERVAL", "CLAMP_TARGET_RATE", "RP_TIMER",
+      "EWMA_GAIN", "FAST_RECOVERY_TIMES", "RATE_AI", "RATE_HAI", "MIN_RATE"}},
+    {3,
+     {"U_TARGET", "MI_THRESH", "FAST_REACT", "MULTI_RATE", "SAMPLE_FEEDBACK", "INT_MULTI",
+      "RATE_AI", "MIN_RATE"}},
+    {8, {"EWMA_GAIN", "DCTCP_RATE_AI", "MIN_RATE"}},
+    {10, {"PINT_LOG_BASE", "PINT_PROB", "U_TARGET", "MI_THRESH", "FAST_REACT", "RATE_AI",
+          "MIN_RATE"}},
+};
+
+/**
+ * The keys that are not congestion control: each has the Cnuas equivalent of the value the
+ * configuration gives, or is refused with the reason (a value Cnuas would silently not model).
+ * Output files and run plumbing are the scenario's own options; a mode's keys are without
+ * effect in the other modes, in the simulator as here.
+ */
+void
+ApplyRunKeys(const HpccConfig& cfg, RoceRunSpec& spec, std::vector<std::string>& used)
+{
+    auto has = [&](const std::string& k) { return cfg.count(k) != 0; };
+    auto use = [&](const std::string& k) {
+        if (has(k) && std::find(used.begin(), used.end(), k) == used.end())
+        {
+            used.push_back(k);
+        }
+    };
+    // Files, traces, the queue monitor and the stop time: `roce-hpcc`'s topology-file,
+    // flow-file, --out (fct.txt and the CSV), --pcap, sample and limit stand for them.
+    for (const char* k : {"TOPOLOGY_FILE", "FLOW_FILE", "FCT_OUTPUT_FILE", "PFC_OUTPUT_FILE",
+                          "TRACE_FILE", "TRACE_OUTPUT_FILE", "ENABLE_TRACE", "QLEN_MON_FILE",
+                          "QLEN_MON_START", "QLEN_MON_END", "SIMULATOR_STOP_TIME"})
+    {
+        use(k);
+    }
+    if (has("RATE_BOUND"))
+    {
+        if (!Flag(cfg, "RATE_BOUND"))
+        {
+            FailKey(cfg, "RATE_BOUND",
+                    "0 (pace every QP at the line rate whatever its rate) is not modelled; the "
+                    "requester always paces at the policy's rate (RATE_BOUND 1)");
+        }
+        use("RATE_BOUND");
+    }
+    if (has("L2_BACK_TO_ZERO"))
+    {
+        if (Flag(cfg, "L2_BACK_TO_ZERO"))
+        {
+            FailKey(cfg, "L2_BACK_TO_ZERO",
+                    "1 (go back to the start of the chunk) is not modelled; the RC requester "
+                    "goes back to the NAK's PSN (L2_BACK_TO_ZERO 0, IBA go-back-N)");
+        }
+        use("L2_BACK_TO_ZERO");
+    }
+    // Chunk boundaries only add ACKs between the ACK_INTERVAL ones; with every packet
+    // acknowledged there are none to add.
+    if (has("L2_CHUNK_SIZE") && (!has("L2_ACK_INTERVAL") || spec.ackEveryPackets <= 1))
+    {
+        use("L2_CHUNK_SIZE");
+    }
+    if (has("ERROR_RATE_PER_LINK"))
+    {
+        if (Num(cfg, "ERROR_RATE_PER_LINK", 0, 1) != 0)
+        {
+            FailKey(cfg, "ERROR_RATE_PER_LINK",
+                    "other than 0 (random packet loss on every link) is not modelled here");
+        }
+        use("ERROR_RATE_PER_LINK");
+    }
+    if (has("LINK_DOWN"))
+    {
+        const std::vector<std::string> w = SplitWords(cfg.at("LINK_DOWN"));
+        if (w.empty() || w[0] != "0")
+        {
+            FailKey(cfg, "LINK_DOWN", "a link taken down (time other than 0) is not modelled");
+        }
+        use("LINK_DOWN");
+    }
+    if (has("USE_DYNAMIC_PFC_THRESHOLD"))
+    {
+        // Parsed but unused by the simulator: its MMU always takes the dynamic threshold
+        // (switch-mmu.cc), as SharedBufferMmu's Dynamic mode does.
+        Flag(cfg, "USE_DYNAMIC_PFC_THRESHOLD");
+        auto previousFabric = spec.configureFabric;
+        spec.configureFabric = [previousFabric](EthFabricHelper& h) {
+            if (previousFabric)
+            {
+                previousFabric(h);
+            }
+            h.SetMmuAttribute("ThresholdMode", StringValue("Dynamic"));
+        };
+        use("USE_DYNAMIC_PFC_THRESHOLD");
+    }
+    if (has("CC_MODE"))
+    {
+        const int mode = static_cast<int>(Num(cfg, "CC_MODE", 0, 100, true));
+        const auto mine = kHpccModeKeys.find(mode);
+        for (const auto& [m, keys] : kHpccModeKeys)
+        {
+            for (const std::string& k : keys)
+            {
+                if (m != mode && (mine == kHpccModeKeys.end() || !mine->second.count(k)))
+                {
+                    use(k); // another mode's: no effect in this one
+                }
+            }
+        }
+    }
+}
+} // namespace
 
 std::vector<std::string>
 ApplyHpccConfig(const HpccConfig& cfg, const HpccTopology& topo,
@@ -1041,6 +1153,7 @@ ApplyHpccConfig(const HpccConfig& cfg, const HpccTopology& topo,
                                       Num(cfg, "L2_ACK_INTERVAL", 0, UINT32_MAX, true)));
         use("L2_ACK_INTERVAL");
     }
+    ApplyRunKeys(cfg, spec, used);
     auto previous = spec.configureNics;
     spec.configureNics = [nic, previous](RoceHelper& h) {
         if (previous)
