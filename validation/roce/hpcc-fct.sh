@@ -2,16 +2,18 @@
 # (4) FCT slowdown by flow size (p50/p95/p99 per size bucket) on the HPCC simulator's 320-host
 # fat-tree with its WebSearch and FB_Hadoop flows at 30 % load, under DCQCN (its firmware form,
 # config_fat_*_dcqcn.txt) and HPCC (config_fat_ws30_5ms_hp95.txt, with the FB flow file for
-# FB). Four runs of minutes each, two at a time in the background; progress is printed as each
-# finishes. MAX_FLOWS=N runs the first N flows of each file only (0 = all), LIMIT the
-# simulated-time limit.
+# FB). Four runs of minutes each, JOBS (2) at a time in the background; progress is printed as
+# each finishes. MAX_FLOWS=N runs the first N flows of each file only (0 = all), LIMIT the
+# simulated-time limit. With all flows, and the reference simulator's WebSearch fct.txt files in
+# HPCC_INPUT_DIR/reference/, it also compares against them (hpcc-compare.py: hpcc-compare.txt
+# and .png, docs/validation.md (5)).
 #
 # Usage: hpcc-fct.sh [HPCC_INPUT_DIR]
 # HPCC_INPUT_DIR holds the HPCC simulator's input files (fat.txt, ws30_5ms.txt, fb30_5ms.txt and
 # the config_fat_*.txt files); they are not part of this repository. Default: the shared test
 # data beside the checkout, ../shared/data/hpcc-compat, when present.
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-  sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'
   exit 0
 fi
 if [ $# -gt 1 ]; then
@@ -61,3 +63,14 @@ for p in "${pids[@]}"; do wait "$p" || fail=1; done
 [ "$fail" = 0 ] || exit 1
 "$PY" "$HERE/plot.py" hpcc-fct "$OUT"
 echo "wrote $OUT/hpcc-fct.png and $OUT/hpcc-fct.txt"
+# (5) Against the reference simulator's own fct.txt for the same WebSearch inputs, when the
+# input folder has them (reference/, as ../shared/data/hpcc-compat does).
+REF="$DATA/reference"
+if [ -f "$REF/fct_fat_ws30_5ms_dcqcn.txt" ] && [ -f "$REF/fct_fat_ws30_5ms_hp95.txt" ] &&
+   [ "$MAX_FLOWS" = 0 ]; then
+  "$PY" "$HERE/hpcc-compare.py" --plot "$OUT/hpcc-compare.png" --table "$OUT/hpcc-compare.txt" \
+    --label "WebSearch 30 %, DCQCN (CC_MODE 1)" --label "WebSearch 30 %, HPCC (CC_MODE 3, eta 0.95)" \
+    "$OUT/hpcc-fct-ws-dcqcn/fct.txt" "$REF/fct_fat_ws30_5ms_dcqcn.txt" \
+    "$OUT/hpcc-fct-ws-hpcc/fct.txt" "$REF/fct_fat_ws30_5ms_hp95.txt"
+  echo "wrote $OUT/hpcc-compare.png and $OUT/hpcc-compare.txt"
+fi
