@@ -531,8 +531,10 @@ RdmaEngine::OnTxReady()
 uint16_t
 RdmaEngine::ResponderLane(const RdmaQpContext& c) const
 {
-    const RdmaAhAttr av = ReplyAv(c);
-    return LaneKey(av.port_num, av.sl);
+    // ReplyAv's port and SL, without copying the address vector (this runs per packet).
+    const RdmaQpAttr& a = c.qp->GetAttr();
+    const uint8_t port = a.ah_attr.port_num ? a.ah_attr.port_num : (a.port_num ? a.port_num : 1);
+    return LaneKey(port, a.ah_attr.sl);
 }
 
 bool
@@ -621,7 +623,10 @@ RdmaEngine::Pump()
     // responder that starves its ACKs behind its own requests only slows both sides down).
     // A lane the port refuses is full for the rest of this turn; the others go on.
     LaneSet full;
-    SendResponses(full);
+    if (m_responseCount > 0)
+    {
+        SendResponses(full);
+    }
     m_deferredReady.clear();
     m_deferredRead.clear();
     // Each QP is served once per turn before any is served again (round robin); QPs set aside
@@ -724,8 +729,14 @@ RdmaEngine::Pump()
     // The QPs set aside go back first in line, in their order.
     const size_t restReady = m_ready.size();
     const size_t restRead = m_readReady.size();
-    m_ready.insert(m_ready.begin(), m_deferredReady.begin(), m_deferredReady.end());
-    m_readReady.insert(m_readReady.begin(), m_deferredRead.begin(), m_deferredRead.end());
+    if (!m_deferredReady.empty())
+    {
+        m_ready.insert(m_ready.begin(), m_deferredReady.begin(), m_deferredReady.end());
+    }
+    if (!m_deferredRead.empty())
+    {
+        m_readReady.insert(m_readReady.begin(), m_deferredRead.begin(), m_deferredRead.end());
+    }
     if (restReady > 0 || restRead > 0 || ResponseDue(full))
     {
         // More work on lanes that may take it: continue in a fresh event so that arrivals at
