@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Compares two builds on one scenario when the machine's speed drifts: both run at the same
-# time, one per core, in two rounds with the start order swapped, so that both see the same
-# machine (they share the last-level cache and memory bandwidth, so paired runs are slower than
+# time, each pinned to its own core (taskset; PAIRED_CORES, default "0 1"), in two rounds with
+# the cores and the start order swapped, so that both see the same machine (they share the last-level cache and memory bandwidth, so paired runs are slower than
 # solo ones; compare the pair, not the absolute figures). Prints each run's wall time and peak
 # RSS and whether the two builds wrote the same FCT file.
 #   bench/paired-runs.sh OLD_BUILD_DIR NEW_BUILD_DIR [cnuas run arguments...]
@@ -14,18 +14,19 @@ args=("$@")
 if [ ${#args[@]} -eq 0 ]; then args=(roce-hpcc --no-progress); fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-one() { # build label round
+read -r core_a core_b <<< "${PAIRED_CORES:-0 1}"
+one() { # build label round core
   local dir="$out/$2"
   mkdir -p "$dir"
-  "$1/bin/cnuas" run "${args[@]}" --out "$dir" 2>&1 |
+  taskset -c "$4" "$1/bin/cnuas" run "${args[@]}" --out "$dir" 2>&1 |
     awk -F: -v l="$2" -v r="$3" '/wall time/ {w=$2} /peak RSS/ {m=$2}
       END {gsub(/ /, "", w); gsub(/ /, "", m); printf "round %s %-4s wall %s s, peak RSS %s MB\n", r, l, w, m}'
 }
 for round in 1 2; do
   if [ "$round" = 1 ]; then
-    one "$old" old "$round" & sleep 0.2; one "$new" new "$round" &
+    one "$old" old "$round" "$core_a" & sleep 0.2; one "$new" new "$round" "$core_b" &
   else
-    one "$new" new "$round" & sleep 0.2; one "$old" old "$round" &
+    one "$new" new "$round" "$core_a" & sleep 0.2; one "$old" old "$round" "$core_b" &
   fi
   wait
 done
