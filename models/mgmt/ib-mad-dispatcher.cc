@@ -626,19 +626,8 @@ bool
 IbMadDispatcher::SendGmp(uint8_t port, const uint8_t* mad, uint16_t dlid, uint32_t destQp,
                          uint8_t sl)
 {
-    uint8_t out = port;
-    uint8_t vl = 0;
-    if (m_switch)
-    {
-        out = RouteFromSwitch(dlid);
-        if (out == 0)
-        {
-            Drop(nullptr, IbMadDropReason::NoRoute);
-            return false;
-        }
-        vl = m_switch->MapSlToVl(0, out, sl);
-    }
-    Ptr<IbNetDevice> dev = GetPort(out);
+    const auto [out, vl] = GmpPortAndVl(port, dlid, sl);
+    Ptr<IbNetDevice> dev = out == 0 ? nullptr : GetPort(out);
     if (!dev)
     {
         Drop(nullptr, IbMadDropReason::NoRoute);
@@ -646,7 +635,6 @@ IbMadDispatcher::SendGmp(uint8_t port, const uint8_t* mad, uint16_t dlid, uint32
     }
     if (!m_switch)
     {
-        vl = dev->MapSlToVl(sl);
         if (IsOwnLid(out, dlid))
         {
             // GMPs travel on data VLs, which carry nothing until the port is Active (§7.2).

@@ -531,9 +531,10 @@ Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* re
     uint32_t recordBytes = 0;
     // Every candidate record of the attribute, kept when the components the request selects
     // agree with it (§15.2.4.1).
+    // (The field lists are IbSaLayout's, which live as long as the program: held by pointer.)
     auto select = [&](const std::vector<IbSaField>& fields, uint64_t subsetMask = 0) {
-        return [&, subsetMask](std::vector<uint8_t> bytes) {
-            if (IbSaComponentsMatch(bytes.data(), req.Data(), mask, fields, subsetMask))
+        return [&records, &req, mask, list = &fields, subsetMask](std::vector<uint8_t> bytes) {
+            if (IbSaComponentsMatch(bytes.data(), req.Data(), mask, *list, subsetMask))
             {
                 records.push_back(std::move(bytes));
             }
