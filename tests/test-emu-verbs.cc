@@ -320,7 +320,7 @@ TEST_P(EmuVerbs, HostileWorkRequestsAreRefusedAndTouchNoMemory)
     }
     for (const char* c :
          {"forged-rkey", "out-of-range", "bad-lkey", "unregistered", "garbage-wqe",
-          "corrupt-doorbell"})
+          "corrupt-doorbell", "bad-windows", "fork"})
     {
         SCOPED_TRACE(c);
         std::string server;
@@ -329,6 +329,65 @@ TEST_P(EmuVerbs, HostileWorkRequestsAreRefusedAndTouchNoMemory)
         EXPECT_NE(client.find("refused as expected"), std::string::npos) << client;
         EXPECT_EQ(client.find("CHANGED"), std::string::npos) << client;
         EXPECT_NE(server.find("server buffer intact"), std::string::npos) << server;
+    }
+    // Every region above was moved into memory shared with the daemon (none fell back without
+    // the tests knowing), and each of bad-windows' five descriptors was refused.
+    const nlohmann::json st = Status();
+    ASSERT_TRUE(st.contains("live")) << st.dump();
+    const auto& hosts = st["live"]["hosts"];
+    ASSERT_EQ(hosts.size(), 2u) << st.dump();
+    const auto& client = hosts[0]["verbs"];
+    const auto& server = hosts[1]["verbs"];
+    EXPECT_GE(client.value("shared_mrs", 0), 9) << "8 cases' regions and bad-windows' good one"
+                                                << client.dump();
+    EXPECT_GE(server.value("shared_mrs", 0), 8) << server.dump();
+    EXPECT_EQ(server.value("unshared_mrs", -1), 0) << server.dump();
+    EXPECT_EQ(client.value("windows_refused", 0), 5) << client.dump();
+    EXPECT_EQ(client.value("unshared_mrs", 0), 5) << "bad-windows' five registrations, and no other"
+                                                  << client.dump();
+}
+
+/// Registered memory reaches the daemon through a shared mapping (or, with CNUAS_SHARE_MR=0,
+/// through /proc/PID/mem): either way ib_write_bw and ib_read_bw move their data, and the
+/// status says which way each region went.
+TEST_P(EmuVerbs, RegisteredMemoryIsSharedWithTheDaemonOrReachedThroughProcMem)
+{
+    for (const char* share : {"1", "0"})
+    {
+        SCOPED_TRACE(std::string("CNUAS_SHARE_MR=") + share);
+        const nlohmann::json before = Status();
+        const std::string env = std::string("env CNUAS_SHARE_MR=") + share + " ";
+        // ib_read_bw checks no data: msgstream's check (SEND, WRITE, WRITE with immediate,
+        // every byte compared) is the one that counts.
+        RunPair(env + "ib_read_bw -n 200 -s 65536", env + "ib_read_bw -n 200 -s 65536", 18515);
+        const std::string ms = CNUAS_BINARY_DIR "/bin/msgstream";
+        if (access(ms.c_str(), X_OK) == 0)
+        {
+            std::string server;
+            const std::string client = RunPair(env + ms + " -n 50", env + ms + " -n 50", 18520, &server);
+            EXPECT_NE(client.find("msgstream: OK"), std::string::npos) << client;
+            EXPECT_NE(server.find("msgstream: OK"), std::string::npos) << server;
+        }
+        const nlohmann::json after = Status();
+        ASSERT_TRUE(after.contains("live")) << after.dump();
+        for (size_t h = 0; h < 2; ++h)
+        {
+            const auto& b = before["live"]["hosts"][h]["verbs"];
+            const auto& a = after["live"]["hosts"][h]["verbs"];
+            const int shared = a.value("shared_mrs", 0) - b.value("shared_mrs", 0);
+            const int unshared = a.value("unshared_mrs", 0) - b.value("unshared_mrs", 0);
+            if (std::string(share) == "1")
+            {
+                EXPECT_GE(shared, 1) << a.dump();
+                EXPECT_EQ(unshared, 0) << a.dump();
+            }
+            else
+            {
+                EXPECT_EQ(shared, 0) << a.dump();
+                EXPECT_GE(unshared, 1) << a.dump();
+            }
+            EXPECT_EQ(a.value("windows_refused", 0), b.value("windows_refused", 0)) << a.dump();
+        }
     }
 }
 

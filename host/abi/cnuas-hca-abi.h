@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Raised whenever a struct below or the meaning of a field changes. */
-#define CNUAS_HCA_ABI_VERSION 1u
+#define CNUAS_HCA_ABI_VERSION 2u
 
 /* The environment variable `cnuas exec` sets: the path of the host's HCA socket. */
 #define CNUAS_HCA_SOCKET_ENV "CNUAS_HCA_SOCKET"
@@ -222,6 +222,11 @@ struct cnuas_hca_req {
             uint64_t addr;
             uint64_t length;
             uint64_t iova;
+            /* With a memfd passed beside the request: the process maps it at
+             * [share_base, share_base + share_len), which covers the region
+             * (host/verbs/verbs-shared-mr.c). 0, 0 without one. */
+            uint64_t share_base;
+            uint64_t share_len;
         } reg_mr;
         struct {
             uint64_t cookie;      /* the library's struct ibv_cq *, echoed in channel events */

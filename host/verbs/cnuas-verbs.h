@@ -114,6 +114,7 @@ int cnuas_call(struct cnuas_context *ctx, struct cnuas_hca_req *q, struct cnuas_
                int send_fd, int *out_fd);
 /* Map `bytes` of a descriptor the daemon passed (and close it). NULL on failure. */
 void *cnuas_map(int fd, size_t bytes);
+int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t *len);
 /* The daemon has gone: say so once, and make every later call fail. */
 void cnuas_mark_dead(struct cnuas_context *ctx, const char *what);
 /* Whether the daemon is still there (a cheap check, done now and then while polling). */

@@ -739,8 +739,13 @@ CNUAS_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size
     q.u.reg_mr.length = length;
     q.u.reg_mr.iova = iova;
     q.u.reg_mr.access = access;
+    /* The region's pages go into shared memory the emulated HCA maps, where they can be
+     * (verbs-shared-mr.c); otherwise the daemon reaches them through /proc/PID/mem. */
+    int share_fd = cnuas_share_region(addr, length, &q.u.reg_mr.share_base, &q.u.reg_mr.share_len);
     struct cnuas_hca_resp r;
-    int err = cnuas_call(to_cctx(pd->context), &q, &r, -1, NULL);
+    int err = cnuas_call(to_cctx(pd->context), &q, &r, share_fd, NULL);
+    if (share_fd >= 0)
+        close(share_fd);
     if (err) {
         errno = err;
         return NULL;

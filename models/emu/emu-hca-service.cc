@@ -7,6 +7,7 @@
 #include "host/abi/cnuas-hca-abi.h"
 #include "models/mgmt/ib-sma-agent.h"
 
+#include "ns3/boolean.h"
 #include "ns3/data-rate.h"
 #include "ns3/log.h"
 #include "ns3/node.h"
@@ -558,6 +559,7 @@ struct EmuHcaService::Context
     uint32_t nextHandle = 1;
     std::map<uint32_t, Ptr<RdmaPd>> pds;
     std::map<uint32_t, Ptr<RdmaMr>> mrs;
+    std::map<uint32_t, uint64_t> mrWindows; ///< MR handle -> base of its shared-memory window
     std::map<uint32_t, int> channels; ///< handle -> write end of the channel's pipe
     std::map<uint32_t, CqRec> cqs;
     std::map<uint32_t, QpRec> qps;
@@ -585,6 +587,13 @@ EmuHcaService::GetTypeId()
                           StringValue("0.1.0"),
                           MakeStringAccessor(&EmuHcaService::m_fwVersion),
                           MakeStringChecker())
+            .AddAttribute("ShareRegisteredMemory",
+                          "Map the shared memory into which the verbs library moves a "
+                          "registered region's pages, so its bytes move by memcpy; false: "
+                          "every access goes through /proc/PID/mem (docs/emulation.md §8.1).",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&EmuHcaService::m_shareMemory),
+                          MakeBooleanChecker())
             .AddAttribute("MaxContexts",
                           "Device contexts (ibv_open_device) open at once; more are refused.",
                           UintegerValue(256),
@@ -871,7 +880,7 @@ EmuHcaService::Handle(Context& c, const uint8_t* buf, size_t len, int passedFd)
             break;
         }
         case CNUAS_OP_REG_MR:
-            err = DoRegMr(c, q, r);
+            err = DoRegMr(c, q, r, passedFd);
             break;
         case CNUAS_OP_CREATE_COMP_CHANNEL: {
             int p[2];
@@ -1156,7 +1165,7 @@ EmuHcaService::FillPortAttr(uint32_t portNum, cnuas_hca_port_attr& a) const
 }
 
 int
-EmuHcaService::DoRegMr(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r)
+EmuHcaService::DoRegMr(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r, int passedFd)
 {
     auto pd = c.pds.find(q.u.reg_mr.pd);
     if (pd == c.pds.end())
@@ -1184,6 +1193,26 @@ EmuHcaService::DoRegMr(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r)
     }
     const uint32_t h = c.nextHandle++;
     c.mrs[h] = mr;
+    // The library moved the region's pages into a memfd it passed along: map it, so that the
+    // region's bytes move by memcpy (host/verbs/verbs-shared-mr.c). The window must cover the
+    // whole region; anything wrong with it only costs speed (the /proc/PID/mem path remains).
+    const uint64_t shareBase = q.u.reg_mr.share_base;
+    const uint64_t shareLen = q.u.reg_mr.share_len;
+    const bool covers = q.u.reg_mr.length != 0 && shareBase <= q.u.reg_mr.addr &&
+                        !RdmaMemory::Wraps(shareBase, shareLen) &&
+                        q.u.reg_mr.addr - shareBase <= shareLen &&
+                        q.u.reg_mr.length <= shareLen - (q.u.reg_mr.addr - shareBase);
+    if (passedFd >= 0 && m_shareMemory && covers &&
+        c.memory->AttachWindow(shareBase, shareLen, passedFd))
+    {
+        c.mrWindows[h] = shareBase;
+        ++m_counters.sharedMrs;
+    }
+    else
+    {
+        m_counters.windowsRefused += passedFd >= 0 ? 1 : 0;
+        ++m_counters.unsharedMrs;
+    }
     r.u.mr.handle = h;
     r.u.mr.lkey = mr->GetLkey();
     r.u.mr.rkey = mr->GetRkey();
@@ -1536,9 +1565,17 @@ EmuHcaService::DoDestroy(Context& c, uint32_t op, uint32_t h)
     case CNUAS_OP_DEALLOC_PD:
         return DestroyRecord(c.pds, h, [&](Ptr<RdmaPd>& pd) { return dev.DeallocPd(pd); },
                              NoRelease());
-    case CNUAS_OP_DEREG_MR:
-        return DestroyRecord(c.mrs, h, [&](Ptr<RdmaMr>& mr) { return dev.DeregMr(mr); },
-                             NoRelease());
+    case CNUAS_OP_DEREG_MR: {
+        const int err = DestroyRecord(c.mrs, h, [&](Ptr<RdmaMr>& mr) { return dev.DeregMr(mr); },
+                                      NoRelease());
+        auto w = c.mrWindows.find(h);
+        if (err == 0 && w != c.mrWindows.end())
+        {
+            c.memory->ReleaseWindow(w->second);
+            c.mrWindows.erase(w);
+        }
+        return err;
+    }
     case CNUAS_OP_DESTROY_AH:
         return DestroyRecord(c.ahs, h, [&](Ptr<RdmaAh>& ah) { return dev.DestroyAh(ah); },
                              NoRelease());

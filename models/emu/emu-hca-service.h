@@ -37,6 +37,9 @@ struct EmuHcaCounters
     uint64_t badWqes = 0;         ///< WQEs refused (bad opcode, SGE count, AH, ...): error CQE
     uint64_t corruptIndices = 0;  ///< producer/consumer indices past a ring's size
     uint64_t eventsDropped = 0;   ///< event records a process's full pipe could not take
+    uint64_t sharedMrs = 0;       ///< regions registered in memory shared with the daemon
+    uint64_t unsharedMrs = 0;     ///< regions reached through /proc/PID/mem instead
+    uint64_t windowsRefused = 0;  ///< shared-memory descriptors refused (not a sealed memfd, ...)
 };
 
 /**
@@ -118,7 +121,7 @@ class EmuHcaService : public Object
                int* outFd);
     void FillDeviceAttr(struct cnuas_hca_device_attr& a) const;
     int FillPortAttr(uint32_t portNum, struct cnuas_hca_port_attr& a) const;
-    int DoRegMr(Context& c, const struct cnuas_hca_req& q, struct cnuas_hca_resp& r);
+    int DoRegMr(Context& c, const struct cnuas_hca_req& q, struct cnuas_hca_resp& r, int passedFd);
     int DoCreateCq(Context& c, const struct cnuas_hca_req& q, struct cnuas_hca_resp& r,
                    int* outFd);
     int DoCreateQp(Context& c, const struct cnuas_hca_req& q, struct cnuas_hca_resp& r,
@@ -158,6 +161,7 @@ class EmuHcaService : public Object
     std::string m_deviceName;
     std::string m_fwVersion;
     uint32_t m_maxContexts;
+    bool m_shareMemory = true;
 };
 
 } // namespace ns3

@@ -4,6 +4,8 @@
 #include "ns3/log.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -49,6 +51,102 @@ ProcessMemory::~ProcessMemory()
     {
         close(m_memFd);
     }
+    for (const auto& [base, w] : m_windows)
+    {
+        munmap(w.map, w.len);
+    }
+}
+
+bool
+ProcessMemory::AttachWindow(uint64_t base, uint64_t len, int fd)
+{
+    const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    if (fd < 0 || len == 0 || base % page != 0 || len % page != 0 || Wraps(base, len))
+    {
+        return false;
+    }
+    auto it = m_windows.find(base);
+    if (it != m_windows.end())
+    {
+        if (it->second.len != len)
+        {
+            return false;
+        }
+        ++it->second.refs;
+        return true;
+    }
+    // No overlap with a neighbour: the window below must end at or before base, the one above
+    // start at or after base + len.
+    auto above = m_windows.lower_bound(base);
+    if (above != m_windows.end() && above->first < base + len)
+    {
+        return false;
+    }
+    if (above != m_windows.begin())
+    {
+        auto below = std::prev(above);
+        if (below->first + below->second.len > base)
+        {
+            return false;
+        }
+    }
+    // The process could shrink an unsealed file under the mapping, and the daemon's next access
+    // would die of SIGBUS: only a file sealed against shrinking, and long enough, is mapped.
+    struct stat st
+    {
+    };
+    const int seals = fcntl(fd, F_GET_SEALS);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || seals < 0 || (seals & F_SEAL_SHRINK) == 0 ||
+        static_cast<uint64_t>(st.st_size) < len)
+    {
+        NS_LOG_INFO("pid " << m_pid << ": a shared-memory window refused (not a sealed memfd of "
+                           << len << " bytes)");
+        return false;
+    }
+    void* map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED)
+    {
+        NS_LOG_INFO("pid " << m_pid << ": a shared-memory window refused: " << std::strerror(errno));
+        return false;
+    }
+    m_windows[base] = Window{len, static_cast<uint8_t*>(map), 1};
+    return true;
+}
+
+void
+ProcessMemory::ReleaseWindow(uint64_t base)
+{
+    auto it = m_windows.find(base);
+    if (it == m_windows.end())
+    {
+        return;
+    }
+    if (--it->second.refs == 0)
+    {
+        munmap(it->second.map, it->second.len);
+        m_windows.erase(it);
+    }
+}
+
+uint8_t*
+ProcessMemory::WindowFor(uint64_t addr, uint64_t len) const
+{
+    if (m_windows.empty())
+    {
+        return nullptr;
+    }
+    auto it = m_windows.upper_bound(addr);
+    if (it == m_windows.begin())
+    {
+        return nullptr;
+    }
+    --it;
+    const uint64_t off = addr - it->first;
+    if (off >= it->second.len || len > it->second.len - off)
+    {
+        return nullptr;
+    }
+    return it->second.map + off;
 }
 
 namespace
@@ -106,6 +204,23 @@ ProcessMemory::Transfer(bool write, uint64_t addr, uint8_t* buf, uint64_t len) c
         ++m_faults;
         return false;
     }
+    // Pages the process shares with the daemon are the process's memory itself (the same
+    // physical pages), so this is what a DMA into them is; like pinned pages on hardware they
+    // stay valid until deregistered, even while the process exits.
+    if (uint8_t* w = WindowFor(addr, len))
+    {
+        ++m_windowAccesses;
+        if (write)
+        {
+            std::memcpy(w, buf, len);
+        }
+        else
+        {
+            std::memcpy(buf, w, len);
+        }
+        return true;
+    }
+    ++m_processAccesses;
     const int fd = MemFd();
     uint64_t done = 0;
     while (done < len)

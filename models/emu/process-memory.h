@@ -8,6 +8,8 @@
 
 #include <sys/types.h>
 
+#include <map>
+
 namespace ns3
 {
 
@@ -58,12 +60,52 @@ class ProcessMemory : public RdmaMemory
         return m_gone;
     }
 
+    /**
+     * Map a sealed memfd that the process maps at [base, base+len) (its registered pages moved
+     * there by the verbs library, host/verbs/verbs-shared-mr.c), so that accesses inside it are
+     * memcpy instead of system calls. A window already attached at `base` with the same length
+     * gains a reference. Refused (false, the descriptor untouched and no window made) unless
+     * base and len are page-aligned, the file is at least len bytes, sealed against shrinking
+     * (so no access can ever fault), mappable for reading and writing, and the range overlaps
+     * no other window. The caller keeps and closes `fd`.
+     */
+    bool AttachWindow(uint64_t base, uint64_t len, int fd);
+    /// Drop one reference to the window at `base`; the last one unmaps it.
+    void ReleaseWindow(uint64_t base);
+    /// Windows mapped now.
+    size_t GetWindowCount() const
+    {
+        return m_windows.size();
+    }
+    /// Accesses served from a window, and through the process (/proc/PID/mem or process_vm_*).
+    uint64_t GetWindowAccesses() const
+    {
+        return m_windowAccesses;
+    }
+    uint64_t GetProcessAccesses() const
+    {
+        return m_processAccesses;
+    }
+
   private:
     /// /proc/PID/mem, opened on first use; -1 if it cannot be (process_vm_* then).
     int MemFd() const;
     /// Read (into buf) or write (from buf) `len` bytes at `addr`, whichever way MemFd allows.
     bool Transfer(bool write, uint64_t addr, uint8_t* buf, uint64_t len) const;
 
+    /// The window holding all of [addr, addr+len), or nullptr.
+    uint8_t* WindowFor(uint64_t addr, uint64_t len) const;
+
+    struct Window
+    {
+        uint64_t len;
+        uint8_t* map;
+        uint32_t refs;
+    };
+
+    std::map<uint64_t, Window> m_windows; ///< by base address in the process
+    mutable uint64_t m_windowAccesses = 0;
+    mutable uint64_t m_processAccesses = 0;
     pid_t m_pid = 0;
     mutable int m_memFd = -2; ///< -2: not tried yet
     bool m_useProcMem = true;

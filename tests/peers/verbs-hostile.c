@@ -13,6 +13,15 @@
  *     garbage-wqe       a WQE with an unknown opcode and 1000 SGEs written straight into the
  *                       shared send queue                           -> local QP operation error
  *     corrupt-doorbell  the send producer index set far past the ring -> the QP enters ERR
+ *     bad-windows       registrations over a connection of its own, each with a shared-memory
+ *                       descriptor the daemon must refuse (an unsealed memfd, one shorter than
+ *                       it claims, a pipe, a range that does not cover the region, one that
+ *                       overlaps an earlier window): each is still registered (through
+ *                       /proc/PID/mem); then an RDMA READ into the real region proves the
+ *                       daemon and the process's own shared pages still work
+ *     fork              after ibv_reg_mr moved the region into shared memory, a forked child
+ *                       scribbles on its copy: the parent's region must not change, and an
+ *                       RDMA READ into it afterwards must land in the parent's pages
  * Prints "CASE: refused as expected (...)" and exits 0, or explains and exits 1. The server prints
  * "server buffer intact" and exits 0, or "server buffer CHANGED" and exits 1.
  *
@@ -26,14 +35,19 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,8 +233,175 @@ static void ring_all_eventfds(void)
         closedir(d);
 }
 
+/* One request over a raw connection to the HCA socket, with `fd` passed when >= 0. Returns
+ * the answer's error (0: done), or -1 when the connection failed. */
+static int raw_call(int s, struct cnuas_hca_req *q, struct cnuas_hca_resp *r, int fd)
+{
+    struct iovec iov = {q, sizeof(*q)};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } control;
+    struct msghdr m;
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    if (fd >= 0) {
+        m.msg_control = control.buf;
+        m.msg_controllen = sizeof(control.buf);
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &fd, sizeof(int));
+    }
+    if (sendmsg(s, &m, 0) != (ssize_t)sizeof(*q))
+        return -1;
+    if (recv(s, r, sizeof(*r), 0) != (ssize_t)sizeof(*r))
+        return -1;
+    return r->err;
+}
+
+/* An RDMA READ of the server's first 64 bytes into the (zeroed) start of the region: the
+ * pattern must come back, through whatever path the daemon uses for the region. */
+static int read_back(const char *name, const struct wire *r)
+{
+    memset(region, 0, 64);
+    struct ibv_sge sge = {(uintptr_t)region, 64, mr->lkey};
+    struct ibv_send_wr wr = {.wr_id = 2, .sg_list = &sge, .num_sge = 1,
+                             .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_send_wr *bad;
+    wr.wr.rdma.remote_addr = r->addr;
+    wr.wr.rdma.rkey = r->rkey;
+    struct ibv_wc wc;
+    if (ibv_post_send(qp, &wr, &bad) || wait_wc(&wc) || wc.status != IBV_WC_SUCCESS) {
+        printf("%s: the RDMA READ afterwards failed\n", name);
+        return 1;
+    }
+    if (!intact(region, 64)) {
+        printf("%s: the RDMA READ's data did not reach the region\n", name);
+        return 1;
+    }
+    return 0;
+}
+
+/* A sealed (or not) memfd of `bytes`. */
+static int make_memfd(size_t bytes, int seal)
+{
+    int fd = memfd_create("hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0)
+        die("memfd");
+    if (seal && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)
+        die("seal");
+    return fd;
+}
+
+static int bad_windows(const char *name, const struct wire *r)
+{
+    const char *path = getenv(CNUAS_HCA_SOCKET_ENV);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (!path || strlen(path) >= sizeof(a.sun_path)) {
+        printf("%s: no HCA socket in the environment\n", name);
+        return 1;
+    }
+    strcpy(a.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) != 0)
+        die("connect to the HCA socket");
+    struct cnuas_hca_req q;
+    struct cnuas_hca_resp rsp;
+    memset(&q, 0, sizeof(q));
+    q.op = CNUAS_OP_OPEN;
+    q.u.open.abi_version = CNUAS_HCA_ABI_VERSION;
+    int doorbell = eventfd(0, EFD_CLOEXEC);
+    if (raw_call(s, &q, &rsp, doorbell) != 0)
+        die("OPEN");
+    memset(&q, 0, sizeof(q));
+    q.op = CNUAS_OP_ALLOC_PD;
+    if (raw_call(s, &q, &rsp, -1) != 0)
+        die("ALLOC_PD");
+    const uint32_t raw_pd = rsp.u.created.handle;
+    /* Spare memory of its own for the regions: mapped, so each registration is legal. */
+    const size_t len = 4 * 4096;
+    uint8_t *spare = mmap(NULL, 4 * len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (spare == MAP_FAILED)
+        die("mmap");
+    int pipefd[2];
+    if (pipe(pipefd))
+        die("pipe");
+    struct {
+        const char *what;
+        int fd;
+        uint64_t base, share_len, addr;
+    } attempts[] = {
+        {"an unsealed memfd", make_memfd(len, 0), (uintptr_t)spare, len, (uintptr_t)spare},
+        {"a memfd shorter than claimed", make_memfd(4096, 1), (uintptr_t)spare, len,
+         (uintptr_t)spare},
+        {"a pipe", pipefd[0], (uintptr_t)spare, len, (uintptr_t)spare},
+        {"a range that does not cover the region", make_memfd(len, 1), (uintptr_t)spare + len,
+         len, (uintptr_t)spare},
+        /* Windows are per device context: one that this connection's daemon side accepts
+         * (the memfd is well formed; that the process does not map it harms only itself)... */
+        {NULL, make_memfd(len, 1), (uintptr_t)spare + 2 * len, len, (uintptr_t)spare + 2 * len},
+        /* ...and one overlapping it at another base. */
+        {"a range overlapping another window", make_memfd(len, 1), (uintptr_t)spare + 2 * len + 4096,
+         len, (uintptr_t)spare + 2 * len + 4096},
+    };
+    for (size_t i = 0; i < sizeof(attempts) / sizeof(attempts[0]); ++i) {
+        memset(&q, 0, sizeof(q));
+        q.op = CNUAS_OP_REG_MR;
+        q.u.reg_mr.pd = raw_pd;
+        q.u.reg_mr.access = IBV_ACCESS_LOCAL_WRITE;
+        q.u.reg_mr.addr = attempts[i].addr;
+        q.u.reg_mr.length = len;
+        q.u.reg_mr.iova = attempts[i].addr;
+        q.u.reg_mr.share_base = attempts[i].base;
+        q.u.reg_mr.share_len = attempts[i].share_len;
+        const int err = raw_call(s, &q, &rsp, attempts[i].fd);
+        if (err != 0) {
+            printf("%s: registration with %s answered %d, expected it registered\n", name,
+                   attempts[i].what ? attempts[i].what : "a well-formed window", err);
+            return 1;
+        }
+        close(attempts[i].fd);
+    }
+    close(pipefd[1]);
+    close(s);
+    if (read_back(name, r))
+        return 1;
+    printf("%s: refused as expected (5 windows refused, the registrations kept, the region "
+           "still served)\n", name);
+    return 0;
+}
+
+static int fork_case(const char *name, const struct wire *r)
+{
+    pid_t child = fork();
+    if (child < 0)
+        die("fork");
+    if (child == 0) {
+        memset(region, 0x5A, kRegion); /* its own copy, after fork */
+        _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!intact(region, 2 * kRegion)) {
+        printf("%s: the child's writes reached the parent's region\n", name);
+        return 1;
+    }
+    if (read_back(name, r))
+        return 1;
+    printf("%s: refused as expected (the child's writes stayed its own; the parent's region "
+           "still served)\n", name);
+    return 0;
+}
+
 static int run_case(const char *name, const struct wire *r)
 {
+    if (!strcmp(name, "bad-windows"))
+        return bad_windows(name, r);
+    if (!strcmp(name, "fork"))
+        return fork_case(name, r);
     struct ibv_sge sge = {(uintptr_t)region, 64, mr->lkey};
     struct ibv_send_wr wr = {.wr_id = 1, .sg_list = &sge, .num_sge = 1,
                              .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED};

@@ -401,6 +401,27 @@ SmaRefusalsJson(const Daemon& d)
 }
 
 /// The live status. Simulation thread.
+/// The verbs service of host i: contexts and how registered memory is reached.
+nlohmann::json
+VerbsJson(const Daemon& d, size_t i)
+{
+    if (i >= d.hcaServices.size())
+    {
+        return nullptr;
+    }
+    const ns3::EmuHcaCounters c = d.hcaServices[i]->GetCounters();
+    return {{"contexts_open", d.hcaServices[i]->GetOpenContexts()},
+            {"requests", c.requests},
+            {"refused", c.refused},
+            {"doorbells", c.doorbells},
+            {"send_wqes", c.sendWqes},
+            {"recv_wqes", c.recvWqes},
+            {"bad_wqes", c.badWqes},
+            {"shared_mrs", c.sharedMrs},
+            {"unshared_mrs", c.unsharedMrs},
+            {"windows_refused", c.windowsRefused}};
+}
+
 nlohmann::json
 StatusJson(const Daemon& d)
 {
@@ -443,6 +464,7 @@ StatusJson(const Daemon& d)
                                              {"malformed", u.malformed},
                                              {"queries", u.queries}};
             }
+            j["hosts"].back()["verbs"] = VerbsJson(d, i);
         }
         j["sm"] = d.sm ? SmJson(d) : nlohmann::json(nullptr);
         j["sma_refusals"] = SmaRefusalsJson(d);
@@ -491,7 +513,8 @@ StatusJson(const Daemon& d)
                                 {"coalesced_writes", c.coalescedWrites},
                                 {"coalesced_segments", c.coalescedSegments},
                                 {"flush_idle", c.flushIdle},
-                                {"flush_hold", c.flushHold}}}});
+                                {"flush_hold", c.flushHold}}},
+                              {"verbs", VerbsJson(d, i)}});
     }
     j["switches"] = nlohmann::json::array();
     for (uint32_t n = 0; n < d.eth.switchAt.size(); ++n)
@@ -2445,6 +2468,18 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
                             static_cast<unsigned long long>(o.value("coalesced_writes", 0ULL)),
                             static_cast<unsigned long long>(o.value("coalesced_segments", 0ULL)));
             }
+        }
+        if (h.contains("verbs") && h["verbs"].is_object())
+        {
+            const auto& v = h["verbs"];
+            auto n = [&v](const char* k) {
+                return static_cast<unsigned long long>(v.value(k, 0ULL));
+            };
+            std::printf("\n  %-10s verbs: %llu contexts open, %llu requests (%llu refused), "
+                        "%llu send / %llu receive WQEs (%llu bad); memory regions: %llu shared "
+                        "with the daemon, %llu through /proc/PID/mem",
+                        "", n("contexts_open"), n("requests"), n("refused"), n("send_wqes"),
+                        n("recv_wqes"), n("bad_wqes"), n("shared_mrs"), n("unshared_mrs"));
         }
         std::printf("\n");
     }

@@ -1,0 +1,238 @@
+/*
+ * Registered memory shared with the emulated HCA.
+ *
+ * A real adapter reaches a registered region by DMA into its pinned pages; the daemon reaches
+ * a process's memory otherwise through /proc/PID/mem, two system calls per packet (one to read
+ * the sender's buffer, one to write the receiver's), which was half of the daemon's time in an
+ * ib_write_bw run. Here ibv_reg_mr moves the pages of a region into a sealed memfd mapped at
+ * the same addresses (the contents copied first, the switch made atomically with mremap), and
+ * hands the memfd to the daemon, which maps it too: from then on a packet's data moves with a
+ * memcpy, and a one-sided WRITE still lands while the process makes no call at all.
+ *
+ * What is shared: private anonymous memory (malloc'd, heap, anonymous mmap) with uniform
+ * permissions; anything else (a file mapping, the stack, a region across mappings of different
+ * kinds, a range overlapping a shared one only partly) keeps the /proc/PID/mem path, so the
+ * fallback is always there. Pages stay shared after ibv_dereg_mr (a later registration of the
+ * same buffer reuses them); the daemon unmaps its side when the last region on them goes.
+ *
+ * Two differences from private memory, and how they are handled:
+ *  - fork(): MAP_SHARED pages would be shared with the child, so a pthread_atfork handler gives
+ *    the child private copies (posix_spawn and vfork share the address space anyway);
+ *  - another thread writing to the same pages while ibv_reg_mr copies them could lose its write;
+ *    on hardware registration does not move pages. Set CNUAS_SHARE_MR=0 to keep every region on
+ *    the /proc/PID/mem path (docs/emulation.md §8.1).
+ */
+#define _GNU_SOURCE /* memfd_create, mremap, file seals */
+#include "cnuas-verbs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CNUAS_MAX_SHARED_RANGES 256
+/* A region larger than this is not moved (the copy would briefly double its memory). */
+#define CNUAS_MAX_SHARED_BYTES (1ull << 32)
+#define CNUAS_MEMFD_NAME "cnuas-mr"
+
+struct shared_range {
+    uint64_t base;
+    uint64_t len;
+    int fd;
+    int prot;
+    ino_t ino;
+};
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shared_range g_ranges[CNUAS_MAX_SHARED_RANGES];
+static int g_count;
+static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+
+static int sharing_enabled(void)
+{
+    const char *e = getenv("CNUAS_SHARE_MR");
+    return !(e && strcmp(e, "0") == 0);
+}
+
+/* The child of a fork() gets private copies of the shared pages: after fork, memory is the
+ * child's own (POSIX), and the daemon knows nothing of the child's mappings. */
+static void atfork_child(void)
+{
+    for (int i = 0; i < g_count; ++i) {
+        struct shared_range *r = &g_ranges[i];
+        void *copy = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (copy != MAP_FAILED) {
+            memcpy(copy, (void *)(uintptr_t)r->base, r->len);
+            if (r->prot != (PROT_READ | PROT_WRITE))
+                mprotect(copy, r->len, r->prot);
+            if (mremap(copy, r->len, r->len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                       (void *)(uintptr_t)r->base) == MAP_FAILED)
+                munmap(copy, r->len);
+        }
+        close(r->fd);
+    }
+    g_count = 0;
+    pthread_mutex_unlock(&g_lock); /* locked by atfork_prepare */
+}
+
+/* The table is consistent in the child: fork waits for any registration in progress. */
+static void atfork_prepare(void)
+{
+    pthread_mutex_lock(&g_lock);
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&g_lock);
+}
+
+static void install_atfork(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* Walks /proc/self/maps over [lo, hi). mode 0: every byte must be private anonymous memory
+ * (no path, or [heap]) with one set of permissions, returned in *prot. mode 1: every byte must
+ * be mapped from the memfd with inode `ino`. Returns 1 when it holds. */
+static int check_maps(uint64_t lo, uint64_t hi, int mode, ino_t ino, int *prot)
+{
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return 0;
+    char line[512];
+    uint64_t covered = lo;
+    int ok = 1;
+    int first_prot = -1;
+    while (covered < hi && fgets(line, sizeof(line), f)) {
+        uint64_t a, b, off;
+        char perms[8] = {0};
+        unsigned maj, min;
+        unsigned long inode;
+        int pathpos = 0;
+        if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %lu %n", &a, &b, perms, &off,
+                   &maj, &min, &inode, &pathpos) < 7)
+            continue;
+        if (b <= covered)
+            continue;
+        if (a > covered) {
+            ok = 0; /* a hole */
+            break;
+        }
+        char *path = pathpos > 0 ? line + pathpos : line + strlen(line);
+        path[strcspn(path, "\n")] = '\0';
+        int p = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+                (perms[2] == 'x' ? PROT_EXEC : 0);
+        if (mode == 0) {
+            const int anonymous = inode == 0 && (path[0] == '\0' || strcmp(path, "[heap]") == 0);
+            if (!anonymous || perms[3] != 'p' || !(p & PROT_READ) || (p & PROT_EXEC) ||
+                (first_prot >= 0 && p != first_prot)) {
+                ok = 0;
+                break;
+            }
+            first_prot = p;
+        } else {
+            if ((ino_t)inode != ino || perms[3] != 's' || !strstr(path, CNUAS_MEMFD_NAME)) {
+                ok = 0;
+                break;
+            }
+        }
+        covered = b;
+    }
+    fclose(f);
+    if (covered < hi)
+        ok = 0;
+    if (ok && prot)
+        *prot = first_prot;
+    return ok;
+}
+
+static void drop_range(int i)
+{
+    close(g_ranges[i].fd);
+    g_ranges[i] = g_ranges[--g_count];
+}
+
+/* Moves [lo, hi) into a new sealed memfd mapped at the same place. Returns the memfd or -1
+ * (the memory is then untouched). */
+static int move_into_memfd(uint64_t lo, uint64_t hi, int prot)
+{
+    const size_t len = (size_t)(hi - lo);
+    int fd = memfd_create(CNUAS_MEMFD_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return -1;
+    void *tmp = MAP_FAILED;
+    if (ftruncate(fd, (off_t)len) != 0 ||
+        /* The daemon relies on the size: sealed, the file can never shrink under its mapping. */
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+        goto fail;
+    tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (tmp == MAP_FAILED)
+        goto fail;
+    memcpy(tmp, (void *)(uintptr_t)lo, len);
+    if (prot != (PROT_READ | PROT_WRITE) && mprotect(tmp, len, prot) != 0)
+        goto fail;
+    /* mremap replaces the old pages in one step; had it failed, they would still be there. */
+    if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)lo) == MAP_FAILED)
+        goto fail;
+    return fd;
+fail:
+    if (tmp != MAP_FAILED)
+        munmap(tmp, len);
+    close(fd);
+    return -1;
+}
+
+/* Returns a descriptor of the memfd holding the pages of [addr, addr+length) (the caller closes
+ * it) and the range it maps in *base, *len; or -1 when the region stays unshared. */
+int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t *len)
+{
+    if (length == 0 || !sharing_enabled())
+        return -1;
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    const uint64_t start = (uint64_t)(uintptr_t)addr;
+    if (start + length < start || length > CNUAS_MAX_SHARED_BYTES)
+        return -1;
+    const uint64_t lo = start & ~(page - 1);
+    const uint64_t hi = (start + length + page - 1) & ~(page - 1);
+    int fd = -1;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < g_count; ++i) {
+        struct shared_range *r = &g_ranges[i];
+        if (hi <= r->base || lo >= r->base + r->len)
+            continue;
+        /* Still the pages this library shared? (The program may have unmapped them and mapped
+         * something else there since.) */
+        if (!check_maps(r->base, r->base + r->len, 1, r->ino, NULL)) {
+            drop_range(i--);
+            continue;
+        }
+        if (lo >= r->base && hi <= r->base + r->len) {
+            fd = fcntl(r->fd, F_DUPFD_CLOEXEC, 0);
+            *base = r->base;
+            *len = r->len;
+        }
+        goto done; /* inside a shared range, or overlapping one in part: not moved again */
+    }
+    int prot = 0;
+    if (g_count < CNUAS_MAX_SHARED_RANGES && check_maps(lo, hi, 0, 0, &prot)) {
+        fd = move_into_memfd(lo, hi, prot);
+        if (fd >= 0) {
+            struct stat st;
+            fstat(fd, &st);
+            g_ranges[g_count++] = (struct shared_range){lo, hi - lo, fd, prot, st.st_ino};
+            pthread_once(&g_atfork_once, install_atfork);
+            fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+            *base = lo;
+            *len = hi - lo;
+        }
+    }
+done:
+    pthread_mutex_unlock(&g_lock);
+    return fd;
+}
