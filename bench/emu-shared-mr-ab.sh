@@ -53,7 +53,7 @@ echo "# $rounds rounds; ib_*_bw: $bw_iters x 64 KiB; rc_pingpong: $iters iterati
 printf '%-6s %-5s %-6s %-14s %-14s %-20s %s\n' mtu round shared write_MB/s read_MB/s \
   rc_pingpong_4096_us rc_pingpong_64_us
 for mtu in $mtus; do
-  "$cnuas" up --name ab --fabric roce --hosts 2 --set ns3::EthNetDevice::Mtu="$mtu" >/dev/null
+  "$cnuas" up --name ab --fabric roce --hosts 2 --mtu "$mtu" >/dev/null
   for r in $(seq "$rounds"); do
     for share in 1 0; do
       w=$(pair $share ib_write_bw -n "$bw_iters" -s 65536 | awk '/^ 65536/ {print $4}')

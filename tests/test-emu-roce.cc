@@ -286,6 +286,17 @@ TEST_F(EmuRoce, MistakesAreRefusedClearly)
     EXPECT_NE(topo.out.find("broken.topo"), std::string::npos) << topo.out;
     ShResult ib = Up("--fabric ethernet");
     EXPECT_EQ(ib.exit, 2) << ib.out;
+    for (const auto& [mtu, why] : std::vector<std::pair<std::string, std::string>>{
+             {"--mtu 100", "1280..9216"},
+             {"--mtu 9217", "1280..9216"},
+             {"--mtu 9k", "1280..9216"},
+             {"--fabric ib --mtu 9000", "--mtu is for RoCE"},
+             {"--mtu 9000 --set ns3::EthNetDevice::Mtu=1500", "not both"}})
+    {
+        ShResult m = Up(mtu);
+        EXPECT_EQ(m.exit, 2) << mtu << "\n" << m.out;
+        EXPECT_NE(m.out.find(why), std::string::npos) << mtu << "\n" << m.out;
+    }
     ShResult none = Exec("h0", "true");
     EXPECT_EQ(none.exit, 1);
     EXPECT_NE(none.out.find("not up"), std::string::npos) << none.out;

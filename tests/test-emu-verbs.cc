@@ -396,6 +396,47 @@ TEST_P(EmuVerbs, RegisteredMemoryIsSharedWithTheDaemonOrReachedThroughProcMem)
 namespace
 {
 
+class EmuVerbsJumbo : public EmuFixture
+{
+};
+
+/// `cnuas up --mtu 9000`, as RoCE clusters run: the hosts' eth0 and every port take 9000-byte
+/// frames, the HCA's active MTU is 4096, unfragmented jumbo pings cross the switch, and
+/// msgstream's multi-packet messages arrive verified.
+TEST_F(EmuVerbsJumbo, JumboFramesGiveA4096ByteRoceMtu)
+{
+    const std::string ms = CNUAS_BINARY_DIR "/bin/msgstream";
+    if (access(CNUAS_BINARY_DIR "/host/lib/libibverbs.so.1", R_OK) != 0 ||
+        access(ms.c_str(), X_OK) != 0 || access("/usr/bin/ibv_devinfo", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Cnuas's libibverbs and msgstream (libibverbs-dev) and Debian's "
+                        "ibverbs-utils";
+    }
+    ShResult up = Up("--fabric roce --hosts 2 --mtu 9000");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    EXPECT_NE(Exec("h0", "ip link show eth0").out.find("mtu 9000"), std::string::npos);
+    ShResult info = Exec("h0", "ibv_devinfo");
+    EXPECT_NE(info.out.find("active_mtu:\t\t4096 (5)"), std::string::npos) << info.out;
+    ShResult ping = Exec("h0", "ping -c 3 -i 0.2 -M do -s 8972 10.0.0.2");
+    EXPECT_EQ(ping.exit, 0) << ping.out;
+    EXPECT_NE(ping.out.find("3 received"), std::string::npos) << ping.out;
+    ExecBackground("h1", "timeout 60 " + ms + " -s 10000 -n 20", "jumbo-server.txt");
+    for (int i = 0; i < 100 && Exec("h1", "ss -ltn").out.find(":18520 ") == std::string::npos; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ShResult client = Exec("h0", "timeout 60 " + ms + " -s 10000 -n 20 10.0.0.2");
+    EXPECT_EQ(client.exit, 0) << client.out;
+    EXPECT_NE(client.out.find("msgstream: OK"), std::string::npos) << client.out;
+    std::string server;
+    for (int i = 0; i < 300 && server.find("msgstream:") == std::string::npos; ++i)
+    {
+        server = WaitForLines("jumbo-server.txt", 1, 1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_NE(server.find("msgstream: OK"), std::string::npos) << server;
+}
+
 /// A daemon that dies (a crash, a restart) is reported by the library: programs in the middle
 /// of a transfer get errors and a clear message, not an endless poll.
 class EmuVerbsDaemonLoss : public EmuFixture
