@@ -304,6 +304,47 @@ TEST_F(EmuVerbsNoSm, WithoutASubnetManagerMsgstreamFailsCleanly)
     EXPECT_NE(r.out.find("subnet manager"), std::string::npos) << r.out;
 }
 
+/// The port's changes reach programs as asynchronous events, as an adapter reports them:
+/// Debian's ibv_asyncwatch, started before any subnet manager, sees the LID and SM assigned
+/// and the port become Active when the built-in SM starts, and the port leave Active when
+/// ibportstate disables it.
+TEST_F(EmuVerbsNoSm, PortEventsReachProgramsAsTheSubnetManagerAndAdministratorChangeThePort)
+{
+    if (access(CNUAS_BINARY_DIR "/host/lib/libibverbs.so.1", R_OK) != 0 ||
+        access("/usr/bin/ibv_asyncwatch", X_OK) != 0 || access("/usr/sbin/ibportstate", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Cnuas's libibverbs, ibverbs-utils and infiniband-diags";
+    }
+    ShResult up = Up("--fabric ib --hosts 2 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    ExecBackground("h0", "timeout 60 stdbuf -oL ibv_asyncwatch", "asyncwatch.txt");
+    ASSERT_NE(WaitForLines("asyncwatch.txt", 1, 20).find("async event FD"), std::string::npos);
+    auto waitFor = [this](const std::string& what, int tries = 200) {
+        std::string text;
+        for (int i = 0; i < tries && text.find(what) == std::string::npos; ++i)
+        {
+            text = WaitForLines("asyncwatch.txt", 1, 1);
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return text;
+    };
+    EXPECT_EQ(waitFor("IBV_EVENT", 10).find("IBV_EVENT"), std::string::npos)
+        << "no event before a subnet manager runs";
+    ASSERT_EQ(Sh(Cnuas("sm start --name " + m_name)).exit, 0);
+    std::string text = waitFor("IBV_EVENT_PORT_ACTIVE");
+    for (const char* e : {"IBV_EVENT_LID_CHANGE (11), port 1", "IBV_EVENT_SM_CHANGE (13), port 1",
+                          "IBV_EVENT_PORT_ACTIVE (9), port 1"})
+    {
+        EXPECT_NE(text.find(e), std::string::npos) << e << "\n" << text;
+    }
+    EXPECT_EQ(text.find("PORT_ERR"), std::string::npos) << text;
+    ShResult disable = Exec("h0", "ibportstate -D 0 1 disable");
+    EXPECT_EQ(disable.exit, 0) << disable.out;
+    text = waitFor("IBV_EVENT_PORT_ERR");
+    EXPECT_NE(text.find("IBV_EVENT_PORT_ERR (10), port 1"), std::string::npos) << text;
+    EXPECT_GE(Status()["live"]["hosts"][0]["verbs"].value("port_events", 0), 4);
+}
+
 } // namespace
 
 namespace

@@ -658,6 +658,15 @@ EmuHcaService::Start(const std::string& socketPath,
         m_device->TraceConnectWithoutContext(
             "AsyncEvent",
             MakeCallback(&EmuHcaService::OnAsyncEvent, this));
+        if (m_ibPort)
+        {
+            m_ibPort->TraceConnectWithoutContext(
+                "PortState",
+                MakeCallback(&EmuHcaService::OnPortState, this));
+            m_ibPort->TraceConnectWithoutContext("Lid", MakeCallback(&EmuHcaService::OnLid, this));
+            m_ibPort->TraceConnectWithoutContext("SmLid",
+                                                 MakeCallback(&EmuHcaService::OnSmLid, this));
+        }
         m_traceConnected = true;
     }
     return true;
@@ -1956,6 +1965,47 @@ EmuHcaService::SendEvent(Context& c, uint32_t type, uint32_t port, uint64_t cook
     {
         ++m_counters.eventsDropped;
     }
+}
+
+void
+EmuHcaService::BroadcastPortEvent(uint32_t type)
+{
+    for (auto& [id, cp] : m_contexts)
+    {
+        if (cp->opened)
+        {
+            SendEvent(*cp, type, 1, 0);
+            ++m_counters.portEvents;
+        }
+    }
+}
+
+void
+EmuHcaService::OnPortState(uint8_t oldState, uint8_t newState)
+{
+    // As an adapter reports its port (IBA vol. 1 §11.6.3, unaffiliated asynchronous events):
+    // entering Active, and leaving it (a link down, an SM taking the port down).
+    const auto active = static_cast<uint8_t>(IbPortState::Active);
+    if (newState == active && oldState != active)
+    {
+        BroadcastPortEvent(static_cast<uint32_t>(RdmaEventType::PORT_ACTIVE));
+    }
+    else if (oldState == active && newState != active)
+    {
+        BroadcastPortEvent(static_cast<uint32_t>(RdmaEventType::PORT_ERR));
+    }
+}
+
+void
+EmuHcaService::OnLid(uint16_t /* oldLid */, uint16_t /* newLid */)
+{
+    BroadcastPortEvent(static_cast<uint32_t>(RdmaEventType::LID_CHANGE));
+}
+
+void
+EmuHcaService::OnSmLid(uint16_t /* oldLid */, uint16_t /* newLid */)
+{
+    BroadcastPortEvent(static_cast<uint32_t>(RdmaEventType::SM_CHANGE));
 }
 
 void

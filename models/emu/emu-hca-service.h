@@ -40,6 +40,7 @@ struct EmuHcaCounters
     uint64_t sharedMrs = 0;       ///< regions registered in memory shared with the daemon
     uint64_t unsharedMrs = 0;     ///< regions reached through /proc/PID/mem instead
     uint64_t windowsRefused = 0;  ///< shared-memory descriptors refused (not a sealed memfd, ...)
+    uint64_t portEvents = 0;      ///< port events (PORT_ACTIVE, PORT_ERR, ...) sent to contexts
 };
 
 /**
@@ -142,6 +143,12 @@ class EmuHcaService : public Object
     void OnQpState(uint32_t ctx, uint32_t handle, RdmaQpState from, RdmaQpState to);
     void OnCqEvent(uint32_t ctx, uint32_t handle);
     void OnAsyncEvent(const RdmaAsyncEvent& ev);
+    /// InfiniBand port changes, as affiliated asynchronous events of port 1 to every open
+    /// context (ibv_get_async_event(3): PORT_ACTIVE, PORT_ERR, LID_CHANGE, SM_CHANGE).
+    void OnPortState(uint8_t oldState, uint8_t newState);
+    void OnLid(uint16_t oldLid, uint16_t newLid);
+    void OnSmLid(uint16_t oldLid, uint16_t newLid);
+    void BroadcastPortEvent(uint32_t type);
     void SendEvent(Context& c, uint32_t type, uint32_t port, uint64_t cookie);
     void DestroyAll(Context& c);
 

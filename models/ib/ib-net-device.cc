@@ -227,7 +227,15 @@ IbNetDevice::GetTypeId()
             .AddTraceSource("PortState",
                             "PortState changed: (old, new) as IbPortState values.",
                             MakeTraceSourceAccessor(&IbNetDevice::m_stateTrace),
-                            "ns3::IbNetDevice::StateCallback");
+                            "ns3::IbNetDevice::StateCallback")
+            .AddTraceSource("Lid",
+                            "The port's LID changed (a SubnSet(PortInfo)): (old, new).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_lidTrace),
+                            "ns3::IbNetDevice::LidCallback")
+            .AddTraceSource("SmLid",
+                            "MasterSMLID changed (a SubnSet(PortInfo)): (old, new).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_smLidTrace),
+                            "ns3::IbNetDevice::LidCallback");
     return tid;
 }
 
@@ -702,7 +710,12 @@ IbNetDevice::GetLid() const
 void
 IbNetDevice::SetLid(uint16_t lid)
 {
+    const uint16_t old = m_lid;
     m_lid = lid;
+    if (old != lid)
+    {
+        m_lidTrace(old, lid);
+    }
 }
 
 uint8_t
@@ -726,7 +739,12 @@ IbNetDevice::GetSmLid() const
 void
 IbNetDevice::SetSmLid(uint16_t lid)
 {
+    const uint16_t old = m_smLid;
     m_smLid = lid;
+    if (old != lid)
+    {
+        m_smLidTrace(old, lid);
+    }
 }
 
 IbPortState

@@ -189,6 +189,8 @@ class IbNetDevice : public NetDevice
     typedef void (*VlTimeCallback)(uint8_t vl, Time duration);
     /// PortState: (old, new) IbPortState values.
     typedef void (*StateCallback)(uint8_t oldState, uint8_t newState);
+    /// A LID field (the port's own, or its master SM's) changed: (old, new).
+    typedef void (*LidCallback)(uint16_t oldLid, uint16_t newLid);
 
     // ---- cabling and identity --------------------------------------------------------------
     void Attach(Ptr<IbChannel> channel);
@@ -521,6 +523,8 @@ class IbNetDevice : public NetDevice
     IbObservedTracedCallback<uint8_t, uint8_t, uint16_t, uint16_t> m_fcRxTrace;
     TracedCallback<uint8_t, Time> m_stallTrace;        ///< vl, length of a finished stall
     TracedCallback<uint8_t, uint8_t> m_stateTrace;     ///< old, new PortState
+    TracedCallback<uint16_t, uint16_t> m_lidTrace;     ///< old, new LID
+    TracedCallback<uint16_t, uint16_t> m_smLidTrace;   ///< old, new MasterSMLID
 };
 
 } // namespace ns3

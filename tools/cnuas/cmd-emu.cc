@@ -420,7 +420,8 @@ VerbsJson(const Daemon& d, size_t i)
             {"bad_wqes", c.badWqes},
             {"shared_mrs", c.sharedMrs},
             {"unshared_mrs", c.unsharedMrs},
-            {"windows_refused", c.windowsRefused}};
+            {"windows_refused", c.windowsRefused},
+            {"port_events", c.portEvents}};
 }
 
 nlohmann::json
