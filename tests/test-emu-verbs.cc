@@ -388,6 +388,34 @@ TEST_P(EmuVerbs, HostileWorkRequestsAreRefusedAndTouchNoMemory)
                                                   << client.dump();
 }
 
+/// A program that finds its CQs empty for a while sleeps until the daemon writes a completion
+/// (the daemon wakes it through a futex in the CQ's shared memory), instead of spinning against
+/// the daemon for the CPU; CNUAS_POLL_SLEEP_AFTER_US=0 keeps it spinning. Either way the
+/// latency tests complete (ib_send_lat polls a send CQ and a receive CQ in turn: a completion on
+/// one wakes a poller asleep on the other).
+TEST_P(EmuVerbs, PollersThatFindNothingSleepUntilTheDaemonWakesThem)
+{
+    auto wakes = [this]() {
+        const nlohmann::json st = Status();
+        int64_t n = 0;
+        for (const auto& h : st["live"]["hosts"])
+        {
+            n += h["verbs"].value("poller_wakes", int64_t{0});
+        }
+        return n;
+    };
+    const std::string gid = std::string(GetParam().name) == "roce" ? " -g 0" : "";
+    const std::string pp = "ibv_rc_pingpong -s 64 -n 300" + gid;
+    const int64_t w0 = wakes();
+    const std::string spin = "env CNUAS_POLL_SLEEP_AFTER_US=0 ";
+    RunPair(spin + "ib_send_lat -s 64 -n 300", spin + "ib_send_lat -s 64 -n 300", 18515);
+    RunPair(spin + pp, spin + pp, 18515);
+    EXPECT_EQ(wakes(), w0) << "no poller slept";
+    RunPair("ib_send_lat -s 64 -n 300", "ib_send_lat -s 64 -n 300", 18515);
+    RunPair(pp, pp, 18515);
+    EXPECT_GT(wakes(), w0) << "pollers slept and were woken by completions";
+}
+
 /// Registered memory reaches the daemon through a shared mapping (or, with CNUAS_SHARE_MR=0,
 /// through /proc/PID/mem): either way ib_write_bw and ib_read_bw move their data, and the
 /// status says which way each region went.

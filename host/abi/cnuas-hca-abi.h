@@ -383,13 +383,18 @@ struct cnuas_hca_recv_wqe {
 /* Head of a CQ's shared memory. prod is written by the daemon, cons by the process.
  * arm_seq: the process increments it to request a completion event (ibv_req_notify_cq), with
  * arm_solicited saying whether only solicited completions should wake it. error: set by the
- * daemon when the CQ overran. */
+ * daemon when the CQ overran.
+ * sleepers / wake: a poller that has found the CQ empty for a while sleeps (futex) on `wake`
+ * after incrementing `sleepers`; the daemon, after any completion of the same device context,
+ * bumps `wake` and wakes it (host/verbs/verbs-datapath.c, cnuas_idle_poll). */
 struct cnuas_hca_cq_shm {
     struct cnuas_hca_index prod;
     struct cnuas_hca_index cons;
     struct cnuas_hca_index arm_seq;
     struct cnuas_hca_index arm_solicited;
     struct cnuas_hca_index error;
+    struct cnuas_hca_index sleepers;
+    struct cnuas_hca_index wake;
 };
 
 /* A completion (struct ibv_wc, fixed width, plus the simulated completion time). */

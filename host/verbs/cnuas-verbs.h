@@ -32,6 +32,7 @@ struct cnuas_context {
     volatile int dead; /* the daemon went away: every call fails */
     uint32_t idle_polls;
     uint64_t last_check_ns;
+    uint64_t idle_since_ns; /* first empty poll of the current streak (0: none) */
 };
 
 struct cnuas_pd {

@@ -14,9 +14,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 static inline uint32_t load_acquire(const uint32_t *p)
@@ -287,9 +290,79 @@ static void to_wc(const struct cnuas_hca_cqe *e, struct ibv_wc *wc)
  * for the scheduler's time slice (milliseconds). So a poller that keeps finding nothing yields
  * its CPU now and then. It also looks now and then whether the daemon is still there, or a
  * poller would spin forever after a daemon crash. Returns non-zero when the daemon is gone. */
-static int cnuas_idle_poll(struct cnuas_context *ctx)
+static uint64_t monotonic_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* CNUAS_POLL_SLEEP_AFTER_US (default 20; 0: never sleep) and CNUAS_POLL_SLEEP_MAX_US (default
+ * 200): how long a poller spins on empty CQs before it sleeps, and the longest one sleep. */
+static uint64_t g_sleep_after_ns = ~0ull; /* ~0: not read yet */
+static uint64_t g_sleep_max_ns;
+
+static void read_sleep_settings(void)
+{
+    const char *a = getenv("CNUAS_POLL_SLEEP_AFTER_US");
+    const char *m = getenv("CNUAS_POLL_SLEEP_MAX_US");
+    const uint64_t after = a ? strtoull(a, NULL, 10) : 20;
+    const uint64_t most = m ? strtoull(m, NULL, 10) : 200;
+    g_sleep_max_ns = (most ? most : 1) * 1000ull;
+    __atomic_store_n(&g_sleep_after_ns, after * 1000ull, __ATOMIC_RELEASE);
+}
+
+/* Sleeps until the daemon writes a completion for this context or g_sleep_max_ns pass. */
+static void cnuas_sleep_on_cq(struct cnuas_cq *cq)
+{
+    struct cnuas_hca_cq_shm *h = cq->head;
+    __atomic_add_fetch(&h->sleepers.value, 1, __ATOMIC_SEQ_CST);
+    const uint32_t seq = __atomic_load_n(&h->wake.value, __ATOMIC_SEQ_CST);
+    /* Pairs with the daemon's fence between writing a completion and reading `sleepers`:
+     * either this sees the completion, or the daemon sees this sleeper and bumps `wake`. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&h->prod.value, __ATOMIC_ACQUIRE) ==
+        __atomic_load_n(&cq->cons, __ATOMIC_RELAXED)) {
+        struct timespec ts = {0, (long)g_sleep_max_ns};
+        /* Not FUTEX_PRIVATE: the daemon wakes it from another process. */
+        syscall(SYS_futex, &h->wake.value, FUTEX_WAIT, seq, &ts, NULL, 0);
+    }
+    __atomic_sub_fetch(&h->sleepers.value, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A poll that found completions: the next empty one starts a new idle streak. */
+static inline void cnuas_busy_poll(struct cnuas_context *ctx)
+{
+    ctx->idle_since_ns = 0;
+}
+
+/* An empty poll. The HCA here is not hardware beside the CPU but a thread of the daemon that
+ * shares the CPUs with the programs polling it: a program that spins on an empty CQ keeps the
+ * HCA from running, and on a machine with few cores the completion it waits for then waits for
+ * the scheduler's time slice (milliseconds; three busy threads on two cores gave pingpong round
+ * trips of 0.1-4 ms in the tail). So a poller that keeps finding nothing yields its CPU now and
+ * then, and after CNUAS_POLL_SLEEP_AFTER_US of finding nothing sleeps on the CQ until the
+ * daemon writes a completion of the context (a futex it wakes), the way an adapter's interrupt
+ * moderation hands a busy-polling driver over to interrupts. ibv_poll_cq then returns 0 after at
+ * most CNUAS_POLL_SLEEP_MAX_US. It also looks now and then whether the daemon is still there,
+ * or a poller would wait forever after a daemon crash. Returns non-zero when the daemon is
+ * gone. */
+static int cnuas_idle_poll(struct cnuas_context *ctx, struct cnuas_cq *cq)
 {
     const uint32_t n = ++ctx->idle_polls;
+    if (__builtin_expect(__atomic_load_n(&g_sleep_after_ns, __ATOMIC_ACQUIRE) == ~0ull, 0))
+        read_sleep_settings();
+    if (g_sleep_after_ns != 0 && (n & 7) == 0) {
+        const uint64_t t = monotonic_ns();
+        if (ctx->idle_since_ns == 0) {
+            ctx->idle_since_ns = t;
+        } else if (t - ctx->idle_since_ns >= g_sleep_after_ns) {
+            cnuas_sleep_on_cq(cq);
+            if (!cnuas_check_alive(ctx)) /* at most once per 50 ms, inside */
+                return 1;
+            return ctx->dead;
+        }
+    }
     if ((n & 31) == 0)
         sched_yield();
     if ((n & 1023) == 0 && !cnuas_check_alive(ctx))
@@ -313,7 +386,9 @@ int cnuas_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
     if (n)
         store_release(&cq->head->cons.value, cq->cons);
     pthread_spin_unlock(&cq->lock);
-    if (n == 0 && cnuas_idle_poll(to_cctx(ibcq->context)))
+    if (n)
+        cnuas_busy_poll(to_cctx(ibcq->context));
+    else if (cnuas_idle_poll(to_cctx(ibcq->context), cq))
         return -EIO;
     return n;
 }
@@ -360,8 +435,9 @@ static int cqx_start_poll(struct ibv_cq_ex *c, struct ibv_poll_cq_attr *attr)
     int err = cqx_load(cq);
     if (err) {
         pthread_spin_unlock(&cq->lock);
-        return cnuas_idle_poll(to_cctx(c->context)) ? EIO : ENOENT;
+        return cnuas_idle_poll(to_cctx(c->context), cq) ? EIO : ENOENT;
     }
+    cnuas_busy_poll(to_cctx(c->context));
     return 0;
 }
 

@@ -17,6 +17,8 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -261,7 +263,17 @@ class SharedCqRing : public RdmaQueue<RdmaWc>
         std::memcpy(&m_slots[m_prod % m_capacity], &e, sizeof(e));
         ++m_prod;
         StoreRelease(&m_head->prod.value, m_prod);
+        if (m_onPush)
+        {
+            m_onPush();
+        }
         return true;
+    }
+
+    /// Called after every completion written (the service wakes sleeping pollers).
+    void SetOnPush(std::function<void()> f)
+    {
+        m_onPush = std::move(f);
     }
 
     const RdmaWc& At(uint32_t i) const override
@@ -297,6 +309,7 @@ class SharedCqRing : public RdmaQueue<RdmaWc>
     uint32_t m_prod = 0;
     mutable uint64_t m_corrupt = 0;
     RdmaWc m_none;
+    std::function<void()> m_onPush;
 };
 
 /// Copies a receive WQE out of shared memory into `wr`; false if it claims more SGEs than its
@@ -1262,6 +1275,7 @@ EmuHcaService::DoCreateCq(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r,
     rec.channel = q.u.create_cq.channel;
     const uint32_t h = c.nextHandle++;
     const uint32_t id = c.id;
+    rec.ring->SetOnPush([this, id]() { WakePollers(id); });
     // ibv_req_notify_cq in the process bumps arm_seq; the CQ takes the request before it
     // decides whether a completion wakes the channel.
     rec.cq->SetExternalArm(Callback<int>([this, id, h]() -> int {
@@ -1964,6 +1978,32 @@ EmuHcaService::SendEvent(Context& c, uint32_t type, uint32_t port, uint64_t cook
     if (c.asyncWrite < 0 || write(c.asyncWrite, &e, sizeof(e)) != sizeof(e))
     {
         ++m_counters.eventsDropped;
+    }
+}
+
+void
+EmuHcaService::WakePollers(uint32_t id)
+{
+    // A poller of any CQ of the context may be asleep waiting for this completion (programs
+    // poll a send CQ and a receive CQ in turn): each CQ with sleepers gets its wake word bumped
+    // and a futex wake. The fence pairs with the poller's between counting itself a sleeper and
+    // looking at the CQ once more: either it sees the completion, or this sees it asleep.
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    auto ci = m_contexts.find(id);
+    if (ci == m_contexts.end())
+    {
+        return;
+    }
+    for (auto& [h, cr] : ci->second->cqs)
+    {
+        auto* hd = reinterpret_cast<cnuas_hca_cq_shm*>(cr.shm.base);
+        if (hd && LoadAcquire(&hd->sleepers.value) != 0)
+        {
+            __atomic_add_fetch(&hd->wake.value, 1, __ATOMIC_SEQ_CST);
+            // Not FUTEX_PRIVATE: the word is in memory shared with another process.
+            syscall(SYS_futex, &hd->wake.value, FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+            ++m_counters.pollerWakes;
+        }
     }
 }
 

@@ -41,6 +41,7 @@ struct EmuHcaCounters
     uint64_t unsharedMrs = 0;     ///< regions reached through /proc/PID/mem instead
     uint64_t windowsRefused = 0;  ///< shared-memory descriptors refused (not a sealed memfd, ...)
     uint64_t portEvents = 0;      ///< port events (PORT_ACTIVE, PORT_ERR, ...) sent to contexts
+    uint64_t pollerWakes = 0;     ///< futex wakes of pollers asleep on an empty CQ
 };
 
 /**
@@ -149,6 +150,8 @@ class EmuHcaService : public Object
     void OnLid(uint16_t oldLid, uint16_t newLid);
     void OnSmLid(uint16_t oldLid, uint16_t newLid);
     void BroadcastPortEvent(uint32_t type);
+    /// Wakes the context's pollers asleep on an empty CQ (a completion was written).
+    void WakePollers(uint32_t contextId);
     void SendEvent(Context& c, uint32_t type, uint32_t port, uint64_t cookie);
     void DestroyAll(Context& c);
 

@@ -421,7 +421,8 @@ VerbsJson(const Daemon& d, size_t i)
             {"shared_mrs", c.sharedMrs},
             {"unshared_mrs", c.unsharedMrs},
             {"windows_refused", c.windowsRefused},
-            {"port_events", c.portEvents}};
+            {"port_events", c.portEvents},
+            {"poller_wakes", c.pollerWakes}};
 }
 
 nlohmann::json
