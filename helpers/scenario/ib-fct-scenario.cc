@@ -40,6 +40,15 @@ MtuOf(uint64_t bytes)
     }
 }
 
+/// The receive buffer a data packet of the largest size needs, bytes: LRH 8, BTH 12, RETH 16,
+/// the payload, ICRC 4 and VCRC 2 (IBA vol. 1 §5.4 / §9.2), in whole 64-byte credits (§7.9.4).
+uint64_t
+MaxPacketBufferBytes(uint32_t mtu)
+{
+    const uint64_t bytes = 8 + 12 + 16 + uint64_t(mtu) + 4 + 2;
+    return (bytes + 63) / 64 * 64;
+}
+
 /// The data rate of host 0's link: its own rate in the topology, else the `rate` parameter
 /// (the load is a fraction of it, as on RoCE).
 IbLinkRate
@@ -88,6 +97,17 @@ RunIbFct(const ScenarioOptions& o)
     }
     spec.vlBufferBytes = static_cast<uint32_t>(buffer);
     spec.pathMtu = MtuOf(ScenarioParamUintOneOf(o, info, "mtu", {256, 512, 1024, 2048, 4096}));
+    // A VL buffer smaller than the largest packet never gives it credit: the flows would hang
+    // (IBA vol. 1 §7.9.4: a packet goes only with credit for all its blocks).
+    const uint64_t largestPacket = MaxPacketBufferBytes(RdmaMtuBytes(spec.pathMtu));
+    if (buffer < largestPacket)
+    {
+        throw ScenarioParamError(
+            "buffer", "scenario 'ib-fct': parameter buffer='" + std::to_string(buffer) +
+                          "' is smaller than one packet of the path MTU (" +
+                          std::to_string(largestPacket) + " bytes of credit): nothing could "
+                          "ever be sent");
+    }
     spec.subnetManager = ScenarioParamChoice(o, info, "sm", {"builtin", "static"});
     spec.routing = ScenarioParamChoice(o, info, "routing", {"updown", "minhop"});
     if (spec.subnetManager == "static" && ScenarioParamString(o, info, "routing") != "updown")
@@ -149,8 +169,8 @@ RunIbFct(const ScenarioOptions& o)
                     {"peak_queue_bytes", static_cast<double>(r.peakQueueBytes)},
                     {"packets_sent", static_cast<double>(r.packetsSent)},
                     {"events", static_cast<double>(r.events)},
-                    {"sim_time_us", r.end.GetSeconds() * 1e6},
-                    {"traffic_start_us", r.trafficStart.GetSeconds() * 1e6},
+                    {"sim_time_us", r.end.GetPicoSeconds() / 1e6},
+                    {"traffic_start_us", r.trafficStart.GetPicoSeconds() / 1e6},
                     {"smps", static_cast<double>(r.smps)},
                     {"cc_mads", static_cast<double>(r.ccMads)}};
     ScenarioTraces& t = res.traces;
