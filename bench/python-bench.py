@@ -9,8 +9,15 @@
    CPU time (user + system, steadier than wall time on a shared machine) and wall time of
    each, and checks that both wrote the same FCT CSV. The command links tcmalloc; a Python
    process uses glibc's malloc unless tcmalloc is preloaded, so that variant is measured too.
-2. Sweep throughput: `python3 -m cnuas.sweep` over a grid of small incast points (the Kmax
+2. The same on InfiniBand: an ib-fct run (k=4 fat-tree at 4x HDR, WebSearch all-to-all at
+   50 %, after the subnet manager's sweep) as `cnuas run` and from Python, paired: both started
+   together, each pinned to its own core (`taskset -c 0` / `-c 1`), the cores swapped between
+   rounds, so both see the same machine at the same time. Reports each one's median CPU time
+   and the per-round CPU ratio, and checks the FCT CSVs are the same.
+3. Sweep throughput: `python3 -m cnuas.sweep` over a grid of small incast points (the Kmax
    example's) with -j = every core: points per minute, wall clock.
+
+--only roce|ib|sweep runs one part.
 """
 
 import argparse
@@ -76,6 +83,65 @@ def overhead(build, rounds, duration, scratch):
     print(f"same FCT CSV from both: {'yes' if same else 'NO'}")
 
 
+def paired(commands, cores, envs):
+    """Starts the commands together, command i pinned to cores[i]; returns the CPU seconds
+    (user + system) each child used, from its own rusage."""
+    children = [subprocess.Popen(["taskset", "-c", str(core)] + command, env=env,
+                                 stdout=subprocess.DEVNULL)
+                for command, core, env in zip(commands, cores, envs)]
+    cpu = {}
+    pending = {c.pid: i for i, c in enumerate(children)}
+    while pending:
+        pid, status, usage = os.wait4(-1, 0)
+        if pid in pending:
+            if status != 0:
+                raise RuntimeError(f"{commands[pending[pid]]} failed ({status})")
+            cpu[pending.pop(pid)] = usage.ru_utime + usage.ru_stime
+    for c in children:
+        c.returncode = 0  # reaped above
+    return [cpu[i] for i in range(len(commands))]
+
+
+def ib_overhead(build, rounds, duration, scratch):
+    import cnuas
+    keywords = "'fat-tree:k=4', kind='ib', rate='4xHDR'"
+    fabric = cnuas.Fabric("fat-tree:k=4", kind="ib", rate="4xHDR")
+    traffic = cnuas.Traffic.all_to_all(load=0.5, duration=duration)
+    run = cnuas.Run(fabric, traffic, limit="200ms", seed=1)
+    script = ("import cnuas, sys\n"
+              f"f = cnuas.Fabric({keywords})\n"
+              f"t = cnuas.Traffic.all_to_all(load=0.5, duration='{duration}')\n"
+              "cnuas.Run(f, t, limit='200ms', seed=1, out=sys.argv[1]).run()\n")
+    # Both with tcmalloc, the allocator the command links (the sweep runner preloads it too),
+    # so that the difference is the Python path itself.
+    env = dict(os.environ)
+    if os.path.exists(TCMALLOC):
+        env["LD_PRELOAD"] = TCMALLOC
+    cli_cpu, py_cpu, same = [], [], True
+    for r in range(rounds):
+        cli_out = os.path.join(scratch, f"ib-cli-{r}")
+        py_out = os.path.join(scratch, f"ib-py-{r}")
+        cli = ([os.path.join(build, "bin", "cnuas")] + run.command_line()[1:] +
+               ["--out", cli_out])
+        python = [sys.executable, "-c", script, py_out]
+        cores = (0, 1) if r % 2 == 0 else (1, 0)
+        c, p = paired([cli, python], cores, [dict(os.environ), env])
+        cli_cpu.append(c)
+        py_cpu.append(p)
+        same &= filecmp.cmp(os.path.join(cli_out, "ib-fct.csv"),
+                            os.path.join(py_out, "ib-fct.csv"), shallow=False)
+    ratios = [p / c for c, p in zip(cli_cpu, py_cpu)]
+    print(f"== InfiniBand, paired and pinned: ib-fct, k=4 fat-tree at 4x HDR, WebSearch 50 %, "
+          f"{duration} of arrivals, {rounds} rounds")
+    print(f"cnuas run (C++)      CPU {statistics.median(cli_cpu):7.2f} s   "
+          f"(rounds: {', '.join(f'{c:.2f}' for c in cli_cpu)})")
+    print(f"Python + tcmalloc    CPU {statistics.median(py_cpu):7.2f} s   "
+          f"(rounds: {', '.join(f'{c:.2f}' for c in py_cpu)})")
+    print(f"Python / C++ per round: {', '.join(f'{x:.3f}' for x in ratios)} "
+          f"(median {statistics.median(ratios):.3f})")
+    print(f"same FCT CSV from both: {'yes' if same else 'NO'}")
+
+
 def sweep_throughput(points, scratch):
     jobs = os.cpu_count()
     out = os.path.join(scratch, "sweep")
@@ -104,11 +170,18 @@ def main():
     parser.add_argument("--build", default="build", help="build folder (bin/cnuas)")
     parser.add_argument("--rounds", type=int, default=3, help="runs of each variant")
     parser.add_argument("--duration", default="5ms", help="arrival window of the FCT run")
+    parser.add_argument("--ib-duration", default="5ms",
+                        help="arrival window of the InfiniBand run")
     parser.add_argument("--points", type=int, default=48, help="sweep points (multiple of 6)")
+    parser.add_argument("--only", choices=("roce", "ib", "sweep"), help="run one part")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cnuas-python-bench-") as scratch:
-        overhead(args.build, args.rounds, args.duration, scratch)
-        sweep_throughput(args.points, scratch)
+        if args.only in (None, "roce"):
+            overhead(args.build, args.rounds, args.duration, scratch)
+        if args.only in (None, "ib"):
+            ib_overhead(args.build, args.rounds, args.ib_duration, scratch)
+        if args.only in (None, "sweep"):
+            sweep_throughput(args.points, scratch)
 
 
 if __name__ == "__main__":

@@ -166,6 +166,11 @@ TEST_F(CliHardening, OutOfRangeParamsAreUsageErrors)
              Case{"run ib-pair --param vls=3", "vls='3' is not one of 1, 2, 4, 8, 15"},
              Case{"run ib-pair --param vls=257", "vls='257' is not one of"},
              Case{"run rdma-pingpong --param mtu=1000", "mtu='1000' is not one of"},
+             Case{"run ib-fct --param buffer=4096", "smaller than one packet of the path MTU"},
+             Case{"run ib-fct --param buffer=1000", "not a multiple of 64 bytes"},
+             Case{"run ib-fct --param rate=200Gbps", "is not an InfiniBand link rate"},
+             Case{"run ib-fct --param cc=iba --param sm=static", "cc=iba needs sm=builtin"},
+             Case{"run ib-fct --param threshold=16", "threshold='16' is not a whole number"},
          })
     {
         CliResult r = Run(std::string(c.args) + " --no-progress --no-plots");

@@ -223,6 +223,7 @@ INSTANTIATE_TEST_SUITE_P(
         LongRun{"ib-fat-tree", {"duration-us=100000"}, "throughput.csv", ""},
         LongRun{"ib-incast", {"duration-us=100000"}, "throughput.csv", ""},
         LongRun{"ib-cc-incast", {"duration-us=100000"}, "ib-cc-incast-none.csv", ""},
+        LongRun{"ib-fct", {"duration=1s", "limit=2s"}, "ib-fct.csv", ""},
         LongRun{"rdma-incast", {"duration-us=1000000"}, "", ""},
         LongRun{"rdma-fct", {"duration-us=100000"}, "fct.csv", ""},
         LongRun{"roce-fairness", {"bytes=2000000000", "limit=1s"}, "roce-fairness.csv", ""},

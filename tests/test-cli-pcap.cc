@@ -101,6 +101,8 @@ TEST(CliPcap, EveryNetworkScenarioWritesItsWireAndItChecksClean)
         // The first four flows of ws30_5ms.txt: 13 -> 293, 9 -> 139, 15 -> 32, 127 -> 257.
         {"roce-hpcc", "--param max-flows=4 --param limit=3ms --param pcap-hosts=15,32,127,257"},
         {"ib-cc-incast", "--param duration-us=50 --param senders=1"},
+        {"ib-fct", "--param topology=star:hosts=4 --param pattern=incast --param senders=3 "
+                   "--param duration=100us --param load=0.5 --param max-flows=6 --param limit=5ms"},
         {"ib-pair", "--param duration-us=1"},
         {"rdma-pingpong", "--param iterations=3"},
     };

@@ -239,12 +239,32 @@ Traces(ns3::ScenarioTraces&& t)
     const auto samples = static_cast<py::ssize_t>(t.timeUs.size());
     const py::ssize_t flows = samples == 0 ? 0 : t.flowRateGbps.size() / samples;
     py::dict d;
+    // A fabric's running counts are there when it has them: PFC and ECN on RoCE, not on
+    // InfiniBand (whose FECN marks come as a series of their own). Without samples every one
+    // is an empty array, as before any fabric had its own.
+    auto counts = [&](const char* name, std::vector<double>&& v) {
+        if (samples == 0 || static_cast<py::ssize_t>(v.size()) == samples)
+        {
+            d[name] = AdoptVector(std::move(v));
+        }
+    };
     d["time_us"] = AdoptVector(std::move(t.timeUs));
-    d["max_queue_bytes"] = AdoptVector(std::move(t.maxQueueBytes));
-    d["pfc_pauses"] = AdoptVector(std::move(t.pfcPauses));
-    d["ecn_marks"] = AdoptVector(std::move(t.ecnMarks));
-    d["cnps"] = AdoptVector(std::move(t.cnps));
+    counts("max_queue_bytes", std::move(t.maxQueueBytes));
+    counts("pfc_pauses", std::move(t.pfcPauses));
+    counts("ecn_marks", std::move(t.ecnMarks));
+    counts("cnps", std::move(t.cnps));
     d["rate_gbps"] = AdoptVector(std::move(t.flowRateGbps), {flows, samples});
+    py::list ports;
+    for (const std::string& name : t.portNames)
+    {
+        ports.append(name);
+    }
+    d["ports"] = ports;
+    for (ns3::ScenarioTraces::Series& series : t.series)
+    {
+        std::vector<py::ssize_t> shape(series.shape.begin(), series.shape.end());
+        d[py::str(series.name)] = AdoptVector(std::move(series.values), shape);
+    }
     return d;
 }
 

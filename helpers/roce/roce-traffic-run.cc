@@ -1,11 +1,8 @@
 #include "roce-traffic-run.h"
 
-#include "helpers/rdma/rdma-qp-connect.h"
 #include "helpers/scenario/sim-progress.h"
 #include "helpers/trace/eth-pcap-writer.h"
 #include "models/common/int-stack.h"
-#include "models/rdma/rdma-cq.h"
-#include "models/rdma/rdma-memory.h"
 #include "models/rdma/rdma-selective-repeat.h"
 
 #include "ns3/double.h"
@@ -18,165 +15,36 @@
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
-#include <unordered_map>
 
 namespace ns3
 {
 
 namespace
 {
-constexpr uint64_t kBase = 0x7f0000000000ULL;
-constexpr uint64_t kSpan = 1ULL << 31; ///< the largest single WRITE (2^31 bytes, IBA §9.4.1)
 constexpr uint8_t kDataPriority = 3;
-
-/**
- * Memory for load experiments: every address is mapped, reads give zeros and writes are
- * discarded, so a 320-host run does not hold gigabytes of payload nobody compares.
- */
-class DiscardMemory : public RdmaMemory
-{
-  public:
-    bool Read(uint64_t addr, uint8_t* dst, uint64_t len) const override
-    {
-        std::fill(dst, dst + len, 0);
-        return !Wraps(addr, len);
-    }
-
-    bool Write(uint64_t addr, const uint8_t*, uint64_t len) override { return !Wraps(addr, len); }
-
-    bool IsMapped(uint64_t addr, uint64_t len) const override { return !Wraps(addr, len); }
-};
-
-struct HostState
-{
-    Ptr<RdmaPd> pd;
-    Ptr<RdmaMr> mr;
-    Ptr<RdmaCq> cq;
-};
 
 struct Run
 {
     const RoceRunSpec& spec;
     EthFabric fabric;
     std::vector<RoceHca> hcas;
-    std::vector<HostState> hosts;
+    std::unique_ptr<RdmaFlowDriver> flows;
     RoceRunResult res;
-    std::unordered_map<uint64_t, uint32_t> flowOfQp; ///< (host << 32 | qpn) -> flow
-    std::vector<uint64_t> sentBytes;
     std::vector<uint64_t> sentAtLastSample;
-    /// The two QPs of each flow (sender, receiver), released when the flow completes.
-    std::vector<std::pair<Ptr<RdmaQp>, Ptr<RdmaQp>>> flowQps;
-    uint32_t done = 0;
+    /// The ports portNames names, in that order.
+    std::vector<Ptr<EthNetDevice>> tracedPorts;
 
     explicit Run(const RoceRunSpec& s) : spec(s) {}
-
-    Ptr<RdmaQp> NewQp(uint32_t host)
-    {
-        RdmaQpInitAttr init;
-        init.send_cq = hosts[host].cq;
-        init.recv_cq = hosts[host].cq;
-        init.qp_type = RdmaQpType::RC;
-        init.cap.max_send_wr = 4;
-        init.cap.max_recv_wr = 1;
-        init.cap.max_send_sge = 1;
-        init.cap.max_recv_sge = 1;
-        Ptr<RdmaQp> qp = hcas[host].device->CreateQp(hosts[host].pd, init);
-        if (!qp)
-        {
-            throw std::runtime_error("roce run: CreateQp: " + hcas[host].device->GetLastError());
-        }
-        return qp;
-    }
-
-    void StartFlow(uint32_t f)
-    {
-        const RoceFlowSpec& fs = spec.flows[f];
-        Ptr<RdmaQp> s = NewQp(fs.src);
-        Ptr<RdmaQp> d = NewQp(fs.dst);
-        RdmaQpConnectOptions c;
-        c.mtu = spec.pathMtu;
-        c.access = RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE;
-        c.timeout = 8; // 4.096 us x 2^8 = 1.05 ms: tail losses recover within a run
-        ConnectQpPair(s, RdmaAddressOf(*hcas[fs.src].port), d, RdmaAddressOf(*hcas[fs.dst].port),
-                      c);
-        if (spec.sampleInterval.IsStrictlyPositive())
-        {
-            flowOfQp[(uint64_t(fs.src) << 32) | s->GetQpNum()] = f;
-        }
-        flowQps[f] = {s, d};
-        if (spec.onFlowStart)
-        {
-            spec.onFlowStart(fs, s->GetQpNum(), hcas[fs.src]);
-        }
-        RdmaSendWr wr;
-        wr.wr_id = f;
-        wr.opcode = RdmaWrOpcode::RDMA_WRITE;
-        wr.send_flags = RDMA_SEND_SIGNALED;
-        wr.sg_list = {RdmaSge{kBase, static_cast<uint32_t>(fs.bytes), hosts[fs.src].mr->GetLkey()}};
-        wr.rdma.remote_addr = kBase;
-        wr.rdma.rkey = hosts[fs.dst].mr->GetRkey();
-        if (s->PostSend(wr) != 0)
-        {
-            throw std::runtime_error("roce run: PostSend: " + hcas[fs.src].device->GetLastError());
-        }
-    }
-
-    void OnCompletion(Ptr<RdmaCq> cq)
-    {
-        for (const RdmaWc& wc : cq->Poll(1024))
-        {
-            if (wc.wr_id >= res.flows.size() || res.flows[wc.wr_id].fct.IsPositive())
-            {
-                continue;
-            }
-            RoceFlowResult& r = res.flows[wc.wr_id];
-            r.fct = Simulator::Now() - r.spec.start;
-            r.ok = wc.status == RdmaWcStatus::SUCCESS;
-            // A finished flow's QPs go, as an application destroys them after its last
-            // completion (HPCC's simulator likewise stops a finished QP's DCQCN timers): the
-            // congestion-control ticks of thousands of finished flows would otherwise run, and
-            // their contexts stay in every lookup, until the end of the run. After the last
-            // ACK nothing of the flow is in flight but CNPs, which a destroyed QP ignores.
-            // In a fresh event: the engine is still inside the completion's call chain.
-            Simulator::ScheduleNow(&Run::ReleaseFlow, this, static_cast<uint32_t>(wc.wr_id));
-            if (++done == res.flows.size())
-            {
-                Simulator::Stop();
-            }
-        }
-        cq->ReqNotify(false);
-    }
-
-    void ReleaseFlow(uint32_t f)
-    {
-        const RoceFlowSpec& fs = spec.flows[f];
-        auto& [s, d] = flowQps[f];
-        if (s)
-        {
-            hcas[fs.src].device->DestroyQp(s);
-            hcas[fs.dst].device->DestroyQp(d);
-            s = nullptr;
-            d = nullptr;
-        }
-    }
-
-    void OnSent(uint32_t host, uint32_t qpn, uint8_t, uint32_t, uint32_t bytes, bool)
-    {
-        auto it = flowOfQp.find((uint64_t(host) << 32) | qpn);
-        if (it != flowOfQp.end())
-        {
-            sentBytes[it->second] += bytes;
-        }
-    }
 
     void Sample()
     {
         const double dt = spec.sampleInterval.GetSeconds();
         res.sampleTimesUs.push_back(Simulator::Now().GetSeconds() * 1e6);
-        for (size_t f = 0; f < sentBytes.size(); ++f)
+        for (uint32_t f = 0; f < sentAtLastSample.size(); ++f)
         {
-            res.flowRateGbps[f].push_back(8.0 * (sentBytes[f] - sentAtLastSample[f]) / dt / 1e9);
-            sentAtLastSample[f] = sentBytes[f];
+            const uint64_t sent = flows->SentBytes(f);
+            res.flowRateGbps[f].push_back(8.0 * (sent - sentAtLastSample[f]) / dt / 1e9);
+            sentAtLastSample[f] = sent;
         }
         uint64_t q = 0;
         for (const auto& sw : fabric.Switches())
@@ -187,6 +55,10 @@ struct Run
             }
         }
         res.maxQueueBytes.push_back(q);
+        for (size_t p = 0; p < tracedPorts.size(); ++p)
+        {
+            res.portQueueBytes[p].push_back(tracedPorts[p]->GetQueueBytes(kDataPriority));
+        }
         uint64_t pauses = 0;
         for (const auto& port : fabric.AllPorts())
         {
@@ -211,19 +83,6 @@ struct Run
         Simulator::Schedule(spec.sampleInterval, &Run::Sample, this);
     }
 };
-
-void
-OnCqEvent(Run* run, Ptr<RdmaCq> cq)
-{
-    run->OnCompletion(cq);
-}
-
-void
-OnPacketSent(Run* run, uint32_t host, uint32_t qpn, uint8_t op, uint32_t psn, uint32_t bytes,
-             bool retx)
-{
-    run->OnSent(host, qpn, op, psn, bytes, retx);
-}
 } // namespace
 
 double
@@ -322,47 +181,46 @@ RunRoceFlows(const RoceRunSpec& spec)
         spec.configureNics(rh);
     }
     run.hcas = rh.Install(run.fabric);
-    run.hosts.resize(run.hcas.size());
-    for (uint32_t h = 0; h < run.hcas.size(); ++h)
+    const bool sampling = spec.sampleInterval.IsStrictlyPositive();
+    std::vector<RdmaFlowHost> flowHosts;
+    for (const RoceHca& h : run.hcas)
     {
-        HostState& hs = run.hosts[h];
-        Ptr<RdmaMemory> mem = CreateObject<DiscardMemory>();
-        hs.pd = run.hcas[h].device->AllocPd(mem);
-        hs.mr = run.hcas[h].device->RegMr(hs.pd, kBase, kSpan,
-                                          RDMA_ACCESS_LOCAL_WRITE | RDMA_ACCESS_REMOTE_WRITE);
-        hs.cq = run.hcas[h].device->CreateCq(65536);
-        if (!hs.pd || !hs.mr || !hs.cq)
-        {
-            throw std::runtime_error("roce run: verbs setup failed: " +
-                                     run.hcas[h].device->GetLastError());
-        }
-        hs.cq->TraceConnectWithoutContext("CompletionEvent", MakeBoundCallback(&OnCqEvent, &run));
-        hs.cq->ReqNotify(false);
-        if (spec.sampleInterval.IsStrictlyPositive())
-        {
-            // Monitoring costs only when it samples: without a sample interval no per-packet
-            // callback runs.
-            run.hcas[h].engine->TraceConnectWithoutContext(
-                "PacketSent",
-                MakeBoundCallback(&OnPacketSent, &run, h));
-        }
+        flowHosts.push_back({h.device, h.engine, h.port});
     }
-    run.res.flows.resize(spec.flows.size());
-    run.sentBytes.assign(spec.flows.size(), 0);
-    run.sentAtLastSample.assign(spec.flows.size(), 0);
-    run.flowQps.resize(spec.flows.size());
-    run.res.flowRateGbps.resize(spec.flows.size());
-    for (uint32_t f = 0; f < spec.flows.size(); ++f)
+    run.flows = std::make_unique<RdmaFlowDriver>(std::move(flowHosts), spec.flows, spec.pathMtu,
+                                                 sampling);
+    if (spec.onFlowStart)
     {
-        const RoceFlowSpec& fs = spec.flows[f];
-        if (fs.src >= run.hcas.size() || fs.dst >= run.hcas.size() || fs.src == fs.dst ||
-            fs.bytes == 0 || fs.bytes >= kSpan)
+        run.flows->SetOnFlowStart([&run](const RdmaFlowSpec& fs, uint32_t srcQpn) {
+            run.spec.onFlowStart(fs, srcQpn, run.hcas[fs.src]);
+        });
+    }
+    run.flows->Install();
+    run.sentAtLastSample.assign(spec.flows.size(), 0);
+    run.res.flowRateGbps.resize(spec.flows.size());
+    if (sampling)
+    {
+        // Every port, host ports first, then switch ports, each group in topology order.
+        for (bool switches : {false, true})
         {
-            throw std::invalid_argument("roce run: flow " + std::to_string(f) +
-                                        " has a bad host, or a size outside 1..2^31-1");
+            for (uint32_t n = 0; n < run.fabric.ports.size(); ++n)
+            {
+                if ((run.fabric.switchAt[n] != nullptr) != switches)
+                {
+                    continue;
+                }
+                for (uint32_t p = 0; p < run.fabric.ports[n].size(); ++p)
+                {
+                    if (run.fabric.ports[n][p])
+                    {
+                        run.tracedPorts.push_back(run.fabric.ports[n][p]);
+                        run.res.portNames.push_back(spec.topology.nodes[n].name + ":" +
+                                                    std::to_string(p + 1));
+                    }
+                }
+            }
         }
-        run.res.flows[f].spec = fs;
-        Simulator::Schedule(fs.start, &Run::StartFlow, &run, f);
+        run.res.portQueueBytes.resize(run.tracedPorts.size());
     }
     if (spec.sampleInterval.IsStrictlyPositive())
     {
@@ -412,8 +270,11 @@ RunRoceFlows(const RoceRunSpec& spec)
     Simulator::Stop(spec.limit);
     SimProgress progress(spec.limit, spec.progress);
     const uint64_t flowCount = spec.flows.size();
-    progress.SetWork([&run, flowCount]() { return std::make_pair(uint64_t(run.done), flowCount); },
-                     "flows");
+    progress.SetWork(
+        [&run, flowCount]() {
+            return std::make_pair(uint64_t(run.flows->FlowsDone()), flowCount);
+        },
+        "flows");
     if (spec.stopOnInterrupt)
     {
         progress.StopOnInterrupt();
@@ -432,7 +293,8 @@ RunRoceFlows(const RoceRunSpec& spec)
     RoceRunResult& r = run.res;
     r.end = Simulator::Now();
     r.events = Simulator::GetEventCount() - events0;
-    r.allDone = run.done == spec.flows.size();
+    r.flows = std::move(run.flows->Results());
+    r.allDone = run.flows->FlowsDone() == spec.flows.size();
     for (auto& f : r.flows)
     {
         r.allDone &= f.ok;

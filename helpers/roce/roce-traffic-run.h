@@ -7,6 +7,7 @@
 #define CNUAS_ROCE_TRAFFIC_RUN_H
 
 #include "helpers/roce/eth-fabric-helper.h"
+#include "helpers/rdma/rdma-flow-driver.h"
 #include "helpers/roce/roce-helper.h"
 
 #include "ns3/data-rate.h"
@@ -20,14 +21,10 @@
 namespace ns3
 {
 
-/// One flow: `bytes` written by host `src` into host `dst`, posted at `start`.
-struct RoceFlowSpec
-{
-    uint32_t src = 0;
-    uint32_t dst = 0;
-    uint64_t bytes = 0;
-    Time start;
-};
+/// One flow: `bytes` written by host `src` into host `dst`, posted at `start` (the flows run
+/// through RdmaFlowDriver, the same on both fabrics).
+using RoceFlowSpec = RdmaFlowSpec;
+using RoceFlowResult = RdmaFlowResult;
 
 struct RoceRunSpec
 {
@@ -88,13 +85,6 @@ struct RoceRunSpec
     bool stopOnInterrupt = false;
 };
 
-struct RoceFlowResult
-{
-    RoceFlowSpec spec;
-    Time fct = Time(-1); ///< start to the sender's completion; -1 if unfinished
-    bool ok = false;     ///< completed with status SUCCESS
-};
-
 struct RoceRunResult
 {
     std::vector<RoceFlowResult> flows;
@@ -108,6 +98,11 @@ struct RoceRunResult
     std::vector<uint64_t> pauseFramesSoFar;
     std::vector<uint64_t> ecnMarksSoFar;
     std::vector<uint64_t> cnpsSoFar;
+    /// Every port of the fabric, host ports first, then switch ports, in topology order:
+    /// "h0:1", "sw0:3" (node name, port number).
+    std::vector<std::string> portNames;
+    /// portQueueBytes[p][i]: bytes in port p's egress queue on the RoCE priority at sample i.
+    std::vector<std::vector<uint64_t>> portQueueBytes;
     uint64_t peakQueueBytes = 0; ///< largest queue any switch port reached (whole run)
     uint64_t pauseFrames = 0;    ///< PFC frames with quanta > 0 sent by any port
     uint64_t drops = 0;          ///< frames any port dropped

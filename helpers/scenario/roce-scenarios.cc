@@ -6,6 +6,7 @@
 #include "helpers/rdma/rdma-traffic-run.h"
 #include "helpers/roce/roce-traffic-pattern.h"
 #include "helpers/roce/roce-traffic-run.h"
+#include "helpers/scenario/flow-scenario.h"
 #include "helpers/scenario/scenario-file.h"
 #include "helpers/scenario/scenario.h"
 #include "models/common/data-directory.h"
@@ -89,18 +90,6 @@ SplitList(const std::string& s)
         }
     }
     return out;
-}
-
-double
-Percentile(std::vector<double> v, double p)
-{
-    if (v.empty())
-    {
-        return 0;
-    }
-    std::sort(v.begin(), v.end());
-    const size_t i = std::min(v.size() - 1, static_cast<size_t>(std::ceil(p * v.size())) - 1);
-    return v[i];
 }
 
 /// The loss-recovery parameters every roce scenario with drops takes (`recovery`, `rto`,
@@ -296,21 +285,12 @@ RecordRoceRun(const RoceRunResult& r, ScenarioResult& res)
     {
         t.flowRateGbps.insert(t.flowRateGbps.end(), rates.begin(), rates.end());
     }
-}
-
-/// One flow's row of ScenarioResult::flows; NaN for what the flow does not have.
-void
-AddFlowRow(ScenarioFlowTable& t, const RoceFlowResult& f, double startNs, double fctNs,
-           double idealNs)
-{
-    t.src.push_back(f.spec.src);
-    t.dst.push_back(f.spec.dst);
-    t.sizeBytes.push_back(f.spec.bytes);
-    t.startNs.push_back(startNs);
-    t.fctNs.push_back(fctNs);
-    t.idealFctNs.push_back(idealNs);
-    t.slowdown.push_back(fctNs / idealNs);
-    t.ok.push_back(f.ok ? 1 : 0);
+    t.portNames = r.portNames;
+    if (!r.portNames.empty())
+    {
+        // Egress queue of every port on the RoCE priority (bytes), ports x samples.
+        t.AddPerRow("port_queue_bytes", r.portQueueBytes);
+    }
 }
 
 /// A flow's FCT in ns, NaN if it did not finish.
@@ -856,13 +836,14 @@ RunCollapse(const ScenarioOptions& o)
             }
             const double goodput = doneBytes * 8.0 / r.end.GetSeconds() / 1e9;
             csv << cfg << "," << ls << "," << r.flows.size() << "," << done << ","
-                << Fixed(goodput, 3) << "," << Fixed(Percentile(fct, 0.5), 1) << ","
-                << Fixed(Percentile(fct, 0.99), 1) << "," << r.drops << "," << r.pauseFrames << ","
-                << r.retransmittedPackets << "," << r.ecnMarks << "\n";
+                << Fixed(goodput, 3) << "," << Fixed(ScenarioPercentile(fct, 0.5), 1) << ","
+                << Fixed(ScenarioPercentile(fct, 0.99), 1) << "," << r.drops << ","
+                << r.pauseFrames << "," << r.retransmittedPackets << "," << r.ecnMarks << "\n";
             res.summary.push_back(
-                {cfg + " load " + ls, std::to_string(done) + "/" + std::to_string(r.flows.size()) +
-                                          " done, p99 FCT " + Fixed(Percentile(fct, 0.99), 0) +
-                                          " us, drops " + std::to_string(r.drops)});
+                {cfg + " load " + ls,
+                 std::to_string(done) + "/" + std::to_string(r.flows.size()) + " done, p99 FCT " +
+                     Fixed(ScenarioPercentile(fct, 0.99), 0) + " us, drops " +
+                     std::to_string(r.drops)});
         }
     }
     interruption.Mark(res);
@@ -976,42 +957,6 @@ CollapseInfo()
 }
 
 // ---- roce-hpcc -----------------------------------------------------------------------------
-
-/// FCT slowdown buckets by flow size (upper bounds, bytes), as FCT-by-size plots use them.
-const std::vector<double> kSizeBuckets = {1e3, 1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 1e12};
-
-/// Files slowdown `sd` of a flow of `bytes` under its kSizeBuckets bucket.
-void
-AddToSizeBucket(std::vector<std::vector<double>>& slow, uint64_t bytes, double sd)
-{
-    for (size_t b = 0; b < kSizeBuckets.size(); ++b)
-    {
-        if (bytes <= kSizeBuckets[b])
-        {
-            slow[b].push_back(sd);
-            break;
-        }
-    }
-}
-
-/// One summary line per non-empty size bucket: its range, count and p50/p95/p99 slowdown.
-void
-SummarizeSizeBuckets(const std::vector<std::vector<double>>& slow, ScenarioResult& res)
-{
-    double lo = 0;
-    for (size_t b = 0; b < kSizeBuckets.size(); ++b)
-    {
-        if (!slow[b].empty())
-        {
-            res.summary.push_back(
-                {"slowdown " + Fixed(lo, 0) + "-" + Fixed(std::min(kSizeBuckets[b], 3e7), 0) +
-                     " B (n=" + std::to_string(slow[b].size()) + ") p50/p95/p99",
-                 Fixed(Percentile(slow[b], 0.5), 2) + " / " + Fixed(Percentile(slow[b], 0.95), 2) +
-                     " / " + Fixed(Percentile(slow[b], 0.99), 2)});
-        }
-        lo = kSizeBuckets[b];
-    }
-}
 
 /// The `dir` parameter: as given, or (empty) the HPCC-simulator inputs beside the source tree,
 /// which their README forbids copying into it. A missing directory is named with the parameter.
@@ -1134,7 +1079,7 @@ RunHpcc(const ScenarioOptions& o)
     const std::vector<double> ideals = WriteHpccFct(ScenarioOutputFile(o, "fct.txt"), r, topo, mtu, offset,
                                                   referencePayload);
 
-    std::vector<std::vector<double>> slow(kSizeBuckets.size());
+    std::vector<std::vector<double>> slow(kFctSizeBuckets.size());
     std::ofstream csv(ScenarioOutputFile(o, "roce-hpcc-fct.csv"));
     csv << "flow,src,dst,bytes,start_us,fct_us,ideal_us,slowdown\n";
     uint32_t done = 0;
@@ -1241,84 +1186,6 @@ HpccInfo()
 
 // ---- roce-fct -------------------------------------------------------------------------------
 
-bool
-OnOff(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& key)
-{
-    const std::string v = ScenarioParamString(o, info, key);
-    if (v == "on" || v == "yes" || v == "true" || v == "1")
-    {
-        return true;
-    }
-    if (v == "off" || v == "no" || v == "false" || v == "0")
-    {
-        return false;
-    }
-    throw std::invalid_argument(key + " must be on or off, not '" + v + "'");
-}
-
-/**
- * roce-fct's `flows-file`: one flow a line, `SRC DST BYTES START` (host indices in topology
- * order, a byte count, a start time with its unit such as 10us); blank lines and '#' comments
- * are skipped. Throws InputError naming the file and line.
- */
-std::vector<RoceFlowSpec>
-ReadFlowList(const std::string& path, uint32_t hosts)
-{
-    std::ifstream in(path);
-    if (!in)
-    {
-        throw InputError(path + ": cannot read the flows file");
-    }
-    if (hosts < 2)
-    {
-        throw InputError(path + ": the fabric has fewer than two hosts");
-    }
-    std::vector<RoceFlowSpec> flows;
-    std::string line;
-    for (size_t number = 1; std::getline(in, line); ++number)
-    {
-        const std::string where = path + ":" + std::to_string(number) + ": ";
-        const std::vector<std::string> words = SplitWords(line.substr(0, line.find('#')));
-        if (words.empty())
-        {
-            continue;
-        }
-        if (words.size() != 4)
-        {
-            throw InputError(where + "expected SRC DST BYTES START, got '" + TrimSpace(line) +
-                             "'");
-        }
-        RoceFlowSpec f;
-        uint64_t src = 0;
-        uint64_t dst = 0;
-        if (!ParseDecimalUint(words[0], hosts - 1, &src) ||
-            !ParseDecimalUint(words[1], hosts - 1, &dst) || src == dst)
-        {
-            throw InputError(where + "SRC and DST are two different host indices below " +
-                             std::to_string(hosts));
-        }
-        // One RDMA WRITE carries a flow: below 2^31 bytes, as the generated flows are capped.
-        if (!ParseDecimalUint(words[2], (1ULL << 31) - 1, &f.bytes) || f.bytes == 0)
-        {
-            throw InputError(where + "BYTES is a whole number in [1, 2147483647], not '" +
-                             words[2] + "'");
-        }
-        if (!ParseTimeString(words[3], &f.start) || f.start.IsStrictlyNegative())
-        {
-            throw InputError(where + "START is a time with its unit (0, 10us, 1.5ms), not '" +
-                             words[3] + "'");
-        }
-        f.src = static_cast<uint32_t>(src);
-        f.dst = static_cast<uint32_t>(dst);
-        flows.push_back(f);
-    }
-    if (flows.empty())
-    {
-        throw InputError(path + ": no flows");
-    }
-    return flows;
-}
-
 ScenarioResult
 RunRoceFct(const ScenarioOptions& o)
 {
@@ -1331,8 +1198,8 @@ RunRoceFct(const ScenarioOptions& o)
                           ? spec.hostRate
                           : ScenarioParamDataRate(o, info, "fabric-rate");
     spec.cc = CcTypeId(ScenarioParamString(o, info, "cc"));
-    spec.pfc = OnOff(o, info, "pfc");
-    spec.ecn = OnOff(o, info, "ecn");
+    spec.pfc = ScenarioParamOnOff(o, info, "pfc");
+    spec.ecn = ScenarioParamOnOff(o, info, "ecn");
     spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
     // Marking and buffer, as roce-incast and roce-fairness take them (the DCQCN paper's
     // defaults); the sweeps of congestion-control studies vary them.
@@ -1348,43 +1215,9 @@ RunRoceFct(const ScenarioOptions& o)
     spec.bufferBytes = ScenarioParamUint(o, info, "buffer", 1, UINT64_MAX);
     spec.sampleInterval = ScenarioParamTime(o, info, "sample", Time(0), Seconds(1000));
 
-    RoceTrafficSpec t;
-    t.pattern = ParseRocePattern(ScenarioParamString(o, info, "pattern"));
-    t.hosts = static_cast<uint32_t>(spec.topology.Hosts().size());
-    t.linkBps = static_cast<double>(spec.hostRate.GetBitRate());
-    t.load = ScenarioParamDouble(o, info, "load", 1e-6, 1);
-    // The generated load is measured over the arrival window: it must have a length.
-    t.duration = ScenarioParamTime(o, info, "duration", PicoSeconds(1), Seconds(1000));
-    t.cdfFile = RdmaResolveCdf(ScenarioParamString(o, info, "cdf"));
-    t.incastSenders =
-        static_cast<uint32_t>(ScenarioParamUint(o, info, "senders", 1, UINT32_MAX));
-    t.seed = o.seed;
-    const std::string flowsFile = ScenarioParamString(o, info, "flows-file");
-    RoceTraffic traffic;
-    std::string offeredLoad = "- (flows-file)";
-    if (flowsFile.empty())
-    {
-        traffic = MakeRoceTraffic(t);
-        // The load the generated flows offer, measured from them (flow bytes over the senders'
-        // links and the arrival window), beside the requested one; before max-flows cuts them.
-        double bytes = 0;
-        for (const auto& f : traffic.flows)
-        {
-            bytes += f.bytes;
-        }
-        const double links = t.pattern == RocePattern::Incast ? 1.0 : traffic.senders;
-        const double offered = bytes * 8 / (t.duration.GetSeconds() * t.linkBps * links);
-        offeredLoad = Fixed(t.load, 3) + " / " + Fixed(offered, 3);
-    }
-    else
-    {
-        traffic.flows = ReadFlowList(flowsFile, t.hosts);
-    }
-    const uint64_t maxFlows = ScenarioParamUint(o, info, "max-flows", 0, UINT64_MAX);
-    if (maxFlows > 0 && traffic.flows.size() > maxFlows)
-    {
-        traffic.flows.resize(maxFlows);
-    }
+    const double linkBps = static_cast<double>(spec.hostRate.GetBitRate());
+    const ScenarioTraffic traffic = ReadScenarioTraffic(
+        o, info, static_cast<uint32_t>(spec.topology.Hosts().size()), linkBps);
     spec.flows = traffic.flows;
     Time cableDelay;
     spec.beforeRun = [&cableDelay](const EthFabric& f, const std::vector<RoceHca>&) {
@@ -1395,68 +1228,32 @@ RunRoceFct(const ScenarioOptions& o)
     spec.stopOnInterrupt = o.stopOnInterrupt;
     const RoceRunResult r = RunRoceFlows(spec);
 
-    // Slowdown = FCT / the FCT the flow would have alone on its path (StandaloneFctSeconds,
-    // the HPCC simulator's definition), so flows of every size and path compare.
+    // The ideal: the FCT the flow would have alone on its path (StandaloneFctSeconds).
     const auto hops = TopologyHopCounts(spec.topology);
     const std::vector<uint32_t> hostNode = spec.topology.Hosts();
     const uint32_t mtu = RdmaMtuBytes(spec.pathMtu);
     const std::string csvPath = ScenarioOutputFile(o, "roce-fct.csv");
-    std::ofstream csv(csvPath);
-    if (!csv)
-    {
-        throw std::runtime_error("cannot write " + csvPath);
-    }
-    csv << "id,src,dst,size_bytes,start_ns,end_ns,fct_ns,ideal_ns,slowdown,status\n";
     ScenarioResult res;
-    std::vector<std::vector<double>> slow(kSizeBuckets.size());
-    std::vector<double> all;
-    uint32_t done = 0;
-    for (size_t i = 0; i < r.flows.size(); ++i)
-    {
-        const RoceFlowResult& f = r.flows[i];
-        const double start = f.spec.start.GetSeconds() * 1e9;
-        csv << i << "," << f.spec.src << "," << f.spec.dst << "," << f.spec.bytes << ","
-            << Fixed(start, 3) << ",";
-        if (!f.fct.IsPositive())
-        {
-            csv << ",,,,unfinished\n";
-            AddFlowRow(res.flows, f, start, std::nan(""), std::nan(""));
-            continue;
-        }
-        const double ideal = StandaloneFctSeconds(
-            f.spec.bytes, mtu, t.linkBps, hops[hostNode[f.spec.src]][hostNode[f.spec.dst]],
-            cableDelay.GetSeconds());
-        const double fct = f.fct.GetSeconds();
-        const double sd = fct / ideal;
-        // The same doubles the CSV prints, so Python's arrays and the CSV agree to the digit.
-        AddFlowRow(res.flows, f, start, fct * 1e9, ideal * 1e9);
-        csv << Fixed(start + fct * 1e9, 3) << "," << Fixed(fct * 1e9, 3) << ","
-            << Fixed(ideal * 1e9, 3) << "," << Fixed(sd, 4) << ","
-            << (f.ok ? "success" : "error") << "\n";
-        if (!f.ok)
-        {
-            continue;
-        }
-        done++;
-        all.push_back(sd);
-        AddToSizeBucket(slow, f.spec.bytes, sd);
-    }
-    csv.close();
+    const FctTableSummary table = WriteFctTable(
+        csvPath, r.flows,
+        [&](size_t i) {
+            const RdmaFlowSpec& f = r.flows[i].spec;
+            return StandaloneFctSeconds(f.bytes, mtu, linkBps,
+                                        hops[hostNode[f.src]][hostNode[f.dst]],
+                                        cableDelay.GetSeconds());
+        },
+        res);
 
     RecordRoceRun(r, res);
-    res.summary.push_back({"pattern", flowsFile.empty() ? ScenarioParamString(o, info, "pattern")
-                                                        : "flows-file " + flowsFile});
-    res.summary.push_back({"flows done", std::to_string(done) + "/" +
+    res.summary.push_back({"pattern", traffic.patternText});
+    res.summary.push_back({"flows done", std::to_string(table.done) + "/" +
                                              std::to_string(r.flows.size())});
-    res.summary.push_back({"offered load (requested / generated)", offeredLoad});
+    res.summary.push_back({"offered load (requested / generated)", traffic.offeredLoadText});
     res.summary.push_back({"congestion control", spec.cc});
     res.summary.push_back({"PFC / ECN", std::string(spec.pfc ? "on" : "off") + " / " +
                                             (spec.ecn ? "on" : "off")});
     res.summary.push_back({"simulated time (ms)", Fixed(r.end.GetSeconds() * 1e3, 3)});
-    res.summary.push_back({"slowdown p50/p95/p99", Fixed(Percentile(all, 0.5), 2) + " / " +
-                                                       Fixed(Percentile(all, 0.95), 2) + " / " +
-                                                       Fixed(Percentile(all, 0.99), 2)});
-    SummarizeSizeBuckets(slow, res);
+    AddSlowdownSummary(table, res);
     res.summary.push_back({"PFC pauses / drops", std::to_string(r.pauseFrames) + " / " +
                                                      std::to_string(r.drops)});
     res.summary.push_back(
@@ -1464,12 +1261,12 @@ RunRoceFct(const ScenarioOptions& o)
     res.artifacts.push_back(csvPath);
     res.artifacts.insert(res.artifacts.end(), r.pcaps.begin(), r.pcaps.end());
     const std::string png = ScenarioOutputFile(o, "roce-fct.png");
-    if (o.plots && done > 0 &&
+    if (o.plots && table.done > 0 &&
         RunPlotScript("plot-fct.py", csvPath, png, "RoCE FCT slowdown by flow size"))
     {
         res.artifacts.push_back(png);
     }
-    res.exitCode = done == r.flows.size() ? 0 : 1;
+    res.exitCode = table.done == r.flows.size() ? 0 : 1;
     if (r.interrupted)
     {
         ScenarioMarkInterrupted(res, r.end);
@@ -1487,13 +1284,6 @@ RoceFctInfo()
                     "a slowdown-by-size plot";
     i.params = {{"topology", "leaf-spine:leaves=4,spines=2,hosts=4",
                  "fabric (leaf-spine:..., fat-tree:k=..., any topology spec)"},
-                {"pattern", "all-to-all", "all-to-all, permutation or incast (senders -> h0)"},
-                {"cdf", "websearch.cdf",
-                 "flow-size CDF: a file, or a name in data/cdf/ (websearch.cdf, fb-hadoop.cdf)"},
-                {"load", "0.3", "offered load, fraction of a sender's link (incast: of h0's)"},
-                {"duration", "10ms", "flows arrive during this time"},
-                {"senders", "8", "incast: number of senders"},
-                {"max-flows", "0", "run only the first N flows (0: all)"},
                 {"rate", "40Gbps", "host link rate"},
                 {"fabric-rate", "", "switch-to-switch link rate ('': the host rate)"},
                 {"cc", "dcqcn-paper", "none, dcqcn-paper, dcqcn-mlx or timely on every NIC"},
@@ -1504,10 +1294,11 @@ RoceFctInfo()
                 {"kmax", "200000", "ECN Kmax, bytes (DCQCN paper 200 KB)"},
                 {"pmax", "0.01", "ECN marking probability at Kmax (DCQCN paper 1 %)"},
                 {"buffer", "12582912", "switch shared buffer, bytes"},
-                {"sample", "0s", "rate and queue sampling interval (0s: none)"},
-                {"flows-file", "",
-                 "explicit flows instead of pattern/cdf/load: lines SRC DST BYTES START "
-                 "(host indices, bytes, a time with its unit)"}};
+                {"sample", "0s", "rate and queue sampling interval (0s: none)"}};
+    // The traffic parameters right after the topology, as before they were shared.
+    const std::vector<ScenarioParam> traffic = FlowScenarioTrafficParams();
+    i.params.insert(i.params.begin() + 1, traffic.begin(), traffic.end());
+    i.params.push_back(kFlowsFileParam);
     i.params.push_back(kPcapHostsParam);
     i.pcap = ScenarioPcap::Wire;
     i.run = RunRoceFct;

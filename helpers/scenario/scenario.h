@@ -65,6 +65,35 @@ struct ScenarioTraces
     /// Rate each flow's sender sent at during each interval, Gb/s, flow-major:
     /// flowRateGbps[f * timeUs.size() + i].
     std::vector<double> flowRateGbps;
+    /// The ports the per-port series below have a row for ("h0:1", "sw0:3": node name and
+    /// port number), host ports first, then switch ports, in topology order.
+    std::vector<std::string> portNames;
+
+    /// A further series, flat in C order with its shape (e.g. {ports, samples}).
+    struct Series
+    {
+        std::string name;           ///< as Python's Result.traces names it
+        std::vector<double> values; ///< values[((a * shape[1]) + b) * ... ]
+        std::vector<size_t> shape;
+    };
+
+    /// Series particular to a fabric (per-port queues, InfiniBand credits and stalls, FECN
+    /// marks), each named with its unit (docs/python.md lists them).
+    std::vector<Series> series;
+
+    /// Appends `rows` (one vector per row, each of timeUs.size() samples) as series `name` of
+    /// shape {rows, samples}.
+    template <typename T>
+    void AddPerRow(const std::string& name, const std::vector<std::vector<T>>& rows)
+    {
+        Series s{name, {}, {rows.size(), timeUs.size()}};
+        s.values.reserve(rows.size() * timeUs.size());
+        for (const auto& row : rows)
+        {
+            s.values.insert(s.values.end(), row.begin(), row.end());
+        }
+        series.push_back(std::move(s));
+    }
 };
 
 /// What a scenario reports back.
