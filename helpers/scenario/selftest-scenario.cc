@@ -64,6 +64,7 @@ SelftestTimerInfo()
         &RunSelftestTimer,
         // No wire: --pcap is taken (the runner's own tests use it) and the summary echoes it.
         ScenarioPcap::NoWire,
+        {}, // sets no attribute of its own
     };
     return info;
 }
