@@ -268,4 +268,24 @@ AddSlowdownSummary(const FctTableSummary& t, ScenarioResult& res)
     SummarizeSizeBuckets(t.bySize, res);
 }
 
+void
+FinishFctResult(const ScenarioOptions& o, const FctTableSummary& table, size_t flows,
+                const std::string& csvPath, const std::vector<std::string>& pcaps,
+                const std::string& pngName, const std::string& plotTitle, bool interrupted,
+                Time end, ScenarioResult& res)
+{
+    res.artifacts.push_back(csvPath);
+    res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
+    const std::string png = ScenarioOutputFile(o, pngName);
+    if (o.plots && table.done > 0 && RunPlotScript("plot-fct.py", csvPath, png, plotTitle))
+    {
+        res.artifacts.push_back(png);
+    }
+    res.exitCode = table.done == flows ? 0 : 1;
+    if (interrupted)
+    {
+        ScenarioMarkInterrupted(res, end);
+    }
+}
+
 } // namespace ns3

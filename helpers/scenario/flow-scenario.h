@@ -85,6 +85,17 @@ FctTableSummary WriteFctTable(const std::string& csvPath, const std::vector<Rdma
                               const std::function<double(size_t)>& idealSeconds,
                               ScenarioResult& res);
 
+/**
+ * The end of an FCT scenario's result, the same on every fabric: the CSV and the pcaps as
+ * artifacts, the slowdown-by-size plot `pngName` titled `plotTitle` (when plots are on and a flow
+ * completed), exit code 0 only when all `flows` completed, and the mark of a run Ctrl-C stopped
+ * at `end`.
+ */
+void FinishFctResult(const ScenarioOptions& o, const FctTableSummary& table, size_t flows,
+                     const std::string& csvPath, const std::vector<std::string>& pcaps,
+                     const std::string& pngName, const std::string& plotTitle, bool interrupted,
+                     Time end, ScenarioResult& res);
+
 } // namespace ns3
 
 #endif

@@ -22,24 +22,6 @@ namespace ns3
 namespace
 {
 
-RdmaMtu
-MtuOf(uint64_t bytes)
-{
-    switch (bytes)
-    {
-    case 256:
-        return RdmaMtu::MTU_256;
-    case 512:
-        return RdmaMtu::MTU_512;
-    case 1024:
-        return RdmaMtu::MTU_1024;
-    case 2048:
-        return RdmaMtu::MTU_2048;
-    default:
-        return RdmaMtu::MTU_4096;
-    }
-}
-
 /// The receive buffer a data packet of the largest size needs, bytes: LRH 8, BTH 12, RETH 16,
 /// the payload, ICRC 4 and VCRC 2 (IBA vol. 1 §5.4 / §9.2), in whole 64-byte credits (§7.9.4).
 uint64_t
@@ -96,7 +78,8 @@ RunIbFct(const ScenarioOptions& o)
                                                "' is not a multiple of 64 bytes (one credit)");
     }
     spec.vlBufferBytes = static_cast<uint32_t>(buffer);
-    spec.pathMtu = MtuOf(ScenarioParamUintOneOf(o, info, "mtu", {256, 512, 1024, 2048, 4096}));
+    spec.pathMtu = RdmaMtuFromBytes(
+        ScenarioParamUintOneOf(o, info, "mtu", {256, 512, 1024, 2048, 4096}));
     // A VL buffer smaller than the largest packet never gives it credit: the flows would hang
     // (IBA vol. 1 §7.9.4: a packet goes only with credit for all its blocks).
     const uint64_t largestPacket = MaxPacketBufferBytes(RdmaMtuBytes(spec.pathMtu));
@@ -240,19 +223,8 @@ RunIbFct(const ScenarioOptions& o)
                                                         std::to_string(spec.vlBufferBytes) +
                                                         " bytes"});
     res.summary.push_back({"drops", std::to_string(r.drops)});
-    res.artifacts.push_back(csvPath);
-    res.artifacts.insert(res.artifacts.end(), r.pcaps.begin(), r.pcaps.end());
-    const std::string png = ScenarioOutputFile(o, "ib-fct.png");
-    if (o.plots && table.done > 0 &&
-        RunPlotScript("plot-fct.py", csvPath, png, "InfiniBand FCT slowdown by flow size"))
-    {
-        res.artifacts.push_back(png);
-    }
-    res.exitCode = table.done == r.flows.size() ? 0 : 1;
-    if (r.interrupted)
-    {
-        ScenarioMarkInterrupted(res, r.end);
-    }
+    FinishFctResult(o, table, r.flows.size(), csvPath, r.pcaps, "ib-fct.png",
+                    "InfiniBand FCT slowdown by flow size", r.interrupted, r.end, res);
     return res;
 }
 

@@ -62,27 +62,6 @@ ParseQpType(const std::string& s)
     throw std::invalid_argument("qp must be rc, uc or ud, not '" + s + "'");
 }
 
-RdmaMtu
-ParseMtu(uint64_t m)
-{
-    switch (m)
-    {
-    case 256:
-        return RdmaMtu::MTU_256;
-    case 512:
-        return RdmaMtu::MTU_512;
-    case 1024:
-        return RdmaMtu::MTU_1024;
-    case 2048:
-        return RdmaMtu::MTU_2048;
-    case 4096:
-        return RdmaMtu::MTU_4096;
-    default:
-        throw std::invalid_argument("mtu must be 256, 512, 1024, 2048 or 4096, not " +
-                                    std::to_string(m));
-    }
-}
-
 /// Fill the parameters every RDMA scenario has.
 RdmaTrafficSpec
 CommonSpec(const ScenarioOptions& o, const ScenarioInfo& info, bool pingPong)
@@ -96,7 +75,8 @@ CommonSpec(const ScenarioOptions& o, const ScenarioInfo& info, bool pingPong)
     s.rate = ScenarioParamString(o, info, "rate");
     s.qpType = ParseQpType(ScenarioParamString(o, info, "qp"));
     s.op = ParseOp(ScenarioParamString(o, info, "op"), pingPong);
-    s.mtu = ParseMtu(ScenarioParamUintOneOf(o, info, "mtu", {256, 512, 1024, 2048, 4096}));
+    s.mtu = RdmaMtuFromBytes(
+        ScenarioParamUintOneOf(o, info, "mtu", {256, 512, 1024, 2048, 4096}));
     s.seed = o.seed;
     s.run = o.run;
     ApplyScenarioOutputs(o, s);

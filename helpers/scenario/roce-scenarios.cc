@@ -1258,19 +1258,8 @@ RunRoceFct(const ScenarioOptions& o)
                                                      std::to_string(r.drops)});
     res.summary.push_back(
         {"ECN marks / CNPs", std::to_string(r.ecnMarks) + " / " + std::to_string(r.cnps)});
-    res.artifacts.push_back(csvPath);
-    res.artifacts.insert(res.artifacts.end(), r.pcaps.begin(), r.pcaps.end());
-    const std::string png = ScenarioOutputFile(o, "roce-fct.png");
-    if (o.plots && table.done > 0 &&
-        RunPlotScript("plot-fct.py", csvPath, png, "RoCE FCT slowdown by flow size"))
-    {
-        res.artifacts.push_back(png);
-    }
-    res.exitCode = table.done == r.flows.size() ? 0 : 1;
-    if (r.interrupted)
-    {
-        ScenarioMarkInterrupted(res, r.end);
-    }
+    FinishFctResult(o, table, r.flows.size(), csvPath, r.pcaps, "roce-fct.png",
+                    "RoCE FCT slowdown by flow size", r.interrupted, r.end, res);
     return res;
 }
 

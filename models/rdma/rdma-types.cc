@@ -1,5 +1,8 @@
 #include "rdma-types.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace ns3
 {
 
@@ -20,6 +23,21 @@ RdmaMtuBytes(RdmaMtu mtu)
         return 4096;
     }
     return 0;
+}
+
+RdmaMtu
+RdmaMtuFromBytes(uint64_t bytes)
+{
+    for (RdmaMtu m : {RdmaMtu::MTU_256, RdmaMtu::MTU_512, RdmaMtu::MTU_1024, RdmaMtu::MTU_2048,
+                      RdmaMtu::MTU_4096})
+    {
+        if (RdmaMtuBytes(m) == bytes)
+        {
+            return m;
+        }
+    }
+    throw std::invalid_argument("mtu must be 256, 512, 1024, 2048 or 4096, not " +
+                                std::to_string(bytes));
 }
 
 const char*

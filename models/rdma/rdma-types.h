@@ -91,6 +91,8 @@ enum class RdmaMtu : uint8_t
 
 /// Bytes of an MTU code, 0 for an invalid code.
 uint32_t RdmaMtuBytes(RdmaMtu mtu);
+/// The MTU of `bytes` (256, 512, 1024, 2048 or 4096); throws std::invalid_argument otherwise.
+RdmaMtu RdmaMtuFromBytes(uint64_t bytes);
 
 /// Automatic path migration state (enum ibv_mig_state), IBA vol. 1 §17.2.8.
 enum class RdmaMigState : uint8_t
