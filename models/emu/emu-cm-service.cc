@@ -379,6 +379,10 @@ EmuCmService::Close(uint32_t procId, const char* why)
     {
         close(fd);
     }
+    for (int fd : p->retired)
+    {
+        close(fd);
+    }
     close(p->fd);
 }
 
@@ -444,7 +448,11 @@ EmuCmService::Handle(Proc& p, const cnuas_cm_req& q)
             }
             if (err == 0)
             {
-                close(it->second);
+                // The write end stays open until the process ends: a thread of the process may
+                // still be blocked reading the channel (rping's CM thread is when its main
+                // thread destroys the channel and exits), and on a real host that read goes
+                // on blocking rather than seeing an end of file.
+                p.retired.push_back(it->second);
                 p.channels.erase(it);
             }
             break;

@@ -171,6 +171,7 @@ class EmuCmService : public Object
         int pid = 0;
         bool opened = false;
         std::map<uint32_t, int> channels; ///< handle -> write end of its pipe
+        std::vector<int> retired;         ///< write ends of destroyed channels
     };
 
     void Accept();

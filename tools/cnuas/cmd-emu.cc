@@ -406,6 +406,31 @@ SmaRefusalsJson(const Daemon& d)
     return j;
 }
 
+/// Host i's rdma_cm: its processes and the CM MADs its agent sent and took. Simulation thread.
+nlohmann::json
+CmJson(const Daemon& d, size_t i)
+{
+    if (i >= d.cmServices.size())
+    {
+        return nullptr;
+    }
+    const ns3::EmuCmCounters c = d.cmServices[i]->GetCounters();
+    const ns3::IbCmCounters a = d.cmServices[i]->GetAgent()->GetCounters();
+    return {{"processes_open", d.cmServices[i]->GetOpenProcesses()},
+            {"requests", c.requests},
+            {"refused", c.refused},
+            {"events", c.events},
+            {"events_dropped", c.eventsDropped},
+            {"ids_left_by_processes", c.idsDestroyedWithProcess},
+            {"connections", d.cmServices[i]->GetAgent()->GetConnectionCount()},
+            {"mads_sent", a.sent},
+            {"mads_received", a.received},
+            {"retransmitted", a.retransmitted},
+            {"no_listener", a.noListener},
+            {"timeouts", a.timeouts},
+            {"malformed", a.malformed}};
+}
+
 /// The live status. Simulation thread.
 /// The verbs service of host i: contexts and how registered memory is reached.
 nlohmann::json
@@ -459,6 +484,7 @@ StatusJson(const Daemon& d)
                                   {"dropped_port_not_active", c.notActive},
                                   {"dropped_no_peer", c.noPeer},
                                   {"dropped_not_ip", c.notIp}});
+            j["hosts"].back()["rdma_cm"] = CmJson(d, i);
             if (i < d.umadServices.size()) // umad (issue 14)
             {
                 const ns3::EmuUmadCounters u = d.umadServices[i]->GetCounters();
@@ -475,6 +501,7 @@ StatusJson(const Daemon& d)
             j["hosts"].back()["verbs"] = VerbsJson(d, i);
         }
         j["sm"] = d.sm ? SmJson(d) : nlohmann::json(nullptr);
+
         j["sma_refusals"] = SmaRefusalsJson(d);
         return j;
     }
@@ -523,6 +550,7 @@ StatusJson(const Daemon& d)
                                 {"flush_idle", c.flushIdle},
                                 {"flush_hold", c.flushHold}}},
                               {"verbs", VerbsJson(d, i)}});
+        j["hosts"].back()["rdma_cm"] = CmJson(d, i);
     }
     j["switches"] = nlohmann::json::array();
     for (uint32_t n = 0; n < d.eth.switchAt.size(); ++n)
