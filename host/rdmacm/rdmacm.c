@@ -1386,6 +1386,9 @@ CNUAS_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *re
         return -1;
     struct cnuas_id *p = to_priv(cm_id);
     int ret;
+    /* librdmacm's rdma_create_ep: the QPs it makes are of the address's QP type. */
+    if (qp_init_attr)
+        qp_init_attr->qp_type = res->ai_qp_type;
     if (res->ai_flags & RAI_PASSIVE) {
         ret = rdma_bind_addr(cm_id, res->ai_src_addr);
         if (ret)
