@@ -44,9 +44,9 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
     }
 
     /**
-     * Runs `server` in h1 and then `client` (where "{ip}" is h1's address) in h0 until the
-     * client no longer finds nobody listening (an rdma_cm server says nothing when it listens:
-     * a REJECTED with reason 8 means it is not there yet). Both must succeed; returns the client's
+     * Runs `server` in h1 and, once h1's rdma_cm has a listener, `client` (where "{ip}" is h1's
+     * address) in h0; a client that still finds nobody listening (REJECTED with reason 8: the
+     * listener was another's, or gone) is run again. Both must succeed; returns the client's
      * output and puts the server's in *serverOut.
      */
     std::string RunPair(const std::string& server, std::string client, std::string* serverOut,
@@ -57,6 +57,11 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
         const std::string t = "timeout " + std::to_string(static_cast<int>(seconds)) + " ";
         Sh("(" + Cnuas("exec --name " + m_name + " h1 -- " + t + server) +
            "; echo server-exit=$?) > " + (m_dir / out).string() + " 2>&1 &");
+        // An rdma_cm server prints nothing when it listens: h1's rdma_cm says when it does.
+        for (int i = 0; i < 400 && H1Cm("listening") < 1; ++i)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
         const auto at = client.find("{ip}");
         if (at != std::string::npos)
         {
@@ -225,16 +230,11 @@ TEST_P(EmuRdmacm, BadInputGetsTheKernelsEventsAndTheDaemonGoesOn)
         pid.erase(std::remove(pid.begin(), pid.end(), '\n'), pid.end());
     }
     ASSERT_FALSE(pid.empty());
-    // The server listens once its rdma_cm has an open process with an ID bound.
-    for (int i = 0; i < 200; ++i)
+    for (int i = 0; i < 400 && H1Cm("listening") < 1; ++i)
     {
-        if (H1Cm("processes_open") == 1)
-        {
-            break;
-        }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(300)); // its rdma_listen
+    ASSERT_EQ(H1Cm("listening"), 1);
     Sh("kill -STOP " + pid);
     const std::string clientOut = "client-killed.txt";
     ExecBackground("h0", "timeout 60 rping -c -a " + std::string(GetParam().peerIp) + " -C 1",

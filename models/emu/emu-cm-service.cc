@@ -261,6 +261,17 @@ EmuCmService::SetPeers(const std::vector<Peer>& peers)
     m_peers = peers;
 }
 
+uint32_t
+EmuCmService::GetListeningCount() const
+{
+    uint32_t n = 0;
+    for (const auto& [h, id] : m_ids)
+    {
+        n += id.state == IdState::Listening ? 1 : 0;
+    }
+    return n;
+}
+
 void
 EmuCmService::Stop()
 {

@@ -104,6 +104,8 @@ class EmuCmService : public Object
     {
         return static_cast<uint32_t>(m_procs.size());
     }
+    /// IDs listening now (a server is ready for its clients).
+    uint32_t GetListeningCount() const;
     Ptr<IbCmAgent> GetAgent() const
     {
         return m_agent;

@@ -422,6 +422,7 @@ CmJson(const Daemon& d, size_t i)
             {"events", c.events},
             {"events_dropped", c.eventsDropped},
             {"ids_left_by_processes", c.idsDestroyedWithProcess},
+            {"listening", d.cmServices[i]->GetListeningCount()},
             {"connections", d.cmServices[i]->GetAgent()->GetConnectionCount()},
             {"mads_sent", a.sent},
             {"mads_received", a.received},
