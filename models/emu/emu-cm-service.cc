@@ -904,8 +904,10 @@ uint32_t
 EmuCmService::NewPsn(uint32_t qpn)
 {
     // Deterministic but varied starting PSNs (the kernel draws them at random).
+    // Never 0: 0 marks "not chosen yet" in an ID.
     m_psnSeed = m_psnSeed * 1664525u + 1013904223u + qpn;
-    return (m_psnSeed >> 8) & 0xFFFFFF;
+    const uint32_t psn = (m_psnSeed >> 8) & 0xFFFFFF;
+    return psn != 0 ? psn : 1;
 }
 
 int
