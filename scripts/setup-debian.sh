@@ -27,6 +27,9 @@ PACKAGES=(
   libibverbs-dev ibverbs-utils ibverbs-providers perftest
   # umad: the header Cnuas's libibumad builds against (its diagnostics are infiniband-diags)
   libibumad-dev
+  # rdma_cm: the headers Cnuas's librdmacm builds against, and Debian's rdma_cm programs
+  # (rping, ucmatose, udaddy, rdma_server/rdma_client) the tests run on emulated hosts
+  librdmacm-dev rdmacm-utils
   # optional: faster rebuilds
   ccache
 )

@@ -1421,6 +1421,21 @@ CNUAS_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_n
     ah_attr->port_num = port_num;
     if (wc->wc_flags & IBV_WC_GRH) {
         ah_attr->is_global = 1;
+        const uint8_t *raw = (const uint8_t *)grh;
+        /* RoCEv2 over IPv4 (IBA annex A17.4.5.1): the first 20 bytes of the GRH area are
+         * undefined and the IPv4 header fills the last 20, so the GRH's IP version is not 6 and
+         * byte 20 starts an IPv4 header; the sender's GID is then its IPv4-mapped address, as
+         * rdma-core's get_grh_header_version/set_ah_attr_by_ipv4 read it. */
+        if (((be32toh(grh->version_tclass_flow) >> 28) & 0xF) != 6 && (raw[20] >> 4) == 4) {
+            memset(&ah_attr->grh.dgid, 0, sizeof(ah_attr->grh.dgid));
+            ah_attr->grh.dgid.raw[10] = 0xFF;
+            ah_attr->grh.dgid.raw[11] = 0xFF;
+            memcpy(&ah_attr->grh.dgid.raw[12], raw + 20 + 12, 4); /* IPv4 source address */
+            ah_attr->grh.traffic_class = raw[20 + 1];
+            ah_attr->grh.hop_limit = 0xFF;
+            ah_attr->grh.sgid_index = 0; /* the port's IPv4 GID */
+            return 0;
+        }
         ah_attr->grh.dgid = grh->sgid;
         ah_attr->grh.flow_label = be32toh(grh->version_tclass_flow) & 0xFFFFF;
         ah_attr->grh.hop_limit = 0xFF;

@@ -24,6 +24,11 @@ namespace
 constexpr uint32_t kBthSize = 12;
 constexpr uint32_t kBthDestQpOffset = 5;
 constexpr uint8_t kCnpOpcode = 0x81; ///< annex A17.9.1: RoCEv2 CNP
+// QP1's MADs (IBA vol. 1 §13.5.1): UD SEND Only, DETH with the GSI's Q_Key, 256 bytes.
+constexpr uint32_t kDethSize = 8;
+constexpr uint32_t kGsiMadBytes = 256;
+constexpr uint8_t kGsiSendOnly = 0x64;
+constexpr uint32_t kGsiQkey = 0x80010000;
 /// The largest headers a RoCE packet can carry besides its payload: GRH-sized IP header, UDP,
 /// BTH, XRCETH, AtomicETH, ICRC (the allowance Linux subtracts from the netdev MTU before
 /// choosing the RoCE active MTU, iboe_get_mtu).
@@ -306,6 +311,37 @@ RoceRdmaPort::WriteIpUdp(const EthFrame& f, uint8_t* out)
     StoreBe16(udp + 4, udpLen);
     StoreBe16(udp + 6, 0);
     return static_cast<uint32_t>(udp + kUdpHeaderBytes - out);
+}
+
+void
+RoceRdmaPort::SetGsiReceiveCallback(GsiReceiveCallback cb)
+{
+    m_gsiRx = cb;
+}
+
+bool
+RoceRdmaPort::SendGsi(const uint8_t* mad, const RdmaGid& dgid)
+{
+    // IBA vol. 1 §13.5.1: a MAD is a UD SEND Only from QP1 to QP1 with the GSI's Q_Key,
+    // P_Key the default partition's; PSN counts per sending QP (§9.7.1).
+    std::vector<uint8_t> t(kBthSize + kDethSize + kGsiMadBytes, 0);
+    t[0] = kGsiSendOnly;
+    t[1] = 0;
+    t[2] = 0xFF;
+    t[3] = 0xFF;
+    t[kBthDestQpOffset + 2] = 1;
+    m_gsiPsn = (m_gsiPsn + 1) & 0xFFFFFF;
+    t[9] = static_cast<uint8_t>(m_gsiPsn >> 16);
+    t[10] = static_cast<uint8_t>(m_gsiPsn >> 8);
+    t[11] = static_cast<uint8_t>(m_gsiPsn);
+    StoreBe32(t.data() + kBthSize, kGsiQkey);
+    t[kBthSize + 7] = 1; // source QP 1
+    std::copy(mad, mad + kGsiMadBytes, t.begin() + kBthSize + kDethSize);
+    RdmaAhAttr av;
+    av.is_global = 1;
+    av.grh.dgid = dgid;
+    av.grh.hop_limit = m_hopLimit;
+    return Send(t, av);
 }
 
 bool
@@ -600,6 +636,28 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
     }
     const uint32_t destQp = (uint32_t(bth[kBthDestQpOffset]) << 16) |
                             (uint32_t(bth[kBthDestQpOffset + 1]) << 8) | bth[kBthDestQpOffset + 2];
+    if (destQp == 1 && !m_gsiRx.IsNull() && bth[0] == kGsiSendOnly &&
+        f.payloadBytes == kBthSize + kDethSize + kGsiMadBytes + kIbIcrcSize &&
+        LoadBe32(bth + kBthSize) == kGsiQkey)
+    {
+        // QP1: a MAD for the adapter's general services agents (the CM).
+        RdmaRxInfo info;
+        info.sl = f.priority;
+        info.global = true;
+        if (f.ipv6)
+        {
+            std::copy(f.srcIp6.begin(), f.srcIp6.end(), info.sgid.begin());
+            std::copy(f.dstIp6.begin(), f.dstIp6.end(), info.dgid.begin());
+        }
+        else
+        {
+            info.sgid = RoceGidFromIpv4(f.srcIp);
+            info.dgid = RoceGidFromIpv4(f.dstIp);
+        }
+        ++m_received;
+        m_gsiRx(bth + kBthSize + kDethSize, info);
+        return;
+    }
     if (destQp <= 1)
     {
         Drop(RoceDropReason::Management); // QP0/QP1 belong to the management agents

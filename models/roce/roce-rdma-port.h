@@ -133,6 +133,18 @@ class RoceRdmaPort : public RdmaLinkPort
         return m_ceReceived;
     }
 
+    /**
+     * The general services interface (QP1, IBA vol. 1 §13.5.1) of a RoCE port: a UD SEND Only
+     * to DestQP 1 with a good ICRC and the GSI's Q_Key is passed whole (its 256-byte MAD) to
+     * `cb` with the packet's receive info (GIDs from the IP addresses) instead of being dropped
+     * as Management; the CM of RoCE adapters is reached this way (annex A17.4.5.1: RoCEv2
+     * carries QP1's MADs like any UD packet).
+     */
+    typedef Callback<void, const uint8_t*, const RdmaRxInfo&> GsiReceiveCallback;
+    void SetGsiReceiveCallback(GsiReceiveCallback cb);
+    /// Sends a 256-byte MAD from QP1 to QP1 of the port with GID `dgid` (BTH + DETH + MAD).
+    bool SendGsi(const uint8_t* mad, const RdmaGid& dgid);
+
     /// A packet for the HCA that another owner of the net device's receive callback (a bridge
     /// to a real host's kernel) passed on: handled as if the device had delivered it here.
     void Deliver(Ptr<EthNetDevice> dev, const EthFrame& frame)
@@ -166,6 +178,8 @@ class RoceRdmaPort : public RdmaLinkPort
     bool m_lazyIcrc = true;
     uint32_t m_pipelineFrames = 2;
     ReceiveCallback m_rx;
+    GsiReceiveCallback m_gsiRx;
+    uint32_t m_gsiPsn = 0;
     Callback<void> m_txReady;
     std::vector<uint8_t> m_buf;   ///< transmit scratch
     std::vector<uint8_t> m_rxBuf; ///< receive scratch (the engine may Send while reading it)

@@ -22,6 +22,8 @@
 #include "helpers/trace/ib-trace-helper.h"
 #include "models/emu/emu-hca-service.h"
 #include "models/emu/emu-umad-service.h" // umad (issue 14)
+#include "models/emu/emu-cm-service.h"   // rdma_cm (issue 13)
+#include "models/mgmt/ib-cm-agent.h"
 #include "models/mgmt/ib-sma-agent.h"     // umad (issue 14)
 #include "models/emu/emu-realtime-simulator-impl.h"
 #include "models/emu/eth-tap-bridge.h"
@@ -264,6 +266,9 @@ struct Daemon
     // umad (issue 14): InfiniBand hosts' management interfaces, for libibumad.
     std::vector<ns3::Ptr<ns3::EmuUmadService>> umadServices;
     std::vector<std::string> umadSockets;
+    // The hosts' rdma_cm: a CM agent on QP1 of each HCA port and the service librdmacm uses.
+    std::vector<ns3::Ptr<ns3::EmuCmService>> cmServices;
+    std::vector<std::string> cmSockets;
     std::vector<int> udpSinks; ///< RoCE hosts: the kernel's UDP 4791, drained
     std::map<int, Capture> captures; ///< by control connection
     nlohmann::json state;
@@ -401,6 +406,32 @@ SmaRefusalsJson(const Daemon& d)
     return j;
 }
 
+/// Host i's rdma_cm: its processes and the CM MADs its agent sent and took. Simulation thread.
+nlohmann::json
+CmJson(const Daemon& d, size_t i)
+{
+    if (i >= d.cmServices.size())
+    {
+        return nullptr;
+    }
+    const ns3::EmuCmCounters c = d.cmServices[i]->GetCounters();
+    const ns3::IbCmCounters a = d.cmServices[i]->GetAgent()->GetCounters();
+    return {{"processes_open", d.cmServices[i]->GetOpenProcesses()},
+            {"requests", c.requests},
+            {"refused", c.refused},
+            {"events", c.events},
+            {"events_dropped", c.eventsDropped},
+            {"ids_left_by_processes", c.idsDestroyedWithProcess},
+            {"listening", d.cmServices[i]->GetListeningCount()},
+            {"connections", d.cmServices[i]->GetAgent()->GetConnectionCount()},
+            {"mads_sent", a.sent},
+            {"mads_received", a.received},
+            {"retransmitted", a.retransmitted},
+            {"no_listener", a.noListener},
+            {"timeouts", a.timeouts},
+            {"malformed", a.malformed}};
+}
+
 /// The live status. Simulation thread.
 /// The verbs service of host i: contexts and how registered memory is reached.
 nlohmann::json
@@ -454,6 +485,7 @@ StatusJson(const Daemon& d)
                                   {"dropped_port_not_active", c.notActive},
                                   {"dropped_no_peer", c.noPeer},
                                   {"dropped_not_ip", c.notIp}});
+            j["hosts"].back()["rdma_cm"] = CmJson(d, i);
             if (i < d.umadServices.size()) // umad (issue 14)
             {
                 const ns3::EmuUmadCounters u = d.umadServices[i]->GetCounters();
@@ -470,6 +502,7 @@ StatusJson(const Daemon& d)
             j["hosts"].back()["verbs"] = VerbsJson(d, i);
         }
         j["sm"] = d.sm ? SmJson(d) : nlohmann::json(nullptr);
+
         j["sma_refusals"] = SmaRefusalsJson(d);
         return j;
     }
@@ -518,6 +551,7 @@ StatusJson(const Daemon& d)
                                 {"flush_idle", c.flushIdle},
                                 {"flush_hold", c.flushHold}}},
                               {"verbs", VerbsJson(d, i)}});
+        j["hosts"].back()["rdma_cm"] = CmJson(d, i);
     }
     j["switches"] = nlohmann::json::array();
     for (uint32_t n = 0; n < d.eth.switchAt.size(); ++n)
@@ -884,6 +918,10 @@ CleanUpFabric(const nlohmann::json& state, const std::string& dir)
         {
             files.push_back(h.value("umad_socket", ""));
         }
+        if (h.contains("cm_socket"))
+        {
+            files.push_back(h.value("cm_socket", ""));
+        }
     }
     for (const std::string& f : files)
     {
@@ -984,6 +1022,48 @@ StartUmadService(Daemon& d, size_t i, std::string* why)
     return true;
 }
 
+/// Host i's rdma_cm: a CM agent on QP1 of its HCA port (`attach` puts it there) and the
+/// service Cnuas's librdmacm reaches through a socket beside the HCA's. False with the reason.
+bool
+StartCmService(Daemon& d,
+               size_t i,
+               ns3::Ptr<ns3::RdmaLinkPort> port,
+               uint64_t caGuid,
+               uint8_t prefixLen,
+               const std::function<void(ns3::Ptr<ns3::IbCmAgent>)>& attach,
+               std::string* why)
+{
+    auto agent = ns3::CreateObject<ns3::IbCmAgent>();
+    agent->SetCaGuid(caGuid);
+    attach(agent);
+    const std::string path = d.dir + "/" + d.opt.name + "." + d.hostNames[i] + ".cm";
+    auto svc = ns3::CreateObject<ns3::EmuCmService>();
+    if (!svc->Start(path, agent, port, ns3::EthFabricHelper::HostAddress(static_cast<uint32_t>(i)),
+                    prefixLen, why))
+    {
+        *why = "host " + d.hostNames[i] + " rdma_cm: " + *why;
+        return false;
+    }
+    d.cmServices.push_back(svc);
+    d.cmSockets.push_back(path);
+    return true;
+}
+
+/// Every host's address and HCA port, for address resolution in each host's rdma_cm.
+void
+SetCmPeers(Daemon& d, const std::vector<ns3::Ptr<ns3::RdmaLinkPort>>& ports)
+{
+    std::vector<ns3::EmuCmService::Peer> peers;
+    for (size_t i = 0; i < ports.size(); ++i)
+    {
+        peers.push_back({ns3::EthFabricHelper::HostAddress(static_cast<uint32_t>(i)), ports[i]});
+    }
+    for (auto& svc : d.cmServices)
+    {
+        svc->SetPeers(peers);
+    }
+}
+
 /// The RoCE fabric and its hosts: a TAP per host bridged to its Ethernet port. "" or the
 /// problem.
 std::string
@@ -1047,6 +1127,21 @@ BuildRoceHosts(Daemon& d)
             return "host " + d.hostNames[i] + ": " + why;
         }
         d.udpSinks.push_back(sink);
+        {
+            // RoCE adapters derive their GUID from the MAC (EUI-64), as the verbs device does.
+            const uint64_t mac = port->GetMac();
+            const uint64_t guid =
+                (((mac >> 24) << 40) | (0xFFFEull << 24) | (mac & 0xFFFFFF)) ^ 0x0200000000000000ull;
+            ns3::Ptr<ns3::RoceRdmaPort> rocePort = hca.port;
+            if (!StartCmService(d, i, hca.port, guid, 8,
+                                [rocePort](ns3::Ptr<ns3::IbCmAgent> a) {
+                                    ns3::EmuCmAttachToRocePort(a, rocePort);
+                                },
+                                &why))
+            {
+                return why;
+            }
+        }
         ns3::EmuRealtimeSimulatorImpl::Current()->WatchFd(sink, ns3::Simulator::NO_CONTEXT, [sink]() {
             char buf[64];
             while (recv(sink, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC) >= 0)
@@ -1063,6 +1158,14 @@ BuildRoceHosts(Daemon& d)
             }
             d.pcaps.push_back(file);
         }
+    }
+    {
+        std::vector<ns3::Ptr<ns3::RdmaLinkPort>> ports;
+        for (const auto& h : d.roceHcas)
+        {
+            ports.push_back(h.port);
+        }
+        SetCmPeers(d, ports);
     }
     return "";
 }
@@ -1201,10 +1304,32 @@ BuildIbHosts(Daemon& d)
         {
             return why;
         }
+        {
+            ns3::Ptr<ns3::IbNetDevice> ibPort = d.ib.HostPort(static_cast<uint32_t>(i));
+            ns3::Ptr<ns3::IbMadDispatcher> disp =
+                ns3::IbMgmtHelper::GetDispatcher(d.ib.hosts.Get(static_cast<uint32_t>(i)));
+            const uint8_t portNumber = ibPort->GetPortNumber();
+            if (!StartCmService(d, i, hca.port, ibPort->GetPortGuid(), 16,
+                                [disp, portNumber](ns3::Ptr<ns3::IbCmAgent> a) {
+                                    ns3::EmuCmAttachToIbPort(a, disp, portNumber);
+                                },
+                                &why))
+            {
+                return why;
+            }
+        }
         if (!StartUmadService(d, i, &why)) // umad (issue 14)
         {
             return why;
         }
+    }
+    {
+        std::vector<ns3::Ptr<ns3::RdmaLinkPort>> ports;
+        for (const auto& h : d.ibHcas)
+        {
+            ports.push_back(h.port);
+        }
+        SetCmPeers(d, ports);
     }
     return "";
 }
@@ -1345,6 +1470,10 @@ DaemonMain(Daemon& d)
             {
                 hosts.back()["umad_socket"] = d.umadSockets[i];
             }
+            if (i < d.cmSockets.size())
+            {
+                hosts.back()["cm_socket"] = d.cmSockets[i];
+            }
             if (i < d.mgmtIps.size())
             {
                 hosts.back()["mgmt_ip"] = d.mgmtIps[i];
@@ -1387,6 +1516,11 @@ DaemonMain(Daemon& d)
     close(d.stopFd);
     pthread_kill(signals.native_handle(), SIGTERM); // if no signal came (harmless otherwise)
     signals.join();
+    for (auto& h : d.cmServices)
+    {
+        h->Stop();
+    }
+    d.cmServices.clear();
     for (auto& h : d.umadServices) // umad (issue 14)
     {
         h->Stop();
@@ -2021,6 +2155,7 @@ RunExec(const std::vector<std::string>& args)
     std::string netns;
     std::string hcaSocket;
     std::string umadSocket; // umad (issue 14)
+    std::string cmSocket;
     std::string known;
     for (const auto& h : state->value("hosts", nlohmann::json::array()))
     {
@@ -2030,6 +2165,7 @@ RunExec(const std::vector<std::string>& args)
             netns = h.value("netns", "");
             hcaSocket = h.value("hca_socket", "");
             umadSocket = h.value("umad_socket", "");
+            cmSocket = h.value("cm_socket", "");
         }
     }
     if (netns.empty())
@@ -2049,6 +2185,11 @@ RunExec(const std::vector<std::string>& args)
         if (!umadSocket.empty())
         {
             setenv("CNUAS_UMAD_SOCKET", umadSocket.c_str(), 1);
+        }
+        // Cnuas's librdmacm (same directory) finds the host's rdma_cm here.
+        if (!cmSocket.empty())
+        {
+            setenv("CNUAS_CM_SOCKET", cmSocket.c_str(), 1);
         }
         const std::string libDir = HostLibraryDirectory();
         if (libDir.empty())

@@ -1,0 +1,1451 @@
+#include "emu-cm-service.h"
+
+#include "emu-realtime-simulator-impl.h"
+#include "unix-seqpacket.h"
+
+#include "models/mgmt/ib-mad-dispatcher.h"
+#include "models/roce/roce-rdma-port.h"
+
+#include "ns3/log.h"
+#include "ns3/nstime.h"
+#include "ns3/simulator.h"
+#include "ns3/uinteger.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ns3
+{
+
+NS_LOG_COMPONENT_DEFINE("EmuCmService");
+NS_OBJECT_ENSURE_REGISTERED(EmuCmService);
+
+namespace
+{
+// enum rdma_cm_event_type (rdma/rdma_cma.h, rdma-core 44).
+constexpr uint32_t kEvAddrResolved = 0;
+constexpr uint32_t kEvAddrError = 1;
+constexpr uint32_t kEvRouteResolved = 2;
+constexpr uint32_t kEvRouteError = 3;
+constexpr uint32_t kEvConnectRequest = 4;
+constexpr uint32_t kEvConnectResponse = 5;
+constexpr uint32_t kEvUnreachable = 7;
+constexpr uint32_t kEvRejected = 8;
+constexpr uint32_t kEvEstablished = 9;
+constexpr uint32_t kEvDisconnected = 10;
+// enum rdma_port_space: the second byte of the service ID (the kernel's rdma_get_service_id).
+constexpr uint32_t kPsIpoib = 0x0002;
+constexpr uint32_t kPsTcp = 0x0106;
+constexpr uint32_t kPsUdp = 0x0111;
+constexpr uint32_t kPsIb = 0x013F;
+// enum ibv_qp_type, ibv_qp_state, ibv_qp_attr_mask, ibv_access_flags (infiniband/verbs.h).
+constexpr uint32_t kQptRc = 2;
+constexpr uint32_t kQptUc = 3;
+constexpr uint32_t kQptUd = 4;
+constexpr uint32_t kQpsInit = 1;
+constexpr uint32_t kQpsRtr = 2;
+constexpr uint32_t kQpsRts = 3;
+constexpr uint32_t kMaskState = 1 << 0;
+constexpr uint32_t kMaskAccess = 1 << 3;
+constexpr uint32_t kMaskPkeyIndex = 1 << 4;
+constexpr uint32_t kMaskPort = 1 << 5;
+constexpr uint32_t kMaskQkey = 1 << 6;
+constexpr uint32_t kMaskAv = 1 << 7;
+constexpr uint32_t kMaskPathMtu = 1 << 8;
+constexpr uint32_t kMaskTimeout = 1 << 9;
+constexpr uint32_t kMaskDestQpn = 1 << 20;
+constexpr uint32_t kMaskRetryCnt = 1 << 10;
+constexpr uint32_t kMaskRnrRetry = 1 << 11;
+constexpr uint32_t kMaskRqPsn = 1 << 12;
+constexpr uint32_t kMaskMaxQpRdAtomic = 1 << 13;
+constexpr uint32_t kMaskMinRnrTimer = 1 << 15;
+constexpr uint32_t kMaskSqPsn = 1 << 16;
+constexpr uint32_t kMaskMaxDestRdAtomic = 1 << 17;
+constexpr uint32_t kAccessRemoteWrite = 1 << 1;
+constexpr uint32_t kAccessRemoteRead = 1 << 2;
+constexpr uint32_t kAccessRemoteAtomic = 1 << 3;
+/// RDMA_UDP_QKEY: the Q_Key of RDMA_PS_UDP IDs (rdma_cma.h).
+constexpr uint32_t kUdpQkey = 0x01234567;
+/// The rdma_cm private-data header (struct cma_hdr in the kernel's cma.c): version, IP
+/// version in the high nibble, source port, source and destination address (IPv4 in the last
+/// 4 bytes of 16).
+constexpr uint32_t kCmaHeaderBytes = 36;
+constexpr uint16_t kEphemeralFirst = 32768;
+constexpr uint16_t kEphemeralCount = 28232; // 32768..60999, Linux's ip_local_port_range
+
+uint32_t
+MtuCode(uint32_t bytes)
+{
+    uint32_t code = 1;
+    for (uint32_t b = 256; b < bytes && code < 5; b *= 2)
+    {
+        ++code;
+    }
+    return code;
+}
+
+void
+PutSockaddrIn(cnuas_cm_addr& a, uint32_t ip, uint16_t port)
+{
+    std::memset(&a, 0, sizeof(a));
+    sockaddr_in s{};
+    s.sin_family = AF_INET;
+    s.sin_port = htons(port);
+    s.sin_addr.s_addr = htonl(ip);
+    std::memcpy(a.bytes, &s, sizeof(s));
+}
+
+/// The family of an address field, and for AF_INET its address and port (host order).
+int
+GetSockaddrIn(const cnuas_cm_addr& a, uint32_t& ip, uint16_t& port)
+{
+    uint16_t family = 0;
+    std::memcpy(&family, a.bytes, sizeof(family));
+    if (family == AF_INET)
+    {
+        sockaddr_in s{};
+        std::memcpy(&s, a.bytes, sizeof(s));
+        ip = ntohl(s.sin_addr.s_addr);
+        port = ntohs(s.sin_port);
+    }
+    return family;
+}
+} // namespace
+
+namespace
+{
+void
+IbGsiToAgent(Ptr<IbCmAgent> agent, const IbReceivedMad& mad)
+{
+    IbCmAddress from;
+    from.lid = mad.view.lrh.GetSlid();
+    from.sl = mad.view.lrh.GetSl();
+    agent->Receive(mad.view.mad.data(), from);
+}
+
+bool
+AgentToIbGsi(Ptr<IbMadDispatcher> disp, uint8_t port, const uint8_t* mad, const IbCmAddress& to)
+{
+    return disp->SendGmp(port, mad, to.lid, 1, to.sl);
+}
+
+void
+RoceGsiToAgent(Ptr<IbCmAgent> agent, const uint8_t* mad, const RdmaRxInfo& info)
+{
+    IbCmMessage probe;
+    if (!IbCmMessage::Decode(mad, probe) && mad[1] != IbMgmtClass::ComMgt)
+    {
+        return; // another class's MAD: no agent for it on a RoCE port
+    }
+    IbCmAddress from;
+    from.global = true;
+    std::copy(info.sgid.begin(), info.sgid.end(), from.gid.begin());
+    agent->Receive(mad, from);
+}
+
+bool
+AgentToRoceGsi(Ptr<RoceRdmaPort> port, const uint8_t* mad, const IbCmAddress& to)
+{
+    RdmaGid gid{};
+    std::copy(to.gid.begin(), to.gid.end(), gid.begin());
+    return port->SendGsi(mad, gid);
+}
+} // namespace
+
+void
+EmuCmAttachToIbPort(Ptr<IbCmAgent> agent, Ptr<IbMadDispatcher> disp, uint8_t portNumber)
+{
+    disp->SetGsiHandler(IbMgmtClass::ComMgt, MakeBoundCallback(&IbGsiToAgent, agent));
+    agent->SetSendCallback(MakeBoundCallback(&AgentToIbGsi, disp, portNumber));
+}
+
+void
+EmuCmAttachToRocePort(Ptr<IbCmAgent> agent, Ptr<RoceRdmaPort> port)
+{
+    port->SetGsiReceiveCallback(MakeBoundCallback(&RoceGsiToAgent, agent));
+    agent->SetSendCallback(MakeBoundCallback(&AgentToRoceGsi, port));
+}
+
+TypeId
+EmuCmService::GetTypeId()
+{
+    static TypeId tid =
+        TypeId("ns3::EmuCmService")
+            .SetParent<Object>()
+            .SetGroupName("Cnuas")
+            .AddConstructor<EmuCmService>()
+            .AddAttribute("UnresolvedAddressDelay",
+                          "How long resolving an address in the host's subnet that no host of "
+                          "the fabric has takes before ADDR_ERROR (-ETIMEDOUT): the kernel waits "
+                          "for ARP to give up; the daemon knows at once, so the default is 0.",
+                          TimeValue(Seconds(0)),
+                          MakeTimeAccessor(&EmuCmService::m_unresolvedDelay),
+                          MakeTimeChecker())
+            .AddAttribute("LocalAckTimeout",
+                          "The QP's Local ACK Timeout the CM gives RC QPs (4.096 us x 2^value, "
+                          "the REQ's primary path field).",
+                          UintegerValue(14),
+                          MakeUintegerAccessor(&EmuCmService::m_localAckTimeout),
+                          MakeUintegerChecker<uint8_t>(0, 31))
+            .AddAttribute("HopLimit",
+                          "GRH hop limit of RoCE paths (the IP TTL of the connection's packets).",
+                          UintegerValue(64),
+                          MakeUintegerAccessor(&EmuCmService::m_hopLimit),
+                          MakeUintegerChecker<uint8_t>(1, 255))
+            .AddAttribute("MaxProcesses",
+                          "Processes that may use the host's rdma_cm at once.",
+                          UintegerValue(256),
+                          MakeUintegerAccessor(&EmuCmService::m_maxProcesses),
+                          MakeUintegerChecker<uint32_t>(1));
+    return tid;
+}
+
+EmuCmService::EmuCmService() = default;
+EmuCmService::~EmuCmService() = default;
+
+void
+EmuCmService::DoDispose()
+{
+    Stop();
+    m_agent = nullptr;
+    m_port = nullptr;
+    m_peers.clear();
+    Object::DoDispose();
+}
+
+bool
+EmuCmService::Start(const std::string& socketPath,
+                    Ptr<IbCmAgent> agent,
+                    Ptr<RdmaLinkPort> port,
+                    uint32_t ip,
+                    uint8_t prefixLen,
+                    std::string* why)
+{
+    auto rt = EmuRealtimeSimulatorImpl::Current();
+    if (!rt)
+    {
+        *why = "the rdma_cm service needs the emulation simulator (EmuRealtimeSimulatorImpl)";
+        return false;
+    }
+    // /dev/infiniband/rdma_cm is world readable and writable on a real machine.
+    m_listenFd = ListenSeqpacket(socketPath, 0666, why);
+    if (m_listenFd < 0)
+    {
+        return false;
+    }
+    m_path = socketPath;
+    m_agent = agent;
+    m_port = port;
+    m_ip = ip;
+    m_prefixLen = prefixLen;
+    m_psnSeed = static_cast<uint32_t>(agent->GetCaGuid() * 0x9E3779B97F4A7C15ULL >> 32);
+    if (!rt->WatchFd(m_listenFd, Simulator::NO_CONTEXT, [this]() { Accept(); }))
+    {
+        *why = std::string("cannot poll the rdma_cm socket: ") + std::strerror(errno);
+        close(m_listenFd);
+        m_listenFd = -1;
+        return false;
+    }
+    return true;
+}
+
+void
+EmuCmService::SetPeers(const std::vector<Peer>& peers)
+{
+    m_peers = peers;
+}
+
+uint32_t
+EmuCmService::GetListeningCount() const
+{
+    uint32_t n = 0;
+    for (const auto& [h, id] : m_ids)
+    {
+        n += id.state == IdState::Listening ? 1 : 0;
+    }
+    return n;
+}
+
+void
+EmuCmService::Stop()
+{
+    while (!m_procs.empty())
+    {
+        Close(m_procs.begin()->first, "the service stops");
+    }
+    if (m_listenFd >= 0)
+    {
+        if (auto rt = EmuRealtimeSimulatorImpl::Current())
+        {
+            rt->UnwatchFd(m_listenFd);
+        }
+        close(m_listenFd);
+        m_listenFd = -1;
+        unlink(m_path.c_str());
+    }
+}
+
+void
+EmuCmService::Accept()
+{
+    auto rt = EmuRealtimeSimulatorImpl::Current();
+    while (true)
+    {
+        const int fd = accept4(m_listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+        {
+            return;
+        }
+        ucred cred{};
+        socklen_t len = sizeof(cred);
+        if (m_procs.size() >= m_maxProcesses ||
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        {
+            close(fd);
+            continue;
+        }
+        auto p = std::make_unique<Proc>();
+        p->id = m_nextProc++;
+        p->fd = fd;
+        p->pid = cred.pid;
+        const uint32_t id = p->id;
+        m_procs[id] = std::move(p);
+        ++m_counters.processes;
+        if (!rt->WatchFd(fd, Simulator::NO_CONTEXT, [this, id]() { OnReadable(id); }))
+        {
+            Close(id, "cannot poll the connection");
+        }
+    }
+}
+
+void
+EmuCmService::OnReadable(uint32_t procId)
+{
+    for (int n = 0; n < 64; ++n)
+    {
+        auto it = m_procs.find(procId);
+        if (it == m_procs.end())
+        {
+            return;
+        }
+        Proc& p = *it->second;
+        alignas(8) uint8_t buf[sizeof(cnuas_cm_req) + 64];
+        const ssize_t got = recv(p.fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+        if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        {
+            return;
+        }
+        if (got <= 0)
+        {
+            Close(procId, got == 0 ? "the process closed it" : "connection error");
+            return;
+        }
+        if (static_cast<size_t>(got) != sizeof(cnuas_cm_req))
+        {
+            ++m_counters.malformed;
+            Close(procId, "a request of the wrong size");
+            return;
+        }
+        cnuas_cm_req q;
+        std::memcpy(&q, buf, sizeof(q));
+        Handle(p, q);
+    }
+}
+
+void
+EmuCmService::Close(uint32_t procId, const char* why)
+{
+    auto it = m_procs.find(procId);
+    if (it == m_procs.end())
+    {
+        return;
+    }
+    std::unique_ptr<Proc> p = std::move(it->second);
+    m_procs.erase(it);
+    NS_LOG_INFO("rdma_cm " << m_path << ": pid " << p->pid << " ends: " << why);
+    if (auto rt = EmuRealtimeSimulatorImpl::Current())
+    {
+        rt->UnwatchFd(p->fd);
+    }
+    std::vector<uint32_t> mine;
+    for (const auto& [h, id] : m_ids)
+    {
+        if (id.proc == procId)
+        {
+            mine.push_back(h);
+        }
+    }
+    for (uint32_t h : mine)
+    {
+        ++m_counters.idsDestroyedWithProcess;
+        DestroyId(h, true);
+    }
+    for (const auto& [h, fd] : p->channels)
+    {
+        close(fd);
+    }
+    for (int fd : p->retired)
+    {
+        close(fd);
+    }
+    close(p->fd);
+}
+
+void
+EmuCmService::Handle(Proc& p, const cnuas_cm_req& q)
+{
+    cnuas_cm_resp r;
+    std::memset(&r, 0, sizeof(r));
+    r.op = q.op;
+    int outFd = -1;
+    int err = 0;
+    Id* id = nullptr;
+    if (q.op != CNUAS_CM_OP_OPEN && q.op != CNUAS_CM_OP_CREATE_CHANNEL &&
+        q.op != CNUAS_CM_OP_DESTROY_CHANNEL && q.op != CNUAS_CM_OP_CREATE_ID)
+    {
+        auto it = m_ids.find(q.id);
+        if (it == m_ids.end() || it->second.proc != p.id)
+        {
+            err = EINVAL;
+            std::snprintf(r.why, sizeof(r.why), "no such rdma_cm ID");
+        }
+        else
+        {
+            id = &it->second;
+        }
+    }
+    if (!p.opened && q.op != CNUAS_CM_OP_OPEN)
+    {
+        err = EPROTO;
+    }
+    if (err == 0)
+    {
+        switch (q.op)
+        {
+        case CNUAS_CM_OP_OPEN:
+            if (q.u.open.abi_version != CNUAS_CM_ABI_VERSION)
+            {
+                err = EPROTO;
+                std::snprintf(r.why, sizeof(r.why), "library ABI %u, daemon ABI %u",
+                              q.u.open.abi_version, CNUAS_CM_ABI_VERSION);
+                break;
+            }
+            p.opened = true;
+            r.u.open.abi_version = CNUAS_CM_ABI_VERSION;
+            break;
+        case CNUAS_CM_OP_CREATE_CHANNEL:
+            err = DoCreateChannel(p, r, &outFd);
+            break;
+        case CNUAS_CM_OP_DESTROY_CHANNEL: {
+            auto it = p.channels.find(q.u.destroy_channel.channel);
+            if (it == p.channels.end())
+            {
+                err = EINVAL;
+                break;
+            }
+            for (const auto& [h, i] : m_ids)
+            {
+                if (i.proc == p.id && i.channel == it->first)
+                {
+                    err = EBUSY; // rdma_destroy_event_channel(3): its IDs go first
+                    break;
+                }
+            }
+            if (err == 0)
+            {
+                // The write end stays open until the process ends: a thread of the process may
+                // still be blocked reading the channel (rping's CM thread is when its main
+                // thread destroys the channel and exits), and on a real host that read goes
+                // on blocking rather than seeing an end of file.
+                p.retired.push_back(it->second);
+                p.channels.erase(it);
+            }
+            break;
+        }
+        case CNUAS_CM_OP_CREATE_ID:
+            err = DoCreateId(p, q, r);
+            break;
+        case CNUAS_CM_OP_DESTROY_ID:
+            DestroyId(id->handle, false);
+            break;
+        case CNUAS_CM_OP_MIGRATE_ID:
+            if (p.channels.count(q.u.migrate.channel) == 0)
+            {
+                err = EINVAL;
+                break;
+            }
+            id->channel = q.u.migrate.channel;
+            break;
+        case CNUAS_CM_OP_BIND:
+            err = DoBind(*id, q.u.bind.addr, r);
+            break;
+        case CNUAS_CM_OP_RESOLVE_ADDR:
+            err = DoResolveAddr(*id, q);
+            break;
+        case CNUAS_CM_OP_RESOLVE_ROUTE:
+            err = DoResolveRoute(*id);
+            break;
+        case CNUAS_CM_OP_QUERY:
+            FillQuery(*id, r);
+            break;
+        case CNUAS_CM_OP_LISTEN:
+            err = DoListen(*id);
+            break;
+        case CNUAS_CM_OP_CONNECT:
+            err = DoConnect(*id, q.u.conn);
+            break;
+        case CNUAS_CM_OP_ACCEPT:
+            err = DoAccept(*id, q.u.conn);
+            break;
+        case CNUAS_CM_OP_REJECT:
+            err = DoReject(*id, q);
+            break;
+        case CNUAS_CM_OP_DISCONNECT:
+            err = DoDisconnect(*id);
+            break;
+        case CNUAS_CM_OP_INIT_QP_ATTR:
+            err = DoInitQpAttr(*id, q.u.init_qp_attr.qp_state, r.u.qp_attr);
+            break;
+        case CNUAS_CM_OP_ESTABLISH:
+            // The consumer saw a packet before the RTU (IBA vol. 1 §12.9.7.1, rdma_establish):
+            // the connection counts as established; the RTU that follows changes nothing.
+            if (id->state != IdState::Accepted && id->state != IdState::Established)
+            {
+                err = EINVAL;
+                break;
+            }
+            id->state = IdState::Established;
+            break;
+        default:
+            err = EINVAL;
+            std::snprintf(r.why, sizeof(r.why), "unknown request %u", q.op);
+            break;
+        }
+    }
+    r.err = err;
+    ++m_counters.requests;
+    if (err != 0)
+    {
+        ++m_counters.refused;
+    }
+    const uint32_t procId = p.id;
+    const bool sent = SendDatagramWithFd(p.fd, &r, sizeof(r), outFd);
+    if (outFd >= 0)
+    {
+        close(outFd);
+    }
+    if (!sent)
+    {
+        Close(procId, "cannot answer");
+    }
+}
+
+int
+EmuCmService::DoCreateChannel(Proc& p, cnuas_cm_resp& r, int* outFd)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0)
+    {
+        return errno;
+    }
+    // The daemon never waits for a process: a full pipe loses the event (counted).
+    fcntl(fds[1], F_SETFL, O_NONBLOCK);
+    const uint32_t h = m_nextHandle++;
+    p.channels[h] = fds[1];
+    r.u.created.handle = h;
+    *outFd = fds[0];
+    return 0;
+}
+
+int
+EmuCmService::DoCreateId(Proc& p, const cnuas_cm_req& q, cnuas_cm_resp& r)
+{
+    const uint32_t ps = q.u.create_id.port_space;
+    if (p.channels.count(q.u.create_id.channel) == 0)
+    {
+        std::snprintf(r.why, sizeof(r.why), "no such event channel");
+        return EINVAL;
+    }
+    if (ps != kPsTcp && ps != kPsUdp && ps != kPsIpoib)
+    {
+        std::snprintf(r.why, sizeof(r.why), "port space 0x%x is not modelled (RDMA_PS_IB)", ps);
+        return ps == kPsIb ? EOPNOTSUPP : EINVAL;
+    }
+    Id id;
+    id.handle = m_nextHandle++;
+    id.proc = p.id;
+    id.channel = q.u.create_id.channel;
+    id.cookie = q.u.create_id.cookie;
+    id.ps = ps;
+    id.qpType = q.u.create_id.qp_type;
+    id.qkey = ps == kPsUdp ? kUdpQkey : 0;
+    m_ids[id.handle] = id;
+    r.u.created.handle = id.handle;
+    return 0;
+}
+
+std::map<uint16_t, uint32_t>*
+EmuCmService::Space(uint32_t ps)
+{
+    switch (ps)
+    {
+    case kPsTcp:
+        return &m_tcpPorts;
+    case kPsUdp:
+        return &m_udpPorts;
+    case kPsIpoib:
+        return &m_ipoibPorts;
+    default:
+        return nullptr;
+    }
+}
+
+int
+EmuCmService::BindPort(Id& id, uint16_t port)
+{
+    auto* space = Space(id.ps);
+    if (!space)
+    {
+        return EINVAL;
+    }
+    if (port == 0)
+    {
+        // An ephemeral port, the next free one (deterministic for a given history).
+        for (uint32_t n = 0; n < kEphemeralCount; ++n)
+        {
+            const uint16_t cand = kEphemeralFirst + (m_nextEphemeral + n) % kEphemeralCount;
+            if (space->count(cand) == 0)
+            {
+                m_nextEphemeral = static_cast<uint16_t>((m_nextEphemeral + n + 1) % kEphemeralCount);
+                port = cand;
+                break;
+            }
+        }
+        if (port == 0)
+        {
+            return EADDRNOTAVAIL;
+        }
+    }
+    else if (space->count(port) != 0)
+    {
+        return EADDRINUSE;
+    }
+    (*space)[port] = id.handle;
+    id.srcPort = port;
+    id.boundPort = true;
+    return 0;
+}
+
+bool
+EmuCmService::IsOwnIp(uint32_t ip) const
+{
+    return ip == m_ip;
+}
+
+const EmuCmService::Peer*
+EmuCmService::FindPeer(uint32_t ip) const
+{
+    for (const Peer& p : m_peers)
+    {
+        if (p.ip == ip)
+        {
+            return &p;
+        }
+    }
+    return nullptr;
+}
+
+int
+EmuCmService::DoBind(Id& id, const cnuas_cm_addr& a, cnuas_cm_resp& r)
+{
+    if (id.boundPort)
+    {
+        return EINVAL;
+    }
+    uint32_t ip = 0;
+    uint16_t port = 0;
+    const int family = GetSockaddrIn(a, ip, port);
+    if (family != AF_INET)
+    {
+        std::snprintf(r.why, sizeof(r.why), "address family %d: only IPv4 is modelled", family);
+        return EAFNOSUPPORT;
+    }
+    if (ip != 0 && !IsOwnIp(ip))
+    {
+        std::snprintf(r.why, sizeof(r.why), "not an address of this host's HCA");
+        return EADDRNOTAVAIL;
+    }
+    const int err = BindPort(id, port);
+    if (err != 0)
+    {
+        return err;
+    }
+    id.srcIp = ip;
+    id.state = IdState::Bound;
+    if (ip != 0)
+    {
+        FillRoute(id); // bound to the device: the ID has its port (verbs) now
+    }
+    FillQuery(id, r);
+    return 0;
+}
+
+void
+EmuCmService::FillRoute(Id& id) const
+{
+    cnuas_cm_route& rt = id.route;
+    RdmaGid gid{};
+    m_port->GetGid(0, gid);
+    std::copy(gid.begin(), gid.end(), rt.sgid);
+    rt.slid = m_port->GetLid();
+    rt.pkey = 0xFFFF;
+    rt.mtu = static_cast<uint8_t>(MtuCode(m_port->GetMtu()));
+    rt.link_layer = m_port->GetLinkLayer() == RdmaLinkLayer::ETHERNET ? 2 : 1;
+    rt.hop_limit = rt.link_layer == 2 ? m_hopLimit : 0;
+    if (id.remote)
+    {
+        RdmaGid d{};
+        id.remote->GetGid(0, d);
+        std::copy(d.begin(), d.end(), rt.dgid);
+        rt.dlid = id.remote->GetLid();
+    }
+}
+
+int
+EmuCmService::DoResolveAddr(Id& id, const cnuas_cm_req& q)
+{
+    uint32_t dst = 0;
+    uint16_t dport = 0;
+    if (GetSockaddrIn(q.u.resolve_addr.dst, dst, dport) != AF_INET)
+    {
+        return EAFNOSUPPORT;
+    }
+    uint32_t src = 0;
+    uint16_t sport = 0;
+    const int sfam = GetSockaddrIn(q.u.resolve_addr.src, src, sport);
+    if (sfam != 0 && sfam != AF_INET)
+    {
+        return EAFNOSUPPORT;
+    }
+    if (sfam == AF_INET && !id.boundPort)
+    {
+        cnuas_cm_resp scratch;
+        const int err = DoBind(id, q.u.resolve_addr.src, scratch);
+        if (err != 0)
+        {
+            return err;
+        }
+    }
+    if (!id.boundPort)
+    {
+        const int err = BindPort(id, 0);
+        if (err != 0)
+        {
+            return err;
+        }
+    }
+    if (id.state != IdState::Idle && id.state != IdState::Bound)
+    {
+        return EINVAL;
+    }
+    id.dstIp = dst;
+    id.dstPort = dport;
+    id.state = IdState::AddrQuery;
+    const uint32_t handle = id.handle;
+    const uint32_t mask = m_prefixLen == 0 ? 0 : ~0u << (32 - m_prefixLen);
+    if ((dst & mask) != (m_ip & mask) && dst != 0x7F000001)
+    {
+        // No route: the kernel's rdma_resolve_ip reports it through the event at once.
+        ++m_counters.addrErrors;
+        Simulator::ScheduleNow(&EmuCmService::FinishAddr, this, handle, -ENETUNREACH);
+        return 0;
+    }
+    const bool self = IsOwnIp(dst) || dst == 0x7F000001;
+    const Peer* peer = self ? nullptr : FindPeer(dst);
+    if (!self && !peer)
+    {
+        ++m_counters.addrErrors;
+        Simulator::Schedule(m_unresolvedDelay, &EmuCmService::FinishAddr, this, handle,
+                            -ETIMEDOUT);
+        return 0;
+    }
+    id.remote = self ? m_port : peer->port;
+    if (id.srcIp == 0)
+    {
+        id.srcIp = m_ip;
+    }
+    Simulator::ScheduleNow(&EmuCmService::FinishAddr, this, handle, 0);
+    return 0;
+}
+
+void
+EmuCmService::FinishAddr(uint32_t handle, int32_t status)
+{
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end() || it->second.state != IdState::AddrQuery)
+    {
+        return;
+    }
+    Id& id = it->second;
+    if (status != 0)
+    {
+        id.state = IdState::Bound;
+        Post(id, kEvAddrError, status);
+        return;
+    }
+    FillRoute(id);
+    id.route.resolved = 1;
+    id.state = IdState::AddrResolved;
+    Post(id, kEvAddrResolved, 0);
+}
+
+int
+EmuCmService::DoResolveRoute(Id& id)
+{
+    if (id.state != IdState::AddrResolved && id.state != IdState::RouteResolved)
+    {
+        return EINVAL;
+    }
+    // The path a PathRecord query would give (IBA vol. 1 §15.2.5.16): both ports' LIDs as
+    // the SM assigned them now, SL 0, the port's MTU, no GRH on InfiniBand (one subnet).
+    FillRoute(id);
+    if (id.route.link_layer == 1 && (id.route.slid == 0 || id.route.dlid == 0))
+    {
+        Post(id, kEvRouteError, -EHOSTUNREACH); // no LID yet: no subnet manager has run
+        return 0;
+    }
+    id.route.resolved = 2;
+    id.state = IdState::RouteResolved;
+    Post(id, kEvRouteResolved, 0);
+    return 0;
+}
+
+void
+EmuCmService::FillQuery(const Id& id, cnuas_cm_resp& r) const
+{
+    PutSockaddrIn(r.u.query.src, id.srcIp, id.srcPort);
+    PutSockaddrIn(r.u.query.dst, id.dstIp, id.dstPort);
+    r.u.query.route = id.route;
+    r.u.query.port_num = 1;
+}
+
+uint64_t
+EmuCmService::ServiceId(uint32_t ps, uint16_t port) const
+{
+    // The kernel's rdma_get_service_id: ps << 16 | port (RDMA_PS_TCP: 0x0000000001060000).
+    return (uint64_t{ps} << 16) | port;
+}
+
+int
+EmuCmService::DoListen(Id& id)
+{
+    if (id.state == IdState::Listening)
+    {
+        return 0;
+    }
+    if (!id.boundPort)
+    {
+        const int err = BindPort(id, 0);
+        if (err != 0)
+        {
+            return err;
+        }
+    }
+    if (id.state != IdState::Bound && id.state != IdState::Idle)
+    {
+        return EINVAL;
+    }
+    const uint32_t handle = id.handle;
+    if (!m_agent->Listen(ServiceId(id.ps, id.srcPort),
+                         MakeCallback(&EmuCmService::OnListenEvent, this).Bind(handle)))
+    {
+        return EADDRINUSE;
+    }
+    id.state = IdState::Listening;
+    return 0;
+}
+
+std::vector<uint8_t>
+EmuCmService::CmaHeader(const Id& id) const
+{
+    std::vector<uint8_t> h(kCmaHeaderBytes, 0);
+    h[0] = 0x00;       // cma_version
+    h[1] = 4 << 4;     // ip_version 4 in bits 7:4
+    h[2] = static_cast<uint8_t>(id.srcPort >> 8);
+    h[3] = static_cast<uint8_t>(id.srcPort);
+    const uint32_t src = id.srcIp;
+    const uint32_t dst = id.dstIp;
+    for (int i = 0; i < 4; ++i)
+    {
+        h[4 + 12 + i] = static_cast<uint8_t>(src >> (24 - 8 * i));
+        h[20 + 12 + i] = static_cast<uint8_t>(dst >> (24 - 8 * i));
+    }
+    return h;
+}
+
+IbCmAddress
+EmuCmService::PeerAddress(const Id& id) const
+{
+    IbCmAddress a;
+    a.lid = id.route.dlid;
+    a.sl = id.route.sl;
+    a.global = id.route.link_layer == 2;
+    std::copy(id.route.dgid, id.route.dgid + 16, a.gid.begin());
+    return a;
+}
+
+uint32_t
+EmuCmService::NewPsn(uint32_t qpn)
+{
+    // Deterministic but varied starting PSNs (the kernel draws them at random).
+    // Never 0: 0 marks "not chosen yet" in an ID.
+    m_psnSeed = m_psnSeed * 1664525u + 1013904223u + qpn;
+    const uint32_t psn = (m_psnSeed >> 8) & 0xFFFFFF;
+    return psn != 0 ? psn : 1;
+}
+
+int
+EmuCmService::DoConnect(Id& id, const cnuas_cm_conn_param& c)
+{
+    if (id.state != IdState::RouteResolved)
+    {
+        return EINVAL;
+    }
+    IbCmMessage req;
+    std::vector<uint8_t> pd = CmaHeader(id);
+    const bool ud = id.ps == kPsUdp || id.qpType == kQptUd;
+    const uint32_t room =
+        IbCmMessage::PrivateDataRoom(ud ? IbCmAttr::SidrReq : IbCmAttr::Req) - kCmaHeaderBytes;
+    if (c.private_data_len > room)
+    {
+        return EINVAL;
+    }
+    pd.insert(pd.end(), c.private_data, c.private_data + c.private_data_len);
+    req.privateData = pd;
+    req.serviceId = ServiceId(id.ps, id.dstPort);
+    req.pkey = id.route.pkey;
+    const uint32_t handle = id.handle;
+    auto cb = MakeCallback(&EmuCmService::OnConnEvent, this).Bind(handle);
+    if (ud)
+    {
+        req.attrId = IbCmAttr::SidrReq;
+        id.commId = m_agent->SendReq(req, PeerAddress(id), cb);
+        id.state = IdState::Connecting;
+        return 0;
+    }
+    id.localQpn = c.qp_num & 0xFFFFFF;
+    id.localPsn = NewPsn(id.localQpn);
+    id.responderResources = c.responder_resources;
+    id.initiatorDepth = c.initiator_depth;
+    id.retryCount = std::min<uint8_t>(c.retry_count, 7);
+    id.rnrRetryCount = std::min<uint8_t>(c.rnr_retry_count, 7);
+    req.attrId = IbCmAttr::Req;
+    req.localQpn = id.localQpn;
+    req.responderResources = c.responder_resources;
+    req.initiatorDepth = c.initiator_depth;
+    req.transportServiceType = id.qpType == kQptUc ? 1 : 0;
+    req.endToEndFlowControl = c.flow_control != 0;
+    req.startingPsn = id.localPsn;
+    req.retryCount = id.retryCount;
+    req.pathMtu = id.route.mtu;
+    req.rnrRetryCount = id.rnrRetryCount;
+    req.srq = c.srq != 0;
+    IbCmPath& path = req.primary;
+    path.localLid = id.route.slid;
+    path.remoteLid = id.route.dlid;
+    std::copy(id.route.sgid, id.route.sgid + 16, path.localGid.begin());
+    std::copy(id.route.dgid, id.route.dgid + 16, path.remoteGid.begin());
+    path.hopLimit = id.route.hop_limit;
+    path.trafficClass = id.route.traffic_class;
+    path.sl = id.route.sl;
+    path.subnetLocal = id.route.link_layer == 1;
+    path.localAckTimeout = m_localAckTimeout;
+    id.commId = m_agent->SendReq(req, PeerAddress(id), cb);
+    id.state = IdState::Connecting;
+    return 0;
+}
+
+int
+EmuCmService::DoAccept(Id& id, const cnuas_cm_conn_param& c)
+{
+    if (id.state == IdState::RepReceived)
+    {
+        // Active side: the process has its QP in RTS; the RTU completes the handshake.
+        if (!m_agent->SendRtu(id.commId, {}))
+        {
+            return EINVAL;
+        }
+        id.state = IdState::Established;
+        return 0;
+    }
+    if (id.state != IdState::ReqReceived)
+    {
+        return EINVAL;
+    }
+    const bool ud = id.ps == kPsUdp || id.qpType == kQptUd;
+    std::vector<uint8_t> pd(c.private_data, c.private_data + c.private_data_len);
+    if (ud)
+    {
+        if (c.private_data_len > kIbCmSidrRepPrivateBytes)
+        {
+            return EINVAL;
+        }
+        const uint32_t qkey = c.qkey != 0 ? c.qkey : id.qkey;
+        m_agent->SendSidrRep(id.commId, IbCmSidrStatus::Valid, c.qp_num & 0xFFFFFF, qkey, pd);
+        id.commId = 0;
+        id.state = IdState::Established;
+        return 0;
+    }
+    if (c.private_data_len > kIbCmRepPrivateBytes)
+    {
+        return EINVAL;
+    }
+    IbCmMessage rep;
+    id.localQpn = c.qp_num & 0xFFFFFF;
+    // INIT_QP_ATTR(RTS) before the ACCEPT already gave the process its send PSN.
+    if (id.localPsn == 0)
+    {
+        id.localPsn = NewPsn(id.localQpn);
+    }
+    rep.localQpn = id.localQpn;
+    rep.startingPsn = id.localPsn;
+    rep.responderResources = c.responder_resources;
+    rep.initiatorDepth = c.initiator_depth;
+    rep.targetAckDelay = 0;
+    rep.endToEndFlowControl = c.flow_control != 0;
+    rep.rnrRetryCount = std::min<uint8_t>(c.rnr_retry_count, 7);
+    rep.srq = c.srq != 0;
+    rep.privateData = pd;
+    id.responderResources = c.responder_resources;
+    id.initiatorDepth = c.initiator_depth;
+    if (!m_agent->SendRep(id.commId, rep))
+    {
+        return EINVAL;
+    }
+    id.state = IdState::Accepted;
+    return 0;
+}
+
+int
+EmuCmService::DoReject(Id& id, const cnuas_cm_req& q)
+{
+    if (id.state != IdState::ReqReceived || id.commId == 0)
+    {
+        return EINVAL;
+    }
+    const uint32_t n = std::min<uint32_t>(q.u.reject.private_data_len, CNUAS_CM_MAX_PRIVATE);
+    std::vector<uint8_t> pd(q.u.reject.private_data, q.u.reject.private_data + n);
+    const bool ud = id.ps == kPsUdp || id.qpType == kQptUd;
+    if (ud)
+    {
+        m_agent->SendSidrRep(id.commId, IbCmSidrStatus::Rejected, 0, 0, pd);
+    }
+    else if (!m_agent->SendRej(id.commId, IbCmRejReason::ConsumerReject, pd))
+    {
+        return EINVAL;
+    }
+    id.commId = 0;
+    id.state = IdState::Disconnected;
+    return 0;
+}
+
+int
+EmuCmService::DoDisconnect(Id& id)
+{
+    switch (id.state)
+    {
+    case IdState::Established:
+    case IdState::Accepted:
+        if (id.commId != 0 && m_agent->SendDreq(id.commId, {}))
+        {
+            id.state = IdState::DreqSent;
+            return 0;
+        }
+        if (id.commId != 0)
+        {
+            m_agent->Destroy(id.commId);
+            id.commId = 0;
+        }
+        id.state = IdState::Disconnected;
+        return 0;
+    case IdState::DreqReceived:
+        m_agent->SendDrep(id.commId, {});
+        id.commId = 0;
+        id.state = IdState::Disconnected;
+        return 0;
+    case IdState::DreqSent:
+    case IdState::Disconnected:
+        return 0;
+    case IdState::RepReceived:
+    case IdState::Connecting:
+        // rdma_disconnect(3) on a connection not yet made: refused like the kernel does
+        // (ib_send_cm_dreq fails, then the REJ of ib_send_cm_drep's path).
+        m_agent->Destroy(id.commId);
+        id.commId = 0;
+        id.state = IdState::Disconnected;
+        return 0;
+    default:
+        return EINVAL;
+    }
+}
+
+int
+EmuCmService::DoInitQpAttr(Id& id, uint32_t state, cnuas_cm_qp_attr& a)
+{
+    std::memset(&a, 0, sizeof(a));
+    if (id.route.resolved == 0 && id.route.link_layer == 0)
+    {
+        return EINVAL; // no device yet (rdma_init_qp_attr(3) on an unbound ID)
+    }
+    const bool ud = id.qpType == kQptUd || id.ps == kPsUdp;
+    const bool connected = id.commId != 0 || id.state == IdState::Established ||
+                           id.state == IdState::RepReceived || id.state == IdState::Accepted ||
+                           id.state == IdState::ReqReceived;
+    a.qp_state = state;
+    a.port_num = 1;
+    a.pkey_index = 0;
+    switch (state)
+    {
+    case kQpsInit:
+        a.attr_mask = kMaskState | kMaskPkeyIndex | kMaskPort;
+        if (ud)
+        {
+            a.attr_mask |= kMaskQkey;
+            a.qkey = id.qkey;
+        }
+        else
+        {
+            // The kernel's cma_ib_init_qp_attr gives no remote access before a connection;
+            // ib_cm's cm_init_qp_init_attr then allows RDMA WRITE, and READ and atomics when
+            // the connection has responder resources.
+            a.attr_mask |= kMaskAccess;
+            if (connected)
+            {
+                a.qp_access_flags = kAccessRemoteWrite;
+                if (id.responderResources > 0)
+                {
+                    a.qp_access_flags |= kAccessRemoteRead | kAccessRemoteAtomic;
+                }
+            }
+        }
+        return 0;
+    case kQpsRtr:
+        a.attr_mask = kMaskState;
+        if (ud)
+        {
+            return 0;
+        }
+        if (!connected)
+        {
+            return EINVAL;
+        }
+        // ib_cm's cm_init_qp_rtr_attr (IBA vol. 1 §12.7.2).
+        a.attr_mask |= kMaskAv | kMaskPathMtu | kMaskDestQpn | kMaskRqPsn;
+        a.path_mtu = id.route.mtu;
+        a.dest_qp_num = id.remoteQpn;
+        a.rq_psn = id.remotePsn;
+        a.dlid = id.route.dlid;
+        a.sl = id.route.sl;
+        a.is_global = id.route.link_layer == 2 ? 1 : 0;
+        std::copy(id.route.dgid, id.route.dgid + 16, a.dgid);
+        a.hop_limit = id.route.hop_limit;
+        a.traffic_class = id.route.traffic_class;
+        a.sgid_index = 0;
+        if (id.qpType != kQptUc)
+        {
+            a.attr_mask |= kMaskMaxDestRdAtomic | kMaskMinRnrTimer;
+            a.max_dest_rd_atomic = id.responderResources;
+            a.min_rnr_timer = 0; // the kernel's value (655 ms; receives are usually posted)
+        }
+        return 0;
+    case kQpsRts:
+        a.attr_mask = kMaskState | kMaskSqPsn;
+        if (ud)
+        {
+            return 0;
+        }
+        if (!connected)
+        {
+            return EINVAL;
+        }
+        if (id.localPsn == 0)
+        {
+            id.localPsn = NewPsn(id.localQpn);
+        }
+        a.sq_psn = id.localPsn;
+        if (id.qpType != kQptUc)
+        {
+            a.attr_mask |= kMaskTimeout | kMaskRetryCnt | kMaskRnrRetry | kMaskMaxQpRdAtomic;
+            a.timeout = m_localAckTimeout;
+            a.retry_cnt = id.retryCount;
+            a.rnr_retry = id.rnrRetryCount;
+            a.max_rd_atomic = id.initiatorDepth;
+        }
+        return 0;
+    default:
+        return EINVAL;
+    }
+}
+
+void
+EmuCmService::Post(const Id& id, uint32_t event, int32_t status, cnuas_cm_event& ev)
+{
+    ev.event = event;
+    ev.status = status;
+    if (ev.id == 0)
+    {
+        ev.id = id.handle;
+        ev.cookie = id.cookie;
+    }
+    auto p = m_procs.find(id.proc);
+    if (p == m_procs.end())
+    {
+        ++m_counters.eventsDropped;
+        return;
+    }
+    auto ch = p->second->channels.find(id.channel);
+    if (ch == p->second->channels.end() ||
+        write(ch->second, &ev, sizeof(ev)) != static_cast<ssize_t>(sizeof(ev)))
+    {
+        ++m_counters.eventsDropped;
+        return;
+    }
+    ++m_counters.events;
+}
+
+void
+EmuCmService::Post(const Id& id, uint32_t event, int32_t status)
+{
+    cnuas_cm_event ev;
+    std::memset(&ev, 0, sizeof(ev));
+    PutSockaddrIn(ev.src, id.srcIp, id.srcPort);
+    PutSockaddrIn(ev.dst, id.dstIp, id.dstPort);
+    ev.route = id.route;
+    Post(id, event, status, ev);
+}
+
+void
+EmuCmService::OnListenEvent(uint32_t listenHandle, const IbCmEvent& ev)
+{
+    auto it = m_ids.find(listenHandle);
+    if (it == m_ids.end() || it->second.state != IdState::Listening)
+    {
+        m_agent->Destroy(ev.commId);
+        return;
+    }
+    const Id& l = it->second;
+    const IbCmMessage& m = ev.msg;
+    // The rdma_cm header the active side put first in the private data.
+    if (m.privateData.size() < kCmaHeaderBytes || m.privateData[0] != 0 ||
+        (m.privateData[1] >> 4) != 4)
+    {
+        m_agent->Destroy(ev.commId); // not an rdma_cm REQ of IPv4 (REJ Consumer Reject)
+        return;
+    }
+    const uint8_t* h = m.privateData.data();
+    Id n;
+    n.handle = m_nextHandle++;
+    n.proc = l.proc;
+    n.channel = l.channel;
+    n.cookie = 0;
+    n.ps = l.ps;
+    n.qpType = l.qpType;
+    n.qkey = l.qkey;
+    n.dstPort = static_cast<uint16_t>(h[2] << 8 | h[3]);
+    n.dstIp = uint32_t(h[16]) << 24 | uint32_t(h[17]) << 16 | uint32_t(h[18]) << 8 | h[19];
+    n.srcIp = uint32_t(h[32]) << 24 | uint32_t(h[33]) << 16 | uint32_t(h[34]) << 8 | h[35];
+    n.srcPort = l.srcPort;
+    n.commId = ev.commId;
+    n.state = IdState::ReqReceived;
+    n.remoteQpn = m.localQpn;
+    n.remotePsn = m.startingPsn;
+    // Seen from this side, the peer's initiator depth bounds our responder resources and the
+    // other way round (ib_cm's cm_format_req_event).
+    n.responderResources = m.initiatorDepth;
+    n.initiatorDepth = m.responderResources;
+    n.retryCount = m.retryCount;
+    n.rnrRetryCount = m.rnrRetryCount;
+    FillRoute(n);
+    const bool sidr = ev.type == IbCmEventType::SidrReqReceived;
+    if (sidr)
+    {
+        n.route.dlid = ev.from.lid;
+        std::copy(ev.from.gid.begin(), ev.from.gid.end(), n.route.dgid);
+    }
+    else
+    {
+        n.route.dlid = m.primary.localLid;
+        std::copy(m.primary.localGid.begin(), m.primary.localGid.end(), n.route.dgid);
+        n.route.mtu = std::min<uint8_t>(n.route.mtu, m.pathMtu ? m.pathMtu : n.route.mtu);
+        n.route.sl = m.primary.sl;
+    }
+    n.route.resolved = 2;
+    m_ids[n.handle] = n;
+    m_agent->SetConnectionCallback(ev.commId,
+                                   MakeCallback(&EmuCmService::OnConnEvent, this).Bind(n.handle));
+    cnuas_cm_event e;
+    std::memset(&e, 0, sizeof(e));
+    e.id = n.handle;
+    e.listen_id = l.handle;
+    e.cookie = l.cookie;
+    PutSockaddrIn(e.src, n.srcIp, n.srcPort);
+    PutSockaddrIn(e.dst, n.dstIp, n.dstPort);
+    e.route = n.route;
+    e.param.qp_num = m.localQpn;
+    e.param.srq = m.srq;
+    e.param.responder_resources = n.responderResources;
+    e.param.initiator_depth = n.initiatorDepth;
+    e.param.flow_control = m.endToEndFlowControl;
+    e.param.retry_count = m.retryCount;
+    e.param.rnr_retry_count = m.rnrRetryCount;
+    const uint32_t user = static_cast<uint32_t>(m.privateData.size()) - kCmaHeaderBytes;
+    e.param.private_data_len = static_cast<uint8_t>(std::min<uint32_t>(user, 255));
+    std::memcpy(e.param.private_data, h + kCmaHeaderBytes,
+                std::min<uint32_t>(user, CNUAS_CM_MAX_PRIVATE));
+    Post(m_ids[n.handle], kEvConnectRequest, 0, e);
+}
+
+void
+EmuCmService::OnConnEvent(uint32_t handle, const IbCmEvent& ev)
+{
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end())
+    {
+        return;
+    }
+    Id& id = it->second;
+    const IbCmMessage& m = ev.msg;
+    cnuas_cm_event e;
+    std::memset(&e, 0, sizeof(e));
+    PutSockaddrIn(e.src, id.srcIp, id.srcPort);
+    PutSockaddrIn(e.dst, id.dstIp, id.dstPort);
+    e.route = id.route;
+    auto setPrivate = [&e, &m]() {
+        const uint32_t n = std::min<uint32_t>(static_cast<uint32_t>(m.privateData.size()),
+                                              CNUAS_CM_MAX_PRIVATE);
+        e.param.private_data_len = static_cast<uint8_t>(n);
+        std::memcpy(e.param.private_data, m.privateData.data(), n);
+    };
+    switch (ev.type)
+    {
+    case IbCmEventType::RepReceived:
+        id.remoteQpn = m.localQpn;
+        id.remotePsn = m.startingPsn;
+        // ib_cm's cm_format_rep_event: the peer's resources seen from this side.
+        id.responderResources = std::min(id.responderResources, m.initiatorDepth);
+        id.initiatorDepth = std::min(id.initiatorDepth, m.responderResources);
+        id.rnrRetryCount = m.rnrRetryCount;
+        id.state = IdState::RepReceived;
+        e.param.qp_num = m.localQpn;
+        e.param.srq = m.srq;
+        e.param.responder_resources = m.initiatorDepth;
+        e.param.initiator_depth = m.responderResources;
+        e.param.flow_control = m.endToEndFlowControl;
+        e.param.rnr_retry_count = m.rnrRetryCount;
+        setPrivate();
+        Post(id, kEvConnectResponse, 0, e);
+        return;
+    case IbCmEventType::RtuReceived:
+        id.state = IdState::Established;
+        setPrivate();
+        Post(id, kEvEstablished, 0, e);
+        return;
+    case IbCmEventType::RejReceived:
+        id.commId = 0;
+        id.state = IdState::Disconnected;
+        setPrivate();
+        // rdma_cm's REJECTED: status is the REJ's reason (8: nobody listens; 28: rdma_reject).
+        Post(id, kEvRejected, m.reason, e);
+        return;
+    case IbCmEventType::Timeout:
+        id.commId = 0;
+        if (id.state == IdState::DreqSent)
+        {
+            id.state = IdState::Disconnected;
+            Post(id, kEvDisconnected, -ETIMEDOUT, e);
+            return;
+        }
+        id.state = IdState::Disconnected;
+        Post(id, kEvUnreachable, -ETIMEDOUT, e);
+        return;
+    case IbCmEventType::DreqReceived:
+        id.state = IdState::DreqReceived;
+        setPrivate();
+        Post(id, kEvDisconnected, 0, e);
+        return;
+    case IbCmEventType::DrepReceived:
+        id.commId = 0;
+        if (id.state == IdState::Disconnected)
+        {
+            return; // the process already gave up on it
+        }
+        id.state = IdState::Disconnected;
+        Post(id, kEvDisconnected, 0, e);
+        return;
+    case IbCmEventType::SidrRepReceived: {
+        id.commId = 0;
+        if (m.sidrStatus != IbCmSidrStatus::Valid)
+        {
+            id.state = IdState::Disconnected;
+            Post(id, kEvUnreachable, m.sidrStatus, e);
+            return;
+        }
+        id.state = IdState::Established;
+        id.remoteQpn = m.localQpn;
+        e.param.qp_num = m.localQpn;
+        e.param.qkey = m.localQkey;
+        setPrivate();
+        cnuas_cm_qp_attr& ah = e.ah;
+        ah.dlid = id.route.dlid;
+        ah.sl = id.route.sl;
+        ah.is_global = id.route.link_layer == 2 ? 1 : 0;
+        std::copy(id.route.dgid, id.route.dgid + 16, ah.dgid);
+        ah.hop_limit = id.route.hop_limit;
+        ah.port_num = 1;
+        Post(id, kEvEstablished, 0, e);
+        return;
+    }
+    default:
+        return;
+    }
+}
+
+void
+EmuCmService::DestroyId(uint32_t handle, bool processGone)
+{
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end())
+    {
+        return;
+    }
+    Id& id = it->second;
+    if (id.commId != 0)
+    {
+        m_agent->Destroy(id.commId);
+    }
+    if (id.state == IdState::Listening)
+    {
+        m_agent->StopListening(ServiceId(id.ps, id.srcPort));
+    }
+    if (id.boundPort)
+    {
+        if (auto* space = Space(id.ps))
+        {
+            auto p = space->find(id.srcPort);
+            if (p != space->end() && p->second == handle)
+            {
+                space->erase(p);
+            }
+        }
+    }
+    NS_LOG_INFO("rdma_cm ID " << handle << " destroyed" << (processGone ? " (process gone)" : ""));
+    m_ids.erase(it);
+}
+
+} // namespace ns3

@@ -1,0 +1,240 @@
+// The rdma_cm of one emulated host: what the kernel's rdma_ucm device and rdma_cm are on a real
+// machine. Processes (Cnuas's librdmacm, host/rdmacm) reach it through a Unix socket
+// (host/abi/cnuas-cm-abi.h); it resolves IP addresses to the fabric's ports, keeps the port
+// spaces, and drives the port's communication manager (IbCmAgent), whose CM MADs cross the
+// simulated fabric.
+#ifndef CNUAS_EMU_CM_SERVICE_H
+#define CNUAS_EMU_CM_SERVICE_H
+
+#include "host/abi/cnuas-cm-abi.h"
+#include "models/mgmt/ib-cm-agent.h"
+#include "models/rdma/rdma-link-port.h"
+
+#include "ns3/object.h"
+#include "ns3/ptr.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ns3
+{
+
+class IbMadDispatcher;
+class RoceRdmaPort;
+
+/**
+ * Puts `agent` on QP1 of an InfiniBand CA port: the node's GSI hands it CM MADs (class 0x07),
+ * and it sends LID-routed GMPs from port `portNumber` (IBA vol. 1 §13.5).
+ */
+void EmuCmAttachToIbPort(Ptr<IbCmAgent> agent, Ptr<IbMadDispatcher> disp, uint8_t portNumber);
+/// Puts `agent` on QP1 of a RoCE port: CM MADs in RoCEv2 (UDP 4791) to and from QP1.
+void EmuCmAttachToRocePort(Ptr<IbCmAgent> agent, Ptr<RoceRdmaPort> port);
+
+/// What an rdma_cm service counted since it started.
+struct EmuCmCounters
+{
+    uint64_t processes = 0;      ///< connections opened
+    uint64_t requests = 0;       ///< requests answered
+    uint64_t refused = 0;        ///< of those, with an error
+    uint64_t malformed = 0;      ///< requests that were not one (connection dropped)
+    uint64_t events = 0;         ///< events written to channels
+    uint64_t eventsDropped = 0;  ///< events a full or closed channel could not take
+    uint64_t addrErrors = 0;     ///< address resolutions that found no port
+    uint64_t idsDestroyedWithProcess = 0; ///< IDs a process left behind when it ended
+};
+
+/**
+ * \brief The host's rdma_cm: IDs, port spaces, address and route resolution, and the
+ * connection handshakes (through IbCmAgent) of the processes of one emulated host.
+ *
+ * Addresses: the host's own IPv4 address (RoCE: eth0's; InfiniBand: ib0's, its IPoIB
+ * address) and those of the other hosts of the fabric (SetPeers), each with its HCA port:
+ * resolving an address gives that port's GID (RoCE: ::ffff:IP, GID index 0) and, on
+ * InfiniBand, its LID as the subnet manager assigned it at that moment, what IPoIB ARP and an SA
+ * PathRecord query give the kernel. An address in the host's subnet that no host has fails
+ * with ADDR_ERROR (-ETIMEDOUT, after UnresolvedAddressDelay, as ARP gives up), one outside it
+ * at once (-ENETUNREACH).
+ *
+ * Port spaces (RDMA_PS_TCP, RDMA_PS_UDP, RDMA_PS_IPOIB): a bound port is the ID's; service ID
+ * 0x0000000001PPpppp (PP the space, pppp the port) as the kernel's rdma_cm forms it, and the
+ * REQ's private data starts with the rdma_cm header (version 0, IP version 4, source port,
+ * source and destination addresses; 36 bytes), which the passive side reads back into the new
+ * ID's addresses. RDMA_PS_UDP connects by SIDR with Q_Key 0x01234567 (RDMA_UDP_QKEY).
+ *
+ * Everything runs on the simulation thread (EmuRealtimeSimulatorImpl::WatchFd); a process that
+ * ends has its IDs destroyed as the kernel does (IbCmAgent::Destroy: REJ or DREQ to the peer).
+ */
+class EmuCmService : public Object
+{
+  public:
+    static TypeId GetTypeId();
+    EmuCmService();
+    ~EmuCmService() override;
+
+    /// A host of the fabric: its address (host byte order) and its HCA port.
+    struct Peer
+    {
+        uint32_t ip = 0;
+        Ptr<RdmaLinkPort> port;
+    };
+
+    /**
+     * Listen on `socketPath` for the processes of a host whose HCA port is `port` with
+     * communication manager `agent`, address `ip`/`prefixLen` (host byte order). False with
+     * the reason.
+     */
+    bool Start(const std::string& socketPath,
+               Ptr<IbCmAgent> agent,
+               Ptr<RdmaLinkPort> port,
+               uint32_t ip,
+               uint8_t prefixLen,
+               std::string* why);
+    /// The hosts whose addresses resolve (this one included or not).
+    void SetPeers(const std::vector<Peer>& peers);
+    void Stop();
+
+    const EmuCmCounters& GetCounters() const
+    {
+        return m_counters;
+    }
+    uint32_t GetOpenProcesses() const
+    {
+        return static_cast<uint32_t>(m_procs.size());
+    }
+    /// IDs listening now (a server is ready for its clients).
+    uint32_t GetListeningCount() const;
+    Ptr<IbCmAgent> GetAgent() const
+    {
+        return m_agent;
+    }
+    const std::string& GetSocketPath() const
+    {
+        return m_path;
+    }
+
+  protected:
+    void DoDispose() override;
+
+  private:
+    enum class IdState : uint8_t
+    {
+        Idle,
+        Bound,
+        AddrQuery,
+        AddrResolved,
+        RouteResolved,
+        Listening,
+        Connecting,   ///< REQ / SIDR_REQ sent
+        RepReceived,  ///< active side: the process moves its QP, then ACCEPT sends the RTU
+        ReqReceived,  ///< passive side: CONNECT_REQUEST given, waiting for ACCEPT or REJECT
+        Accepted,     ///< passive side: REP sent, waiting for the RTU
+        Established,
+        DreqSent,
+        DreqReceived,
+        Disconnected,
+    };
+    struct Proc;
+    struct Id
+    {
+        uint32_t handle = 0;
+        uint32_t proc = 0;
+        uint32_t channel = 0;
+        uint64_t cookie = 0;
+        uint32_t ps = 0;
+        uint32_t qpType = 0;
+        IdState state = IdState::Idle;
+        uint32_t srcIp = 0;  ///< host order; 0: any
+        uint16_t srcPort = 0;
+        uint32_t dstIp = 0;
+        uint16_t dstPort = 0;
+        bool boundPort = false;
+        Ptr<RdmaLinkPort> remote; ///< the resolved peer's port
+        cnuas_cm_route route{};
+        uint32_t commId = 0;      ///< the agent's connection, 0: none
+        uint32_t localQpn = 0;
+        uint32_t localPsn = 0;
+        uint32_t remoteQpn = 0;
+        uint32_t remotePsn = 0;
+        uint32_t qkey = 0;
+        uint8_t responderResources = 0;
+        uint8_t initiatorDepth = 0;
+        uint8_t retryCount = 7;
+        uint8_t rnrRetryCount = 7;
+        uint16_t remoteLid = 0;
+        std::array<uint8_t, 16> remoteGid{};
+    };
+    struct Proc
+    {
+        uint32_t id = 0;
+        int fd = -1;
+        int pid = 0;
+        bool opened = false;
+        std::map<uint32_t, int> channels; ///< handle -> write end of its pipe
+        std::vector<int> retired;         ///< write ends of destroyed channels
+    };
+
+    void Accept();
+    void OnReadable(uint32_t proc);
+    void Close(uint32_t proc, const char* why);
+    void Handle(Proc& p, const cnuas_cm_req& q);
+    int DoCreateChannel(Proc& p, cnuas_cm_resp& r, int* outFd);
+    int DoCreateId(Proc& p, const cnuas_cm_req& q, cnuas_cm_resp& r);
+    int DoBind(Id& id, const cnuas_cm_addr& a, cnuas_cm_resp& r);
+    int DoResolveAddr(Id& id, const cnuas_cm_req& q);
+    int DoResolveRoute(Id& id);
+    int DoListen(Id& id);
+    int DoConnect(Id& id, const cnuas_cm_conn_param& c);
+    int DoAccept(Id& id, const cnuas_cm_conn_param& c);
+    int DoReject(Id& id, const cnuas_cm_req& q);
+    int DoDisconnect(Id& id);
+    int DoInitQpAttr(Id& id, uint32_t state, cnuas_cm_qp_attr& a);
+    void FillQuery(const Id& id, cnuas_cm_resp& r) const;
+    void DestroyId(uint32_t handle, bool processGone);
+
+    void OnListenEvent(uint32_t listenHandle, const IbCmEvent& ev);
+    void OnConnEvent(uint32_t handle, const IbCmEvent& ev);
+    void Post(const Id& id, uint32_t event, int32_t status, cnuas_cm_event& ev);
+    void Post(const Id& id, uint32_t event, int32_t status);
+    void FinishAddr(uint32_t handle, int32_t status);
+
+    bool IsOwnIp(uint32_t ip) const;
+    const Peer* FindPeer(uint32_t ip) const;
+    /// The port-space map of `ps`, or null if the space is not modelled.
+    std::map<uint16_t, uint32_t>* Space(uint32_t ps);
+    int BindPort(Id& id, uint16_t port);
+    uint64_t ServiceId(uint32_t ps, uint16_t port) const;
+    void FillRoute(Id& id) const;
+    IbCmAddress PeerAddress(const Id& id) const;
+    std::vector<uint8_t> CmaHeader(const Id& id) const;
+    uint32_t NewPsn(uint32_t qpn);
+
+    std::string m_path;
+    int m_listenFd = -1;
+    Ptr<IbCmAgent> m_agent;
+    Ptr<RdmaLinkPort> m_port;
+    uint32_t m_ip = 0;
+    uint8_t m_prefixLen = 8;
+    std::vector<Peer> m_peers;
+    std::map<uint32_t, std::unique_ptr<Proc>> m_procs;
+    std::map<uint32_t, Id> m_ids;
+    uint32_t m_nextProc = 1;
+    uint32_t m_nextHandle = 1;
+    std::map<uint16_t, uint32_t> m_tcpPorts;
+    std::map<uint16_t, uint32_t> m_udpPorts;
+    std::map<uint16_t, uint32_t> m_ipoibPorts;
+    uint16_t m_nextEphemeral = 0;
+    uint32_t m_psnSeed = 0;
+    EmuCmCounters m_counters;
+    // Attributes.
+    Time m_unresolvedDelay;
+    uint8_t m_localAckTimeout;
+    uint8_t m_hopLimit;
+    uint32_t m_maxProcesses;
+};
+
+} // namespace ns3
+
+#endif

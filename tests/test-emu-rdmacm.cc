@@ -1,0 +1,269 @@
+// Unmodified rdma_cm programs on emulated hosts (issue 13): Debian's rdmacm-utils (rping, udaddy,
+// ucmatose) and perftest's -R, on a RoCE fabric and on an InfiniBand fabric, through Cnuas's
+// librdmacm and the daemon's rdma_cm, whose CM MADs (REQ/REP/RTU, DREQ/DREP, SIDR) cross the
+// simulated fabric. Needs root (namespaces, TAP devices).
+#include "emu-test-util.h"
+
+#include <algorithm>
+#include <csignal>
+#include <regex>
+
+using namespace cnuas_emu_test;
+
+namespace
+{
+
+struct CmFabricCase
+{
+    const char* name;
+    const char* upArgs;
+    const char* peerIp; ///< h1's address on the RDMA fabric (RoCE: eth0; InfiniBand: ib0, IPoIB)
+};
+
+const CmFabricCase kCmRoce{"roce", "--fabric roce --hosts 2", "10.0.0.2"};
+const CmFabricCase kCmIb{"ib", "--fabric ib --hosts 2 --dilation 10", "10.0.0.2"};
+
+class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabricCase>
+{
+  protected:
+    void SetUp() override
+    {
+        EmuFixture::SetUp();
+        if (HasFatalFailure())
+        {
+            return;
+        }
+        if (access(CNUAS_BINARY_DIR "/host/lib/librdmacm.so.1", R_OK) != 0 ||
+            access("/usr/bin/rping", X_OK) != 0 || access("/usr/bin/ib_write_bw", X_OK) != 0)
+        {
+            GTEST_SKIP() << "needs Cnuas's librdmacm (librdmacm-dev at build time) and Debian's "
+                            "rdmacm-utils and perftest (scripts/setup-debian.sh installs them)";
+        }
+        ShResult up = Up(std::string(GetParam().upArgs) + " --pcap " + (m_dir / "pcap").string());
+        ASSERT_EQ(up.exit, 0) << up.out;
+    }
+
+    /**
+     * Runs `server` in h1 and, once h1's rdma_cm has a listener, `client` (where "{ip}" is h1's
+     * address) in h0; a client that still finds nobody listening (REJECTED with reason 8: the
+     * listener was another's, or gone) is run again. Both must succeed; returns the client's
+     * output and puts the server's in *serverOut.
+     */
+    std::string RunPair(const std::string& server, std::string client, std::string* serverOut,
+                        double seconds = 120)
+    {
+        static int n = 0;
+        const std::string out = "cm-server-" + std::to_string(++n) + ".txt";
+        const std::string t = "timeout " + std::to_string(static_cast<int>(seconds)) + " ";
+        Sh("(" + Cnuas("exec --name " + m_name + " h1 -- " + t + server) +
+           "; echo server-exit=$?) > " + (m_dir / out).string() + " 2>&1 &");
+        // An rdma_cm server prints nothing when it listens: h1's rdma_cm says when it does.
+        for (int i = 0; i < 400 && H1Cm("listening") < 1; ++i)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        const auto at = client.find("{ip}");
+        if (at != std::string::npos)
+        {
+            client.replace(at, 4, GetParam().peerIp);
+        }
+        ShResult c;
+        for (int attempt = 0; attempt < 100; ++attempt)
+        {
+            c = Exec("h0", t + client);
+            // rping says REJECTED, udaddy UNREACHABLE with SIDR status 1, perftest "bl blka 8"
+            // (its event and the reason),
+            // rdma_client's synchronous rdma_connect "Connection refused".
+            if (c.exit == 0 || (c.out.find("REJECTED") == std::string::npos &&
+                                c.out.find("UNREACHABLE, error: 1") == std::string::npos &&
+                                c.out.find("bl blka 8") == std::string::npos &&
+                                c.out.find("Connection refused") == std::string::npos))
+            {
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+        EXPECT_EQ(c.exit, 0) << client << "\n" << c.out;
+        std::string all;
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        while (all.find("server-exit=") == std::string::npos &&
+               std::chrono::steady_clock::now() < end)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            all = Sh("cat " + (m_dir / out).string()).out;
+        }
+        EXPECT_NE(all.find("server-exit=0"), std::string::npos) << server << "\n" << all;
+        if (serverOut)
+        {
+            *serverOut = all;
+        }
+        return c.out;
+    }
+
+    /// A counter of h1's rdma_cm from `cnuas status --json` (-1 if it is not there).
+    int64_t H1Cm(const std::string& key)
+    {
+        const std::string out = Sh(Cnuas("status --json")).out;
+        try
+        {
+            const auto j = nlohmann::json::parse(out);
+            for (const auto& fabric : j)
+            {
+                for (const auto& h : fabric.at("live").at("hosts"))
+                {
+                    if (h.value("name", "") == "h1")
+                    {
+                        return h.at("rdma_cm").at(key).get<int64_t>();
+                    }
+                }
+            }
+        }
+        catch (const std::exception&)
+        {
+        }
+        return -1;
+    }
+};
+
+TEST_P(EmuRdmacm, RpingCompletesWithVerifiedData)
+{
+    std::string server;
+    const std::string client =
+        RunPair("rping -s -v -V -C 10", "rping -c -a {ip} -C 10 -v -V", &server);
+    // Ten pings each way, every one checked by rping itself (-V) and shown (-v).
+    for (int i = 0; i < 10; ++i)
+    {
+        const std::string line = "rdma-ping-" + std::to_string(i) + ": ";
+        EXPECT_NE(client.find("ping data: " + line), std::string::npos) << client;
+        EXPECT_NE(server.find("server ping data: " + line), std::string::npos) << server;
+    }
+    EXPECT_EQ(client.find("rdma-ping-10"), std::string::npos) << client;
+    EXPECT_NE(server.find("DISCONNECT EVENT"), std::string::npos) << server;
+}
+
+TEST_P(EmuRdmacm, PerftestConnectsThroughRdmaCm)
+{
+    const std::string bw = RunPair("ib_write_bw -R", "ib_write_bw -R {ip}", nullptr);
+    EXPECT_TRUE(std::regex_search(bw, std::regex(R"(\n\s*65536\s+5000\s+[0-9.]+\s+[0-9.]+)")))
+        << bw;
+    const std::string lat = RunPair("ib_send_lat -R", "ib_send_lat -R {ip}", nullptr);
+    EXPECT_TRUE(std::regex_search(lat, std::regex(R"(\n\s*2\s+1000\s+[0-9.]+)"))) << lat;
+}
+
+TEST_P(EmuRdmacm, UdaddyUcmatoseAndRdmaClientComplete)
+{
+    // udaddy: RDMA_PS_UDP, a SIDR lookup, UD sends to the address handle the SIDR_REP gives.
+    std::string server;
+    const std::string ud = RunPair("udaddy", "udaddy -s {ip}", &server);
+    EXPECT_NE(ud.find("return status 0"), std::string::npos) << ud;
+    EXPECT_NE(server.find("return status 0"), std::string::npos) << server;
+    // ucmatose: RC connections, sends both ways, disconnect.
+    const std::string rc = RunPair("ucmatose -c 3", "ucmatose -c 3 -s {ip}", &server);
+    EXPECT_NE(rc.find("return status 0"), std::string::npos) << rc;
+    EXPECT_NE(server.find("return status 0"), std::string::npos) << server;
+    // rdma_server / rdma_client: synchronous IDs (rdma_create_ep, rdma_get_request) and the
+    // rdma_verbs.h inline helpers (rdma_reg_msgs, rdma_post_recv, rdma_get_recv_comp).
+    const std::string ep = RunPair("rdma_server", "rdma_client -s {ip}", &server);
+    EXPECT_NE(ep.find("rdma_client: end 0"), std::string::npos) << ep;
+    EXPECT_NE(server.find("rdma_server: end 0"), std::string::npos) << server;
+}
+
+TEST_P(EmuRdmacm, CmMadsAreOnTheWireAndDecode)
+{
+    RunPair("rping -s -V -C 3", "rping -c -a {ip} -C 3 -V", nullptr);
+    RunPair("udaddy", "udaddy -s {ip}", nullptr);
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    const std::string pcap = (m_dir / "pcap" / "h0.pcap").string();
+    // Wireshark 4.0 has no infiniband.cm filter: CM MADs are management class 7.
+    const ShResult cm =
+        Sh("tshark -r " + pcap + " -Y 'infiniband.mad.mgmtclass == 7' 2>/dev/null");
+    for (const char* msg : {"CM: ConnectRequest", "CM: ConnectReply", "CM: ReadyToUse",
+                            "CM: DisconnectRequest", "CM: DisconnectReply"})
+    {
+        EXPECT_NE(cm.out.find(msg), std::string::npos) << msg << "\n" << cm.out;
+    }
+    EXPECT_TRUE(std::regex_search(cm.out, std::regex("ServiceIDResReq|SIDR|ServiceIDReq")))
+        << cm.out;
+    // The REQ carries the rdma_cm service ID of RDMA_PS_TCP and the rping port (7174).
+    const ShResult req = Sh("tshark -r " + pcap +
+                            " -Y 'infiniband.mad.attributeid == 0x0010' -V 2>/dev/null");
+    EXPECT_NE(req.out.find("IP CM ServiceID"), std::string::npos) << req.out;
+    EXPECT_NE(req.out.find("Destination Port: 0x1c06"), std::string::npos) << req.out;
+    // Nothing malformed. rping's and udaddy's own RC/UD payloads are left to no heuristic
+    // dissector: Wireshark 4.0's RPC-over-RDMA heuristic reads past the end of short SEND
+    // payloads and reports its exception as a malformed packet, for any sender.
+    for (const char* host : {"h0", "h1"})
+    {
+        const std::string f = (m_dir / "pcap" / (std::string(host) + ".pcap")).string();
+        const ShResult bad = Sh("tshark --disable-heuristic rpcrdma_infiniband -r " + f +
+                                " -Y '_ws.malformed || _ws.expert.severity == \"Error\"' 2>&1");
+        EXPECT_EQ(bad.exit, 0) << bad.out;
+        EXPECT_EQ(bad.out.find("Malformed"), std::string::npos) << host << "\n" << bad.out;
+    }
+}
+
+TEST_P(EmuRdmacm, BadInputGetsTheKernelsEventsAndTheDaemonGoesOn)
+{
+    // Nobody listens: the CM answers the REQ with REJ reason 8 (Invalid Service ID).
+    ShResult r = Exec("h0", "timeout 60 rping -c -a " + std::string(GetParam().peerIp) + " -C 1");
+    EXPECT_NE(r.exit, 0);
+    EXPECT_NE(r.out.find("RDMA_CM_EVENT_REJECTED, error 8"), std::string::npos) << r.out;
+    // An address in the subnet that no host has: ADDR_ERROR, -ETIMEDOUT (ARP gave up).
+    r = Exec("h0", "timeout 60 rping -c -a 10.0.0.99 -C 1");
+    EXPECT_NE(r.out.find("RDMA_CM_EVENT_ADDR_ERROR, error -110"), std::string::npos) << r.out;
+    // Outside the subnet: -ENETUNREACH.
+    r = Exec("h0", "timeout 60 rping -c -a 192.168.7.7 -C 1");
+    EXPECT_NE(r.out.find("RDMA_CM_EVENT_ADDR_ERROR, error -101"), std::string::npos) << r.out;
+
+    // A server killed mid-handshake: stopped, it takes the CONNECT_REQUEST but never accepts;
+    // killed, the daemon destroys its IDs as the kernel does, and the client is refused
+    // (REJ, Consumer Reject) instead of waiting for the REQ's retries.
+    const std::string pidFile = (m_dir / "server.pid").string();
+    Sh("(" + Cnuas("exec --name " + m_name + " h1 -- sh -c 'echo $$ > " + pidFile +
+                   "; exec rping -s -C 1'") +
+       ") > /dev/null 2>&1 &");
+    std::string pid;
+    for (int i = 0; i < 200 && pid.empty(); ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        pid = Sh("cat " + pidFile + " 2>/dev/null").out;
+        pid.erase(std::remove(pid.begin(), pid.end(), '\n'), pid.end());
+    }
+    ASSERT_FALSE(pid.empty());
+    for (int i = 0; i < 400 && H1Cm("listening") < 1; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_EQ(H1Cm("listening"), 1);
+    Sh("kill -STOP " + pid);
+    const std::string clientOut = "client-killed.txt";
+    ExecBackground("h0", "timeout 60 rping -c -a " + std::string(GetParam().peerIp) + " -C 1",
+                   clientOut);
+    // Wait until h1's CM has taken the REQ (a connection it holds for the stopped server).
+    bool held = false;
+    for (int i = 0; i < 400 && !held; ++i)
+    {
+        held = H1Cm("connections") == 1;
+        if (!held)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    }
+    EXPECT_TRUE(held);
+    Sh("kill -KILL " + pid);
+    const std::string out = WaitForLines(clientOut, 1, 60);
+    EXPECT_NE(out.find("RDMA_CM_EVENT_REJECTED, error 28"), std::string::npos) << out;
+    EXPECT_GE(H1Cm("ids_left_by_processes"), 1);
+    // The daemon and both hosts go on: a new pair connects and verifies its data.
+    const std::string again = RunPair("rping -s -V -C 3", "rping -c -a {ip} -C 3 -V", nullptr);
+    (void)again;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fabrics,
+                         EmuRdmacm,
+                         ::testing::Values(kCmRoce, kCmIb),
+                         [](const ::testing::TestParamInfo<CmFabricCase>& i) {
+                             return std::string(i.param.name) == "roce" ? "RoCE" : "InfiniBand";
+                         });
+
+} // namespace
