@@ -335,25 +335,24 @@ EmuCmService::OnReadable(uint32_t procId)
             return;
         }
         Proc& p = *it->second;
-        alignas(8) uint8_t buf[sizeof(cnuas_cm_req) + 64];
-        const ssize_t got = recv(p.fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
-        if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        cnuas_cm_req q;
+        switch (RecvRequest(p.fd, &q, sizeof(q)))
         {
+        case SeqpacketRecv::None:
             return;
-        }
-        if (got <= 0)
-        {
-            Close(procId, got == 0 ? "the process closed it" : "connection error");
+        case SeqpacketRecv::Closed:
+            Close(procId, "the process closed it");
             return;
-        }
-        if (static_cast<size_t>(got) != sizeof(cnuas_cm_req))
-        {
+        case SeqpacketRecv::Error:
+            Close(procId, "connection error");
+            return;
+        case SeqpacketRecv::WrongSize:
             ++m_counters.malformed;
             Close(procId, "a request of the wrong size");
             return;
+        case SeqpacketRecv::Request:
+            break;
         }
-        cnuas_cm_req q;
-        std::memcpy(&q, buf, sizeof(q));
         Handle(p, q);
     }
 }

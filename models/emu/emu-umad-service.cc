@@ -532,25 +532,24 @@ EmuUmadService::OnControl(uint32_t id)
             return;
         }
         Conn& c = *it->second;
-        alignas(8) uint8_t buf[sizeof(cnuas_umad_req) + 64];
-        const ssize_t got = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
-        if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        cnuas_umad_req q;
+        switch (RecvRequest(c.fd, &q, sizeof(q)))
         {
+        case SeqpacketRecv::None:
             return;
-        }
-        if (got <= 0)
-        {
-            Close(id, got == 0 ? "the process closed it" : "connection error");
+        case SeqpacketRecv::Closed:
+            Close(id, "the process closed it");
             return;
-        }
-        if (static_cast<size_t>(got) != sizeof(cnuas_umad_req))
-        {
+        case SeqpacketRecv::Error:
+            Close(id, "connection error");
+            return;
+        case SeqpacketRecv::WrongSize:
             ++m_counters.malformed;
             Close(id, "a request of the wrong size");
             return;
+        case SeqpacketRecv::Request:
+            break;
         }
-        cnuas_umad_req q;
-        std::memcpy(&q, buf, sizeof(q));
         Handle(c, q);
     }
 }

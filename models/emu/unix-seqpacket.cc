@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace ns3
 {
@@ -59,6 +61,30 @@ SendDatagramWithFd(int sock, const void* buf, size_t len, int fd)
         std::memcpy(CMSG_DATA(h), &fd, sizeof(int));
     }
     return sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(len);
+}
+
+SeqpacketRecv
+RecvRequest(int sock, void* request, size_t size)
+{
+    // One byte more than a request: a datagram that fills it is too long, whatever MSG_TRUNC
+    // reports.
+    std::vector<uint8_t> buf(size + 1);
+    const ssize_t got = recv(sock, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
+    if (got < 0)
+    {
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? SeqpacketRecv::None
+                                                                         : SeqpacketRecv::Error;
+    }
+    if (got == 0)
+    {
+        return SeqpacketRecv::Closed;
+    }
+    if (static_cast<size_t>(got) != size)
+    {
+        return SeqpacketRecv::WrongSize;
+    }
+    std::memcpy(request, buf.data(), size);
+    return SeqpacketRecv::Request;
 }
 
 } // namespace ns3

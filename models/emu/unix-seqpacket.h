@@ -1,6 +1,7 @@
 // The Unix-socket plumbing the daemon's services for real processes share (EmuHcaService for
-// verbs, EmuUmadService for umad): a listening SOCK_SEQPACKET socket, and one datagram sent with
-// an optional descriptor (SCM_RIGHTS).
+// verbs, EmuUmadService for umad, EmuCmService for rdma_cm): a listening SOCK_SEQPACKET socket,
+// one fixed-size request received, and one datagram sent with an optional descriptor
+// (SCM_RIGHTS).
 #ifndef CNUAS_UNIX_SEQPACKET_H
 #define CNUAS_UNIX_SEQPACKET_H
 
@@ -24,6 +25,23 @@ int ListenSeqpacket(const std::string& path, mode_t mode, std::string* why);
  * does not read. Whether all of it went.
  */
 bool SendDatagramWithFd(int sock, const void* buf, size_t len, int fd);
+
+/// What RecvRequest found.
+enum class SeqpacketRecv
+{
+    Request,   ///< one request of the expected size, copied out
+    None,      ///< nothing waiting (or interrupted): try again when readable
+    Closed,    ///< the process closed its end
+    Error,     ///< the connection failed
+    WrongSize, ///< a datagram of another size: not the library speaking (drop the connection)
+};
+
+/**
+ * Receives one datagram from `sock` without blocking and, when it is exactly `size` bytes,
+ * copies it to `request`. A longer datagram is seen whole (MSG_TRUNC) and reported as
+ * WrongSize rather than cut to fit.
+ */
+SeqpacketRecv RecvRequest(int sock, void* request, size_t size);
 
 } // namespace ns3
 
