@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target wire-bench fabric-bench rdma-bench rdma-traffic-bench rs485-pty-bench sm-bench eth-bench rack-bench roce-hpcc-bench >/dev/null
+cmake --build build -j"$(nproc)" --target wire-bench fabric-bench rdma-bench rdma-traffic-bench rs485-pty-bench sm-bench eth-bench rack-bench roce-hpcc-bench cnuas >/dev/null
 mkdir -p bench/results
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out=bench/results/$stamp.txt
@@ -36,5 +36,9 @@ out=bench/results/$stamp.txt
            'RoceHpccFbHadoop'; do
     build/bin/roce-hpcc-bench --benchmark_filter="$f"
   done
+  # How the cost grows with the fabric (issues 17 and 18), quick defaults: RoCE k=8 and 12 for
+  # 2 ms, InfiniBand all-to-all k=8 (K=16 and the figures: docs/performance.md).
+  /usr/bin/python3 bench/roce-scale-bench.py
+  /usr/bin/python3 bench/ib-scale-bench.py
 } 2>&1 | tee "$out"
 echo "results in $out"

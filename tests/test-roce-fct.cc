@@ -340,3 +340,58 @@ TEST(RoceFctScenario, FlowsFileRunsTheListedFlowsAndTheTableMatchesTheCsv)
     EXPECT_THROW(info->run(o), ScenarioParamError);
     Simulator::Destroy();
 }
+
+// What a run cost, as the scaling benchmark (bench/roce-scale-bench.py) reads it: packet-hops
+// count every cable a frame crosses, so through one switch each RoCE packet (data, ACK, CNP)
+// makes exactly two, and the ratios in the summary are those of the counters.
+TEST(RoceFctScenario, SummaryReportsEventsPerPacketAndPacketHops)
+{
+    const ScenarioInfo* info = ScenarioRegistry::Find("roce-fct");
+    ASSERT_NE(info, nullptr);
+    const std::string dir = std::string(CNUAS_BINARY_DIR) + "/test-output/roce-fct-cost";
+    RunCommand("rm -rf '" + dir + "' && mkdir -p '" + dir + "'");
+    auto counter = [](const ScenarioResult& r, const std::string& key) {
+        for (const auto& [k, v] : r.counters)
+        {
+            if (k == key)
+            {
+                return v;
+            }
+        }
+        ADD_FAILURE() << "no counter " << key;
+        return -1.0;
+    };
+    struct Case
+    {
+        std::string topology;
+        double minHopsPerPacket;
+        double maxHopsPerPacket;
+    };
+    // A k=4 fat-tree: 2 hops within an edge switch, 4 within a pod, 6 across the core.
+    for (const Case& c : {Case{"star:hosts=4", 2, 2}, Case{"fat-tree:k=4", 2, 6}})
+    {
+        ScenarioOptions o;
+        o.outDir = dir;
+        o.plots = false;
+        o.progress = false;
+        o.params = {{"topology", c.topology}, {"cdf", "fb-hadoop.cdf"}, {"load", "0.3"},
+                    {"duration", "200us"},    {"limit", "20ms"}};
+        const ScenarioResult r = info->run(o);
+        Simulator::Destroy();
+        EXPECT_EQ(r.exitCode, 0) << c.topology;
+        const double packets = counter(r, "packets_sent");
+        const double hops = counter(r, "packet_hops");
+        const double events = counter(r, "events");
+        ASSERT_GT(packets, 100) << c.topology;
+        EXPECT_GE(hops, c.minHopsPerPacket * packets) << c.topology;
+        EXPECT_LE(hops, c.maxHopsPerPacket * packets) << c.topology;
+        EXPECT_EQ(Summary(r, "RoCE packets sent"), std::to_string(uint64_t(packets)));
+        EXPECT_EQ(Summary(r, "packet-hops"), std::to_string(uint64_t(hops)));
+        EXPECT_EQ(Summary(r, "events"), std::to_string(uint64_t(events)));
+        EXPECT_NEAR(std::stod(Summary(r, "events per packet")), events / packets, 0.006);
+        EXPECT_NEAR(std::stod(Summary(r, "events per packet-hop")), events / hops, 0.006);
+        EXPECT_GT(std::stod(Summary(r, "peak RSS (MB)")), 0) << c.topology;
+        EXPECT_FALSE(Summary(r, "wall time (s)").empty());
+        EXPECT_FALSE(Summary(r, "CPU time (s)").empty());
+    }
+}

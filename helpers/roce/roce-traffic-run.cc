@@ -305,6 +305,7 @@ RunRoceFlows(const RoceRunSpec& spec)
         for (uint8_t p = 0; p < kEthPriorities; ++p)
         {
             r.pauseFrames += c.pauseSent[p];
+            r.packetHops += c.txFrames[p];
         }
         r.drops += port->GetTotalDrops();
         if (port->GetSwitch())

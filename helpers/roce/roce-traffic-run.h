@@ -110,6 +110,9 @@ struct RoceRunResult
     uint64_t cnps = 0;
     uint64_t retransmittedPackets = 0;
     uint64_t packetsSent = 0; ///< RoCE packets the NICs sent (data, ACK, CNP)
+    /// Frames any port transmitted, PFC frames aside: one per frame per cable it crossed, the
+    /// Ethernet counterpart of the InfiniBand runs' packet-hops (sum of PortXmitPkts).
+    uint64_t packetHops = 0;
     uint64_t events = 0;
     Time end; ///< simulated time when the run stopped
     bool allDone = false;

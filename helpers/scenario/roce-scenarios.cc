@@ -271,6 +271,7 @@ RecordRoceRun(const RoceRunResult& r, ScenarioResult& res)
                     {"retransmitted_packets", static_cast<double>(r.retransmittedPackets)},
                     {"peak_queue_bytes", static_cast<double>(r.peakQueueBytes)},
                     {"packets_sent", static_cast<double>(r.packetsSent)},
+                    {"packet_hops", static_cast<double>(r.packetHops)},
                     {"events", static_cast<double>(r.events)},
                     {"sim_time_us", r.end.GetSeconds() * 1e6}};
     ScenarioTraces& t = res.traces;
@@ -993,6 +994,67 @@ HpccFile(const ScenarioOptions& o, const ScenarioInfo& info, const std::string& 
     return HpccDataDir(ScenarioParamString(o, info, "dir")) + "/" + file;
 }
 
+/// Wall and CPU seconds and the process's peak RSS around one RoCE run, and what they make of
+/// its event and packet counts: the figures the speed comparisons with HPCC's simulator and the
+/// scaling benchmark (bench/roce-scale-bench.py) read from the summary (docs/performance.md).
+class RunCostMeter
+{
+  public:
+    RunCostMeter()
+        : m_wall0(std::chrono::steady_clock::now())
+    {
+        getrusage(RUSAGE_SELF, &m_ru0);
+    }
+
+    /// Ends the measurement (the run, not the writing of its files).
+    void Stop()
+    {
+        m_wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - m_wall0).count();
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        // CPU seconds of this process: on a shared machine the wall clock also counts waiting.
+        m_cpu = Seconds(ru.ru_utime) - Seconds(m_ru0.ru_utime) + Seconds(ru.ru_stime) -
+                Seconds(m_ru0.ru_stime);
+        m_peakRssKib = ru.ru_maxrss;
+    }
+
+    /// Appends wall and CPU time, events, RoCE packets and packet-hops, their ratios and the
+    /// peak RSS (a high-water mark of the whole process, set-up included) to the summary.
+    void Summarize(const RoceRunResult& r, ScenarioResult& res) const
+    {
+        const double wall = m_wall;
+        const double cpu = m_cpu;
+        const double packets = static_cast<double>(std::max<uint64_t>(1, r.packetsSent));
+        const double hops = static_cast<double>(std::max<uint64_t>(1, r.packetHops));
+        auto add = [&res](const std::string& k, const std::string& v) {
+            res.summary.emplace_back(k, v);
+        };
+        add("wall time (s)", Fixed(wall, 2));
+        add("CPU time (s)", Fixed(cpu, 2));
+        add("packets per CPU second", Fixed(r.packetsSent / std::max(cpu, 1e-9), 0));
+        add("events", std::to_string(r.events));
+        add("RoCE packets sent", std::to_string(r.packetsSent));
+        add("packets per wall second", Fixed(r.packetsSent / std::max(wall, 1e-9), 0));
+        add("events per packet", Fixed(double(r.events) / packets, 2));
+        add("packet-hops", std::to_string(r.packetHops));
+        add("events per packet-hop", Fixed(double(r.events) / hops, 2));
+        add("packet-hops per wall second", Fixed(r.packetHops / std::max(wall, 1e-9), 0));
+        add("peak RSS (MB)", Fixed(m_peakRssKib / 1024.0, 1));
+    }
+
+  private:
+    static double Seconds(const timeval& t)
+    {
+        return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+    }
+
+    std::chrono::steady_clock::time_point m_wall0;
+    struct rusage m_ru0;
+    double m_wall = 0;
+    double m_cpu = 0;
+    long m_peakRssKib = 0; ///< ru_maxrss: kibibytes on Linux
+};
+
 ScenarioResult
 RunHpcc(const ScenarioOptions& o)
 {
@@ -1067,14 +1129,9 @@ RunHpcc(const ScenarioOptions& o)
     // Ctrl-C ends the run with the finished flows reported and every file complete.
     spec.progress = o.progress;
     spec.stopOnInterrupt = o.stopOnInterrupt;
-    struct rusage ru0;
-    getrusage(RUSAGE_SELF, &ru0);
-    const auto w0 = std::chrono::steady_clock::now();
+    RunCostMeter cost;
     const RoceRunResult r = RunRoceFlows(spec);
-    const double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    cost.Stop();
     const uint32_t mtu = RdmaMtuBytes(spec.pathMtu);
     const std::vector<double> ideals = WriteHpccFct(ScenarioOutputFile(o, "fct.txt"), r, topo, mtu, offset,
                                                   referencePayload);
@@ -1129,20 +1186,7 @@ RunHpcc(const ScenarioOptions& o)
         res.summary.push_back({"config keys unknown (skipped)", std::to_string(unknown.size())});
     }
     res.summary.push_back({"simulated time (ms)", Fixed(r.end.GetSeconds() * 1e3, 3)});
-    // CPU seconds of this process: on a shared machine the wall clock also counts waiting.
-    const double cpu = (ru.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
-                       (ru.ru_utime.tv_usec - ru0.ru_utime.tv_usec) * 1e-6 +
-                       (ru.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-                       (ru.ru_stime.tv_usec - ru0.ru_stime.tv_usec) * 1e-6;
-    res.summary.push_back({"wall time (s)", Fixed(wall, 2)});
-    res.summary.push_back({"CPU time (s)", Fixed(cpu, 2)});
-    res.summary.push_back({"packets per CPU second", Fixed(r.packetsSent / cpu, 0)});
-    res.summary.push_back({"events", std::to_string(r.events)});
-    res.summary.push_back({"RoCE packets sent", std::to_string(r.packetsSent)});
-    res.summary.push_back({"packets per wall second", Fixed(r.packetsSent / wall, 0)});
-    res.summary.push_back(
-        {"events per packet", Fixed(double(r.events) / std::max<uint64_t>(1, r.packetsSent), 2)});
-    res.summary.push_back({"peak RSS (MB)", Fixed(ru.ru_maxrss / 1024.0, 1)});
+    cost.Summarize(r, res);
     res.summary.push_back({"PFC pauses", std::to_string(r.pauseFrames)});
     res.summary.push_back({"drops", std::to_string(r.drops)});
     res.summary.push_back(
@@ -1226,7 +1270,9 @@ RunRoceFct(const ScenarioOptions& o)
     ApplyPcapParams(o, info, "", spec);
     spec.progress = o.progress;
     spec.stopOnInterrupt = o.stopOnInterrupt;
+    RunCostMeter cost;
     const RoceRunResult r = RunRoceFlows(spec);
+    cost.Stop();
 
     // The ideal: the FCT the flow would have alone on its path (StandaloneFctSeconds).
     const auto hops = TopologyHopCounts(spec.topology);
@@ -1258,6 +1304,8 @@ RunRoceFct(const ScenarioOptions& o)
                                                      std::to_string(r.drops)});
     res.summary.push_back(
         {"ECN marks / CNPs", std::to_string(r.ecnMarks) + " / " + std::to_string(r.cnps)});
+    // What the run cost (its scaling is a benchmark: bench/roce-scale-bench.py).
+    cost.Summarize(r, res);
     FinishFctResult(o, table, r.flows.size(), csvPath, r.pcaps, "roce-fct.png",
                     "RoCE FCT slowdown by flow size", r.interrupted, r.end, res);
     return res;
