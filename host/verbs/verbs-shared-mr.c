@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define CNUAS_MAX_SHARED_RANGES 256
@@ -54,6 +55,38 @@ static struct shared_range g_ranges[CNUAS_MAX_SHARED_RANGES];
 static int g_count;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
+/* Whole pages are copied, and they extend past the program's allocation on both sides. A
+ * sanitizer's memcpy interceptor in the program (AddressSanitizer) would report the bytes beyond
+ * it as an overflow, so the kernel copies them: raw pread/pwrite system calls, which no
+ * interceptor sees. Returns 1 when all `len` bytes moved. */
+static int kernel_write_file(int fd, const uint8_t *from, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        const long n = syscall(SYS_pwrite64, fd, from + done, len - done, (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        done += (size_t)n;
+    }
+    return 1;
+}
+
+static int kernel_read_file(int fd, uint8_t *to, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        const long n = syscall(SYS_pread64, fd, to + done, len - done, (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 0;
+        done += (size_t)n;
+    }
+    return 1;
+}
+
 static int sharing_enabled(void)
 {
     const char *e = getenv("CNUAS_SHARE_MR");
@@ -68,7 +101,8 @@ static void atfork_child(void)
         struct shared_range *r = &g_ranges[i];
         void *copy = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (copy != MAP_FAILED) {
-            memcpy(copy, (void *)(uintptr_t)r->base, r->len);
+            /* The memfd holds exactly the shared pages. */
+            kernel_read_file(r->fd, copy, r->len);
             if (r->prot != (PROT_READ | PROT_WRITE))
                 mprotect(copy, r->len, r->prot);
             if (mremap(copy, r->len, r->len, MREMAP_MAYMOVE | MREMAP_FIXED,
@@ -171,10 +205,11 @@ static int move_into_memfd(uint64_t lo, uint64_t hi, int prot)
         /* The daemon relies on the size: sealed, the file can never shrink under its mapping. */
         fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
         goto fail;
+    if (!kernel_write_file(fd, (const uint8_t *)(uintptr_t)lo, len))
+        goto fail;
     tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (tmp == MAP_FAILED)
         goto fail;
-    memcpy(tmp, (void *)(uintptr_t)lo, len);
     if (prot != (PROT_READ | PROT_WRITE) && mprotect(tmp, len, prot) != 0)
         goto fail;
     /* mremap replaces the old pages in one step; had it failed, they would still be there. */
