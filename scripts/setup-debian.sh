@@ -20,6 +20,8 @@ PACKAGES=(
   python3-pytest
   # real peers the tests drive: Modbus masters, InfiniBand management tools
   mbpoll libmodbus-dev python3-pymodbus python3-serial python3-serial-asyncio opensm infiniband-diags
+  # the reference opensm is compared against: ibsim (a fabric without wires) and libumad2sim
+  ibsim-utils libumad2sim0
   # emulation: namespaces, TAP devices and the ordinary programs the tests run inside hosts
   iproute2 iputils-ping tcpdump iperf3
   # verbs: the headers Cnuas's libibverbs and msgstream build against, and the unmodified

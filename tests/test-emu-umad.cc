@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <regex>
+#include <sstream>
 
 using namespace cnuas_emu_test;
 
@@ -951,6 +954,89 @@ TEST_F(EmuUmad, OpensmAndIbnetdiscoverOnAK4FatTree)
     EXPECT_EQ(links.exit, 0) << links.out;
     EXPECT_EQ(links.out.find("Initialize"), std::string::npos) << links.out;
     EXPECT_EQ(links.out.find("Down"), std::string::npos) << links.out;
+}
+
+/// opensm's guid2lid cache (GUID -> LID), without its blank lines.
+std::map<std::string, std::string>
+ReadGuid2Lid(const std::filesystem::path& file)
+{
+    std::map<std::string, std::string> lids;
+    std::ifstream in(file);
+    std::string guid;
+    std::string lid;
+    std::string line;
+    while (std::getline(in, line))
+    {
+        std::istringstream words(line);
+        if (words >> guid >> lid)
+        {
+            lids[guid] = lid;
+        }
+    }
+    return lids;
+}
+
+/// Side by side with ibsim (Debian's ibsim-utils: opensm under libumad2sim against a simulated
+/// fabric without wires): opensm sweeps the emulated k=4 fat-tree in real time, then the same
+/// topology (the emulated fabric's own ibnetdiscover output) under ibsim, and assigns every
+/// port the same LID in both (docs/management.md §8.8 explains why the SMP counts differ).
+TEST_F(EmuUmad, OpensmAssignsTheSameLidsAgainstCnuasAsAgainstIbsim)
+{
+    const char* const umad2sim = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+    if (access("/usr/sbin/opensm", X_OK) != 0 || access("/usr/bin/ibsim", X_OK) != 0 ||
+        access(umad2sim, R_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm, ibsim-utils and libumad2sim0";
+    }
+    // Dilated, so that a loaded machine does not make opensm retry (the LIDs follow the order
+    // in which its sweep finds the ports).
+    ShResult up = Up(std::string(kIbUp) + "--topology fat-tree:k=4 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    IbstatUntil("h0", "Physical state: LinkUp");
+    const std::string text = StartOpensmUntilSubnetUp("h0", 90);
+    ASSERT_NE(text.find("SUBNET UP"), std::string::npos);
+    const auto cnuasLids = ReadGuid2Lid(m_dir / "guid2lid");
+    // 16 hosts and 20 switches: 36 LIDs.
+    ASSERT_EQ(cnuasLids.size(), 36u);
+    ShResult net = Exec("h0", "ibnetdiscover");
+    ASSERT_EQ(net.exit, 0) << net.out;
+    const std::filesystem::path sim = m_dir / "ibsim";
+    std::filesystem::create_directories(sim / "cache");
+    std::ofstream(sim / "k4.topo") << net.out;
+    // opensm sweeps from h0's port in both runs: its node name in the topology.
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(net.out, m, std::regex("\nCa\t1 \"(H-[0-9a-f]{16})\"\t+# \"h0\"")))
+        << net.out;
+    const std::string host = m[1];
+    const std::string sock = "cnuastest" + std::to_string(getpid());
+    Sh("cd " + sim.string() + " && (IBSIM_SOCKNAME=" + sock +
+       " ibsim -s k4.topo < /dev/null > ibsim.out 2>&1 & echo $! > ibsim.pid)");
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    Sh("cd " + sim.string() + " && (env IBSIM_SOCKNAME=" + sock + " SIM_HOST=" + host +
+       " OSM_CACHE_DIR=" + (sim / "cache").string() + " LD_PRELOAD=" + umad2sim +
+       " timeout 120 opensm -f " + (sim / "osm.log").string() +
+       " > opensm.out 2>&1 & echo $! > opensm.pid)");
+    // Under libumad2sim opensm's log reaches the file only when it exits; its LID cache is
+    // written by the sweep itself, so that is what is waited for.
+    for (int i = 0; i < 600 && ReadGuid2Lid(sim / "cache" / "guid2lid").size() < 36; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (const char* pid : {"opensm.pid", "ibsim.pid"})
+    {
+        Sh("kill $(cat " + (sim / pid).string() + ") 2>/dev/null; true");
+    }
+    std::string simLog;
+    for (int i = 0; i < 100 && simLog.find("Exiting SM") == std::string::npos; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        simLog = Sh("cat " + (sim / "osm.log").string() + " 2>/dev/null").out;
+    }
+    ASSERT_NE(simLog.find("SUBNET UP"), std::string::npos)
+        << simLog << Sh("cat " + (sim / "ibsim.out").string()).out;
+    const auto simLids = ReadGuid2Lid(sim / "cache" / "guid2lid");
+    EXPECT_EQ(simLids, cnuasLids) << "opensm assigned LIDs differently against ibsim";
 }
 
 TEST_F(EmuUmad, MisbehavingProgramsGetTheKernelsErrorsAndTheDaemonGoesOn)
