@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -192,6 +193,22 @@ class EmuFixture : public ::testing::Test
         return {};
     }
     std::string Ns(const std::string& host) const { return m_name + "-" + host; }
+    /// Waits until `host` listens on TCP `port` (a server program is ready for its client).
+    bool WaitListening(int port, double seconds = 20, const std::string& host = "h1")
+    {
+        const auto end = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+        const std::regex re(":" + std::to_string(port) + "\\b");
+        while (std::chrono::steady_clock::now() < end)
+        {
+            if (std::regex_search(Exec(host, "ss -ltn").out, re))
+            {
+                return true;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        return false;
+    }
     /// A verified TCP transfer of `bytes` from `from` to the host at `toIp` (port `port`).
     void TcpTransfer(const std::string& from,
                      const std::string& to,

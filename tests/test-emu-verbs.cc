@@ -46,23 +46,6 @@ class EmuVerbs : public EmuFixture, public ::testing::WithParamInterface<FabricC
         ASSERT_EQ(up.exit, 0) << up.out;
     }
 
-    /// Waits until host h1 listens on TCP `port` (a server program is ready for its client).
-    bool WaitListening(int port, double seconds = 20)
-    {
-        const auto end = std::chrono::steady_clock::now() +
-                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-        const std::regex re(":" + std::to_string(port) + "\\b");
-        while (std::chrono::steady_clock::now() < end)
-        {
-            if (std::regex_search(Exec("h1", "ss -ltn").out, re))
-            {
-                return true;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        return false;
-    }
-
     /// Runs `server` in h1 and `client SERVER_IP` in h0; both must succeed. Returns the
     /// client's output; the server's is in *serverOut.
     std::string RunPair(const std::string& server,
@@ -490,15 +473,12 @@ TEST_F(EmuVerbsJumbo, JumboFramesGiveA4096ByteRoceMtu)
     EXPECT_EQ(ping.exit, 0) << ping.out;
     EXPECT_NE(ping.out.find("3 received"), std::string::npos) << ping.out;
     ExecBackground("h1", "timeout 60 " + ms + " -s 10000 -n 20", "jumbo-server.txt");
-    for (int i = 0; i < 100 && Exec("h1", "ss -ltn").out.find(":18520 ") == std::string::npos; ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    ASSERT_TRUE(WaitListening(18520, 10));
     ShResult client = Exec("h0", "timeout 60 " + ms + " -s 10000 -n 20 10.0.0.2");
     EXPECT_EQ(client.exit, 0) << client.out;
     EXPECT_NE(client.out.find("msgstream: OK"), std::string::npos) << client.out;
     std::string server;
-    for (int i = 0; i < 300 && server.find("msgstream:") == std::string::npos; ++i)
+    for (int i = 0; i < 300 && server.find("msgstream: OK") == std::string::npos; ++i)
     {
         server = WaitForLines("jumbo-server.txt", 1, 1);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
