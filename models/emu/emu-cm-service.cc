@@ -279,16 +279,7 @@ EmuCmService::Stop()
     {
         Close(m_procs.begin()->first, "the service stops");
     }
-    if (m_listenFd >= 0)
-    {
-        if (auto rt = EmuRealtimeSimulatorImpl::Current())
-        {
-            rt->UnwatchFd(m_listenFd);
-        }
-        close(m_listenFd);
-        m_listenFd = -1;
-        unlink(m_path.c_str());
-    }
+    CloseListener(m_listenFd, m_path);
 }
 
 void
@@ -297,15 +288,13 @@ EmuCmService::Accept()
     auto rt = EmuRealtimeSimulatorImpl::Current();
     while (true)
     {
-        const int fd = accept4(m_listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        pid_t pid = 0;
+        const int fd = AcceptSeqpacket(m_listenFd, &pid);
         if (fd < 0)
         {
             return;
         }
-        ucred cred{};
-        socklen_t len = sizeof(cred);
-        if (m_procs.size() >= m_maxProcesses ||
-            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        if (m_procs.size() >= m_maxProcesses)
         {
             close(fd);
             continue;
@@ -313,7 +302,7 @@ EmuCmService::Accept()
         auto p = std::make_unique<Proc>();
         p->id = m_nextProc++;
         p->fd = fd;
-        p->pid = cred.pid;
+        p->pid = pid;
         const uint32_t id = p->id;
         m_procs[id] = std::move(p);
         ++m_counters.processes;

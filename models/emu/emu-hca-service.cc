@@ -692,16 +692,7 @@ EmuHcaService::Stop()
     {
         Close(m_contexts.begin()->first, "the service stops");
     }
-    if (m_listenFd >= 0)
-    {
-        if (auto rt = EmuRealtimeSimulatorImpl::Current())
-        {
-            rt->UnwatchFd(m_listenFd);
-        }
-        close(m_listenFd);
-        m_listenFd = -1;
-        unlink(m_path.c_str());
-    }
+    CloseListener(m_listenFd, m_path);
 }
 
 void
@@ -710,10 +701,11 @@ EmuHcaService::Accept()
     auto rt = EmuRealtimeSimulatorImpl::Current();
     while (true)
     {
-        const int fd = accept4(m_listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        pid_t pid = 0;
+        const int fd = AcceptSeqpacket(m_listenFd, &pid);
         if (fd < 0)
         {
-            return; // EAGAIN: all taken
+            return;
         }
         if (m_contexts.size() >= m_maxContexts)
         {
@@ -721,9 +713,7 @@ EmuHcaService::Accept()
             close(fd);
             continue;
         }
-        ucred cred{};
-        socklen_t len = sizeof(cred);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid <= 0)
+        if (pid <= 0)
         {
             close(fd);
             continue;
@@ -731,8 +721,8 @@ EmuHcaService::Accept()
         auto c = std::make_unique<Context>();
         c->id = m_nextContext++;
         c->fd = fd;
-        c->pid = cred.pid;
-        c->memory = CreateObject<ProcessMemory>(cred.pid);
+        c->pid = pid;
+        c->memory = CreateObject<ProcessMemory>(pid);
         const uint32_t id = c->id;
         m_contexts[id] = std::move(c);
         if (!rt->WatchFd(fd, Simulator::NO_CONTEXT, [this, id]() { OnReadable(id); }))

@@ -440,16 +440,7 @@ EmuUmadService::Stop()
         unlink(m_issmPath.c_str());
         m_issmPath.clear();
     }
-    if (m_listenFd >= 0)
-    {
-        if (auto rt = EmuRealtimeSimulatorImpl::Current())
-        {
-            rt->UnwatchFd(m_listenFd);
-        }
-        close(m_listenFd);
-        m_listenFd = -1;
-        unlink(m_path.c_str());
-    }
+    CloseListener(m_listenFd, m_path);
 }
 
 void
@@ -458,7 +449,8 @@ EmuUmadService::Accept()
     auto rt = EmuRealtimeSimulatorImpl::Current();
     while (true)
     {
-        const int fd = accept4(m_listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        pid_t pid = 0;
+        const int fd = AcceptSeqpacket(m_listenFd, &pid);
         if (fd < 0)
         {
             return;
@@ -469,13 +461,10 @@ EmuUmadService::Accept()
             close(fd);
             continue;
         }
-        ucred cred{};
-        socklen_t len = sizeof(cred);
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
         auto c = std::make_unique<Conn>();
         c->id = m_nextConn++;
         c->fd = fd;
-        c->pid = cred.pid;
+        c->pid = pid;
         const uint32_t id = c->id;
         m_conns[id] = std::move(c);
         ++m_counters.connections;

@@ -1,14 +1,14 @@
 #include "unix-seqpacket.h"
 
+#include "emu-realtime-simulator-impl.h"
+
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstring>
-#include <vector>
 
 namespace ns3
 {
@@ -66,10 +66,7 @@ SendDatagramWithFd(int sock, const void* buf, size_t len, int fd)
 SeqpacketRecv
 RecvRequest(int sock, void* request, size_t size)
 {
-    // One byte more than a request: a datagram that fills it is too long, whatever MSG_TRUNC
-    // reports.
-    std::vector<uint8_t> buf(size + 1);
-    const ssize_t got = recv(sock, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
+    const ssize_t got = recv(sock, request, size, MSG_DONTWAIT | MSG_TRUNC);
     if (got < 0)
     {
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? SeqpacketRecv::None
@@ -79,12 +76,37 @@ RecvRequest(int sock, void* request, size_t size)
     {
         return SeqpacketRecv::Closed;
     }
-    if (static_cast<size_t>(got) != size)
+    return static_cast<size_t>(got) == size ? SeqpacketRecv::Request : SeqpacketRecv::WrongSize;
+}
+
+int
+AcceptSeqpacket(int listenFd, pid_t* peerPid)
+{
+    const int fd = accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
     {
-        return SeqpacketRecv::WrongSize;
+        return -1; // EAGAIN: all taken
     }
-    std::memcpy(request, buf.data(), size);
-    return SeqpacketRecv::Request;
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    *peerPid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
+    return fd;
+}
+
+void
+CloseListener(int& listenFd, const std::string& path)
+{
+    if (listenFd < 0)
+    {
+        return;
+    }
+    if (auto rt = EmuRealtimeSimulatorImpl::Current())
+    {
+        rt->UnwatchFd(listenFd);
+    }
+    close(listenFd);
+    listenFd = -1;
+    unlink(path.c_str());
 }
 
 } // namespace ns3

@@ -20,6 +20,19 @@ namespace ns3
 int ListenSeqpacket(const std::string& path, mode_t mode, std::string* why);
 
 /**
+ * Accepts one waiting connection on the listening socket `listenFd`, non-blocking and
+ * close-on-exec. Returns its descriptor, with the peer's pid (SO_PEERCRED) in *peerPid, 0 when
+ * it cannot be read; -1 when no connection waits.
+ */
+int AcceptSeqpacket(int listenFd, pid_t* peerPid);
+
+/**
+ * The end of what ListenSeqpacket began: stops watching `listenFd` (EmuRealtimeSimulatorImpl),
+ * closes it, removes its socket file `path` and sets `listenFd` to -1. Nothing when it is -1.
+ */
+void CloseListener(int& listenFd, const std::string& path);
+
+/**
  * Sends `len` bytes on `sock` as one datagram, with descriptor `fd` attached when it is not -1,
  * without blocking: the peer waits for this answer, so a socket without room is a peer that
  * does not read. Whether all of it went.
@@ -37,9 +50,9 @@ enum class SeqpacketRecv
 };
 
 /**
- * Receives one datagram from `sock` without blocking and, when it is exactly `size` bytes,
- * copies it to `request`. A longer datagram is seen whole (MSG_TRUNC) and reported as
- * WrongSize rather than cut to fit.
+ * Receives one datagram from `sock` without blocking into `request` (`size` bytes). Only a
+ * datagram of exactly `size` bytes is a Request: recv's MSG_TRUNC gives a longer one's real
+ * length, so it is WrongSize rather than cut to fit (what it left in `request` means nothing).
  */
 SeqpacketRecv RecvRequest(int sock, void* request, size_t size);
 
