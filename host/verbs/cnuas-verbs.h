@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define CNUAS_EXPORT __attribute__((visibility("default")))
 #define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
@@ -115,6 +116,8 @@ int cnuas_call(struct cnuas_context *ctx, struct cnuas_hca_req *q, struct cnuas_
                int send_fd, int *out_fd);
 /* Map `bytes` of a descriptor the daemon passed (and close it). NULL on failure. */
 void *cnuas_map(int fd, size_t bytes);
+/* clock_gettime of `clock` in nanoseconds. */
+uint64_t cnuas_clock_ns(clockid_t clock);
 int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t *len);
 /* The daemon has gone: say so once, and make every later call fail. */
 void cnuas_mark_dead(struct cnuas_context *ctx, const char *what);

@@ -61,10 +61,10 @@ void cnuas_mark_dead(struct cnuas_context *ctx, const char *what)
     }
 }
 
-static uint64_t now_ns(void)
+uint64_t cnuas_clock_ns(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    clock_gettime(clock, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -75,7 +75,7 @@ int cnuas_check_alive(struct cnuas_context *ctx)
     /* A busy poller spins here millions of times a second: look at the socket at most every
      * 50 ms of wall clock. The daemon never writes unasked, so a readable socket with nothing
      * in it is a hang-up. */
-    const uint64_t t = now_ns();
+    const uint64_t t = cnuas_clock_ns(CLOCK_MONOTONIC_COARSE);
     if (t - ctx->last_check_ns < 50000000ull)
         return 1;
     ctx->last_check_ns = t;

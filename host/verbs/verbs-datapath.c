@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 static inline uint32_t load_acquire(const uint32_t *p)
@@ -284,19 +283,6 @@ static void to_wc(const struct cnuas_hca_cqe *e, struct ibv_wc *wc)
     wc->dlid_path_bits = e->dlid_path_bits;
 }
 
-/* An empty poll. The HCA here is not hardware beside the CPU but a thread of the daemon that
- * shares the CPUs with the programs polling it: a program that spins on an empty CQ would keep
- * the HCA from running, and on a machine with few cores the completion it waits for would wait
- * for the scheduler's time slice (milliseconds). So a poller that keeps finding nothing yields
- * its CPU now and then. It also looks now and then whether the daemon is still there, or a
- * poller would spin forever after a daemon crash. Returns non-zero when the daemon is gone. */
-static uint64_t monotonic_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 /* CNUAS_POLL_SLEEP_AFTER_US (default 20; 0: never sleep) and CNUAS_POLL_SLEEP_MAX_US (default
  * 200): how long a poller spins on empty CQs before it sleeps, and the longest one sleep. */
 static uint64_t g_sleep_after_ns = ~0ull; /* ~0: not read yet */
@@ -353,14 +339,12 @@ static int cnuas_idle_poll(struct cnuas_context *ctx, struct cnuas_cq *cq)
     if (__builtin_expect(__atomic_load_n(&g_sleep_after_ns, __ATOMIC_ACQUIRE) == ~0ull, 0))
         read_sleep_settings();
     if (g_sleep_after_ns != 0 && (n & 7) == 0) {
-        const uint64_t t = monotonic_ns();
+        const uint64_t t = cnuas_clock_ns(CLOCK_MONOTONIC);
         if (ctx->idle_since_ns == 0) {
             ctx->idle_since_ns = t;
         } else if (t - ctx->idle_since_ns >= g_sleep_after_ns) {
             cnuas_sleep_on_cq(cq);
-            if (!cnuas_check_alive(ctx)) /* at most once per 50 ms, inside */
-                return 1;
-            return ctx->dead;
+            return !cnuas_check_alive(ctx); /* it looks at most once per 50 ms */
         }
     }
     if ((n & 31) == 0)

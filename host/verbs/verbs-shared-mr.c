@@ -55,29 +55,17 @@ static struct shared_range g_ranges[CNUAS_MAX_SHARED_RANGES];
 static int g_count;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 
-/* Whole pages are copied, and they extend past the program's allocation on both sides. A
+/* Moves `len` bytes between `buf` and the start of file `fd` (into the file when `to_file`).
+ * Whole pages are copied, and they extend past the program's allocation on both sides. A
  * sanitizer's memcpy interceptor in the program (AddressSanitizer) would report the bytes beyond
  * it as an overflow, so the kernel copies them: raw pread/pwrite system calls, which no
  * interceptor sees. Returns 1 when all `len` bytes moved. */
-static int kernel_write_file(int fd, const uint8_t *from, size_t len)
+static int kernel_file_copy(int fd, uint8_t *buf, size_t len, int to_file)
 {
     size_t done = 0;
     while (done < len) {
-        const long n = syscall(SYS_pwrite64, fd, from + done, len - done, (off_t)done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return 0;
-        done += (size_t)n;
-    }
-    return 1;
-}
-
-static int kernel_read_file(int fd, uint8_t *to, size_t len)
-{
-    size_t done = 0;
-    while (done < len) {
-        const long n = syscall(SYS_pread64, fd, to + done, len - done, (off_t)done);
+        const long n = syscall(to_file ? SYS_pwrite64 : SYS_pread64, fd, buf + done, len - done,
+                               (off_t)done);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -102,7 +90,7 @@ static void atfork_child(void)
         void *copy = mmap(NULL, r->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (copy != MAP_FAILED) {
             /* The memfd holds exactly the shared pages. */
-            kernel_read_file(r->fd, copy, r->len);
+            kernel_file_copy(r->fd, copy, r->len, 0);
             if (r->prot != (PROT_READ | PROT_WRITE))
                 mprotect(copy, r->len, r->prot);
             if (mremap(copy, r->len, r->len, MREMAP_MAYMOVE | MREMAP_FIXED,
@@ -131,10 +119,14 @@ static void install_atfork(void)
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
-/* Walks /proc/self/maps over [lo, hi). mode 0: every byte must be private anonymous memory
- * (no path, or [heap]) with one set of permissions, returned in *prot. mode 1: every byte must
- * be mapped from the memfd with inode `ino`. Returns 1 when it holds. */
-static int check_maps(uint64_t lo, uint64_t hi, int mode, ino_t ino, int *prot)
+enum maps_check {
+    MAPS_PRIVATE_ANONYMOUS, /* movable: private anonymous memory with one set of permissions */
+    MAPS_OUR_MEMFD,         /* still the pages of the memfd with inode `ino` */
+};
+
+/* Walks /proc/self/maps over [lo, hi): whether every byte is what `check` asks for (for
+ * MAPS_PRIVATE_ANONYMOUS: no path, or [heap]; the permissions in *prot). Returns 1 when so. */
+static int check_maps(uint64_t lo, uint64_t hi, enum maps_check check, ino_t ino, int *prot)
 {
     FILE *f = fopen("/proc/self/maps", "re");
     if (!f)
@@ -162,7 +154,7 @@ static int check_maps(uint64_t lo, uint64_t hi, int mode, ino_t ino, int *prot)
         path[strcspn(path, "\n")] = '\0';
         int p = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
                 (perms[2] == 'x' ? PROT_EXEC : 0);
-        if (mode == 0) {
+        if (check == MAPS_PRIVATE_ANONYMOUS) {
             const int anonymous = inode == 0 && (path[0] == '\0' || strcmp(path, "[heap]") == 0);
             if (!anonymous || perms[3] != 'p' || !(p & PROT_READ) || (p & PROT_EXEC) ||
                 (first_prot >= 0 && p != first_prot)) {
@@ -205,7 +197,7 @@ static int move_into_memfd(uint64_t lo, uint64_t hi, int prot)
         /* The daemon relies on the size: sealed, the file can never shrink under its mapping. */
         fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
         goto fail;
-    if (!kernel_write_file(fd, (const uint8_t *)(uintptr_t)lo, len))
+    if (!kernel_file_copy(fd, (uint8_t *)(uintptr_t)lo, len, 1))
         goto fail;
     tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (tmp == MAP_FAILED)
@@ -243,7 +235,7 @@ int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t
             continue;
         /* Still the pages this library shared? (The program may have unmapped them and mapped
          * something else there since.) */
-        if (!check_maps(r->base, r->base + r->len, 1, r->ino, NULL)) {
+        if (!check_maps(r->base, r->base + r->len, MAPS_OUR_MEMFD, r->ino, NULL)) {
             drop_range(i--);
             continue;
         }
@@ -255,7 +247,8 @@ int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t
         goto done; /* inside a shared range, or overlapping one in part: not moved again */
     }
     int prot = 0;
-    if (g_count < CNUAS_MAX_SHARED_RANGES && check_maps(lo, hi, 0, 0, &prot)) {
+    if (g_count < CNUAS_MAX_SHARED_RANGES &&
+        check_maps(lo, hi, MAPS_PRIVATE_ANONYMOUS, 0, &prot)) {
         fd = move_into_memfd(lo, hi, prot);
         if (fd >= 0) {
             struct stat st;
