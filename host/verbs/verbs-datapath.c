@@ -283,11 +283,8 @@ static void to_wc(const struct cnuas_hca_cqe *e, struct ibv_wc *wc)
     wc->dlid_path_bits = e->dlid_path_bits;
 }
 
-/* CNUAS_POLL_SLEEP_AFTER_US (default 0: never sleep; 20 is what was measured) and
- * CNUAS_POLL_SLEEP_MAX_US (default 200): how long a poller spins on empty CQs before it sleeps,
- * and the longest one sleep. Off by default: with it on, `ib_send_lat -R` on a dilated
- * InfiniBand fabric hung under CPU load (EmuRdmacm.PerftestConnectsThroughRdmaCm, twice in a
- * loaded run; not yet understood), so it stays opt-in until that is found. */
+/* CNUAS_POLL_SLEEP_AFTER_US (default 20; 0: never sleep) and CNUAS_POLL_SLEEP_MAX_US (default
+ * 200): how long a poller spins on empty CQs before it sleeps, and the longest one sleep. */
 static uint64_t g_sleep_after_ns = ~0ull; /* ~0: not read yet */
 static uint64_t g_sleep_max_ns;
 
@@ -295,7 +292,7 @@ static void read_sleep_settings(void)
 {
     const char *a = getenv("CNUAS_POLL_SLEEP_AFTER_US");
     const char *m = getenv("CNUAS_POLL_SLEEP_MAX_US");
-    const uint64_t after = a ? strtoull(a, NULL, 10) : 0;
+    const uint64_t after = a ? strtoull(a, NULL, 10) : 20;
     const uint64_t most = m ? strtoull(m, NULL, 10) : 200;
     g_sleep_max_ns = (most ? most : 1) * 1000ull;
     __atomic_store_n(&g_sleep_after_ns, after * 1000ull, __ATOMIC_RELEASE);
@@ -330,8 +327,8 @@ static inline void cnuas_busy_poll(struct cnuas_context *ctx)
  * HCA from running, and on a machine with few cores the completion it waits for then waits for
  * the scheduler's time slice (milliseconds; three busy threads on two cores gave pingpong round
  * trips of 0.1-4 ms in the tail). So a poller that keeps finding nothing yields its CPU now and
- * then; with CNUAS_POLL_SLEEP_AFTER_US set, after that long finding nothing it sleeps on the CQ
- * until the daemon writes a completion of the context (a futex it wakes), as an adapter's interrupt
+ * then, and after CNUAS_POLL_SLEEP_AFTER_US of finding nothing sleeps on the CQ until the
+ * daemon writes a completion of the context (a futex it wakes), the way an adapter's interrupt
  * moderation hands a busy-polling driver over to interrupts. ibv_poll_cq then returns 0 after at
  * most CNUAS_POLL_SLEEP_MAX_US. It also looks now and then whether the daemon is still there,
  * or a poller would wait forever after a daemon crash. Returns non-zero when the daemon is
