@@ -58,10 +58,11 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
         const std::string tag = host + "-" + std::to_string(++n);
         Background b{m_dir / ("cm-" + tag + ".txt"), m_dir / ("cm-" + tag + ".pid")};
         // `cnuas exec` enters the namespace and execs the command: the PID the shell writes is
-        // the PID of `timeout`.
+        // the PID of `timeout`. Line-buffered, so that a program stopped midway shows how far it
+        // got.
         Sh("(sh -c 'echo $$ > " + b.pid.string() + "; exec env " +
            Cnuas("exec --name " + m_name + " " + host + " -- timeout " +
-                 std::to_string(static_cast<int>(seconds)) + " " + cmd) +
+                 std::to_string(static_cast<int>(seconds)) + " stdbuf -oL " + cmd) +
            "'; echo pair-exit=$?) > " + b.out.string() + " 2>&1 &");
         return b;
     }
@@ -74,13 +75,36 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
         return s.str();
     }
 
+    /// What a program that does not end is doing: each of its threads' kernel wait channel and
+    /// system call, and every host's counters (its rdma_cm's, its verbs', its port's).
+    std::string Diagnose(const Background& b)
+    {
+        std::string d =
+            Sh("t=$(cat " + b.pid.string() +
+               "); for p in $(pgrep -P $t); do for k in /proc/$p/task/*; do "
+               "echo \"pid $p task ${k##*/}: $(tr '\\0' ' ' < /proc/$p/cmdline) wchan=$(cat "
+               "$k/wchan) syscall=$(cut -d' ' -f1-3 $k/syscall)\"; done; done")
+                .out;
+        const nlohmann::json s = Status();
+        if (s.contains("live") && s["live"].contains("hosts"))
+        {
+            for (nlohmann::json h : s["live"]["hosts"])
+            {
+                h.erase("offload");
+                d += h.dump() + "\n";
+            }
+        }
+        return d;
+    }
+
     /// Waits until `b` has ended, or until its output shows `giveUpOn` (then stops it); returns
-    /// its output.
+    /// its output, and what it was doing if it had to be stopped after `seconds`.
     std::string Wait(const Background& b, double seconds, const std::string& giveUpOn = "")
     {
         const auto end = std::chrono::steady_clock::now() +
                          std::chrono::milliseconds(static_cast<int>(seconds * 1000));
         std::string text;
+        std::string diagnosis;
         while (true)
         {
             text = Read(b.out);
@@ -88,9 +112,14 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
             {
                 return text;
             }
-            if ((!giveUpOn.empty() && text.find(giveUpOn) != std::string::npos) ||
-                std::chrono::steady_clock::now() > end)
+            if (!giveUpOn.empty() && text.find(giveUpOn) != std::string::npos)
             {
+                break;
+            }
+            if (std::chrono::steady_clock::now() > end)
+            {
+                diagnosis = "[still running after " + std::to_string(static_cast<int>(seconds)) +
+                            " s]\n" + Diagnose(b);
                 break;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -101,7 +130,7 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
             text = Read(b.out);
         }
-        return text;
+        return text + diagnosis;
     }
 
     /**
@@ -147,7 +176,8 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
             bool race = false;
             for (int attempt = 0; attempt < 100; ++attempt)
             {
-                clientOut = Wait(Start("h0", client, seconds), seconds + 10, perftestRace);
+                // Diagnosed before its own timeout would end it.
+                clientOut = Wait(Start("h0", client, seconds), seconds - 15, perftestRace);
                 race = clientOut.find(perftestRace) != std::string::npos;
                 // rping says REJECTED, udaddy UNREACHABLE with SIDR status 1, rdma_client's
                 // synchronous rdma_connect "Connection refused": each has ended, and is run
