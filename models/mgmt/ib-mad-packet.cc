@@ -3,7 +3,7 @@
 #include "models/ib/ib-frame.h"
 #include "models/ib/ib-grh-header.h"
 
-#include <vector>
+#include <algorithm>
 
 namespace ns3
 {
@@ -77,13 +77,17 @@ IbParseMadPacket(Ptr<const Packet> packet, IbMadPacketView& out, std::string* wh
         return false;
     };
     const uint32_t size = packet->GetSize();
-    std::vector<uint8_t> bytes(size);
-    packet->CopyData(bytes.data(), size);
     if (size < IbLrhHeader::kSize)
     {
         return fail("shorter than an LRH");
     }
-    out.lrh.ReadFrom(bytes.data());
+    // The longest packet that can be a MAD (with a GRH) fits on the stack: every SMP a switch
+    // forwards is parsed here, so a heap copy per hop is worth avoiding. A longer packet is not
+    // a MAD; its first bytes suffice to say why.
+    uint8_t bytes[IbLrhHeader::kSize + IbGrhHeader::kSize + IbBthHeader::kSize +
+                  IbDethHeader::kSize + kIbMadBytes + kIbIcrcBytes + kIbVcrcBytes];
+    packet->CopyData(bytes, std::min<uint32_t>(size, sizeof(bytes)));
+    out.lrh.ReadFrom(bytes);
     const int off = BthOffset(out.lrh.GetLnh());
     if (off < 0)
     {
@@ -95,7 +99,7 @@ IbParseMadPacket(Ptr<const Packet> packet, IbMadPacketView& out, std::string* wh
     {
         return fail("length is not that of one 256-byte MAD in a UD packet");
     }
-    out.bth.ReadFrom(bytes.data() + off);
+    out.bth.ReadFrom(bytes + off);
     if (out.bth.GetOpCode() != kIbUdSendOnly)
     {
         return fail("not a UD SEND Only");
@@ -104,8 +108,8 @@ IbParseMadPacket(Ptr<const Packet> packet, IbMadPacketView& out, std::string* wh
     {
         return fail("PadCnt of a MAD must be 0");
     }
-    out.deth.ReadFrom(bytes.data() + off + IbBthHeader::kSize);
-    const uint8_t* mad = bytes.data() + off + IbBthHeader::kSize + IbDethHeader::kSize;
+    out.deth.ReadFrom(bytes + off + IbBthHeader::kSize);
+    const uint8_t* mad = bytes + off + IbBthHeader::kSize + IbDethHeader::kSize;
     std::copy(mad, mad + kIbMadBytes, out.mad.begin());
     return true;
 }
