@@ -246,6 +246,10 @@ IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
     std::vector<int32_t> order;
     std::vector<int32_t> frontier;
     std::vector<int32_t> next;
+    // The breadth-first search below depends only on the switch the destination attaches to,
+    // and LIDs are handed out in discovery order, so the CAs behind one leaf switch usually come
+    // one after another (k=16: 8 hosts a leaf): their search is done once and reused.
+    int32_t searchedFrom = -1;
     for (const auto& [lid, target] : subnet.Lids())
     {
         // Where the destination attaches to the switch graph.
@@ -266,61 +270,65 @@ IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
             start = tp.peerNode;
             startEntry = tp.peerPort;
         }
-        std::fill(dist.begin(), dist.end(), -1);
-        std::fill(phase.begin(), phase.end(), Phase::Unset);
-        dist[start] = 0;
-        phase[start] = Phase::DownOnly;
         out.lft[start][lid] = startEntry;
         // Breadth-first from the destination, one level at a time, walking routes backwards.
         // Up/down (IBA has no rule here; Autonet's): a switch reached by a reverse step that is
         // a down move for the packet is DownOnly if its successor is; DownOnly wins a tie.
-        frontier.assign(1, start);
-        order.clear();
-        while (!frontier.empty())
+        if (start != searchedFrom)
         {
-            next.clear();
-            for (int32_t s : frontier)
+            searchedFrom = start;
+            std::fill(dist.begin(), dist.end(), -1);
+            std::fill(phase.begin(), phase.end(), Phase::Unset);
+            dist[start] = 0;
+            phase[start] = Phase::DownOnly;
+            frontier.assign(1, start);
+            order.clear();
+            while (!frontier.empty())
             {
-                for (uint32_t h = hopStart[s]; h < hopStart[s + 1]; ++h)
+                next.clear();
+                for (int32_t s : frontier)
                 {
-                    const int32_t m = hops[h].peer;
-                    if (dist[m] >= 0 && dist[m] <= dist[s])
+                    for (uint32_t h = hopStart[s]; h < hopStart[s + 1]; ++h)
                     {
-                        continue;
-                    }
-                    Phase ph = Phase::DownOnly;
-                    if (updn)
-                    {
-                        // The packet goes m -> s: down if s is below m, i.e. this cable is an
-                        // up move from s.
-                        const bool down = !hops[h].downToPeer;
-                        if (down)
+                        const int32_t m = hops[h].peer;
+                        if (dist[m] >= 0 && dist[m] <= dist[s])
                         {
-                            if (phase[s] != Phase::DownOnly)
+                            continue;
+                        }
+                        Phase ph = Phase::DownOnly;
+                        if (updn)
+                        {
+                            // The packet goes m -> s: down if s is below m, i.e. this cable is an
+                            // up move from s.
+                            const bool down = !hops[h].downToPeer;
+                            if (down)
                             {
-                                continue; // down then up: illegal
+                                if (phase[s] != Phase::DownOnly)
+                                {
+                                    continue; // down then up: illegal
+                                }
+                                ph = Phase::DownOnly;
                             }
-                            ph = Phase::DownOnly;
+                            else
+                            {
+                                ph = Phase::UpFirst;
+                            }
                         }
-                        else
+                        if (dist[m] < 0)
                         {
-                            ph = Phase::UpFirst;
+                            dist[m] = dist[s] + 1;
+                            phase[m] = ph;
+                            next.push_back(m);
                         }
-                    }
-                    if (dist[m] < 0)
-                    {
-                        dist[m] = dist[s] + 1;
-                        phase[m] = ph;
-                        next.push_back(m);
-                    }
-                    else if (ph == Phase::DownOnly)
-                    {
-                        phase[m] = Phase::DownOnly;
+                        else if (ph == Phase::DownOnly)
+                        {
+                            phase[m] = Phase::DownOnly;
+                        }
                     }
                 }
+                order.insert(order.end(), next.begin(), next.end());
+                frontier.swap(next);
             }
-            order.insert(order.end(), next.begin(), next.end());
-            frontier.swap(next);
         }
         // Choose each switch's port, farthest switches first so that a switch knows how many
         // routes its upstream neighbours already sent through it; among the candidates the
