@@ -250,6 +250,8 @@ IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
     // and LIDs are handed out in discovery order, so the CAs behind one leaf switch usually come
     // one after another (k=16: 8 hosts a leaf): their search is done once and reused.
     int32_t searchedFrom = -1;
+    std::vector<uint32_t> candStart;
+    std::vector<Hop> cands;
     for (const auto& [lid, target] : subnet.Lids())
     {
         // Where the destination attaches to the switch graph.
@@ -329,11 +331,43 @@ IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
                 order.insert(order.end(), next.begin(), next.end());
                 frontier.swap(next);
             }
+            // Each switch's candidate ports toward this destination, farthest switches first:
+            // a neighbour one step nearer, by a legal up/down turn. Like the search, they
+            // depend only on the start switch; the choice among them below does not.
+            candStart.assign(1, 0);
+            cands.clear();
+            for (auto it = order.rbegin(); it != order.rend(); ++it)
+            {
+                const int32_t s = *it;
+                for (uint32_t h = hopStart[s]; h < hopStart[s + 1]; ++h)
+                {
+                    const int32_t m = hops[h].peer;
+                    if (dist[m] != dist[s] - 1)
+                    {
+                        continue;
+                    }
+                    if (updn)
+                    {
+                        const bool down = hops[h].downToPeer;
+                        if (phase[s] == Phase::DownOnly && !(down && phase[m] == Phase::DownOnly))
+                        {
+                            continue;
+                        }
+                        if (phase[s] == Phase::UpFirst && down)
+                        {
+                            continue;
+                        }
+                    }
+                    cands.push_back(hops[h]);
+                }
+                candStart.push_back(static_cast<uint32_t>(cands.size()));
+            }
         }
         // Choose each switch's port, farthest switches first so that a switch knows how many
         // routes its upstream neighbours already sent through it; among the candidates the
-        // port that carries the fewest routes so far. Counting routes rather than LFT entries
-        // keeps destinations that share one upstream choice from also sharing the next.
+        // port that carries the fewest routes so far (the first in port order on a tie).
+        // Counting routes rather than LFT entries keeps destinations that share one upstream
+        // choice from also sharing the next.
         for (int32_t i = 0; i < n; ++i)
         {
             through[i] = caPorts[i];
@@ -342,35 +376,18 @@ IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
         {
             through[start] = caPorts[start] - 1;
         }
-        for (auto it = order.rbegin(); it != order.rend(); ++it)
+        for (size_t k = 0; k < order.size(); ++k)
         {
-            const int32_t s = *it;
+            const int32_t s = order[order.size() - 1 - k];
             int best = -1;
             int32_t bestNext = -1;
-            for (uint32_t h = hopStart[s]; h < hopStart[s + 1]; ++h)
+            for (uint32_t c = candStart[k]; c < candStart[k + 1]; ++c)
             {
-                const int32_t m = hops[h].peer;
-                const uint8_t p = hops[h].port;
-                if (dist[m] != dist[s] - 1)
-                {
-                    continue;
-                }
-                if (updn)
-                {
-                    const bool down = hops[h].downToPeer;
-                    if (phase[s] == Phase::DownOnly && !(down && phase[m] == Phase::DownOnly))
-                    {
-                        continue;
-                    }
-                    if (phase[s] == Phase::UpFirst && down)
-                    {
-                        continue;
-                    }
-                }
+                const uint8_t p = cands[c].port;
                 if (best < 0 || portLoad[s][p] < portLoad[s][best])
                 {
                     best = p;
-                    bestNext = m;
+                    bestNext = cands[c].peer;
                 }
             }
             if (best > 0)
