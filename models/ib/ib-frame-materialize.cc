@@ -11,11 +11,22 @@ namespace ns3
 
 namespace
 {
-/// `len` minus the zeros that end the `len` bytes at `b`. Scans eight bytes at a time from the
-/// end: real data stops it at once, a zero payload costs one compare per eight bytes.
+/// Zeros to compare a payload's end with, a block at a time.
+constexpr uint32_t kZeroBlockBytes = 256;
+const uint8_t kZeroBlock[kZeroBlockBytes] = {};
+
+/// `len` minus the zeros that end the `len` bytes at `b`. Real data stops it at once; a zero
+/// payload is skipped 256 bytes per memcmp (glibc's vectorised compare), then 8, then 1: a
+/// 4 KiB zero payload costs 16 compares instead of the 512 of an 8-byte loop (callgrind: the
+/// 8-byte loop was 3.6 % of an RDMA fat-tree run's instructions).
 uint32_t
 WithoutTrailingZeros(const uint8_t* b, uint32_t len)
 {
+    while (len >= kZeroBlockBytes &&
+           std::memcmp(b + len - kZeroBlockBytes, kZeroBlock, kZeroBlockBytes) == 0)
+    {
+        len -= kZeroBlockBytes;
+    }
     while (len >= 8)
     {
         uint64_t w;
@@ -52,15 +63,20 @@ IbFrame::StoreBytes(const uint8_t* lead, uint32_t leadLen, const uint8_t* rest, 
 }
 
 void
-IbFrame::CopyBytes(uint8_t* out) const
+IbFrame::CopyStoredBytes(uint8_t* out) const
 {
     NS_ASSERT(storedBytes <= bytes);
-    const uint32_t inlineStored = std::min(storedBytes, kInlineBytes);
-    std::memcpy(out, head.data(), inlineStored);
+    std::memcpy(out, head.data(), std::min(storedBytes, kInlineBytes));
     if (tail)
     {
         tail->CopyData(out + kInlineBytes, storedBytes - kInlineBytes);
     }
+}
+
+void
+IbFrame::CopyBytes(uint8_t* out) const
+{
+    CopyStoredBytes(out);
     std::memset(out + storedBytes, 0, bytes - storedBytes);
 }
 

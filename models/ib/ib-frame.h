@@ -99,6 +99,9 @@ struct IbFrame
                     uint32_t restLen = 0);
     /// The packet's `bytes` wire bytes as stored (stored bytes, then the implied zeros).
     void CopyBytes(uint8_t* out) const;
+    /// Only the stored bytes (`storedBytes` of them), for a reader whose buffer is zeros after
+    /// them already.
+    void CopyStoredBytes(uint8_t* out) const;
     /// The first `n` (at most kInlineBytes) wire bytes as stored, zeros where none are stored.
     void CopyHead(uint8_t* out, uint32_t n) const;
     /**

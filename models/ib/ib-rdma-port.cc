@@ -204,8 +204,17 @@ IbRdmaPort::OnFrame(Ptr<IbNetDevice>, const IbFrame& frame, const IbRxInfo& rx)
         ++m_mgmtDropped; // raw packets carry no IBA transport
         return;
     }
+    // The stored bytes, then the zeros the frame implies. The buffer past m_rxBufDirty is
+    // zeros already (a vector zeroes what it grows by), so only what the previous packet left
+    // beyond this one's stored bytes is cleared: a 4 KiB zero payload is not written again.
     m_rxBuf.resize(frame.bytes);
-    frame.CopyBytes(m_rxBuf.data()); // the stored bytes, then the zeros the frame implies
+    const uint32_t dirtyEnd = std::min<uint32_t>(m_rxBufDirty, frame.bytes);
+    if (dirtyEnd > frame.storedBytes)
+    {
+        std::fill(m_rxBuf.begin() + frame.storedBytes, m_rxBuf.begin() + dirtyEnd, 0);
+    }
+    frame.CopyStoredBytes(m_rxBuf.data());
+    m_rxBufDirty = frame.storedBytes;
     ParseReceived(rx);
 }
 
@@ -219,6 +228,7 @@ IbRdmaPort::OnReceive(Ptr<IbNetDevice>, Ptr<const Packet> p, const IbRxInfo& rx)
     }
     m_rxBuf.resize(p->GetSize());
     p->CopyData(m_rxBuf.data(), static_cast<uint32_t>(m_rxBuf.size()));
+    m_rxBufDirty = static_cast<uint32_t>(m_rxBuf.size());
     ParseReceived(rx);
 }
 

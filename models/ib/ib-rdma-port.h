@@ -93,6 +93,9 @@ class IbRdmaPort : public RdmaLinkPort
     Callback<void> m_txReady;
     std::vector<uint8_t> m_txBuf;
     std::vector<uint8_t> m_rxBuf;
+    /// m_rxBuf holds only zeros from here on (OnFrame writes the implied zeros only where a
+    /// previous packet left bytes).
+    uint32_t m_rxBufDirty = 0;
     uint64_t m_pkeyViolations{0};
     uint64_t m_mgmtDropped{0};
     uint64_t m_malformed{0};
