@@ -51,7 +51,10 @@ IbFrame::StoreBytes(const uint8_t* lead, uint32_t leadLen, const uint8_t* rest, 
     NS_ASSERT(leadLen <= kInlineBytes);
     const uint32_t restKept = restLen > 0 ? WithoutTrailingZeros(rest, restLen) : 0;
     const uint32_t leadKept = restKept > 0 ? leadLen : WithoutTrailingZeros(lead, leadLen);
-    std::memcpy(head.data(), lead, leadKept);
+    if (leadKept > 0) // an empty packet may come with a null pointer (memcpy's is nonnull)
+    {
+        std::memcpy(head.data(), lead, leadKept);
+    }
     const uint32_t restInline = std::min(restKept, kInlineBytes - leadKept);
     if (restInline > 0)
     {
@@ -66,6 +69,10 @@ void
 IbFrame::CopyStoredBytes(uint8_t* out) const
 {
     NS_ASSERT(storedBytes <= bytes);
+    if (storedBytes == 0)
+    {
+        return; // `out` may be null for an empty packet
+    }
     std::memcpy(out, head.data(), std::min(storedBytes, kInlineBytes));
     if (tail)
     {
@@ -77,7 +84,10 @@ void
 IbFrame::CopyBytes(uint8_t* out) const
 {
     CopyStoredBytes(out);
-    std::memset(out + storedBytes, 0, bytes - storedBytes);
+    if (bytes > storedBytes)
+    {
+        std::memset(out + storedBytes, 0, bytes - storedBytes);
+    }
 }
 
 void
@@ -85,8 +95,14 @@ IbFrame::CopyHead(uint8_t* out, uint32_t n) const
 {
     NS_ASSERT(n <= kInlineBytes);
     const uint32_t have = std::min(n, storedBytes);
-    std::memcpy(out, head.data(), have);
-    std::memset(out + have, 0, n - have);
+    if (have > 0)
+    {
+        std::memcpy(out, head.data(), have);
+    }
+    if (n > have)
+    {
+        std::memset(out + have, 0, n - have);
+    }
 }
 
 uint8_t&
