@@ -118,20 +118,27 @@ IbPacketSource::SendOne()
         return false;
     }
     uint32_t pad = (4 - m_payload % 4) % 4;
-    Ptr<Packet> p = Create<Packet>(m_payload + pad);
-    IbDethHeader deth;
-    deth.SetQkey(0x11111111);
-    deth.SetSrcQp(m_srcQp);
-    p->AddHeader(deth);
+    // BTH and DETH (IBA vol. 1 §9.2, §9.3.3); the payload and pad are zeros, which the frame
+    // implies instead of storing (IbNetDevice::SendIbBytes): no Packet per packet sent.
     IbBthHeader bth;
     bth.SetOpCode(kUdSendOnly);
     bth.SetPadCnt(static_cast<uint8_t>(pad));
     bth.SetPkey(0xFFFF);
     bth.SetDestQp(m_destQp);
     bth.SetPsn(m_psn);
-    p->AddHeader(bth);
+    IbDethHeader deth;
+    deth.SetQkey(0x11111111);
+    deth.SetSrcQp(m_srcQp);
+    uint8_t headers[IbBthHeader::kSize + IbDethHeader::kSize];
+    bth.WriteTo(headers);
+    deth.WriteTo(headers + IbBthHeader::kSize);
     uint16_t dlid = m_destinations.empty() ? m_dlid : m_destinations[m_nextDestination];
-    if (!m_port->SendIb(p, dlid, m_sl, IbLnh::IbaLocal))
+    if (!m_port->SendIbBytes(headers,
+                             sizeof(headers),
+                             sizeof(headers) + m_payload + pad,
+                             dlid,
+                             m_sl,
+                             IbLnh::IbaLocal))
     {
         return false;
     }
@@ -193,7 +200,7 @@ IbPacketSink::StartApplication()
 {
     Ptr<IbNetDevice> port = FirstPort(GetNode());
     NS_ABORT_MSG_IF(!port, "IbPacketSink: node has no InfiniBand port");
-    port->SetIbReceiveCallback(MakeCallback(&IbPacketSink::Receive, this));
+    port->SetIbFrameReceiveCallback(MakeCallback(&IbPacketSink::Receive, this));
 }
 
 void
@@ -202,7 +209,7 @@ IbPacketSink::StopApplication()
 }
 
 void
-IbPacketSink::Receive(Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo& info)
+IbPacketSink::Receive(Ptr<IbNetDevice>, const IbFrame&, const IbRxInfo& info)
 {
     Time now = Simulator::Now();
     Flow& f = m_flows[info.slid];

@@ -17,6 +17,7 @@ namespace ns3
 
 class IbNetDevice;
 struct IbRxInfo;
+struct IbFrame;
 
 /**
  * \brief Sends UD SEND-Only packets (LRH, BTH opcode 0x64, DETH, payload) from a CA port.
@@ -91,7 +92,8 @@ class IbPacketSink : public Application
   private:
     void StartApplication() override;
     void StopApplication() override;
-    void Receive(Ptr<IbNetDevice> dev, Ptr<const class Packet> p, const IbRxInfo& info);
+    /// Counts a packet: only its size matters, so it takes the frame and reads no bytes.
+    void Receive(Ptr<IbNetDevice> dev, const IbFrame& frame, const IbRxInfo& info);
 
     Time m_interval;
     std::map<uint16_t, Flow> m_flows;

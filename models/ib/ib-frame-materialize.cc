@@ -1,15 +1,145 @@
 #include "ib-crc.h"
 #include "ib-frame.h"
 
+#include "ns3/assert.h"
+
+#include <algorithm>
+#include <cstring>
+
 namespace ns3
 {
+
+namespace
+{
+/// Zeros to compare a payload's end with, a block at a time.
+constexpr uint32_t kZeroBlockBytes = 256;
+const uint8_t kZeroBlock[kZeroBlockBytes] = {};
+
+/// `len` minus the zeros that end the `len` bytes at `b`. Real data stops it at once; a zero
+/// payload is skipped 256 bytes per memcmp (glibc's vectorised compare), then 8, then 1: a
+/// 4 KiB zero payload costs 16 compares instead of the 512 of an 8-byte loop (callgrind: the
+/// 8-byte loop was 3.6 % of an RDMA fat-tree run's instructions).
+uint32_t
+WithoutTrailingZeros(const uint8_t* b, uint32_t len)
+{
+    while (len >= kZeroBlockBytes &&
+           std::memcmp(b + len - kZeroBlockBytes, kZeroBlock, kZeroBlockBytes) == 0)
+    {
+        len -= kZeroBlockBytes;
+    }
+    while (len >= 8)
+    {
+        uint64_t w;
+        std::memcpy(&w, b + len - 8, 8);
+        if (w != 0)
+        {
+            break;
+        }
+        len -= 8;
+    }
+    while (len > 0 && b[len - 1] == 0)
+    {
+        --len;
+    }
+    return len;
+}
+} // namespace
+
+void
+IbFrame::StoreBytes(const uint8_t* lead, uint32_t leadLen, const uint8_t* rest, uint32_t restLen)
+{
+    NS_ASSERT(leadLen <= kInlineBytes);
+    const uint32_t restKept = restLen > 0 ? WithoutTrailingZeros(rest, restLen) : 0;
+    const uint32_t leadKept = restKept > 0 ? leadLen : WithoutTrailingZeros(lead, leadLen);
+    if (leadKept > 0) // an empty packet may come with a null pointer (memcpy's is nonnull)
+    {
+        std::memcpy(head.data(), lead, leadKept);
+    }
+    const uint32_t restInline = std::min(restKept, kInlineBytes - leadKept);
+    if (restInline > 0)
+    {
+        std::memcpy(head.data() + leadKept, rest, restInline);
+    }
+    storedBytes = leadKept + restKept;
+    tail = restKept > restInline ? Create<Packet>(rest + restInline, restKept - restInline)
+                                 : nullptr;
+}
+
+void
+IbFrame::CopyStoredBytes(uint8_t* out) const
+{
+    NS_ASSERT(storedBytes <= bytes);
+    if (storedBytes == 0)
+    {
+        return; // `out` may be null for an empty packet
+    }
+    std::memcpy(out, head.data(), std::min(storedBytes, kInlineBytes));
+    if (tail)
+    {
+        tail->CopyData(out + kInlineBytes, storedBytes - kInlineBytes);
+    }
+}
+
+void
+IbFrame::CopyBytes(uint8_t* out) const
+{
+    CopyStoredBytes(out);
+    if (bytes > storedBytes)
+    {
+        std::memset(out + storedBytes, 0, bytes - storedBytes);
+    }
+}
+
+void
+IbFrame::CopyHead(uint8_t* out, uint32_t n) const
+{
+    NS_ASSERT(n <= kInlineBytes);
+    const uint32_t have = std::min(n, storedBytes);
+    if (have > 0)
+    {
+        std::memcpy(out, head.data(), have);
+    }
+    if (n > have)
+    {
+        std::memset(out + have, 0, n - have);
+    }
+}
+
+uint8_t&
+IbFrame::HeadByte(uint32_t offset)
+{
+    NS_ASSERT(offset < kInlineBytes && offset < bytes);
+    if (offset >= storedBytes)
+    {
+        // Not stored, so an implied zero (and so are the bytes before it, from storedBytes on,
+        // which never exceeds kInlineBytes here: a tail exists only past a full head).
+        std::memset(head.data() + storedBytes, 0, offset + 1 - storedBytes);
+        storedBytes = offset + 1;
+    }
+    return head[offset];
+}
+
+Ptr<Packet>
+IbFrame::ToPacket() const
+{
+    Ptr<Packet> p = Create<Packet>(head.data(), std::min(storedBytes, kInlineBytes));
+    if (tail)
+    {
+        p->AddAtEnd(tail);
+    }
+    if (bytes > storedBytes)
+    {
+        p->AddAtEnd(Create<Packet>(bytes - storedBytes)); // ns-3 keeps a zero area virtual
+    }
+    return p;
+}
 
 void
 IbFrame::Materialize(std::vector<uint8_t>& out)
 {
-    const uint32_t len = packet->GetSize();
+    const uint32_t len = bytes;
     out.resize(len);
-    packet->CopyData(out.data(), len);
+    CopyBytes(out.data());
     if (len < IbLrhHeader::kSize + kIbVcrcBytes)
     {
         return;

@@ -31,7 +31,7 @@ IbFramePool::Release(IbFrame* frame)
 {
     if (ThePool().Release(frame))
     {
-        frame->packet = nullptr; // drop the packet's bytes now, keep the frame for reuse
+        frame->ClearBytes(); // drop a stored tail's Packet now, keep the frame for reuse
     }
 }
 

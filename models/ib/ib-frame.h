@@ -8,6 +8,7 @@
 #include "ns3/nstime.h"
 #include "ns3/packet.h"
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -28,19 +29,35 @@ constexpr uint32_t kIbVcrcBytes = 2;
 /**
  * \brief A packet in flight through the InfiniBand fabric.
  *
- * `packet` holds the wire bytes LRH .. ICRC VCRC. The fields below are authoritative for the
- * simulator's fast path: a port never re-parses an intact packet at each hop. CRC fields in
- * `packet` are placeholders until someone needs the real bytes (a pcap, a real-host bridge, an
- * error injector); then Materialize() writes the hop's VL into the LRH and computes the ICRC
- * (once, it is invariant) and the VCRC (per hop, it covers the VL). A packet whose bytes may be
- * corrupt (from an error model or a real host) carries `verifyBytes`: every receiver then parses
- * and checks it as hardware would. Untouched packets are correct by construction, so skipping
- * the check for them changes no outcome.
+ * The frame stores the packet's wire bytes LRH .. VCRC up to the last one that is not zero:
+ * up to kInlineBytes of them in the record itself (`head`), the rest in `tail`; the bytes from
+ * there up to `bytes` are zeros and are not stored. So a packet the model made carries its
+ * headers in the record, and its payload only when the payload holds data: an ACK, a packet of
+ * a synthetic source or a packet whose data is zeros (load experiments on memory that reads as
+ * zeros) needs no ns-3 Packet and no kilobyte per packet, and the CRC placeholders at the end of
+ * every packet the model made are never stored. Read the bytes with CopyBytes (as stored) or
+ * Materialize (as on the wire of this hop); ToPacket makes an ns-3 Packet of them for the
+ * consumers that take one (traces, management agents, bridges to real hosts).
+ *
+ * The fields below are authoritative for the simulator's fast path: a port never re-parses an
+ * intact packet at each hop. CRC bytes are placeholders (zeros) until someone needs the real
+ * bytes (a pcap, a real-host bridge, an error injector); then Materialize() writes the hop's VL
+ * into the LRH and computes the ICRC (once, it is invariant) and the VCRC (per hop, it covers the
+ * VL). A packet whose bytes may be corrupt (from an error model or a real host) carries
+ * `verifyBytes`: every receiver then parses and checks it as hardware would. Untouched packets
+ * are correct by construction, so skipping the check for them changes no outcome. Trailing zeros
+ * are implied for those packets too: dropping them is lossless, as `bytes` says how many follow.
  */
 struct IbFrame
 {
-    Ptr<Packet> packet;
-    uint32_t bytes = 0;  ///< LRH through VCRC
+    /**
+     * Wire bytes kept in the record: every header combination of IBA vol. 1 ch. 9 fits (LRH 8,
+     * GRH 40, BTH 12 and the largest extended header, AtomicETH 28: 88 bytes), so the fields a
+     * hop rewrites in place (the LRH's VL, the BTH's FECN and BECN bits) are always here.
+     */
+    static constexpr uint32_t kInlineBytes = 96;
+
+    uint32_t bytes = 0;  ///< LRH through VCRC (on the wire; stored or implied)
     uint16_t blocks = 0; ///< ceil(bytes / 64) credit blocks
     uint16_t dlid = 0;
     uint16_t slid = 0;
@@ -62,6 +79,9 @@ struct IbFrame
     uint64_t uid = 0; ///< fabric-unique packet number (for traces)
     bool inPool = false; ///< owned by IbFramePool's free list
     bool ccHead = false; ///< counted as waiting for its output (switch congestion control)
+    uint32_t storedBytes = 0; ///< leading wire bytes stored (head, then tail); zeros follow
+    Ptr<const Packet> tail;   ///< stored bytes past kInlineBytes (null when there are none)
+    std::array<uint8_t, kInlineBytes> head; ///< the first min(storedBytes, kInlineBytes) bytes
 
     /// True for a packet carrying an ICRC (LNH 2 or 3).
     bool HasIcrc() const { return lnh == IbLnh::IbaLocal || lnh == IbLnh::IbaGlobal; }
@@ -69,6 +89,33 @@ struct IbFrame
     static uint16_t BlocksFor(uint32_t bytes)
     {
         return static_cast<uint16_t>((bytes + kIbCreditBlockBytes - 1) / kIbCreditBlockBytes);
+    }
+    /**
+     * Stores the packet's leading wire bytes: `leadLen` bytes at `lead` (at most kInlineBytes)
+     * followed by `restLen` bytes at `rest`; all after them, up to `bytes`, are zeros. The zeros
+     * that end them are dropped (implied) too. Does not change `bytes`.
+     */
+    void StoreBytes(const uint8_t* lead, uint32_t leadLen, const uint8_t* rest = nullptr,
+                    uint32_t restLen = 0);
+    /// The packet's `bytes` wire bytes as stored (stored bytes, then the implied zeros).
+    void CopyBytes(uint8_t* out) const;
+    /// Only the stored bytes (`storedBytes` of them), for a reader whose buffer is zeros after
+    /// them already.
+    void CopyStoredBytes(uint8_t* out) const;
+    /// The first `n` (at most kInlineBytes) wire bytes as stored, zeros where none are stored.
+    void CopyHead(uint8_t* out, uint32_t n) const;
+    /**
+     * The stored byte at `offset` (below kInlineBytes), for rewriting a header field in place:
+     * an implied zero there becomes a stored one.
+     */
+    uint8_t& HeadByte(uint32_t offset);
+    /// An ns-3 Packet holding the `bytes` wire bytes as stored (its implied zeros stay virtual).
+    Ptr<Packet> ToPacket() const;
+    /// Drops the stored bytes (the frame goes back to its pool, or gets new ones).
+    void ClearBytes()
+    {
+        storedBytes = 0;
+        tail = nullptr;
     }
     /**
      * The packet's wire bytes as they are on the current hop (VL, ICRC and VCRC filled in),

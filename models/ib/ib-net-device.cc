@@ -304,6 +304,7 @@ IbNetDevice::DoDispose()
     m_node = nullptr;
     m_ibRx = MakeNullCallback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&>();
     m_mgmtRx = MakeNullCallback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&>();
+    m_ibFrameRx = IbFrameReceiveCallback();
     m_sniffers.clear();
     NetDevice::DoDispose();
 }
@@ -643,7 +644,10 @@ IbNetDevice::DiscardQueued(IbDropReason reason)
                 }
                 IbPortCounters::Add(m_counters.portXmitDiscards, 1);
                 m_drops[static_cast<int>(reason)]++;
-                m_dropTrace(f->packet, static_cast<uint8_t>(reason));
+                if (!m_dropTrace.IsEmpty())
+                {
+                    m_dropTrace(f->ToPacket(), static_cast<uint8_t>(reason));
+                }
                 IbFramePool::Release(f);
             }
             if (!q->frames.empty() && m_switch)
@@ -1632,7 +1636,8 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
         // Bytes that may be corrupt travel as bytes: this hop's VL and a fresh VCRC go into them
         // (a switch regenerates the VCRC, §7.8.2); the ICRC stays as received.
         frame->Materialize(m_scratch);
-        frame->packet = Create<Packet>(m_scratch.data(), static_cast<uint32_t>(m_scratch.size()));
+        frame->StoreBytes(m_scratch.data(), 0, m_scratch.data(),
+                          static_cast<uint32_t>(m_scratch.size()));
     }
     const Time txTime = m_activeRate.SerializationTime(frame->bytes + m_delimiterBytes);
     const Time delay = m_channel->GetDelay();
@@ -1644,7 +1649,10 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
         NoteCreditsChanged(vl);
     }
     m_counters.CountXmit(frame->bytes - kIbVcrcBytes, false);
-    m_txTrace(frame->packet, vl);
+    if (!m_txTrace.IsEmpty())
+    {
+        m_txTrace(frame->ToPacket(), vl); // only observers pay for a Packet
+    }
     if (!m_sniffers.empty())
     {
         Sniff(frame, true);
@@ -1745,7 +1753,29 @@ IbNetDevice::SendIb(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, IbLnh lnh)
         m_dropTrace(packet, static_cast<uint8_t>(IbDropReason::XmitDiscard));
         return false;
     }
-    return Enqueue(packet, dlid, sl, vl, lnh);
+    return EnqueuePacket(packet, dlid, sl, vl, lnh);
+}
+
+bool
+IbNetDevice::SendIbBytes(const uint8_t* data, uint32_t stored, uint32_t length, uint16_t dlid,
+                         uint8_t sl, IbLnh lnh)
+{
+    NS_ABORT_MSG_IF(m_switch, "SendIbBytes is for channel-adapter ports");
+    NS_ABORT_MSG_IF(stored > length, "SendIbBytes: more bytes stored than sent");
+    uint8_t vl = MapSlToVl(sl);
+    if (m_state != IbPortState::Active || vl >= m_opVls)
+    {
+        IbPortCounters::Add(m_counters.portXmitDiscards, 1);
+        m_drops[static_cast<int>(IbDropReason::XmitDiscard)]++;
+        if (!m_dropTrace.IsEmpty())
+        {
+            Ptr<Packet> p = Create<Packet>(data, stored);
+            p->AddPaddingAtEnd(length - stored);
+            m_dropTrace(p, static_cast<uint8_t>(IbDropReason::XmitDiscard));
+        }
+        return false;
+    }
+    return Enqueue(data, stored, length, dlid, sl, vl, lnh);
 }
 
 bool
@@ -1756,7 +1786,7 @@ IbNetDevice::SendManagement(Ptr<Packet> packet, uint16_t dlid)
     {
         return false;
     }
-    return Enqueue(packet, dlid, 0, kIbManagementVl, IbLnh::IbaLocal);
+    return EnqueuePacket(packet, dlid, 0, kIbManagementVl, IbLnh::IbaLocal);
 }
 
 bool
@@ -1774,12 +1804,22 @@ IbNetDevice::SendManagementPacket(Ptr<Packet> packet, uint16_t dlid, uint16_t sl
         m_dropTrace(packet, static_cast<uint8_t>(IbDropReason::XmitDiscard));
         return false;
     }
-    return Enqueue(packet, dlid, sl, vl, IbLnh::IbaLocal, slid);
+    return EnqueuePacket(packet, dlid, sl, vl, IbLnh::IbaLocal, slid);
 }
 
 bool
-IbNetDevice::Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, IbLnh lnh,
-                     int32_t slidOverride)
+IbNetDevice::EnqueuePacket(Ptr<const Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl,
+                           IbLnh lnh, int32_t slid)
+{
+    m_sendBuf.resize(packet->GetSize());
+    packet->CopyData(m_sendBuf.data(), static_cast<uint32_t>(m_sendBuf.size()));
+    const auto n = static_cast<uint32_t>(m_sendBuf.size());
+    return Enqueue(m_sendBuf.data(), n, n, dlid, sl, vl, lnh, slid);
+}
+
+bool
+IbNetDevice::Enqueue(const uint8_t* data, uint32_t stored, uint32_t body, uint16_t dlid,
+                     uint8_t sl, uint8_t vl, IbLnh lnh, int32_t slidOverride)
 {
     IbFrameQueue& q = m_tx[vl].hcaQueue;
     if (q.frames.size() >= m_txQueuePackets)
@@ -1787,7 +1827,6 @@ IbNetDevice::Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, 
         return false;
     }
     const bool iba = lnh == IbLnh::IbaLocal || lnh == IbLnh::IbaGlobal;
-    const uint32_t body = packet->GetSize();
     const uint32_t words = (IbLrhHeader::kSize + body + (iba ? kIbIcrcBytes : 0)) / 4;
     if (body % 4 != 0 || words > IbLrhHeader::kMaxPktLenWords)
     {
@@ -1805,12 +1844,14 @@ IbNetDevice::Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, 
     lrh.SetDlid(dlid);
     lrh.SetSlid(slid);
     lrh.SetPktLenWords(static_cast<uint16_t>(words));
-    packet->AddHeader(lrh);
-    packet->AddPaddingAtEnd((iba ? kIbIcrcBytes : 0) + kIbVcrcBytes);
 
+    // The frame stores the LRH and the bytes after it up to their last that is not zero; the
+    // rest of the body and the CRC placeholders (ICRC for LNH 2/3, VCRC) are implied zeros.
     IbFrame* f = IbFramePool::Allocate();
-    f->packet = packet;
-    f->bytes = packet->GetSize();
+    uint8_t lrhBytes[IbLrhHeader::kSize];
+    lrh.WriteTo(lrhBytes);
+    f->bytes = IbLrhHeader::kSize + body + (iba ? kIbIcrcBytes : 0) + kIbVcrcBytes;
+    f->StoreBytes(lrhBytes, IbLrhHeader::kSize, data, stored);
     f->blocks = IbFrame::BlocksFor(f->bytes);
     f->dlid = dlid;
     f->slid = slid;
@@ -1834,6 +1875,14 @@ void
 IbNetDevice::SetIbReceiveCallback(IbReceiveCallback cb)
 {
     m_ibRx = cb;
+    m_ibFrameRx = IbFrameReceiveCallback();
+}
+
+void
+IbNetDevice::SetIbFrameReceiveCallback(IbFrameReceiveCallback cb)
+{
+    m_ibFrameRx = cb;
+    m_ibRx = IbReceiveCallback();
 }
 
 void
@@ -1886,7 +1935,10 @@ IbNetDevice::DropFrame(IbFrame* frame, IbDropReason reason)
     m_drops[static_cast<int>(reason)]++;
     NS_LOG_INFO("port " << +m_portNumber << " drops packet " << frame->uid << ": "
                         << IbDropReasonName(reason));
-    m_dropTrace(frame->packet, static_cast<uint8_t>(reason));
+    if (!m_dropTrace.IsEmpty())
+    {
+        m_dropTrace(frame->ToPacket(), static_cast<uint8_t>(reason));
+    }
     IbFramePool::Release(frame);
 }
 
@@ -1895,10 +1947,9 @@ IbNetDevice::VerifyFrameBytes(IbFrame* frame)
 {
     // What a receiver's packet checks see (IBA vol. 1 §7.8 and the receive rules of §7.7):
     // length, LVer, PktLen, VCRC at every port; the ICRC at the destination channel adapter.
-    const uint32_t len = frame->packet->GetSize();
+    const uint32_t len = frame->bytes;
     m_scratch.resize(len);
-    frame->packet->CopyData(m_scratch.data(), len);
-    frame->bytes = len;
+    frame->CopyBytes(m_scratch.data());
     frame->blocks = IbFrame::BlocksFor(len);
     if (len < IbLrhHeader::kSize + kIbVcrcBytes)
     {
@@ -1945,8 +1996,8 @@ void
 IbNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
 {
     IbFrame* f = IbFramePool::Allocate();
-    f->packet = Create<Packet>(bytes, length);
     f->bytes = length;
+    f->StoreBytes(bytes, 0, bytes, length);
     f->blocks = IbFrame::BlocksFor(length);
     f->verifyBytes = true;
     f->uid = g_nextFrameUid++;
@@ -1983,7 +2034,8 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
         }
         DropFrame(frame, reason);
     };
-    if (m_receiveErrorModel && frame->packet && m_receiveErrorModel->IsCorrupt(frame->packet))
+    // The error model sees the packet's bytes as they are stored (a Packet only for it).
+    if (m_receiveErrorModel && m_receiveErrorModel->IsCorrupt(frame->ToPacket()))
     {
         const auto* loss = dynamic_cast<const PacketLossModel*>(PeekPointer(m_receiveErrorModel));
         if (loss && loss->DropsPackets())
@@ -1995,7 +2047,8 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
         frame->Materialize(m_scratch);
         size_t bit = (frame->uid * 2654435761u) % ((m_scratch.size() - IbLrhHeader::kSize) * 8);
         m_scratch[IbLrhHeader::kSize + bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
-        frame->packet = Create<Packet>(m_scratch.data(), static_cast<uint32_t>(m_scratch.size()));
+        frame->StoreBytes(m_scratch.data(), 0, m_scratch.data(),
+                          static_cast<uint32_t>(m_scratch.size()));
         frame->verifyBytes = true;
     }
     if (!m_sniffers.empty())
@@ -2055,7 +2108,10 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
         m_bufferTrace(vl, rx.queue.usedBlocks);
     }
     m_counters.CountRcv(frame->bytes - kIbVcrcBytes, false);
-    m_rxTrace(frame->packet, vl);
+    if (!m_rxTrace.IsEmpty())
+    {
+        m_rxTrace(frame->ToPacket(), vl); // only observers pay for a Packet
+    }
 
     if (m_switch)
     {
@@ -2089,9 +2145,7 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
     info.vl = vl;
     info.lnh = frame->lnh;
     info.bytes = frame->bytes;
-    Ptr<const Packet> p = frame->packet;
     ReleaseReceiveBlocks(vl, vl == kIbManagementVl ? 0 : frame->blocks);
-    IbFramePool::Release(frame);
     if (!m_mgmtRx.IsNull())
     {
         // Management traffic (IBA vol. 1 §13.5.1: SMPs on VL15 to QP0, GMPs to QP1) goes to the
@@ -2100,19 +2154,35 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
         if (qp < 0 && (info.lnh == IbLnh::IbaLocal || info.lnh == IbLnh::IbaGlobal))
         {
             const uint32_t bth = info.lnh == IbLnh::IbaLocal ? 8 : 48;
-            uint8_t head[60];
-            if (p->CopyData(head, bth + 12) == bth + 12)
+            if (frame->bytes >= bth + 12)
             {
+                uint8_t head[60];
+                frame->CopyHead(head, bth + 12);
                 qp = (static_cast<int64_t>(head[bth + 5]) << 16) | (head[bth + 6] << 8) |
                      head[bth + 7];
             }
         }
         if (qp == 0 || qp == 1)
         {
+            Ptr<const Packet> p = frame->ToPacket();
+            IbFramePool::Release(frame);
             m_mgmtRx(this, p, info);
             return;
         }
     }
+    // The consumer without a Packet reads the frame itself (its bytes are copied only if it
+    // wants them); the frame goes back to its pool after it. A Packet is made only for
+    // consumers that take one.
+    if (!m_ibFrameRx.IsNull())
+    {
+        m_ibFrameRx(this, *frame, info);
+    }
+    Ptr<const Packet> p;
+    if (!m_ibRx.IsNull() || !m_netRx.IsNull())
+    {
+        p = frame->ToPacket();
+    }
+    IbFramePool::Release(frame);
     if (!m_ibRx.IsNull())
     {
         m_ibRx(this, p, info);
@@ -2131,8 +2201,8 @@ IbNetDevice::Sniff(IbFrame* frame, bool transmit)
     if (!transmit && frame->verifyBytes)
     {
         // Received bytes that may be corrupt are recorded exactly as they came in.
-        m_scratch.resize(frame->packet->GetSize());
-        frame->packet->CopyData(m_scratch.data(), static_cast<uint32_t>(m_scratch.size()));
+        m_scratch.resize(frame->bytes);
+        frame->CopyBytes(m_scratch.data());
     }
     else
     {

@@ -248,12 +248,24 @@ class IbNetDevice : public NetDevice
      * PortXmitDiscards), the VL's transmit queue is full, or the packet is malformed.
      */
     bool SendIb(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, IbLnh lnh = IbLnh::IbaLocal);
+    /**
+     * SendIb without an ns-3 Packet: the `length` bytes after the LRH are the `stored` bytes at
+     * `data` followed by `length - stored` zeros (a synthetic payload, or data of memory that
+     * reads as zeros). The frame stores them up to their last byte that is not zero
+     * (IbFrame::StoreBytes), so zeros cost nothing however they are passed.
+     */
+    bool SendIbBytes(const uint8_t* data, uint32_t stored, uint32_t length, uint16_t dlid,
+                     uint8_t sl, IbLnh lnh = IbLnh::IbaLocal);
 
   private:
-    /// Builds the frame (LRH, CRC placeholders) and queues it on `vl`.
+    /// Builds the frame (LRH, CRC placeholders) from the bytes after the LRH (`stored` at
+    /// `data`, zeros up to `length`) and queues it on `vl`.
     /// `slid` < 0: the port's LID (permissive on VL15 while the LID is 0).
-    bool Enqueue(Ptr<Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl, IbLnh lnh,
-                 int32_t slid = -1);
+    bool Enqueue(const uint8_t* data, uint32_t stored, uint32_t length, uint16_t dlid, uint8_t sl,
+                 uint8_t vl, IbLnh lnh, int32_t slid = -1);
+    /// Enqueue of a Packet's bytes.
+    bool EnqueuePacket(Ptr<const Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl,
+                       IbLnh lnh, int32_t slid = -1);
 
   public:
     /**
@@ -278,8 +290,16 @@ class IbNetDevice : public NetDevice
     /// True if the send queue of `vl` has room for a packet now (TxQueuePackets).
     bool HasQueueRoom(uint8_t vl) const;
     typedef Callback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&> IbReceiveCallback;
-    /// Receives every good packet addressed to this CA port (the whole wire packet).
+    /// Receives every good packet addressed to this CA port (the whole wire packet). Replaces
+    /// an IbFrameReceiveCallback: the CA's data path has one owner.
     void SetIbReceiveCallback(IbReceiveCallback cb);
+    /**
+     * The same without an ns-3 Packet: the frame, valid during the call (its bytes through
+     * IbFrame::CopyBytes, the zeros that end them implied). Replaces an IbReceiveCallback.
+     */
+    typedef Callback<void, Ptr<IbNetDevice>, const IbFrame&, const IbRxInfo&>
+        IbFrameReceiveCallback;
+    void SetIbFrameReceiveCallback(IbFrameReceiveCallback cb);
     /**
      * Receives, instead of the IbReceiveCallback, the packets for this CA port's management
      * agents: everything on VL15 and every packet whose BTH DestQP is 0 (SMI) or 1 (GSI),
@@ -507,6 +527,8 @@ class IbNetDevice : public NetDevice
     std::vector<uint8_t> m_scratch;
 
     IbReceiveCallback m_ibRx;
+    IbFrameReceiveCallback m_ibFrameRx;
+    std::vector<uint8_t> m_sendBuf; ///< a Packet's bytes on their way into a frame
     IbReceiveCallback m_mgmtRx; ///< VL15 and QP0/QP1 packets, when set
     NetDevice::ReceiveCallback m_netRx;
     NetDevice::PromiscReceiveCallback m_promiscRx;

@@ -32,7 +32,7 @@ class IbRdmaPort : public RdmaLinkPort
     IbRdmaPort();
     ~IbRdmaPort() override;
 
-    /// Bind to a CA port (takes its IbReceiveCallback and TxReadyCallback).
+    /// Bind to a CA port (takes its IbFrameReceiveCallback and TxReadyCallback).
     void SetNetDevice(Ptr<IbNetDevice> dev);
     Ptr<IbNetDevice> GetNetDevice() const;
     /// Replace the P_Key table (entry 0 first). Default: { 0xFFFF }.
@@ -80,6 +80,10 @@ class IbRdmaPort : public RdmaLinkPort
 
   private:
     void OnReceive(Ptr<IbNetDevice> dev, Ptr<const Packet> p, const IbRxInfo& info);
+    /// The device's receive path: the frame's bytes, without an ns-3 Packet.
+    void OnFrame(Ptr<IbNetDevice> dev, const IbFrame& frame, const IbRxInfo& info);
+    /// The packet in m_rxBuf (LRH .. VCRC) to the RDMA engine.
+    void ParseReceived(const IbRxInfo& info);
     void OnTxReady(Ptr<IbNetDevice> dev);
 
     Ptr<IbNetDevice> m_dev;
@@ -89,6 +93,9 @@ class IbRdmaPort : public RdmaLinkPort
     Callback<void> m_txReady;
     std::vector<uint8_t> m_txBuf;
     std::vector<uint8_t> m_rxBuf;
+    /// m_rxBuf holds only zeros from here on (OnFrame writes the implied zeros only where a
+    /// previous packet left bytes).
+    uint32_t m_rxBufDirty = 0;
     uint64_t m_pkeyViolations{0};
     uint64_t m_mgmtDropped{0};
     uint64_t m_malformed{0};

@@ -276,7 +276,7 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
     // later layer forwards them).
     if (dlid == IbLrhHeader::kPermissiveLid || (m_lid != 0 && (dlid & mask) == (m_lid & mask)))
     {
-        Ptr<const Packet> p = frame->packet;
+        Ptr<const Packet> p = m_management.IsNull() ? nullptr : frame->ToPacket();
         const Time tail = frame->tailArrival;
         release();
         IbFramePool::Release(frame);
@@ -331,7 +331,10 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
         QueuedBlocks(out, outVl) += frame->blocks;
     }
     m_forwarded++;
-    m_forwardTrace(frame->packet, inPort, out);
+    if (!m_forwardTrace.IsEmpty())
+    {
+        m_forwardTrace(frame->ToPacket(), inPort, out); // only observers pay for a Packet
+    }
     IbFrameQueue& q = in->GetReceiveQueue(frame->vl);
     q.frames.push_back(frame);
     if (q.frames.size() == 1)
@@ -484,24 +487,27 @@ IbSwitch::NotifyDeparture(IbFrame* frame, IbNetDevice* out, uint8_t vl)
     // §7.8.1), so the ICRC stays valid; the VCRC covers it and is regenerated per hop anyway
     // (a frame's bytes are materialized with a fresh VCRC when they are needed).
     const uint32_t bthAt = IbLrhHeader::kSize + (frame->lnh == IbLnh::IbaGlobal ? 40 : 0);
-    const uint32_t len = frame->packet->GetSize();
+    const uint32_t len = frame->bytes;
     if (len < bthAt + 12 + kIbIcrcBytes + kIbVcrcBytes)
     {
         return; // too short to hold a BTH: not an intact IBA packet
     }
-    m_markScratch.resize(len);
-    frame->packet->CopyData(m_markScratch.data(), len);
-    if (m_markScratch[bthAt + 4] & 0x80)
+    // The BTH is always in the frame record's inline bytes (IbFrame::kInlineBytes): the bit is
+    // set in place, whatever the payload is.
+    uint8_t& fecnByte = frame->HeadByte(bthAt + 4);
+    if (fecnByte & 0x80)
     {
         return; // already marked upstream
     }
-    m_markScratch[bthAt + 4] |= 0x80;
+    fecnByte |= 0x80;
     if (frame->verifyBytes)
     {
+        m_markScratch.resize(len);
+        frame->CopyBytes(m_markScratch.data());
         IbStoreVcrc(m_markScratch.data() + len - kIbVcrcBytes,
                     IbComputeVcrc(m_markScratch.data(), len - kIbVcrcBytes));
+        frame->StoreBytes(m_markScratch.data(), 0, m_markScratch.data(), len);
     }
-    frame->packet = Create<Packet>(m_markScratch.data(), len);
     ++m_fecnMarked;
 }
 
