@@ -684,3 +684,33 @@ TEST(IbLink, SwitchSlToVlTablesSurviveAddingPorts)
     EXPECT_EQ(sw->MapSlToVl(1, 2, 5), 0); // the table set before the third port
     EXPECT_EQ(sw->MapSlToVl(3, 2, 5), 5); // an unset pair: SL 5 folds onto 8 VLs as VL 5
 }
+
+// A receive buffer smaller than a packet (VlBufferBytes below the packet's credit blocks) can
+// never grant that packet credit: it is discarded at the port and counted (PortXmitDiscards,
+// drop reason ExceedsPeerBuffer), instead of holding up its VL for ever; packets that fit pass.
+TEST(IbLink, APacketLargerThanThePeersVlBufferIsDiscardedAndCountedNotStalled)
+{
+    Config::SetDefault("ns3::IbNetDevice::VlBufferBytes", UintegerValue(2048)); // 32 blocks
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(f.nodes);
+    Ptr<Node> a = f.hosts.Get(0);
+    Ptr<Node> b = f.hosts.Get(1);
+    // 4 KiB payloads (65 blocks with their headers) first, then 1 KiB ones (17 blocks).
+    auto big = AddSource(a, subnet.GetLid(b), MicroSeconds(5), Seconds(1), 10 * 4096);
+    auto small = AddSource(a, subnet.GetLid(b), MicroSeconds(6), Seconds(1), 50 * 1024);
+    small->SetAttribute("PayloadBytes", UintegerValue(1024));
+    auto sink = AddSink(b);
+    Simulator::Stop(MicroSeconds(200));
+    Simulator::Run();
+    EXPECT_EQ(big->GetPacketsSent(), 10u);
+    EXPECT_EQ(small->GetPacketsSent(), 50u);
+    EXPECT_EQ(sink->GetTotalPackets(), 50u);
+    Ptr<IbNetDevice> port = f.HostPort(0);
+    EXPECT_EQ(port->GetDropCount(IbDropReason::ExceedsPeerBuffer), 10u);
+    EXPECT_EQ(port->GetCounters().portXmitDiscards, 10u);
+    EXPECT_EQ(port->GetCounters().portXmitPkts, 50u);
+    Simulator::Destroy();
+    Config::Reset();
+}

@@ -298,7 +298,7 @@ RunIbFlows(const IbFlowRunSpec& spec)
     }
     for (const auto& port : fabric.AllPorts())
     {
-        for (uint8_t reason = 0; reason <= static_cast<uint8_t>(IbDropReason::InjectedLoss);
+        for (uint8_t reason = 0; reason <= static_cast<uint8_t>(IbDropReason::ExceedsPeerBuffer);
              ++reason)
         {
             res.drops += port->GetDropCount(static_cast<IbDropReason>(reason));

@@ -18,6 +18,7 @@
 #include "ns3/uinteger.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -70,6 +71,8 @@ IbDropReasonName(IbDropReason r)
         return "link-down";
     case IbDropReason::InjectedLoss:
         return "injected-loss";
+    case IbDropReason::ExceedsPeerBuffer:
+        return "exceeds-peer-buffer";
     }
     return "?";
 }
@@ -658,6 +661,88 @@ IbNetDevice::DiscardQueued(IbDropReason reason)
             {
                 m_txReady(this); // the CA's queue has room again
             }
+        }
+    }
+}
+
+uint32_t
+IbNetDevice::PeerVlBufferBlocks() const
+{
+    const IbNetDevice* peer = PeekPointer(GetPeer());
+    return peer ? peer->GetReceiveBufferBlocks() : std::numeric_limits<uint32_t>::max();
+}
+
+void
+IbNetDevice::DiscardHeadsExceedingPeerBuffer(uint8_t vl)
+{
+    // IBA vol. 1 §7.9.4: a data packet leaves only with credit for all its blocks, and the
+    // receiver advertises at most its whole buffer. A packet larger than that buffer (a
+    // configuration whose VlBufferBytes is below one packet of the MTU) would wait at the head
+    // of its queue for ever, everything behind it too; like a switch's head-of-queue lifetime
+    // discard (§18.2.5.4), it is discarded and counted in PortXmitDiscards. The discard takes
+    // the transmitter the packet's wire time, as if it had been sent into the void: a source
+    // that keeps offering such packets then cannot hold simulated time still.
+    const uint32_t capacity = PeerVlBufferBlocks();
+    const Time now = Simulator::Now();
+    m_busyUntil = std::max(m_busyUntil, now);
+    auto ready = std::move(m_tx[vl].ready);
+    m_tx[vl].ready.clear();
+    for (IbFrameQueue* q : ready)
+    {
+        bool dropped = false;
+        // A switch input queue's later packets may be bound elsewhere: only heads bound here.
+        while (!q->frames.empty() && q->frames.front()->blocks > capacity &&
+               (!q->rxPort || q->frames.front()->outPort == m_portNumber))
+        {
+            IbFrame* f = q->frames.front();
+            q->frames.pop_front();
+            q->usedBlocks -= f->blocks;
+            if (q->rxPort)
+            {
+                m_switch->NotifyDiscard(f);
+                q->rxPort->ReleaseReceiveBlocks(q->vl, f->blocks);
+            }
+            m_busyUntil += m_activeRate.SerializationTime(f->bytes + m_delimiterBytes);
+            NS_LOG_WARN("port " << +m_portNumber << " discards packet " << f->uid << " of "
+                                << f->blocks << " credit blocks: the peer's VL buffer holds "
+                                << capacity << " (VlBufferBytes below one packet)");
+            IbPortCounters::Add(m_counters.portXmitDiscards, 1);
+            m_drops[static_cast<int>(IbDropReason::ExceedsPeerBuffer)]++;
+            if (!m_dropTrace.IsEmpty())
+            {
+                m_dropTrace(f->ToPacket(), static_cast<uint8_t>(IbDropReason::ExceedsPeerBuffer));
+            }
+            IbFramePool::Release(f);
+            dropped = true;
+        }
+        if (!dropped)
+        {
+            m_tx[vl].ready.push_back(q); // keeps its place
+            continue;
+        }
+        q->readyRegistered = false;
+        if (!q->frames.empty())
+        {
+            if (q->rxPort)
+            {
+                m_switch->NotifyHeadChanged(q);
+            }
+            else
+            {
+                RegisterReadyQueue(q);
+            }
+        }
+        if (!q->rxPort && !m_txReady.IsNull())
+        {
+            // The CA's queue has room again. Told by an event of its own: this runs inside the
+            // sender's own SendIb (its packet was the one discarded), which must not be entered
+            // again before it returns.
+            Simulator::ScheduleNow([this]() {
+                if (!m_txReady.IsNull())
+                {
+                    m_txReady(this);
+                }
+            });
         }
     }
 }
@@ -1450,7 +1535,8 @@ IbNetDevice::HasPendingWork(Time at)
         }
         waiting = true;
         ApplyStashedFlowControl(v);
-        if (!tx.stash.empty() || HasCredit(v, tx.ready.front()->frames.front()->blocks))
+        const uint16_t blocks = tx.ready.front()->frames.front()->blocks;
+        if (!tx.stash.empty() || HasCredit(v, blocks) || blocks > PeerVlBufferBlocks())
         {
             return true;
         }
@@ -1543,6 +1629,11 @@ IbNetDevice::Kick()
         ApplyStashedFlowControl(vl);
         if (!HasCredit(vl, head->blocks))
         {
+            if (head->blocks > PeerVlBufferBlocks())
+            {
+                m_oversizedVls |= static_cast<uint16_t>(1u << vl); // never: discarded below
+                return false;
+            }
             if (tx.stallStartPs < 0)
             {
                 tx.stallStartPs = nowPs;
@@ -1568,6 +1659,22 @@ IbNetDevice::Kick()
         return true;
     };
     int vl = m_arbiter.Select(eligible);
+    if (m_oversizedVls != 0)
+    {
+        // A packet the peer's buffer cannot hold would wait for credit for ever, and its VL
+        // with it: it goes, and the arbitration runs again on what is at the heads now.
+        const uint16_t vls = m_oversizedVls;
+        m_oversizedVls = 0;
+        for (uint8_t v = 0; v < m_opVls; ++v)
+        {
+            if (vls & (1u << v))
+            {
+                DiscardHeadsExceedingPeerBuffer(v);
+            }
+        }
+        ScheduleWake(now);
+        return;
+    }
     if (vl < 0)
     {
         if (earliest != Time::Max())
@@ -1917,6 +2024,7 @@ IbNetDevice::DropFrame(IbFrame* frame, IbDropReason reason)
         IbPortCounters::Add(m_counters.portRcvSwitchRelayErrors, 1);
         break;
     case IbDropReason::XmitDiscard:
+    case IbDropReason::ExceedsPeerBuffer:
         IbPortCounters::Add(m_counters.portXmitDiscards, 1);
         break;
     case IbDropReason::LinkDown:

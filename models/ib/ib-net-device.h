@@ -109,6 +109,10 @@ enum class IbDropReason : uint8_t
     BufferOverrun,    ///< more data than advertised credit: ExcessiveBufferOverrunErrors
     LinkDown,         ///< the cable went down with the packet in flight or queued
     InjectedLoss,     ///< a PacketLossModel (Action Drop) removed it on the wire: no counter
+    /// A data packet needing more credit blocks than the peer's whole receive buffer for a VL
+    /// (its VlBufferBytes) can ever grant: discarded at the head of its queue instead of
+    /// holding the VL for ever: PortXmitDiscards
+    ExceedsPeerBuffer,
 };
 
 const char* IbDropReasonName(IbDropReason r);
@@ -419,6 +423,11 @@ class IbNetDevice : public NetDevice
     /// This end's side of a link going down: physical state, queues, PortState, timers.
     void LoseLink(IbPhysState phys);
     void DiscardQueued(IbDropReason reason);
+    /// Credit blocks the peer's receive buffer holds for one data VL (its VlBufferBytes).
+    uint32_t PeerVlBufferBlocks() const;
+    /// Discards the heads of VL `vl`'s ready queues (bound for this port) that need more credit
+    /// than the peer's whole VL buffer can grant (IbDropReason::ExceedsPeerBuffer).
+    void DiscardHeadsExceedingPeerBuffer(uint8_t vl);
     void ChangeState(IbPortState next);
     void CompleteTraining();
     /// Checks bytes of a frame that may be corrupt; returns false after counting the drop.
@@ -477,6 +486,7 @@ class IbNetDevice : public NetDevice
     uint8_t m_linkWidth = 4;
     int m_linkSpeed = static_cast<int>(IbLinkSpeed::Hdr); ///< an IbLinkSpeed (EnumValue holds int)
     uint32_t m_vlBufferBytes = 65536;
+    uint16_t m_oversizedVls = 0; ///< data VLs (a bit each) whose next packet can never fit
     uint32_t m_vl15BufferPackets = 4;
     uint32_t m_txQueuePackets = 64;
     uint32_t m_delimiterBytes = 2;
@@ -517,7 +527,7 @@ class IbNetDevice : public NetDevice
     EventId m_training;
     int64_t m_portWaitStartPs = -1;
     IbPortCounters m_counters;
-    std::array<uint64_t, 13> m_drops{};
+    std::array<uint64_t, 14> m_drops{};
     uint64_t m_fcSent = 0;
     uint64_t m_fcEvents = 0;
     uint64_t m_fcStashed = 0;
