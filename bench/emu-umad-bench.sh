@@ -34,18 +34,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Seconds from "Entering DISCOVERING state" to the first "SUBNET UP" in an opensm log.
-sweep_seconds() {
-  awk '
-    function t(line,   a) { split($3, a, ":"); return a[1] * 3600 + a[2] * 60 + a[3] + $4 / 1e6 }
-    /Entering DISCOVERING state/ && !s { s = t($0) }
-    /SUBNET UP/ && s && !e { e = t($0) }
-    END { if (s && e) printf "%.3f", e - s; else printf "none" }' "$1"
-}
-# The most SMPs opensm says it sent (debug log).
-smps_sent() {
-  grep -o '[0-9]* total sent' "$1" | awk '{ if ($1 > m) m = $1 } END { print m + 0 }'
-}
+# sweep_seconds LOG, smps_sent DEBUG_LOG
+. bench/opensm-log.sh
 # Waits up to 120 s for "SUBNET UP" in log $1.
 wait_up() {
   for _ in $(seq 600); do

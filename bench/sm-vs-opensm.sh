@@ -45,18 +45,8 @@ tck=$(getconf CLK_TCK)
 
 # CPU seconds (user + system) a live process has used so far.
 cpu_of() { awk -v t="$tck" '{ printf "%.3f", ($14 + $15) / t }' "/proc/$1/stat"; }
-# Seconds from "Entering DISCOVERING state" to the first "SUBNET UP" in an opensm log.
-sweep_seconds() {
-  awk '
-    function t(line,   a) { split($3, a, ":"); return a[1] * 3600 + a[2] * 60 + a[3] + $4 / 1e6 }
-    /Entering DISCOVERING state/ && !s { s = t($0) }
-    /SUBNET UP/ && s && !e { e = t($0) }
-    END { if (s && e) printf "%.3f", e - s; else printf "none" }' "$1"
-}
-# The most SMPs opensm says it sent (its debug log, vl15_send_mad's "total sent").
-smps_sent() {
-  grep -o '[0-9]* total sent' "$1" | awk '{ if ($1 > m) m = $1 } END { print m + 0 }'
-}
+# sweep_seconds LOG, smps_sent DEBUG_LOG
+. bench/opensm-log.sh
 
 # The built-in SM on core $2 for fabric k=$1; its counters as JSON in $3.
 builtin_run() {
