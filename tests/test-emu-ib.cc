@@ -85,7 +85,10 @@ TEST_F(EmuIb, TheBuiltInSmBringsPortsActiveAndIpoibCarriesTcp)
     const std::string f = pcaps + "/h0.pcap";
     EXPECT_GT(CountLines(Tshark(f, "infiniband.mad.mgmtclass == 0x81")), 4) << f;
     EXPECT_GE(CountLines(Tshark(f, "icmp")), 6) << f;
-    EXPECT_GT(CountLines(Tshark(f, "tcp")), 300) << f;
+    // Every data segment of the 500 KB transfer is on the wire (at most 2,004 payload bytes each
+    // at IPoIB's MTU of 2044); how many ACKs join them depends on timing (a loaded machine's
+    // run had 290 packets in all).
+    EXPECT_GE(CountLines(Tshark(f, "tcp")), 500000 / 2004) << f;
     EXPECT_EQ(Tshark(f, "_ws.malformed"), "") << f;
 }
 
