@@ -1009,20 +1009,28 @@ TEST_F(EmuUmad, OpensmAssignsTheSameLidsAgainstCnuasAsAgainstIbsim)
         << net.out;
     const std::string host = m[1];
     const std::string sock = "cnuastest" + std::to_string(getpid());
+    // -n: no console (with its standard input at end of file, ibsim's console spins a core,
+    // which on a loaded machine slowed opensm past the test's patience).
     Sh("cd " + sim.string() + " && (IBSIM_SOCKNAME=" + sock +
-       " ibsim -s k4.topo < /dev/null > ibsim.out 2>&1 & echo $! > ibsim.pid)");
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-    Sh("cd " + sim.string() + " && (env IBSIM_SOCKNAME=" + sock + " SIM_HOST=" + host +
-       " OSM_CACHE_DIR=" + (sim / "cache").string() + " LD_PRELOAD=" + umad2sim +
-       " timeout 120 opensm -f " + (sim / "osm.log").string() +
-       " > opensm.out 2>&1 & echo $! > opensm.pid)");
-    // Under libumad2sim opensm's log reaches the file only when it exits; its LID cache is
-    // written by the sweep itself, so that is what is waited for.
-    for (int i = 0; i < 600 && ReadGuid2Lid(sim / "cache" / "guid2lid").size() < 36; ++i)
+       " ibsim -n -s k4.topo < /dev/null > ibsim.out 2>&1 & echo $! > ibsim.pid)");
+    for (int i = 0; i < 100 && Sh("cat " + (sim / "ibsim.out").string() + " 2>/dev/null")
+                                       .out.find("simulator ready") == std::string::npos;
+         ++i)
     {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // --once: opensm configures the subnet once and exits. Under libumad2sim its log reaches the
+    // file only when it exits, so its exit is what is waited for (not a time after its LID cache
+    // appears: that cut a loaded machine's sweep short before SUBNET UP).
+    Sh("cd " + sim.string() + " && (env IBSIM_SOCKNAME=" + sock + " SIM_HOST=" + host +
+       " OSM_CACHE_DIR=" + (sim / "cache").string() + " LD_PRELOAD=" + umad2sim +
+       " timeout 120 opensm --once -f " + (sim / "osm.log").string() +
+       " > opensm.out 2>&1 & echo $! > opensm.pid)");
+    const std::string alive = "kill -0 $(cat " + (sim / "opensm.pid").string() + ") 2>/dev/null";
+    for (int i = 0; i < 1200 && Sh(alive).exit == 0; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     for (const char* pid : {"opensm.pid", "ibsim.pid"})
     {
         Sh("kill $(cat " + (sim / pid).string() + ") 2>/dev/null; true");
