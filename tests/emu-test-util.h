@@ -53,6 +53,16 @@ Sh(const std::string& cmd)
     return r;
 }
 
+/// The whole text of `file` ("" if it cannot be read).
+inline std::string
+ReadFile(const std::filesystem::path& file)
+{
+    std::ifstream in(file);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
 inline int
 CountLines(const std::string& s)
 {
@@ -162,10 +172,7 @@ class EmuFixture : public ::testing::Test
         std::string text;
         while (std::chrono::steady_clock::now() < end)
         {
-            std::ifstream in(m_dir / file);
-            std::stringstream s;
-            s << in.rdbuf();
-            text = s.str();
+            text = ReadFile(m_dir / file);
             if (CountLines(text) >= lines)
             {
                 break;

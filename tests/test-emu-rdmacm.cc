@@ -67,14 +67,6 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
         return b;
     }
 
-    static std::string Read(const std::filesystem::path& file)
-    {
-        std::ifstream in(file);
-        std::stringstream s;
-        s << in.rdbuf();
-        return s.str();
-    }
-
     /// What a program that does not end is doing: each of its threads' kernel wait channel and
     /// system call, every host's counters (its rdma_cm's, its verbs', its port's), the switches'
     /// and the daemon's lag.
@@ -109,7 +101,7 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
         std::string diagnosis;
         while (true)
         {
-            text = Read(b.out);
+            text = ReadFile(b.out);
             if (text.find("pair-exit=") != std::string::npos)
             {
                 return text;
@@ -130,7 +122,7 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
         for (int i = 0; i < 100 && text.find("pair-exit=") == std::string::npos; ++i)
         {
             std::this_thread::sleep_for(std::chrono::milliseconds(100));
-            text = Read(b.out);
+            text = ReadFile(b.out);
         }
         return text + diagnosis;
     }
@@ -213,18 +205,14 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
     /// A counter of h1's rdma_cm from `cnuas status --json` (-1 if it is not there).
     int64_t H1Cm(const std::string& key)
     {
-        const std::string out = Sh(Cnuas("status --json")).out;
+        const nlohmann::json fabric = Status();
         try
         {
-            const auto j = nlohmann::json::parse(out);
-            for (const auto& fabric : j)
+            for (const auto& h : fabric.at("live").at("hosts"))
             {
-                for (const auto& h : fabric.at("live").at("hosts"))
+                if (h.value("name", "") == "h1")
                 {
-                    if (h.value("name", "") == "h1")
-                    {
-                        return h.at("rdma_cm").at(key).get<int64_t>();
-                    }
+                    return h.at("rdma_cm").at(key).get<int64_t>();
                 }
             }
         }

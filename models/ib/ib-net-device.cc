@@ -633,25 +633,7 @@ IbNetDevice::DiscardQueued(IbDropReason reason)
             // routed here, up to the first one bound elsewhere.
             while (!q->frames.empty() && (!q->rxPort || q->frames.front()->outPort == m_portNumber))
             {
-                IbFrame* f = q->frames.front();
-                q->frames.pop_front();
-                q->usedBlocks -= f->vl == kIbManagementVl ? 0 : f->blocks;
-                if (q->rxPort)
-                {
-                    m_switch->NotifyDiscard(f);
-                    q->rxPort->ReleaseReceiveBlocks(q->vl, f->vl == kIbManagementVl ? 0 : f->blocks);
-                    if (q->vl == kIbManagementVl)
-                    {
-                        q->rxPort->ReleaseVl15Slot();
-                    }
-                }
-                IbPortCounters::Add(m_counters.portXmitDiscards, 1);
-                m_drops[static_cast<int>(reason)]++;
-                if (!m_dropTrace.IsEmpty())
-                {
-                    m_dropTrace(f->ToPacket(), static_cast<uint8_t>(reason));
-                }
-                IbFramePool::Release(f);
+                DiscardQueuedHead(q, reason);
             }
             if (!q->frames.empty() && m_switch)
             {
@@ -663,6 +645,32 @@ IbNetDevice::DiscardQueued(IbDropReason reason)
             }
         }
     }
+}
+
+void
+IbNetDevice::DiscardQueuedHead(IbFrameQueue* q, IbDropReason reason)
+{
+    IbFrame* f = q->frames.front();
+    q->frames.pop_front();
+    const uint16_t blocks = f->vl == kIbManagementVl ? 0 : f->blocks; // VL15 takes no credit
+    q->usedBlocks -= blocks;
+    if (q->rxPort)
+    {
+        // A switch input buffer frees the space (returning credit upstream, §7.9.4).
+        m_switch->NotifyDiscard(f);
+        q->rxPort->ReleaseReceiveBlocks(q->vl, blocks);
+        if (q->vl == kIbManagementVl)
+        {
+            q->rxPort->ReleaseVl15Slot();
+        }
+    }
+    IbPortCounters::Add(m_counters.portXmitDiscards, 1);
+    m_drops[static_cast<int>(reason)]++;
+    if (!m_dropTrace.IsEmpty())
+    {
+        m_dropTrace(f->ToPacket(), static_cast<uint8_t>(reason));
+    }
+    IbFramePool::Release(f);
 }
 
 uint32_t
@@ -694,25 +702,12 @@ IbNetDevice::DiscardHeadsExceedingPeerBuffer(uint8_t vl)
         while (!q->frames.empty() && q->frames.front()->blocks > capacity &&
                (!q->rxPort || q->frames.front()->outPort == m_portNumber))
         {
-            IbFrame* f = q->frames.front();
-            q->frames.pop_front();
-            q->usedBlocks -= f->blocks;
-            if (q->rxPort)
-            {
-                m_switch->NotifyDiscard(f);
-                q->rxPort->ReleaseReceiveBlocks(q->vl, f->blocks);
-            }
+            const IbFrame* f = q->frames.front();
             m_busyUntil += m_activeRate.SerializationTime(f->bytes + m_delimiterBytes);
             NS_LOG_WARN("port " << +m_portNumber << " discards packet " << f->uid << " of "
                                 << f->blocks << " credit blocks: the peer's VL buffer holds "
                                 << capacity << " (VlBufferBytes below one packet)");
-            IbPortCounters::Add(m_counters.portXmitDiscards, 1);
-            m_drops[static_cast<int>(IbDropReason::ExceedsPeerBuffer)]++;
-            if (!m_dropTrace.IsEmpty())
-            {
-                m_dropTrace(f->ToPacket(), static_cast<uint8_t>(IbDropReason::ExceedsPeerBuffer));
-            }
-            IbFramePool::Release(f);
+            DiscardQueuedHead(q, IbDropReason::ExceedsPeerBuffer);
             dropped = true;
         }
         if (!dropped)

@@ -423,6 +423,9 @@ class IbNetDevice : public NetDevice
     /// This end's side of a link going down: physical state, queues, PortState, timers.
     void LoseLink(IbPhysState phys);
     void DiscardQueued(IbDropReason reason);
+    /// Pops the head of `q` and discards it: buffer space and credit released, PortXmitDiscards
+    /// and the drop counter and trace for `reason`.
+    void DiscardQueuedHead(IbFrameQueue* q, IbDropReason reason);
     /// Credit blocks the peer's receive buffer holds for one data VL (its VlBufferBytes).
     uint32_t PeerVlBufferBlocks() const;
     /// Discards the heads of VL `vl`'s ready queues (bound for this port) that need more credit
