@@ -9,6 +9,7 @@
 #include "helpers/ib/ib-packet-source.h"
 #include "models/ib/ib-switch.h"
 
+#include "ns3/boolean.h"
 #include "ns3/config.h"
 #include "ns3/string.h"
 #include "ns3/double.h"
@@ -19,6 +20,9 @@
 #include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
 
 using namespace ns3;
 
@@ -474,6 +478,69 @@ Vl1Share(std::vector<IbVlArbEntry> high, std::vector<IbVlArbEntry> low, uint8_t 
     return vl1 / all;
 }
 } // namespace
+
+namespace
+{
+/// What a sink at h2 records of two greedy sources (h0, h1) through one switch.
+struct SinkRecord
+{
+    std::vector<std::pair<Time, uint64_t>> series;
+    std::map<uint16_t, std::pair<uint64_t, uint64_t>> perSource; // packets, wire bytes
+};
+
+SinkRecord
+RecordTwoSourcesAtASink(bool perSourceSeries)
+{
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeStar(3));
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(f.nodes);
+    const uint16_t dst = subnet.GetLid(f.hosts.Get(2));
+    AddSource(f.hosts.Get(0), dst, MicroSeconds(5), MicroSeconds(40));
+    AddSource(f.hosts.Get(1), dst, MicroSeconds(5), MicroSeconds(40));
+    auto sink = AddSink(f.hosts.Get(2));
+    sink->SetAttribute("PerSourceSeries", BooleanValue(perSourceSeries));
+    Simulator::Stop(MicroSeconds(45));
+    Simulator::Run();
+    SinkRecord r;
+    r.series = sink->GetSeries();
+    for (const auto& [lid, flow] : sink->GetFlows())
+    {
+        r.perSource[lid] = {flow.packets, flow.wireBytes};
+    }
+    if (perSourceSeries)
+    {
+        // The per-source series add up to the total one.
+        std::vector<uint64_t> sum(r.series.size(), 0);
+        for (const auto& [lid, flow] : sink->GetFlows())
+        {
+            const auto one = sink->GetSeries(lid);
+            for (size_t i = 0; i < one.size() && i < sum.size(); ++i)
+            {
+                sum[i] += one[i].second;
+            }
+        }
+        for (size_t i = 0; i < sum.size(); ++i)
+        {
+            EXPECT_EQ(sum[i], r.series[i].second) << "bin " << i;
+        }
+    }
+    Simulator::Destroy();
+    return r;
+}
+} // namespace
+
+// IbPacketSink's PerSourceSeries=false (ib-fat-tree's all-to-all: hosts squared series) drops
+// only the per-source series: the total series and every source's totals are the same.
+TEST(IbLink, ASinkWithoutPerSourceSeriesKeepsTheSameTotals)
+{
+    const SinkRecord with = RecordTwoSourcesAtASink(true);
+    const SinkRecord without = RecordTwoSourcesAtASink(false);
+    ASSERT_EQ(with.perSource.size(), 2u);
+    EXPECT_GT(with.perSource.begin()->second.first, 100u);
+    EXPECT_EQ(with.series, without.series);
+    EXPECT_EQ(with.perSource, without.perSource);
+}
 
 // VL arbitration, IBA vol. 1 §7.6.9: weights split the output; the high-priority table wins
 // while LimitOfHighPriority allows.

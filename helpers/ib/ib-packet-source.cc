@@ -5,6 +5,8 @@
 #include "models/rdma/ib-bth-header.h"
 #include "models/rdma/ib-deth-header.h"
 
+#include "ns3/abort.h"
+#include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/node.h"
 #include "ns3/packet.h"
@@ -189,7 +191,16 @@ IbPacketSink::GetTypeId()
                                           "Bin width of the throughput time series.",
                                           TimeValue(MicroSeconds(1)),
                                           MakeTimeAccessor(&IbPacketSink::m_interval),
-                                          MakeTimeChecker());
+                                          MakeTimeChecker())
+                            .AddAttribute("PerSourceSeries",
+                                          "Keep a throughput series per source LID beside the "
+                                          "total one. Its memory grows as sources x bins (at "
+                                          "1 us bins, an all-to-all of 1,024 hosts keeps about "
+                                          "a million series); per-source packet and byte totals "
+                                          "are kept either way.",
+                                          BooleanValue(true),
+                                          MakeBooleanAccessor(&IbPacketSink::m_perSourceSeries),
+                                          MakeBooleanChecker());
     return tid;
 }
 
@@ -221,12 +232,15 @@ IbPacketSink::Receive(Ptr<IbNetDevice>, const IbFrame&, const IbRxInfo& info)
     f.wireBytes += info.bytes;
     f.last = now;
     size_t bin = static_cast<size_t>(now.GetPicoSeconds() / m_interval.GetPicoSeconds());
-    auto& bins = m_bins[info.slid];
-    if (bins.size() <= bin)
+    if (m_perSourceSeries)
     {
-        bins.resize(bin + 1, 0);
+        auto& bins = m_bins[info.slid];
+        if (bins.size() <= bin)
+        {
+            bins.resize(bin + 1, 0);
+        }
+        bins[bin] += info.bytes;
     }
-    bins[bin] += info.bytes;
     if (m_allBins.size() <= bin)
     {
         m_allBins.resize(bin + 1, 0);
@@ -256,19 +270,25 @@ IbPacketSink::GetTotalPackets() const
     return t;
 }
 
+const std::vector<uint64_t>&
+IbPacketSink::SeriesOf(uint16_t slid) const
+{
+    static const std::vector<uint64_t> kNone;
+    if (slid == 0)
+    {
+        return m_allBins;
+    }
+    NS_ABORT_MSG_IF(!m_perSourceSeries,
+                    "IbPacketSink: the series of source LID "
+                        << slid << " was not kept (PerSourceSeries is false)");
+    auto it = m_bins.find(slid);
+    return it == m_bins.end() ? kNone : it->second;
+}
+
 uint64_t
 IbPacketSink::GetWireBytesBetween(Time from, Time to, uint16_t slid) const
 {
-    const std::vector<uint64_t>* bins = &m_allBins;
-    if (slid != 0)
-    {
-        auto it = m_bins.find(slid);
-        if (it == m_bins.end())
-        {
-            return 0;
-        }
-        bins = &it->second;
-    }
+    const std::vector<uint64_t>* bins = &SeriesOf(slid);
     // Only bins wholly inside [from, to): a bin cut by the window's edge would count bytes
     // from outside it.
     const int64_t w = m_interval.GetPicoSeconds();
@@ -286,16 +306,7 @@ std::vector<std::pair<Time, uint64_t>>
 IbPacketSink::GetSeries(uint16_t slid) const
 {
     std::vector<std::pair<Time, uint64_t>> out;
-    const std::vector<uint64_t>* bins = &m_allBins;
-    if (slid != 0)
-    {
-        auto it = m_bins.find(slid);
-        if (it == m_bins.end())
-        {
-            return out;
-        }
-        bins = &it->second;
-    }
+    const std::vector<uint64_t>* bins = &SeriesOf(slid);
     for (size_t i = 0; i < bins->size(); ++i)
     {
         out.emplace_back(m_interval * int64_t(i), (*bins)[i]);

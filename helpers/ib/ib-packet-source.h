@@ -83,10 +83,11 @@ class IbPacketSink : public Application
     uint64_t GetTotalWireBytes() const;
     uint64_t GetTotalPackets() const;
     /// Wire bytes received in the SampleInterval bins lying wholly inside [from, to), by source
-    /// LID (0 = all sources).
+    /// LID (0 = all sources; a source needs PerSourceSeries).
     uint64_t GetWireBytesBetween(Time from, Time to, uint16_t slid = 0) const;
     Time GetSampleInterval() const { return m_interval; }
-    /// Bins of `SampleInterval`: (bin start, wire bytes) for one source (0 = all).
+    /// Bins of `SampleInterval`: (bin start, wire bytes) for one source (0 = all; a source
+    /// needs PerSourceSeries).
     std::vector<std::pair<Time, uint64_t>> GetSeries(uint16_t slid = 0) const;
 
   private:
@@ -95,7 +96,11 @@ class IbPacketSink : public Application
     /// Counts a packet: only its size matters, so it takes the frame and reads no bytes.
     void Receive(Ptr<IbNetDevice> dev, const IbFrame& frame, const IbRxInfo& info);
 
+    /// Wire bytes per bin of one series, checked before it is read.
+    const std::vector<uint64_t>& SeriesOf(uint16_t slid) const;
+
     Time m_interval;
+    bool m_perSourceSeries = true;
     std::map<uint16_t, Flow> m_flows;
     std::map<uint16_t, std::vector<uint64_t>> m_bins;
     std::vector<uint64_t> m_allBins;

@@ -10,6 +10,7 @@
 #include "models/ib/ib-net-device.h"
 #include "helpers/ib/ib-packet-source.h"
 
+#include "ns3/boolean.h"
 #include "ns3/node.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
@@ -183,6 +184,19 @@ RunIbTraffic(const IbTrafficSpec& spec)
             addSource(i)->SetDestinations(lids);
         }
         break;
+    }
+
+    // Per-source throughput series only where the report reads them (the victim's, and each
+    // flow's when there are few enough to list): an all-to-all would keep hosts squared series.
+    for (uint32_t i = 0; i < nHosts; ++i)
+    {
+        const bool listed = flows.size() <= 64 &&
+                            std::any_of(flows.begin(), flows.end(),
+                                        [i](const auto& fl) { return fl.second == i; });
+        if (!listed && static_cast<int>(i) != victimDst)
+        {
+            sinks[i]->SetAttribute("PerSourceSeries", BooleanValue(false));
+        }
     }
 
     IbTrafficStats st;
