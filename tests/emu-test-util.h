@@ -3,6 +3,8 @@
 #ifndef CNUAS_TESTS_EMU_TEST_UTIL_H
 #define CNUAS_TESTS_EMU_TEST_UTIL_H
 
+#include "test-text-files.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -51,16 +53,6 @@ Sh(const std::string& cmd)
     const int status = pclose(p);
     r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return r;
-}
-
-/// The whole text of `file` ("" if it cannot be read).
-inline std::string
-ReadFile(const std::filesystem::path& file)
-{
-    std::ifstream in(file);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
 }
 
 inline int

@@ -14,7 +14,6 @@
 
 namespace
 {
-using cnuas_emu_test::ReadFile;
 using cnuas_emu_test::Sh;
 using cnuas_emu_test::ShResult;
 
