@@ -717,7 +717,7 @@ TEST(IbLink, Vl15ManagementPassesWhilePortsAreInit)
     std::vector<std::pair<uint8_t, uint32_t>> got; // (arrival port, bytes)
     sw->SetManagementCallback(MakeCallback(
         +[](std::vector<std::pair<uint8_t, uint32_t>>* v, Ptr<IbNetDevice> in,
-            Ptr<const Packet> p, uint8_t) { v->emplace_back(in->GetPortNumber(), p->GetSize()); })
+            const IbFrame& frame) { v->emplace_back(in->GetPortNumber(), frame.bytes); })
                                   .Bind(&got));
     Simulator::Stop(MicroSeconds(5));
     Simulator::Run();

@@ -337,6 +337,72 @@ TEST(MgmtAgents, SwitchAgentsTakeWholePackets)
     Simulator::Destroy();
 }
 
+// A switch part way along a directed route passes the SMP on as its SMI would rebuild it from
+// an IbSmp (IBA vol. 1 §14.2.2.2, C14-9): hop pointer moved, the arrival port in ReturnPath, a
+// fresh BTH and DETH (QP0 to QP0, default P_Key, Q_Key 0, the switch's own PSN) and the MAD's
+// reserved bytes as IbSmp::WriteTo writes them (zeros), whatever the SMP came in with. The
+// switches edit the received bytes in place (IbMadDispatcher::ForwardDirectedSmp): this checks
+// the bytes they send are those of the IbSmp path.
+TEST(MgmtAgents, ForwardedDirectedSmpIsRebuiltAsAnIbSmpWouldBe)
+{
+    Line l;
+    IbSmp smp = l.DrSmp(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, kToH1);
+    smp.SetHopPointer(1); // as h0's SMI sent it (C14-9 at the originator)
+    uint8_t mad[256];
+    smp.WriteTo(mad);
+    for (uint32_t i = 36; i < 64; ++i)
+    {
+        mad[i] = static_cast<uint8_t>(0xA0 + i); // reserved: not zero on the wire
+    }
+    mad[18] = 0x5A;
+    mad[19] = 0xA5;
+    cnuas_test::TestPacketSpec spec;
+    spec.vl = 15;
+    spec.dlid = 0xFFFF;
+    spec.slid = 0xFFFF;
+    spec.destQp = 0;
+    spec.srcQp = 0;
+    spec.qkey = 0x12345678; // the SMI ignores it (§13.5.1)
+    spec.pkey = 0x8001;
+    spec.psn = 0x777;
+    spec.payload.assign(mad, mad + 256);
+    const std::vector<uint8_t> sent = cnuas_test::BuildPacket(spec);
+
+    // What swL sends out of port 2 toward swR.
+    std::vector<std::vector<uint8_t>> out;
+    Ptr<IbNetDevice> swLPort2 = l.SwL()->GetObject<IbSwitch>()->GetPort(2);
+    swLPort2->AddSniffer(IbNetDevice::SnifferCallback(
+        [&out](Time, const uint8_t* b, uint32_t n, bool transmit) {
+            if (transmit && n > 100)
+            {
+                out.emplace_back(b, b + n);
+            }
+        }));
+    Ptr<IbNetDevice> swLPort1 = l.SwL()->GetObject<IbSwitch>()->GetPort(1);
+    Simulator::Schedule(MicroSeconds(5), [swLPort1, sent]() { Inject(swLPort1, sent); });
+    l.RunUntil(MicroSeconds(25));
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_EQ(out[0].size(), sent.size());
+    EXPECT_EQ(IbMgmtHelper::GetDispatcher(l.SwL())->GetDrForwarded(), 2u); // out and back
+
+    // The IbSmp path: read, move the hop pointer, record port 1, write; then BTH and DETH.
+    IbSmp fwd;
+    fwd.ReadFrom(mad);
+    fwd.ReturnPath()[1] = 1;
+    fwd.SetHopPointer(2);
+    uint8_t expectMad[256];
+    fwd.WriteTo(expectMad);
+    Ptr<Packet> expect = IbMakeMadPacket(expectMad, 0, 0, 0, IbBthHeader::kDefaultPkey, 0);
+    std::vector<uint8_t> expectBytes(expect->GetSize());
+    expect->CopyData(expectBytes.data(), expectBytes.size());
+    const std::vector<uint8_t> got(out[0].begin() + IbLrhHeader::kSize,
+                                   out[0].begin() + IbLrhHeader::kSize + expectBytes.size());
+    EXPECT_EQ(got, expectBytes);
+    EXPECT_EQ(got[IbBthHeader::kSize + IbDethHeader::kSize + 36], 0) << "reserved byte kept";
+    // And the SMP went on to h1 and its answer came back.
+    EXPECT_EQ(l.got.size(), 1u);
+}
+
 TEST(MgmtAgents, SetPortInfoAssignsLidAndMovesPortStateAsAnSmWould)
 {
     Line l;

@@ -306,7 +306,7 @@ IbNetDevice::DoDispose()
     m_switch = nullptr;
     m_node = nullptr;
     m_ibRx = MakeNullCallback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&>();
-    m_mgmtRx = MakeNullCallback<void, Ptr<IbNetDevice>, Ptr<const Packet>, const IbRxInfo&>();
+    m_mgmtRx = IbFrameReceiveCallback();
     m_ibFrameRx = IbFrameReceiveCallback();
     m_sniffers.clear();
     NetDevice::DoDispose();
@@ -1910,6 +1910,28 @@ IbNetDevice::SendManagementPacket(Ptr<Packet> packet, uint16_t dlid, uint16_t sl
 }
 
 bool
+IbNetDevice::SendManagementBytes(const uint8_t* data, uint32_t length, uint16_t dlid,
+                                 uint16_t slid, uint8_t sl, uint8_t vl)
+{
+    if (m_phys != IbPhysState::LinkUp)
+    {
+        return false;
+    }
+    if (vl != kIbManagementVl && (m_state != IbPortState::Active || vl >= m_opVls))
+    {
+        IbPortCounters::Add(m_counters.portXmitDiscards, 1);
+        m_drops[static_cast<int>(IbDropReason::XmitDiscard)]++;
+        if (!m_dropTrace.IsEmpty())
+        {
+            m_dropTrace(Create<Packet>(data, length),
+                        static_cast<uint8_t>(IbDropReason::XmitDiscard));
+        }
+        return false;
+    }
+    return Enqueue(data, length, length, dlid, sl, vl, IbLnh::IbaLocal, slid);
+}
+
+bool
 IbNetDevice::EnqueuePacket(Ptr<const Packet> packet, uint16_t dlid, uint8_t sl, uint8_t vl,
                            IbLnh lnh, int32_t slid)
 {
@@ -1988,7 +2010,7 @@ IbNetDevice::SetIbFrameReceiveCallback(IbFrameReceiveCallback cb)
 }
 
 void
-IbNetDevice::SetManagementReceiveCallback(IbReceiveCallback cb)
+IbNetDevice::SetManagementReceiveCallback(IbFrameReceiveCallback cb)
 {
     m_mgmtRx = cb;
 }
@@ -2267,9 +2289,8 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
         }
         if (qp == 0 || qp == 1)
         {
-            Ptr<const Packet> p = frame->ToPacket();
+            m_mgmtRx(this, *frame, info);
             IbFramePool::Release(frame);
-            m_mgmtRx(this, p, info);
             return;
         }
     }

@@ -289,6 +289,13 @@ class IbNetDevice : public NetDevice
      */
     bool SendManagementPacket(Ptr<Packet> packet, uint16_t dlid, uint16_t slid, uint8_t sl,
                               uint8_t vl);
+    /**
+     * SendManagementPacket without an ns-3 Packet: the `length` bytes at `data` start at the
+     * BTH. A switch's SMI forwards every directed-route SMP at every hop through here, so the
+     * management path builds no Packet unless someone observes it (the XmitDiscard drop trace).
+     */
+    bool SendManagementBytes(const uint8_t* data, uint32_t length, uint16_t dlid, uint16_t slid,
+                             uint8_t sl, uint8_t vl);
     /// True if a packet on `sl` would be queued now.
     bool CanSend(uint8_t sl) const;
     /// True if the send queue of `vl` has room for a packet now (TxQueuePackets).
@@ -307,9 +314,11 @@ class IbNetDevice : public NetDevice
     /**
      * Receives, instead of the IbReceiveCallback, the packets for this CA port's management
      * agents: everything on VL15 and every packet whose BTH DestQP is 0 (SMI) or 1 (GSI),
-     * IBA vol. 1 §13.5.1. Unset, they go to the IbReceiveCallback like any other packet.
+     * IBA vol. 1 §13.5.1. Unset, they go to the IbReceiveCallback like any other packet. The
+     * frame is valid during the call (as for an IbFrameReceiveCallback): the management path
+     * reads its bytes without an ns-3 Packet.
      */
-    void SetManagementReceiveCallback(IbReceiveCallback cb);
+    void SetManagementReceiveCallback(IbFrameReceiveCallback cb);
     /// Called when a full transmit queue has room again.
     void SetTxReadyCallback(Callback<void, Ptr<IbNetDevice>> cb);
     /**
@@ -542,7 +551,7 @@ class IbNetDevice : public NetDevice
     IbReceiveCallback m_ibRx;
     IbFrameReceiveCallback m_ibFrameRx;
     std::vector<uint8_t> m_sendBuf; ///< a Packet's bytes on their way into a frame
-    IbReceiveCallback m_mgmtRx; ///< VL15 and QP0/QP1 packets, when set
+    IbFrameReceiveCallback m_mgmtRx; ///< VL15 and QP0/QP1 packets, when set
     NetDevice::ReceiveCallback m_netRx;
     NetDevice::PromiscReceiveCallback m_promiscRx;
     Callback<void, Ptr<IbNetDevice>> m_txReady;

@@ -230,12 +230,13 @@ IbSwitch::SetManagementCallback(ManagementCallback cb)
 }
 
 void
-IbSwitch::DeliverToManagement(Ptr<IbNetDevice> in, Ptr<const Packet> p)
+IbSwitch::DeliverToManagement(Ptr<IbNetDevice> in, IbFrame* frame)
 {
     if (!m_management.IsNull())
     {
-        m_management(in, p, 0);
+        m_management(in, *frame);
     }
+    IbFramePool::Release(frame);
 }
 
 Time
@@ -276,24 +277,25 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
     // later layer forwards them).
     if (dlid == IbLrhHeader::kPermissiveLid || (m_lid != 0 && (dlid & mask) == (m_lid & mask)))
     {
-        Ptr<const Packet> p = m_management.IsNull() ? nullptr : frame->ToPacket();
         const Time tail = frame->tailArrival;
         release();
-        IbFramePool::Release(frame);
-        if (!m_management.IsNull())
+        if (m_management.IsNull())
         {
-            // A cut-through arrival event is at the packet's head; the management port takes
-            // a packet only once all of it is in.
-            const Time now = Simulator::Now();
-            if (tail > now)
-            {
-                Simulator::Schedule(tail - now, &IbSwitch::DeliverToManagement, this,
-                                    Ptr<IbNetDevice>(in), p);
-            }
-            else
-            {
-                m_management(in, p, 0);
-            }
+            IbFramePool::Release(frame);
+            return;
+        }
+        // A cut-through arrival event is at the packet's head; the management port takes a
+        // packet only once all of it is in. The frame waits with it (out of every queue: its
+        // buffer slot is free already), so no copy of its bytes is made.
+        const Time now = Simulator::Now();
+        if (tail > now)
+        {
+            Simulator::Schedule(tail - now, &IbSwitch::DeliverToManagement, this,
+                                Ptr<IbNetDevice>(in), frame);
+        }
+        else
+        {
+            DeliverToManagement(in, frame);
         }
         return;
     }

@@ -73,9 +73,11 @@ class IbSwitch : public Object
     void SetNodeGuid(uint64_t guid);
 
     /// Packets for the switch itself (DLID = its LID, or directed-route SMPs) go here: the
-    /// subnet management agent of a later layer, once the packet's last byte is in. The
-    /// callback takes ownership of nothing: the packet is copied out before the frame is freed.
-    typedef Callback<void, Ptr<IbNetDevice>, Ptr<const Packet>, uint8_t> ManagementCallback;
+    /// subnet management agent of a later layer, once the packet's last byte is in. The frame
+    /// is valid during the call only (the switch frees it after): the agent reads its bytes
+    /// (IbFrame::CopyBytes) without an ns-3 Packet, as every directed-route SMP comes here at
+    /// every switch on its path.
+    typedef Callback<void, Ptr<IbNetDevice>, const IbFrame&> ManagementCallback;
     void SetManagementCallback(ManagementCallback cb);
 
     // ---- used by IbNetDevice ---------------------------------------------------------------
@@ -115,8 +117,9 @@ class IbSwitch : public Object
     uint32_t& WaitingBlocks(uint8_t port, uint8_t vl);
     void AddHead(IbFrame* frame);
     void RemoveHead(IbFrame* frame);
-    /// Hands a packet for the switch itself to the management callback (at its tail).
-    void DeliverToManagement(Ptr<IbNetDevice> in, Ptr<const Packet> p);
+    /// Hands a packet for the switch itself to the management callback (at its tail), then
+    /// frees its frame.
+    void DeliverToManagement(Ptr<IbNetDevice> in, IbFrame* frame);
 
     std::vector<Ptr<IbNetDevice>> m_ports; ///< index 0 unused (management port)
     std::vector<uint8_t> m_lft;

@@ -243,49 +243,101 @@ IbMadDispatcher::Drop(Ptr<const Packet> p, IbMadDropReason r)
     m_dropTrace(p, static_cast<uint8_t>(r));
 }
 
+void
+IbMadDispatcher::Drop(const RxBytes& rx, IbMadDropReason r)
+{
+    Drop(m_dropTrace.IsEmpty() ? nullptr : rx.ToPacket(), r);
+}
+
 // ---- receiving ------------------------------------------------------------------------------
 
+Ptr<const Packet>
+IbMadDispatcher::RxBytes::ToPacket() const
+{
+    if (packet)
+    {
+        return packet;
+    }
+    return frame ? frame->ToPacket() : nullptr;
+}
+
+IbMadDispatcher::RxBytes
+IbMadDispatcher::ReadFrame(const IbFrame& frame, uint8_t* buf)
+{
+    RxBytes rx;
+    rx.bytes = buf;
+    rx.size = frame.bytes;
+    rx.frame = &frame;
+    if (frame.bytes <= kIbMaxMadPacketBytes)
+    {
+        frame.CopyBytes(buf);
+    }
+    else
+    {
+        frame.CopyHead(buf, IbFrame::kInlineBytes); // too long for a MAD: its LRH says so
+    }
+    return rx;
+}
+
 void
-IbMadDispatcher::ReceiveFromCaPort(Ptr<IbNetDevice> port, Ptr<const Packet> p,
+IbMadDispatcher::ReceiveFromCaPort(Ptr<IbNetDevice> port, const IbFrame& frame,
                                    const IbRxInfo& info)
 {
     if (m_processingDelay.IsStrictlyPositive())
     {
-        Simulator::Schedule(m_processingDelay, &IbMadDispatcher::Receive, this, port, p, info.vl);
+        Simulator::Schedule(m_processingDelay, &IbMadDispatcher::ReceiveDelayed, this, port,
+                            frame.ToPacket(), info.vl);
         return;
     }
-    Receive(port, p, info.vl);
+    uint8_t buf[kIbMaxMadPacketBytes];
+    Receive(port, ReadFrame(frame, buf), info.vl);
 }
 
 void
-IbMadDispatcher::ReceiveAtSwitch(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t)
+IbMadDispatcher::ReceiveAtSwitch(Ptr<IbNetDevice> in, const IbFrame& frame)
 {
+    uint8_t buf[kIbMaxMadPacketBytes];
+    const RxBytes rx = ReadFrame(frame, buf);
     // The relay function does not say which VL the packet came on; the LRH does (VL15 is never
     // remapped, and a data VL only matters as "not 15" here).
-    uint8_t b0 = 0;
-    p->CopyData(&b0, 1);
-    const uint8_t vl = static_cast<uint8_t>(b0 >> 4);
+    const uint8_t vl = static_cast<uint8_t>(buf[0] >> 4);
     if (m_processingDelay.IsStrictlyPositive())
     {
-        Simulator::Schedule(m_processingDelay, &IbMadDispatcher::Receive, this, in, p, vl);
+        Simulator::Schedule(m_processingDelay, &IbMadDispatcher::ReceiveDelayed, this, in,
+                            frame.ToPacket(), vl);
         return;
     }
-    Receive(in, p, vl);
+    Receive(in, rx, vl);
 }
 
 void
-IbMadDispatcher::Receive(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t vl)
+IbMadDispatcher::ReceiveDelayed(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t vl)
+{
+    uint8_t buf[kIbMaxMadPacketBytes];
+    RxBytes rx;
+    rx.bytes = buf;
+    rx.size = p->GetSize();
+    rx.packet = p;
+    p->CopyData(buf, std::min<uint32_t>(rx.size, sizeof(buf)));
+    Receive(in, rx, vl);
+}
+
+void
+IbMadDispatcher::Receive(Ptr<IbNetDevice> in, const RxBytes& rx, uint8_t vl)
 {
     IbReceivedMad m;
     m.port = in;
     m.portNumber = in->GetPortNumber();
     m.vl = vl;
-    m_rxTrace(p, m.portNumber);
+    if (!m_rxTrace.IsEmpty())
+    {
+        m_rxTrace(rx.ToPacket(), m.portNumber);
+    }
     std::string why;
-    if (!IbParseMadPacket(p, m.view, &why))
+    if (!IbParseMadBytes(rx.bytes, rx.size, m.view, &why))
     {
         NS_LOG_LOGIC("not a MAD: " << why);
-        Drop(p, IbMadDropReason::NotAMad);
+        Drop(rx, IbMadDropReason::NotAMad);
         return;
     }
     const uint32_t qp = m.view.bth.GetDestQp();
@@ -296,50 +348,50 @@ IbMadDispatcher::Receive(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t vl)
         // its Q_Key is not checked.
         if (vl != kIbManagementVl)
         {
-            Drop(p, IbMadDropReason::SmpNotOnVl15);
+            Drop(rx, IbMadDropReason::SmpNotOnVl15);
             return;
         }
         if (cls != IbMgmtClass::SubnLid && cls != IbMgmtClass::SubnDirected)
         {
-            Drop(p, IbMadDropReason::WrongClassOnQp0);
+            Drop(rx, IbMadDropReason::WrongClassOnQp0);
             return;
         }
         m.smp.ReadFrom(m.view.mad.data());
         if (cls == IbMgmtClass::SubnDirected)
         {
-            ReceiveDirected(m, p);
+            ReceiveDirected(m, rx);
             return;
         }
-        Deliver(m, p);
+        Deliver(m, rx);
         return;
     }
     if (vl == kIbManagementVl)
     {
-        Drop(p, IbMadDropReason::SmpNotOnVl15); // VL15 is for QP0 only
+        Drop(rx, IbMadDropReason::SmpNotOnVl15); // VL15 is for QP0 only
         return;
     }
     if (qp == kIbGsiQp)
     {
         if (m.view.deth.GetQkey() != IbDethHeader::kGsiQkey)
         {
-            Drop(p, IbMadDropReason::BadQkey);
+            Drop(rx, IbMadDropReason::BadQkey);
             return;
         }
-        Deliver(m, p);
+        Deliver(m, rx);
         return;
     }
-    Drop(p, IbMadDropReason::NoAgent);
+    Drop(rx, IbMadDropReason::NoAgent);
 }
 
 void
-IbMadDispatcher::ReceiveDirected(IbReceivedMad& m, Ptr<const Packet> p)
+IbMadDispatcher::ReceiveDirected(IbReceivedMad& m, const RxBytes& rx)
 {
     IbSmp& s = m.smp;
     const uint8_t hc = s.GetHopCount();
     const uint8_t hp = s.GetHopPointer();
     if (hc > IbSmp::kMaxHops)
     {
-        Drop(p, IbMadDropReason::BadHopCount);
+        Drop(rx, IbMadDropReason::BadHopCount);
         return;
     }
     if (!s.GetDirection())
@@ -347,7 +399,7 @@ IbMadDispatcher::ReceiveDirected(IbReceivedMad& m, Ptr<const Packet> p)
         // Outbound, IBA vol. 1 §14.2.2.2 (C14-9), as a receiver.
         if (hp == 0 && hc != 0)
         {
-            Drop(p, IbMadDropReason::BadHopPointer); // the sender must have moved it to 1
+            Drop(rx, IbMadDropReason::BadHopPointer); // the sender must have moved it to 1
             return;
         }
         if (hp > 0 && hp < hc)
@@ -356,7 +408,7 @@ IbMadDispatcher::ReceiveDirected(IbReceivedMad& m, Ptr<const Packet> p)
             // in so that the answer can retrace the path.
             if (!m_switch)
             {
-                Drop(p, IbMadDropReason::NotASwitch);
+                Drop(rx, IbMadDropReason::NotASwitch);
                 return;
             }
             s.ReturnPath()[hp] = m.portNumber;
@@ -364,13 +416,13 @@ IbMadDispatcher::ReceiveDirected(IbReceivedMad& m, Ptr<const Packet> p)
             const uint8_t out = s.InitialPath()[hp + 1];
             if (!PortUsable(out))
             {
-                Drop(p, IbMadDropReason::BadPathPort);
+                Drop(rx, IbMadDropReason::BadPathPort);
                 return;
             }
             m_drForwarded++;
             if (!SendSmpOut(out, s, kPermissive, kPermissive))
             {
-                Drop(p, IbMadDropReason::SendFailed);
+                Drop(rx, IbMadDropReason::SendFailed);
             }
             return;
         }
@@ -379,7 +431,7 @@ IbMadDispatcher::ReceiveDirected(IbReceivedMad& m, Ptr<const Packet> p)
             // The end of the directed part: with a permissive DrDLID this node is the target.
             if (s.GetDrDlid() != kPermissive)
             {
-                Drop(p, IbMadDropReason::DrLidRoutedPart);
+                Drop(rx, IbMadDropReason::DrLidRoutedPart);
                 return;
             }
             if (hc != 0)
@@ -387,37 +439,37 @@ IbMadDispatcher::ReceiveDirected(IbReceivedMad& m, Ptr<const Packet> p)
                 s.ReturnPath()[hp] = m.portNumber;
             }
             s.SetHopPointer(static_cast<uint8_t>(hp + 1));
-            Deliver(m, p);
+            Deliver(m, rx);
             return;
         }
         // hp == hc + 1 arrives only after a LID-routed tail (not modelled); beyond is invalid.
-        Drop(p, IbMadDropReason::BadHopPointer);
+        Drop(rx, IbMadDropReason::BadHopPointer);
         return;
     }
     // Returning, IBA vol. 1 §14.2.2.3 (C14-13), as a receiver.
     if (hc != 0 && hp == hc + 1)
     {
-        Drop(p, IbMadDropReason::BadHopPointer); // the responder must have moved it back
+        Drop(rx, IbMadDropReason::BadHopPointer); // the responder must have moved it back
         return;
     }
     if (hp >= 2 && hp <= hc)
     {
         if (!m_switch)
         {
-            Drop(p, IbMadDropReason::NotASwitch);
+            Drop(rx, IbMadDropReason::NotASwitch);
             return;
         }
         s.SetHopPointer(static_cast<uint8_t>(hp - 1));
         const uint8_t out = s.ReturnPath()[hp - 1];
         if (!PortUsable(out))
         {
-            Drop(p, IbMadDropReason::BadPathPort);
+            Drop(rx, IbMadDropReason::BadPathPort);
             return;
         }
         m_drForwarded++;
         if (!SendSmpOut(out, s, kPermissive, kPermissive))
         {
-            Drop(p, IbMadDropReason::SendFailed);
+            Drop(rx, IbMadDropReason::SendFailed);
         }
         return;
     }
@@ -426,18 +478,18 @@ IbMadDispatcher::ReceiveDirected(IbReceivedMad& m, Ptr<const Packet> p)
         // Back at the originator (a permissive DrSLID: no LID-routed head).
         if (s.GetDrSlid() != kPermissive)
         {
-            Drop(p, IbMadDropReason::DrLidRoutedPart);
+            Drop(rx, IbMadDropReason::DrLidRoutedPart);
             return;
         }
         s.SetHopPointer(0);
-        Deliver(m, p);
+        Deliver(m, rx);
         return;
     }
-    Drop(p, IbMadDropReason::BadHopPointer);
+    Drop(rx, IbMadDropReason::BadHopPointer);
 }
 
 void
-IbMadDispatcher::Deliver(const IbReceivedMad& m, Ptr<const Packet> p)
+IbMadDispatcher::Deliver(const IbReceivedMad& m, const RxBytes& rx)
 {
     const uint8_t method = m.view.mad[3];
     const uint8_t cls = m.view.mad[1];
@@ -461,7 +513,7 @@ IbMadDispatcher::Deliver(const IbReceivedMad& m, Ptr<const Packet> p)
     }
     if (h.IsNull())
     {
-        Drop(p, IbMadDropReason::NoAgent);
+        Drop(rx, IbMadDropReason::NoAgent);
         return;
     }
     h(m);
@@ -495,12 +547,13 @@ IbMadDispatcher::SendSmpOut(uint8_t out, const IbSmp& smp, uint16_t dlid, uint16
     {
         return false;
     }
-    uint8_t bytes[kIbMadBytes];
-    smp.WriteTo(bytes);
+    uint8_t bytes[kIbMadTransportBytes + kIbMadBytes];
+    uint8_t* mad = bytes + kIbMadTransportBytes;
+    smp.WriteTo(mad);
     // QP0 to QP0; the SMI ignores the Q_Key (§13.5.1), sent as 0.
-    Ptr<Packet> pkt = IbMakeMadPacket(bytes, kIbSmiQp, kIbSmiQp, 0, IbBthHeader::kDefaultPkey,
-                                      m_psn++ & IbBthHeader::kMax24);
-    return port->SendManagementPacket(pkt, dlid, slid, 0, kIbManagementVl);
+    IbWriteMadPacket(bytes, mad, kIbSmiQp, kIbSmiQp, 0, IbBthHeader::kDefaultPkey,
+                     m_psn++ & IbBthHeader::kMax24);
+    return port->SendManagementBytes(bytes, sizeof(bytes), dlid, slid, 0, kIbManagementVl);
 }
 
 bool
@@ -646,9 +699,10 @@ IbMadDispatcher::SendGmp(uint8_t port, const uint8_t* mad, uint16_t dlid, uint32
             return Loopback(out, mad, destQp, kIbGsiQp, IbDethHeader::kGsiQkey, dlid, sl, vl);
         }
     }
-    Ptr<Packet> pkt = IbMakeMadPacket(mad, destQp, kIbGsiQp, IbDethHeader::kGsiQkey,
-                                      IbBthHeader::kDefaultPkey, m_psn++ & IbBthHeader::kMax24);
-    if (!dev->SendManagementPacket(pkt, dlid, GetLid(out), sl, vl))
+    uint8_t bytes[kIbMadTransportBytes + kIbMadBytes];
+    IbWriteMadPacket(bytes, mad, destQp, kIbGsiQp, IbDethHeader::kGsiQkey,
+                     IbBthHeader::kDefaultPkey, m_psn++ & IbBthHeader::kMax24);
+    if (!dev->SendManagementBytes(bytes, sizeof(bytes), dlid, GetLid(out), sl, vl))
     {
         Drop(nullptr, IbMadDropReason::SendFailed);
         return false;
@@ -774,7 +828,7 @@ IbMadDispatcher::Loopback(uint8_t port, const uint8_t* mad, uint32_t destQp, uin
         m.smp.ReadFrom(mad);
     }
     m_loopedBack++;
-    Simulator::ScheduleNow([this, m]() { Deliver(m, nullptr); });
+    Simulator::ScheduleNow([this, m]() { Deliver(m, RxBytes()); });
     return true;
 }
 

@@ -21,6 +21,7 @@
 namespace ns3
 {
 
+struct IbFrame;
 class IbNetDevice;
 class IbSwitch;
 class Node;
@@ -160,12 +161,32 @@ class IbMadDispatcher : public Object
     void DoDispose() override;
 
   private:
-    void ReceiveFromCaPort(Ptr<IbNetDevice> port, Ptr<const Packet> p, const struct IbRxInfo& i);
-    void ReceiveAtSwitch(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t unused);
-    void Receive(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t vl);
-    void ReceiveDirected(IbReceivedMad& mad, Ptr<const Packet> p);
-    void Deliver(const IbReceivedMad& mad, Ptr<const Packet> p);
+    /**
+     * A received packet's bytes as the SMI/GSI reads them. Every directed-route SMP is read
+     * here at every switch of its path, so no ns-3 Packet is made for it unless a trace
+     * (MadRx, MadDrop) is connected: ToPacket() makes one from the frame or returns the Packet
+     * the bytes came from.
+     */
+    struct RxBytes
+    {
+        const uint8_t* bytes = nullptr; ///< the first min(size, kIbMaxMadPacketBytes) bytes
+        uint32_t size = 0;              ///< the packet's length, LRH .. VCRC
+        const IbFrame* frame = nullptr; ///< the frame they were read from (valid during receipt)
+        Ptr<const Packet> packet;       ///< or the Packet they were read from
+        Ptr<const Packet> ToPacket() const;
+    };
+    /// `rx` for `frame`, its bytes copied into `buf` (kIbMaxMadPacketBytes).
+    static RxBytes ReadFrame(const IbFrame& frame, uint8_t* buf);
+    void ReceiveFromCaPort(Ptr<IbNetDevice> port, const IbFrame& frame, const struct IbRxInfo& i);
+    void ReceiveAtSwitch(Ptr<IbNetDevice> in, const IbFrame& frame);
+    /// A packet received ProcessingDelay ago (held as a Packet while it waited).
+    void ReceiveDelayed(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t vl);
+    void Receive(Ptr<IbNetDevice> in, const RxBytes& rx, uint8_t vl);
+    void ReceiveDirected(IbReceivedMad& mad, const RxBytes& rx);
+    void Deliver(const IbReceivedMad& mad, const RxBytes& rx);
     void Drop(Ptr<const Packet> p, IbMadDropReason r);
+    /// Drop of a received packet: a Packet of it only if MadDrop is connected.
+    void Drop(const RxBytes& rx, IbMadDropReason r);
     /// Sends SMP bytes out of physical port `out` on VL15 with the given LIDs.
     bool SendSmpOut(uint8_t out, const IbSmp& smp, uint16_t dlid, uint16_t slid);
     /// At a CA, whether `dlid` is CA port `port`'s own LID (LMC range included).

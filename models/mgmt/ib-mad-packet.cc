@@ -8,22 +8,32 @@
 namespace ns3
 {
 
-Ptr<Packet>
-IbMakeMadPacket(const uint8_t* mad, uint32_t destQp, uint32_t srcQp, uint32_t qkey,
-                uint16_t pkey, uint32_t psn)
+void
+IbWriteMadPacket(uint8_t* out, const uint8_t* mad, uint32_t destQp, uint32_t srcQp,
+                 uint32_t qkey, uint16_t pkey, uint32_t psn)
 {
-    uint8_t buf[IbBthHeader::kSize + IbDethHeader::kSize + kIbMadBytes];
     IbBthHeader bth;
     bth.SetOpCode(kIbUdSendOnly);
     bth.SetPkey(pkey);
     bth.SetDestQp(destQp);
     bth.SetPsn(psn);
-    bth.WriteTo(buf);
+    bth.WriteTo(out);
     IbDethHeader deth;
     deth.SetQkey(qkey);
     deth.SetSrcQp(srcQp);
-    deth.WriteTo(buf + IbBthHeader::kSize);
-    std::copy(mad, mad + kIbMadBytes, buf + IbBthHeader::kSize + IbDethHeader::kSize);
+    deth.WriteTo(out + IbBthHeader::kSize);
+    if (mad != out + kIbMadTransportBytes)
+    {
+        std::copy(mad, mad + kIbMadBytes, out + kIbMadTransportBytes);
+    }
+}
+
+Ptr<Packet>
+IbMakeMadPacket(const uint8_t* mad, uint32_t destQp, uint32_t srcQp, uint32_t qkey,
+                uint16_t pkey, uint32_t psn)
+{
+    uint8_t buf[kIbMadTransportBytes + kIbMadBytes];
+    IbWriteMadPacket(buf, mad, destQp, srcQp, qkey, pkey, psn);
     return Create<Packet>(buf, sizeof(buf));
 }
 
@@ -69,6 +79,17 @@ IbPeekDestQp(Ptr<const Packet> packet)
 bool
 IbParseMadPacket(Ptr<const Packet> packet, IbMadPacketView& out, std::string* why)
 {
+    // The longest packet that can be a MAD (with a GRH) fits on the stack. A longer packet is
+    // not a MAD; its first bytes suffice to say why.
+    uint8_t bytes[kIbMaxMadPacketBytes];
+    const uint32_t size = packet->GetSize();
+    packet->CopyData(bytes, std::min<uint32_t>(size, sizeof(bytes)));
+    return IbParseMadBytes(bytes, size, out, why);
+}
+
+bool
+IbParseMadBytes(const uint8_t* bytes, uint32_t size, IbMadPacketView& out, std::string* why)
+{
     auto fail = [why](const char* w) {
         if (why)
         {
@@ -76,17 +97,10 @@ IbParseMadPacket(Ptr<const Packet> packet, IbMadPacketView& out, std::string* wh
         }
         return false;
     };
-    const uint32_t size = packet->GetSize();
     if (size < IbLrhHeader::kSize)
     {
         return fail("shorter than an LRH");
     }
-    // The longest packet that can be a MAD (with a GRH) fits on the stack: every SMP a switch
-    // forwards is parsed here, so a heap copy per hop is worth avoiding. A longer packet is not
-    // a MAD; its first bytes suffice to say why.
-    uint8_t bytes[IbLrhHeader::kSize + IbGrhHeader::kSize + IbBthHeader::kSize +
-                  IbDethHeader::kSize + kIbMadBytes + kIbIcrcBytes + kIbVcrcBytes];
-    packet->CopyData(bytes, std::min<uint32_t>(size, sizeof(bytes)));
     out.lrh.ReadFrom(bytes);
     const int off = BthOffset(out.lrh.GetLnh());
     if (off < 0)
