@@ -9,6 +9,7 @@
 #include "ns3/simulator.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace ns3
 {
@@ -333,6 +334,10 @@ IbMadDispatcher::Receive(Ptr<IbNetDevice> in, const RxBytes& rx, uint8_t vl)
     {
         m_rxTrace(rx.ToPacket(), m.portNumber);
     }
+    if (m_switch && vl == kIbManagementVl && ForwardDirectedSmp(m.portNumber, rx))
+    {
+        return;
+    }
     std::string why;
     if (!IbParseMadBytes(rx.bytes, rx.size, m.view, &why))
     {
@@ -381,6 +386,76 @@ IbMadDispatcher::Receive(Ptr<IbNetDevice> in, const RxBytes& rx, uint8_t vl)
         return;
     }
     Drop(rx, IbMadDropReason::NoAgent);
+}
+
+bool
+IbMadDispatcher::ForwardDirectedSmp(uint8_t inPort, const RxBytes& rx)
+{
+    // Most SMPs of a sweep cross several switches: at each this edits the hop pointer and the
+    // ReturnPath in the bytes that came in and sends them on. What it forwards is what
+    // ReceiveDirected would (the same rules, C14-9 and C14-13, for the same cases; the MAD's
+    // reserved bytes zeroed as an IbSmp's WriteTo writes them; a new BTH and DETH as
+    // SendSmpOut's); everything else returns false for ReceiveDirected to decide and count.
+    constexpr uint32_t kLrh = IbLrhHeader::kSize;
+    if (rx.size != kLrh + kIbMadTransportBytes + kIbMadBytes + kIbIcrcBytes + kIbVcrcBytes)
+    {
+        return false; // not a MAD, or one with a GRH
+    }
+    m_forwardLrh.ReadFrom(rx.bytes);
+    m_forwardBth.ReadFrom(rx.bytes + kLrh);
+    const uint8_t* in = rx.bytes + kLrh + kIbMadTransportBytes;
+    if (m_forwardLrh.GetLnh() != IbLnh::IbaLocal || m_forwardBth.GetOpCode() != kIbUdSendOnly ||
+        m_forwardBth.GetPadCnt() != 0 || m_forwardBth.GetDestQp() != kIbSmiQp ||
+        in[1] != IbMgmtClass::SubnDirected)
+    {
+        return false;
+    }
+    const bool returning = (in[IbSmp::kStatusOffset] & (IbMadStatus::DirectionBit >> 8)) != 0;
+    const uint8_t hp = in[IbSmp::kHopPointerOffset];
+    const uint8_t hc = in[IbSmp::kHopCountOffset];
+    if (hc > IbSmp::kMaxHops)
+    {
+        return false;
+    }
+    uint8_t packet[kIbMadTransportBytes + kIbMadBytes];
+    uint8_t* mad = packet + kIbMadTransportBytes;
+    uint8_t out;
+    if (!returning)
+    {
+        if (hp == 0 || hp >= hc)
+        {
+            return false; // at the end of the path, or a bad hop pointer
+        }
+        out = in[IbSmp::kInitialPathOffset + hp + 1];
+        if (!PortUsable(out))
+        {
+            return false;
+        }
+        std::memcpy(mad, in, kIbMadBytes);
+        mad[IbSmp::kReturnPathOffset + hp] = inPort;
+        mad[IbSmp::kHopPointerOffset] = static_cast<uint8_t>(hp + 1);
+    }
+    else
+    {
+        if (hp < 2 || hp > hc)
+        {
+            return false; // back at the originator, or a bad hop pointer
+        }
+        out = in[IbSmp::kReturnPathOffset + hp - 1];
+        if (!PortUsable(out))
+        {
+            return false;
+        }
+        std::memcpy(mad, in, kIbMadBytes);
+        mad[IbSmp::kHopPointerOffset] = static_cast<uint8_t>(hp - 1);
+    }
+    IbSmp::Canonicalize(mad);
+    m_drForwarded++;
+    if (!SendSmpBytesOut(out, packet, kPermissive, kPermissive))
+    {
+        Drop(rx, IbMadDropReason::SendFailed);
+    }
+    return true;
 }
 
 void
@@ -542,18 +617,24 @@ IbMadDispatcher::RouteFromSwitch(uint16_t dlid) const
 bool
 IbMadDispatcher::SendSmpOut(uint8_t out, const IbSmp& smp, uint16_t dlid, uint16_t slid)
 {
-    Ptr<IbNetDevice> port = GetPort(out);
+    uint8_t bytes[kIbMadTransportBytes + kIbMadBytes];
+    smp.WriteTo(bytes + kIbMadTransportBytes);
+    return SendSmpBytesOut(out, bytes, dlid, slid);
+}
+
+bool
+IbMadDispatcher::SendSmpBytesOut(uint8_t out, uint8_t* packet, uint16_t dlid, uint16_t slid)
+{
+    IbNetDevice* port = out < m_portByNumber.size() ? m_portByNumber[out] : nullptr;
     if (!port)
     {
         return false;
     }
-    uint8_t bytes[kIbMadTransportBytes + kIbMadBytes];
-    uint8_t* mad = bytes + kIbMadTransportBytes;
-    smp.WriteTo(mad);
     // QP0 to QP0; the SMI ignores the Q_Key (§13.5.1), sent as 0.
-    IbWriteMadPacket(bytes, mad, kIbSmiQp, kIbSmiQp, 0, IbBthHeader::kDefaultPkey,
-                     m_psn++ & IbBthHeader::kMax24);
-    return port->SendManagementBytes(bytes, sizeof(bytes), dlid, slid, 0, kIbManagementVl);
+    IbWriteMadPacket(packet, packet + kIbMadTransportBytes, kIbSmiQp, kIbSmiQp, 0,
+                     IbBthHeader::kDefaultPkey, m_psn++ & IbBthHeader::kMax24);
+    return port->SendManagementBytes(packet, kIbMadTransportBytes + kIbMadBytes, dlid, slid, 0,
+                                     kIbManagementVl);
 }
 
 bool

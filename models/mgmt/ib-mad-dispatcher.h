@@ -182,6 +182,12 @@ class IbMadDispatcher : public Object
     /// A packet received ProcessingDelay ago (held as a Packet while it waited).
     void ReceiveDelayed(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_t vl);
     void Receive(Ptr<IbNetDevice> in, const RxBytes& rx, uint8_t vl);
+    /**
+     * At a switch, a directed-route SMP part way along its path, forwarded by editing its bytes
+     * (hop pointer, ReturnPath) instead of through an IbReceivedMad and an IbSmp: false if `rx`
+     * is anything else, which ReceiveDirected then decides and counts.
+     */
+    bool ForwardDirectedSmp(uint8_t inPort, const RxBytes& rx);
     void ReceiveDirected(IbReceivedMad& mad, const RxBytes& rx);
     void Deliver(const IbReceivedMad& mad, const RxBytes& rx);
     void Drop(Ptr<const Packet> p, IbMadDropReason r);
@@ -189,6 +195,11 @@ class IbMadDispatcher : public Object
     void Drop(const RxBytes& rx, IbMadDropReason r);
     /// Sends SMP bytes out of physical port `out` on VL15 with the given LIDs.
     bool SendSmpOut(uint8_t out, const IbSmp& smp, uint16_t dlid, uint16_t slid);
+    /**
+     * The same for an SMP already in `packet` (kIbMadTransportBytes + kIbMadBytes, the MAD
+     * after the room for BTH and DETH, which this writes).
+     */
+    bool SendSmpBytesOut(uint8_t out, uint8_t* packet, uint16_t dlid, uint16_t slid);
     /// At a CA, whether `dlid` is CA port `port`'s own LID (LMC range included).
     bool IsOwnLid(uint8_t port, uint16_t dlid) const;
     /// Hands a MAD the node sent to itself to its own SMI/GSI, as the packet would have arrived.
@@ -213,6 +224,8 @@ class IbMadDispatcher : public Object
     uint64_t m_drForwarded = 0;
     uint64_t m_loopedBack = 0;
     Time m_processingDelay;
+    IbLrhHeader m_forwardLrh; ///< ForwardDirectedSmp's reading of the LRH (no Header per hop)
+    IbBthHeader m_forwardBth; ///< and of the BTH
     uint32_t m_psn = 0;
     struct PacedGmp
     {

@@ -105,8 +105,8 @@ IbSmp::WriteTo(uint8_t* out) const
     {
         IbMadStore16(out + 32, m_drSlid);
         IbMadStore16(out + 34, m_drDlid);
-        std::memcpy(out + 128, m_initialPath.data(), 64);
-        std::memcpy(out + 192, m_returnPath.data(), 64);
+        std::memcpy(out + kInitialPathOffset, m_initialPath.data(), 64);
+        std::memcpy(out + kReturnPathOffset, m_returnPath.data(), 64);
     }
 }
 
@@ -120,8 +120,8 @@ IbSmp::ReadFrom(const uint8_t* in)
     {
         m_drSlid = IbMadLoad16(in + 32);
         m_drDlid = IbMadLoad16(in + 34);
-        std::memcpy(m_initialPath.data(), in + 128, 64);
-        std::memcpy(m_returnPath.data(), in + 192, 64);
+        std::memcpy(m_initialPath.data(), in + kInitialPathOffset, 64);
+        std::memcpy(m_returnPath.data(), in + kReturnPathOffset, 64);
     }
     else
     {
@@ -130,6 +130,20 @@ IbSmp::ReadFrom(const uint8_t* in)
         m_initialPath.fill(0);
         m_returnPath.fill(0);
     }
+}
+
+void
+IbSmp::Canonicalize(uint8_t* mad)
+{
+    mad[18] = 0; // IbMadHeader::WriteTo: reserved
+    mad[19] = 0;
+    if (mad[1] == IbMgmtClass::SubnDirected)
+    {
+        std::memset(mad + 36, 0, kDataOffset - 36); // after DrSLID and DrDLID
+        return;
+    }
+    std::memset(mad + 32, 0, kDataOffset - 32);
+    std::memset(mad + kDataOffset + kDataBytes, 0, kIbMadBytes - kDataOffset - kDataBytes);
 }
 
 void

@@ -35,10 +35,24 @@ class IbSmp : public FixedSizeHeader<IbSmp, kIbMadBytes>
     /// is not used (§14.2.1.2).
     static constexpr uint8_t kMaxHops = 63;
 
+    /// Where the directed-route fields sit in the 256 bytes (§14.2.1.2, Figure 165).
+    static constexpr uint32_t kStatusOffset = 4; ///< D bit: the top bit of this byte
+    static constexpr uint32_t kHopPointerOffset = 6;
+    static constexpr uint32_t kHopCountOffset = 7;
+    static constexpr uint32_t kInitialPathOffset = 128;
+    static constexpr uint32_t kReturnPathOffset = 192;
+
     static TypeId GetTypeId();
     void Print(std::ostream& os) const override;
     void WriteTo(uint8_t* out) const;
     void ReadFrom(const uint8_t* in);
+    /**
+     * Rewrites the 256 bytes at `mad` as WriteTo would write what ReadFrom reads from them: the
+     * reserved fields become zeros (the common header's bytes 18-19; bytes 36-63 of a
+     * directed-route SMP, bytes 32-63 and 128-255 of a LID-routed one). An SMI that forwards
+     * an SMP's bytes in place uses it to send what forwarding an IbSmp would send.
+     */
+    static void Canonicalize(uint8_t* mad);
 
     IbMadHeader& Mad() { return m_mad; }
     const IbMadHeader& Mad() const { return m_mad; }
