@@ -126,7 +126,7 @@ TEST(IbFrameStorage, LongZeroTailStoresOnlyItsHeadYetMaterializesIdentically)
     Fill(g, mixed);
     EXPECT_EQ(g.storedBytes, IbLrhHeader::kSize + kBth + kDeth + 1000);
     ASSERT_TRUE(g.tail);
-    EXPECT_EQ(g.tail->GetSize(), g.storedBytes - IbFrame::kInlineBytes);
+    EXPECT_EQ(g.tail.Size(), g.storedBytes - IbFrame::kInlineBytes);
     ExpectReadsAs(g, mixed, 1);
 
     // A payload of data to the end stores everything but the CRC placeholders.

@@ -61,8 +61,7 @@ IbFrame::StoreBytes(const uint8_t* lead, uint32_t leadLen, const uint8_t* rest, 
         std::memcpy(head.data() + leadKept, rest, restInline);
     }
     storedBytes = leadKept + restKept;
-    tail = restKept > restInline ? Create<Packet>(rest + restInline, restKept - restInline)
-                                 : nullptr;
+    tail.Assign(rest + restInline, restKept > restInline ? restKept - restInline : 0);
 }
 
 void
@@ -76,7 +75,7 @@ IbFrame::CopyStoredBytes(uint8_t* out) const
     std::memcpy(out, head.data(), std::min(storedBytes, kInlineBytes));
     if (tail)
     {
-        tail->CopyData(out + kInlineBytes, storedBytes - kInlineBytes);
+        std::memcpy(out + kInlineBytes, tail.Data(), tail.Size());
     }
 }
 
@@ -119,13 +118,36 @@ IbFrame::HeadByte(uint32_t offset)
     return head[offset];
 }
 
+void
+IbFrameTail::Assign(const uint8_t* data, uint32_t n)
+{
+    if (n > m_capacity)
+    {
+        // Whole cache lines, and room for any MAD's tail at once (kIbMaxMadPacketBytes less
+        // the inline head), so a frame's storage grows at most once on the management path.
+        m_capacity = std::max<uint32_t>(256, (n + 63) & ~63u);
+        m_buf.reset(new uint8_t[m_capacity]);
+    }
+    if (n > 0)
+    {
+        std::memcpy(m_buf.get(), data, n);
+    }
+    m_size = n;
+}
+
 Ptr<Packet>
 IbFrame::ToPacket() const
 {
-    Ptr<Packet> p = Create<Packet>(head.data(), std::min(storedBytes, kInlineBytes));
+    Ptr<Packet> p;
     if (tail)
     {
-        p->AddAtEnd(tail);
+        std::vector<uint8_t> stored(storedBytes);
+        CopyStoredBytes(stored.data());
+        p = Create<Packet>(stored.data(), storedBytes);
+    }
+    else
+    {
+        p = Create<Packet>(head.data(), std::min(storedBytes, kInlineBytes));
     }
     if (bytes > storedBytes)
     {

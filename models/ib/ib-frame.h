@@ -11,6 +11,8 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace ns3
@@ -25,6 +27,92 @@ constexpr uint8_t kIbManagementVl = 15;
 /// Bytes the link layer adds after the transport: ICRC (4, IBA packets only) and VCRC (2).
 constexpr uint32_t kIbIcrcBytes = 4;
 constexpr uint32_t kIbVcrcBytes = 2;
+
+/**
+ * \brief The stored bytes of a frame past IbFrame::kInlineBytes.
+ *
+ * The storage stays with the frame object when the pool recycles it (assigning an empty tail,
+ * as the pool's `*frame = IbFrame()` does, keeps it), so frames that carry MADs (a
+ * directed-route SMP stores about 200 bytes past the head at every hop, IBA vol. 1 §14.2.1.2)
+ * allocate nothing once the pool is warm. Storage above kKeptBytes (a data payload) is freed
+ * when the frame is released, so a pool that once held a burst of 4 KiB packets does not keep
+ * their memory.
+ */
+class IbFrameTail
+{
+  public:
+    /// Storage up to this size stays with a released frame.
+    static constexpr uint32_t kKeptBytes = 512;
+
+    IbFrameTail() = default;
+    IbFrameTail(const IbFrameTail& other)
+    {
+        Assign(other.Data(), other.Size());
+    }
+    IbFrameTail(IbFrameTail&& other) noexcept
+    {
+        Swap(other);
+    }
+    IbFrameTail& operator=(const IbFrameTail& other)
+    {
+        if (this != &other)
+        {
+            Assign(other.Data(), other.Size());
+        }
+        return *this;
+    }
+    /// From an empty tail: empty, the storage kept; else the two swap.
+    IbFrameTail& operator=(IbFrameTail&& other) noexcept
+    {
+        if (other.m_size == 0)
+        {
+            m_size = 0;
+        }
+        else if (this != &other)
+        {
+            Swap(other);
+        }
+        return *this;
+    }
+
+    /// True when bytes are stored.
+    explicit operator bool() const
+    {
+        return m_size > 0;
+    }
+    uint32_t Size() const
+    {
+        return m_size;
+    }
+    const uint8_t* Data() const
+    {
+        return m_buf.get();
+    }
+    /// Stores `n` bytes from `data` (none for n = 0), growing the storage if it must.
+    void Assign(const uint8_t* data, uint32_t n);
+    /// Empty; storage above kKeptBytes is freed.
+    void Release()
+    {
+        m_size = 0;
+        if (m_capacity > kKeptBytes)
+        {
+            m_buf.reset();
+            m_capacity = 0;
+        }
+    }
+
+  private:
+    void Swap(IbFrameTail& other) noexcept
+    {
+        std::swap(m_buf, other.m_buf);
+        std::swap(m_capacity, other.m_capacity);
+        std::swap(m_size, other.m_size);
+    }
+
+    std::unique_ptr<uint8_t[]> m_buf;
+    uint32_t m_capacity = 0;
+    uint32_t m_size = 0;
+};
 
 /**
  * \brief A packet in flight through the InfiniBand fabric.
@@ -80,7 +168,7 @@ struct IbFrame
     bool inPool = false; ///< owned by IbFramePool's free list
     bool ccHead = false; ///< counted as waiting for its output (switch congestion control)
     uint32_t storedBytes = 0; ///< leading wire bytes stored (head, then tail); zeros follow
-    Ptr<const Packet> tail;   ///< stored bytes past kInlineBytes (null when there are none)
+    IbFrameTail tail;         ///< stored bytes past kInlineBytes (false when there are none)
     std::array<uint8_t, kInlineBytes> head; ///< the first min(storedBytes, kInlineBytes) bytes
 
     /// True for a packet carrying an ICRC (LNH 2 or 3).
@@ -115,7 +203,7 @@ struct IbFrame
     void ClearBytes()
     {
         storedBytes = 0;
-        tail = nullptr;
+        tail.Release();
     }
     /**
      * The packet's wire bytes as they are on the current hop (VL, ICRC and VCRC filled in),
