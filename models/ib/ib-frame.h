@@ -5,12 +5,13 @@
 
 #include "ib-lrh-header.h"
 
+#include "models/common/lazy-fifo.h"
+
 #include "ns3/nstime.h"
 #include "ns3/packet.h"
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -232,7 +233,7 @@ class IbNetDevice;
  */
 struct IbFrameQueue
 {
-    std::deque<IbFrame*> frames;
+    LazyFifo<IbFrame*> frames; ///< allocates nothing while the queue has never held a frame
     uint32_t usedBlocks = 0;
     IbNetDevice* rxPort = nullptr; ///< port whose receive buffer this is (null: an HCA tx queue)
     uint8_t vl = 0;                ///< the receive VL (or the HCA's transmit VL)

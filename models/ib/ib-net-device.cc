@@ -1956,7 +1956,7 @@ IbNetDevice::Enqueue(const uint8_t* data, uint32_t stored, uint32_t body, uint16
     {
         return false; // the transport pads to 4 bytes (BTH.PadCnt); IBA MTU bounds the size
     }
-    IbLrhHeader lrh;
+    IbLrhHeader& lrh = m_txLrh; // every field but LVer (always 0) is set here
     lrh.SetVl(vl);
     lrh.SetSl(sl);
     lrh.SetLnh(lnh);

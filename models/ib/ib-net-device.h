@@ -390,7 +390,7 @@ class IbNetDevice : public NetDevice
     {
         uint16_t fctbs = 0;              ///< blocks sent since link init, mod 4096
         uint16_t fccl = 0;               ///< last credit limit received, mod 4096
-        std::deque<IbFrameQueue*> ready; ///< queues whose head goes out on this VL
+        LazyFifo<IbFrameQueue*> ready;   ///< queues whose head goes out on this VL
         int64_t stallStartPs = -1;       ///< data waiting without credit since
         int64_t stallTotalPs = 0;
         /// Flow-control packets from the peer that arrive while nothing here is waiting for
@@ -400,7 +400,7 @@ class IbNetDevice : public NetDevice
             int64_t arrivalPs;
             uint16_t fccl;
         };
-        std::deque<StashedFc> stash;
+        LazyFifo<StashedFc> stash;
         IbFrameQueue hcaQueue;           ///< a CA's own transmit queue
     };
     struct RxVl
@@ -551,6 +551,9 @@ class IbNetDevice : public NetDevice
     IbReceiveCallback m_ibRx;
     IbFrameReceiveCallback m_ibFrameRx;
     std::vector<uint8_t> m_sendBuf; ///< a Packet's bytes on their way into a frame
+    /// Enqueue's LRH, kept from packet to packet: an ns-3 Header's construction and destruction
+    /// per packet (with ns-3's logging checks) cost more than the 8 bytes it writes.
+    IbLrhHeader m_txLrh;
     IbFrameReceiveCallback m_mgmtRx; ///< VL15 and QP0/QP1 packets, when set
     NetDevice::ReceiveCallback m_netRx;
     NetDevice::PromiscReceiveCallback m_promiscRx;
