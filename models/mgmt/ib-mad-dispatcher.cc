@@ -326,18 +326,20 @@ IbMadDispatcher::ReceiveDelayed(Ptr<IbNetDevice> in, Ptr<const Packet> p, uint8_
 void
 IbMadDispatcher::Receive(Ptr<IbNetDevice> in, const RxBytes& rx, uint8_t vl)
 {
-    IbReceivedMad m;
-    m.port = in;
-    m.portNumber = in->GetPortNumber();
-    m.vl = vl;
+    const uint8_t portNumber = in->GetPortNumber();
     if (!m_rxTrace.IsEmpty())
     {
-        m_rxTrace(rx.ToPacket(), m.portNumber);
+        m_rxTrace(rx.ToPacket(), portNumber);
     }
-    if (m_switch && vl == kIbManagementVl && ForwardDirectedSmp(m.portNumber, rx))
+    // Before an IbReceivedMad is made: its five ns-3 Headers cost more than the forwarding.
+    if (m_switch && vl == kIbManagementVl && ForwardDirectedSmp(portNumber, rx))
     {
         return;
     }
+    IbReceivedMad m;
+    m.port = in;
+    m.portNumber = portNumber;
+    m.vl = vl;
     std::string why;
     if (!IbParseMadBytes(rx.bytes, rx.size, m.view, &why))
     {
