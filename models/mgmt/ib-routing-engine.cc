@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <unordered_set>
 
@@ -561,6 +562,100 @@ FollowSwitchRoute(const IbSmSubnet& subnet, const IbRoutingTables& t,
     return memo[slot[sw]];
 }
 
+/**
+ * IbCheckRoutes for tables where every route arrives, with the CA ports grouped by the switch
+ * they are cabled to: a switch's route to a LID is the same for every CA port behind it, so it
+ * is looked up once per (switch, LID) and counted for all of them (a k=16 fat-tree: 128 leaf
+ * switches instead of 1,024 CA ports per LID). Empty if some route does not arrive: the
+ * pair-by-pair pass then counts and names the problems.
+ */
+std::optional<IbRouteCheck>
+CheckArrivingRoutesBySwitch(const IbSmSubnet& subnet, const IbRoutingTables& tables,
+                            const std::vector<int32_t>& slot, int32_t switches,
+                            const std::vector<std::pair<uint16_t, IbSmLidTarget>>& lids)
+{
+    struct Leaf
+    {
+        int32_t node; ///< the switch
+        std::vector<std::pair<int32_t, uint8_t>> cas; ///< (CA node, port) cabled to it
+    };
+    std::vector<Leaf> leaves;
+    std::vector<int32_t> leafOf(subnet.NodeCount(), -1);
+    std::vector<std::pair<int32_t, uint8_t>> caToCa; ///< CA ports cabled to another CA
+    for (int32_t i = 0; i < subnet.NodeCount(); ++i)
+    {
+        const IbSmNode& node = subnet.Node(i);
+        if (node.IsSwitch())
+        {
+            continue;
+        }
+        for (uint8_t p = 1; p <= node.numPorts; ++p)
+        {
+            const int32_t peer = node.ports[p].peerNode;
+            if (peer < 0)
+            {
+                continue;
+            }
+            if (!subnet.Node(peer).IsSwitch())
+            {
+                caToCa.emplace_back(i, p);
+                continue;
+            }
+            if (leafOf[peer] < 0)
+            {
+                leafOf[peer] = static_cast<int32_t>(leaves.size());
+                leaves.push_back({peer, {}});
+            }
+            leaves[leafOf[peer]].cas.emplace_back(i, p);
+        }
+    }
+    IbRouteCheck r;
+    std::vector<SwitchRoute> memo;
+    std::vector<int32_t> path;
+    for (const auto& [lid, target] : lids)
+    {
+        memo.assign(switches, SwitchRoute());
+        for (const Leaf& leaf : leaves)
+        {
+            uint64_t sources = leaf.cas.size();
+            for (const auto& [i, p] : leaf.cas)
+            {
+                if (target.node == i && target.port == p)
+                {
+                    sources--; // a port's route to itself is not checked
+                }
+            }
+            if (sources == 0)
+            {
+                continue;
+            }
+            const SwitchRoute sr =
+                FollowSwitchRoute(subnet, tables, slot, memo, leaf.node, lid, target, path);
+            if (sr.state != SwitchRoute::Arrives)
+            {
+                return std::nullopt;
+            }
+            r.pairs += sources;
+            r.maxHops = std::max<uint32_t>(r.maxHops, 1u + sr.hops);
+        }
+        for (const auto& [i, p] : caToCa)
+        {
+            if (target.node == i && target.port == p)
+            {
+                continue;
+            }
+            const IbSmPort& src = subnet.Node(i).ports[p];
+            if (src.peerNode != target.node || src.peerPort != target.port)
+            {
+                return std::nullopt;
+            }
+            r.pairs++;
+            r.maxHops = std::max<uint32_t>(r.maxHops, 1);
+        }
+    }
+    return r;
+}
+
 } // namespace
 
 IbRouteCheck
@@ -586,6 +681,11 @@ IbCheckRoutes(const IbSmSubnet& subnet, const IbRoutingTables& tables)
     }
     std::vector<std::pair<uint16_t, IbSmLidTarget>> lids(subnet.Lids().begin(),
                                                          subnet.Lids().end());
+    if (std::optional<IbRouteCheck> allArrive =
+            CheckArrivingRoutesBySwitch(subnet, tables, slot, switches, lids))
+    {
+        return *allArrive;
+    }
     std::vector<std::vector<SwitchRoute>> memo(lids.size());
     std::vector<int32_t> path;
     for (int32_t i = 0; i < subnet.NodeCount(); ++i)
