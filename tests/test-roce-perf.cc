@@ -3,6 +3,7 @@
 // and CNPs whichever event scheduler runs it, whether the ICRC is computed lazily or eagerly,
 // and whether per-flow monitoring samples or not; and a finished flow leaves no QP behind.
 #include "helpers/roce/roce-traffic-run.h"
+#include "models/common/event-tail.h"
 #include "models/common/fifo-heap-scheduler.h"
 #include "models/ib/ib-crc.h"
 #include "models/roce/eth-frame.h"
@@ -11,6 +12,7 @@
 #include "ns3/boolean.h"
 #include "ns3/config.h"
 #include "ns3/packet.h"
+#include "ns3/simulator.h"
 
 #include <gtest/gtest.h>
 
@@ -65,6 +67,7 @@ struct Outcome
     uint64_t marks = 0;
     uint64_t cnps = 0;
     uint64_t drops = 0;
+    uint64_t events = 0; ///< not compared: the speed-ups are meant to change it
     bool allDone = false;
 };
 
@@ -81,6 +84,7 @@ RunIt(const RoceRunSpec& spec)
     o.marks = r.ecnMarks;
     o.cnps = r.cnps;
     o.drops = r.drops;
+    o.events = r.events;
     o.allDone = r.allDone;
     return o;
 }
@@ -138,6 +142,23 @@ TEST_F(RocePerf, SchedulerChoiceChangesNoOutcome)
         spec.scheduler = s;
         ExpectSame(ref, RunIt(spec), s);
     }
+}
+
+TEST_F(RocePerf, PumpTurnsAtTheEndOfAnEventChangeNoOutcome)
+{
+    // Under FifoHeapScheduler the NIC scheduler's pump runs at the end of the event that asks
+    // for it whenever it would have been the next event (EventTail): the same outcome, and
+    // every pump run that way is exactly one event fewer than under a scheduler that never
+    // allows it (MapScheduler: the reference).
+    const Outcome ref = Reference();
+    RoceRunSpec spec = m_ref;
+    spec.scheduler = "ns3::FifoHeapScheduler";
+    const uint64_t before = EventTail::GetRunCount();
+    const Outcome o = RunIt(spec);
+    const uint64_t deferred = EventTail::GetRunCount() - before;
+    ExpectSame(ref, o, "FifoHeapScheduler with EventTail");
+    EXPECT_GT(deferred, ref.packets / 2); // most pump turns need no event of their own
+    EXPECT_EQ(o.events + deferred, ref.events);
 }
 
 TEST_F(RocePerf, LazyIcrcChangesNoOutcome)
@@ -277,6 +298,117 @@ CheckOrderAgainstReference(Ptr<Scheduler> q, uint64_t farSpan, uint64_t seed)
     }
     EXPECT_TRUE(q->IsEmpty());
     EXPECT_GT(removedArbitrarily, 100u);
+}
+
+namespace
+{
+
+std::vector<std::string> g_tailLog;
+bool g_useTail = false;
+uint64_t g_deferred = 0;
+
+void
+LogTag(void* tag)
+{
+    g_tailLog.emplace_back(static_cast<const char*>(tag));
+}
+
+/// What a model does to run `tag` now: at the end of this event if EventTail allows it (and
+/// g_useTail), else in an event of its own.
+void
+RunNow(const char* tag)
+{
+    if (g_useTail && EventTail::TryDefer(&LogTag, const_cast<char*>(tag)))
+    {
+        ++g_deferred;
+        return;
+    }
+    Simulator::ScheduleNow(&LogTag, static_cast<void*>(const_cast<char*>(tag)));
+}
+
+/// Deferred work that asks for more work now (as a pump whose port took a frame at once).
+void
+LogAndChain(void* tag)
+{
+    LogTag(tag);
+    RunNow("chained");
+}
+
+void
+Handler(const char* name)
+{
+    EventTail::Scope scope;
+    g_tailLog.emplace_back(name);
+    const std::string n = name;
+    if (n == "alone")
+    {
+        // Nothing else at this instant: deferred, and what the deferred work asks for too.
+        if (g_useTail && EventTail::TryDefer(&LogAndChain, const_cast<char*>("first")))
+        {
+            ++g_deferred;
+        }
+        else
+        {
+            Simulator::ScheduleNow(&LogAndChain, static_cast<void*>(const_cast<char*>("first")));
+        }
+        RunNow("second"); // queues behind "first", as its event would
+    }
+    else if (n == "tied-1")
+    {
+        RunNow("behind-tied-2"); // "tied-2" is pending at this instant: an event
+    }
+    else if (n == "then-event")
+    {
+        RunNow("before-event"); // deferred
+        Simulator::ScheduleNow(&LogTag, static_cast<void*>(const_cast<char*>("event")));
+        RunNow("after-event"); // an event is now pending before it: an event too
+    }
+    else if (n == "stopping")
+    {
+        Simulator::Stop();
+        RunNow("after-stop"); // stays pending, runs when the simulation resumes
+    }
+    g_tailLog.emplace_back(n + " end");
+}
+
+std::vector<std::string>
+RunTailScenario(bool useTail)
+{
+    g_tailLog.clear();
+    g_useTail = useTail;
+    g_deferred = 0;
+    Simulator::SetScheduler(ObjectFactory("ns3::FifoHeapScheduler"));
+    Simulator::Schedule(MicroSeconds(1), &Handler, "alone");
+    Simulator::Schedule(MicroSeconds(2), &Handler, "tied-1");
+    Simulator::Schedule(MicroSeconds(2), &Handler, "tied-2");
+    Simulator::Schedule(MicroSeconds(3), &Handler, "then-event");
+    Simulator::Schedule(MicroSeconds(4), &Handler, "stopping");
+    Simulator::Schedule(MicroSeconds(5), &Handler, "last");
+    Simulator::Run();
+    g_tailLog.emplace_back("resumed");
+    Simulator::Run();
+    Simulator::Destroy();
+    return g_tailLog;
+}
+
+} // namespace
+
+TEST(EventTail, RunsWorkAtTheEndOfAnEventOnlyWhereItsEventWouldBeNext)
+{
+    const std::vector<std::string> events = RunTailScenario(false);
+    EXPECT_EQ(g_deferred, 0u);
+    const std::vector<std::string> tail = RunTailScenario(true);
+    EXPECT_EQ(tail, events);
+    // "first", "second", "chained" (asked for by "first" at its end), "before-event" and
+    // "after-stop" (scheduled as an event at the stop); "behind-tied-2" and "after-event" had an
+    // event ahead of them.
+    EXPECT_EQ(g_deferred, 5u);
+    const std::vector<std::string> expected = {
+        "alone", "alone end", "first", "second", "chained",
+        "tied-1", "tied-1 end", "tied-2", "tied-2 end", "behind-tied-2",
+        "then-event", "then-event end", "before-event", "event", "after-event",
+        "stopping", "stopping end", "resumed", "after-stop", "last", "last end"};
+    EXPECT_EQ(tail, expected);
 }
 
 TEST(FifoHeapScheduler, RemovesInTimestampThenInsertionOrder)

@@ -29,7 +29,13 @@ FifoHeapScheduler::FifoHeapScheduler()
     m_heap.reserve(1024);
 }
 
-FifoHeapScheduler::~FifoHeapScheduler() = default;
+FifoHeapScheduler::~FifoHeapScheduler()
+{
+    if (s_driving == this)
+    {
+        s_driving = nullptr;
+    }
+}
 
 void
 FifoHeapScheduler::Insert(const Event& ev)
@@ -75,6 +81,7 @@ FifoHeapScheduler::RemoveNext()
     }
     // The FIFO is empty whenever time advances: its events are for m_nowTs and come first.
     m_nowTs = ev.key.m_ts;
+    s_driving = this;
     // The next event's object was written when it was scheduled, often long ago: start
     // fetching it now, while this one runs (a pure hint; the order is unchanged).
     if (!m_heap.empty())

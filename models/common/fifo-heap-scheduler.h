@@ -41,6 +41,23 @@ class FifoHeapScheduler : public Scheduler
     Event RemoveNext() override;
     void Remove(const Event& ev) override;
 
+    /**
+     * Whether the scheduler that runs the current simulation holds no event for the current
+     * instant (so an event scheduled now would be the next to run; EventTail). False when the
+     * simulation is driven by another scheduler.
+     */
+    static bool NothingElsePendingNow()
+    {
+        const FifoHeapScheduler* s = s_driving;
+        return s && s->m_now.empty() && (s->m_heap.empty() || s->m_heap[0].key.m_ts > s->m_nowTs);
+    }
+
+    /// The current instant of the scheduler NothingElsePendingNow asks (0 if none).
+    static uint64_t DrivingNow()
+    {
+        return s_driving ? s_driving->m_nowTs : 0;
+    }
+
   private:
     static bool Before(const EventKey& a, const EventKey& b)
     {
@@ -58,6 +75,8 @@ class FifoHeapScheduler : public Scheduler
     std::vector<Event> m_heap;
     std::deque<Event> m_now; ///< events for m_nowTs, in insertion order
     uint64_t m_nowTs = 0;    ///< timestamp of the last event removed
+    /// The instance whose RemoveNext ran last: the one driving the simulation.
+    static inline FifoHeapScheduler* s_driving = nullptr;
 };
 
 } // namespace ns3

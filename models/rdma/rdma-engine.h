@@ -194,6 +194,8 @@ class RdmaEngine : public Object
     void Kick(RdmaQpContext& c);
     void SchedulePump();
     void Pump();
+    /// EventTail's entry for a deferred pump turn.
+    static void RunDeferredPump(void* engine);
     /// Sends the responses of every lane the port takes them on (marks the others full).
     void SendResponses(LaneSet& full);
     /// A response is queued on a lane not in `full`.
@@ -347,6 +349,7 @@ class RdmaEngine : public Object
     std::vector<uint32_t> m_deferredReady;
     std::vector<uint32_t> m_deferredRead;
     EventId m_pump;
+    bool m_pumpDeferred = false; ///< a pump turn waits at the end of this event (EventTail)
     RdmaEngineCounters m_counters;
     std::array<uint64_t, static_cast<size_t>(RdmaDropReason::Count)> m_drops{};
 

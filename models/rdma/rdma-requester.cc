@@ -3,6 +3,7 @@
 // max_rd_atomic outstanding READs/atomics (§9.5) and fences (§10.8.3.3).
 #include "rdma-engine.h"
 
+#include "models/common/event-tail.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 
@@ -101,6 +102,7 @@ RdmaEngine::PacketsFor(const RdmaQpContext& c, RdmaWrOpcode op, uint64_t len) co
 void
 RdmaEngine::WakeRequester(uint32_t qpn)
 {
+    EventTail::Scope scope; // the pump turn it asks for may follow at once
     RdmaQpContext* c = FindContext(qpn);
     if (c && (c->reqState == RdmaReqState::WaitRate || c->reqState == RdmaReqState::RnrWait ||
               c->reqState == RdmaReqState::WaitCredit))

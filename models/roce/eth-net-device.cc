@@ -3,6 +3,7 @@
 #include "eth-channel.h"
 #include "eth-switch.h"
 
+#include "models/common/event-tail.h"
 #include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/log.h"
@@ -1100,6 +1101,7 @@ EthNetDevice::ScheduleWake(int64_t atPs)
 void
 EthNetDevice::WakeUp()
 {
+    EventTail::Scope scope; // a host port's source refills it at the end (TxReady)
     const int64_t now = Simulator::Now().GetPicoSeconds();
     if (m_wakeAtPs == now)
     {
@@ -1435,6 +1437,7 @@ EthNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
 void
 EthNetDevice::ReceiveFrameEvent(EthFrame* f)
 {
+    EventTail::Scope scope; // what the frame sets off at a host (an ACK, the next packet) may follow
     // The next frame on this cable arrives a serialization time from now; its record was
     // written a hop ago and has likely left the cache (docs/performance.md).
     if (f->nextOnWire)
