@@ -1185,7 +1185,11 @@ EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
     }
     m_lastOnWire = f;
     m_lastArrivalPs = nowPs + flightPs;
-    Simulator::Schedule(PicoSeconds(flightPs), &EthNetDevice::ReceiveFrameEvent, peer, f);
+    // Nothing ever cancels an arrival (a cable that goes down voids its frames by generation),
+    // so no EventId is made for it: ScheduleWithContext inserts the event as Schedule does,
+    // with the same timestamp, insertion number and context, without building an EventId.
+    Simulator::ScheduleWithContext(Simulator::GetContext(), PicoSeconds(flightPs),
+                                   &EthNetDevice::ReceiveFrameEvent, peer, f);
 }
 
 // ---- PFC generator ---------------------------------------------------------------------------
