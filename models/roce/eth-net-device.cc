@@ -1094,14 +1094,22 @@ EthNetDevice::ScheduleWake(int64_t atPs)
         m_wake.Cancel();
     }
     m_wakeAtPs = atPs;
-    m_wake = Simulator::Schedule(PicoSeconds(atPs) - Simulator::Now(), &EthNetDevice::WakeUp,
-                                 this);
+    m_wake = Simulator::Schedule(PicoSeconds(atPs) - Simulator::Now(),
+                                 &EthNetDevice::WakeUpEvent, this);
+}
+
+void
+EthNetDevice::WakeUpEvent()
+{
+    // A host port's source refills it at the end of this event (TxReady, EventTail). Kick calls
+    // WakeUp itself, without the scope: its caller's event is not over.
+    EventTail::Scope scope;
+    WakeUp();
 }
 
 void
 EthNetDevice::WakeUp()
 {
-    EventTail::Scope scope; // a host port's source refills it at the end (TxReady)
     const int64_t now = Simulator::Now().GetPicoSeconds();
     if (m_wakeAtPs == now)
     {
@@ -1435,13 +1443,22 @@ EthNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
     f->uid = g_nextUid++;
     f->sentPs = Simulator::Now().GetPicoSeconds();
     f->linkGeneration = m_channel ? m_channel->GetGeneration() : 0;
-    ReceiveFrameEvent(f);
+    ReceiveFrame(f);
 }
 
 void
 EthNetDevice::ReceiveFrameEvent(EthFrame* f)
 {
-    EventTail::Scope scope; // what the frame sets off at a host (an ACK, the next packet) may follow
+    // What the frame sets off at a host (an ACK, the next packet) may follow at the end of this
+    // event (EventTail). Only the event opens the scope: InjectFrame, which calls ReceiveFrame
+    // from within other code, must not run deferred work before its caller is done.
+    EventTail::Scope scope;
+    ReceiveFrame(f);
+}
+
+void
+EthNetDevice::ReceiveFrame(EthFrame* f)
+{
     // The next frame on this cable arrives a serialization time from now; its record was
     // written a hop ago and has likely left the cache (docs/performance.md).
     if (f->nextOnWire)

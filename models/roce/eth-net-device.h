@@ -284,7 +284,9 @@ class EthNetDevice : public NetDevice
     /// ignored.
     void RemoveSniffer(uint32_t handle);
     /// Arrival of a frame's last bit (scheduled by the peer's transmitter).
+    /// A frame's arrival, as an event: the EventTail scope around ReceiveFrame.
     void ReceiveFrameEvent(EthFrame* frame);
+    void ReceiveFrame(EthFrame* frame);
 
   protected:
     void DoDispose() override;
@@ -312,6 +314,9 @@ class EthNetDevice : public NetDevice
     void EnqueueHostFrame(EthFrame* f);
     void Kick();
     void WakeUp();
+    /// The wire's wake-up as an event: the EventTail scope around WakeUp, which Kick calls
+    /// directly in whatever event it runs.
+    void WakeUpEvent();
     void ScheduleWake(int64_t atPs);
     /// Next frame to send at `nowPs` (removed from its queue), or null; `retryPs` gets the
     /// earliest time a paused queue may go (or -1).
