@@ -161,6 +161,27 @@ TEST_F(RocePerf, PumpTurnsAtTheEndOfAnEventChangeNoOutcome)
     EXPECT_EQ(o.events + deferred, ref.events);
 }
 
+TEST_F(RocePerf, PumpTurnsAtTheEndOfAnEventChangeNoOutcomeUnderPfc)
+{
+    // The same with a small shared buffer, so that ports pause and resume (PFC): a resumed host
+    // port takes a frame in a PFC event or from Kick inside another handler, and the pump it asks
+    // for must wait for the end of that event as its own event would.
+    m_ref.bufferBytes = 600 * 1024;
+    const Outcome ref = RunIt(m_ref);
+    const RoceRunResult mapRun = RunRoceFlows(m_ref);
+    ASSERT_GT(mapRun.pauseFrames, 0u);
+    RoceRunSpec spec = m_ref;
+    spec.scheduler = "ns3::FifoHeapScheduler";
+    const uint64_t before = EventTail::GetRunCount();
+    const RoceRunResult fifoRun = RunRoceFlows(spec);
+    const uint64_t deferred = EventTail::GetRunCount() - before;
+    const Outcome o = RunIt(spec);
+    ExpectSame(ref, o, "FifoHeapScheduler with EventTail, PFC");
+    EXPECT_EQ(fifoRun.pauseFrames, mapRun.pauseFrames);
+    EXPECT_GT(deferred, 0u);
+    EXPECT_EQ(fifoRun.events + deferred, mapRun.events);
+}
+
 TEST_F(RocePerf, LazyIcrcChangesNoOutcome)
 {
     // Model-made packets are correct by construction: not computing their ICRC at the sender
