@@ -1079,7 +1079,7 @@ EthNetDevice::Kick()
     {
         return; // a wake-up at this instant will do it
     }
-    WakeUp();
+    WakeUp(now);
 }
 
 void
@@ -1104,13 +1104,12 @@ EthNetDevice::WakeUpEvent()
     // A host port's source refills it at the end of this event (TxReady, EventTail). Kick calls
     // WakeUp itself, without the scope: its caller's event is not over.
     EventTail::Scope scope;
-    WakeUp();
+    WakeUp(Simulator::Now().GetPicoSeconds());
 }
 
 void
-EthNetDevice::WakeUp()
+EthNetDevice::WakeUp(int64_t now)
 {
-    const int64_t now = Simulator::Now().GetPicoSeconds();
     if (m_wakeAtPs == now)
     {
         m_wakeAtPs = -1;

@@ -313,7 +313,8 @@ class EthNetDevice : public NetDevice
     /// Puts a host's frame on its class's transmit queue (room already checked).
     void EnqueueHostFrame(EthFrame* f);
     void Kick();
-    void WakeUp();
+    /// Starts the next frame if the wire is free at `now` (ps; the caller's Simulator::Now).
+    void WakeUp(int64_t now);
     /// The wire's wake-up as an event: the EventTail scope around WakeUp, which Kick calls
     /// directly in whatever event it runs.
     void WakeUpEvent();
