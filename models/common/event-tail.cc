@@ -4,7 +4,6 @@
 
 #include "ns3/simulator.h"
 
-#include <algorithm>
 
 namespace ns3
 {

@@ -70,7 +70,7 @@ class EventTail
     /// Drops the deferred work of object (it is being disposed).
     static void Forget(const void* object);
 
-    /// Deferred calls run so far (for tests and the run's statistics).
+    /// Deferred calls run so far (tests compare it with the events saved).
     static uint64_t GetRunCount()
     {
         return s_runs;
