@@ -1895,18 +1895,10 @@ bool
 IbNetDevice::SendManagementPacket(Ptr<Packet> packet, uint16_t dlid, uint16_t slid, uint8_t sl,
                                   uint8_t vl)
 {
-    if (m_phys != IbPhysState::LinkUp)
-    {
-        return false;
-    }
-    if (vl != kIbManagementVl && (m_state != IbPortState::Active || vl >= m_opVls))
-    {
-        IbPortCounters::Add(m_counters.portXmitDiscards, 1);
-        m_drops[static_cast<int>(IbDropReason::XmitDiscard)]++;
-        m_dropTrace(packet, static_cast<uint8_t>(IbDropReason::XmitDiscard));
-        return false;
-    }
-    return EnqueuePacket(packet, dlid, sl, vl, IbLnh::IbaLocal, slid);
+    m_sendBuf.resize(packet->GetSize());
+    packet->CopyData(m_sendBuf.data(), static_cast<uint32_t>(m_sendBuf.size()));
+    return SendManagementBytes(m_sendBuf.data(), static_cast<uint32_t>(m_sendBuf.size()), dlid,
+                               slid, sl, vl);
 }
 
 bool
