@@ -864,6 +864,7 @@ EthNetDevice::EnqueueHostFrame(EthFrame* f)
     q.frames.push_back(f);
     m_nonEmpty |= static_cast<uint8_t>(1u << f->priority);
     q.bytes += f->bytes;
+    m_queuedBytes += f->bytes;
     q.maxBytes = std::max(q.maxBytes, q.bytes);
     m_queueTrace(f->priority, q.bytes);
     Kick();
@@ -943,6 +944,7 @@ EthNetDevice::EnqueueEgress(EthFrame* frame)
     q.frames.push_back(frame);
     m_nonEmpty |= static_cast<uint8_t>(1u << frame->priority);
     q.bytes += frame->bytes;
+    m_queuedBytes += frame->bytes;
     if (q.bytes > q.maxBytes)
     {
         q.maxBytes = q.bytes;
@@ -1047,6 +1049,7 @@ EthNetDevice::Dequeue(int64_t nowPs, int64_t* retryPs)
     EthFrame* f = q.frames.front();
     q.frames.pop_front();
     q.bytes -= f->bytes;
+    m_queuedBytes -= f->bytes;
     if (q.frames.empty())
     {
         m_nonEmpty &= static_cast<uint8_t>(~(1u << tc));
@@ -1159,6 +1162,7 @@ EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
         const uint8_t p = f->priority;
         m_counters.txFrames[p]++;
         m_counters.txBytes[p] += f->bytes;
+        m_txWireBytes += f->bytes + kEthWireOverheadBytes;
         if (m_switch)
         {
             m_switch->NotifyDequeue(this, f);
@@ -1419,6 +1423,7 @@ EthNetDevice::DropQueued(EthDropReason reason)
             Release(f);
         }
         q.frames.clear();
+        m_queuedBytes -= q.bytes;
         q.bytes = 0;
         q.deficit = 0;
         m_nonEmpty = 0;

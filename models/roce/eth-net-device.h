@@ -265,6 +265,12 @@ class EthNetDevice : public NetDevice
     void EnqueueEgress(EthFrame* frame);
     /// Bytes queued for transmission on a class.
     uint64_t GetQueueBytes(uint8_t tc) const { return m_txq[tc].bytes; }
+    /// Bytes queued for transmission over all priorities (the sum of GetQueueBytes).
+    uint64_t GetQueuedBytes() const { return m_queuedBytes; }
+    /// Wire bytes (frame + kEthWireOverheadBytes) of the non-PFC frames sent, all priorities.
+    uint64_t GetTxWireBytes() const { return m_txWireBytes; }
+    /// GetDataRate in bit/s, without building a DataRate.
+    uint64_t GetBitRate() const { return m_bps; }
     uint64_t GetMaxQueueBytes(uint8_t tc) const { return m_txq[tc].maxBytes; }
     void CountDrop(const EthFrame* frame, EthDropReason reason);
 
@@ -351,6 +357,10 @@ class EthNetDevice : public NetDevice
     DataRate m_rate;
     uint64_t m_bps = 100000000000ULL; ///< m_rate in bit/s (cached: used per frame)
     int64_t m_ifgPs = 960;            ///< the inter-frame gap at m_rate, picoseconds
+    // Running totals over the priorities, for a switch's INT record per frame (EthSwitch::
+    // PushIntHop) without a loop over the priorities.
+    uint64_t m_queuedBytes = 0; ///< sum of m_txq[*].bytes
+    uint64_t m_txWireBytes = 0; ///< sum of txBytes + txFrames * kEthWireOverheadBytes
     EthNetDevice* m_peerRaw = nullptr; ///< the cabled peer (a cable never changes ends)
     uint64_t m_mac = 0;
     uint32_t m_ip = 0;

@@ -419,19 +419,13 @@ EthSwitch::PushIntHop(EthNetDevice* out, EthFrame* f)
     // time, the bytes it sent before this frame and what is still queued behind it. Bytes are
     // wire bytes (preamble, SFD and inter-frame gap included), so that a saturated link reads
     // exactly its line rate.
-    const EthPortCounters& c = out->GetCounters();
-    uint64_t tx = 0;
-    uint64_t qlen = 0;
-    for (uint8_t p = 0; p < kEthPriorities; ++p)
-    {
-        tx += c.txBytes[p] + c.txFrames[p] * kEthWireOverheadBytes;
-        qlen += out->GetQueueBytes(p);
-    }
+    // The port keeps both sums over its priorities as they change.
     IntHop& h = r.stack.hops[r.stack.nHops++];
-    h.lineRateBps = out->GetDataRate().GetBitRate();
+    h.lineRateBps = out->GetBitRate();
     h.timePs = Simulator::Now().GetPicoSeconds();
-    h.txBytes = tx - (f->bytes + kEthWireOverheadBytes); // Transmit counted this frame already
-    h.qlenBytes = qlen;
+    // Transmit counted this frame already.
+    h.txBytes = out->GetTxWireBytes() - (f->bytes + kEthWireOverheadBytes);
+    h.qlenBytes = out->GetQueuedBytes();
     m_intPushed++;
     m_intTrace(out->GetPortNumber(), h);
 }
