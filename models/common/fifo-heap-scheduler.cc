@@ -67,6 +67,9 @@ FifoHeapScheduler::Stream::Pop()
     const Event ev = ring[head];
     head = (head + 1) & (static_cast<uint32_t>(ring.size()) - 1);
     --size;
+    // The next of this stream is read when this one leaves the heap, a wire time later in
+    // simulated time and many events later: start fetching it (a hint; nothing changes).
+    __builtin_prefetch(&ring[head]);
     return ev;
 }
 
@@ -148,6 +151,10 @@ FifoHeapScheduler::RemoveNext()
     if (!m_heap.empty())
     {
         __builtin_prefetch(m_heap[0].ev.impl);
+        if (m_heap[0].stream != kNoStream)
+        {
+            __builtin_prefetch(&m_streams[m_heap[0].stream]); // its next takes its place
+        }
     }
     if (!m_now.empty())
     {

@@ -137,8 +137,9 @@ class FifoHeapScheduler : public Scheduler
         uint32_t stream;
     };
 
-    /// A stream's events behind its first one (which is in the heap), in a ring buffer.
-    struct Stream
+    /// A stream's events behind its first one (which is in the heap), in a ring buffer. One
+    /// cache line for the bookkeeping: it is read once per event of the stream.
+    struct alignas(64) Stream
     {
         std::vector<Event> ring; ///< capacity a power of two, or empty
         uint32_t head = 0;       ///< index of the oldest event in ring

@@ -87,10 +87,12 @@ const char* EthParseErrorName(EthParseError e);
  */
 struct EthIntRecord
 {
-    IntStack stack;
+    // The flags a switch checks come first, in the cache line of the hop count and the first
+    // hops: a switch's push (EthSwitch::PushIntHop) then touches one or two lines, not three.
     uint8_t maxHops = kIntDefaultMaxHops; ///< slots of the stack (hops beyond are not pushed)
     bool echo = false;   ///< an ACK carrying a receiver's echo: switches do not push into it
     bool inPool = false;
+    IntStack stack;
 };
 
 /**
@@ -132,6 +134,10 @@ struct alignas(64) EthFrame
     /// the receiver uses to start fetching that frame's record before it arrives. Never
     /// dereferenced.
     const EthFrame* nextOnWire = nullptr;
+    // INT telemetry (only frames of INT-enabled flows have a record; a switch writes a hop
+    // into it at every egress). The record is owned by the frame and returned to its pool with
+    // it (EthFramePool::Release).
+    EthIntRecord* intRec = nullptr;
     // Read at the ends of the path, or only when bytes are made.
     int64_t sentPs = 0;    ///< when the frame left its source (for latency)
     uint64_t uid = 0;      ///< fabric-unique frame number, for traces
@@ -151,9 +157,6 @@ struct alignas(64) EthFrame
     Ipv6Bytes srcIp6{};     ///< IPv6 (when ipv6)
     Ipv6Bytes dstIp6{};
     EthPfcHeader pfc;
-    // INT telemetry (cold: only frames of INT-enabled flows have a record). The record is owned
-    // by the frame and returned to its pool with it (EthFramePool::Release).
-    EthIntRecord* intRec = nullptr;
     /// Bytes the INT stack occupies on the wire, counted in `bytes` (and so in the wire time,
     /// buffer and queue accounting) but not materialized: no dissector knows an INT shim between
     /// UDP and the BTH, so the bytes a capture shows stay a valid RoCEv2 frame.

@@ -1473,6 +1473,12 @@ EthNetDevice::ReceiveFrame(EthFrame* f)
     {
         __builtin_prefetch(f->nextOnWire);
     }
+    // A switch writes a hop into the frame's INT record when it leaves (EthSwitch::PushIntHop),
+    // in this event unless it queues: start fetching the record, a separate allocation.
+    if (f->intRec)
+    {
+        __builtin_prefetch(f->intRec, 1);
+    }
     if (!IsLinkUp() || f->linkGeneration != m_channel->GetGeneration())
     {
         CountDrop(f, EthDropReason::LinkDown);
