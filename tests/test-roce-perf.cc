@@ -11,7 +11,6 @@
 
 #include "ns3/boolean.h"
 #include "ns3/config.h"
-#include "ns3/map-scheduler.h"
 #include "ns3/packet.h"
 #include "ns3/simulator.h"
 
@@ -437,104 +436,6 @@ TEST(FifoHeapScheduler, RemovesInTimestampThenInsertionOrder)
 {
     CheckOrderAgainstReference(CreateObject<FifoHeapScheduler>(), 64, 99);
     CheckOrderAgainstReference(CreateObject<FifoHeapScheduler>(), 1u << 20, 7);
-}
-
-TEST(FifoHeapScheduler, StreamsKeepTheOrderOfMapScheduler)
-{
-    // Cables' arrivals (each stream strictly later than its last event, the way a cable's
-    // frames arrive), timers beside them, events for the current time, arbitrary removals
-    // (also of events waiting behind a stream's first), and now and then an event named for a
-    // stream that is not its latest (must go to the heap on its own): the same events leave
-    // in the same order as from ns-3's MapScheduler.
-    Ptr<FifoHeapScheduler> q = CreateObject<FifoHeapScheduler>();
-    Ptr<Scheduler> ref = CreateObject<MapScheduler>();
-    constexpr size_t kStreams = 24;
-    std::vector<FifoHeapScheduler::StreamSlot> slots(kStreams);
-    std::vector<uint64_t> lastOfStream(kStreams, 0);
-    std::set<std::pair<uint64_t, uint32_t>> pending;
-    uint64_t x = 12345;
-    auto next = [&x]() {
-        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        return static_cast<uint32_t>(x >> 33);
-    };
-    uint32_t uid = 0;
-    uint64_t now = 0;
-    uint32_t removedArbitrarily = 0;
-    auto insert = [&](uint64_t ts, int stream) {
-        Scheduler::Event ev;
-        ev.impl = nullptr;
-        ev.key.m_ts = ts;
-        ev.key.m_uid = ++uid;
-        ev.key.m_context = 7;
-        if (stream >= 0)
-        {
-            q->HintStream(slots[stream]);
-        }
-        q->Insert(ev);
-        ref->Insert(ev);
-        pending.insert({ts, uid});
-    };
-    for (int step = 0; step < 200000; ++step)
-    {
-        const uint32_t r = next() % 16;
-        if (r < 7)
-        {
-            const int s = static_cast<int>(next() % kStreams);
-            const uint64_t ts = std::max(lastOfStream[s], now) + 1 + next() % 40;
-            lastOfStream[s] = ts;
-            insert(ts, s);
-        }
-        else if (r == 7)
-        {
-            insert(now + 1 + next() % 200, -1); // a timer
-        }
-        else if (r == 8)
-        {
-            insert(now, -1); // for the current time
-        }
-        else if (r == 9 && next() % 8 == 0)
-        {
-            const int s = static_cast<int>(next() % kStreams);
-            insert(now + 1, s); // out of the stream's order when it holds anything later
-        }
-        else if (r == 10 && next() % 4 == 0 && !pending.empty())
-        {
-            auto it = pending.begin();
-            std::advance(it, next() % pending.size());
-            Scheduler::Event ev;
-            ev.impl = nullptr;
-            ev.key.m_ts = it->first;
-            ev.key.m_uid = it->second;
-            ev.key.m_context = 7;
-            q->Remove(ev);
-            ref->Remove(ev);
-            pending.erase(it);
-            ++removedArbitrarily;
-        }
-        else if (!pending.empty())
-        {
-            ASSERT_FALSE(q->IsEmpty());
-            ASSERT_EQ(q->PeekNext().key.m_uid, ref->PeekNext().key.m_uid) << "step " << step;
-            const Scheduler::Event a = q->RemoveNext();
-            const Scheduler::Event b = ref->RemoveNext();
-            ASSERT_EQ(a.key.m_ts, b.key.m_ts) << "step " << step;
-            ASSERT_EQ(a.key.m_uid, b.key.m_uid) << "step " << step;
-            ASSERT_EQ(a.key.m_context, 7u);
-            pending.erase({a.key.m_ts, a.key.m_uid});
-            now = a.key.m_ts;
-        }
-    }
-    while (!ref->IsEmpty())
-    {
-        ASSERT_FALSE(q->IsEmpty());
-        const Scheduler::Event a = q->RemoveNext();
-        const Scheduler::Event b = ref->RemoveNext();
-        ASSERT_EQ(a.key.m_uid, b.key.m_uid);
-    }
-    EXPECT_TRUE(q->IsEmpty());
-    EXPECT_GT(q->GetStreamedInserts(), 10000u); // the streams were used...
-    EXPECT_GT(q->GetStreamFallbacks(), 100u);   // ...and refused what was out of order
-    EXPECT_GT(removedArbitrarily, 1000u);
 }
 
 TEST(RoceLazyIcrc, MaterializeFillsTheIcrcOverIpv4AndIpv6)

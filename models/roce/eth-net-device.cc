@@ -1199,10 +1199,6 @@ EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
     // Nothing ever cancels an arrival (a cable that goes down voids its frames by generation),
     // so no EventId is made for it: ScheduleWithContext inserts the event as Schedule does,
     // with the same timestamp, insertion number and context, without building an EventId.
-    // This cable's arrivals are inserted in increasing (time, insertion number) order: the
-    // wire is busy until this frame's last bit left, so the next one ends later. The event
-    // queue keeps them in a FIFO of their own (FifoHeapScheduler, streams), with the same order.
-    FifoHeapScheduler::NextInsertGoesTo(m_arrivalStream);
     Simulator::ScheduleWithContext(Simulator::GetContext(), PicoSeconds(flightPs),
                                    &EthNetDevice::ReceiveFrameEvent, peer, f);
 }

@@ -3,7 +3,6 @@
 #ifndef CNUAS_ETH_NET_DEVICE_H
 #define CNUAS_ETH_NET_DEVICE_H
 
-#include "models/common/fifo-heap-scheduler.h"
 #include "models/common/sniffer-list.h"
 #include "eth-frame.h"
 
@@ -391,8 +390,6 @@ class EthNetDevice : public NetDevice
     int64_t m_busyUntilPs = 0;
     EthFrame* m_lastOnWire = nullptr; ///< the frame sent last (EthFrame::nextOnWire)
     int64_t m_lastArrivalPs = -1;     ///< when it arrives: until then it is in flight
-    /// The event queue's FIFO for the arrivals of the frames this port sends (its cable).
-    FifoHeapScheduler::StreamSlot m_arrivalStream;
     EventId m_wake;
     int64_t m_wakeAtPs = -1;
 
