@@ -206,6 +206,84 @@ TEST(RoceHpccFabric, SwitchesPushOneHopPerEgressAndAcksEchoIt)
     Simulator::Destroy();
 }
 
+/// Checks each INT hop a switch pushes against its egress port's per-priority counters.
+struct HopAudit
+{
+    Ptr<EthSwitch> sw;
+    std::vector<IntHop> pending; ///< pushed, frame not yet seen on the port's Tx trace
+    uint64_t hops = 0;
+    uint64_t queuedHops = 0; ///< hops that saw a queue behind the frame
+    uint64_t mismatches = 0;
+};
+
+uint64_t
+WireBytesSentOverPriorities(const EthNetDevice& port)
+{
+    const EthPortCounters& c = port.GetCounters();
+    uint64_t sum = 0;
+    for (uint8_t p = 0; p < kEthPriorities; ++p)
+    {
+        sum += c.txBytes[p] + c.txFrames[p] * kEthWireOverheadBytes;
+    }
+    return sum;
+}
+
+void
+AuditHop(HopAudit* a, uint16_t portNumber, const IntHop& h)
+{
+    Ptr<EthNetDevice> port = a->sw->GetPort(portNumber);
+    uint64_t queued = 0;
+    for (uint8_t p = 0; p < kEthPriorities; ++p)
+    {
+        queued += port->GetQueueBytes(p);
+    }
+    a->mismatches += h.qlenBytes != queued;
+    a->mismatches += h.lineRateBps != port->GetDataRate().GetBitRate();
+    a->queuedHops += h.qlenBytes > 0;
+    a->pending.push_back(h);
+    a->hops++;
+}
+
+void
+AuditTx(HopAudit* a, Ptr<EthNetDevice> port, const EthFrame& f)
+{
+    // The port's Tx trace follows the push for the same frame: the hop's txBytes are the wire
+    // bytes sent before this frame, over every priority.
+    if (f.kind != EthFrameKind::Udp || !f.intRec || f.intRec->echo || a->pending.empty())
+    {
+        return;
+    }
+    const IntHop h = a->pending.back();
+    a->pending.pop_back();
+    a->mismatches += h.txBytes + f.bytes + kEthWireOverheadBytes != WireBytesSentOverPriorities(*port);
+}
+
+TEST(RoceHpccFabric, IntHopsRecordThePortsTotalsOverAllPriorities)
+{
+    // Four senders into one receiver, so that the switch's port to it queues: every hop's
+    // queue bytes, bytes sent and rate must be the sums over the port's priorities at the
+    // moment the frame leaves (EthSwitch::PushIntHop reads running totals of them).
+    RoceRunSpec spec = StarRun("ns3::RdmaCcHpcc", 4, 100000);
+    HopAudit audit;
+    spec.beforeRun = [&](const EthFabric& f, const std::vector<RoceHca>&) {
+        audit.sw = f.Switches().at(0);
+        audit.sw->TraceConnectWithoutContext("IntHop", MakeBoundCallback(&AuditHop, &audit));
+        for (uint16_t n = 1; n <= audit.sw->GetNPorts(); ++n)
+        {
+            Ptr<EthNetDevice> port = audit.sw->GetPort(n);
+            port->TraceConnectWithoutContext("Tx", MakeBoundCallback(&AuditTx, &audit, port));
+        }
+    };
+    const RoceRunResult r = RunRoceFlows(spec);
+    ASSERT_TRUE(r.allDone);
+    EXPECT_GT(audit.hops, 200u);
+    EXPECT_GT(audit.queuedHops, 10u);
+    EXPECT_TRUE(audit.pending.empty());
+    EXPECT_EQ(audit.mismatches, 0u);
+    audit.sw = nullptr;
+    Simulator::Destroy();
+}
+
 TEST(RoceHpccFabric, PcapOfAnIntRunDecodesWithNothingMalformed)
 {
     const std::string dir = std::string(CNUAS_BINARY_DIR) + "/test-output/roce-hpcc-fabric";
