@@ -245,7 +245,7 @@ AuditHop(HopAudit* a, uint16_t portNumber, const IntHop& h)
 }
 
 void
-AuditTx(HopAudit* a, Ptr<EthNetDevice> port, const EthFrame& f)
+AuditTx(HopAudit* a, EthNetDevice* port, const EthFrame& f)
 {
     // The port's Tx trace follows the push for the same frame: the hop's txBytes are the wire
     // bytes sent before this frame, over every priority.
@@ -270,8 +270,10 @@ TEST(RoceHpccFabric, IntHopsRecordThePortsTotalsOverAllPriorities)
         audit.sw->TraceConnectWithoutContext("IntHop", MakeBoundCallback(&AuditHop, &audit));
         for (uint16_t n = 1; n <= audit.sw->GetNPorts(); ++n)
         {
+            // A raw pointer: a Ptr bound into the port's own trace would keep the port alive.
             Ptr<EthNetDevice> port = audit.sw->GetPort(n);
-            port->TraceConnectWithoutContext("Tx", MakeBoundCallback(&AuditTx, &audit, port));
+            port->TraceConnectWithoutContext("Tx",
+                                             MakeBoundCallback(&AuditTx, &audit, PeekPointer(port)));
         }
     };
     const RoceRunResult r = RunRoceFlows(spec);
