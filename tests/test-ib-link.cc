@@ -70,6 +70,19 @@ AddSink(Ptr<Node> node)
     return s;
 }
 
+/// A star of three hosts with a static subnet: h0 and h1 send greedily to h2 from 5 us until
+/// `stop`; returns h2's sink.
+Ptr<IbPacketSink>
+TwoSourcesIntoOneSink(const IbFabricHelper& helper, IbFabric& f, IbStaticSubnetHelper& subnet, Time stop)
+{
+    f = helper.Build(MakeStar(3));
+    subnet.Configure(f.nodes);
+    const uint16_t dst = subnet.GetLid(f.hosts.Get(2));
+    AddSource(f.hosts.Get(0), dst, MicroSeconds(5), stop);
+    AddSource(f.hosts.Get(1), dst, MicroSeconds(5), stop);
+    return AddSink(f.hosts.Get(2));
+}
+
 } // namespace
 
 TEST(IbLink, PortsStayInitWithLidZeroWithoutSubnetManager)
@@ -492,13 +505,9 @@ SinkRecord
 RecordTwoSourcesAtASink(bool perSourceSeries)
 {
     IbFabricHelper h;
-    IbFabric f = h.Build(MakeStar(3));
+    IbFabric f;
     IbStaticSubnetHelper subnet;
-    subnet.Configure(f.nodes);
-    const uint16_t dst = subnet.GetLid(f.hosts.Get(2));
-    AddSource(f.hosts.Get(0), dst, MicroSeconds(5), MicroSeconds(40));
-    AddSource(f.hosts.Get(1), dst, MicroSeconds(5), MicroSeconds(40));
-    auto sink = AddSink(f.hosts.Get(2));
+    auto sink = TwoSourcesIntoOneSink(h, f, subnet, MicroSeconds(40));
     sink->SetAttribute("PerSourceSeries", BooleanValue(perSourceSeries));
     Simulator::Stop(MicroSeconds(45));
     Simulator::Run();
@@ -597,13 +606,9 @@ TEST(IbLink, PortStateMachineAndLinkDown)
 TEST(IbLink, LinkFailureUnderLoadDiscardsAndCounts)
 {
     IbFabricHelper h;
-    IbFabric f = h.Build(MakeStar(3));
+    IbFabric f;
     IbStaticSubnetHelper subnet;
-    subnet.Configure(f.nodes);
-    const uint16_t dst = subnet.GetLid(f.hosts.Get(2));
-    AddSource(f.hosts.Get(0), dst, MicroSeconds(5), MicroSeconds(100));
-    AddSource(f.hosts.Get(1), dst, MicroSeconds(5), MicroSeconds(100));
-    auto sink = AddSink(f.hosts.Get(2));
+    auto sink = TwoSourcesIntoOneSink(h, f, subnet, MicroSeconds(100));
     Ptr<IbNetDevice> cut = f.HostPort(1);
     Simulator::Schedule(MicroSeconds(40), &IbNetDevice::SetPhysicalLinkDown, cut);
     Simulator::Stop(MicroSeconds(150));
