@@ -29,10 +29,12 @@ using namespace ns3;
 namespace
 {
 
-struct Run
+/// A fabric with its static subnet and the sink traffic runs into.
+struct SubnetRun
 {
     IbFabric fabric;
     IbStaticSubnetHelper subnet;
+    Ptr<IbPacketSink> sink;
 };
 
 Ptr<IbPacketSource>
@@ -71,16 +73,18 @@ AddSink(Ptr<Node> node)
 }
 
 /// A star of three hosts with a static subnet: h0 and h1 send greedily to h2 from 5 us until
-/// `stop`; returns h2's sink.
-Ptr<IbPacketSink>
-TwoSourcesIntoOneSink(const IbFabricHelper& helper, IbFabric& f, IbStaticSubnetHelper& subnet, Time stop)
+/// `stop`; the sink is h2's.
+SubnetRun
+TwoSourcesIntoOneSink(Time stop)
 {
-    f = helper.Build(MakeStar(3));
-    subnet.Configure(f.nodes);
-    const uint16_t dst = subnet.GetLid(f.hosts.Get(2));
-    AddSource(f.hosts.Get(0), dst, MicroSeconds(5), stop);
-    AddSource(f.hosts.Get(1), dst, MicroSeconds(5), stop);
-    return AddSink(f.hosts.Get(2));
+    SubnetRun r;
+    r.fabric = IbFabricHelper().Build(MakeStar(3));
+    r.subnet.Configure(r.fabric.nodes);
+    const uint16_t dst = r.subnet.GetLid(r.fabric.hosts.Get(2));
+    AddSource(r.fabric.hosts.Get(0), dst, MicroSeconds(5), stop);
+    AddSource(r.fabric.hosts.Get(1), dst, MicroSeconds(5), stop);
+    r.sink = AddSink(r.fabric.hosts.Get(2));
+    return r;
 }
 
 } // namespace
@@ -504,10 +508,8 @@ struct SinkRecord
 SinkRecord
 RecordTwoSourcesAtASink(bool perSourceSeries)
 {
-    IbFabricHelper h;
-    IbFabric f;
-    IbStaticSubnetHelper subnet;
-    auto sink = TwoSourcesIntoOneSink(h, f, subnet, MicroSeconds(40));
+    SubnetRun run = TwoSourcesIntoOneSink(MicroSeconds(40));
+    Ptr<IbPacketSink> sink = run.sink;
     sink->SetAttribute("PerSourceSeries", BooleanValue(perSourceSeries));
     Simulator::Stop(MicroSeconds(45));
     Simulator::Run();
@@ -605,10 +607,10 @@ TEST(IbLink, PortStateMachineAndLinkDown)
 // rest of the fabric keeps working, nothing crashes or hangs.
 TEST(IbLink, LinkFailureUnderLoadDiscardsAndCounts)
 {
-    IbFabricHelper h;
-    IbFabric f;
-    IbStaticSubnetHelper subnet;
-    auto sink = TwoSourcesIntoOneSink(h, f, subnet, MicroSeconds(100));
+    SubnetRun run = TwoSourcesIntoOneSink(MicroSeconds(100));
+    IbFabric& f = run.fabric;
+    IbStaticSubnetHelper& subnet = run.subnet;
+    Ptr<IbPacketSink> sink = run.sink;
     Ptr<IbNetDevice> cut = f.HostPort(1);
     Simulator::Schedule(MicroSeconds(40), &IbNetDevice::SetPhysicalLinkDown, cut);
     Simulator::Stop(MicroSeconds(150));
