@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <string>
 #include <vector>
 
 using namespace ns3;
@@ -312,3 +314,101 @@ TEST_F(RoceNicPfc, APausedPriorityHoldsAtMostThePipelineAndStopsNoOtherPriority)
     EXPECT_EQ(b3.Read(1000000, bytes), TestBytes(bytes, 7));
     EXPECT_EQ(b1.Read(1000000, bytes), TestBytes(bytes, 7));
 }
+
+class RoceNicInjectedBurst : public RocePairTest, public ::testing::WithParamInterface<std::string>
+{
+};
+
+TEST_P(RoceNicInjectedBurst, AllFramesOfOneEventAreSeenBeforeThePumpRuns)
+{
+    // A bridge from a real host hands the fabric every frame it read in one event
+    // (InjectReceivedBytes, one after another). The NIC's next transmit decision must see them
+    // all, as the event that ScheduleNow makes of it would: here a duplicate WRITE, which asks
+    // for an ACK (IBA vol. 1 §9.7.5.1.1), and then a PFC pause of every priority (802.1Qbb
+    // §36.1.3), so the ACK waits for the resume. Under FifoHeapScheduler the pump may run at
+    // the end of an event instead of in its own (EventTail); only the event handlers of the
+    // port open that scope, so a pump asked for inside InjectReceivedBytes still runs after the
+    // caller's later frames. A scope opened inside the injection would send the ACK at once.
+    Simulator::SetScheduler(ObjectFactory(GetParam()));
+    Build(MakeStar(2));
+    QpOptions o;
+    RoceSide a;
+    RoceSide b;
+    Pair(a, 0, b, 1, o);
+    Ptr<EthNetDevice> host1 = fabric.HostPort(1);
+
+    struct Seen
+    {
+        std::vector<uint8_t> firstWrite; ///< the first WRITE host 1 received, as on the wire
+        std::vector<double> ackNs;       ///< when host 1 sent each ACK
+    };
+    auto seen = std::make_shared<Seen>();
+    host1->TraceConnectWithoutContext(
+        "Rx", MakeCallback(+[](std::shared_ptr<Seen> s, const EthFrame& f) {
+                  Bth bth;
+                  if (s->firstWrite.empty() && ReadBth(f, bth) && bth.opcode != kAckOpcode)
+                  {
+                      f.Materialize(s->firstWrite, true);
+                  }
+              }).Bind(seen));
+    host1->TraceConnectWithoutContext(
+        "Tx", MakeCallback(+[](std::shared_ptr<Seen> s, const EthFrame& f) {
+                  Bth bth;
+                  if (ReadBth(f, bth) && bth.opcode == kAckOpcode)
+                  {
+                      s->ackNs.push_back(Simulator::Now().GetNanoSeconds());
+                  }
+              }).Bind(seen));
+
+    // One WRITE of a single packet, acknowledged and completed.
+    a.Write(0, TestBytes(512, 3));
+    RdmaSendWr w = Wr(1, RdmaWrOpcode::RDMA_WRITE, {a.Sge(0, 512)});
+    w.rdma.remote_addr = kRegionBase + 4096;
+    w.rdma.rkey = b.mr->GetRkey();
+    ASSERT_EQ(a.qp->PostSend(w), 0);
+    RunFor(MicroSeconds(20));
+    ASSERT_EQ(a.sendCq->Poll(4).size(), 1u);
+    ASSERT_FALSE(seen->firstWrite.empty());
+    ASSERT_EQ(seen->ackNs.size(), 1u);
+
+    auto pfc = [&host1](uint16_t quanta) {
+        EthFrame f;
+        f.kind = EthFrameKind::Pfc;
+        f.dstMac = kEthMacControlDst;
+        f.srcMac = host1->GetPeer()->GetMac();
+        f.pfc.classEnable = 0xFF;
+        for (uint16_t& q : f.pfc.quanta)
+        {
+            q = quanta;
+        }
+        f.ComputeSize();
+        std::vector<uint8_t> bytes;
+        f.Materialize(bytes, true);
+        host1->InjectReceivedBytes(bytes.data(), static_cast<uint32_t>(bytes.size()));
+    };
+    // The burst: the WRITE again (its PSN is behind the expected one), then the pause.
+    const double burstNs = Simulator::Now().GetNanoSeconds() + 1000;
+    Simulator::Schedule(NanoSeconds(1000), [&]() {
+        host1->InjectReceivedBytes(seen->firstWrite.data(),
+                                   static_cast<uint32_t>(seen->firstWrite.size()));
+        pfc(0xFFFF);
+    });
+    RunFor(MicroSeconds(50));
+    EXPECT_TRUE(host1->IsPaused(3));
+    EXPECT_EQ(seen->ackNs.size(), 1u) << "the duplicate's ACK left at "
+                                      << (seen->ackNs.empty() ? 0 : seen->ackNs.back() - burstNs)
+                                      << " ns after the burst, ahead of the pause in it";
+    const double resumeNs = Simulator::Now().GetNanoSeconds();
+    pfc(0);
+    RunFor(MicroSeconds(20));
+    ASSERT_EQ(seen->ackNs.size(), 2u) << "the duplicate WRITE is acknowledged after the resume";
+    EXPECT_GE(seen->ackNs[1], resumeNs);
+    EXPECT_EQ(b.Read(4096, 512), TestBytes(512, 3));
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedulers,
+                         RoceNicInjectedBurst,
+                         ::testing::Values("ns3::MapScheduler", "ns3::FifoHeapScheduler"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                             return i.param.substr(5); // without "ns3::"
+                         });
