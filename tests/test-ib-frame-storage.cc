@@ -281,3 +281,63 @@ TEST(IbFrameStorage, NonZeroPayloadsSurviveASwitchHopByteExact)
     EXPECT_EQ(received.size(), sent.size()); // the Packet callback was replaced
     Simulator::Destroy();
 }
+
+// A frame the pool hands out again is a fresh one (issue 18: the pool resets it field by field,
+// IbFrame::ResetForReuse, rather than assigning IbFrame()): every field as IbFrame() has it, no
+// bytes from its previous life readable.
+TEST(IbFrameStorage, AReusedFrameIsAFreshOne)
+{
+    auto wire = UdPacket(std::vector<uint8_t>(256, 0x5A));
+    IbFrame* used = IbFramePool::Allocate();
+    Fill(*used, wire);
+    used->blocks = 5;
+    used->dlid = 9;
+    used->slid = 10;
+    used->sl = 3;
+    used->vl = 15;
+    used->lnh = IbLnh::IbaGlobal;
+    used->verifyBytes = true;
+    used->icrcKnown = true;
+    used->fromPeer = true;
+    used->fctbsAfter = 77;
+    used->linkGeneration = 4;
+    used->icrc = 0xDEADBEEF;
+    used->tailArrival = NanoSeconds(123);
+    used->outPort = 6;
+    used->outVl = 2;
+    used->uid = 99;
+    used->ccHead = true;
+    ASSERT_GT(used->storedBytes, IbFrame::kInlineBytes); // head and tail both in use
+    IbFramePool::Release(used);
+    IbFrame* again = IbFramePool::Allocate();
+    ASSERT_EQ(again, used); // the free list's last frame comes back first
+    const IbFrame fresh;
+    EXPECT_EQ(again->bytes, fresh.bytes);
+    EXPECT_EQ(again->blocks, fresh.blocks);
+    EXPECT_EQ(again->dlid, fresh.dlid);
+    EXPECT_EQ(again->slid, fresh.slid);
+    EXPECT_EQ(again->sl, fresh.sl);
+    EXPECT_EQ(again->vl, fresh.vl);
+    EXPECT_EQ(again->lnh, fresh.lnh);
+    EXPECT_EQ(again->verifyBytes, fresh.verifyBytes);
+    EXPECT_EQ(again->icrcKnown, fresh.icrcKnown);
+    EXPECT_EQ(again->fromPeer, fresh.fromPeer);
+    EXPECT_EQ(again->fctbsAfter, fresh.fctbsAfter);
+    EXPECT_EQ(again->linkGeneration, fresh.linkGeneration);
+    EXPECT_EQ(again->icrc, fresh.icrc);
+    EXPECT_EQ(again->tailArrival, fresh.tailArrival);
+    EXPECT_EQ(again->outPort, fresh.outPort);
+    EXPECT_EQ(again->outVl, fresh.outVl);
+    EXPECT_EQ(again->uid, fresh.uid);
+    EXPECT_FALSE(again->inPool);
+    EXPECT_EQ(again->ccHead, fresh.ccHead);
+    EXPECT_EQ(again->storedBytes, 0u);
+    EXPECT_FALSE(static_cast<bool>(again->tail));
+    // A packet of zeros stored into it reads as zeros, not as the 0x5A of its previous life.
+    again->bytes = static_cast<uint32_t>(wire.size());
+    std::vector<uint8_t> out(wire.size(), 0xFF);
+    again->CopyBytes(out.data());
+    EXPECT_EQ(out, std::vector<uint8_t>(wire.size(), 0));
+    IbFramePool::Release(again);
+    Simulator::Destroy();
+}

@@ -22,13 +22,14 @@ IbChannel::GetTypeId()
             .AddAttribute("Length",
                           "Cable length, metres.",
                           DoubleValue(2.0),
-                          MakeDoubleAccessor(&IbChannel::m_lengthMeters),
+                          MakeDoubleAccessor(&IbChannel::SetLength, &IbChannel::GetLength),
                           MakeDoubleChecker<double>(0.0, 1e6))
             .AddAttribute("DelayPerMeter",
                           "Propagation delay per metre of cable (about 5 ns/m for copper and "
                           "fibre, i.e. 0.67 c).",
                           TimeValue(NanoSeconds(5)),
-                          MakeTimeAccessor(&IbChannel::m_delayPerMeter),
+                          MakeTimeAccessor(&IbChannel::SetDelayPerMeter,
+                                           &IbChannel::GetDelayPerMeter),
                           MakeTimeChecker());
     return tid;
 }
@@ -37,6 +38,28 @@ IbChannel::IbChannel()
     : m_lengthMeters(2.0),
       m_delayPerMeter(NanoSeconds(5))
 {
+    UpdateDelay();
+}
+
+void
+IbChannel::SetLength(double meters)
+{
+    m_lengthMeters = meters;
+    UpdateDelay();
+}
+
+void
+IbChannel::SetDelayPerMeter(Time perMeter)
+{
+    m_delayPerMeter = perMeter;
+    UpdateDelay();
+}
+
+void
+IbChannel::UpdateDelay()
+{
+    m_delayPs = static_cast<int64_t>(m_delayPerMeter.GetPicoSeconds() * m_lengthMeters);
+    m_delay = PicoSeconds(m_delayPs);
 }
 
 void
@@ -65,12 +88,6 @@ IbChannel::GetPeer(const IbNetDevice* device) const
         return m_dev[0];
     }
     return nullptr;
-}
-
-Time
-IbChannel::GetDelay() const
-{
-    return PicoSeconds(static_cast<int64_t>(m_delayPerMeter.GetPicoSeconds() * m_lengthMeters));
 }
 
 std::size_t

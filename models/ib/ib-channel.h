@@ -5,6 +5,8 @@
 #include "ns3/channel.h"
 #include "ns3/nstime.h"
 
+#include <cstdint>
+
 namespace ns3
 {
 
@@ -27,7 +29,9 @@ class IbChannel : public Channel
     /// The port at the other end from `device` (null while unconnected).
     Ptr<IbNetDevice> GetPeer(const IbNetDevice* device) const;
     /// One-way propagation delay: length x delay per metre.
-    Time GetDelay() const;
+    Time GetDelay() const { return m_delay; }
+    /// The same in picoseconds (asked for every packet a port sends).
+    int64_t GetDelayPicoSeconds() const { return m_delayPs; }
     /**
      * Link generation: advanced each time the link goes down. Packets and flow-control packets
      * carry the generation they were sent in; one that arrives in a later generation was on
@@ -40,9 +44,18 @@ class IbChannel : public Channel
     Ptr<NetDevice> GetDevice(std::size_t i) const override;
 
   private:
+    // The attributes go through these, so that the delay is computed once, not per packet.
+    void SetLength(double meters);
+    double GetLength() const { return m_lengthMeters; }
+    void SetDelayPerMeter(Time perMeter);
+    Time GetDelayPerMeter() const { return m_delayPerMeter; }
+    void UpdateDelay();
+
     Ptr<IbNetDevice> m_dev[2];
     double m_lengthMeters;
     Time m_delayPerMeter;
+    int64_t m_delayPs = 0; ///< length x delay per metre, picoseconds (truncated)
+    Time m_delay;          ///< the same as a Time
     uint32_t m_generation = 0;
 };
 

@@ -18,6 +18,37 @@ ThePool()
 }
 } // namespace
 
+void
+IbFrame::ResetForReuse()
+{
+    // Keep in step with the fields above (the static_assert below fails when one is added).
+    bytes = 0;
+    blocks = 0;
+    dlid = 0;
+    slid = 0;
+    sl = 0;
+    vl = 0;
+    lnh = IbLnh::IbaLocal;
+    verifyBytes = false;
+    icrcKnown = false;
+    fromPeer = false;
+    fctbsAfter = 0;
+    linkGeneration = 0;
+    icrc = 0;
+    tailArrival = Time();
+    outPort = 0;
+    outVl = 0;
+    uid = 0;
+    inPool = false;
+    ccHead = false;
+    storedBytes = 0;
+    tail.Release();
+}
+
+// A field added to IbFrame changes its size: add it to ResetForReuse, then update this figure.
+static_assert(sizeof(IbFrame) == 176,
+              "IbFrame changed: reset the new field in IbFrame::ResetForReuse");
+
 IbFrame*
 IbFramePool::Allocate()
 {

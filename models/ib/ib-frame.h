@@ -172,6 +172,13 @@ struct IbFrame
     IbFrameTail tail;         ///< stored bytes past kInlineBytes (false when there are none)
     std::array<uint8_t, kInlineBytes> head; ///< the first min(storedBytes, kInlineBytes) bytes
 
+    /**
+     * For IbFramePool, on reuse: every field as IbFrame() makes it, but without writing the
+     * inline bytes, of which only the first `storedBytes` (now 0) are ever read. A few stores
+     * instead of building and copying a 200-byte IbFrame for every packet-hop.
+     */
+    void ResetForReuse();
+
     /// True for a packet carrying an ICRC (LNH 2 or 3).
     bool HasIcrc() const { return lnh == IbLnh::IbaLocal || lnh == IbLnh::IbaGlobal; }
     /// Credit blocks for a packet of `bytes` bytes.

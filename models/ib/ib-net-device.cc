@@ -703,7 +703,7 @@ IbNetDevice::DiscardHeadsExceedingPeerBuffer(uint8_t vl)
                (!q->rxPort || q->frames.front()->outPort == m_portNumber))
         {
             const IbFrame* f = q->frames.front();
-            m_busyUntil += m_activeRate.SerializationTime(f->bytes + m_delimiterBytes);
+            m_busyUntil += WireTime(f->bytes + m_delimiterBytes);
             NS_LOG_WARN("port " << +m_portNumber << " discards packet " << f->uid << " of "
                                 << f->blocks << " credit blocks: the peer's VL buffer holds "
                                 << capacity << " (VlBufferBytes below one packet)");
@@ -1076,7 +1076,7 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init)
     uint8_t op = init ? 1 : 0;
     uint16_t fctbs = m_tx[vl].fctbs;
     uint16_t fccl = AdvertisedFccl(vl);
-    Time txTime = m_activeRate.SerializationTime(kFcPacketBytes + m_delimiterBytes);
+    Time txTime = WireTime(kFcPacketBytes + m_delimiterBytes);
     m_busyUntil = Simulator::Now() + txTime;
     m_fcSent++;
     m_fcTxTrace(op, vl, fctbs, fccl);
@@ -1191,10 +1191,10 @@ IbNetDevice::VirtualSendFlowControl(uint8_t vl, int64_t startPs, int64_t nowPs)
     m_virtualPending = static_cast<uint16_t>(m_virtualPending & ~(1u << vl));
     m_rx[vl].lastFcSentPs = startPs;
     const int64_t txPs =
-        m_activeRate.SerializationTime(kFcPacketBytes + m_delimiterBytes).GetPicoSeconds();
+        WireTimePs(kFcPacketBytes + m_delimiterBytes);
     m_busyUntil = PicoSeconds(startPs + txPs);
     m_fcSent++;
-    const int64_t arrivalPs = startPs + txPs + m_channel->GetDelay().GetPicoSeconds();
+    const int64_t arrivalPs = startPs + txPs + m_channel->GetDelayPicoSeconds();
     const uint16_t fccl = AdvertisedFccl(vl);
     auto& stash = m_peer->m_tx[vl].stash;
     // Stashed updates that have both arrived by now are applied together by the next credit
@@ -1255,8 +1255,8 @@ IbNetDevice::AdvanceDormantRefresh(int64_t nowPs, bool firstTickIsEvent)
     }
     const int64_t period = (m_symbolTime * m_fcRefreshSymbols).GetPicoSeconds();
     const int64_t txPs =
-        m_activeRate.SerializationTime(kFcPacketBytes + m_delimiterBytes).GetPicoSeconds();
-    const int64_t delayPs = m_channel->GetDelay().GetPicoSeconds();
+        WireTimePs(kFcPacketBytes + m_delimiterBytes);
+    const int64_t delayPs = m_channel->GetDelayPicoSeconds();
     const int64_t vls = m_opVls;
     bool first = firstTickIsEvent;
     while (true)
@@ -1588,7 +1588,7 @@ IbNetDevice::Kick()
         IbFrame* head = mgmt.ready.front()->frames.front();
         if (head->tailArrival > now)
         {
-            Time out = m_activeRate.SerializationTime(head->bytes + m_delimiterBytes);
+            Time out = WireTime(head->bytes + m_delimiterBytes);
             if (head->tailArrival - out > now)
             {
                 ScheduleWake(head->tailArrival - out); // as for data below
@@ -1644,7 +1644,7 @@ IbNetDevice::Kick()
         // its last byte would not leave before it has come in.
         if (head->tailArrival > now)
         {
-            Time out = m_activeRate.SerializationTime(head->bytes + m_delimiterBytes);
+            Time out = WireTime(head->bytes + m_delimiterBytes);
             if (head->tailArrival - out > now)
             {
                 earliest = std::min(earliest, head->tailArrival - out);
@@ -1741,7 +1741,7 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
         frame->StoreBytes(m_scratch.data(), 0, m_scratch.data(),
                           static_cast<uint32_t>(m_scratch.size()));
     }
-    const Time txTime = m_activeRate.SerializationTime(frame->bytes + m_delimiterBytes);
+    const Time txTime = WireTime(frame->bytes + m_delimiterBytes);
     const Time delay = m_channel->GetDelay();
     frame->tailArrival = now + txTime + delay;
     m_busyUntil = now + txTime;
@@ -1809,10 +1809,33 @@ IbNetDevice::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes) const
 {
     if (m_switch)
     {
-        return m_switch->ArrivalDelay(txTime, propagation, bytes, m_activeRate, m_delimiterBytes);
+        return m_switch->ArrivalDelay(
+            txTime, propagation, bytes,
+            WireTime(m_switch->CutThroughHeadBytes(m_delimiterBytes)));
     }
     // A channel adapter takes the packet when its last byte is in.
     return txTime + propagation;
+}
+
+int64_t
+IbNetDevice::WireTimePs(uint32_t bytes) const
+{
+    if (!(m_wireTimeMemoRate == m_activeRate))
+    {
+        m_wireTimeMemo.fill(WireTimeMemo());
+        m_wireTimeMemoRate = m_activeRate;
+    }
+    for (const WireTimeMemo& m : m_wireTimeMemo)
+    {
+        if (m.bytes == bytes && m.ps >= 0)
+        {
+            return m.ps;
+        }
+    }
+    const int64_t ps = m_activeRate.SerializationTime(bytes).GetPicoSeconds();
+    m_wireTimeMemo[m_wireTimeMemoNext] = {bytes, ps};
+    m_wireTimeMemoNext = static_cast<uint8_t>((m_wireTimeMemoNext + 1) % m_wireTimeMemo.size());
+    return ps;
 }
 
 void

@@ -446,6 +446,14 @@ class IbNetDevice : public NetDevice
     bool VerifyFrameBytes(IbFrame* frame);
     void Sniff(IbFrame* frame, bool transmit);
     Time ArrivalDelay(Time txTime, Time propagation, uint32_t bytes) const;
+    /**
+     * m_activeRate.SerializationTime(bytes) in picoseconds, memoized: it is asked for every
+     * packet and flow-control packet a port sends, and a port sends few distinct sizes (a
+     * sweep's SMPs one, flow-control packets another, a switch's cut-through head a third).
+     * A hit returns what the arithmetic returned for the same rate and size.
+     */
+    int64_t WireTimePs(uint32_t bytes) const;
+    Time WireTime(uint32_t bytes) const { return PicoSeconds(WireTimePs(bytes)); }
     void EndStall(uint8_t vl);
     void NoteCreditsChanged(uint8_t vl);
     void ApplyStashedFlowControl(uint8_t vl);
@@ -518,6 +526,14 @@ class IbNetDevice : public NetDevice
     bool m_cabled = false;
     bool m_physDisabled = false;
     IbLinkRate m_activeRate;
+    struct WireTimeMemo
+    {
+        uint32_t bytes = 0;
+        int64_t ps = -1; ///< -1: empty
+    };
+    mutable std::array<WireTimeMemo, 4> m_wireTimeMemo{}; ///< WireTimePs's last answers
+    mutable IbLinkRate m_wireTimeMemoRate;                 ///< the rate they are for
+    mutable uint8_t m_wireTimeMemoNext = 0;                ///< the slot the next miss fills
     Time m_symbolTime;
     std::array<uint8_t, 16> m_slToVl{};
     bool m_slToVlSet = false;

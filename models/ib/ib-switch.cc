@@ -248,8 +248,17 @@ IbSwitch::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, const IbLi
         return txTime + propagation + m_latency;
     }
     // The routing decision needs the start delimiter and the first header bytes.
-    return rate.SerializationTime(m_cutThroughBytes + delimiterBytes / 2) + propagation +
-           m_latency;
+    return rate.SerializationTime(CutThroughHeadBytes(delimiterBytes)) + propagation + m_latency;
+}
+
+Time
+IbSwitch::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, Time headTime) const
+{
+    if (m_mode == static_cast<int>(IbForwardingMode::StoreAndForward) || bytes <= m_cutThroughBytes)
+    {
+        return txTime + propagation + m_latency;
+    }
+    return headTime + propagation + m_latency;
 }
 
 void

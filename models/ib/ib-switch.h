@@ -88,6 +88,17 @@ class IbSwitch : public Object
     /// Delay from the upstream port's transmission start to the arrival event here.
     Time ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, const IbLinkRate& rate,
                       uint32_t delimiterBytes) const;
+    /**
+     * The same with the input link's time for the bytes a cut-through decision needs
+     * (`headTime`: CutThroughHeadBytes(delimiterBytes) at the link's rate) worked out by the
+     * caller, which keeps it from packet to packet.
+     */
+    Time ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, Time headTime) const;
+    /// What a cut-through decision waits for: the start delimiter and the first header bytes.
+    uint32_t CutThroughHeadBytes(uint32_t delimiterBytes) const
+    {
+        return m_cutThroughBytes + delimiterBytes / 2;
+    }
 
     uint64_t GetForwardedPackets() const;
 
