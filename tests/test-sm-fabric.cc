@@ -389,7 +389,7 @@ namespace
 struct Silent
 {
     std::vector<IbSmp> sent;
-    bool Send(IbSmp smp)
+    bool Send(const IbSmp& smp)
     {
         sent.push_back(smp);
         return true;

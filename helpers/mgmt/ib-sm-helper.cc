@@ -68,9 +68,8 @@ DeliverToSm(Ptr<IbSubnetManager> sm, const IbReceivedMad& m)
     {
         return;
     }
-    IbSmp smp;
-    smp.ReadFrom(m.view.mad.data());
-    sm->ReceiveSmp(smp);
+    // The SMI has read the SMP already (IbReceivedMad::smp): no second copy per answer.
+    sm->ReceiveSmp(m.smp);
 }
 
 /// The SA on QP1 of the SM's node (IBA vol. 1 §15.2): answered by the SM.

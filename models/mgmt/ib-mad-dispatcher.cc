@@ -625,6 +625,23 @@ IbMadDispatcher::SendSmpOut(uint8_t out, const IbSmp& smp, uint16_t dlid, uint16
 }
 
 bool
+IbMadDispatcher::SendDirectedSmpOut(uint8_t out, const IbSmp& smp, bool returning,
+                                    uint8_t hopPointer)
+{
+    uint8_t bytes[kIbMadTransportBytes + kIbMadBytes];
+    uint8_t* mad = bytes + kIbMadTransportBytes;
+    smp.WriteTo(mad);
+    // IBA vol. 1 §14.2.1.2, Figure 165: the D bit is the top bit of the Status field, the hop
+    // pointer the first byte of ClassSpecific (as IbSmp::SetDirection and SetHopPointer set them).
+    constexpr uint8_t kDirection = IbMadStatus::DirectionBit >> 8;
+    mad[IbSmp::kStatusOffset] = static_cast<uint8_t>(
+        returning ? (mad[IbSmp::kStatusOffset] | kDirection)
+                  : (mad[IbSmp::kStatusOffset] & ~kDirection));
+    mad[IbSmp::kHopPointerOffset] = hopPointer;
+    return SendSmpBytesOut(out, bytes, kPermissive, kPermissive);
+}
+
+bool
 IbMadDispatcher::SendSmpBytesOut(uint8_t out, uint8_t* packet, uint16_t dlid, uint16_t slid)
 {
     IbNetDevice* port = out < m_portByNumber.size() ? m_portByNumber[out] : nullptr;
@@ -640,7 +657,7 @@ IbMadDispatcher::SendSmpBytesOut(uint8_t out, uint8_t* packet, uint16_t dlid, ui
 }
 
 bool
-IbMadDispatcher::SendSmpResponse(const IbReceivedMad& request, IbSmp smp)
+IbMadDispatcher::SendSmpResponse(const IbReceivedMad& request, const IbSmp& smp)
 {
     if (smp.IsDirectedRoute())
     {
@@ -650,9 +667,9 @@ IbMadDispatcher::SendSmpResponse(const IbReceivedMad& request, IbSmp smp)
         {
             // A hop count of 0 addresses this node's own SMA (§14.2.2): the answer never leaves.
             IbReceivedMad r = request;
-            smp.SetHopPointer(0);
             r.smp = smp;
-            smp.WriteTo(r.view.mad.data());
+            r.smp.SetHopPointer(0);
+            r.smp.WriteTo(r.view.mad.data());
             if (m_manager.IsNull())
             {
                 Drop(nullptr, IbMadDropReason::NoAgent);
@@ -668,14 +685,13 @@ IbMadDispatcher::SendSmpResponse(const IbReceivedMad& request, IbSmp smp)
         }
         // C14-13: the responder moves the hop pointer back and leaves by ReturnPath[hc], which
         // at a CA is the port the request came in on.
-        smp.SetHopPointer(hc);
         const uint8_t out = smp.ReturnPath()[hc];
         if (!PortUsable(out) || (!m_switch && out != request.portNumber))
         {
             Drop(nullptr, IbMadDropReason::BadPathPort);
             return false;
         }
-        if (!SendSmpOut(out, smp, kPermissive, kPermissive))
+        if (!SendDirectedSmpOut(out, smp, smp.GetDirection(), hc))
         {
             Drop(nullptr, IbMadDropReason::SendFailed);
             return false;
@@ -802,21 +818,22 @@ IbMadDispatcher::SendGmpResponse(const IbReceivedMad& request, const uint8_t* ma
 }
 
 bool
-IbMadDispatcher::SendDirectedSmp(IbSmp smp)
+IbMadDispatcher::SendDirectedSmp(const IbSmp& request)
 {
-    if (smp.GetDrSlid() != kPermissive || smp.GetDrDlid() != kPermissive)
+    if (request.GetDrSlid() != kPermissive || request.GetDrDlid() != kPermissive)
     {
         Drop(nullptr, IbMadDropReason::DrLidRoutedPart);
         return false;
     }
-    if (smp.GetHopCount() > IbSmp::kMaxHops)
+    if (request.GetHopCount() > IbSmp::kMaxHops)
     {
         Drop(nullptr, IbMadDropReason::BadHopCount);
         return false;
     }
-    smp.SetDirection(false);
-    if (smp.GetHopCount() == 0)
+    if (request.GetHopCount() == 0)
     {
+        IbSmp smp = request;
+        smp.SetDirection(false);
         // To this node's own SMA, through the SMI's loopback.
         if (m_sma.IsNull() || m_ports.empty())
         {
@@ -834,15 +851,14 @@ IbMadDispatcher::SendDirectedSmp(IbSmp smp)
         Simulator::ScheduleNow([h = m_sma, r]() { h(r); });
         return true;
     }
-    // C14-9 at the originator: hop pointer to 1, out of InitialPath[1].
-    smp.SetHopPointer(1);
-    const uint8_t out = smp.InitialPath()[1];
+    // C14-9 at the originator: outbound (D bit 0), hop pointer to 1, out of InitialPath[1].
+    const uint8_t out = request.InitialPath()[1];
     if (!PortUsable(out))
     {
         Drop(nullptr, IbMadDropReason::BadPathPort);
         return false;
     }
-    if (!SendSmpOut(out, smp, kPermissive, kPermissive))
+    if (!SendDirectedSmpOut(out, request, false, 1))
     {
         Drop(nullptr, IbMadDropReason::SendFailed);
         return false;

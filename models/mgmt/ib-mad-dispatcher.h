@@ -119,7 +119,7 @@ class IbMadDispatcher : public Object
      * hop count of 0 is a loopback to this node's manager). A LID-routed SMP goes to the
      * request's SLID, by the switch's LFT if this is a switch.
      */
-    bool SendSmpResponse(const IbReceivedMad& request, IbSmp smp);
+    bool SendSmpResponse(const IbReceivedMad& request, const IbSmp& smp);
     /// The answer to a GMP request: 256 bytes to the requester's SLID and SrcQP on its SL.
     bool SendGmpResponse(const IbReceivedMad& request, const uint8_t* mad);
     /**
@@ -136,7 +136,7 @@ class IbMadDispatcher : public Object
      * of InitialPath[1] (a CA: which must be that CA port's number). A hop count of 0 goes to
      * this node's own SMA. DrSLID and DrDLID must be permissive (pure directed route).
      */
-    bool SendDirectedSmp(IbSmp smp);
+    bool SendDirectedSmp(const IbSmp& smp);
     /// A LID-routed SMP from `port` (a CA port number, or 0 at a switch: routed by its LFT).
     bool SendLidRoutedSmp(uint8_t port, const IbSmp& smp, uint16_t dlid);
     /// A GMP to `dlid`, QP `destQp` (1 for GSI agents), on `sl`, from CA port `port` (or 0).
@@ -195,6 +195,12 @@ class IbMadDispatcher : public Object
     void Drop(const RxBytes& rx, IbMadDropReason r);
     /// Sends SMP bytes out of physical port `out` on VL15 with the given LIDs.
     bool SendSmpOut(uint8_t out, const IbSmp& smp, uint16_t dlid, uint16_t slid);
+    /**
+     * The same for a directed-route SMP with its D bit and hop pointer replaced: what
+     * SendSmpOut sends for a copy of `smp` given SetDirection(returning) and
+     * SetHopPointer(hopPointer), written straight into the packet (no IbSmp copy per SMP).
+     */
+    bool SendDirectedSmpOut(uint8_t out, const IbSmp& smp, bool returning, uint8_t hopPointer);
     /**
      * The same for an SMP already in `packet` (kIbMadTransportBytes + kIbMadBytes, the MAD
      * after the room for BTH and DETH, which this writes).

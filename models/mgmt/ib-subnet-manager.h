@@ -88,7 +88,7 @@ class IbSubnetManager : public Object
     ~IbSubnetManager() override;
 
     /// Sends one directed-route SMP request; false if the node could not send it.
-    typedef Callback<bool, IbSmp> SmpSender;
+    typedef Callback<bool, const IbSmp&> SmpSender;
     void SetSmpSender(SmpSender sender);
     /// Sends one LID-routed SMP to a LID (the TrapRepress that acknowledges a trap).
     typedef Callback<bool, IbSmp, uint16_t> LidRoutedSender;
