@@ -311,7 +311,7 @@ TEST(IbFrameStorage, AReusedFrameIsAFreshOne)
     IbFramePool::Release(used);
     IbFrame* again = IbFramePool::Allocate();
     ASSERT_EQ(again, used); // the free list's last frame comes back first
-    const IbFrame fresh;
+    const IbFrame fresh{};
     EXPECT_EQ(again->bytes, fresh.bytes);
     EXPECT_EQ(again->blocks, fresh.blocks);
     EXPECT_EQ(again->dlid, fresh.dlid);

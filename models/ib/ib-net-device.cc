@@ -1598,7 +1598,7 @@ IbNetDevice::Kick()
         IbFrameQueue* q = mgmt.ready.front();
         mgmt.ready.pop_front();
         q->readyRegistered = false;
-        TransmitFrame(q->frames.front(), q, kIbManagementVl);
+        TransmitFrame(q->frames.front(), q, kIbManagementVl, now);
         return;
     }
     // Data VLs only leave an Active port (Armed may receive but not send, §7.2.4).
@@ -1687,7 +1687,7 @@ IbNetDevice::Kick()
     tx.ready.pop_front();
     q->readyRegistered = false;
     m_arbiter.Commit(static_cast<uint8_t>(vl), q->frames.front()->bytes);
-    TransmitFrame(q->frames.front(), q, static_cast<uint8_t>(vl));
+    TransmitFrame(q->frames.front(), q, static_cast<uint8_t>(vl), now);
 }
 
 void
@@ -1707,9 +1707,9 @@ IbNetDevice::EndStall(uint8_t vl)
 }
 
 void
-IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
+IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time now)
 {
-    const Time now = Simulator::Now();
+    NS_ASSERT(now == Simulator::Now());
     from->frames.pop_front();
     const bool data = vl != kIbManagementVl;
     if (data && from->rxPort)
@@ -1759,7 +1759,9 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl)
     {
         Sniff(frame, true);
     }
-    IbNetDevice* peer = PeekPointer(GetPeer());
+    // The cabled peer (m_peer is GetPeer() while the link is up, without a Ptr per packet).
+    IbNetDevice* peer = m_peer;
+    NS_ASSERT(peer == PeekPointer(GetPeer()));
     frame->fromPeer = data;
     frame->fctbsAfter = m_tx[vl].fctbs;
     frame->linkGeneration = m_channel->GetGeneration();

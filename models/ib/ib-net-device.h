@@ -425,7 +425,8 @@ class IbNetDevice : public NetDevice
     bool HasCredit(uint8_t vl, uint16_t blocks) const;
     uint16_t AdvertisedFccl(uint8_t vl) const;
     void SendFlowControl(uint8_t vl, bool init);
-    void TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl);
+    /// `now`: Simulator::Now(), which the caller (Kick) has read already.
+    void TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time now);
     void FlowControlRefresh();
     void StartFlowControl();
     void ResetLinkState();

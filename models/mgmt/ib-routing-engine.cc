@@ -204,12 +204,14 @@ IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
             caPorts[i] += (peer >= 0 && !subnet.Node(peer).IsSwitch()) ? 1 : 0;
         }
     }
-    // Routes already sent through each output port (index node, port).
-    std::vector<std::vector<uint64_t>> portLoad(n);
+    // Routes already sent through each output port: node i's port p at portLoad[loadBase[i] +
+    // p], one flat array (the choice below reads it for every candidate of every destination).
+    std::vector<uint32_t> loadBase(n + 1, 0);
     for (int32_t i = 0; i < n; ++i)
     {
-        portLoad[i].assign(subnet.Node(i).numPorts + 1u, 0);
+        loadBase[i + 1] = loadBase[i] + subnet.Node(i).numPorts + 1u;
     }
+    std::vector<uint64_t> portLoad(loadBase[n], 0);
 
     // The switch graph as flat arrays, built once: for every switch its switch neighbours in
     // port order, with which way a packet crossing the cable goes. Every destination below walks
@@ -219,6 +221,7 @@ IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
         uint8_t port;      ///< this switch's port
         int32_t peer;      ///< the switch at the other end
         bool downToPeer;   ///< a packet from this switch to the peer goes down (up/down)
+        uint32_t load;     ///< the port's index in portLoad
     };
     std::vector<uint32_t> hopStart(n + 1, 0);
     std::vector<Hop> hops;
@@ -235,7 +238,7 @@ IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
             const int32_t m = node.ports[p].peerNode;
             if (IsSwitchNode(subnet, m))
             {
-                hops.push_back({p, m, updn && Above(subnet, i, m)});
+                hops.push_back({p, m, updn && Above(subnet, i, m), loadBase[i] + p});
             }
         }
     }
@@ -369,10 +372,7 @@ IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
         // port that carries the fewest routes so far (the first in port order on a tie).
         // Counting routes rather than LFT entries keeps destinations that share one upstream
         // choice from also sharing the next.
-        for (int32_t i = 0; i < n; ++i)
-        {
-            through[i] = caPorts[i];
-        }
+        std::copy(caPorts.begin(), caPorts.end(), through.begin());
         if (!tnode.IsSwitch())
         {
             through[start] = caPorts[start] - 1;
@@ -380,22 +380,19 @@ IbComputeRoutes(IbSmSubnet& subnet, IbRoutingAlgorithm algorithm,
         for (size_t k = 0; k < order.size(); ++k)
         {
             const int32_t s = order[order.size() - 1 - k];
-            int best = -1;
-            int32_t bestNext = -1;
+            const Hop* best = nullptr;
             for (uint32_t c = candStart[k]; c < candStart[k + 1]; ++c)
             {
-                const uint8_t p = cands[c].port;
-                if (best < 0 || portLoad[s][p] < portLoad[s][best])
+                if (!best || portLoad[cands[c].load] < portLoad[best->load])
                 {
-                    best = p;
-                    bestNext = cands[c].peer;
+                    best = &cands[c];
                 }
             }
-            if (best > 0)
+            if (best && best->port > 0)
             {
-                out.lft[s][lid] = static_cast<uint8_t>(best);
-                portLoad[s][best] += std::max<uint64_t>(1, through[s]);
-                through[bestNext] += through[s];
+                out.lft[s][lid] = best->port;
+                portLoad[best->load] += std::max<uint64_t>(1, through[s]);
+                through[best->peer] += through[s];
             }
         }
     }
