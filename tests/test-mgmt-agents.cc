@@ -22,6 +22,7 @@
 #include "models/mgmt/ib-smp-attributes.h"
 
 #include "ns3/config.h"
+#include "ns3/nstime.h"
 #include "ns3/simulator.h"
 #include "ns3/uinteger.h"
 
@@ -281,6 +282,45 @@ TEST_P(MgmtDiscovery, DirectedRouteNodeInfoFindsEveryNode)
     EXPECT_EQ(longest, GetParam().second);
     std::cout << GetParam().first << ": " << seen.size() << " nodes, " << queries
               << " DR NodeInfo Gets, longest path " << longest << " hops" << std::endl;
+    Simulator::Destroy();
+}
+
+// IbMgmtHelper builds the dispatcher and agents once through their attributes and gives every
+// node a copy (issue 18): each node still has its own objects, with the attribute values the
+// helper and Config::SetDefault asked for, each installed on its own node.
+TEST(MgmtAgents, EveryNodeGetsItsOwnAgentsWithTheHelpersAttributes)
+{
+    Config::SetDefault("ns3::IbMadDispatcher::ProcessingDelay", TimeValue(NanoSeconds(3)));
+    IbFabric f = IbFabricHelper().Build(BuildTopologyFromSpec("fat-tree:k=4"));
+    IbMgmtHelper mh;
+    mh.SetSmaAttribute("VendorId", UintegerValue(0x1234));
+    mh.SetSmaAttribute("TrapRepeats", UintegerValue(7));
+    mh.SetPmaAttribute("RespTimeValue", UintegerValue(5));
+    EXPECT_EQ(mh.Install(f), f.nodes.GetN());
+    Config::SetDefault("ns3::IbMadDispatcher::ProcessingDelay", TimeValue(Seconds(0)));
+    std::set<const void*> objects;
+    for (uint32_t i = 0; i < f.nodes.GetN(); ++i)
+    {
+        Ptr<Node> node = f.nodes.Get(i);
+        Ptr<IbMadDispatcher> d = IbMgmtHelper::GetDispatcher(node);
+        Ptr<IbSmaAgent> sma = IbMgmtHelper::GetSma(node);
+        Ptr<IbPmaAgent> pma = IbMgmtHelper::GetPma(node);
+        ASSERT_TRUE(d && sma && pma) << "node " << i;
+        EXPECT_TRUE(objects.insert(PeekPointer(d)).second);
+        EXPECT_TRUE(objects.insert(PeekPointer(sma)).second);
+        EXPECT_TRUE(objects.insert(PeekPointer(pma)).second);
+        EXPECT_EQ(d->GetNode(), node);
+        TimeValue delay;
+        d->GetAttribute("ProcessingDelay", delay);
+        EXPECT_EQ(delay.Get(), NanoSeconds(3)) << "node " << i;
+        UintegerValue v;
+        sma->GetAttribute("VendorId", v);
+        EXPECT_EQ(v.Get(), 0x1234u) << "node " << i;
+        sma->GetAttribute("TrapRepeats", v);
+        EXPECT_EQ(v.Get(), 7u) << "node " << i;
+        pma->GetAttribute("RespTimeValue", v);
+        EXPECT_EQ(v.Get(), 5u) << "node " << i;
+    }
     Simulator::Destroy();
 }
 
