@@ -28,6 +28,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <deque>
 #include <random>
 #include <set>
@@ -995,6 +996,46 @@ TEST(MgmtAgents, LidRoutedSmpAfterSubnetSetup)
     {
         EXPECT_EQ(b.port[lid], swR->GetLftEntry(static_cast<uint16_t>(lid))) << lid;
     }
+}
+
+// The SMI keeps one IbReceivedMad from MAD to MAD (issue 18): a GMP that follows an SMP at the
+// same node reaches its agent as in a fresh one, without the SMP (IbReceivedMad::smp all
+// zeros, as IbSmp() writes it).
+TEST(MgmtAgents, AGmpAfterAnSmpCarriesNoneOfIt)
+{
+    Line l;
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(l.f.nodes);
+    const uint16_t h1Lid = subnet.GetLid(l.f.hosts.Get(1));
+    l.RunUntil(MicroSeconds(5));
+    Ptr<IbMadDispatcher> h1 = IbMgmtHelper::GetDispatcher(l.f.hosts.Get(1));
+    constexpr uint8_t kTestClass = 0x0A; // no agent of the model serves it
+    std::vector<std::array<uint8_t, 256>> smpsSeen;
+    h1->SetGsiHandler(kTestClass, Callback<void, const IbReceivedMad&>(
+                                      [&smpsSeen](const IbReceivedMad& m) {
+                                          std::array<uint8_t, 256> b{};
+                                          m.smp.WriteTo(b.data());
+                                          smpsSeen.push_back(b);
+                                      }));
+    IbSmp smp = IbSmp::MakeLidRouted(IbMadMethod::Get, IbSmAttr::NodeInfo, 0, 4242);
+    Simulator::Schedule(MicroSeconds(1), [&l, smp, h1Lid]() {
+        l.h0->SendLidRoutedSmp(1, smp, h1Lid);
+    });
+    std::array<uint8_t, 256> gmp{};
+    gmp[0] = 1; // BaseVersion
+    gmp[1] = kTestClass;
+    gmp[2] = 1; // ClassVersion
+    gmp[3] = IbMadMethod::Get;
+    Simulator::Schedule(MicroSeconds(3), [&l, gmp, h1Lid]() {
+        l.h0->SendGmp(1, gmp.data(), h1Lid, 1, 0);
+    });
+    l.RunUntil(MicroSeconds(30));
+    ASSERT_EQ(l.got.size(), 1u); // the SMP reached h1's SMA, which answered
+    EXPECT_EQ(l.got[0].smp.Mad().GetTransactionId(), 4242u);
+    ASSERT_EQ(smpsSeen.size(), 1u);
+    std::array<uint8_t, 256> fresh{};
+    IbSmp().WriteTo(fresh.data());
+    EXPECT_EQ(smpsSeen[0], fresh);
 }
 
 TEST(MgmtAgents, PmaCountersAfterTrafficWithResetSemantics)

@@ -104,6 +104,7 @@ IbMadDispatcher::DoDispose()
     m_gsi.clear();
     m_paced.clear();
     m_pacedRetry.Cancel();
+    m_rxMad = IbReceivedMad(); // its port
     Object::DoDispose();
 }
 
@@ -336,7 +337,27 @@ IbMadDispatcher::Receive(Ptr<IbNetDevice> in, const RxBytes& rx, uint8_t vl)
     {
         return;
     }
-    IbReceivedMad m;
+    // The dispatcher's IbReceivedMad, or a fresh one for a receipt nested in another.
+    std::optional<IbReceivedMad> nested;
+    const bool reuse = !m_rxMadInUse;
+    IbReceivedMad& m = reuse ? m_rxMad : nested.emplace();
+    struct InUse
+    {
+        bool& flag;
+        bool was;
+
+        explicit InUse(bool& f)
+            : flag(f),
+              was(f)
+        {
+            flag = true;
+        }
+
+        ~InUse()
+        {
+            flag = was;
+        }
+    } inUse(m_rxMadInUse);
     m.port = in;
     m.portNumber = portNumber;
     m.vl = vl;
@@ -363,7 +384,8 @@ IbMadDispatcher::Receive(Ptr<IbNetDevice> in, const RxBytes& rx, uint8_t vl)
             Drop(rx, IbMadDropReason::WrongClassOnQp0);
             return;
         }
-        m.smp.ReadFrom(m.view.mad.data());
+        m.smp.ReadFrom(m.view.mad.data()); // every field, as a fresh IbSmp's ReadFrom
+        m_rxMadSmpRead = m_rxMadSmpRead || reuse;
         if (cls == IbMgmtClass::SubnDirected)
         {
             ReceiveDirected(m, rx);
@@ -383,6 +405,11 @@ IbMadDispatcher::Receive(Ptr<IbNetDevice> in, const RxBytes& rx, uint8_t vl)
         {
             Drop(rx, IbMadDropReason::BadQkey);
             return;
+        }
+        if (reuse && m_rxMadSmpRead)
+        {
+            m.smp = IbSmp(); // a GMP carries no SMP: as in a fresh IbReceivedMad
+            m_rxMadSmpRead = false;
         }
         Deliver(m, rx);
         return;
@@ -641,6 +668,22 @@ IbMadDispatcher::SendDirectedSmpOut(uint8_t out, const IbSmp& smp, bool returnin
     return SendSmpBytesOut(out, bytes, kPermissive, kPermissive);
 }
 
+void
+IbMadDispatcher::WriteMadTransport(uint8_t* packet, uint32_t destQp, uint32_t srcQp,
+                                   uint32_t qkey)
+{
+    // IBA vol. 1 §13.5.1: a MAD is a UD SEND Only; its BTH and DETH as IbWriteMadPacket
+    // writes them (every field not set here keeps the header's default).
+    m_sendBth.SetOpCode(kIbUdSendOnly);
+    m_sendBth.SetPkey(IbBthHeader::kDefaultPkey);
+    m_sendBth.SetDestQp(destQp);
+    m_sendBth.SetPsn(m_psn++ & IbBthHeader::kMax24);
+    m_sendBth.WriteTo(packet);
+    m_sendDeth.SetQkey(qkey);
+    m_sendDeth.SetSrcQp(srcQp);
+    m_sendDeth.WriteTo(packet + IbBthHeader::kSize);
+}
+
 bool
 IbMadDispatcher::SendSmpBytesOut(uint8_t out, uint8_t* packet, uint16_t dlid, uint16_t slid)
 {
@@ -650,8 +693,7 @@ IbMadDispatcher::SendSmpBytesOut(uint8_t out, uint8_t* packet, uint16_t dlid, ui
         return false;
     }
     // QP0 to QP0; the SMI ignores the Q_Key (§13.5.1), sent as 0.
-    IbWriteMadPacket(packet, packet + kIbMadTransportBytes, kIbSmiQp, kIbSmiQp, 0,
-                     IbBthHeader::kDefaultPkey, m_psn++ & IbBthHeader::kMax24);
+    WriteMadTransport(packet, kIbSmiQp, kIbSmiQp, 0);
     return port->SendManagementBytes(packet, kIbMadTransportBytes + kIbMadBytes, dlid, slid, 0,
                                      kIbManagementVl);
 }
@@ -799,8 +841,8 @@ IbMadDispatcher::SendGmp(uint8_t port, const uint8_t* mad, uint16_t dlid, uint32
         }
     }
     uint8_t bytes[kIbMadTransportBytes + kIbMadBytes];
-    IbWriteMadPacket(bytes, mad, destQp, kIbGsiQp, IbDethHeader::kGsiQkey,
-                     IbBthHeader::kDefaultPkey, m_psn++ & IbBthHeader::kMax24);
+    std::memcpy(bytes + kIbMadTransportBytes, mad, kIbMadBytes);
+    WriteMadTransport(bytes, destQp, kIbGsiQp, IbDethHeader::kGsiQkey);
     if (!dev->SendManagementBytes(bytes, sizeof(bytes), dlid, GetLid(out), sl, vl))
     {
         Drop(nullptr, IbMadDropReason::SendFailed);

@@ -16,6 +16,7 @@
 #include <array>
 #include <deque>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace ns3
@@ -214,6 +215,13 @@ class IbMadDispatcher : public Object
     /// Port a switch's own LID-routed packet leaves by (0: none).
     uint8_t RouteFromSwitch(uint16_t dlid) const;
     bool PortUsable(uint8_t n) const;
+    /**
+     * BTH (UD SEND Only, default P_Key, this node's next PSN) and DETH into the first
+     * kIbMadTransportBytes of `packet`, as IbWriteMadPacket writes them, from headers kept in
+     * the dispatcher (IbWriteMadPacket's are thread-local: two lookups of a shared library's
+     * thread-local storage per packet-hop).
+     */
+    void WriteMadTransport(uint8_t* packet, uint32_t destQp, uint32_t srcQp, uint32_t qkey);
     /// Queues what SendGmpResponses holds while the port has room; reschedules itself if not.
     void SendPacedGmps();
     /// Port and VL a GMP to `dlid` on `sl` leaves by (port 0: none).
@@ -233,6 +241,16 @@ class IbMadDispatcher : public Object
     IbLrhHeader m_forwardLrh; ///< ForwardDirectedSmp's reading of the LRH (no Header per hop)
     IbBthHeader m_forwardBth; ///< and of the BTH
     uint32_t m_psn = 0;
+    IbBthHeader m_sendBth;   ///< WriteMadTransport's (only the fields it sets ever change)
+    IbDethHeader m_sendDeth; ///< and DETH
+    /**
+     * Receive's IbReceivedMad, kept from MAD to MAD: its five ns-3 Headers, built and destroyed
+     * for every MAD a node takes, cost more than reading the MAD. A receipt nested in another
+     * (were a handler to make this node receive at once) gets a fresh one.
+     */
+    IbReceivedMad m_rxMad;
+    bool m_rxMadInUse = false;
+    bool m_rxMadSmpRead = false; ///< m_rxMad.smp holds a MAD read before (not IbSmp())
     struct PacedGmp
     {
         uint8_t port;
