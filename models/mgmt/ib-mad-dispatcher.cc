@@ -432,7 +432,12 @@ IbMadDispatcher::ForwardDirectedSmp(uint8_t inPort, const RxBytes& rx)
     }
     m_forwardLrh.ReadFrom(rx.bytes);
     m_forwardBth.ReadFrom(rx.bytes + kLrh);
-    const uint8_t* in = rx.bytes + kLrh + kIbMadTransportBytes;
+    // The packet to send on is the one that came in, edited where it lies: BTH, DETH and MAD
+    // follow the LRH in the receiver's copy (rx.bytes), and a new BTH and DETH are written over
+    // the old ones, which are not read again.
+    uint8_t* packet = rx.bytes + kLrh;
+    uint8_t* mad = packet + kIbMadTransportBytes;
+    const uint8_t* in = mad;
     if (m_forwardLrh.GetLnh() != IbLnh::IbaLocal || m_forwardBth.GetOpCode() != kIbUdSendOnly ||
         m_forwardBth.GetPadCnt() != 0 || m_forwardBth.GetDestQp() != kIbSmiQp ||
         in[1] != IbMgmtClass::SubnDirected)
@@ -446,8 +451,6 @@ IbMadDispatcher::ForwardDirectedSmp(uint8_t inPort, const RxBytes& rx)
     {
         return false;
     }
-    uint8_t packet[kIbMadTransportBytes + kIbMadBytes];
-    uint8_t* mad = packet + kIbMadTransportBytes;
     uint8_t out;
     if (!returning)
     {
@@ -460,7 +463,6 @@ IbMadDispatcher::ForwardDirectedSmp(uint8_t inPort, const RxBytes& rx)
         {
             return false;
         }
-        std::memcpy(mad, in, kIbMadBytes);
         mad[IbSmp::kReturnPathOffset + hp] = inPort;
         mad[IbSmp::kHopPointerOffset] = static_cast<uint8_t>(hp + 1);
     }
@@ -475,7 +477,6 @@ IbMadDispatcher::ForwardDirectedSmp(uint8_t inPort, const RxBytes& rx)
         {
             return false;
         }
-        std::memcpy(mad, in, kIbMadBytes);
         mad[IbSmp::kHopPointerOffset] = static_cast<uint8_t>(hp - 1);
     }
     IbSmp::Canonicalize(mad);

@@ -170,7 +170,9 @@ class IbMadDispatcher : public Object
      */
     struct RxBytes
     {
-        const uint8_t* bytes = nullptr; ///< the first min(size, kIbMaxMadPacketBytes) bytes
+        /// The first min(size, kIbMaxMadPacketBytes) bytes: the receiver's own copy, which
+        /// ForwardDirectedSmp edits in place into the packet it sends on.
+        uint8_t* bytes = nullptr;
         uint32_t size = 0;              ///< the packet's length, LRH .. VCRC
         const IbFrame* frame = nullptr; ///< the frame they were read from (valid during receipt)
         Ptr<const Packet> packet;       ///< or the Packet they were read from
