@@ -249,7 +249,7 @@ AuditTx(HopAudit* a, EthNetDevice* port, const EthFrame& f)
 {
     // The port's Tx trace follows the push for the same frame: the hop's txBytes are the wire
     // bytes sent before this frame, over every priority.
-    if (f.kind != EthFrameKind::Udp || !f.intRec || f.intRec->echo || a->pending.empty())
+    if (f.kind != EthFrameKind::Udp || !f.intPush || a->pending.empty())
     {
         return;
     }

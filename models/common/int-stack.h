@@ -30,11 +30,28 @@ struct IntHop
     uint64_t qlenBytes = 0;   ///< bytes queued on the port (all classes) after this packet left
 };
 
-/// The hop records of one packet, in path order.
+/// The hop records of one packet, in path order. Only hops[0, nHops) mean anything: the slots
+/// beyond are never read (a reader stops at nHops), so a copy or a recycled stack may leave
+/// them as they were.
 struct IntStack
 {
     uint8_t nHops = 0;
     std::array<IntHop, kIntStackCapacity> hops{};
+
+    /// Copies `o`'s hop count and its hops in use, not the slots beyond: a stack is 264 bytes,
+    /// the hops of a fat-tree path (at most 5) 160 of them, and each copy on the INT path
+    /// (the receiver's echo, the ACK's record, the sender's previous echo) writes lines that
+    /// are cold. A count beyond the capacity (a malformed echo) is kept; only the capacity is
+    /// copied.
+    void CopyHopsFrom(const IntStack& o)
+    {
+        nHops = o.nHops;
+        const uint32_t n = nHops < kIntStackCapacity ? nHops : kIntStackCapacity;
+        for (uint32_t j = 0; j < n; ++j)
+        {
+            hops[j] = o.hops[j];
+        }
+    }
 };
 
 /// Bytes an INT stack of `maxHops` slots adds to a packet on the wire: the HPCC simulator's

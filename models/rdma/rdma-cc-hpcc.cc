@@ -49,11 +49,13 @@ RdmaCcHpcc::GetTypeId()
                           MakeDataRateChecker())
             .AddAttribute("MinRate", "Lowest rate (bit/s; run.py MIN_RATE 1000 Mb/s).",
                           DataRateValue(DataRate("1000Mbps")),
-                          MakeDataRateAccessor(&RdmaCcHpcc::m_minRate), MakeDataRateChecker())
+                          MakeDataRateAccessor(&RdmaCcHpcc::SetMinRate, &RdmaCcHpcc::GetMinRate),
+                          MakeDataRateChecker())
             .AddAttribute("BaseRtt",
                           "T: the base round-trip time (the simulator's GLOBAL_T 1 uses the "
                           "fabric's largest; about 12.3 us on the HPCC paper fat-tree), time.",
-                          TimeValue(MicroSeconds(13)), MakeTimeAccessor(&RdmaCcHpcc::m_baseRtt),
+                          TimeValue(MicroSeconds(13)),
+                          MakeTimeAccessor(&RdmaCcHpcc::SetBaseRtt, &RdmaCcHpcc::GetBaseRtt),
                           MakeTimeChecker(NanoSeconds(1)))
             .AddAttribute("Window",
                           "W, the base window in bytes; 0 = the bandwidth-delay product, line "
@@ -84,6 +86,45 @@ RdmaCcHpcc::GetTypeId()
 }
 
 void
+RdmaCcHpcc::SetBaseRtt(Time t)
+{
+    m_baseRtt = t;
+    m_baseRttS = t.GetSeconds();
+}
+
+Time
+RdmaCcHpcc::GetBaseRtt() const
+{
+    return m_baseRtt;
+}
+
+void
+RdmaCcHpcc::SetMinRate(DataRate r)
+{
+    m_minRate = r;
+    m_minRateBps = static_cast<double>(r.GetBitRate());
+}
+
+DataRate
+RdmaCcHpcc::GetMinRate() const
+{
+    return m_minRate;
+}
+
+RdmaCcHpcc::Qp*
+RdmaCcHpcc::FindSlow(uint32_t qpn) const
+{
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end())
+    {
+        return nullptr;
+    }
+    m_lastQpn = qpn;
+    m_lastQp = const_cast<Qp*>(&it->second);
+    return m_lastQp;
+}
+
+void
 RdmaCcHpcc::OnQpStart(uint32_t qpn, uint64_t lineRateBps)
 {
     Qp& q = m_qps[qpn];
@@ -102,6 +143,10 @@ RdmaCcHpcc::OnQpStart(uint32_t qpn, uint64_t lineRateBps)
 void
 RdmaCcHpcc::OnQpStop(uint32_t qpn)
 {
+    if (m_lastQp && m_lastQpn == qpn)
+    {
+        m_lastQp = nullptr;
+    }
     m_qps.erase(qpn);
 }
 
@@ -134,8 +179,8 @@ RdmaCcHpcc::OnEcnMarkedReceive(uint32_t)
 void
 RdmaCcHpcc::OnIntAck(uint32_t qpn, uint32_t psnEnd, uint32_t sndNxt, const IntStack& stack)
 {
-    auto it = m_qps.find(qpn);
-    if (it == m_qps.end())
+    Qp* qp = Find(qpn);
+    if (!qp)
     {
         return;
     }
@@ -144,13 +189,13 @@ RdmaCcHpcc::OnIntAck(uint32_t qpn, uint32_t psnEnd, uint32_t sndNxt, const IntSt
         m_badEchoes++;
         return;
     }
-    Qp& q = it->second;
+    Qp& q = *qp;
     if (!q.started)
     {
         // The first echo has no predecessor to difference against: record it.
         q.started = true;
         q.lastUpdatePsn = sndNxt;
-        q.prev = stack;
+        q.prev.CopyHopsFrom(stack);
         return;
     }
     // Once per round trip, when the ACK passes what was next to send at the last full update,
@@ -171,7 +216,7 @@ RdmaCcHpcc::OnIntAck(uint32_t qpn, uint32_t psnEnd, uint32_t sndNxt, const IntSt
 void
 RdmaCcHpcc::Update(uint32_t qpn, Qp& q, const IntStack& stack, bool fastReact)
 {
-    const double t = m_baseRtt.GetSeconds();
+    const double t = m_baseRttS;
     double maxU = 0;
     double tau = 0;
     bool any = false;
@@ -199,7 +244,7 @@ RdmaCcHpcc::Update(uint32_t qpn, Qp& q, const IntStack& stack, bool fastReact)
         }
         any = true;
     }
-    q.prev = stack;
+    q.prev.CopyHopsFrom(stack);
     if (!any)
     {
         return;
@@ -222,7 +267,7 @@ RdmaCcHpcc::Update(uint32_t qpn, Qp& q, const IntStack& stack, bool fastReact)
         rate = q.curRate + q.rateAi;
         stage = q.stage + 1;
     }
-    rate = std::min(q.line, std::max(static_cast<double>(m_minRate.GetBitRate()), rate));
+    rate = std::min(q.line, std::max(m_minRateBps, rate));
     m_utilTrace(qpn, q.u);
     if (rate != q.rate)
     {
@@ -239,19 +284,23 @@ RdmaCcHpcc::Update(uint32_t qpn, Qp& q, const IntStack& stack, bool fastReact)
 uint64_t
 RdmaCcHpcc::GetRate(uint32_t qpn) const
 {
-    auto it = m_qps.find(qpn);
-    return it == m_qps.end() ? 0 : static_cast<uint64_t>(std::llround(it->second.rate));
+    const Qp* q = Find(qpn);
+    return q ? static_cast<uint64_t>(std::llround(q->rate)) : 0;
 }
 
 uint64_t
 RdmaCcHpcc::GetWindow(uint32_t qpn) const
 {
-    auto it = m_qps.find(qpn);
-    if (it == m_qps.end() || !m_hasWindow)
+    if (!m_hasWindow)
     {
         return 0;
     }
-    const Qp& q = it->second;
+    const Qp* qp = Find(qpn);
+    if (!qp)
+    {
+        return 0;
+    }
+    const Qp& q = *qp;
     if (!m_varWindow || q.line <= 0)
     {
         return q.window;

@@ -67,6 +67,8 @@ class RdmaCcHpcc : public RdmaCongestionControl
   private:
     struct Qp
     {
+        // What GetRate and GetWindow read for every packet sent comes first; the previous
+        // echo, read once per ACK, last.
         double line = 0;
         double rate = 0;    ///< R
         double curRate = 0; ///< Rc, the reference rate
@@ -80,17 +82,37 @@ class RdmaCcHpcc : public RdmaCongestionControl
     };
     void Update(uint32_t qpn, Qp& q, const IntStack& stack, bool fastReact);
 
+    void SetBaseRtt(Time t);
+    Time GetBaseRtt() const;
+    void SetMinRate(DataRate r);
+    DataRate GetMinRate() const;
+
+    /// The QP's state, or null. The engine asks for the same QP several times in a row (the
+    /// window and the rate of the packet it sends, the echo of an ACK then the window of the
+    /// packet it releases): the last one found is kept, so those cost no hash (a division by
+    /// the bucket count) and no bucket load. Nodes of an unordered_map stay where they are
+    /// until erased (OnQpStop forgets the kept one).
+    Qp* Find(uint32_t qpn) const
+    {
+        return m_lastQp && m_lastQpn == qpn ? m_lastQp : FindSlow(qpn);
+    }
+    Qp* FindSlow(uint32_t qpn) const;
+
     double m_eta = 0.95;
     uint32_t m_maxStage = 0;
     DataRate m_rateAi;
     DataRate m_minRate;
     Time m_baseRtt;
+    double m_baseRttS = 0;    ///< m_baseRtt in seconds (Update's T, once per ACK)
+    double m_minRateBps = 0;  ///< m_minRate as a double
     uint64_t m_windowBytes = 0;
     bool m_hasWindow = true;
     bool m_varWindow = true;
     bool m_fastReact = true;
     uint64_t m_badEchoes = 0;
     std::unordered_map<uint32_t, Qp> m_qps;
+    mutable uint32_t m_lastQpn = 0;
+    mutable Qp* m_lastQp = nullptr;
     TracedCallback<uint32_t, double> m_rateTrace;
     TracedCallback<uint32_t, double> m_utilTrace;
 };

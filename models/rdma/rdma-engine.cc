@@ -256,6 +256,7 @@ RdmaEngine::DoDispose()
         c->ackTimer.Cancel();
     }
     m_ctx.clear();
+    m_ctxByQpn.clear();
     m_graveyard.clear();
     m_buryEvent.Cancel();
     m_pump.Cancel();
@@ -337,6 +338,14 @@ RdmaEngine::GetResponderState(uint32_t qpn) const
 RdmaQpContext*
 RdmaEngine::FindContext(uint32_t qpn)
 {
+    if (qpn < m_ctxByQpn.size())
+    {
+        return m_ctxByQpn[qpn];
+    }
+    if (qpn < kDirectContexts)
+    {
+        return nullptr;
+    }
     auto it = m_ctx.find(qpn);
     return it == m_ctx.end() ? nullptr : it->second.get();
 }
@@ -344,14 +353,24 @@ RdmaEngine::FindContext(uint32_t qpn)
 RdmaQpContext*
 RdmaEngine::Context(Ptr<RdmaQp> qp)
 {
-    auto& slot = m_ctx[qp->GetQpNum()];
-    if (!slot)
+    const uint32_t qpn = qp->GetQpNum();
+    RdmaQpContext* c = FindContext(qpn);
+    if (!c)
     {
+        auto& slot = m_ctx[qpn];
         slot = std::make_unique<RdmaQpContext>();
         slot->qp = qp;
-        slot->qpn = qp->GetQpNum();
+        slot->qpn = qpn;
+        c = slot.get();
+        if (qpn < kDirectContexts)
+        {
+            if (m_ctxByQpn.size() <= qpn)
+            {
+                m_ctxByQpn.resize(qpn + 1, nullptr);
+            }
+            m_ctxByQpn[qpn] = c;
+        }
     }
-    RdmaQpContext* c = slot.get();
     const RdmaQpAttr& a = qp->GetAttr();
     const RdmaQpState s = a.qp_state;
     if (!c->respStarted && (s == RdmaQpState::RTR || s == RdmaQpState::RTS ||
@@ -407,6 +426,10 @@ RdmaEngine::DropContext(uint32_t qpn)
     c.queued = false;
     m_graveyard.push_back(std::move(it->second));
     m_ctx.erase(it);
+    if (qpn < m_ctxByQpn.size())
+    {
+        m_ctxByQpn[qpn] = nullptr;
+    }
     if (!m_buryEvent.IsRunning())
     {
         m_buryEvent = Simulator::ScheduleNow(&RdmaEngine::Bury, this);
@@ -626,6 +649,10 @@ RdmaEngine::SendResponses(LaneSet& full)
                 m_counters.txRefused++;
             }
             m_sentTrace(p.qpn, opcode, psn, static_cast<uint32_t>(p.bytes.size()), false);
+            if (p.intEcho)
+            {
+                m_spareEchoes.push_back(std::move(p.intEcho));
+            }
             lane.packets.pop_front();
             --m_responseCount;
         }
@@ -851,7 +878,18 @@ RdmaEngine::QueueResponse(RdmaQpContext& c, std::vector<uint8_t>&& bytes, const 
     if (m_rxInt && !p.bytes.empty() && p.bytes[0] == IbOpcode::kRcAcknowledge)
     {
         // HPCC (Li et al. 2019 §3.2): the ACK carries the INT of the packet it acknowledges.
-        p.intEcho = std::make_unique<IntStack>(*m_rxInt);
+        // Its hops only, into a stack an earlier ACK used (SendResponses gives them back): a
+        // new one would be zeroed in all 264 bytes first.
+        if (m_spareEchoes.empty())
+        {
+            p.intEcho = std::make_unique<IntStack>();
+        }
+        else
+        {
+            p.intEcho = std::move(m_spareEchoes.back());
+            m_spareEchoes.pop_back();
+        }
+        p.intEcho->CopyHopsFrom(*m_rxInt);
     }
     const uint16_t key = LaneKey(p.av.port_num, p.av.sl);
     auto lane = std::find_if(m_responseLanes.begin(), m_responseLanes.end(),

@@ -456,6 +456,7 @@ EthFrame::ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& f)
 {
     f.icrcPending = false;
     f.intRec = nullptr;
+    f.intPush = false;
     f.intBytes = 0;
     if (len < kEthHeaderBytes)
     {

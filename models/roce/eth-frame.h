@@ -84,15 +84,35 @@ const char* EthParseErrorName(EthParseError e);
 /**
  * \brief The INT stack a frame carries (HPCC paper §3.2), kept beside the frame record so
  * that frames without telemetry pay one pointer for it. Pooled like the frames.
+ *
+ * Aligned to a cache line, so that the hop count and the hops of a fat-tree path (5) fill
+ * exactly three lines (hop j at bytes 16 + 32 j) and a reader knows which to fetch
+ * (EthNetDevice::ReceiveFrame). A recycled record is fresh in its first line only: the hop
+ * slots beyond the count keep what a previous frame wrote, never read (IntStack).
  */
-struct EthIntRecord
+struct alignas(64) EthIntRecord
 {
-    // The flags a switch checks come first, in the cache line of the hop count and the first
-    // hops: a switch's push (EthSwitch::PushIntHop) then touches one or two lines, not three.
+    // What a switch's push (EthSwitch::PushIntHop) reads is in the line of the first hop.
     uint8_t maxHops = kIntDefaultMaxHops; ///< slots of the stack (hops beyond are not pushed)
-    bool echo = false;   ///< an ACK carrying a receiver's echo: switches do not push into it
     bool inPool = false;
     IntStack stack;
+
+    /// What SimObjectPool does to a recycled record (HasResetForReuse): its first line fresh
+    /// (limit, hop count) and nothing more. The hop slots beyond the count are never read
+    /// (IntStack), and the switches overwrite each as they push; assigning EthIntRecord()
+    /// instead wrote all five lines of a record that left the caches since its last frame, on
+    /// every data packet and ACK of an INT flow.
+    void ResetForReuse()
+    {
+        maxHops = kIntDefaultMaxHops;
+        stack.nHops = 0;
+    }
+
+    /// Lines that hold the hop count and `hops` hops.
+    static constexpr uint32_t LinesFor(uint32_t hops)
+    {
+        return (16 + 32 * hops + 63) / 64;
+    }
 };
 
 /**
@@ -120,7 +140,10 @@ struct alignas(64) EthFrame
     uint8_t pcp = 0; ///< 802.1Q priority code point (when tagged)
     bool ipv6 = false;
     uint8_t mmuBucket = 0; ///< where the switch MMU charged the frame (SharedBufferMmu)
-    bool inPool = false;
+    /// Switches append a hop to this frame's INT record (intRec) at every egress: a data
+    /// packet of an INT flow. An ACK that echoes a receiver's stack has a record and not this
+    /// flag, so a switch leaves it, and its record, untouched (EthSwitch::NotifyDequeue).
+    bool intPush = false;
     uint16_t inPort = 0;   ///< switch ingress port (1-based)
     uint32_t bytes = 0;    ///< frame size, destination MAC through FCS (padding included)
     uint32_t linkGeneration = 0;
@@ -164,6 +187,7 @@ struct alignas(64) EthFrame
     /// Leading payload bytes kept in the record (instead of `payload`): how many, and them.
     static constexpr uint32_t kInlinePayloadBytes = 64;
     uint8_t inlineLength = 0;
+    bool inPool = false; ///< on the pool's free list (read only by the pool)
     std::array<uint8_t, kInlinePayloadBytes> inlinePayload;
     /// Verbatim frames: the EtherType after the optional tag (IPv4, IPv6 or ARP), and the IP
     /// protocol or IPv6 next header (0 for ARP).

@@ -843,9 +843,12 @@ EthNetDevice::SendUdpFrame(const EthUdpFlow& flow,
         uint32_t slots = flow.intMaxHops;
         if (flow.intEcho)
         {
-            rec->stack = *flow.intEcho;
-            rec->echo = true;
+            rec->stack.CopyHopsFrom(*flow.intEcho); // carried untouched: no intPush
             slots = std::max<uint32_t>(flow.intEchoSlots, flow.intEcho->nHops);
+        }
+        else
+        {
+            f->intPush = true;
         }
         slots = std::min(slots, kIntStackCapacity);
         rec->maxHops = static_cast<uint8_t>(slots);
@@ -1470,10 +1473,21 @@ EthNetDevice::ReceiveFrame(EthFrame* f)
         __builtin_prefetch(f->nextOnWire);
     }
     // A switch writes a hop into the frame's INT record when it leaves (EthSwitch::PushIntHop),
-    // in this event unless it queues: start fetching the record, a separate allocation.
-    if (f->intRec)
+    // in this event unless it queues: start fetching the record, a separate allocation. An
+    // ACK's echo passes switches untouched (no intPush); at a host the transport reads the
+    // whole stack (the receiver copies it into its ACK, the sender's HPCC differences it), so
+    // there every line a fat-tree path's hops fill is fetched.
+    if (f->intPush && m_switch)
     {
         __builtin_prefetch(f->intRec, 1);
+    }
+    else if (f->intRec && !m_switch)
+    {
+        const char* rec = reinterpret_cast<const char*>(f->intRec);
+        for (uint32_t line = 0; line < EthIntRecord::LinesFor(kIntDefaultMaxHops); ++line)
+        {
+            __builtin_prefetch(rec + 64 * line);
+        }
     }
     if (!IsLinkUp() || f->linkGeneration != m_channel->GetGeneration())
     {

@@ -389,9 +389,9 @@ EthSwitch::NotifyDequeue(EthNetDevice* out, EthFrame* f)
     {
         MaybeMark(out, f, out->GetQueueBytes(prio));
     }
-    // The switch's flag first: the frame's INT pointer is outside the record's first cache
-    // line, which holds what every hop reads.
-    if (m_intEnabled && f->intRec)
+    // The switch's flag first, then the frame's (in the frame's first line): an ACK's echo
+    // is not pushed into, and its record is not touched here.
+    if (m_intEnabled && f->intPush)
     {
         PushIntHop(out, f);
     }
@@ -406,10 +406,6 @@ void
 EthSwitch::PushIntHop(EthNetDevice* out, EthFrame* f)
 {
     EthIntRecord& r = *f->intRec;
-    if (r.echo)
-    {
-        return; // an ACK's echo describes the data path; it is carried untouched
-    }
     if (r.stack.nHops >= r.maxHops)
     {
         m_intOverflow++; // a path longer than the sender's hop limit: the tail goes unrecorded
