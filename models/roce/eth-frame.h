@@ -7,6 +7,7 @@
 
 #include "models/common/int-stack.h"
 
+#include "ns3/event-impl.h"
 #include "ns3/packet.h"
 
 #include <array>
@@ -115,6 +116,36 @@ struct alignas(64) EthIntRecord
     }
 };
 
+class EthNetDevice;
+
+/**
+ * \brief The event of a frame's arrival at the far end of a cable, built into the frame
+ * itself (EthFrame derives from it): EthNetDevice::Transmit schedules the frame, and the
+ * simulator runs EthNetDevice::ReceiveFrameEvent on `receiver` for it.
+ *
+ * Why not an event made by Simulator::Schedule: that is a heap allocation and a free per
+ * packet-hop, and an object written at the sender and read at the arrival, after thousands of
+ * other events, from a line that has left the caches, followed by the frame's first line,
+ * which has too. Built in, the event is in the frame's first line, so the scheduler's fetch of
+ * the next event's object (FifoHeapScheduler::RemoveNext prefetches it while the event before
+ * it runs) brings in the line the receiving port reads first. The order of events is unchanged:
+ * Simulator::ScheduleWithContext with an EventImpl inserts it as Schedule would.
+ *
+ * The reference count: the simulator drops one reference after running an event (and at
+ * Simulator::Destroy for one never run), so the sender adds one before each schedule
+ * (EthNetDevice::Transmit) and the frame keeps its own from construction: it never reaches
+ * zero, and the frame's pool, not the simulator, owns the memory. Copying or assigning a frame
+ * leaves a count as it was (SimpleRefCount's copy and assignment do not copy it).
+ */
+class EthFrameArrival : public EventImpl
+{
+  public:
+    EthNetDevice* receiver = nullptr; ///< the port at the far end of the cable
+
+  protected:
+    void Notify() override; ///< (eth-net-device.cc) receiver->ReceiveFrameEvent(this frame)
+};
+
 /**
  * \brief A frame in flight through the Ethernet fabric.
  *
@@ -127,10 +158,11 @@ struct alignas(64) EthIntRecord
  * memory that reads as zeros), carries only its headers, in the frame record: no ns-3 Packet to
  * make, touch at the far end and free. Read them with StoredPayloadBytes and CopyPayload.
  */
-struct alignas(64) EthFrame
+struct alignas(64) EthFrame : public EthFrameArrival
 {
-    // The fields every hop reads come first, in one cache line (the frame record is the one
-    // piece of memory each hop touches that was last touched a hop ago).
+    // The fields every hop reads come first, in one cache line with the arrival event (24
+    // bytes: the frame record is the one piece of memory each hop touches that was last touched
+    // a hop ago).
     EthFrameKind kind = EthFrameKind::Udp;
     uint8_t priority = 0; ///< traffic class on the current hop
     uint8_t ttl = 64;     ///< IPv4 TTL or IPv6 hop limit
@@ -151,16 +183,14 @@ struct alignas(64) EthFrame
     uint32_t dstIp = 0;
     uint16_t srcPort = 0;
     uint16_t dstPort = 0;
-    uint64_t dstMac = 0;   ///< 48-bit, most significant octet first on the wire
-    uint64_t srcMac = 0;
-    /// The frame sent next on the same cable, while this one is in flight (else null): a hint
-    /// the receiver uses to start fetching that frame's record before it arrives. Never
-    /// dereferenced.
-    const EthFrame* nextOnWire = nullptr;
     // INT telemetry (only frames of INT-enabled flows have a record; a switch writes a hop
     // into it at every egress). The record is owned by the frame and returned to its pool with
     // it (EthFramePool::Release).
     EthIntRecord* intRec = nullptr;
+    // Written at every hop (a switch rewrites both on the way out) but read only where bytes
+    // are made: outside the first line.
+    uint64_t dstMac = 0;   ///< 48-bit, most significant octet first on the wire
+    uint64_t srcMac = 0;
     // Read at the ends of the path, or only when bytes are made.
     int64_t sentPs = 0;    ///< when the frame left its source (for latency)
     uint64_t uid = 0;      ///< fabric-unique frame number, for traces

@@ -1190,20 +1190,20 @@ EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
     // Store and forward: the receiver acts when the frame's last bit is in, which is the
     // serialization time (less the inter-frame gap, which follows the frame) plus the cable.
     const int64_t flightPs = wirePs - m_ifgPs + m_channel->GetDelayPs();
-    // Frames on one cable arrive in the order sent: tell the one still in flight ahead of this
-    // one which record its receiver will want next (a prefetch hint, EthFrame::nextOnWire).
-    f->nextOnWire = nullptr;
-    if (m_lastOnWire && nowPs < m_lastArrivalPs)
-    {
-        m_lastOnWire->nextOnWire = f;
-    }
-    m_lastOnWire = f;
-    m_lastArrivalPs = nowPs + flightPs;
-    // Nothing ever cancels an arrival (a cable that goes down voids its frames by generation),
-    // so no EventId is made for it: ScheduleWithContext inserts the event as Schedule does,
-    // with the same timestamp, insertion number and context, without building an EventId.
+    // The arrival is the frame's own event (EthFrameArrival): one reference for the simulator
+    // to drop when it has run it. Nothing ever cancels an arrival (a cable that goes down voids
+    // its frames by generation), so no EventId is made for it: ScheduleWithContext inserts the
+    // event as Schedule does, with the same timestamp, insertion number and context.
+    f->receiver = peer;
+    f->Ref();
     Simulator::ScheduleWithContext(Simulator::GetContext(), PicoSeconds(flightPs),
-                                   &EthNetDevice::ReceiveFrameEvent, peer, f);
+                                   static_cast<EventImpl*>(f));
+}
+
+void
+EthFrameArrival::Notify()
+{
+    receiver->ReceiveFrameEvent(static_cast<EthFrame*>(this));
 }
 
 // ---- PFC generator ---------------------------------------------------------------------------
@@ -1466,12 +1466,6 @@ EthNetDevice::ReceiveFrameEvent(EthFrame* f)
 void
 EthNetDevice::ReceiveFrame(EthFrame* f)
 {
-    // The next frame on this cable arrives a serialization time from now; its record was
-    // written a hop ago and has likely left the cache (docs/performance.md).
-    if (f->nextOnWire)
-    {
-        __builtin_prefetch(f->nextOnWire);
-    }
     // A switch writes a hop into the frame's INT record when it leaves (EthSwitch::PushIntHop),
     // in this event unless it queues: start fetching the record, a separate allocation. An
     // ACK's echo passes switches untouched (no intPush); at a host the transport reads the

@@ -388,8 +388,6 @@ class EthNetDevice : public NetDevice
     uint8_t m_rrNext = 0;
     bool m_rrCredited = false;
     int64_t m_busyUntilPs = 0;
-    EthFrame* m_lastOnWire = nullptr; ///< the frame sent last (EthFrame::nextOnWire)
-    int64_t m_lastArrivalPs = -1;     ///< when it arrives: until then it is in flight
     EventId m_wake;
     int64_t m_wakeAtPs = -1;
 
