@@ -1,6 +1,7 @@
 // RdmaCcHpcc driven by hand-made INT stacks: the expected rates are worked out here from the
 // HPCC paper's rules (Algorithm 1 and the HPCC simulator's rate form), not read from the code.
 #include "models/rdma/rdma-cc-hpcc.h"
+#include "models/common/int-stack.h"
 
 #include "ns3/boolean.h"
 #include "ns3/data-rate.h"
@@ -188,4 +189,47 @@ TEST(RdmaCcHpcc, PsnWrapStillEndsTheRoundTrip)
     EXPECT_NEAR(cc->GetReferenceRate(7), 100e9, 1);
     cc->OnIntAck(7, 0x000003, 0x000006, OneHop(8, 100000, 0)); // after: full update
     EXPECT_LT(cc->GetReferenceRate(7), 100e9);
+}
+
+TEST(RdmaCcHpcc, QpsInterleavedKeepTheirOwnStateAndAStoppedQpIsForgotten)
+{
+    // The policy keeps the last QP it found (RdmaCcHpcc::Find): calls that alternate between
+    // QPs, and a QP stopped and its number started again, must each see their own state.
+    Ptr<RdmaCcHpcc> cc = MakeHpcc(); // QP 7 at 100 Gb/s
+    cc->OnQpStart(8, 25000000000ULL);
+    EXPECT_EQ(cc->GetRate(7), 100000000000ULL);
+    EXPECT_EQ(cc->GetRate(8), 25000000000ULL);
+    cc->OnIntAck(7, 1, 5, OneHop(0, 0, 0));
+    cc->OnIntAck(8, 1, 5, OneHop(0, 0, 0, 25000000000ULL));
+    cc->OnIntAck(7, 6, 12, OneHop(4, 50000, 30000)); // QP 7 at full load: R = 95.04 Gb/s
+    EXPECT_EQ(cc->GetRate(8), 25000000000ULL);      // QP 8 untouched
+    EXPECT_NEAR(cc->GetCurrentRate(7), 100e9 * 0.95 + 40e6, 1);
+    EXPECT_EQ(cc->GetWindow(8), 31250u); // 25 Gb/s x 10 us / 8, at line rate
+    EXPECT_GT(cc->GetRate(7), 0u); // QP 7 is now the one kept
+    cc->OnQpStop(7);
+    EXPECT_EQ(cc->GetRate(7), 0u);
+    EXPECT_EQ(cc->GetWindow(7), 0u);
+    cc->OnQpStart(7, 25000000000ULL); // the number again, a new QP: line rate, first echo
+    EXPECT_EQ(cc->GetRate(7), 25000000000ULL);
+    cc->OnIntAck(7, 1, 5, OneHop(10, 0, 0, 25000000000ULL));
+    EXPECT_EQ(cc->GetRate(7), 25000000000ULL); // only recorded
+}
+
+TEST(RdmaCcHpcc, BaseRttAndMinRateSetLaterAreUsed)
+{
+    // T and MinRate are kept as doubles by their attribute setters: a change after the QP
+    // started must reach the update (the EWMA's T, the floor of the rate).
+    Ptr<RdmaCcHpcc> cc = MakeHpcc();
+    cc->SetAttribute("MinRate", DataRateValue(DataRate("60Gbps")));
+    cc->OnIntAck(7, 1, 5, OneHop(0, 0, 1250000));
+    // Ten windows queued in both echoes: U = 1 + 10, u = (1 x 6 + 11 x 4) / 10 = 5, and
+    // R = 100G / (5 / 0.95) + 40M = 19.04 Gb/s, below the floor, which holds it at 60.
+    cc->OnIntAck(7, 6, 12, OneHop(4, 50000, 1250000));
+    EXPECT_NEAR(cc->GetUtilization(7), 5.0, 1e-12);
+    EXPECT_EQ(cc->GetRate(7), 60000000000ULL);
+    cc->SetAttribute("BaseRtt", TimeValue(MicroSeconds(4)));
+    // tau = 4 us = T: u is the sample alone, 50000 B in 4 us = 1.0 and no queue (min of the
+    // two echoes): u = 1.0 (with T still 10 us it would be (5 x 6 + 1 x 4) / 10 = 3.4).
+    cc->OnIntAck(7, 8, 12, OneHop(8, 100000, 0));
+    EXPECT_NEAR(cc->GetUtilization(7), 1.0, 1e-12);
 }

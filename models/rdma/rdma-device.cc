@@ -237,7 +237,7 @@ RdmaDevice::DetachAll(bool dispose)
         objects.clear();
     };
     detach(m_qps);
-    m_qpByNumber.clear();
+    m_qpByNumber.Clear();
     detach(m_ahs);
     detach(m_srqs);
     detach(m_cqs);
@@ -725,14 +725,7 @@ RdmaDevice::CreateQp(Ptr<RdmaPd> pd, RdmaQpInitAttr& init, int* err)
     qp->m_attr.cap = cap;
     qp->ResetAttributes();
     m_qps[qp->m_qpn] = qp;
-    if (qp->m_qpn < kDirectQpns)
-    {
-        if (m_qpByNumber.size() <= qp->m_qpn)
-        {
-            m_qpByNumber.resize(qp->m_qpn + 1, nullptr);
-        }
-        m_qpByNumber[qp->m_qpn] = PeekPointer(qp);
-    }
+    m_qpByNumber.Set(qp->m_qpn, PeekPointer(qp));
     ++pd->m_users;
     ++init.send_cq->m_users;
     ++init.recv_cq->m_users;
@@ -762,10 +755,7 @@ RdmaDevice::DestroyQp(Ptr<RdmaQp> qp)
     }
     qp->Clear();
     m_qps.erase(qp->m_qpn);
-    if (qp->m_qpn < m_qpByNumber.size())
-    {
-        m_qpByNumber[qp->m_qpn] = nullptr;
-    }
+    m_qpByNumber.Erase(qp->m_qpn);
     --qp->m_pd->m_users;
     --qp->m_sendCq->m_users;
     --qp->m_recvCq->m_users;
@@ -898,13 +888,10 @@ RdmaDevice::DestroyAh(Ptr<RdmaAh> ah)
 Ptr<RdmaQp>
 RdmaDevice::LookupQp(uint32_t qpn) const
 {
-    if (qpn < m_qpByNumber.size())
+    RdmaQp* qp;
+    if (m_qpByNumber.Lookup(qpn, &qp))
     {
-        return Ptr<RdmaQp>(m_qpByNumber[qpn]);
-    }
-    if (qpn < kDirectQpns)
-    {
-        return nullptr; // never made (the table reaches the highest QP number made)
+        return Ptr<RdmaQp>(qp);
     }
     auto it = m_qps.find(qpn);
     return it == m_qps.end() ? nullptr : it->second;

@@ -10,6 +10,7 @@
 #include "rdma-mr.h"
 #include "rdma-pd.h"
 #include "rdma-qp.h"
+#include "rdma-qpn-table.h"
 #include "rdma-srq.h"
 #include "rdma-types.h"
 
@@ -324,13 +325,9 @@ class RdmaDevice : public Object
     std::map<uint32_t, Ptr<RdmaCq>> m_cqs;
     std::map<uint32_t, Ptr<RdmaSrq>> m_srqs;
     std::map<uint32_t, Ptr<RdmaQp>> m_qps;
-    /// The alive QPs again, indexed by QP number below kDirectQpns (null: none), for the
-    /// lookup of every received packet (LookupQp): one load instead of a walk down m_qps's
-    /// tree, whose nodes a busy NIC's QPs have scattered out of the caches. QP numbers count
-    /// up from FirstQpNumber (0x100), so the table is as long as the highest number made.
-    /// Not owning: m_qps holds the references.
-    static constexpr uint32_t kDirectQpns = 1u << 16;
-    std::vector<RdmaQp*> m_qpByNumber;
+    /// The alive QPs again, by QP number (not owning: m_qps holds the references), for the
+    /// lookup of every received packet (LookupQp).
+    RdmaQpnTable<RdmaQp> m_qpByNumber;
     std::map<uint32_t, Ptr<RdmaAh>> m_ahs;
     std::unordered_map<uint32_t, Ptr<RdmaMr>> m_byLkey;
     std::unordered_map<uint32_t, Ptr<RdmaMr>> m_byRkey;

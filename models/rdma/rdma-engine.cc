@@ -256,7 +256,7 @@ RdmaEngine::DoDispose()
         c->ackTimer.Cancel();
     }
     m_ctx.clear();
-    m_ctxByQpn.clear();
+    m_ctxByQpn.Clear();
     m_graveyard.clear();
     m_buryEvent.Cancel();
     m_pump.Cancel();
@@ -338,13 +338,10 @@ RdmaEngine::GetResponderState(uint32_t qpn) const
 RdmaQpContext*
 RdmaEngine::FindContext(uint32_t qpn)
 {
-    if (qpn < m_ctxByQpn.size())
+    RdmaQpContext* c;
+    if (m_ctxByQpn.Lookup(qpn, &c))
     {
-        return m_ctxByQpn[qpn];
-    }
-    if (qpn < kDirectContexts)
-    {
-        return nullptr;
+        return c;
     }
     auto it = m_ctx.find(qpn);
     return it == m_ctx.end() ? nullptr : it->second.get();
@@ -362,14 +359,7 @@ RdmaEngine::Context(Ptr<RdmaQp> qp)
         slot->qp = qp;
         slot->qpn = qpn;
         c = slot.get();
-        if (qpn < kDirectContexts)
-        {
-            if (m_ctxByQpn.size() <= qpn)
-            {
-                m_ctxByQpn.resize(qpn + 1, nullptr);
-            }
-            m_ctxByQpn[qpn] = c;
-        }
+        m_ctxByQpn.Set(qpn, c);
     }
     const RdmaQpAttr& a = qp->GetAttr();
     const RdmaQpState s = a.qp_state;
@@ -426,10 +416,7 @@ RdmaEngine::DropContext(uint32_t qpn)
     c.queued = false;
     m_graveyard.push_back(std::move(it->second));
     m_ctx.erase(it);
-    if (qpn < m_ctxByQpn.size())
-    {
-        m_ctxByQpn[qpn] = nullptr;
-    }
+    m_ctxByQpn.Erase(qpn);
     if (!m_buryEvent.IsRunning())
     {
         m_buryEvent = Simulator::ScheduleNow(&RdmaEngine::Bury, this);

@@ -9,6 +9,7 @@
 #include "rdma-device.h"
 #include "rdma-link-port.h"
 #include "rdma-qp-context.h"
+#include "rdma-qpn-table.h"
 #include "rdma-selective-repeat.h"
 
 #include "ns3/event-id.h"
@@ -336,11 +337,9 @@ class RdmaEngine : public Object
     /// Echo stacks of ACKs already sent, for the next ACKs to reuse (QueueResponse).
     std::vector<std::unique_ptr<IntStack>> m_spareEchoes;
     std::unordered_map<uint32_t, std::unique_ptr<RdmaQpContext>> m_ctx;
-    /// m_ctx's contexts again, indexed by QP number below kDirectContexts (null: none): the
-    /// lookup of every packet received and sent costs one load instead of a hash (a division
-    /// by the bucket count) and a bucket walk (RdmaDevice::LookupQp's table, the same idea).
-    static constexpr uint32_t kDirectContexts = 1u << 16;
-    std::vector<RdmaQpContext*> m_ctxByQpn;
+    /// m_ctx's contexts again, by QP number (RdmaQpnTable): the lookup of every packet received
+    /// and sent costs one load instead of a hash (a division by the bucket count) and a bucket.
+    RdmaQpnTable<RdmaQpContext> m_ctxByQpn;
     /// Contexts dropped while engine code may still hold them; freed by a later event.
     std::vector<std::unique_ptr<RdmaQpContext>> m_graveyard;
     EventId m_buryEvent;
