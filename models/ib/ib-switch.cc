@@ -240,24 +240,13 @@ IbSwitch::DeliverToManagement(Ptr<IbNetDevice> in, IbFrame* frame)
 }
 
 Time
-IbSwitch::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, const IbLinkRate& rate,
-                       uint32_t delimiterBytes) const
-{
-    if (m_mode == static_cast<int>(IbForwardingMode::StoreAndForward) || bytes <= m_cutThroughBytes)
-    {
-        return txTime + propagation + m_latency;
-    }
-    // The routing decision needs the start delimiter and the first header bytes.
-    return rate.SerializationTime(CutThroughHeadBytes(delimiterBytes)) + propagation + m_latency;
-}
-
-Time
 IbSwitch::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, Time headTime) const
 {
     if (m_mode == static_cast<int>(IbForwardingMode::StoreAndForward) || bytes <= m_cutThroughBytes)
     {
         return txTime + propagation + m_latency;
     }
+    // The routing decision needs the start delimiter and the first header bytes.
     return headTime + propagation + m_latency;
 }
 

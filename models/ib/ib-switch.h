@@ -85,13 +85,11 @@ class IbSwitch : public Object
     void Forward(IbNetDevice* in, IbFrame* frame);
     /// The head of `queue` changed: register it with its output port.
     void NotifyHeadChanged(IbFrameQueue* queue);
-    /// Delay from the upstream port's transmission start to the arrival event here.
-    Time ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, const IbLinkRate& rate,
-                      uint32_t delimiterBytes) const;
     /**
-     * The same with the input link's time for the bytes a cut-through decision needs
-     * (`headTime`: CutThroughHeadBytes(delimiterBytes) at the link's rate) worked out by the
-     * caller, which keeps it from packet to packet.
+     * Delay from the upstream port's transmission start to the arrival event here. `headTime`
+     * is the input link's time for the bytes a cut-through decision needs
+     * (CutThroughHeadBytes(delimiterBytes) at the link's rate), worked out by the caller, which
+     * keeps it from packet to packet.
      */
     Time ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, Time headTime) const;
     /// What a cut-through decision waits for: the start delimiter and the first header bytes.
