@@ -369,3 +369,60 @@ TEST(RoceLink, FramesDamagedOnTheWireAreCountedAsBadFcs)
     EXPECT_NEAR(double(drops), expectLost, 5 * std::sqrt(expectLost));
     Simulator::Destroy();
 }
+
+namespace
+{
+
+/// When one UDP frame sent at 0 by port 0 of a two-host pair arrives at port 1 (ps), with the
+/// cable's length set after it was attached when `lateMeters` > 0.
+int64_t
+OneFrameArrivalPs(double builtMeters, double lateMeters)
+{
+    EthFabric fab = MakeEthPair("100Gbps", builtMeters);
+    Ptr<EthNetDevice> a = fab.HostPort(0);
+    Ptr<EthNetDevice> b = fab.HostPort(1);
+    if (lateMeters > 0)
+    {
+        b->GetEthChannel()->SetAttribute("Length", DoubleValue(lateMeters));
+    }
+    struct Rx
+    {
+        int64_t at = -1;
+        void Cb(Ptr<EthNetDevice>, const EthFrame&) { at = Simulator::Now().GetPicoSeconds(); }
+    } rx;
+    b->SetEthReceiveCallback(MakeCallback(&Rx::Cb, &rx));
+    EthUdpFlow flow;
+    flow.dstIp = fab.HostIp(1);
+    Simulator::Schedule(Time(0), [a, flow]() { a->SendUdp(flow, 1000); });
+    Simulator::Run();
+    Simulator::Destroy();
+    return rx.at;
+}
+
+} // namespace
+
+// The ports keep a copy of their cable's state (up, generation, delay) for the per-frame path;
+// the channel must push every change to it, including a length set after both ends attached.
+TEST(RoceLink, PortsFollowTheirCablesStateAfterAttaching)
+{
+    const int64_t direct = OneFrameArrivalPs(200.0, 0);
+    const int64_t lengthenedLater = OneFrameArrivalPs(2.0, 200.0);
+    const int64_t shortCable = OneFrameArrivalPs(2.0, 0);
+    ASSERT_GT(direct, 0);
+    EXPECT_EQ(lengthenedLater, direct);
+    EXPECT_EQ(direct - shortCable, 198 * 5000); // 198 m more at 5 ns/m
+
+    EthFabric fab = MakeEthPair();
+    Ptr<EthNetDevice> a = fab.HostPort(0);
+    Ptr<EthNetDevice> b = fab.HostPort(1);
+    Ptr<EthChannel> cable = a->GetEthChannel();
+    EXPECT_TRUE(a->IsLinkUp());
+    EXPECT_TRUE(b->IsLinkUp());
+    cable->SetUp(false);
+    EXPECT_FALSE(a->IsLinkUp());
+    EXPECT_FALSE(b->LinkUp());
+    cable->SetUp(true);
+    EXPECT_TRUE(a->LinkUp());
+    EXPECT_TRUE(b->IsLinkUp());
+    Simulator::Destroy();
+}

@@ -58,10 +58,25 @@ EthChannel::Attach(Ptr<EthNetDevice> device)
     if (!m_dev[0])
     {
         m_dev[0] = device;
-        return;
     }
-    m_dev[1] = device;
-    m_up = true;
+    else
+    {
+        m_dev[1] = device;
+        m_up = true;
+    }
+    PushStateToPorts();
+}
+
+void
+EthChannel::PushStateToPorts()
+{
+    for (const auto& dev : m_dev)
+    {
+        if (dev)
+        {
+            dev->SyncCable(m_up, m_generation, m_delayPs);
+        }
+    }
 }
 
 Ptr<EthNetDevice>
@@ -83,6 +98,7 @@ EthChannel::SetLength(double meters)
 {
     m_lengthMeters = meters;
     m_delayPs = std::llround(m_delayPerMeter.GetPicoSeconds() * m_lengthMeters);
+    PushStateToPorts();
 }
 
 void
@@ -90,6 +106,7 @@ EthChannel::SetDelayPerMeter(Time d)
 {
     m_delayPerMeter = d;
     m_delayPs = std::llround(m_delayPerMeter.GetPicoSeconds() * m_lengthMeters);
+    PushStateToPorts();
 }
 
 Time
@@ -110,6 +127,7 @@ EthChannel::SetUp(bool up)
     {
         m_generation++;
     }
+    PushStateToPorts();
     m_dev[0]->NotifyLinkChange(up);
     m_dev[1]->NotifyLinkChange(up);
 }

@@ -43,6 +43,8 @@ class EthChannel : public Channel
     void DoDispose() override;
 
   private:
+    /// Gives both ports the cable's state (EthNetDevice::SyncCable) after any change of it.
+    void PushStateToPorts();
     void SetLength(double meters);
     void SetDelayPerMeter(Time d);
     Time GetDelayPerMeter() const { return m_delayPerMeter; }

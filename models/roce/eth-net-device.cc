@@ -254,6 +254,7 @@ EthNetDevice::DoDispose()
     }
     m_rxFifo.clear();
     m_channel = nullptr;
+    m_linkUp = false;
     m_receiveErrorModel = nullptr;
     m_node = nullptr;
     m_switch = nullptr;
@@ -576,7 +577,29 @@ EthNetDevice::GetMtu() const
 bool
 EthNetDevice::IsLinkUp() const
 {
-    return m_channel && m_channel->IsUp();
+    return m_linkUp;
+}
+
+void
+EthNetDevice::SyncCable(bool up, uint32_t generation, int64_t delayPs)
+{
+    m_linkUp = up;
+    m_cableGeneration = generation;
+    m_cableDelayPs = delayPs;
+}
+
+EthPortCounters
+EthNetDevice::GetCounters() const
+{
+    EthPortCounters c = m_counters;
+    for (uint8_t p = 0; p < kEthPriorities; ++p)
+    {
+        c.txFrames[p] = m_txCount[p].frames;
+        c.txBytes[p] = m_txCount[p].bytes;
+        c.rxFrames[p] = m_rxCount[p].frames;
+        c.rxBytes[p] = m_rxCount[p].bytes;
+    }
+    return c;
 }
 
 void
@@ -750,7 +773,7 @@ EthNetDevice::UdpWireBytes(uint32_t payloadBytes, bool ipv6, uint32_t intBytes) 
 bool
 EthNetDevice::CanSend(uint8_t priority) const
 {
-    return priority < kEthPriorities && IsLinkUp() &&
+    return priority < kEthPriorities && LinkUp() &&
            m_txq[priority].frames.size() < m_txQueueFrames;
 }
 
@@ -788,7 +811,7 @@ EthNetDevice::SendUdpFrame(const EthUdpFlow& flow,
         CountDrop(nullptr, EthDropReason::Oversize);
         return false;
     }
-    if (!IsLinkUp())
+    if (!LinkUp())
     {
         CountDrop(nullptr, EthDropReason::LinkDown);
         return false;
@@ -902,7 +925,7 @@ EthNetDevice::SendFromHost(const uint8_t* bytes, uint32_t length)
         Release(f);
         return false;
     }
-    if (!IsLinkUp())
+    if (!LinkUp())
     {
         CountDrop(nullptr, EthDropReason::LinkDown);
         Release(f);
@@ -1121,7 +1144,7 @@ EthNetDevice::WakeUp(int64_t now)
         m_wakeAtPs = -1;
         m_wakes++;
     }
-    if (now < m_busyUntilPs || !IsLinkUp())
+    if (now < m_busyUntilPs || !LinkUp())
     {
         return;
     }
@@ -1163,8 +1186,8 @@ EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
     if (f->kind != EthFrameKind::Pfc)
     {
         const uint8_t p = f->priority;
-        m_counters.txFrames[p]++;
-        m_counters.txBytes[p] += f->bytes;
+        m_txCount[p].frames++;
+        m_txCount[p].bytes += f->bytes;
         m_txWireBytes += f->bytes + kEthWireOverheadBytes;
         if (m_switch)
         {
@@ -1186,10 +1209,10 @@ EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
     {
         Sniff(*f, true);
     }
-    f->linkGeneration = m_channel->GetGeneration();
+    f->linkGeneration = m_cableGeneration;
     // Store and forward: the receiver acts when the frame's last bit is in, which is the
     // serialization time (less the inter-frame gap, which follows the frame) plus the cable.
-    const int64_t flightPs = wirePs - m_ifgPs + m_channel->GetDelayPs();
+    const int64_t flightPs = wirePs - m_ifgPs + m_cableDelayPs;
     // The arrival is the frame's own event (EthFrameArrival): one reference for the simulator
     // to drop when it has run it. Nothing ever cancels an arrival (a cable that goes down voids
     // its frames by generation), so no EventId is made for it: ScheduleWithContext inserts the
@@ -1211,7 +1234,7 @@ EthFrameArrival::Notify()
 void
 EthNetDevice::SendPfc(uint16_t mask, uint16_t quanta)
 {
-    if (!IsLinkUp())
+    if (!LinkUp())
     {
         return;
     }
@@ -1449,7 +1472,7 @@ EthNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
     }
     f->uid = g_nextUid++;
     f->sentPs = Simulator::Now().GetPicoSeconds();
-    f->linkGeneration = m_channel ? m_channel->GetGeneration() : 0;
+    f->linkGeneration = m_cableGeneration;
     ReceiveFrame(f);
 }
 
@@ -1483,7 +1506,7 @@ EthNetDevice::ReceiveFrame(EthFrame* f)
             __builtin_prefetch(rec + 64 * line);
         }
     }
-    if (!IsLinkUp() || f->linkGeneration != m_channel->GetGeneration())
+    if (!m_linkUp || f->linkGeneration != m_cableGeneration)
     {
         CountDrop(f, EthDropReason::LinkDown);
         Release(f);
@@ -1512,8 +1535,8 @@ EthNetDevice::ReceiveFrame(EthFrame* f)
     f->priority = m_switch ? m_switch->Classify(*f)
                            : (f->vlanTagged ? f->pcp : static_cast<uint8_t>(f->dscp >> 3));
     const uint8_t p = f->priority;
-    m_counters.rxFrames[p]++;
-    m_counters.rxBytes[p] += f->bytes;
+    m_rxCount[p].frames++;
+    m_rxCount[p].bytes += f->bytes;
     if (!m_rxTrace.IsEmpty())
     {
         m_rxTrace(*f);

@@ -3,6 +3,7 @@
 #ifndef CNUAS_ETH_NET_DEVICE_H
 #define CNUAS_ETH_NET_DEVICE_H
 
+#include "models/common/lazy-fifo.h"
 #include "models/common/sniffer-list.h"
 #include "eth-frame.h"
 
@@ -15,7 +16,6 @@
 #include "ns3/traced-callback.h"
 
 #include <array>
-#include <deque>
 #include <string>
 #include <vector>
 
@@ -165,6 +165,12 @@ class EthNetDevice : public NetDevice
     Ptr<EthNetDevice> GetPeer() const;
     /// Called by the channel when the link goes down or comes back up.
     void NotifyLinkChange(bool up);
+    /// The cable's state, pushed by the channel whenever it changes (a port attached, the link
+    /// up or down, a new length or delay per metre): every frame reads it at both ends, and a
+    /// copy in the port's own hot lines saves a cache miss on the channel object per frame.
+    void SyncCable(bool up, uint32_t generation, int64_t delayPs);
+    /// IsLinkUp without the virtual call (for the switch that owns this port).
+    bool LinkUp() const { return m_linkUp; }
     void SetMac(uint64_t mac48);
     uint64_t GetMac() const;
     void SetIpv4(uint32_t address);
@@ -274,7 +280,9 @@ class EthNetDevice : public NetDevice
     void CountDrop(const EthFrame* frame, EthDropReason reason);
 
     // ---- observation -----------------------------------------------------------------------
-    const EthPortCounters& GetCounters() const { return m_counters; }
+    /// The port's counters (the per-priority frame and byte counts assembled from the hot
+    /// per-frame pairs the port keeps).
+    EthPortCounters GetCounters() const;
     uint64_t GetDropCount(EthDropReason r) const { return m_drops[static_cast<int>(r)]; }
     uint64_t GetTotalDrops() const;
     /// Total time the transmitter of `priority` has been paused by the peer, up to now.
@@ -300,7 +308,7 @@ class EthNetDevice : public NetDevice
   private:
     struct TxQueue
     {
-        std::deque<EthFrame*> frames;
+        LazyFifo<EthFrame*> frames;
         uint64_t bytes = 0;
         uint64_t maxBytes = 0;
         int64_t pausedUntilPs = 0;   ///< PFC: no frame starts before this
@@ -345,24 +353,50 @@ class EthNetDevice : public NetDevice
     void SetDwrrWeights(std::string text);
     std::string GetDwrrWeights() const;
 
-    // configuration
-    Ptr<Node> m_node;
-    Ptr<EthChannel> m_channel;
-    Ptr<ErrorModel> m_receiveErrorModel;
-    EthSwitch* m_switch = nullptr; ///< the switch that owns this port (not owned: no cycle)
+    // What every frame's receive, enqueue, wake-up and transmit read, first and together: at
+    // fabric scale the ports' state is far larger than the cache, and each line a frame's path
+    // touches on a port is a miss (perf of a k=16 fat-tree, docs/performance.md). The rest of
+    // the object follows, configuration first.
+    bool m_linkUp = false;          ///< the cable's state (SyncCable)
+    uint8_t m_nonEmpty = 0;         ///< bit c: class c has frames queued
+    uint8_t m_pauseAsserted = 0;    ///< PFC generator: priorities this port holds paused
     uint16_t m_portNumber = 1;
-    uint32_t m_ifIndex = 0;
-    uint16_t m_mtu = 1500;
-    DataRate m_rate;
+    uint32_t m_cableGeneration = 0; ///< the cable's link generation (SyncCable)
+    int64_t m_cableDelayPs = 0;     ///< the cable's propagation delay (SyncCable)
+    EthSwitch* m_switch = nullptr;  ///< the switch that owns this port (not owned: no cycle)
+    EthNetDevice* m_peerRaw = nullptr; ///< the cabled peer (a cable never changes ends)
+    int64_t m_busyUntilPs = 0;
+    int64_t m_wakeAtPs = -1;
+    uint64_t m_wakes = 0;
     uint64_t m_bps = 100000000000ULL; ///< m_rate in bit/s (cached: used per frame)
     int64_t m_ifgPs = 960;            ///< the inter-frame gap at m_rate, picoseconds
     // Running totals over the priorities, for a switch's INT record per frame (EthSwitch::
     // PushIntHop) without a loop over the priorities.
     uint64_t m_queuedBytes = 0; ///< sum of m_txq[*].bytes
     uint64_t m_txWireBytes = 0; ///< sum of txBytes + txFrames * kEthWireOverheadBytes
-    EthNetDevice* m_peerRaw = nullptr; ///< the cabled peer (a cable never changes ends)
     uint64_t m_mac = 0;
     uint32_t m_ip = 0;
+    Ptr<ErrorModel> m_receiveErrorModel;
+    SnifferList<SnifferCallback> m_sniffers;
+    TracedCallback<const EthFrame&> m_txTrace;
+    TracedCallback<const EthFrame&> m_rxTrace;
+    TracedCallback<uint8_t, uint64_t> m_queueTrace;
+    /// Frames and bytes of one priority side by side: a frame counts both, in one line (the
+    /// rest of EthPortCounters, PFC's, lives in m_counters).
+    struct FrameByteCount
+    {
+        uint64_t frames = 0;
+        uint64_t bytes = 0;
+    };
+    std::array<FrameByteCount, kEthPriorities> m_rxCount{};
+    std::array<FrameByteCount, kEthPriorities> m_txCount{};
+
+    // configuration
+    Ptr<Node> m_node;
+    Ptr<EthChannel> m_channel;
+    uint32_t m_ifIndex = 0;
+    uint16_t m_mtu = 1500;
+    DataRate m_rate;
     Ipv6Bytes m_ip6{};
     uint32_t m_txQueueFrames = 64;
     uint8_t m_strictMask = 0;
@@ -383,30 +417,24 @@ class EthNetDevice : public NetDevice
 
     // transmit state
     std::array<TxQueue, kEthPriorities> m_txq;
-    std::deque<EthFrame*> m_ctrl;
-    uint8_t m_nonEmpty = 0; ///< bit c: class c has frames queued
+    LazyFifo<EthFrame*> m_ctrl;
     uint8_t m_rrNext = 0;
     bool m_rrCredited = false;
-    int64_t m_busyUntilPs = 0;
     EventId m_wake;
-    int64_t m_wakeAtPs = -1;
 
     // PFC generator
-    uint8_t m_pauseAsserted = 0;
     EventId m_refresh;
 
     // host receive buffer
-    std::deque<EthFrame*> m_rxFifo;
+    LazyFifo<EthFrame*> m_rxFifo;
     uint64_t m_rxUsed = 0;
     std::array<uint64_t, kEthPriorities> m_rxUsedPrio{};
     uint64_t m_rxMaxUsed = 0;
     EventId m_drain;
 
-    EthPortCounters m_counters;
+    EthPortCounters m_counters; ///< PFC's counts (tx/rx frames and bytes: m_txCount, m_rxCount)
     std::array<uint64_t, static_cast<int>(EthDropReason::Count)> m_drops{};
-    uint64_t m_wakes = 0;
     uint16_t m_ipId = 0;
-    SnifferList<SnifferCallback> m_sniffers;
     std::vector<uint8_t> m_scratch;
 
     EthReceiveCallback m_ethRx;
@@ -415,10 +443,7 @@ class EthNetDevice : public NetDevice
     NetDevice::PromiscReceiveCallback m_promiscRx;
     std::vector<Callback<void>> m_linkChange;
 
-    TracedCallback<const EthFrame&> m_txTrace;
-    TracedCallback<const EthFrame&> m_rxTrace;
     TracedCallback<const EthFrame*, uint8_t> m_dropTrace;
-    TracedCallback<uint8_t, uint64_t> m_queueTrace;
     TracedCallback<uint8_t, uint16_t> m_pauseTxTrace;
     TracedCallback<uint8_t, uint16_t> m_pauseRxTrace;
     TracedCallback<uint8_t, Time> m_pausedTrace;

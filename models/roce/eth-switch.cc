@@ -353,7 +353,7 @@ EthSwitch::Receive(EthNetDevice* in, EthFrame* f)
     }
     const uint16_t outNo = nHops == 1 ? hops[0] : hops[FlowHash(*f, m_seed) % nHops];
     EthNetDevice* out = PeekPointer(m_ports[outNo - 1]);
-    if (!out->IsLinkUp())
+    if (!out->LinkUp())
     {
         Drop(in, f, EthDropReason::LinkDown);
         return;

@@ -497,7 +497,7 @@ RoceRdmaPort::SetReceiveCallback(ReceiveCallback cb)
 bool
 RoceRdmaPort::IsActive() const
 {
-    return m_dev && m_dev->IsLinkUp();
+    return m_dev && m_dev->LinkUp();
 }
 
 uint32_t
