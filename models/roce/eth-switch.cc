@@ -146,6 +146,7 @@ EthSwitch::BuildDenseRoutes()
         DenseRoute& d = m_dense[ip - lo];
         d.first = static_cast<uint32_t>(m_densePorts.size());
         d.count = static_cast<uint16_t>(hops.size());
+        d.onlyPort = hops.size() == 1 ? hops[0] : 0;
         m_densePorts.insert(m_densePorts.end(), hops.begin(), hops.end());
     }
 }
@@ -333,8 +334,9 @@ EthSwitch::Receive(EthNetDevice* in, EthFrame* f)
         const uint32_t i = f->dstIp - m_denseBase;
         if (i < m_dense.size())
         {
-            hops = m_densePorts.data() + m_dense[i].first;
-            nHops = m_dense[i].count;
+            const DenseRoute& d = m_dense[i];
+            nHops = d.count;
+            hops = nHops == 1 ? &d.onlyPort : m_densePorts.data() + d.first;
         }
     }
     else

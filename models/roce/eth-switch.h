@@ -103,6 +103,9 @@ class EthSwitch : public Object
     {
         uint32_t first = 0; ///< into m_densePorts
         uint16_t count = 0;
+        /// The port when there is only one (every route down a fat-tree): the frame's egress
+        /// from the entry's own line, without the dependent load from m_densePorts.
+        uint16_t onlyPort = 0;
     };
     std::vector<DenseRoute> m_dense;
     std::vector<uint16_t> m_densePorts;
