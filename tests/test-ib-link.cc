@@ -629,11 +629,19 @@ namespace
 {
 /// One-way latency of a single packet h0 -> switch -> h1, measured at the sink.
 Time
-SinglePacketLatency(const std::string& mode, uint32_t payload)
+SinglePacketLatency(const std::string& mode, uint32_t payload, double lateCableMeters = 0)
 {
     Config::SetDefault("ns3::IbSwitch::ForwardingMode", StringValue(mode));
     IbFabricHelper h;
     IbFabric f = h.Build(MakeTwoHostsOneSwitch());
+    if (lateCableMeters > 0)
+    {
+        // Every cable made longer after both of its ports attached.
+        for (const Ptr<IbChannel>& cable : f.cables)
+        {
+            cable->SetAttribute("Length", DoubleValue(lateCableMeters));
+        }
+    }
     IbStaticSubnetHelper subnet;
     subnet.Configure(f.nodes);
     auto src = AddSource(f.hosts.Get(0), subnet.GetLid(f.hosts.Get(1)), MicroSeconds(5),
@@ -664,6 +672,16 @@ TEST(IbLink, SinglePacketLatencyMatchesHandArithmetic)
     // output cannot finish before the input does, so the tail trails the head by one wire time.
     const Time head = PicoSeconds(3 * 160) + cable + sw;
     EXPECT_EQ(SinglePacketLatency("CutThrough", 4096), head + wire + cable);
+}
+
+// A port keeps its cable's delay and generation (IbNetDevice::SyncCable); a cable lengthened
+// after both ports attached must delay every packet as one built that long.
+TEST(IbLink, ACableLengthenedAfterAttachingDelaysPacketsByItsNewLength)
+{
+    const Time wire = PicoSeconds(1033 * 160);
+    const Time cable = NanoSeconds(100); // 20 m at 5 ns/m
+    const Time sw = NanoSeconds(100);
+    EXPECT_EQ(SinglePacketLatency("StoreAndForward", 4096, 20.0), wire + cable + sw + wire + cable);
 }
 
 // A link flap under load on a long cable (1 km: packets are still on it when it comes back up,

@@ -60,6 +60,26 @@ IbChannel::UpdateDelay()
 {
     m_delayPs = static_cast<int64_t>(m_delayPerMeter.GetPicoSeconds() * m_lengthMeters);
     m_delay = PicoSeconds(m_delayPs);
+    PushStateToPorts();
+}
+
+void
+IbChannel::NextGeneration()
+{
+    m_generation++;
+    PushStateToPorts();
+}
+
+void
+IbChannel::PushStateToPorts()
+{
+    for (const auto& dev : m_dev)
+    {
+        if (dev)
+        {
+            dev->SyncCable(m_generation, m_delayPs, m_delay);
+        }
+    }
 }
 
 void
@@ -69,9 +89,11 @@ IbChannel::Attach(Ptr<IbNetDevice> device)
     if (!m_dev[0])
     {
         m_dev[0] = device;
+        PushStateToPorts();
         return;
     }
     m_dev[1] = device;
+    PushStateToPorts();
     m_dev[0]->NotifyCableConnected();
     m_dev[1]->NotifyCableConnected();
 }

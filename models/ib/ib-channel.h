@@ -38,7 +38,10 @@ class IbChannel : public Channel
      * the cable when it went down and is lost, whatever the cable's length.
      */
     uint32_t GetGeneration() const { return m_generation; }
-    void NextGeneration() { m_generation++; }
+    void NextGeneration();
+    /// Gives both ports the cable's generation and delay (IbNetDevice::SyncCable) after any
+    /// change of them: every packet reads them at both ends, from the port's own memory.
+    void PushStateToPorts();
 
     std::size_t GetNDevices() const override;
     Ptr<NetDevice> GetDevice(std::size_t i) const override;

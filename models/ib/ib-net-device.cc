@@ -506,6 +506,14 @@ IbNetDevice::GetPeer() const
 }
 
 void
+IbNetDevice::SyncCable(uint32_t generation, int64_t delayPs, Time delay)
+{
+    m_cableGeneration = generation;
+    m_cableDelayPs = delayPs;
+    m_cableDelay = delay;
+}
+
+void
 IbNetDevice::NotifyCableConnected()
 {
     m_cabled = true;
@@ -1081,7 +1089,7 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init)
     m_fcSent++;
     m_fcTxTrace(op, vl, fctbs, fccl);
     IbNetDevice* peer = PeekPointer(GetPeer());
-    const Time arrival = txTime + m_channel->GetDelay();
+    const Time arrival = txTime + m_cableDelay;
     if (!init && !peer->NeedsFlowControlEvent(vl))
     {
         peer->m_tx[vl].stash.push_back({(Simulator::Now() + arrival).GetPicoSeconds(), fccl});
@@ -1095,7 +1103,7 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init)
                         vl,
                         fctbs,
                         fccl,
-                        m_channel->GetGeneration());
+                        m_cableGeneration);
 }
 
 // ---- lazy flow-control refresh ------------------------------------------------------------
@@ -1194,7 +1202,7 @@ IbNetDevice::VirtualSendFlowControl(uint8_t vl, int64_t startPs, int64_t nowPs)
         WireTimePs(kFcPacketBytes + m_delimiterBytes);
     m_busyUntil = PicoSeconds(startPs + txPs);
     m_fcSent++;
-    const int64_t arrivalPs = startPs + txPs + m_channel->GetDelayPicoSeconds();
+    const int64_t arrivalPs = startPs + txPs + m_cableDelayPs;
     const uint16_t fccl = AdvertisedFccl(vl);
     auto& stash = m_peer->m_tx[vl].stash;
     // Stashed updates that have both arrived by now are applied together by the next credit
@@ -1256,7 +1264,7 @@ IbNetDevice::AdvanceDormantRefresh(int64_t nowPs, bool firstTickIsEvent)
     const int64_t period = (m_symbolTime * m_fcRefreshSymbols).GetPicoSeconds();
     const int64_t txPs =
         WireTimePs(kFcPacketBytes + m_delimiterBytes);
-    const int64_t delayPs = m_channel->GetDelayPicoSeconds();
+    const int64_t delayPs = m_cableDelayPs;
     const int64_t vls = m_opVls;
     bool first = firstTickIsEvent;
     while (true)
@@ -1388,7 +1396,7 @@ IbNetDevice::ReceiveFlowControlEvent(uint8_t op, uint8_t vl, uint16_t fctbs, uin
 {
     TouchLink();
     if (m_phys != IbPhysState::LinkUp || vl >= 15 ||
-        linkGeneration != m_channel->GetGeneration())
+        linkGeneration != m_cableGeneration)
     {
         return; // sent before the link went down: lost with it
     }
@@ -1742,7 +1750,7 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time 
                           static_cast<uint32_t>(m_scratch.size()));
     }
     const Time txTime = WireTime(frame->bytes + m_delimiterBytes);
-    const Time delay = m_channel->GetDelay();
+    const Time delay = m_cableDelay;
     frame->tailArrival = now + txTime + delay;
     m_busyUntil = now + txTime;
     if (data)
@@ -1764,7 +1772,7 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time 
     NS_ASSERT(peer == PeekPointer(GetPeer()));
     frame->fromPeer = data;
     frame->fctbsAfter = m_tx[vl].fctbs;
-    frame->linkGeneration = m_channel->GetGeneration();
+    frame->linkGeneration = m_cableGeneration;
     Simulator::Schedule(peer->ArrivalDelay(txTime, delay, frame->bytes),
                         &IbNetDevice::ReceiveFrameEvent,
                         peer,
@@ -2152,7 +2160,7 @@ void
 IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
 {
     TouchLink(); // refreshes before this arrival carried ABR and FCCL before it
-    if (frame->fromPeer && frame->linkGeneration != m_channel->GetGeneration())
+    if (frame->fromPeer && frame->linkGeneration != m_cableGeneration)
     {
         // On the cable when it went down: lost with the link, before any accounting.
         frame->fromPeer = false;
