@@ -169,7 +169,8 @@ class EthNetDevice : public NetDevice
     /// up or down, a new length or delay per metre): every frame reads it at both ends, and a
     /// copy in the port's own hot lines saves a cache miss on the channel object per frame.
     void SyncCable(bool up, uint32_t generation, int64_t delayPs);
-    /// IsLinkUp without the virtual call (for the switch that owns this port).
+    /// IsLinkUp without the virtual call: what the port itself, its switch and its RoCE port ask
+    /// per frame.
     bool LinkUp() const { return m_linkUp; }
     void SetMac(uint64_t mac48);
     uint64_t GetMac() const;
