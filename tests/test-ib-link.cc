@@ -108,6 +108,34 @@ TEST(IbLink, PortsStayInitWithLidZeroWithoutSubnetManager)
     Simulator::Destroy();
 }
 
+// IbFabric::HostPort(i) is host i's port in topology order, whatever order the topology lists
+// hosts and switches in (the fabric keeps the host indices instead of recomputing them).
+TEST(IbLink, HostPortFollowsTheTopologysHostOrder)
+{
+    Topology t;
+    t.name = "switch-first";
+    const uint32_t s1 = t.AddNode("s1", TopoNodeKind::Switch, 3);
+    const uint32_t hA = t.AddNode("ha", TopoNodeKind::Host, 1);
+    const uint32_t s2 = t.AddNode("s2", TopoNodeKind::Switch, 3);
+    const uint32_t hB = t.AddNode("hb", TopoNodeKind::Host, 1);
+    const uint32_t hC = t.AddNode("hc", TopoNodeKind::Host, 1);
+    t.AddLink(hA, 1, s1, 1);
+    t.AddLink(s1, 2, s2, 1);
+    t.AddLink(hB, 1, s2, 2);
+    t.AddLink(hC, 1, s1, 3);
+    IbFabric f = IbFabricHelper().Build(t);
+    const std::vector<uint32_t> hosts = t.Hosts();
+    ASSERT_EQ(hosts, (std::vector<uint32_t>{hA, hB, hC}));
+    ASSERT_EQ(f.hosts.GetN(), 3u);
+    for (uint32_t i = 0; i < hosts.size(); ++i)
+    {
+        EXPECT_EQ(f.HostPort(i), f.Port(hosts[i], 1)) << "host " << i;
+        EXPECT_EQ(f.HostPort(i)->GetNode(), f.hosts.Get(i)) << "host " << i;
+    }
+    EXPECT_EQ(f.HostPort(3), nullptr);
+    Simulator::Destroy();
+}
+
 TEST(IbLink, TwoHostsThroughSwitchDeliverEverything)
 {
     IbFabricHelper h;
@@ -515,10 +543,24 @@ RecordTwoSourcesAtASink(bool perSourceSeries)
     Simulator::Run();
     SinkRecord r;
     r.series = sink->GetSeries();
+    uint64_t packets = 0;
+    uint64_t bytes = 0;
     for (const auto& [lid, flow] : sink->GetFlows())
     {
         r.perSource[lid] = {flow.packets, flow.wireBytes};
+        packets += flow.packets;
+        bytes += flow.wireBytes;
     }
+    // The sink keeps its totals as it counts (a drain loop asks for them after every step):
+    // they must be what its flows add up to, and its series too.
+    EXPECT_EQ(sink->GetTotalPackets(), packets);
+    EXPECT_EQ(sink->GetTotalWireBytes(), bytes);
+    uint64_t seriesBytes = 0;
+    for (const auto& [start, binBytes] : r.series)
+    {
+        seriesBytes += binBytes;
+    }
+    EXPECT_EQ(seriesBytes, bytes);
     if (perSourceSeries)
     {
         // The per-source series add up to the total one.

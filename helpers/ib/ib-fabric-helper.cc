@@ -33,8 +33,7 @@ IbFabric::Port(uint32_t node, uint32_t port) const
 Ptr<IbNetDevice>
 IbFabric::HostPort(uint32_t hostIndex) const
 {
-    auto hostIds = topology.Hosts();
-    return hostIndex < hostIds.size() ? Port(hostIds[hostIndex], 1) : nullptr;
+    return hostIndex < hostNodes.size() ? Port(hostNodes[hostIndex], 1) : nullptr;
 }
 
 std::vector<Ptr<IbNetDevice>>
@@ -113,6 +112,7 @@ IbFabricHelper::Build(const Topology& topology) const
         else
         {
             fabric.hosts.Add(node);
+            fabric.hostNodes.push_back(i);
         }
         for (uint32_t p = 1; p <= tn.ports; ++p)
         {

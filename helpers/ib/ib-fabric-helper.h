@@ -27,6 +27,9 @@ struct IbFabric
     Topology topology;
     NodeContainer nodes;                 ///< nodes[i] is topology.nodes[i]
     NodeContainer hosts;                 ///< channel adapters, in topology order
+    /// hosts[i]'s index in topology.nodes (topology.Hosts(), kept: HostPort is asked once per
+    /// flow, and an all-to-all on 1,024 hosts has a million flows)
+    std::vector<uint32_t> hostNodes;
     NodeContainer switches;
     std::vector<Ptr<IbChannel>> cables;  ///< cables[i] is topology.links[i]
     /// The port of topology node `node` numbered `port` (1-based).

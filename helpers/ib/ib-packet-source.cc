@@ -219,11 +219,41 @@ IbPacketSink::StopApplication()
 {
 }
 
+IbPacketSink::Flow&
+IbPacketSink::FlowOf(uint16_t slid)
+{
+    if (slid >= m_flowBySlid.size())
+    {
+        m_flowBySlid.resize(size_t(slid) + 1, nullptr);
+    }
+    Flow*& f = m_flowBySlid[slid];
+    if (!f)
+    {
+        f = &m_flows[slid];
+    }
+    return *f;
+}
+
+std::vector<uint64_t>&
+IbPacketSink::BinsOf(uint16_t slid)
+{
+    if (slid >= m_binsBySlid.size())
+    {
+        m_binsBySlid.resize(size_t(slid) + 1, nullptr);
+    }
+    std::vector<uint64_t>*& b = m_binsBySlid[slid];
+    if (!b)
+    {
+        b = &m_bins[slid];
+    }
+    return *b;
+}
+
 void
 IbPacketSink::Receive(Ptr<IbNetDevice>, const IbFrame&, const IbRxInfo& info)
 {
     Time now = Simulator::Now();
-    Flow& f = m_flows[info.slid];
+    Flow& f = FlowOf(info.slid);
     if (f.packets == 0)
     {
         f.first = now;
@@ -231,10 +261,12 @@ IbPacketSink::Receive(Ptr<IbNetDevice>, const IbFrame&, const IbRxInfo& info)
     f.packets++;
     f.wireBytes += info.bytes;
     f.last = now;
+    m_totalPackets++;
+    m_totalWireBytes += info.bytes;
     size_t bin = static_cast<size_t>(now.GetPicoSeconds() / m_interval.GetPicoSeconds());
     if (m_perSourceSeries)
     {
-        auto& bins = m_bins[info.slid];
+        auto& bins = BinsOf(info.slid);
         if (bins.size() <= bin)
         {
             bins.resize(bin + 1, 0);
@@ -251,23 +283,13 @@ IbPacketSink::Receive(Ptr<IbNetDevice>, const IbFrame&, const IbRxInfo& info)
 uint64_t
 IbPacketSink::GetTotalWireBytes() const
 {
-    uint64_t t = 0;
-    for (auto& [lid, f] : m_flows)
-    {
-        t += f.wireBytes;
-    }
-    return t;
+    return m_totalWireBytes;
 }
 
 uint64_t
 IbPacketSink::GetTotalPackets() const
 {
-    uint64_t t = 0;
-    for (auto& [lid, f] : m_flows)
-    {
-        t += f.packets;
-    }
-    return t;
+    return m_totalPackets;
 }
 
 const std::vector<uint64_t>&

@@ -99,11 +99,23 @@ class IbPacketSink : public Application
     /// Wire bytes per bin of one series, checked before it is read.
     const std::vector<uint64_t>& SeriesOf(uint16_t slid) const;
 
+    /// The Flow of source `slid` in m_flows, found by index: a sink of an all-to-all on 1,024
+    /// hosts hears from 1,023 sources, and a map lookup per packet (ten dependent loads) was
+    /// the most expensive step of a packet's last hop. Map nodes never move, so the pointers
+    /// stay valid.
+    Flow& FlowOf(uint16_t slid);
+    /// The same for the per-source series in m_bins.
+    std::vector<uint64_t>& BinsOf(uint16_t slid);
+
     Time m_interval;
     bool m_perSourceSeries = true;
     std::map<uint16_t, Flow> m_flows;
     std::map<uint16_t, std::vector<uint64_t>> m_bins;
+    std::vector<Flow*> m_flowBySlid;                   ///< index into m_flows (null: none yet)
+    std::vector<std::vector<uint64_t>*> m_binsBySlid;  ///< index into m_bins
     std::vector<uint64_t> m_allBins;
+    uint64_t m_totalPackets = 0;   ///< over every source (a drain loop asks after each step)
+    uint64_t m_totalWireBytes = 0;
 };
 
 } // namespace ns3

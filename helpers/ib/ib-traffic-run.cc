@@ -91,7 +91,7 @@ RunIbTraffic(const IbTrafficSpec& spec)
     // A host's LID as its port holds it, whoever assigned it.
     auto lidOf = [&f](uint32_t host) { return f.HostPort(host)->GetLid(); };
     const Time stop = start + spec.duration;
-    auto hostName = [&](uint32_t i) { return topo.nodes[topo.Hosts()[i]].name; };
+    auto hostName = [&](uint32_t i) { return topo.nodes[f.hostNodes[i]].name; };
     std::vector<Ptr<IbPacketSink>> sinks(nHosts);
     for (uint32_t i = 0; i < nHosts; ++i)
     {

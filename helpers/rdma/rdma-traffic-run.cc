@@ -160,7 +160,7 @@ RunRdmaTraffic(const RdmaTrafficSpec& spec)
     IbStaticSubnetHelper subnet;
     subnet.Configure(f.nodes);
     const uint32_t nHosts = f.hosts.GetN();
-    auto hostName = [&](uint32_t i) { return topo.nodes[topo.Hosts()[i]].name; };
+    auto hostName = [&](uint32_t i) { return topo.nodes[f.hostNodes[i]].name; };
     if (nHosts < 2)
     {
         throw std::invalid_argument("the topology has fewer than two hosts");

@@ -684,8 +684,10 @@ IbNetDevice::DiscardQueuedHead(IbFrameQueue* q, IbDropReason reason)
 uint32_t
 IbNetDevice::PeerVlBufferBlocks() const
 {
-    const IbNetDevice* peer = PeekPointer(GetPeer());
-    return peer ? peer->GetReceiveBufferBlocks() : std::numeric_limits<uint32_t>::max();
+    // m_peer, not GetPeer(): the transmitter asks this whenever its head lacks credit, and the
+    // channel's lookup costs a miss on the channel and a reference count on the peer.
+    NS_ASSERT(m_peer == PeekPointer(GetPeer()));
+    return m_peer ? m_peer->GetReceiveBufferBlocks() : std::numeric_limits<uint32_t>::max();
 }
 
 void
@@ -1088,7 +1090,8 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init)
     m_busyUntil = Simulator::Now() + txTime;
     m_fcSent++;
     m_fcTxTrace(op, vl, fctbs, fccl);
-    IbNetDevice* peer = PeekPointer(GetPeer());
+    IbNetDevice* peer = m_peer; // GetPeer() without the channel's lookup (see PeerVlBufferBlocks)
+    NS_ASSERT(peer == PeekPointer(GetPeer()));
     const Time arrival = txTime + m_cableDelay;
     if (!init && !peer->NeedsFlowControlEvent(vl))
     {
