@@ -531,18 +531,42 @@ struct SinkRecord
 {
     std::vector<std::pair<Time, uint64_t>> series;
     std::map<uint16_t, std::pair<uint64_t, uint64_t>> perSource; // packets, wire bytes
+    std::map<uint16_t, uint64_t> perSourceSeriesBytes; // without per-source totals only
+    uint64_t totalPackets = 0;
+    uint64_t totalBytes = 0;
 };
 
 SinkRecord
-RecordTwoSourcesAtASink(bool perSourceSeries)
+RecordTwoSourcesAtASink(bool perSourceSeries, bool perSourceTotals = true)
 {
     SubnetRun run = TwoSourcesIntoOneSink(MicroSeconds(40));
     Ptr<IbPacketSink> sink = run.sink;
     sink->SetAttribute("PerSourceSeries", BooleanValue(perSourceSeries));
+    sink->SetAttribute("PerSourceTotals", BooleanValue(perSourceTotals));
     Simulator::Stop(MicroSeconds(45));
     Simulator::Run();
     SinkRecord r;
     r.series = sink->GetSeries();
+    r.totalPackets = sink->GetTotalPackets();
+    r.totalBytes = sink->GetTotalWireBytes();
+    if (!perSourceTotals)
+    {
+        if (perSourceSeries)
+        {
+            for (uint32_t h = 0; h < 2; ++h)
+            {
+                const uint16_t lid = run.subnet.GetLid(run.fabric.hosts.Get(h));
+                uint64_t bytes = 0;
+                for (const auto& [start, binBytes] : sink->GetSeries(lid))
+                {
+                    bytes += binBytes;
+                }
+                r.perSourceSeriesBytes[lid] = bytes;
+            }
+        }
+        Simulator::Destroy();
+        return r;
+    }
     uint64_t packets = 0;
     uint64_t bytes = 0;
     for (const auto& [lid, flow] : sink->GetFlows())
@@ -593,6 +617,32 @@ TEST(IbLink, ASinkWithoutPerSourceSeriesKeepsTheSameTotals)
     EXPECT_GT(with.perSource.begin()->second.first, 100u);
     EXPECT_EQ(with.series, without.series);
     EXPECT_EQ(with.perSource, without.perSource);
+}
+
+// PerSourceTotals=false (ib-fat-tree: no per-source records, a cache miss per packet at scale)
+// drops only GetFlows' records: the sink's totals, its series and the per-source series are the
+// same, and asking for the records that were not kept is an error, not an empty answer.
+TEST(IbLink, ASinkWithoutPerSourceTotalsKeepsTheSameSeriesAndTotals)
+{
+    const SinkRecord with = RecordTwoSourcesAtASink(true);
+    const SinkRecord without = RecordTwoSourcesAtASink(true, false);
+    ASSERT_EQ(with.perSource.size(), 2u);
+    EXPECT_EQ(with.series, without.series);
+    EXPECT_EQ(with.totalPackets, without.totalPackets);
+    EXPECT_EQ(with.totalBytes, without.totalBytes);
+    ASSERT_EQ(without.perSourceSeriesBytes.size(), 2u);
+    for (const auto& [lid, packetsAndBytes] : with.perSource)
+    {
+        ASSERT_EQ(without.perSourceSeriesBytes.count(lid), 1u) << "LID " << lid;
+        EXPECT_EQ(without.perSourceSeriesBytes.at(lid), packetsAndBytes.second) << "LID " << lid;
+    }
+    EXPECT_DEATH(
+        {
+            Ptr<IbPacketSink> sink = CreateObject<IbPacketSink>();
+            sink->SetAttribute("PerSourceTotals", BooleanValue(false));
+            sink->GetFlows();
+        },
+        "PerSourceTotals is false");
 }
 
 // VL arbitration, IBA vol. 1 §7.6.9: weights split the output; the high-priority table wins

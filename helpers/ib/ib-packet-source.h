@@ -79,7 +79,8 @@ class IbPacketSink : public Application
         Time first;
         Time last;
     };
-    const std::map<uint16_t, Flow>& GetFlows() const { return m_flows; }
+    /// Per-source records by SLID; aborts if they were not kept (PerSourceTotals false).
+    const std::map<uint16_t, Flow>& GetFlows() const;
     uint64_t GetTotalWireBytes() const;
     uint64_t GetTotalPackets() const;
     /// Wire bytes received in the SampleInterval bins lying wholly inside [from, to), by source
@@ -109,6 +110,7 @@ class IbPacketSink : public Application
 
     Time m_interval;
     bool m_perSourceSeries = true;
+    bool m_perSourceTotals = true;
     std::map<uint16_t, Flow> m_flows;
     std::map<uint16_t, std::vector<uint64_t>> m_bins;
     std::vector<Flow*> m_flowBySlid;                   ///< index into m_flows (null: none yet)
