@@ -136,6 +136,47 @@ TEST(IbLink, HostPortFollowsTheTopologysHostOrder)
     Simulator::Destroy();
 }
 
+namespace
+{
+/// Packets h0 sends to h1 through one switch, as h1's node's protocol handler and (if `withSink`)
+/// an IbPacketSink at h1 see them.
+std::pair<uint64_t, uint64_t>
+NodeAndSinkDeliveries(bool withSink)
+{
+    IbFabric f = IbFabricHelper().Build(MakeTwoHostsOneSwitch());
+    IbStaticSubnetHelper subnet;
+    subnet.Configure(f.nodes);
+    Ptr<Node> a = f.hosts.Get(0);
+    Ptr<Node> b = f.hosts.Get(1);
+    uint64_t atNode = 0;
+    b->RegisterProtocolHandler(
+        Node::ProtocolHandler([&atNode](Ptr<NetDevice>, Ptr<const Packet>, uint16_t,
+                                        const Address&, const Address&,
+                                        NetDevice::PacketType) { atNode++; }),
+        0, f.HostPort(1));
+    AddSource(a, subnet.GetLid(b), MicroSeconds(5), Seconds(1), 20 * 4096);
+    Ptr<IbPacketSink> sink = withSink ? AddSink(b) : nullptr;
+    Simulator::Stop(MicroSeconds(100));
+    Simulator::Run();
+    const uint64_t atSink = sink ? sink->GetTotalPackets() : 0;
+    Simulator::Destroy();
+    return {atNode, atSink};
+}
+} // namespace
+
+// The generic NetDevice receive path (the node's protocol handlers) gets a CA port's packets
+// when nothing InfiniBand-specific consumes them; once a consumer owns the data path (a sink,
+// an RDMA engine), it alone does, and no ns-3 Packet is built for the node.
+TEST(IbLink, TheNodeReceivesOnlyWhatNoInfiniBandConsumerTakes)
+{
+    const auto [nodeAlone, sinkAlone] = NodeAndSinkDeliveries(false);
+    EXPECT_EQ(nodeAlone, 20u);
+    EXPECT_EQ(sinkAlone, 0u);
+    const auto [nodeWithSink, sinkWithSink] = NodeAndSinkDeliveries(true);
+    EXPECT_EQ(nodeWithSink, 0u);
+    EXPECT_EQ(sinkWithSink, 20u);
+}
+
 TEST(IbLink, TwoHostsThroughSwitchDeliverEverything)
 {
     IbFabricHelper h;

@@ -176,6 +176,9 @@ class IbNetDevice : public NetDevice
     Ptr<Node> GetNode() const override;
     void SetNode(Ptr<Node> node) override;
     bool NeedsArp() const override;
+    /// The node's protocol handlers (Node::AddDevice sets this): a CA port's packets reach it
+    /// when no InfiniBand consumer (SetIbReceiveCallback, SetIbFrameReceiveCallback) owns the
+    /// data path.
     void SetReceiveCallback(NetDevice::ReceiveCallback cb) override;
     void SetPromiscReceiveCallback(NetDevice::PromiscReceiveCallback cb) override;
     bool SupportsSendFrom() const override;
