@@ -634,8 +634,9 @@ IbNetDevice::DiscardQueued(IbDropReason reason)
         // Queues whose head was waiting for this port: their heads cannot leave any more.
         auto ready = std::move(m_tx[vl].ready);
         m_tx[vl].ready.clear();
-        for (IbFrameQueue* q : ready)
+        for (const ReadyEntry& entry : ready)
         {
+            IbFrameQueue* q = entry.queue;
             q->readyRegistered = false;
             // A CA's own queue empties completely; a switch input buffer loses the packets
             // routed here, up to the first one bound elsewhere.
@@ -705,8 +706,9 @@ IbNetDevice::DiscardHeadsExceedingPeerBuffer(uint8_t vl)
     m_busyUntil = std::max(m_busyUntil, now);
     auto ready = std::move(m_tx[vl].ready);
     m_tx[vl].ready.clear();
-    for (IbFrameQueue* q : ready)
+    for (const ReadyEntry& entry : ready)
     {
+        IbFrameQueue* q = entry.queue;
         bool dropped = false;
         // A switch input queue's later packets may be bound elsewhere: only heads bound here.
         while (!q->frames.empty() && q->frames.front()->blocks > capacity &&
@@ -722,7 +724,7 @@ IbNetDevice::DiscardHeadsExceedingPeerBuffer(uint8_t vl)
         }
         if (!dropped)
         {
-            m_tx[vl].ready.push_back(q); // keeps its place
+            m_tx[vl].ready.push_back(entry); // keeps its place, and its head
             continue;
         }
         q->readyRegistered = false;
@@ -1541,7 +1543,7 @@ IbNetDevice::HasPendingWork(Time at)
         }
         waiting = true;
         ApplyStashedFlowControl(v);
-        const uint16_t blocks = tx.ready.front()->frames.front()->blocks;
+        const uint16_t blocks = tx.ready.front().head->blocks;
         if (!tx.stash.empty() || HasCredit(v, blocks) || blocks > PeerVlBufferBlocks())
         {
             return true;
@@ -1596,7 +1598,8 @@ IbNetDevice::Kick()
     TxVl& mgmt = m_tx[kIbManagementVl];
     if (!mgmt.ready.empty())
     {
-        IbFrame* head = mgmt.ready.front()->frames.front();
+        IbFrame* head = mgmt.ready.front().head;
+        NS_ASSERT(head == mgmt.ready.front().queue->frames.front());
         if (head->tailArrival > now)
         {
             Time out = WireTime(head->bytes + m_delimiterBytes);
@@ -1606,10 +1609,10 @@ IbNetDevice::Kick()
                 return;
             }
         }
-        IbFrameQueue* q = mgmt.ready.front();
+        IbFrameQueue* q = mgmt.ready.front().queue;
         mgmt.ready.pop_front();
         q->readyRegistered = false;
-        TransmitFrame(q->frames.front(), q, kIbManagementVl, now);
+        TransmitFrame(head, q, kIbManagementVl, now);
         return;
     }
     // Data VLs only leave an Active port (Armed may receive but not send, §7.2.4).
@@ -1631,7 +1634,8 @@ IbNetDevice::Kick()
             return false;
         }
         waiting = true;
-        IbFrame* head = tx.ready.front()->frames.front();
+        IbFrame* head = tx.ready.front().head;
+        NS_ASSERT(head == tx.ready.front().queue->frames.front());
         ApplyStashedFlowControl(vl);
         if (!HasCredit(vl, head->blocks))
         {
@@ -1694,11 +1698,11 @@ IbNetDevice::Kick()
         return;
     }
     TxVl& tx = m_tx[vl];
-    IbFrameQueue* q = tx.ready.front();
+    const ReadyEntry entry = tx.ready.front();
     tx.ready.pop_front();
-    q->readyRegistered = false;
-    m_arbiter.Commit(static_cast<uint8_t>(vl), q->frames.front()->bytes);
-    TransmitFrame(q->frames.front(), q, static_cast<uint8_t>(vl), now);
+    entry.queue->readyRegistered = false;
+    m_arbiter.Commit(static_cast<uint8_t>(vl), entry.head->bytes);
+    TransmitFrame(entry.head, entry.queue, static_cast<uint8_t>(vl), now);
 }
 
 void
@@ -1721,6 +1725,7 @@ void
 IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time now)
 {
     NS_ASSERT(now == Simulator::Now());
+    NS_ASSERT(frame == from->frames.front());
     from->frames.pop_front();
     const bool data = vl != kIbManagementVl;
     if (data && from->rxPort)
@@ -1861,7 +1866,7 @@ IbNetDevice::RegisterReadyQueue(IbFrameQueue* queue)
     queue->readyRegistered = true;
     IbFrame* head = queue->frames.front();
     uint8_t vl = m_switch ? head->outVl : head->vl;
-    m_tx[vl].ready.push_back(queue);
+    m_tx[vl].ready.push_back({queue, head});
     Kick();
 }
 

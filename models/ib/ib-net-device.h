@@ -394,11 +394,20 @@ class IbNetDevice : public NetDevice
     /// The Mtu attribute's setter: an invalid value is an error, not silently ignored.
     void SetMtuAttribute(uint16_t mtu);
 
+    /// A queue whose head goes out through this port, with that head: it cannot change while
+    /// the queue is registered (only this port pops it, after taking the entry out), and the
+    /// transmitter's every decision reads it (its blocks, its arrival) - through the queue, two
+    /// dependent cache misses more (the queue sits in another port's receive buffer).
+    struct ReadyEntry
+    {
+        IbFrameQueue* queue;
+        IbFrame* head;
+    };
     struct TxVl
     {
         uint16_t fctbs = 0;              ///< blocks sent since link init, mod 4096
         uint16_t fccl = 0;               ///< last credit limit received, mod 4096
-        LazyFifo<IbFrameQueue*> ready;   ///< queues whose head goes out on this VL
+        LazyFifo<ReadyEntry> ready;      ///< queues whose head goes out on this VL
         int64_t stallStartPs = -1;       ///< data waiting without credit since
         int64_t stallTotalPs = 0;
         /// Flow-control packets from the peer that arrive while nothing here is waiting for
