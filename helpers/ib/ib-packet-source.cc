@@ -229,34 +229,37 @@ IbPacketSink::StopApplication()
 {
 }
 
+namespace
+{
+/// The entry for `slid` in `map`, found through `index` (slid -> the map's node, null until the
+/// first use): map nodes never move, so the pointers stay valid.
+template <typename T>
+T&
+IndexedBySlid(std::vector<T*>& index, std::map<uint16_t, T>& map, uint16_t slid)
+{
+    if (slid >= index.size())
+    {
+        index.resize(size_t(slid) + 1, nullptr);
+    }
+    T*& entry = index[slid];
+    if (!entry)
+    {
+        entry = &map[slid];
+    }
+    return *entry;
+}
+} // namespace
+
 IbPacketSink::Flow&
 IbPacketSink::FlowOf(uint16_t slid)
 {
-    if (slid >= m_flowBySlid.size())
-    {
-        m_flowBySlid.resize(size_t(slid) + 1, nullptr);
-    }
-    Flow*& f = m_flowBySlid[slid];
-    if (!f)
-    {
-        f = &m_flows[slid];
-    }
-    return *f;
+    return IndexedBySlid(m_flowBySlid, m_flows, slid);
 }
 
 std::vector<uint64_t>&
 IbPacketSink::BinsOf(uint16_t slid)
 {
-    if (slid >= m_binsBySlid.size())
-    {
-        m_binsBySlid.resize(size_t(slid) + 1, nullptr);
-    }
-    std::vector<uint64_t>*& b = m_binsBySlid[slid];
-    if (!b)
-    {
-        b = &m_bins[slid];
-    }
-    return *b;
+    return IndexedBySlid(m_binsBySlid, m_bins, slid);
 }
 
 void

@@ -77,7 +77,7 @@ IbChannel::PushStateToPorts()
     {
         if (dev)
         {
-            dev->SyncCable(m_generation, m_delayPs, m_delay);
+            dev->SyncCable(m_generation, m_delayPs);
         }
     }
 }

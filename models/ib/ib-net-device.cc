@@ -506,11 +506,10 @@ IbNetDevice::GetPeer() const
 }
 
 void
-IbNetDevice::SyncCable(uint32_t generation, int64_t delayPs, Time delay)
+IbNetDevice::SyncCable(uint32_t generation, int64_t delayPs)
 {
     m_cableGeneration = generation;
     m_cableDelayPs = delayPs;
-    m_cableDelay = delay;
 }
 
 void
@@ -1094,7 +1093,7 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init)
     m_fcTxTrace(op, vl, fctbs, fccl);
     IbNetDevice* peer = m_peer; // GetPeer() without the channel's lookup (see PeerVlBufferBlocks)
     NS_ASSERT(peer == PeekPointer(GetPeer()));
-    const Time arrival = txTime + m_cableDelay;
+    const Time arrival = txTime + PicoSeconds(m_cableDelayPs);
     if (!init && !peer->NeedsFlowControlEvent(vl))
     {
         peer->m_tx[vl].stash.push_back({(Simulator::Now() + arrival).GetPicoSeconds(), fccl});
@@ -1758,7 +1757,7 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time 
                           static_cast<uint32_t>(m_scratch.size()));
     }
     const Time txTime = WireTime(frame->bytes + m_delimiterBytes);
-    const Time delay = m_cableDelay;
+    const Time delay = PicoSeconds(m_cableDelayPs);
     frame->tailArrival = now + txTime + delay;
     m_busyUntil = now + txTime;
     if (data)

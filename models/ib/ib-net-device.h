@@ -209,7 +209,7 @@ class IbNetDevice : public NetDevice
     /// change (attach, a new length, the link going down): every packet and flow-control
     /// packet reads them at both ends, and the port's copy saves a cache miss on the channel
     /// object each time (the same as the Ethernet port's).
-    void SyncCable(uint32_t generation, int64_t delayPs, Time delay);
+    void SyncCable(uint32_t generation, int64_t delayPs);
     /// Takes the physical link down (cable pulled / port disabled): queued and in-flight
     /// packets are discarded, PortState goes Down, LinkDownedCounter counts it.
     void SetPhysicalLinkDown();
@@ -517,7 +517,6 @@ class IbNetDevice : public NetDevice
     Ptr<IbChannel> m_channel;
     uint32_t m_cableGeneration = 0; ///< the cable's link generation (SyncCable)
     int64_t m_cableDelayPs = 0;      ///< the cable's propagation delay (SyncCable)
-    Time m_cableDelay;               ///< the same as a Time
     IbSwitch* m_switch = nullptr; ///< the switch that owns this port (not owned: no cycle)
     Ptr<ErrorModel> m_receiveErrorModel;
     uint32_t m_ifIndex = 0;
