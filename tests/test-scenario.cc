@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <unistd.h>
 
 using namespace ns3;
@@ -66,6 +67,53 @@ TEST(ScenarioRegistry, SelftestIsRegisteredAndNamesAreUnique)
     ScenarioInfo unnamed = FakeInfo(false);
     unnamed.name = "";
     EXPECT_THROW(ScenarioRegistry::Register(unnamed), std::logic_error);
+}
+
+TEST(ScenarioRegistry, EveryParameterHasOneKeyAndAnEmptyOrDuplicateKeyIsRefused)
+{
+    // A link-time-optimised build once ran roce-fct's registration before flow-scenario.cc's
+    // global flows-file parameter was constructed: the scenario documented a parameter with no
+    // key and refused its own "flows-file". Every registered scenario's keys are non-empty and
+    // unique, and Register refuses a scenario whose are not.
+    for (const ScenarioInfo& info : ScenarioRegistry::All())
+    {
+        std::set<std::string> keys;
+        for (const ScenarioParam& p : info.params)
+        {
+            EXPECT_FALSE(p.key.empty()) << info.name;
+            EXPECT_TRUE(keys.insert(p.key).second) << info.name << " documents " << p.key;
+        }
+    }
+    const ScenarioInfo* roceFct = ScenarioRegistry::Find("roce-fct");
+    ASSERT_NE(roceFct, nullptr);
+    bool documented = false;
+    for (const ScenarioParam& p : roceFct->params)
+    {
+        documented = documented || p.key == "flows-file";
+    }
+    EXPECT_TRUE(documented);
+    ScenarioInfo unkeyed = FakeInfo(false);
+    unkeyed.name = "fake-unkeyed";
+    unkeyed.params.push_back({"", "", "constructed too late"});
+    const auto refusal = [](const ScenarioInfo& info) -> std::string {
+        try
+        {
+            ScenarioRegistry::Register(info);
+        }
+        catch (const std::logic_error& e)
+        {
+            return e.what();
+        }
+        return "(registered)";
+    };
+    EXPECT_EQ(refusal(unkeyed),
+              "scenario 'fake-unkeyed' documents parameter '' without a key");
+    ScenarioInfo twice = FakeInfo(false);
+    twice.name = "fake-twice";
+    twice.params.push_back({"rate", "3", "again"});
+    EXPECT_EQ(refusal(twice), "scenario 'fake-twice' documents parameter 'rate' twice");
+    EXPECT_EQ(ScenarioRegistry::Find("fake-unkeyed"), nullptr);
+    EXPECT_EQ(ScenarioRegistry::Find("fake-twice"), nullptr);
 }
 
 TEST(ScenarioRegistry, EveryScenarioSaysWhatPcapDoes)

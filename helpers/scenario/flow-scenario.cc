@@ -24,10 +24,13 @@ FlowScenarioTrafficParams()
             {"max-flows", "0", "run only the first N flows (0: all)"}};
 }
 
-const ScenarioParam kFlowsFileParam{
-    "flows-file", "",
-    "explicit flows instead of pattern/cdf/load: lines SRC DST BYTES START (host indices, "
-    "bytes, a time with its unit)"};
+ScenarioParam
+FlowsFileParam()
+{
+    return {"flows-file", "",
+            "explicit flows instead of pattern/cdf/load: lines SRC DST BYTES START (host indices, "
+            "bytes, a time with its unit)"};
+}
 
 ScenarioTraffic
 ReadScenarioTraffic(const ScenarioOptions& o, const ScenarioInfo& info, uint32_t hosts,

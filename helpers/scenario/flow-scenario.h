@@ -19,7 +19,10 @@ namespace ns3
 /// The traffic parameters both FCT scenarios document, with their help texts: pattern, cdf,
 /// load, duration, senders, max-flows; and flows-file, which overrides them.
 std::vector<ScenarioParam> FlowScenarioTrafficParams();
-extern const ScenarioParam kFlowsFileParam;
+/// flows-file, which overrides the traffic parameters. A function, not a global: scenarios
+/// register from static initializers in other translation units, whose order is unspecified
+/// (a link-time-optimised build ran them before a global of this file was constructed).
+ScenarioParam FlowsFileParam();
 
 /// The flows a run of a FCT scenario carries, and how its summary describes them.
 struct ScenarioTraffic

@@ -260,7 +260,7 @@ IbFctInfo()
         {"limit", "200ms", "simulated time limit, from the traffic start"},
         {"sample", "0s", "rate, buffer and credit sampling interval (0s: none)"}};
     i.params.insert(i.params.end(), own.begin(), own.end());
-    i.params.push_back(kFlowsFileParam);
+    i.params.push_back(FlowsFileParam());
     i.pcap = ScenarioPcap::Wire;
     i.run = RunIbFct;
     ScenarioSetsAttributes(i, {{"ns3::IbNetDevice::VlBufferBytes", "buffer"},

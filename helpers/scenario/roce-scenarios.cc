@@ -1335,7 +1335,7 @@ RoceFctInfo()
     // The traffic parameters right after the topology, as before they were shared.
     const std::vector<ScenarioParam> traffic = FlowScenarioTrafficParams();
     i.params.insert(i.params.begin() + 1, traffic.begin(), traffic.end());
-    i.params.push_back(kFlowsFileParam);
+    i.params.push_back(FlowsFileParam());
     i.params.push_back(kPcapHostsParam);
     i.pcap = ScenarioPcap::Wire;
     i.run = RunRoceFct;

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iomanip>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -69,6 +70,18 @@ ScenarioRegistry::Register(ScenarioInfo info)
     {
         throw std::logic_error("scenario '" + info.name +
                                "' does not say what it does with --pcap (ScenarioInfo::pcap)");
+    }
+    // A parameter without a key, or documented twice, is a scenario built from something not
+    // yet constructed (a global of another translation unit read during static initialisation)
+    // or a copy-paste: either way `--param` could not reach it as documented.
+    std::set<std::string> keys;
+    for (const ScenarioParam& p : info.params)
+    {
+        if (p.key.empty() || !keys.insert(p.key).second)
+        {
+            throw std::logic_error("scenario '" + info.name + "' documents parameter '" + p.key +
+                                   "' " + (p.key.empty() ? "without a key" : "twice"));
+        }
     }
     std::string name = info.name;
     // Two scenarios under one name are a build error: which one `cnuas run NAME` ran would
