@@ -12,6 +12,7 @@
 #include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <set>
@@ -305,6 +306,55 @@ TEST(RoceFabric, EcmpSpreadsFlowsAndKeepsEachOnOnePath)
         EXPECT_LE(perSpine[s], 28u) << "spine " << s;
     }
     Simulator::Destroy();
+}
+
+TEST(RoceFabric, DestinationsWithTheSameNextHopsShareOneListAndOthersKeepTheirOwn)
+{
+    // The switch's dense route table keeps one copy of each distinct next-hop list; a frame
+    // must still leave only by its own destination's hops, and reach each of them.
+    Ptr<EthSwitch> sw = CreateObject<EthSwitch>();
+    sw->SetAttribute("EcmpSeed", UintegerValue(7));
+    for (int p = 0; p < 6; ++p)
+    {
+        sw->AddPort(CreateObject<EthNetDevice>());
+    }
+    const uint32_t base = 0x0A000000;
+    const std::map<uint32_t, std::vector<uint16_t>> routes = {
+        {base + 1, {1, 2}},    {base + 2, {3, 4}}, {base + 3, {1, 2}},
+        {base + 4, {5}},       {base + 5, {2, 1}}, {base + 7, {3, 4, 6}},
+        {base + 8, {1, 2}}};
+    for (const auto& [ip, hops] : routes)
+    {
+        for (uint16_t h : hops)
+        {
+            sw->AddRoute(ip, h);
+        }
+    }
+    EthFrame f;
+    f.kind = EthFrameKind::Udp;
+    f.srcIp = base + 100;
+    f.dstPort = 4791;
+    for (const auto& [ip, hops] : routes)
+    {
+        f.dstIp = ip;
+        std::set<uint16_t> seen;
+        for (uint16_t sport = 49152; sport < 49152 + 400; ++sport)
+        {
+            f.srcPort = sport;
+            const uint16_t out = sw->EgressPort(f);
+            EXPECT_NE(std::find(hops.begin(), hops.end(), out), hops.end())
+                << "destination " << ip - base << " left by port " << out;
+            seen.insert(out);
+            // The pick is the hash's, over the destination's own list in the order added.
+            EXPECT_EQ(out, hops[EthSwitch::FlowHash(f, 7) % hops.size()]);
+        }
+        EXPECT_EQ(seen.size(), hops.size()) << "destination " << ip - base;
+    }
+    f.dstIp = base + 6; // inside the table's range, no route
+    EXPECT_EQ(sw->EgressPort(f), 0);
+    f.dstIp = base + 9; // past it
+    EXPECT_EQ(sw->EgressPort(f), 0);
+    sw->Dispose();
 }
 
 TEST(RoceFabric, EcmpHashIsUniformAndSeedDependent)

@@ -61,6 +61,9 @@ class EthSwitch : public Object
     std::string Validate() const;
     /// The ECMP hash over (source IP, destination IP, protocol, source port, destination port).
     static uint32_t FlowHash(const EthFrame& frame, uint32_t seed);
+    /// The port a frame leaves by: its destination's next hop, or among several the one its
+    /// flow hashes to; 0 when no route leads there.
+    uint16_t EgressPort(const EthFrame& frame);
 
     // ---- used by EthNetDevice ----------------------------------------------------------------
     void Receive(EthNetDevice* in, EthFrame* frame);
