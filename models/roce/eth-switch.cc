@@ -150,8 +150,7 @@ EthSwitch::BuildDenseRoutes()
     for (auto& [ip, hops] : m_routes)
     {
         DenseRoute& d = m_dense[ip - lo];
-        auto [it, added] =
-            listAt.emplace(hops, static_cast<uint32_t>(m_densePorts.size()));
+        auto [it, added] = listAt.emplace(hops, static_cast<uint32_t>(m_densePorts.size()));
         if (added)
         {
             m_densePorts.insert(m_densePorts.end(), hops.begin(), hops.end());
