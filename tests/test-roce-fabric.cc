@@ -320,9 +320,8 @@ TEST(RoceFabric, DestinationsWithTheSameNextHopsShareOneListAndOthersKeepTheirOw
     }
     const uint32_t base = 0x0A000000;
     const std::map<uint32_t, std::vector<uint16_t>> routes = {
-        {base + 1, {1, 2}},    {base + 2, {3, 4}}, {base + 3, {1, 2}},
-        {base + 4, {5}},       {base + 5, {2, 1}}, {base + 7, {3, 4, 6}},
-        {base + 8, {1, 2}}};
+        {base + 1, {1, 2}}, {base + 2, {3, 4}}, {base + 3, {1, 2}}, {base + 4, {5}},
+        {base + 5, {2, 1}}, {base + 7, {3, 4, 6}}, {base + 8, {1, 2}}};
     for (const auto& [ip, hops] : routes)
     {
         for (uint16_t h : hops)

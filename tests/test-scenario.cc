@@ -32,6 +32,8 @@ FakeInfo(bool withTopology)
     return info;
 }
 
+/// The message of the exception of type E that f throws, or "(no error)".
+template <typename E = std::invalid_argument>
 std::string
 Message(const std::function<void()>& f)
 {
@@ -39,7 +41,7 @@ Message(const std::function<void()>& f)
     {
         f();
     }
-    catch (const std::invalid_argument& e)
+    catch (const E& e)
     {
         return e.what();
     }
@@ -95,23 +97,13 @@ TEST(ScenarioRegistry, EveryParameterHasOneKeyAndAnEmptyOrDuplicateKeyIsRefused)
     ScenarioInfo unkeyed = FakeInfo(false);
     unkeyed.name = "fake-unkeyed";
     unkeyed.params.push_back({"", "", "constructed too late"});
-    const auto refusal = [](const ScenarioInfo& info) -> std::string {
-        try
-        {
-            ScenarioRegistry::Register(info);
-        }
-        catch (const std::logic_error& e)
-        {
-            return e.what();
-        }
-        return "(registered)";
-    };
-    EXPECT_EQ(refusal(unkeyed),
+    EXPECT_EQ(Message<std::logic_error>([&] { ScenarioRegistry::Register(unkeyed); }),
               "scenario 'fake-unkeyed' documents parameter '' without a key");
     ScenarioInfo twice = FakeInfo(false);
     twice.name = "fake-twice";
     twice.params.push_back({"rate", "3", "again"});
-    EXPECT_EQ(refusal(twice), "scenario 'fake-twice' documents parameter 'rate' twice");
+    EXPECT_EQ(Message<std::logic_error>([&] { ScenarioRegistry::Register(twice); }),
+              "scenario 'fake-twice' documents parameter 'rate' twice");
     EXPECT_EQ(ScenarioRegistry::Find("fake-unkeyed"), nullptr);
     EXPECT_EQ(ScenarioRegistry::Find("fake-twice"), nullptr);
 }
