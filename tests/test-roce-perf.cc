@@ -11,8 +11,10 @@
 
 #include "ns3/boolean.h"
 #include "ns3/config.h"
+#include "ns3/object-factory.h"
 #include "ns3/packet.h"
 #include "ns3/simulator.h"
+#include "ns3/uinteger.h"
 
 #include <gtest/gtest.h>
 
@@ -436,6 +438,32 @@ TEST(FifoHeapScheduler, RemovesInTimestampThenInsertionOrder)
 {
     CheckOrderAgainstReference(CreateObject<FifoHeapScheduler>(), 64, 99);
     CheckOrderAgainstReference(CreateObject<FifoHeapScheduler>(), 1u << 20, 7);
+}
+
+TEST(FifoHeapScheduler, CalendarKeepsTheOrderWhateverItsBucketsAndWindow)
+{
+    // Buckets of 1 to 16 ps and windows of 2 to 64 buckets: events land in the current bucket
+    // after its sort, in later buckets, beyond the window (the far heap, moved into the
+    // calendar as the window reaches them) and the ring wraps many times; Remove finds events
+    // in every one of those places. The order must be the reference's throughout.
+    for (uint32_t widthLog2 : {0u, 2u, 4u})
+    {
+        for (uint32_t countLog2 : {1u, 3u, 6u})
+        {
+            for (uint64_t farSpan : {uint64_t{64}, uint64_t{1} << 12, uint64_t{1} << 20})
+            {
+                SCOPED_TRACE("width 2^" + std::to_string(widthLog2) + " ps, 2^" +
+                             std::to_string(countLog2) + " buckets, span " +
+                             std::to_string(farSpan));
+                ObjectFactory factory("ns3::FifoHeapScheduler");
+                factory.Set("BucketWidthLog2", UintegerValue(widthLog2));
+                factory.Set("BucketCountLog2", UintegerValue(countLog2));
+                CheckOrderAgainstReference(factory.Create<Scheduler>(),
+                                           farSpan,
+                                           widthLog2 * 31 + countLog2 * 7 + farSpan);
+            }
+        }
+    }
 }
 
 TEST(RoceLazyIcrc, MaterializeFillsTheIcrcOverIpv4AndIpv6)
