@@ -107,7 +107,8 @@ def plot_speed(path, cases, per_case):
     ax.set_xticklabels(cases)
     ax.set_ylabel("wall-clock time, s (each pinned to its own core)")
     ax.set_title("Side by side, same inputs, same moment")
-    ax.legend(fontsize=8)
+    ax.set_ylim(0, max(ref + cn) * 1.3)  # room above the bars for the ratios and the legend
+    ax.legend(fontsize=8, loc="upper center", ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
