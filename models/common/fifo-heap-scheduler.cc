@@ -75,7 +75,7 @@ FifoHeapScheduler::Insert(const Event& ev)
     {
         Allocate(); // here, not in the constructor: the attributes are set after it
     }
-    const uint64_t bucket = ev.key.m_ts >> m_widthLog2;
+    const uint64_t bucket = BucketOf(ev.key.m_ts);
     if (bucket <= m_cur)
     {
         m_late.Push(ev); // the current bucket is sorted already
@@ -93,7 +93,7 @@ FifoHeapScheduler::Insert(const Event& ev)
 void
 FifoHeapScheduler::AppendToBucket(uint64_t bucket, const Event& ev)
 {
-    const size_t slot = bucket & (m_buckets.size() - 1);
+    const size_t slot = SlotOf(bucket);
     std::vector<Event>& v = m_buckets[slot];
     if (v.empty())
     {
@@ -128,7 +128,7 @@ FifoHeapScheduler::Refill()
     {
         // The first occupied slot after the current one, cyclically: the ring holds buckets
         // m_cur + 1 .. m_cur + n - 1, so that is the earliest bucket with events.
-        const size_t start = (m_cur + 1) & (n - 1);
+        const size_t start = SlotOf(m_cur + 1);
         const size_t words = m_occupied.size();
         size_t word = start >> 6;
         uint64_t bits = m_occupied[word] & (~uint64_t{0} << (start & 63));
@@ -148,20 +148,20 @@ FifoHeapScheduler::Refill()
     else
     {
         // Only then: the far heap holds only events beyond the window, later than every bucket.
-        next = m_far.Top().key.m_ts >> m_widthLog2;
+        next = BucketOf(m_far.Top().key.m_ts);
     }
     m_cur = next;
     // The window moved: what the far heap holds for it goes into its buckets.
-    while (!m_far.Empty() && (m_far.Top().key.m_ts >> m_widthLog2) - m_cur < n)
+    while (!m_far.Empty() && BucketOf(m_far.Top().key.m_ts) - m_cur < n)
     {
         const Event ev = m_far.Pop();
-        AppendToBucket(ev.key.m_ts >> m_widthLog2, ev);
+        AppendToBucket(BucketOf(ev.key.m_ts), ev);
     }
     // The bucket becomes the run; the run's spent buffer waits for the next bucket to fill,
     // unless it is much larger than what it held: buffers go round all buckets, so a large one
     // kept for every bucket would make the calendar hold the largest bucket's room times the
     // number of buckets (a fabric in lockstep has a few buckets of thousands of events).
-    const size_t slot = m_cur & (n - 1);
+    const size_t slot = SlotOf(m_cur);
     if (m_run.capacity() <= kKeptBucketRoom || m_run.capacity() <= 2 * m_run.size())
     {
         m_run.clear();
@@ -169,7 +169,7 @@ FifoHeapScheduler::Refill()
     }
     m_run = std::vector<Event>();
     m_run.swap(m_buckets[slot]);
-    m_occupied[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
+    ClearSlot(slot);
     m_inBuckets -= m_run.size();
     m_runPos = 0;
     std::sort(m_run.begin(), m_run.end(),
@@ -282,10 +282,10 @@ FifoHeapScheduler::Remove(const Event& ev)
     }
     if (!m_buckets.empty())
     {
-        const uint64_t bucket = ev.key.m_ts >> m_widthLog2;
+        const uint64_t bucket = BucketOf(ev.key.m_ts);
         if (bucket > m_cur && bucket - m_cur < m_buckets.size())
         {
-            const size_t slot = bucket & (m_buckets.size() - 1);
+            const size_t slot = SlotOf(bucket);
             std::vector<Event>& v = m_buckets[slot];
             for (size_t i = 0; i < v.size(); ++i)
             {
@@ -295,7 +295,7 @@ FifoHeapScheduler::Remove(const Event& ev)
                     v.pop_back();
                     if (v.empty())
                     {
-                        m_occupied[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
+                        ClearSlot(slot);
                     }
                     --m_inBuckets;
                     return;

@@ -124,6 +124,21 @@ class FifoHeapScheduler : public Scheduler
     Source NextSource() const;
     /// Appends `ev` to the calendar bucket `bucket` (absolute bucket number, in the window).
     void AppendToBucket(uint64_t bucket, const Event& ev);
+    /// The absolute number of the bucket that holds timestamp `ts`.
+    uint64_t BucketOf(uint64_t ts) const
+    {
+        return ts >> m_widthLog2;
+    }
+    /// The ring slot of absolute bucket `bucket` (the ring's size is a power of two).
+    size_t SlotOf(uint64_t bucket) const
+    {
+        return bucket & (m_buckets.size() - 1);
+    }
+    /// Marks ring slot `slot` empty in m_occupied.
+    void ClearSlot(size_t slot)
+    {
+        m_occupied[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
+    }
     void Allocate();
 
     uint32_t m_widthLog2 = 13; ///< attribute BucketWidthLog2
