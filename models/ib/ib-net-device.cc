@@ -280,14 +280,15 @@ IbNetDevice::DoDispose()
     m_refreshDormant = false;
     m_virtualPending = 0;
     m_training.Cancel();
-    for (auto& tx : m_tx)
+    for (uint8_t vl = 0; vl < m_tx.size(); ++vl)
     {
+        TxVl& tx = m_tx[vl];
         for (IbFrame* f : tx.hcaQueue.frames)
         {
             IbFramePool::Release(f);
         }
         tx.hcaQueue.frames.clear();
-        tx.ready.clear();
+        ClearReady(vl);
     }
     for (auto& rx : m_rx)
     {
@@ -632,7 +633,7 @@ IbNetDevice::DiscardQueued(IbDropReason reason)
     {
         // Queues whose head was waiting for this port: their heads cannot leave any more.
         auto ready = std::move(m_tx[vl].ready);
-        m_tx[vl].ready.clear();
+        ClearReady(vl);
         for (const ReadyEntry& entry : ready)
         {
             IbFrameQueue* q = entry.queue;
@@ -704,7 +705,7 @@ IbNetDevice::DiscardHeadsExceedingPeerBuffer(uint8_t vl)
     const Time now = Simulator::Now();
     m_busyUntil = std::max(m_busyUntil, now);
     auto ready = std::move(m_tx[vl].ready);
-    m_tx[vl].ready.clear();
+    ClearReady(vl);
     for (const ReadyEntry& entry : ready)
     {
         IbFrameQueue* q = entry.queue;
@@ -723,7 +724,7 @@ IbNetDevice::DiscardHeadsExceedingPeerBuffer(uint8_t vl)
         }
         if (!dropped)
         {
-            m_tx[vl].ready.push_back(entry); // keeps its place, and its head
+            PushReady(vl, entry); // keeps its place, and its head
             continue;
         }
         q->readyRegistered = false;
@@ -861,7 +862,14 @@ IbNetDevice::ChangeState(IbPortState next)
     {
         return;
     }
-    TouchLink();
+    // The state decides what the transmitter may send (data only when Active, §7.2.4) and
+    // what the receiver accepts; while nothing is queued at either end neither reaches the
+    // refresh (the subnet manager arming and activating an idle port), so a sleeping timer
+    // stays asleep. The Kick below follows its own rule.
+    if ((m_readyVls | (m_peer ? m_peer->m_readyVls : 0)) != 0)
+    {
+        TouchLink();
+    }
     IbPortState old = m_state;
     m_state = next;
     NS_LOG_INFO("port " << +m_portNumber << " " << IbPortStateName(old) << " -> "
@@ -1132,6 +1140,11 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init)
 // (credit reads through ApplyStashedFlowControl, the counters) first accounts for the ticks up to
 // now. So the state each of them sees is the state an all-events run has at that instant, and
 // from TouchLink on the timer runs as events again, until a tick finds the link idle once more.
+// Management traffic is the exception that keeps the timers asleep: a VL15 packet needs no
+// credit, so sending one alone (KickKeepsRefreshAsleep: this end's ticks accounted first, then
+// its busy time is what the later ticks wait for), its arrival, and a PortState change while
+// nothing is queued at either end change none of the inputs above. A subnet manager's sweep,
+// one SMP at a time over otherwise idle links, then costs no refresh event at all.
 //
 // Ties at one picosecond. ns-3 runs simultaneous events in the order they were scheduled. A tick
 // at the very instant of another event counts as having run before it (the tick's event is
@@ -1179,12 +1192,9 @@ IbNetDevice::RefreshCanSleep() const
     {
         return false; // someone records every flow-control packet this port sends
     }
-    for (uint8_t v = 0; v < 16; ++v)
+    if ((m_readyVls | m_peer->m_readyVls) != 0)
     {
-        if (!m_tx[v].ready.empty() || !m_peer->m_tx[v].ready.empty())
-        {
-            return false;
-        }
+        return false;
     }
     for (uint8_t v = 0; v < m_opVls; ++v)
     {
@@ -1368,6 +1378,52 @@ IbNetDevice::WakeRefresh()
         m_virtualPending = 0;
         ScheduleWake(m_busyUntil);
     }
+}
+
+bool
+IbNetDevice::KickKeepsRefreshAsleep(Time now)
+{
+    // A transmission opportunity at which this port sends one VL15 packet, or nothing, and
+    // leaves nothing behind changes none of the sleeping refresh's inputs but this port's busy
+    // time: VL15 carries no credit (§7.9.4), so FCTBS, FCCL and ABR stay as they were, nothing
+    // waits for credit (no stall, so the peer needs no flow-control packet as an event) and no
+    // wake-up is scheduled. The ticks up to now are accounted first, on the wire as it was;
+    // later ones see the packet's busy time as an all-events run's ticks would (a tick during
+    // it sends its packets back to back after it, AdvanceDormantRefresh). The subnet manager's
+    // sweep is made of such hops: one directed-route SMP at a time on most links.
+    // Anything else (data queued at this port, a flow-control packet due, a second VL15
+    // packet, a head still arriving, the wire busy) wakes the link as TouchLink does.
+    if ((m_readyVls & ~(1u << kIbManagementVl)) != 0 || m_wakeAtPs >= 0)
+    {
+        return false;
+    }
+    for (uint8_t vl = 0; vl < m_opVls; ++vl)
+    {
+        if (m_rx[vl].fcPending || m_rx[vl].fcInitPending)
+        {
+            return false;
+        }
+    }
+    if (m_readyVls != 0)
+    {
+        const TxVl& mgmt = m_tx[kIbManagementVl];
+        if (mgmt.ready.size() != 1)
+        {
+            return false;
+        }
+        const IbFrameQueue* q = mgmt.ready.front().queue;
+        const IbFrame* head = mgmt.ready.front().head;
+        if (q->frames.size() != 1 ||
+            (head->tailArrival > now &&
+             head->tailArrival - WireTime(head->bytes + m_delimiterBytes) > now))
+        {
+            return false;
+        }
+    }
+    AdvanceDormantRefresh(now.GetPicoSeconds());
+    // A refresh packet due now or still on the wire goes first (Kick's order): that needs the
+    // timer awake, as it is while anything is sent.
+    return m_virtualPending == 0 && now >= m_busyUntil;
 }
 
 void
@@ -1572,8 +1628,12 @@ IbNetDevice::Kick()
     {
         return;
     }
-    TouchLink();
     const Time now = Simulator::Now();
+    if ((m_refreshDormant || (m_peer && m_peer->m_refreshDormant)) &&
+        !KickKeepsRefreshAsleep(now))
+    {
+        WakeLinkRefresh();
+    }
     if (now < m_busyUntil)
     {
         ScheduleWake(m_busyUntil);
@@ -1609,7 +1669,7 @@ IbNetDevice::Kick()
             }
         }
         IbFrameQueue* q = mgmt.ready.front().queue;
-        mgmt.ready.pop_front();
+        PopReady(kIbManagementVl);
         q->readyRegistered = false;
         TransmitFrame(head, q, kIbManagementVl, now);
         return;
@@ -1698,7 +1758,7 @@ IbNetDevice::Kick()
     }
     TxVl& tx = m_tx[vl];
     const ReadyEntry entry = tx.ready.front();
-    tx.ready.pop_front();
+    PopReady(static_cast<uint8_t>(vl));
     entry.queue->readyRegistered = false;
     m_arbiter.Commit(static_cast<uint8_t>(vl), entry.head->bytes);
     TransmitFrame(entry.head, entry.queue, static_cast<uint8_t>(vl), now);
@@ -1865,7 +1925,7 @@ IbNetDevice::RegisterReadyQueue(IbFrameQueue* queue)
     queue->readyRegistered = true;
     IbFrame* head = queue->frames.front();
     uint8_t vl = m_switch ? head->outVl : head->vl;
-    m_tx[vl].ready.push_back({queue, head});
+    PushReady(vl, {queue, head});
     Kick();
 }
 
@@ -2166,7 +2226,14 @@ IbNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
 void
 IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
 {
-    TouchLink(); // refreshes before this arrival carried ABR and FCCL before it
+    // Refreshes before this arrival carried ABR and FCCL before it, so the link's sleeping
+    // timers are woken first; a VL15 packet changes neither (it needs no credit, §7.9.4), so its
+    // arrival leaves them asleep unless its bytes turn out to name a data VL (below).
+    const bool managementOnWire = frame->vl == kIbManagementVl;
+    if (!managementOnWire)
+    {
+        TouchLink();
+    }
     if (frame->fromPeer && frame->linkGeneration != m_cableGeneration)
     {
         // On the cable when it went down: lost with the link, before any accounting.
@@ -2236,6 +2303,10 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
     }
     else
     {
+        if (managementOnWire)
+        {
+            TouchLink(); // sent on VL15, read as data: ABR and the buffer change below
+        }
         if (vl >= m_opVls)
         {
             lose(IbDropReason::InvalidVl);

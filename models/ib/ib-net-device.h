@@ -434,6 +434,26 @@ class IbNetDevice : public NetDevice
         IbFrameQueue queue;    ///< the receive buffer (switch ports hold frames here)
     };
 
+    // A VL's ready list changes only through these, which keep m_readyVls in step with it.
+    void PushReady(uint8_t vl, const ReadyEntry& entry)
+    {
+        m_tx[vl].ready.push_back(entry);
+        m_readyVls = static_cast<uint16_t>(m_readyVls | (1u << vl));
+    }
+    void PopReady(uint8_t vl)
+    {
+        m_tx[vl].ready.pop_front();
+        if (m_tx[vl].ready.empty())
+        {
+            m_readyVls = static_cast<uint16_t>(m_readyVls & ~(1u << vl));
+        }
+    }
+    void ClearReady(uint8_t vl)
+    {
+        m_tx[vl].ready.clear();
+        m_readyVls = static_cast<uint16_t>(m_readyVls & ~(1u << vl));
+    }
+
     void Kick();
     void WakeUp();
     /// Whether a wake-up at `at` (the end of the current transmission) has work to do.
@@ -507,6 +527,10 @@ class IbNetDevice : public NetDevice
         }
     }
     void WakeLinkRefresh();
+    /// Whether a Kick at `now` may leave the link's sleeping refresh asleep: it sends at most
+    /// one VL15 packet and leaves nothing queued or scheduled (accounts this end's ticks up to
+    /// now when it may).
+    bool KickKeepsRefreshAsleep(Time now);
     /// Catches both ends up for a reader (no event scheduled, the timer stays asleep).
     void CatchUpLinkForRead() const;
     void SetLazyFlowControlRefresh(bool lazy);
@@ -571,6 +595,7 @@ class IbNetDevice : public NetDevice
     bool m_refreshDormant = false; ///< refresh timer asleep: ticks accounted lazily
     int64_t m_nextTickPs = -1;     ///< while asleep: the next tick not yet accounted
     uint16_t m_virtualPending = 0; ///< while asleep: VLs whose refresh packet is still to go
+    uint16_t m_readyVls = 0;       ///< VLs whose ready list is not empty (bit v: m_tx[v].ready)
     uint64_t m_lazyRefreshes = 0;  ///< refresh ticks accounted without an event
     EventId m_training;
     int64_t m_portWaitStartPs = -1;
