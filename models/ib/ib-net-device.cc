@@ -1086,17 +1086,18 @@ IbNetDevice::FlowControlRefresh()
 }
 
 void
-IbNetDevice::SendFlowControl(uint8_t vl, bool init)
+IbNetDevice::SendFlowControl(uint8_t vl, bool init, Time now)
 {
+    NS_ASSERT(now == Simulator::Now());
     RxVl& rx = m_rx[vl];
     rx.fcPending = false;
     rx.fcInitPending = false;
-    rx.lastFcSentPs = Simulator::Now().GetPicoSeconds();
+    rx.lastFcSentPs = now.GetPicoSeconds();
     uint8_t op = init ? 1 : 0;
     uint16_t fctbs = m_tx[vl].fctbs;
     uint16_t fccl = AdvertisedFccl(vl);
     Time txTime = WireTime(kFcPacketBytes + m_delimiterBytes);
-    m_busyUntil = Simulator::Now() + txTime;
+    m_busyUntil = now + txTime;
     m_fcSent++;
     m_fcTxTrace(op, vl, fctbs, fccl);
     IbNetDevice* peer = m_peer; // GetPeer() without the channel's lookup (see PeerVlBufferBlocks)
@@ -1104,7 +1105,7 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init)
     const Time arrival = txTime + PicoSeconds(m_cableDelayPs);
     if (!init && !peer->NeedsFlowControlEvent(vl))
     {
-        peer->m_tx[vl].stash.push_back({(Simulator::Now() + arrival).GetPicoSeconds(), fccl});
+        peer->m_tx[vl].stash.push_back({(now + arrival).GetPicoSeconds(), fccl});
         peer->m_fcStashed++;
         return;
     }
@@ -1376,7 +1377,7 @@ IbNetDevice::WakeRefresh()
             }
         }
         m_virtualPending = 0;
-        ScheduleWake(m_busyUntil);
+        ScheduleWake(m_busyUntil, PicoSeconds(nowPs));
     }
 }
 
@@ -1495,18 +1496,20 @@ IbNetDevice::NeedsFlowControlEvent(uint8_t vl) const
 void
 IbNetDevice::ApplyStashedFlowControl(uint8_t vl)
 {
+    ApplyStashedFlowControl(vl, Simulator::Now().GetPicoSeconds());
+}
+
+void
+IbNetDevice::ApplyStashedFlowControl(uint8_t vl, int64_t nowPs)
+{
+    NS_ASSERT(nowPs == Simulator::Now().GetPicoSeconds());
     if (m_peer && m_peer->m_refreshDormant)
     {
         // Refresh packets the sleeping peer has sent by now belong in the stash first.
-        m_peer->AdvanceDormantRefresh(Simulator::Now().GetPicoSeconds());
+        m_peer->AdvanceDormantRefresh(nowPs);
     }
     auto& stash = m_tx[vl].stash;
-    if (stash.empty())
-    {
-        return;
-    }
-    const int64_t now = Simulator::Now().GetPicoSeconds();
-    while (!stash.empty() && stash.front().arrivalPs <= now)
+    while (!stash.empty() && stash.front().arrivalPs <= nowPs)
     {
         m_tx[vl].fccl = stash.front().fccl;
         stash.pop_front();
@@ -1516,7 +1519,12 @@ IbNetDevice::ApplyStashedFlowControl(uint8_t vl)
 void
 IbNetDevice::NoteCreditsChanged(uint8_t vl)
 {
-    m_creditTrace(vl, GetCreditsAvailable(vl));
+    // Only a sink needs the figure now; without one the stash is applied by the next credit
+    // decision, which sees the same credit (every decision applies what has arrived first).
+    if (!m_creditTrace.IsEmpty())
+    {
+        m_creditTrace(vl, GetCreditsAvailable(vl));
+    }
 }
 
 void
@@ -1542,8 +1550,9 @@ IbNetDevice::ReleaseReceiveBlocks(uint8_t vl, uint16_t blocks)
 // ---- transmit -----------------------------------------------------------------------------
 
 void
-IbNetDevice::ScheduleWake(Time at)
+IbNetDevice::ScheduleWake(Time at, Time now)
 {
+    NS_ASSERT(now == Simulator::Now());
     // One pending wake-up at most; an earlier one replaces a later one.
     const int64_t atPs = at.GetPicoSeconds();
     if (m_wakeAtPs >= 0)
@@ -1555,7 +1564,7 @@ IbNetDevice::ScheduleWake(Time at)
         m_wake.Cancel();
     }
     m_wakeAtPs = atPs;
-    m_wake = Simulator::Schedule(at - Simulator::Now(), &IbNetDevice::WakeUp, this);
+    m_wake = Simulator::Schedule(at - now, &IbNetDevice::WakeUp, this);
 }
 
 void
@@ -1567,7 +1576,7 @@ IbNetDevice::WakeUp()
 }
 
 bool
-IbNetDevice::HasPendingWork(Time at)
+IbNetDevice::HasPendingWork(Time at, Time now)
 {
     // Link packets and VL15 always warrant a wake-up.
     for (uint8_t v = 0; v < m_opVls; ++v)
@@ -1597,7 +1606,7 @@ IbNetDevice::HasPendingWork(Time at)
             continue;
         }
         waiting = true;
-        ApplyStashedFlowControl(v);
+        ApplyStashedFlowControl(v, now.GetPicoSeconds());
         const uint16_t blocks = tx.ready.front().head->blocks;
         if (!tx.stash.empty() || HasCredit(v, blocks) || blocks > PeerVlBufferBlocks())
         {
@@ -1636,7 +1645,7 @@ IbNetDevice::Kick()
     }
     if (now < m_busyUntil)
     {
-        ScheduleWake(m_busyUntil);
+        ScheduleWake(m_busyUntil, now);
         return;
     }
     // Link packets first: flow control keeps the peer's transmitter going.
@@ -1645,10 +1654,10 @@ IbNetDevice::Kick()
         RxVl& rx = m_rx[vl];
         if (rx.fcInitPending || rx.fcPending)
         {
-            SendFlowControl(vl, rx.fcInitPending);
-            if (HasPendingWork(m_busyUntil))
+            SendFlowControl(vl, rx.fcInitPending, now);
+            if (HasPendingWork(m_busyUntil, now))
             {
-                ScheduleWake(m_busyUntil);
+                ScheduleWake(m_busyUntil, now);
             }
             return;
         }
@@ -1664,7 +1673,7 @@ IbNetDevice::Kick()
             Time out = WireTime(head->bytes + m_delimiterBytes);
             if (head->tailArrival - out > now)
             {
-                ScheduleWake(head->tailArrival - out); // as for data below
+                ScheduleWake(head->tailArrival - out, now); // as for data below
                 return;
             }
         }
@@ -1695,7 +1704,7 @@ IbNetDevice::Kick()
         waiting = true;
         IbFrame* head = tx.ready.front().head;
         NS_ASSERT(head == tx.ready.front().queue->frames.front());
-        ApplyStashedFlowControl(vl);
+        ApplyStashedFlowControl(vl, nowPs);
         if (!HasCredit(vl, head->blocks))
         {
             if (head->blocks > PeerVlBufferBlocks())
@@ -1741,14 +1750,14 @@ IbNetDevice::Kick()
                 DiscardHeadsExceedingPeerBuffer(v);
             }
         }
-        ScheduleWake(now);
+        ScheduleWake(now, now);
         return;
     }
     if (vl < 0)
     {
         if (earliest != Time::Max())
         {
-            ScheduleWake(earliest);
+            ScheduleWake(earliest, now);
         }
         if (waiting && m_portWaitStartPs < 0)
         {
@@ -1875,9 +1884,9 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time 
         }
     }
     // Wake at the end of this packet only if something else can go then.
-    if (HasPendingWork(m_busyUntil))
+    if (HasPendingWork(m_busyUntil, now))
     {
-        ScheduleWake(m_busyUntil);
+        ScheduleWake(m_busyUntil, now);
     }
 }
 

@@ -456,13 +456,14 @@ class IbNetDevice : public NetDevice
 
     void Kick();
     void WakeUp();
+    // The `now` parameters below are Simulator::Now(), which the caller has read already: a
+    // port's transmit path runs several times per packet-hop, and Now() is some 50 instructions.
     /// Whether a wake-up at `at` (the end of the current transmission) has work to do.
-    bool HasPendingWork(Time at);
-    void ScheduleWake(Time at);
+    bool HasPendingWork(Time at, Time now);
+    void ScheduleWake(Time at, Time now);
     bool HasCredit(uint8_t vl, uint16_t blocks) const;
     uint16_t AdvertisedFccl(uint8_t vl) const;
-    void SendFlowControl(uint8_t vl, bool init);
-    /// `now`: Simulator::Now(), which the caller (Kick) has read already.
+    void SendFlowControl(uint8_t vl, bool init, Time now);
     void TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time now);
     void FlowControlRefresh();
     void StartFlowControl();
@@ -495,6 +496,7 @@ class IbNetDevice : public NetDevice
     void EndStall(uint8_t vl);
     void NoteCreditsChanged(uint8_t vl);
     void ApplyStashedFlowControl(uint8_t vl);
+    void ApplyStashedFlowControl(uint8_t vl, int64_t nowPs);
     /// Whether a flow-control packet for `vl` must be processed as an event on arrival here.
     bool NeedsFlowControlEvent(uint8_t vl) const;
     void CountPeerPacketLost(IbFrame* frame);
