@@ -1,6 +1,7 @@
 // Unit tests of the emulation's model side: frames from a real host's kernel (EthFrame
 // ParseFromHost / Verbatim) crossing a simulated Ethernet fabric, and the real-time simulator.
 #include "helpers/roce/eth-fabric-helper.h"
+#include "models/common/cnuas-init.h"
 #include "models/emu/emu-realtime-simulator-impl.h"
 #include "models/roce/eth-frame.h"
 #include "models/roce/eth-net-device.h"
@@ -300,8 +301,7 @@ WithEmuSimulator(double dilation, F body)
     Config::SetDefault("ns3::EmuRealtimeSimulatorImpl::TimeDilation", DoubleValue(dilation));
     body();
     Simulator::Destroy();
-    GlobalValue::Bind("SimulatorImplementationType",
-                      StringValue("ns3::DefaultSimulatorImpl"));
+    GlobalValue::Bind("SimulatorImplementationType", StringValue(kCnuasSimulatorImplementation));
     Config::Reset();
 }
 } // namespace

@@ -1,5 +1,7 @@
 #include "rs485-pty-bridge-helper.h"
 
+#include "models/common/cnuas-init.h"
+
 #include "ns3/config.h"
 #include "ns3/enum.h"
 #include "ns3/global-value.h"
@@ -43,7 +45,7 @@ Rs485PtyBridgeHelper::EnableRealtime()
 void
 Rs485PtyBridgeHelper::DisableRealtime()
 {
-    GlobalValue::Bind("SimulatorImplementationType", StringValue("ns3::DefaultSimulatorImpl"));
+    GlobalValue::Bind("SimulatorImplementationType", StringValue(kCnuasSimulatorImplementation));
 }
 
 Ptr<Rs485PtyBridge>

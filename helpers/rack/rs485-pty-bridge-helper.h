@@ -38,7 +38,7 @@ class Rs485PtyBridgeHelper
      * call of the run (or after Simulator::Destroy).
      */
     static void EnableRealtime();
-    /// Back to ns3::DefaultSimulatorImpl for the simulator created next.
+    /// Back to Cnuas's simulator core (CnuasInit's) for the simulator created next.
     static void DisableRealtime();
 
     Ptr<Rs485PtyBridge> Install(Ptr<Node> node, Ptr<Rs485Channel> bus) const;

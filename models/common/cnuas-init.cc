@@ -18,6 +18,10 @@ CnuasInit()
         // (roce-fct on a k=8 fat-tree 14-16 % faster than with MapScheduler, identical output;
         // docs/performance.md). `--set SchedulerType=...` still picks another.
         GlobalValue::Bind("SchedulerType", StringValue("ns3::FifoHeapScheduler"));
+        // And the simulator core: ns-3's DefaultSimulatorImpl's semantics event for event,
+        // less work around each (LeanSimulatorImpl; docs/performance.md).
+        // `--set SimulatorImplementationType=ns3::DefaultSimulatorImpl` still picks ns-3's.
+        GlobalValue::Bind("SimulatorImplementationType", StringValue(kCnuasSimulatorImplementation));
         done = true;
     }
 }

@@ -1,0 +1,223 @@
+// LeanSimulatorImpl against ns-3's DefaultSimulatorImpl: the same calls give the same run, call
+// for call (order, clock, contexts, event ids, expiry, delays left, stops, destroy events).
+#include "models/common/cnuas-init.h"
+#include "models/common/lean-simulator-impl.h"
+
+#include "ns3/global-value.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace ns3;
+
+namespace
+{
+
+/// A pseudo-random program of simulator calls whose every observable result goes into `log`.
+class Workload
+{
+  public:
+    Workload(uint32_t seed, std::vector<std::string>* log)
+        : m_rng(seed),
+          m_log(log)
+    {
+    }
+
+    void Start()
+    {
+        for (int i = 0; i < 40; ++i)
+        {
+            ScheduleOne();
+        }
+        // A destroy event, one cancelled and one removed again: only the first runs.
+        m_destroy.push_back(Simulator::ScheduleDestroy(&Workload::Destroyed, this, 1));
+        EventId cancelled = Simulator::ScheduleDestroy(&Workload::Destroyed, this, 2);
+        EventId removed = Simulator::ScheduleDestroy(&Workload::Destroyed, this, 3);
+        Note("destroy ids " + std::to_string(cancelled.GetUid()) + " expired " +
+             std::to_string(Simulator::IsExpired(cancelled)));
+        Simulator::Cancel(cancelled);
+        Simulator::Remove(removed);
+        Note("after cancel " + std::to_string(Simulator::IsExpired(cancelled)) + " remove " +
+             std::to_string(Simulator::IsExpired(removed)));
+        Simulator::Stop(PicoSeconds(2500));
+    }
+
+    void Destroyed(int which)
+    {
+        Note("destroy event " + std::to_string(which));
+    }
+
+  private:
+    void Note(const std::string& what)
+    {
+        std::ostringstream os;
+        os << Simulator::Now().GetPicoSeconds() << " ctx " << Simulator::GetContext() << " n "
+           << Simulator::GetEventCount() << ": " << what;
+        m_log->push_back(os.str());
+    }
+
+    uint32_t Pick(uint32_t n) { return std::uniform_int_distribution<uint32_t>(0, n - 1)(m_rng); }
+
+    void ScheduleOne()
+    {
+        const int kind = static_cast<int>(Pick(6));
+        const uint32_t tag = m_nextTag++;
+        // Few distinct delays: many events share a picosecond, so the insertion order decides.
+        const Time delay = PicoSeconds(Pick(4) * 50 + (Pick(3) == 0 ? 0 : Pick(2) * 7));
+        if (kind == 0)
+        {
+            EventId id = Simulator::ScheduleNow(&Workload::Run, this, tag);
+            m_pending.push_back(id);
+            Note("now tag " + std::to_string(tag) + " uid " + std::to_string(id.GetUid()));
+        }
+        else if (kind == 1)
+        {
+            const uint32_t context = Pick(5);
+            Simulator::ScheduleWithContext(context, delay, &Workload::Run, this, tag);
+            Note("ctx " + std::to_string(context) + " tag " + std::to_string(tag));
+        }
+        else
+        {
+            EventId id = Simulator::Schedule(delay, &Workload::Run, this, tag);
+            m_pending.push_back(id);
+            Note("at +" + std::to_string(delay.GetPicoSeconds()) + " tag " + std::to_string(tag) +
+                 " uid " + std::to_string(id.GetUid()) + " ts " + std::to_string(id.GetTs()));
+        }
+    }
+
+    void Run(uint32_t tag)
+    {
+        Note("run tag " + std::to_string(tag));
+        if (m_ran++ > 3000)
+        {
+            return; // enough: the queue drains
+        }
+        const uint32_t more = Pick(4);
+        for (uint32_t i = 0; i < more; ++i)
+        {
+            ScheduleOne();
+        }
+        if (!m_pending.empty())
+        {
+            // Ask about, cancel or remove an event seen earlier (pending, run or cancelled).
+            const EventId& id = m_pending[Pick(static_cast<uint32_t>(m_pending.size()))];
+            std::ostringstream os;
+            os << "uid " << id.GetUid() << " expired " << Simulator::IsExpired(id) << " left "
+               << Simulator::GetDelayLeft(id).GetPicoSeconds() << " running " << id.IsRunning();
+            switch (Pick(5))
+            {
+            case 0:
+                Simulator::Cancel(id);
+                os << " cancelled";
+                break;
+            case 1:
+                Simulator::Remove(id);
+                os << " removed";
+                break;
+            default:
+                break;
+            }
+            os << " -> expired " << Simulator::IsExpired(id);
+            Note(os.str());
+        }
+    }
+
+    std::mt19937 m_rng;
+    std::vector<std::string>* m_log;
+    std::vector<EventId> m_pending;
+    std::vector<EventId> m_destroy;
+    uint32_t m_nextTag = 0;
+    uint32_t m_ran = 0;
+};
+
+/// Runs the workload on the simulator core `impl`: to its Stop, then again to the end, then
+/// Destroy (its destroy events); returns the log.
+std::vector<std::string>
+RunOn(const std::string& impl, uint32_t seed)
+{
+    GlobalValue::Bind("SimulatorImplementationType", StringValue(impl));
+    std::vector<std::string> log;
+    {
+        Workload w(seed, &log);
+        Simulator::ScheduleNow(&Workload::Start, &w);
+        Simulator::Run();
+        log.push_back("stopped at " + std::to_string(Simulator::Now().GetPicoSeconds()) +
+                      " finished " + std::to_string(Simulator::IsFinished()));
+        Simulator::Run();
+        log.push_back("ended at " + std::to_string(Simulator::Now().GetPicoSeconds()) +
+                      " events " + std::to_string(Simulator::GetEventCount()));
+        Simulator::Destroy();
+    }
+    GlobalValue::Bind("SimulatorImplementationType", StringValue(kCnuasSimulatorImplementation));
+    return log;
+}
+
+} // namespace
+
+TEST(LeanSimulatorImpl, RunsEveryProgramOfCallsAsDefaultSimulatorImplDoes)
+{
+    for (uint32_t seed : {1u, 2u, 3u, 42u, 1234u})
+    {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        const auto lean = RunOn("ns3::LeanSimulatorImpl", seed);
+        const auto ns3 = RunOn("ns3::DefaultSimulatorImpl", seed);
+        ASSERT_GT(lean.size(), 1000u);
+        ASSERT_EQ(lean.size(), ns3.size());
+        for (size_t i = 0; i < lean.size(); ++i)
+        {
+            ASSERT_EQ(lean[i], ns3[i]) << "line " << i;
+        }
+    }
+}
+
+namespace
+{
+
+/// An event hands a thread a ScheduleWithContext (as a real host's input thread does) and waits
+/// for it: the simulation thread takes that event in after the current one, with the delay
+/// counted from then.
+std::vector<std::string>
+RunWithForeignThread(const std::string& impl)
+{
+    GlobalValue::Bind("SimulatorImplementationType", StringValue(impl));
+    std::vector<std::string> log;
+    auto note = [&log](const std::string& what) {
+        log.push_back(std::to_string(Simulator::Now().GetPicoSeconds()) + " ctx " +
+                      std::to_string(Simulator::GetContext()) + " " + what);
+    };
+    Simulator::Schedule(PicoSeconds(100), [&]() {
+        note("spawn");
+        std::thread t([&]() {
+            Simulator::ScheduleWithContext(7, PicoSeconds(5), [&]() { note("foreign +5"); });
+            Simulator::ScheduleWithContext(8, PicoSeconds(0), [&]() { note("foreign +0"); });
+        });
+        t.join();
+        Simulator::Schedule(PicoSeconds(0), [&]() { note("local +0"); });
+    });
+    Simulator::Schedule(PicoSeconds(100), [&]() { note("same instant, scheduled first"); });
+    Simulator::Schedule(PicoSeconds(105), [&]() { note("at 105, scheduled first"); });
+    Simulator::Run();
+    log.push_back("events " + std::to_string(Simulator::GetEventCount()));
+    Simulator::Destroy();
+    GlobalValue::Bind("SimulatorImplementationType", StringValue(kCnuasSimulatorImplementation));
+    return log;
+}
+
+} // namespace
+
+TEST(LeanSimulatorImpl, TakesEventsFromOtherThreadsAsDefaultSimulatorImplDoes)
+{
+    const auto lean = RunWithForeignThread("ns3::LeanSimulatorImpl");
+    const auto ns3 = RunWithForeignThread("ns3::DefaultSimulatorImpl");
+    EXPECT_EQ(lean, ns3);
+    ASSERT_EQ(lean.size(), 7u);
+    EXPECT_EQ(lean.back(), "events 6");
+}
