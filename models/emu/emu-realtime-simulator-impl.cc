@@ -25,7 +25,7 @@ EmuRealtimeSimulatorImpl::GetTypeId()
 {
     static TypeId tid =
         TypeId("ns3::EmuRealtimeSimulatorImpl")
-            .SetParent<SimulatorImpl>()
+            .SetParent<QueueSimulatorImpl>()
             .SetGroupName("Cnuas")
             .AddConstructor<EmuRealtimeSimulatorImpl>()
             .AddAttribute("TimeDilation",
@@ -169,50 +169,14 @@ EmuRealtimeSimulatorImpl::Current()
 void
 EmuRealtimeSimulatorImpl::DoDispose()
 {
-    if (m_events)
-    {
-        while (!m_events->IsEmpty())
-        {
-            Scheduler::Event ev = m_events->RemoveNext();
-            ev.impl->Unref();
-        }
-        m_events = nullptr;
-    }
+    DisposeQueue();
     std::lock_guard<std::mutex> lock(m_mutex);
     for (auto& f : m_foreign)
     {
         f.impl->Unref();
     }
     m_foreign.clear();
-    SimulatorImpl::DoDispose();
-}
-
-void
-EmuRealtimeSimulatorImpl::Destroy()
-{
-    while (!m_destroyEvents.empty())
-    {
-        Ptr<EventImpl> ev = m_destroyEvents.front().PeekEventImpl();
-        m_destroyEvents.pop_front();
-        if (!ev->IsCancelled())
-        {
-            ev->Invoke();
-        }
-    }
-}
-
-void
-EmuRealtimeSimulatorImpl::SetScheduler(ObjectFactory schedulerFactory)
-{
-    Ptr<Scheduler> scheduler = schedulerFactory.Create<Scheduler>();
-    if (m_events)
-    {
-        while (!m_events->IsEmpty())
-        {
-            scheduler->Insert(m_events->RemoveNext());
-        }
-    }
-    m_events = scheduler;
+    QueueSimulatorImpl::DoDispose();
 }
 
 bool
@@ -239,18 +203,6 @@ EmuRealtimeSimulatorImpl::SimToWall(uint64_t ts) const
     const double simNs = static_cast<double>(ts - m_simStart) /
                          static_cast<double>(Time(NanoSeconds(1)).GetTimeStep());
     return m_wallStart + std::chrono::nanoseconds(std::llround(simNs * m_dilation));
-}
-
-void
-EmuRealtimeSimulatorImpl::Insert(uint64_t ts, uint32_t context, EventImpl* impl, uint32_t uid)
-{
-    Scheduler::Event ev;
-    ev.impl = impl;
-    ev.key.m_ts = ts;
-    ev.key.m_context = context;
-    ev.key.m_uid = uid;
-    m_unscheduledEvents++;
-    m_events->Insert(ev);
 }
 
 EventId
@@ -328,88 +280,6 @@ EmuRealtimeSimulatorImpl::TakeForeign()
     }
 }
 
-EventId
-EmuRealtimeSimulatorImpl::ScheduleDestroy(EventImpl* event)
-{
-    EventId id(Ptr<EventImpl>(event, false), m_currentTs, 0xffffffff, EventId::UID::DESTROY);
-    m_destroyEvents.push_back(id);
-    m_uid++;
-    return id;
-}
-
-void
-EmuRealtimeSimulatorImpl::Remove(const EventId& id)
-{
-    if (id.GetUid() == EventId::UID::DESTROY)
-    {
-        for (auto i = m_destroyEvents.begin(); i != m_destroyEvents.end(); ++i)
-        {
-            if (*i == id)
-            {
-                m_destroyEvents.erase(i);
-                break;
-            }
-        }
-        return;
-    }
-    if (IsExpired(id))
-    {
-        return;
-    }
-    Scheduler::Event ev;
-    ev.impl = id.PeekEventImpl();
-    ev.key.m_ts = id.GetTs();
-    ev.key.m_context = id.GetContext();
-    ev.key.m_uid = id.GetUid();
-    m_events->Remove(ev);
-    m_unscheduledEvents--;
-    ev.impl->Cancel();
-    ev.impl->Unref();
-}
-
-void
-EmuRealtimeSimulatorImpl::Cancel(const EventId& id)
-{
-    if (!IsExpired(id))
-    {
-        id.PeekEventImpl()->Cancel();
-    }
-}
-
-bool
-EmuRealtimeSimulatorImpl::IsExpired(const EventId& id) const
-{
-    if (id.PeekEventImpl() == nullptr || id.PeekEventImpl()->IsCancelled())
-    {
-        return true;
-    }
-    if (id.GetUid() == EventId::UID::DESTROY)
-    {
-        return std::find(m_destroyEvents.begin(), m_destroyEvents.end(), id) ==
-               m_destroyEvents.end();
-    }
-    return id.GetTs() < m_currentTs ||
-           (id.GetTs() == m_currentTs && id.GetUid() <= m_currentUid);
-}
-
-bool
-EmuRealtimeSimulatorImpl::IsFinished() const
-{
-    return m_stop || m_events->IsEmpty();
-}
-
-void
-EmuRealtimeSimulatorImpl::Stop()
-{
-    m_stop = true;
-}
-
-void
-EmuRealtimeSimulatorImpl::Stop(const Time& delay)
-{
-    Simulator::Schedule(delay, &Simulator::Stop);
-}
-
 bool
 EmuRealtimeSimulatorImpl::PollInput(Clock::time_point deadline, uint64_t nextTs)
 {
@@ -458,19 +328,6 @@ EmuRealtimeSimulatorImpl::PollInput(Clock::time_point deadline, uint64_t nextTs)
         handled = true;
     }
     return handled;
-}
-
-void
-EmuRealtimeSimulatorImpl::ProcessOneEvent()
-{
-    Scheduler::Event next = m_events->RemoveNext();
-    m_unscheduledEvents--;
-    m_eventCount++;
-    m_currentTs = next.key.m_ts;
-    m_currentContext = next.key.m_context;
-    m_currentUid = next.key.m_uid;
-    next.impl->Invoke();
-    next.impl->Unref();
 }
 
 void
@@ -638,42 +495,6 @@ EmuRealtimeSimulatorImpl::GetLagStats() const
     s.spinNs = m_spinNs.load(std::memory_order_relaxed);
     s.spinBackoffs = m_spinBackoffs.load(std::memory_order_relaxed);
     return s;
-}
-
-Time
-EmuRealtimeSimulatorImpl::Now() const
-{
-    return TimeStep(m_currentTs);
-}
-
-Time
-EmuRealtimeSimulatorImpl::GetDelayLeft(const EventId& id) const
-{
-    return IsExpired(id) ? TimeStep(0) : TimeStep(id.GetTs() - m_currentTs);
-}
-
-Time
-EmuRealtimeSimulatorImpl::GetMaximumSimulationTime() const
-{
-    return TimeStep(0x7fffffffffffffffLL);
-}
-
-uint32_t
-EmuRealtimeSimulatorImpl::GetSystemId() const
-{
-    return 0;
-}
-
-uint32_t
-EmuRealtimeSimulatorImpl::GetContext() const
-{
-    return m_currentContext;
-}
-
-uint64_t
-EmuRealtimeSimulatorImpl::GetEventCount() const
-{
-    return m_eventCount;
 }
 
 } // namespace ns3

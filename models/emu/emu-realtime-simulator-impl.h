@@ -10,6 +10,8 @@
 #include "ns3/scheduler.h"
 #include "ns3/simulator-impl.h"
 
+#include "models/common/queue-simulator-impl.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -74,33 +76,18 @@ struct EmuLagStats
  * Lag: each event's lateness (wall time when it runs minus its wall deadline) is measured; a
  * model that cannot keep up shows a growing lag (GetLagStats), never a silent slowdown.
  */
-class EmuRealtimeSimulatorImpl : public SimulatorImpl
+class EmuRealtimeSimulatorImpl : public QueueSimulatorImpl
 {
   public:
     static TypeId GetTypeId();
     EmuRealtimeSimulatorImpl();
     ~EmuRealtimeSimulatorImpl() override;
 
-    // ns3::SimulatorImpl
-    void Destroy() override;
-    bool IsFinished() const override;
-    void Stop() override;
-    void Stop(const Time& delay) override;
+    // ns3::SimulatorImpl (the queue's rules: QueueSimulatorImpl)
     EventId Schedule(const Time& delay, EventImpl* event) override;
     void ScheduleWithContext(uint32_t context, const Time& delay, EventImpl* event) override;
     EventId ScheduleNow(EventImpl* event) override;
-    EventId ScheduleDestroy(EventImpl* event) override;
-    void Remove(const EventId& id) override;
-    void Cancel(const EventId& id) override;
-    bool IsExpired(const EventId& id) const override;
     void Run() override;
-    Time Now() const override;
-    Time GetDelayLeft(const EventId& id) const override;
-    Time GetMaximumSimulationTime() const override;
-    void SetScheduler(ObjectFactory schedulerFactory) override;
-    uint32_t GetSystemId() const override;
-    uint32_t GetContext() const override;
-    uint64_t GetEventCount() const override;
 
     /// Lag figures. Any thread (a consistent snapshot of the counters the simulation thread
     /// publishes after each event).
@@ -141,7 +128,6 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
         bool now;    ///< handed in with no delay: due as soon as the model can take it
     };
 
-    void Insert(uint64_t ts, uint32_t context, EventImpl* impl, uint32_t uid);
     /// Moves events handed in by other threads into the scheduler. Simulation thread.
     void TakeForeign();
     /// The simulated time stamp that the wall clock reads now (running clock only).
@@ -154,18 +140,8 @@ class EmuRealtimeSimulatorImpl : public SimulatorImpl
      */
     bool PollInput(Clock::time_point deadline, uint64_t nextTs);
     void RunIdleHooks(int64_t untilNextNs);
-    void ProcessOneEvent();
     bool OnSimulationThread() const;
 
-    Ptr<Scheduler> m_events;
-    std::list<EventId> m_destroyEvents;
-    uint64_t m_currentTs = 0;
-    uint32_t m_currentUid = 0;
-    uint32_t m_currentContext = 0xffffffff;
-    uint32_t m_uid = EventId::UID::VALID;
-    uint64_t m_eventCount = 0;
-    int m_unscheduledEvents = 0;
-    bool m_stop = false;
     std::thread::id m_mainThread;
 
     // the clock
