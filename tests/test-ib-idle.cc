@@ -590,3 +590,53 @@ TEST(IbIdle, SubnetManagerSweepLeavesTheRefreshAsleepAndChangesNothing)
     EXPECT_LE(lazyAtUp, 5u * 20u);
     EXPECT_GT(eagerAtUp, 5 * lazyAtUp);
 }
+
+namespace
+{
+
+/// Two hosts through a switch, refresh every 4,096 symbol times (655 ns), idle until every timer
+/// sleeps; then host 0 is handed three 4 KiB packets at 10 us + `offsetPs`, so that for some
+/// offsets a refresh tick of the sleeping link falls while the first is on the wire and the
+/// others wait behind it.
+Observed
+RunBurstOnSleepingLink(bool lazy, int64_t offsetPs)
+{
+    SetLazy(lazy);
+    Config::SetDefault("ns3::IbNetDevice::FlowControlRefreshSymbols", UintegerValue(4096));
+    Observed o;
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
+    IbStaticSubnetHelper subnet;
+    subnet.SetOperationalVls(2);
+    subnet.Configure(f.nodes);
+    ConnectPassiveTraces(f, &o);
+    Ptr<IbNetDevice> h0 = f.HostPort(0);
+    const uint16_t lid1 = subnet.GetLid(f.hosts.Get(1));
+    Simulator::Schedule(MicroSeconds(10) + PicoSeconds(offsetPs), [h0, lid1, &o]() {
+        o.notes.push_back(std::string("dormant ") + (h0->IsRefreshDormant() ? "yes" : "no"));
+        for (int i = 0; i < 3; ++i)
+        {
+            h0->SendIb(Create<Packet>(4096), lid1, i % 2);
+        }
+    });
+    return RunAndRecordEnd(f, o, MicroSeconds(20));
+}
+
+} // namespace
+
+// Data handed to a port whose link sleeps wakes the link before anything is sent (only a lone
+// VL15 packet may go without waking it): over offsets spanning a refresh period, the packets,
+// refresh packets and credits are where the all-events refresh puts them.
+TEST(IbIdle, DataOnASleepingLinkWakesItFirst)
+{
+    int dormantStarts = 0;
+    for (int64_t offset = 0; offset < 655'360; offset += 13'107)
+    {
+        SCOPED_TRACE("offset " + std::to_string(offset) + " ps");
+        Observed lazy = RunBurstOnSleepingLink(true, offset);
+        Observed eager = RunBurstOnSleepingLink(false, offset);
+        ExpectSame(lazy, eager);
+        dormantStarts += !lazy.notes.empty() && lazy.notes[0] == "dormant yes";
+    }
+    EXPECT_GE(dormantStarts, 40); // the bursts did start on a sleeping link
+}
