@@ -640,3 +640,70 @@ TEST(IbIdle, DataOnASleepingLinkWakesItFirst)
     }
     EXPECT_GE(dormantStarts, 40); // the bursts did start on a sleeping link
 }
+
+namespace
+{
+
+/// A credit stall that begins on a sleeping link: host 4 fills its switch port's VL1 buffer
+/// with packets that cannot leave (the switch's port to host 3 is configured to serve VL0 only),
+/// its link goes to sleep, then host 4 is handed more VL1 packets and stalls for want of credit;
+/// 4 us later the port serves VL1 again (a VL0 packet from host 5 kicks it) and all drain.
+Observed
+RunStallOnSleepingLink(bool lazy)
+{
+    SetLazy(lazy);
+    Config::SetDefault("ns3::IbNetDevice::FlowControlRefreshSymbols", UintegerValue(4096));
+    Config::SetDefault("ns3::IbNetDevice::VlBufferBytes", UintegerValue(8 * 4160));
+    Observed o;
+    IbFabricHelper h;
+    IbFabric f = h.Build(MakeLeafSpine(2, 2, 3)); // hosts 3-5 on leaf 1
+    IbStaticSubnetHelper subnet;
+    subnet.SetOperationalVls(2);
+    subnet.Configure(f.nodes);
+    ConnectPassiveTraces(f, &o);
+    Ptr<IbNetDevice> h4 = f.HostPort(4);
+    Ptr<IbNetDevice> toH3 = f.HostPort(3)->GetPeer();
+    const uint16_t lid3 = subnet.GetLid(f.hosts.Get(3));
+    toH3->GetVlArbiter().SetTables({}, {{0, 255}}, 0); // VL1 is never chosen
+    Simulator::Schedule(MicroSeconds(2), [h4, lid3]() {
+        for (int i = 0; i < 8; ++i)
+        {
+            h4->SendIb(Create<Packet>(4096), lid3, 1);
+        }
+    });
+    Simulator::Schedule(MicroSeconds(8), [h4, lid3, &o]() {
+        o.notes.push_back(std::string("h4 dormant ") + (h4->IsRefreshDormant() ? "yes" : "no") +
+                          ", credits " + std::to_string(h4->GetCreditsAvailable(1)));
+        for (int i = 0; i < 3; ++i)
+        {
+            h4->SendIb(Create<Packet>(4096), lid3, 1);
+        }
+    });
+    Ptr<IbNetDevice> h5 = f.HostPort(5);
+    Simulator::Schedule(MicroSeconds(12), [toH3, h5, lid3]() {
+        toH3->GetVlArbiter().SetDefault(2);
+        h5->SendIb(Create<Packet>(4096), lid3, 0);
+    });
+    return RunAndRecordEnd(f, o, MicroSeconds(30));
+}
+
+} // namespace
+
+// The stall's flow-control packets from the switch come as events while host 4 waits (the
+// all-events refresh sends them every period, and a stalled transmitter processes each one):
+// data handed to a sleeping link must wake it before the transmitter decides, whether or not
+// it can send.
+TEST(IbIdle, StallThatBeginsOnASleepingLinkIsIdenticalToAllEventsRefresh)
+{
+    Observed lazy = RunStallOnSleepingLink(true);
+    Observed eager = RunStallOnSleepingLink(false);
+    ASSERT_EQ(lazy.notes.size(), 1u);
+    EXPECT_EQ(lazy.notes[0], "h4 dormant yes, credits 0");
+    ExpectSame(lazy, eager);
+    size_t h4Rx = 0;
+    for (auto& l : lazy.lines)
+    {
+        h4Rx += l.find(" rx ") != std::string::npos && l.find(" vl1 ") != std::string::npos;
+    }
+    EXPECT_GE(h4Rx, 11u); // every VL1 packet reached somewhere once the port served VL1 again
+}
