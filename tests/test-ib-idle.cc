@@ -192,18 +192,26 @@ ExpectSame(const Observed& lazy, const Observed& eager)
     EXPECT_EQ(eager.lazyRefreshes, 0u);
 }
 
+/// Two hosts through a switch, Active with OperationalVLs `vls` (LIDs, routes and port states
+/// set directly), every port's passive traces connected into `o`.
+IbFabric
+BuildActiveTwoHosts(uint8_t vls, Observed* o)
+{
+    IbFabric f = IbFabricHelper().Build(MakeTwoHostsOneSwitch());
+    IbStaticSubnetHelper subnet;
+    subnet.SetOperationalVls(vls);
+    subnet.Configure(f.nodes);
+    ConnectPassiveTraces(f, o);
+    return f;
+}
+
 /// Two hosts through a switch, OperationalVLs `vls`, held idle (Active, no traffic) until `end`.
 Observed
 RunIdle(bool lazy, uint8_t vls, Time end, bool traceHost0)
 {
     SetLazy(lazy);
     Observed o;
-    IbFabricHelper h;
-    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
-    IbStaticSubnetHelper subnet;
-    subnet.SetOperationalVls(vls);
-    subnet.Configure(f.nodes);
-    ConnectPassiveTraces(f, &o);
+    IbFabric f = BuildActiveTwoHosts(vls, &o);
     if (traceHost0)
     {
         ConnectFlowControlTraces(f, f.HostPort(0), &o);
@@ -460,12 +468,7 @@ RunConnectWhileIdle(bool lazy)
 {
     SetLazy(lazy);
     Observed o;
-    IbFabricHelper h;
-    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
-    IbStaticSubnetHelper subnet;
-    subnet.SetOperationalVls(2);
-    subnet.Configure(f.nodes);
-    ConnectPassiveTraces(f, &o);
+    IbFabric f = BuildActiveTwoHosts(2, &o);
     Ptr<IbNetDevice> h0 = f.HostPort(0);
     // In the middle of an idle stretch: both ends have slept for about 8 periods.
     Simulator::Schedule(MicroSeconds(100) + PicoSeconds(13), [&f, &o, h0]() {
@@ -604,14 +607,9 @@ RunBurstOnSleepingLink(bool lazy, int64_t offsetPs)
     SetLazy(lazy);
     Config::SetDefault("ns3::IbNetDevice::FlowControlRefreshSymbols", UintegerValue(4096));
     Observed o;
-    IbFabricHelper h;
-    IbFabric f = h.Build(MakeTwoHostsOneSwitch());
-    IbStaticSubnetHelper subnet;
-    subnet.SetOperationalVls(2);
-    subnet.Configure(f.nodes);
-    ConnectPassiveTraces(f, &o);
+    IbFabric f = BuildActiveTwoHosts(2, &o);
     Ptr<IbNetDevice> h0 = f.HostPort(0);
-    const uint16_t lid1 = subnet.GetLid(f.hosts.Get(1));
+    const uint16_t lid1 = f.HostPort(1)->GetLid();
     Simulator::Schedule(MicroSeconds(10) + PicoSeconds(offsetPs), [h0, lid1, &o]() {
         o.notes.push_back(std::string("dormant ") + (h0->IsRefreshDormant() ? "yes" : "no"));
         for (int i = 0; i < 3; ++i)
