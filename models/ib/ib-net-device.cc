@@ -1381,6 +1381,22 @@ IbNetDevice::WakeRefresh()
     }
 }
 
+Time
+IbNetDevice::EarliestStart(const IbFrame* head, Time now) const
+{
+    // Cut-through cannot outrun the packet's own arrival: the output may start only when its
+    // last byte would not leave before it has come in.
+    if (head->tailArrival > now)
+    {
+        const Time start = head->tailArrival - WireTime(head->bytes + m_delimiterBytes);
+        if (start > now)
+        {
+            return start;
+        }
+    }
+    return now;
+}
+
 bool
 IbNetDevice::KickKeepsRefreshAsleep(Time now)
 {
@@ -1414,9 +1430,7 @@ IbNetDevice::KickKeepsRefreshAsleep(Time now)
         }
         const IbFrameQueue* q = mgmt.ready.front().queue;
         const IbFrame* head = mgmt.ready.front().head;
-        if (q->frames.size() != 1 ||
-            (head->tailArrival > now &&
-             head->tailArrival - WireTime(head->bytes + m_delimiterBytes) > now))
+        if (q->frames.size() != 1 || EarliestStart(head, now) > now)
         {
             return false;
         }
@@ -1668,14 +1682,11 @@ IbNetDevice::Kick()
     {
         IbFrame* head = mgmt.ready.front().head;
         NS_ASSERT(head == mgmt.ready.front().queue->frames.front());
-        if (head->tailArrival > now)
+        const Time start = EarliestStart(head, now);
+        if (start > now)
         {
-            Time out = WireTime(head->bytes + m_delimiterBytes);
-            if (head->tailArrival - out > now)
-            {
-                ScheduleWake(head->tailArrival - out, now); // as for data below
-                return;
-            }
+            ScheduleWake(start, now);
+            return;
         }
         IbFrameQueue* q = mgmt.ready.front().queue;
         PopReady(kIbManagementVl);
@@ -1723,16 +1734,11 @@ IbNetDevice::Kick()
             }
             return false;
         }
-        // Cut-through cannot outrun the packet's own arrival: the output may start only when
-        // its last byte would not leave before it has come in.
-        if (head->tailArrival > now)
+        const Time start = EarliestStart(head, now);
+        if (start > now)
         {
-            Time out = WireTime(head->bytes + m_delimiterBytes);
-            if (head->tailArrival - out > now)
-            {
-                earliest = std::min(earliest, head->tailArrival - out);
-                return false;
-            }
+            earliest = std::min(earliest, start);
+            return false;
         }
         return true;
     };

@@ -465,6 +465,9 @@ class IbNetDevice : public NetDevice
     uint16_t AdvertisedFccl(uint8_t vl) const;
     void SendFlowControl(uint8_t vl, bool init, Time now);
     void TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time now);
+    /// When the queued `head` may start on this port: `now`, or later while a cut-through
+    /// packet is still arriving (its last byte must not leave before it has come in).
+    Time EarliestStart(const IbFrame* head, Time now) const;
     void FlowControlRefresh();
     void StartFlowControl();
     void ResetLinkState();
