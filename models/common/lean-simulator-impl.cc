@@ -51,14 +51,6 @@ LeanSimulatorImpl::ScheduleNow(EventImpl* event)
 }
 
 EventId
-LeanSimulatorImpl::InsertInCurrentContext(uint64_t ts, EventImpl* event)
-{
-    const uint32_t uid = m_uid++;
-    Insert(ts, m_currentContext, event, uid);
-    return EventId(event, ts, m_currentContext, uid);
-}
-
-EventId
 LeanSimulatorImpl::ScheduleDestroy(EventImpl* event)
 {
     NS_ASSERT_MSG(std::this_thread::get_id() == m_mainThreadId,

@@ -48,8 +48,6 @@ class LeanSimulatorImpl final : public QueueSimulatorImpl
 
   private:
     void DoDispose() override;
-    /// Schedule and ScheduleNow: queued at `ts` in the running event's context.
-    EventId InsertInCurrentContext(uint64_t ts, EventImpl* event);
     /// Takes the events other threads handed in into the queue (simulation thread only).
     void TakeForeign();
 

@@ -61,6 +61,15 @@ class QueueSimulatorImpl : public SimulatorImpl
         m_events->Insert(ev);
     }
 
+    /// Schedule and ScheduleNow on the simulation thread: queued at `ts` with the next insertion
+    /// number, in the running event's context.
+    EventId InsertInCurrentContext(uint64_t ts, EventImpl* event)
+    {
+        const uint32_t uid = m_uid++;
+        Insert(ts, m_currentContext, event, uid);
+        return EventId(event, ts, m_currentContext, uid);
+    }
+
     /// Takes the next event off the queue, sets the clock to it and runs it.
     void ProcessOneEvent()
     {

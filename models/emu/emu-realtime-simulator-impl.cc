@@ -212,10 +212,7 @@ EmuRealtimeSimulatorImpl::Schedule(const Time& delay, EventImpl* event)
                   "EmuRealtimeSimulatorImpl: Schedule from another thread (use "
                   "ScheduleWithContext)");
     NS_ASSERT_MSG(!delay.IsStrictlyNegative(), "Schedule: negative delay " << delay);
-    const uint64_t ts = m_currentTs + static_cast<uint64_t>(delay.GetTimeStep());
-    const uint32_t uid = m_uid++;
-    Insert(ts, GetContext(), event, uid);
-    return EventId(event, ts, GetContext(), uid);
+    return InsertInCurrentContext(m_currentTs + static_cast<uint64_t>(delay.GetTimeStep()), event);
 }
 
 EventId
