@@ -9,8 +9,13 @@
 #include "ns3/scheduler.h"
 #include "ns3/simulator-impl.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <list>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace ns3
 {
@@ -53,8 +58,23 @@ class QueueSimulatorImpl : public SimulatorImpl
     void Insert(uint64_t ts, uint32_t context, EventImpl* event, uint32_t uid)
     {
         Scheduler::Event ev;
+#if defined(__SSE2__)
+        // The scheduler copies the event with a 16-byte load of impl and timestamp (GCC
+        // vectorizes the copy into its buckets). Written as two 8-byte stores, that load could
+        // not take its data from the store buffer and waited for both stores to reach the
+        // cache (a store-forwarding stall; perf put ~60 % of FifoHeapScheduler::AppendToBucket
+        // on it). One 16-byte store forwards.
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(&ev),
+                         _mm_set_epi64x(static_cast<long long>(ts),
+                                        reinterpret_cast<long long>(event)));
+        static_assert(offsetof(Scheduler::Event, impl) == 0 &&
+                          offsetof(Scheduler::Event, key) == 8 &&
+                          offsetof(Scheduler::EventKey, m_ts) == 0,
+                      "ns-3's Scheduler::Event layout changed");
+#else
         ev.impl = event;
         ev.key.m_ts = ts;
+#endif
         ev.key.m_context = context;
         ev.key.m_uid = uid;
         m_unscheduledEvents++;
