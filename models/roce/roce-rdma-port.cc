@@ -366,26 +366,21 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
         return false;
     }
     const bool cnp = transport[0] == kCnpOpcode;
-    EthFrame f; // the fields the device will put on the wire, for the ICRC
     EthUdpFlow flow;
     uint32_t ip4 = 0;
     RdmaGid sgid{};
     if (RoceGidToIpv4(av.grh.dgid, ip4))
     {
         flow.dstIp = ip4;
-        f.srcIp = m_dev->GetIpv4();
-        f.dstIp = ip4;
-        sgid = RoceGidFromIpv4(f.srcIp);
+        sgid = RoceGidFromIpv4(m_dev->GetIpv4());
     }
     else
     {
         flow.ipv6 = true;
         std::copy(av.grh.dgid.begin(), av.grh.dgid.end(), flow.dstIp6.begin());
         flow.flowLabel = av.grh.flow_label;
-        f.ipv6 = true;
-        f.srcIp6 = m_dev->GetIpv6();
-        f.dstIp6 = flow.dstIp6;
-        std::copy(f.srcIp6.begin(), f.srcIp6.end(), sgid.begin());
+        const Ipv6Bytes src = m_dev->GetIpv6();
+        std::copy(src.begin(), src.end(), sgid.begin());
     }
     const uint32_t destQp = (uint32_t(transport[kBthDestQpOffset]) << 16) |
                             (uint32_t(transport[kBthDestQpOffset + 1]) << 8) |
@@ -435,6 +430,21 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
     }
     else
     {
+        // The fields the device will put on the wire, for the ICRC. (Only here: a frame record
+        // is an event and an ns-3 Header to build and destroy, which the lazy path above, every
+        // packet of a simulation, does not need.)
+        EthFrame f;
+        if (flow.ipv6)
+        {
+            f.ipv6 = true;
+            f.srcIp6 = m_dev->GetIpv6();
+            f.dstIp6 = flow.dstIp6;
+        }
+        else
+        {
+            f.srcIp = m_dev->GetIpv4();
+            f.dstIp = flow.dstIp;
+        }
         f.srcPort = flow.srcPort;
         f.dstPort = flow.dstPort;
         f.payloadBytes = payloadBytes;
