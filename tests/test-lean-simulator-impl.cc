@@ -1,15 +1,19 @@
 // LeanSimulatorImpl against ns-3's DefaultSimulatorImpl: the same calls give the same run, call
-// for call (order, clock, contexts, event ids, expiry, delays left, stops, destroy events).
+// for call (order, clock, contexts, event ids, expiry, delays left, stops, destroy events), and
+// SimClock, which reads LeanSimulatorImpl directly while it runs, answers what Simulator:: does.
 #include "models/common/cnuas-init.h"
 #include "models/common/lean-simulator-impl.h"
+#include "models/common/sim-clock.h"
 
 #include "ns3/global-value.h"
+#include "ns3/make-event.h"
 #include "ns3/simulator.h"
 #include "ns3/string.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -60,7 +64,9 @@ class Workload
     {
         std::ostringstream os;
         os << Simulator::Now().GetPicoSeconds() << " ctx " << Simulator::GetContext() << " n "
-           << Simulator::GetEventCount() << ": " << what;
+           << Simulator::GetEventCount() << " clock " << SimClock::NowPs() << "/"
+           << SimClock::NowTimeStep() << "/" << SimClock::Now().GetPicoSeconds() << " ctx "
+           << SimClock::Context() << " finished " << SimClock::IsFinished() << ": " << what;
         m_log->push_back(os.str());
     }
 
@@ -68,7 +74,7 @@ class Workload
 
     void ScheduleOne()
     {
-        const int kind = static_cast<int>(Pick(6));
+        const int kind = static_cast<int>(Pick(8));
         const uint32_t tag = m_nextTag++;
         // Few distinct delays: many events share a picosecond, so the insertion order decides.
         const Time delay = PicoSeconds(Pick(4) * 50 + (Pick(3) == 0 ? 0 : Pick(2) * 7));
@@ -83,6 +89,25 @@ class Workload
             const uint32_t context = Pick(5);
             Simulator::ScheduleWithContext(context, delay, &Workload::Run, this, tag);
             Note("ctx " + std::to_string(context) + " tag " + std::to_string(tag));
+        }
+        else if (kind == 3)
+        {
+            // Held only as a PendingEvent (cancelled only through it), asked below.
+            PendingEvent held;
+            held = Simulator::Schedule(delay, &Workload::Run, this, tag);
+            m_held.push_back(held);
+            Note("held +" + std::to_string(delay.GetPicoSeconds()) + " tag " +
+                 std::to_string(tag) + " ts " + std::to_string(held.GetTs()) + " running " +
+                 std::to_string(held.IsRunning()));
+        }
+        else if (kind == 2)
+        {
+            // SimClock's insertion (straight into LeanSimulatorImpl's queue while it runs) in
+            // the running event's context: the same place in the order as ns-3's.
+            SimClock::ScheduleWithContext(SimClock::Context(), delay.GetPicoSeconds(),
+                                          MakeEvent(&Workload::Run, this, tag));
+            Note("simclock +" + std::to_string(delay.GetPicoSeconds()) + " tag " +
+                 std::to_string(tag));
         }
         else
         {
@@ -104,6 +129,18 @@ class Workload
         for (uint32_t i = 0; i < more; ++i)
         {
             ScheduleOne();
+        }
+        if (!m_held.empty())
+        {
+            PendingEvent& held = m_held[Pick(static_cast<uint32_t>(m_held.size()))];
+            std::ostringstream os;
+            os << "held ts " << held.GetTs() << " running " << held.IsRunning();
+            if (Pick(4) == 0)
+            {
+                held.Cancel();
+                os << " cancelled -> running " << held.IsRunning();
+            }
+            Note(os.str());
         }
         if (!m_pending.empty())
         {
@@ -134,6 +171,7 @@ class Workload
     std::vector<std::string>* m_log;
     std::vector<EventId> m_pending;
     std::vector<EventId> m_destroy;
+    std::vector<PendingEvent> m_held;
     uint32_t m_nextTag = 0;
     uint32_t m_ran = 0;
 };
@@ -220,4 +258,48 @@ TEST(LeanSimulatorImpl, TakesEventsFromOtherThreadsAsDefaultSimulatorImplDoes)
     EXPECT_EQ(lean, ns3);
     ASSERT_EQ(lean.size(), 7u);
     EXPECT_EQ(lean.back(), "events 6");
+}
+
+TEST(LeanSimulatorImpl, SimClockReadsTheRunningCoreAndFallsBackOutsideRun)
+{
+    // Before Run, after it and on ns-3's core SimClock asks Simulator::; inside LeanSimulatorImpl's
+    // Run it reads the core itself (Running()), and the two agree at every event.
+    for (const std::string impl : {"ns3::LeanSimulatorImpl", "ns3::DefaultSimulatorImpl"})
+    {
+        SCOPED_TRACE(impl);
+        GlobalValue::Bind("SimulatorImplementationType", StringValue(impl));
+        const bool lean = impl == "ns3::LeanSimulatorImpl";
+        EXPECT_EQ(SimClock::NowPs(), 0);
+        EXPECT_EQ(LeanSimulatorImpl::Running(), nullptr);
+        int checked = 0;
+        int left = 20;
+        std::function<void()> step = [&]() {
+            EXPECT_EQ(LeanSimulatorImpl::Running() != nullptr, lean);
+            EXPECT_EQ(SimClock::NowPs(), Simulator::Now().GetPicoSeconds());
+            EXPECT_EQ(SimClock::Now(), Simulator::Now());
+            EXPECT_EQ(SimClock::Context(), Simulator::GetContext());
+            ++checked;
+            if (left > 0)
+            {
+                Simulator::ScheduleWithContext(static_cast<uint32_t>(left),
+                                               PicoSeconds(1000 + 13 * left),
+                                               [&step]() { step(); });
+                --left;
+            }
+        };
+        Simulator::ScheduleWithContext(99, PicoSeconds(5), [&step]() { step(); });
+        Simulator::Stop(PicoSeconds(9000));
+        Simulator::Run();
+        EXPECT_EQ(LeanSimulatorImpl::Running(), nullptr);
+        EXPECT_EQ(SimClock::NowPs(), 9000);
+        EXPECT_TRUE(SimClock::IsFinished()); // stopped (ns-3: until the next Run)
+        Simulator::Run();
+        EXPECT_EQ(checked, 21);
+        EXPECT_EQ(SimClock::NowPs(), Simulator::Now().GetPicoSeconds());
+        EXPECT_TRUE(SimClock::IsFinished());
+        Simulator::Destroy();
+        EXPECT_EQ(SimClock::NowPs(), 0); // a new simulation starts at 0
+        Simulator::Destroy();
+    }
+    GlobalValue::Bind("SimulatorImplementationType", StringValue(kCnuasSimulatorImplementation));
 }

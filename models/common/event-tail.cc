@@ -1,6 +1,7 @@
 #include "event-tail.h"
 
 #include "fifo-heap-scheduler.h"
+#include "sim-clock.h"
 
 #include "ns3/simulator.h"
 
@@ -14,7 +15,7 @@ EventTail::TryDefer(Function fn, void* object)
     // The last check guards against a FifoHeapScheduler that some code drives outside the
     // simulation (a test of the scheduler itself): its clock is not the simulator's.
     if ((s_depth == 0 && !s_flushing) || !FifoHeapScheduler::NothingElsePendingNow() ||
-        static_cast<int64_t>(FifoHeapScheduler::DrivingNow()) != Simulator::Now().GetTimeStep())
+        static_cast<int64_t>(FifoHeapScheduler::DrivingNow()) != SimClock::NowTimeStep())
     {
         return false;
     }
@@ -47,7 +48,7 @@ EventTail::Flush()
         {
             continue;
         }
-        if (Simulator::IsFinished())
+        if (SimClock::IsFinished())
         {
             // Stopped during the event (or nothing left to run): the work stays pending as the
             // events would have, in the same order.

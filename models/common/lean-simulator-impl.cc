@@ -8,6 +8,8 @@ namespace ns3
 
 NS_OBJECT_ENSURE_REGISTERED(LeanSimulatorImpl);
 
+LeanSimulatorImpl* LeanSimulatorImpl::s_running = nullptr;
+
 TypeId
 LeanSimulatorImpl::GetTypeId()
 {
@@ -63,15 +65,16 @@ LeanSimulatorImpl::ScheduleWithContext(uint32_t context, const Time& delay, Even
 {
     NS_ASSERT_MSG(!delay.IsStrictlyNegative(),
                   "Simulator::ScheduleWithContext: negative delay " << delay);
-    if (std::this_thread::get_id() == m_mainThreadId)
-    {
-        Insert(m_currentTs + static_cast<uint64_t>(delay.GetTimeStep()), context, event, m_uid++);
-        return;
-    }
+    ScheduleWithContextSteps(context, static_cast<uint64_t>(delay.GetTimeStep()), event);
+}
+
+void
+LeanSimulatorImpl::ScheduleForeign(uint32_t context, uint64_t delay, EventImpl* event)
+{
     // Another thread: the simulation thread takes it in after the event it is running, and the
     // delay counts from the simulated time then (as ns-3's DefaultSimulatorImpl does).
     std::lock_guard<std::mutex> lock(m_foreignMutex);
-    m_foreign.push_back({context, static_cast<uint64_t>(delay.GetTimeStep()), event});
+    m_foreign.push_back({context, delay, event});
     m_foreignPending.store(true, std::memory_order_release);
 }
 
@@ -100,6 +103,21 @@ LeanSimulatorImpl::Run()
     m_mainThreadId = std::this_thread::get_id();
     TakeForeign();
     m_stop = false;
+    // SimClock reads this core while it runs (and Simulator::Now() before and after, which
+    // answers the same): only with picosecond time steps, which SimClock's callers count in.
+    // Restored however Run ends (an exception out of an event included).
+    struct Registration
+    {
+        LeanSimulatorImpl* const outer = s_running;
+        ~Registration()
+        {
+            s_running = outer;
+        }
+    } registration;
+    if (Time::GetResolution() == Time::PS)
+    {
+        s_running = this;
+    }
     while (!m_stop && !m_events->IsEmpty())
     {
         NS_ASSERT(m_events->PeekNext().key.m_ts >= m_currentTs);

@@ -46,7 +46,47 @@ class LeanSimulatorImpl final : public QueueSimulatorImpl
     EventId ScheduleDestroy(EventImpl* event) override;
     void Run() override;
 
+    /**
+     * The core that is running a simulation (inside its Run), or null: what SimClock reads.
+     * Only a core whose time step is a picosecond (Cnuas's resolution, CnuasInit) registers.
+     */
+    static LeanSimulatorImpl* Running()
+    {
+        return s_running;
+    }
+    /// Now() in time steps.
+    uint64_t CurrentTimeStep() const
+    {
+        return m_currentTs;
+    }
+    /// GetContext().
+    uint32_t CurrentContext() const
+    {
+        return m_currentContext;
+    }
+    /// The insertion number of the event running (or last run).
+    uint32_t CurrentUid() const
+    {
+        return m_currentUid;
+    }
+    /// ScheduleWithContext with the delay in time steps (no Time made and destroyed).
+    void ScheduleWithContextSteps(uint32_t context, uint64_t delay, EventImpl* event)
+    {
+        if (std::this_thread::get_id() == m_mainThreadId)
+        {
+            Insert(m_currentTs + delay, context, event, m_uid++);
+            return;
+        }
+        ScheduleForeign(context, delay, event);
+    }
+
   private:
+    /// Queues an event scheduled from another thread (ScheduleWithContext).
+    void ScheduleForeign(uint32_t context, uint64_t delay, EventImpl* event);
+
+    /// The core inside Run (Running()).
+    static LeanSimulatorImpl* s_running;
+
     void DoDispose() override;
     /// Takes the events other threads handed in into the queue (simulation thread only).
     void TakeForeign();

@@ -7,10 +7,12 @@
 
 #include "models/common/packet-loss-model.h"
 #include "models/common/uinteger-set-checker.h"
+#include "models/common/sim-clock.h"
 
 #include "ns3/boolean.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
+#include "ns3/make-event.h"
 #include "ns3/node.h"
 #include "ns3/pointer.h"
 #include "ns3/simulator.h"
@@ -623,7 +625,7 @@ IbNetDevice::ResetLinkState()
         m_rx[vl].fcPending = false;
         m_rx[vl].fcInitPending = false;
     }
-    m_busyUntil = Simulator::Now();
+    m_busyUntil = SimClock::Now();
 }
 
 void
@@ -702,7 +704,7 @@ IbNetDevice::DiscardHeadsExceedingPeerBuffer(uint8_t vl)
     // the transmitter the packet's wire time, as if it had been sent into the void: a source
     // that keeps offering such packets then cannot hold simulated time still.
     const uint32_t capacity = PeerVlBufferBlocks();
-    const Time now = Simulator::Now();
+    const Time now = SimClock::Now();
     m_busyUntil = std::max(m_busyUntil, now);
     auto ready = std::move(m_tx[vl].ready);
     ClearReady(vl);
@@ -1050,7 +1052,7 @@ IbNetDevice::FlowControlRefresh()
     // §7.9.4.2: every data VL gets a flow-control packet at least every 65536 symbol times;
     // VLs that had one recently (updates on change) are not sent again.
     const int64_t period = (m_symbolTime * m_fcRefreshSymbols).GetPicoSeconds();
-    const int64_t now = Simulator::Now().GetPicoSeconds();
+    const int64_t now = SimClock::NowPs();
     if (RefreshCanSleep())
     {
         // Idle link: this tick and every later one until something happens on the link are
@@ -1109,14 +1111,16 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init, Time now)
         peer->m_fcStashed++;
         return;
     }
-    Simulator::Schedule(arrival,
-                        &IbNetDevice::ReceiveFlowControlEvent,
-                        peer,
-                        op,
-                        vl,
-                        fctbs,
-                        fccl,
-                        m_cableGeneration);
+    // Nothing cancels an arrival (a cable that goes down voids it by generation): no EventId.
+    SimClock::ScheduleWithContext(SimClock::Context(),
+                                  arrival.GetPicoSeconds(),
+                                  MakeEvent(&IbNetDevice::ReceiveFlowControlEvent,
+                                            peer,
+                                            op,
+                                            vl,
+                                            fctbs,
+                                            fccl,
+                                            m_cableGeneration));
 }
 
 // ---- lazy flow-control refresh ------------------------------------------------------------
@@ -1185,7 +1189,7 @@ IbNetDevice::RefreshCanSleep() const
         return false;
     }
     // Nothing on the wire or due at either end: no wake-up pending, nothing queued.
-    if (m_wakeAtPs >= 0 || m_peer->m_wakeAtPs >= 0 || Simulator::Now() < m_busyUntil)
+    if (m_wakeAtPs >= 0 || m_peer->m_wakeAtPs >= 0 || SimClock::Now() < m_busyUntil)
     {
         return false;
     }
@@ -1359,7 +1363,7 @@ IbNetDevice::WakeRefresh()
     {
         return;
     }
-    const int64_t nowPs = Simulator::Now().GetPicoSeconds();
+    const int64_t nowPs = SimClock::NowPs();
     AdvanceDormantRefresh(nowPs);
     m_refreshDormant = false;
     // The state an all-events run has now: the next tick's event, the VLs of the current tick
@@ -1456,7 +1460,7 @@ IbNetDevice::CatchUpLinkForRead() const
 {
     // Accounting only: what a counter or credit reader sees equals an all-events run's, and the
     // timers stay asleep (reading schedules nothing, so it cannot change what happens next).
-    const int64_t nowPs = Simulator::Now().GetPicoSeconds();
+    const int64_t nowPs = SimClock::NowPs();
     auto* self = const_cast<IbNetDevice*>(this);
     self->AdvanceDormantRefresh(nowPs);
     if (m_peer)
@@ -1510,7 +1514,7 @@ IbNetDevice::NeedsFlowControlEvent(uint8_t vl) const
 void
 IbNetDevice::ApplyStashedFlowControl(uint8_t vl)
 {
-    ApplyStashedFlowControl(vl, Simulator::Now().GetPicoSeconds());
+    ApplyStashedFlowControl(vl, SimClock::NowPs());
 }
 
 void
@@ -1651,7 +1655,7 @@ IbNetDevice::Kick()
     {
         return;
     }
-    const Time now = Simulator::Now();
+    const Time now = SimClock::Now();
     if ((m_refreshDormant || (m_peer && m_peer->m_refreshDormant)) &&
         !KickKeepsRefreshAsleep(now))
     {
@@ -1785,7 +1789,7 @@ IbNetDevice::EndStall(uint8_t vl)
     TxVl& tx = m_tx[vl];
     if (tx.stallStartPs >= 0)
     {
-        int64_t d = Simulator::Now().GetPicoSeconds() - tx.stallStartPs;
+        int64_t d = SimClock::NowPs() - tx.stallStartPs;
         tx.stallStartPs = -1;
         if (d > 0)
         {
@@ -1855,10 +1859,10 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time 
     frame->fromPeer = data;
     frame->fctbsAfter = m_tx[vl].fctbs;
     frame->linkGeneration = m_cableGeneration;
-    Simulator::Schedule(peer->ArrivalDelay(txTime, delay, frame->bytes),
-                        &IbNetDevice::ReceiveFrameEvent,
-                        peer,
-                        frame);
+    // Nothing cancels an arrival (a cable that goes down voids it by generation): no EventId.
+    SimClock::ScheduleWithContext(SimClock::Context(),
+                                  peer->ArrivalDelay(txTime, delay, frame->bytes).GetPicoSeconds(),
+                                  MakeEvent(&IbNetDevice::ReceiveFrameEvent, peer, frame));
 
     // The frame has left the queue it sat in: a switch input buffer frees its blocks (and
     // returns the credit upstream), a CA transmit queue gains room.
@@ -2233,7 +2237,7 @@ IbNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
     f->blocks = IbFrame::BlocksFor(length);
     f->verifyBytes = true;
     f->uid = g_nextFrameUid++;
-    f->tailArrival = Simulator::Now();
+    f->tailArrival = SimClock::Now();
     // Header fields are not trusted: VerifyFrameBytes parses them from the bytes.
     ReceiveFrameEvent(f);
 }
@@ -2458,7 +2462,7 @@ IbNetDevice::Sniff(IbFrame* frame, bool transmit)
     }
     for (auto& cb : m_sniffers)
     {
-        cb(Simulator::Now(), m_scratch.data(), static_cast<uint32_t>(m_scratch.size()), transmit);
+        cb(SimClock::Now(), m_scratch.data(), static_cast<uint32_t>(m_scratch.size()), transmit);
     }
 }
 

@@ -2,6 +2,7 @@
 
 #include "ib-crc.h"
 #include "ib-net-device.h"
+#include "models/common/sim-clock.h"
 
 #include "ns3/enum.h"
 #include "ns3/log.h"
@@ -285,7 +286,7 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
         // A cut-through arrival event is at the packet's head; the management port takes a
         // packet only once all of it is in. The frame waits with it (out of every queue: its
         // buffer slot is free already), so no copy of its bytes is made.
-        const Time now = Simulator::Now();
+        const Time now = SimClock::Now();
         if (tail > now)
         {
             Simulator::Schedule(tail - now, &IbSwitch::DeliverToManagement, this,

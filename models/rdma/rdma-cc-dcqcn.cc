@@ -1,5 +1,6 @@
 #include "rdma-cc-dcqcn.h"
 
+#include "models/common/sim-clock.h"
 #include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/log.h"
@@ -523,7 +524,7 @@ RdmaCcDcqcn::OnEcnMarkedReceive(uint32_t qpn)
 {
     // Notification point (paper §3.1): at most one CNP per QP per CnpInterval.
     Qp& q = m_qps[qpn]; // the responder side of a QP may never have started sending
-    const Time now = Simulator::Now();
+    const Time now = SimClock::Now();
     if (q.lastCnpSent >= Time(0) && now - q.lastCnpSent < m_cnpInterval)
     {
         m_cnpsSuppressed++;

@@ -1,5 +1,6 @@
 #include "rdma-cc-timely.h"
 
+#include "models/common/sim-clock.h"
 #include "ns3/double.h"
 #include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
@@ -88,7 +89,7 @@ RdmaCcTimely::OnSend(uint32_t qpn, uint32_t bytes, bool retransmission)
     Qp& q = it->second;
     if (q.openBytes == 0)
     {
-        q.openFirstSent = Simulator::Now();
+        q.openFirstSent = SimClock::Now();
     }
     q.sent++;
     q.openBytes += bytes;
@@ -96,7 +97,7 @@ RdmaCcTimely::OnSend(uint32_t qpn, uint32_t bytes, bool retransmission)
     {
         const double lastOnWire = q.line > 0 ? bytes * 8.0 / q.line : 0.0;
         q.segments.push_back({q.sent, q.openBytes, q.openFirstSent,
-                              Simulator::Now() - q.openFirstSent + Seconds(lastOnWire)});
+                              SimClock::Now() - q.openFirstSent + Seconds(lastOnWire)});
         q.openBytes = 0;
     }
 }
@@ -127,7 +128,7 @@ RdmaCcTimely::OnAck(uint32_t qpn, uint32_t ackedPackets, Time rtt)
     {
         const auto& seg = q.segments.front();
         const double serialization = q.line > 0 ? seg.bytes * 8.0 / q.line : 0.0;
-        sample = (Simulator::Now() - seg.firstSent).GetSeconds() -
+        sample = (SimClock::Now() - seg.firstSent).GetSeconds() -
                  std::max(serialization, seg.sendTime.GetSeconds());
         q.segments.pop_front();
     }

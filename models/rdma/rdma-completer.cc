@@ -3,6 +3,7 @@
 // recovers from losses: the local ACK timeout, PSN sequence error NAKs and RNR NAKs send the
 // requester back to the oldest unacknowledged PSN (IBA vol. 1 §9.7.5.1, §9.7.5.2, §9.9.2).
 #include "rdma-engine.h"
+#include "models/common/sim-clock.h"
 
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -74,9 +75,9 @@ RdmaEngine::ArmRetryTimer(RdmaQpContext& c)
         // pending event runs on to it (OnRetryTimeout) unless the new expiry is earlier than
         // the event (RTO_low after RTO_high): then it is rescheduled.
         c.retryRestart = false;
-        c.retryArmedAt = Simulator::Now();
+        c.retryArmedAt = SimClock::Now();
         c.retryArmedSentEnd = c.maxSentNext;
-        c.retryDeadline = Simulator::Now() + t;
+        c.retryDeadline = SimClock::Now() + t;
         if (c.retryDeadline >= TimeStep(c.retryTimer.GetTs()))
         {
             return;
@@ -84,9 +85,9 @@ RdmaEngine::ArmRetryTimer(RdmaQpContext& c)
         c.retryTimer.Cancel();
     }
     c.retryRestart = false;
-    c.retryArmedAt = Simulator::Now();
+    c.retryArmedAt = SimClock::Now();
     c.retryArmedSentEnd = c.maxSentNext;
-    c.retryDeadline = Simulator::Now() + t;
+    c.retryDeadline = SimClock::Now() + t;
     c.retryTimer = Simulator::Schedule(t, &RdmaEngine::OnRetryTimeout, this, c.qpn);
 }
 
@@ -99,10 +100,10 @@ RdmaEngine::OnRetryTimeout(uint32_t qpn)
         c->retryRestart = false; // stopped by progress and not re-armed: a cancelled timer
         return;
     }
-    if (c && Simulator::Now() < c->retryDeadline)
+    if (c && SimClock::Now() < c->retryDeadline)
     {
         // Restarted since this event was scheduled: not expired yet.
-        c->retryTimer = Simulator::Schedule(c->retryDeadline - Simulator::Now(),
+        c->retryTimer = Simulator::Schedule(c->retryDeadline - SimClock::Now(),
                                             &RdmaEngine::OnRetryTimeout,
                                             this,
                                             qpn);
@@ -288,7 +289,7 @@ RdmaEngine::ApplyCredits(RdmaQpContext& c, const IbAethHeader& aeth)
     }
     c.creditKnown = true;
     c.creditMsn = msn;
-    c.creditUpdated = Simulator::Now();
+    c.creditUpdated = SimClock::Now();
     const uint32_t credits = aeth.GetCredits();
     c.creditUnlimited = credits == IbAethHeader::kUnlimitedCredits;
     c.creditLimit = c.creditUnlimited ? 0 : through + credits;
@@ -379,7 +380,7 @@ RdmaEngine::CompleterReceive(RdmaQpContext& c, const IbTransportHeaders& h,
     }
     const uint32_t psn = h.bth.GetPsn();
     const uint8_t opcode = h.bth.GetOpCode();
-    const Time now = Simulator::Now();
+    const Time now = SimClock::Now();
     // A response for a PSN never sent is not ours (IBA vol. 1 §9.7.5.1.1: "ghost" responses
     // are dropped).
     if (RdmaPsnDiff(psn, c.maxSentNext) >= 0)

@@ -6,6 +6,7 @@
 // resends only what those SACKs show missing, before any new packet, and caps its packets in
 // flight (IRN's BDP cap) since without PFC nothing else bounds them.
 #include "rdma-engine.h"
+#include "models/common/sim-clock.h"
 
 #include "ns3/log.h"
 #include "ns3/simulator.h"
@@ -43,7 +44,7 @@ RdmaEngine::ExtendRto(RdmaQpContext& c)
     // The timer was started with RTO_low (few packets in flight then); more were sent since,
     // so the rule asks for RTO_high from the same start.
     const int32_t inFlight = RdmaPsnDiff(c.maxSentNext, c.unackedPsn);
-    const Time ran = Simulator::Now() - c.retryArmedAt;
+    const Time ran = SimClock::Now() - c.retryArmedAt;
     if (inFlight <= static_cast<int32_t>(m_rtoLowPackets) || ran >= m_rtoHigh)
     {
         return false;
@@ -202,7 +203,7 @@ RdmaEngine::SackReceive(RdmaQpContext& c, const IbTransportHeaders& h, const uin
     m_counters.sacksReceived++;
     m_counters.naksReceived++;
     m_nakRxTrace(c.qpn, h.aeth->GetSyndrome(), cum);
-    AckThrough(c, cum, Simulator::Now());
+    AckThrough(c, cum, SimClock::Now());
     CompleteInOrder(c);
     if (c.dead)
     {

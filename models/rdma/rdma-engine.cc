@@ -4,6 +4,7 @@
 #include "rdma-engine.h"
 
 #include "models/common/event-tail.h"
+#include "models/common/sim-clock.h"
 #include "ns3/boolean.h"
 #include "ns3/enum.h"
 #include "ns3/log.h"
@@ -1024,7 +1025,7 @@ RdmaEngine::Dispatch(Ptr<RdmaLinkPort> port,
             return;
         }
         RdmaQpContext* c = Context(qp);
-        c->lastResponseAt = Simulator::Now(); // what an RTO learns about the path
+        c->lastResponseAt = SimClock::Now(); // what an RTO learns about the path
         if (h.bth.GetBecn())
         {
             m_cc->OnBecn(qpn);
@@ -1064,7 +1065,7 @@ RdmaEngine::MaybeSendCnp(RdmaQpContext& c, const IbTransportHeaders& h, const Rd
     {
         return;
     }
-    const Time now = Simulator::Now();
+    const Time now = SimClock::Now();
     if (c.lastCnp.IsPositive() && now - c.lastCnp < m_cnpInterval)
     {
         return;

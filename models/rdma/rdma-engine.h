@@ -12,6 +12,8 @@
 #include "rdma-qpn-table.h"
 #include "rdma-selective-repeat.h"
 
+#include "models/common/sim-clock.h"
+
 #include "ns3/event-id.h"
 #include "ns3/object.h"
 #include "ns3/traced-callback.h"
@@ -354,7 +356,7 @@ class RdmaEngine : public Object
     /// A pump turn's QPs whose lane was full, in order (scratch, kept to avoid allocation).
     std::vector<uint32_t> m_deferredReady;
     std::vector<uint32_t> m_deferredRead;
-    EventId m_pump;
+    PendingEvent m_pump; ///< asked per packet whether it is still to run (SchedulePump)
     bool m_pumpDeferred = false; ///< a pump turn waits at the end of this event (EventTail)
     RdmaEngineCounters m_counters;
     std::array<uint64_t, static_cast<size_t>(RdmaDropReason::Count)> m_drops{};

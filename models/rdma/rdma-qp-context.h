@@ -10,6 +10,8 @@
 #include "rdma-selective-repeat.h"
 #include "rdma-types.h"
 
+#include "models/common/sim-clock.h"
+
 #include "ns3/event-id.h"
 #include "ns3/nstime.h"
 
@@ -169,7 +171,7 @@ struct RdmaQpContext
     uint32_t unackedPsn = 0;   ///< oldest PSN not yet acknowledged
     uint8_t retryLeft = 0;
     uint8_t rnrRetryLeft = 0;
-    EventId retryTimer;
+    PendingEvent retryTimer; ///< asked per ACK whether it is still to run (ArmRetryTimer)
     /// When the retry timer expires. Progress restarts the timer by moving this (ArmRetryTimer)
     /// rather than by cancelling and rescheduling its event: a cancelled event would stay in
     /// the event queue for a whole timeout, one per ACK.

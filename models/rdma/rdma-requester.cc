@@ -4,6 +4,7 @@
 #include "rdma-engine.h"
 
 #include "models/common/event-tail.h"
+#include "models/common/sim-clock.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
 
@@ -158,7 +159,7 @@ RdmaEngine::CreditAllows(RdmaQpContext& c)
             return false;
         }
     }
-    const Time now = Simulator::Now();
+    const Time now = SimClock::Now();
     const Time probeAt = c.creditUpdated + m_creditProbeDelay;
     if (c.creditKnown && probeAt > now)
     {
@@ -348,7 +349,7 @@ RdmaEngine::RequesterStep(RdmaQpContext& c)
             return false;
         }
     }
-    const Time now = Simulator::Now();
+    const Time now = SimClock::Now();
     if (c.nextTxTime > now)
     {
         c.reqState = RdmaReqState::WaitRate;
@@ -544,7 +545,7 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
         BuildPacket(h, payload.data(), static_cast<uint32_t>(payload.size()));
     if (op.firstSent.IsZero() && idx == 0)
     {
-        op.firstSent = Simulator::Now();
+        op.firstSent = SimClock::Now();
     }
     c.sendPkt += sentPkts;
     if (c.sendPkt >= op.npkts)

@@ -4,6 +4,7 @@
 #include "eth-switch.h"
 
 #include "models/common/event-tail.h"
+#include "models/common/sim-clock.h"
 #include "ns3/boolean.h"
 #include "ns3/double.h"
 #include "ns3/log.h"
@@ -721,7 +722,7 @@ EthNetDevice::CountDrop(const EthFrame* frame, EthDropReason reason)
 bool
 EthNetDevice::IsPaused(uint8_t priority) const
 {
-    return m_txq[priority].pausedUntilPs > Simulator::Now().GetPicoSeconds();
+    return m_txq[priority].pausedUntilPs > SimClock::NowPs();
 }
 
 Time
@@ -731,7 +732,7 @@ EthNetDevice::GetPausedTime(uint8_t priority) const
     int64_t total = q.pausedTotalPs;
     if (q.pauseStartPs >= 0)
     {
-        total += std::min(q.pausedUntilPs, Simulator::Now().GetPicoSeconds()) - q.pauseStartPs;
+        total += std::min(q.pausedUntilPs, SimClock::NowPs()) - q.pauseStartPs;
     }
     return PicoSeconds(total);
 }
@@ -754,7 +755,7 @@ EthNetDevice::Sniff(const EthFrame& frame, bool transmit)
     frame.Materialize(m_scratch, false);
     for (auto& cb : m_sniffers)
     {
-        cb(Simulator::Now(), m_scratch.data(), static_cast<uint32_t>(m_scratch.size()), transmit);
+        cb(SimClock::Now(), m_scratch.data(), static_cast<uint32_t>(m_scratch.size()), transmit);
     }
 }
 
@@ -859,7 +860,7 @@ EthNetDevice::SendUdpFrame(const EthUdpFlow& flow,
     f->icrcPending = flow.icrcPending && f->StoredPayloadBytes() > 0;
     f->priority = flow.priority;
     f->uid = g_nextUid++;
-    f->sentPs = Simulator::Now().GetPicoSeconds();
+    f->sentPs = SimClock::NowPs();
     if (flow.intMaxHops > 0 || flow.intEcho)
     {
         EthIntRecord* rec = EthIntPool::Allocate();
@@ -912,7 +913,7 @@ EthNetDevice::SendFromHost(const uint8_t* bytes, uint32_t length)
     {
         // A host's own PFC goes on the control queue like the port's (never paused itself).
         f->uid = g_nextUid++;
-        f->sentPs = Simulator::Now().GetPicoSeconds();
+        f->sentPs = SimClock::NowPs();
         m_ctrl.push_back(f);
         Kick();
         return true;
@@ -939,7 +940,7 @@ EthNetDevice::SendFromHost(const uint8_t* bytes, uint32_t length)
         return false;
     }
     f->uid = g_nextUid++;
-    f->sentPs = Simulator::Now().GetPicoSeconds();
+    f->sentPs = SimClock::NowPs();
     EnqueueHostFrame(f);
     return true;
 }
@@ -1098,7 +1099,7 @@ EthNetDevice::Dequeue(int64_t nowPs, int64_t* retryPs)
 void
 EthNetDevice::Kick()
 {
-    const int64_t now = Simulator::Now().GetPicoSeconds();
+    const int64_t now = SimClock::NowPs();
     if (now < m_busyUntilPs)
     {
         ScheduleWake(m_busyUntilPs);
@@ -1123,7 +1124,7 @@ EthNetDevice::ScheduleWake(int64_t atPs)
         m_wake.Cancel();
     }
     m_wakeAtPs = atPs;
-    m_wake = Simulator::Schedule(PicoSeconds(atPs) - Simulator::Now(),
+    m_wake = Simulator::Schedule(PicoSeconds(atPs - SimClock::NowPs()),
                                  &EthNetDevice::WakeUpEvent, this);
 }
 
@@ -1133,7 +1134,7 @@ EthNetDevice::WakeUpEvent()
     // A host port's source refills it at the end of this event (TxReady, EventTail). Kick calls
     // WakeUp itself, without the scope: its caller's event is not over.
     EventTail::Scope scope;
-    WakeUp(Simulator::Now().GetPicoSeconds());
+    WakeUp(SimClock::NowPs());
 }
 
 void
@@ -1219,8 +1220,7 @@ EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
     // event as Schedule does, with the same timestamp, insertion number and context.
     f->receiver = peer;
     f->Ref();
-    Simulator::ScheduleWithContext(Simulator::GetContext(), PicoSeconds(flightPs),
-                                   static_cast<EventImpl*>(f));
+    SimClock::ScheduleWithContext(SimClock::Context(), flightPs, static_cast<EventImpl*>(f));
 }
 
 void
@@ -1349,7 +1349,7 @@ EthNetDevice::HandlePfc(const EthFrame& frame)
 void
 EthNetDevice::ApplyPfc(const EthPfcHeader& pfc)
 {
-    const int64_t now = Simulator::Now().GetPicoSeconds();
+    const int64_t now = SimClock::NowPs();
     for (uint8_t p = 0; p < kEthPriorities; ++p)
     {
         if (!((pfc.classEnable >> p) & 1))
@@ -1404,7 +1404,7 @@ EthNetDevice::NotifyLinkChange(bool up)
         m_wakeAtPs = -1;
         m_refresh.Cancel();
         m_pauseAsserted = 0;
-        const int64_t now = Simulator::Now().GetPicoSeconds();
+        const int64_t now = SimClock::NowPs();
         for (uint8_t p = 0; p < kEthPriorities; ++p)
         {
             TxQueue& q = m_txq[p];
@@ -1471,7 +1471,7 @@ EthNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
         return;
     }
     f->uid = g_nextUid++;
-    f->sentPs = Simulator::Now().GetPicoSeconds();
+    f->sentPs = SimClock::NowPs();
     f->linkGeneration = m_cableGeneration;
     ReceiveFrame(f);
 }

@@ -1,6 +1,7 @@
 #include "eth-switch.h"
 
 #include "eth-net-device.h"
+#include "models/common/sim-clock.h"
 
 #include "ns3/boolean.h"
 #include "ns3/log.h"
@@ -440,7 +441,7 @@ EthSwitch::PushIntHop(EthNetDevice* out, EthFrame* f)
     // The port keeps both sums over its priorities as they change.
     IntHop& h = r.stack.hops[r.stack.nHops++];
     h.lineRateBps = out->GetBitRate();
-    h.timePs = Simulator::Now().GetPicoSeconds();
+    h.timePs = SimClock::NowPs();
     // Transmit counted this frame already.
     h.txBytes = out->GetTxWireBytes() - (f->bytes + kEthWireOverheadBytes);
     h.qlenBytes = out->GetQueuedBytes();
