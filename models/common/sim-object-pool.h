@@ -66,7 +66,7 @@ class SimObjectPool
             }
             else
             {
-                *obj = T();
+                *obj = Fresh();
             }
         }
         obj->inPool = false;
@@ -97,6 +97,19 @@ class SimObjectPool
     }
 
   private:
+    /**
+     * A T() made once and copied from: the same fields as assigning T() (value-initialized,
+     * so what T() zeroes is zero here too), without building and destroying a temporary per
+     * object (an EthFrame is an ns-3 EventImpl holding an ns-3 Header: two constructors and
+     * destructors in libns3 per frame, about 250 instructions of the 350 a reused frame cost).
+     * Never destroyed: its destructor would run after ns-3's own statics at exit.
+     */
+    static const T& Fresh()
+    {
+        static const T* const fresh = new T();
+        return *fresh;
+    }
+
     /// At Simulator::Destroy, objects still referenced only by discarded events (packets in
     /// flight when the run stopped) come back to the pool.
     void ReclaimAll()
