@@ -68,7 +68,12 @@ IbParseErrorName(IbParseError e)
 void
 IbTransportHeaders::Clear()
 {
-    *this = IbTransportHeaders();
+    // Copied from one made once rather than from a temporary: the headers are ns-3 Headers,
+    // whose constructors and destructors run through libns3 (a log check each), and every
+    // received packet is parsed into cleared headers. Never destroyed: its destructor would run
+    // after ns-3's own statics at exit.
+    static const IbTransportHeaders* const fresh = new IbTransportHeaders();
+    *this = *fresh;
 }
 
 bool
