@@ -43,10 +43,11 @@ IbFrame::ResetForReuse()
     ccHead = false;
     storedBytes = 0;
     tail.Release();
+    receiver = nullptr;
 }
 
 // A field added to IbFrame changes its size: add it to ResetForReuse, then update this figure.
-static_assert(sizeof(IbFrame) == 176,
+static_assert(sizeof(IbFrame) == 200,
               "IbFrame changed: reset the new field in IbFrame::ResetForReuse");
 
 IbFrame*

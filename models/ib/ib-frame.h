@@ -7,6 +7,7 @@
 
 #include "models/common/lazy-fifo.h"
 
+#include "ns3/event-impl.h"
 #include "ns3/nstime.h"
 #include "ns3/packet.h"
 
@@ -115,6 +116,34 @@ class IbFrameTail
     uint32_t m_size = 0;
 };
 
+class IbNetDevice;
+
+/**
+ * \brief The event of a frame's arrival at the far end of a cable, built into the frame itself
+ * (IbFrame derives from it): IbNetDevice::TransmitFrame schedules the frame, and the simulator
+ * runs IbNetDevice::ReceiveFrameEvent on `receiver` for it.
+ *
+ * Why not an event made by MakeEvent: a heap allocation and a free per packet-hop, and an
+ * object written at the sender and read at the arrival, after thousands of other events, from a
+ * line that has left the caches, followed by the frame's first line, which has too. Built in,
+ * the event is in the frame's first line, which the scheduler prefetches (FifoHeapScheduler::
+ * RemoveNext) while the event before it runs. The Ethernet side does the same (EthFrameArrival).
+ *
+ * The reference count: the simulator drops one reference after running the event (and at
+ * Simulator::Destroy for one never run); the transmitter adds one before each schedule, and the
+ * frame keeps its own from construction, so the count never reaches zero and the frame's pool,
+ * not the simulator, owns the memory. Nothing cancels an arrival (a cable that goes down voids
+ * its frames by generation).
+ */
+class IbFrameArrival : public EventImpl
+{
+  public:
+    IbNetDevice* receiver = nullptr; ///< the port at the far end of the cable
+
+  protected:
+    void Notify() override; ///< (ib-net-device.cc) receiver->ReceiveFrameEvent(this frame)
+};
+
 /**
  * \brief A packet in flight through the InfiniBand fabric.
  *
@@ -137,7 +166,7 @@ class IbFrameTail
  * are correct by construction, so skipping the check for them changes no outcome. Trailing zeros
  * are implied for those packets too: dropping them is lossless, as `bytes` says how many follow.
  */
-struct IbFrame
+struct IbFrame : public IbFrameArrival
 {
     /**
      * Wire bytes kept in the record: every header combination of IBA vol. 1 ch. 9 fits (LRH 8,

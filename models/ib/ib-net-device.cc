@@ -1859,10 +1859,14 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time 
     frame->fromPeer = data;
     frame->fctbsAfter = m_tx[vl].fctbs;
     frame->linkGeneration = m_cableGeneration;
-    // Nothing cancels an arrival (a cable that goes down voids it by generation): no EventId.
+    // The arrival is the frame's own event (IbFrameArrival): one reference for the simulator to
+    // drop when it has run it. Nothing cancels an arrival (a cable that goes down voids it by
+    // generation), so no EventId is made for it.
+    frame->receiver = peer;
+    frame->Ref();
     SimClock::ScheduleWithContext(SimClock::Context(),
                                   peer->ArrivalDelay(txTime, delay, frame->bytes).GetPicoSeconds(),
-                                  MakeEvent(&IbNetDevice::ReceiveFrameEvent, peer, frame));
+                                  static_cast<EventImpl*>(frame));
 
     // The frame has left the queue it sat in: a switch input buffer frees its blocks (and
     // returns the credit upstream), a CA transmit queue gains room.
@@ -2240,6 +2244,12 @@ IbNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
     f->tailArrival = SimClock::Now();
     // Header fields are not trusted: VerifyFrameBytes parses them from the bytes.
     ReceiveFrameEvent(f);
+}
+
+void
+IbFrameArrival::Notify()
+{
+    receiver->ReceiveFrameEvent(static_cast<IbFrame*>(this));
 }
 
 void
