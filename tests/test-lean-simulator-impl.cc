@@ -3,6 +3,7 @@
 // SimClock, which reads LeanSimulatorImpl directly while it runs, answers what Simulator:: does.
 #include "models/common/cnuas-init.h"
 #include "models/common/lean-simulator-impl.h"
+#include "models/common/reusable-event.h"
 #include "models/common/sim-clock.h"
 
 #include "ns3/global-value.h"
@@ -302,4 +303,137 @@ TEST(LeanSimulatorImpl, SimClockReadsTheRunningCoreAndFallsBackOutsideRun)
         Simulator::Destroy();
     }
     GlobalValue::Bind("SimulatorImplementationType", StringValue(kCnuasSimulatorImplementation));
+}
+
+namespace
+{
+
+/// A port-like owner that re-plans one wake-up at a time, through ReusableEvent or through
+/// Simulator::Schedule and EventId::Cancel; every call is logged with the clock and the count.
+class Waker
+{
+  public:
+    Waker(bool reusable, uint32_t seed, std::vector<std::string>* log)
+        : m_reusable(reusable),
+          m_rng(seed),
+          m_log(log)
+    {
+    }
+
+    void Start()
+    {
+        for (int i = 0; i < 2000; ++i)
+        {
+            // Other events around the wake-ups, some at the same picoseconds.
+            Simulator::Schedule(PicoSeconds(Pick(40) * 25), &Waker::Poke, this);
+        }
+    }
+
+    void Fire()
+    {
+        Note("fire");
+        m_wakeAt = -1;
+        if (Pick(3) == 0)
+        {
+            Plan(Pick(5) * 25); // sometimes re-plan from inside the call
+        }
+    }
+
+  private:
+    uint32_t Pick(uint32_t n) { return std::uniform_int_distribution<uint32_t>(0, n - 1)(m_rng); }
+
+    void Note(const std::string& what)
+    {
+        m_log->push_back(std::to_string(Simulator::Now().GetPicoSeconds()) + " n " +
+                         std::to_string(Simulator::GetEventCount()) + ": " + what);
+    }
+
+    void Poke()
+    {
+        switch (Pick(4))
+        {
+        case 0:
+            if (m_wakeAt >= 0)
+            {
+                Note("cancel");
+                m_reusable ? m_reusableWake.Cancel() : m_eventWake.Cancel();
+                m_wakeAt = -1;
+            }
+            break;
+        default:
+            Plan(Pick(6) * 25);
+            break;
+        }
+    }
+
+    /// An earlier wake-up replaces a later one (as the ports' ScheduleWake does).
+    void Plan(int64_t delayPs)
+    {
+        const int64_t at = Simulator::Now().GetPicoSeconds() + delayPs;
+        if (m_wakeAt >= 0)
+        {
+            if (m_wakeAt <= at)
+            {
+                return;
+            }
+            m_reusable ? m_reusableWake.Cancel() : m_eventWake.Cancel();
+        }
+        m_wakeAt = at;
+        Note("plan +" + std::to_string(delayPs));
+        if (m_reusable)
+        {
+            m_reusableWake.Schedule(delayPs);
+        }
+        else
+        {
+            m_eventWake = Simulator::Schedule(PicoSeconds(delayPs), &Waker::Fire, this);
+        }
+    }
+
+    bool m_reusable;
+    std::mt19937 m_rng;
+    std::vector<std::string>* m_log;
+    int64_t m_wakeAt = -1;
+    ReusableEvent<Waker, &Waker::Fire> m_reusableWake{this};
+    EventId m_eventWake;
+};
+
+std::vector<std::string>
+RunWaker(const std::string& impl, bool reusable, uint32_t seed)
+{
+    GlobalValue::Bind("SimulatorImplementationType", StringValue(impl));
+    std::vector<std::string> log;
+    {
+        Waker w(reusable, seed, &log);
+        Simulator::ScheduleNow(&Waker::Start, &w);
+        Simulator::Run();
+        log.push_back("events " + std::to_string(Simulator::GetEventCount()));
+        Simulator::Destroy();
+    }
+    GlobalValue::Bind("SimulatorImplementationType", StringValue(kCnuasSimulatorImplementation));
+    return log;
+}
+
+} // namespace
+
+TEST(ReusableEvent, RunsAsSimulatorScheduleAndEventIdCancelDo)
+{
+    // The same re-planned wake-ups through ReusableEvent and through Schedule/Cancel: the same
+    // calls at the same picoseconds, and the same event counts (a cancelled call still runs as
+    // a no-op event), on Cnuas's core and on ns-3's.
+    for (const std::string impl : {"ns3::LeanSimulatorImpl", "ns3::DefaultSimulatorImpl"})
+    {
+        for (uint32_t seed : {1u, 7u, 99u})
+        {
+            SCOPED_TRACE(impl + " seed " + std::to_string(seed));
+            const auto reusable = RunWaker(impl, true, seed);
+            const auto eventId = RunWaker(impl, false, seed);
+            ASSERT_GT(reusable.size(), 500u);
+            ASSERT_EQ(reusable.size(), eventId.size());
+            for (size_t i = 0; i < reusable.size(); ++i)
+            {
+                ASSERT_EQ(reusable[i], eventId[i]) << "line " << i;
+            }
+        }
+    }
 }

@@ -1582,7 +1582,7 @@ IbNetDevice::ScheduleWake(Time at, Time now)
         m_wake.Cancel();
     }
     m_wakeAtPs = atPs;
-    m_wake = Simulator::Schedule(at - now, &IbNetDevice::WakeUp, this);
+    m_wake.Schedule((at - now).GetPicoSeconds());
 }
 
 void

@@ -2,6 +2,7 @@
 #ifndef CNUAS_IB_NET_DEVICE_H
 #define CNUAS_IB_NET_DEVICE_H
 
+#include "models/common/reusable-event.h"
 #include "models/common/sniffer-list.h"
 #include "ib-frame.h"
 #include "ib-link-rate.h"
@@ -593,7 +594,7 @@ class IbNetDevice : public NetDevice
     std::array<RxVl, 16> m_rx;
     uint32_t m_vl15Queued = 0; ///< VL15 packets held in the receive buffer
     Time m_busyUntil;
-    EventId m_wake;
+    ReusableEvent<IbNetDevice, &IbNetDevice::WakeUp> m_wake{this}; ///< the transmitter's wake-up
     int64_t m_wakeAtPs = -1; ///< when m_wake fires (-1: none pending)
     EventId m_fcRefresh;
     IbNetDevice* m_peer = nullptr; ///< the far end of the cable (set when cabled; not owned)

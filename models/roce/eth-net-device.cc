@@ -1124,8 +1124,7 @@ EthNetDevice::ScheduleWake(int64_t atPs)
         m_wake.Cancel();
     }
     m_wakeAtPs = atPs;
-    m_wake = Simulator::Schedule(PicoSeconds(atPs - SimClock::NowPs()),
-                                 &EthNetDevice::WakeUpEvent, this);
+    m_wake.Schedule(atPs - SimClock::NowPs());
 }
 
 void

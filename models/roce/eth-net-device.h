@@ -4,6 +4,7 @@
 #define CNUAS_ETH_NET_DEVICE_H
 
 #include "models/common/lazy-fifo.h"
+#include "models/common/reusable-event.h"
 #include "models/common/sniffer-list.h"
 #include "eth-frame.h"
 
@@ -421,7 +422,7 @@ class EthNetDevice : public NetDevice
     LazyFifo<EthFrame*> m_ctrl;
     uint8_t m_rrNext = 0;
     bool m_rrCredited = false;
-    EventId m_wake;
+    ReusableEvent<EthNetDevice, &EthNetDevice::WakeUpEvent> m_wake{this}; ///< the transmitter's wake-up
 
     // PFC generator
     EventId m_refresh;
