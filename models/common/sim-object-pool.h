@@ -4,6 +4,8 @@
 #ifndef CNUAS_SIM_OBJECT_POOL_H
 #define CNUAS_SIM_OBJECT_POOL_H
 
+#include "fresh-value.h"
+
 #include "ns3/simulator.h"
 
 #include <cstddef>
@@ -66,7 +68,7 @@ class SimObjectPool
             }
             else
             {
-                *obj = Fresh();
+                *obj = FreshValue<T>();
             }
         }
         obj->inPool = false;
@@ -97,19 +99,6 @@ class SimObjectPool
     }
 
   private:
-    /**
-     * A T() made once and copied from: the same fields as assigning T() (value-initialized,
-     * so what T() zeroes is zero here too), without building and destroying a temporary per
-     * object (an EthFrame is an ns-3 EventImpl holding an ns-3 Header: two constructors and
-     * destructors in libns3 per frame, about 250 instructions of the 350 a reused frame cost).
-     * Never destroyed: its destructor would run after ns-3's own statics at exit.
-     */
-    static const T& Fresh()
-    {
-        static const T* const fresh = new T();
-        return *fresh;
-    }
-
     /// At Simulator::Destroy, objects still referenced only by discarded events (packets in
     /// flight when the run stopped) come back to the pool.
     void ReclaimAll()

@@ -458,7 +458,8 @@ class IbNetDevice : public NetDevice
     void Kick();
     void WakeUp();
     // The `now` parameters below are Simulator::Now(), which the caller has read already: a
-    // port's transmit path runs several times per packet-hop, and Now() is some 50 instructions.
+    // port's transmit path runs several times per packet-hop, and one read per decision keeps
+    // it one instant (the reads themselves are cheap now: SimClock).
     /// Whether a wake-up at `at` (the end of the current transmission) has work to do.
     bool HasPendingWork(Time at, Time now);
     void ScheduleWake(Time at, Time now);

@@ -1,5 +1,7 @@
 #include "ib-transport-headers.h"
 
+#include "models/common/fresh-value.h"
+
 #include <cstring>
 
 namespace ns3
@@ -68,12 +70,9 @@ IbParseErrorName(IbParseError e)
 void
 IbTransportHeaders::Clear()
 {
-    // Copied from one made once rather than from a temporary: the headers are ns-3 Headers,
-    // whose constructors and destructors run through libns3 (a log check each), and every
-    // received packet is parsed into cleared headers. Never destroyed: its destructor would run
-    // after ns-3's own statics at exit.
-    static const IbTransportHeaders* const fresh = new IbTransportHeaders();
-    *this = *fresh;
+    // Every received packet is parsed into cleared headers (FreshValue: no nine ns-3 Headers
+    // built and destroyed per packet).
+    *this = FreshValue<IbTransportHeaders>();
 }
 
 bool
