@@ -326,6 +326,26 @@ TEST(EmuOffload, PartialChecksumsAreCompletedAndPlainFramesPassUnchanged)
     EXPECT_EQ(r.frames[0], expected);
 }
 
+TEST(EmuOffload, APartialTcpChecksumThatComesToZeroStaysZero)
+{
+    // One segment in 65,535 has the checksum 0x0000. TCP sends it as computed (UDP alone turns
+    // a zero into 0xFFFF); 0xFFFF would still pass a receiver's sum, but Wireshark marks it bad.
+    uint32_t seq = 1;
+    Bytes tcp = TcpFrame(seq, 100, kAck | kPsh, 7);
+    while (LoadBe16(&tcp[kL4 + 16]) != 0)
+    {
+        tcp = TcpFrame(++seq, 100, kAck | kPsh, 7);
+        ASSERT_LT(seq, 1000000u);
+    }
+    ASSERT_TRUE(TcpChecksumOk(tcp.data()));
+    TapSegmenter s;
+    Segmented r = Segment(s, TsoRead(tcp, 0, VirtioNetHeader::kGsoNone));
+    ASSERT_EQ(r.error, TapOffloadError::None);
+    ASSERT_EQ(r.frames.size(), 1u);
+    EXPECT_EQ(LoadBe16(&r.frames[0][kL4 + 16]), 0u);
+    EXPECT_EQ(r.frames[0], tcp);
+}
+
 TEST(EmuOffload, MalformedOffloadRequestsAreRefusedWithTheirReason)
 {
     TapSegmenter s;

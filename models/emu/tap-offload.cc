@@ -228,9 +228,13 @@ TapSegmenter::Process(const uint8_t* bytes,
     m_frame.assign(frame, frame + flen);
     uint16_t c = static_cast<uint16_t>(
         ~OnesComplementSum(m_frame.data() + h.csumStart, flen - h.csumStart));
-    if (c == 0)
+    // UDP only (its checksum field is at offset 6, TCP's at 16): a computed zero is sent as all
+    // ones, zero meaning "no checksum" (RFC 768). TCP sends the zero it computed: a receiver's
+    // sum checks either way, but 0xFFFF is not what a TCP sender computes, and Wireshark marks
+    // it bad ("should be 0x0000", RFC 1624).
+    if (c == 0 && h.csumOffset == 6)
     {
-        c = 0xFFFF; // RFC 768: a computed zero is sent as all ones (zero means "none" for UDP)
+        c = 0xFFFF;
     }
     StoreBe16(m_frame.data() + field, c);
     if (checksumsFilled)
