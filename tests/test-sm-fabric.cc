@@ -12,6 +12,10 @@
 #include "models/mgmt/ib-sma-agent.h"
 #include "models/mgmt/ib-subnet-manager.h"
 
+#include "ns3/double.h"
+#include "ns3/enum.h"
+#include "ns3/error-model.h"
+#include "ns3/pointer.h"
 #include "ns3/simulator.h"
 #include "ns3/data-rate.h"
 #include "ns3/uinteger.h"
@@ -21,6 +25,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unistd.h>
 
 using namespace ns3;
@@ -424,6 +429,74 @@ TEST_F(SmSweep, UnansweredSmpsAreRetriedThenGivenUpWithoutHanging)
     Simulator::Stop(MilliSeconds(1));
     Simulator::Run();
     EXPECT_EQ(node.sent.size(), 6u);
+    sm->Stop();
+}
+
+// The SM keeps its SMPs' deadlines in one queue under one timer (answered SMPs leave stale
+// entries behind): on a fabric whose switches lose a few per cent of what they receive, every
+// timeout must still come exactly SmpTimeout after the send it times out, none may hit an
+// answered SMP, and the fabric must come up.
+TEST_F(SmSweep, LostSmpsTimeOutExactlySmpTimeoutAfterTheirSend)
+{
+    IbFabricHelper fh;
+    IbFabric f = fh.Build(BuildTopologyFromSpec("fat-tree:k=4"));
+    int64_t stream = 100;
+    for (uint32_t i = 0; i < f.switches.GetN(); ++i)
+    {
+        for (uint32_t d = 0; d < f.switches.Get(i)->GetNDevices(); ++d)
+        {
+            Ptr<IbNetDevice> port = DynamicCast<IbNetDevice>(f.switches.Get(i)->GetDevice(d));
+            if (!port)
+            {
+                continue;
+            }
+            Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
+            em->SetAttribute("ErrorUnit", EnumValue(RateErrorModel::ERROR_UNIT_PACKET));
+            em->SetAttribute("ErrorRate", DoubleValue(0.02));
+            em->AssignStreams(stream++);
+            port->SetAttribute("ReceiveErrorModel", PointerValue(em));
+        }
+    }
+    IbSmHelper smh;
+    Ptr<IbSubnetManager> sm = smh.Install(f, f.hosts.Get(0), MicroSeconds(2));
+    const Time timeout = MicroSeconds(7);
+    sm->SetAttribute("SmpTimeout", TimeValue(timeout));
+    sm->SetAttribute("SmpRetries", UintegerValue(6));
+    // (attribute, method, attempt) -> the times it was sent, and those it timed out at.
+    using Key = std::tuple<uint16_t, uint8_t, uint32_t>;
+    std::map<Key, std::multiset<int64_t>> sent;
+    std::vector<std::pair<Key, int64_t>> timedOut;
+    std::function<void(uint16_t, uint8_t, uint32_t)> onSent = [&](uint16_t a, uint8_t m,
+                                                                  uint32_t n) {
+        sent[{a, m, n}].insert(Simulator::Now().GetPicoSeconds());
+    };
+    std::function<void(uint16_t, uint8_t, uint32_t)> onTimedOut = [&](uint16_t a, uint8_t m,
+                                                                      uint32_t n) {
+        timedOut.push_back({{a, m, n}, Simulator::Now().GetPicoSeconds()});
+    };
+    sm->TraceConnectWithoutContext("SmpSent", MakeCallback(&std::function<void(
+                                                               uint16_t, uint8_t, uint32_t)>::
+                                                               operator(),
+                                                           &onSent));
+    sm->TraceConnectWithoutContext("SmpTimedOut",
+                                   MakeCallback(&std::function<void(uint16_t, uint8_t,
+                                                                    uint32_t)>::operator(),
+                                                &onTimedOut));
+    RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(50));
+    ASSERT_EQ(sm->GetPhase(), IbSweepPhase::Up);
+    ASSERT_GE(timedOut.size(), 5u) << "too few SMPs lost to test the timeouts";
+    EXPECT_EQ(timedOut.size(), sm->GetSmpsTimedOut());
+    EXPECT_EQ(sm->GetSmpsFailed(), 0u);
+    for (const auto& [key, at] : timedOut)
+    {
+        // Its own send, exactly one timeout earlier (each send matched once).
+        auto& times = sent[key];
+        auto it = times.find(at - timeout.GetPicoSeconds());
+        ASSERT_NE(it, times.end()) << "a timeout at " << at << " ps with no send of attribute 0x"
+                                   << std::hex << std::get<0>(key) << std::dec << " attempt "
+                                   << std::get<2>(key) << " one SmpTimeout before it";
+        times.erase(it);
+    }
     sm->Stop();
 }
 

@@ -540,6 +540,7 @@ IbNetDevice::CompleteTraining()
         return;
     }
     m_activeRate = IbLinkRate::Common(GetSupportedRate(), peer->GetSupportedRate());
+    m_wireTimeMemo.fill(WireTimeMemo()); // WireTimePs's answers were for the old rate
     m_symbolTime = m_activeRate.SymbolTime();
     m_phys = IbPhysState::LinkUp;
     ResetLinkState();
@@ -1920,11 +1921,6 @@ IbNetDevice::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes) const
 int64_t
 IbNetDevice::WireTimePs(uint32_t bytes) const
 {
-    if (!(m_wireTimeMemoRate == m_activeRate))
-    {
-        m_wireTimeMemo.fill(WireTimeMemo());
-        m_wireTimeMemoRate = m_activeRate;
-    }
     for (const WireTimeMemo& m : m_wireTimeMemo)
     {
         if (m.bytes == bytes && m.ps >= 0)

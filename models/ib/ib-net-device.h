@@ -494,7 +494,8 @@ class IbNetDevice : public NetDevice
      * m_activeRate.SerializationTime(bytes) in picoseconds, memoized: it is asked for every
      * packet and flow-control packet a port sends, and a port sends few distinct sizes (a
      * sweep's SMPs one, flow-control packets another, a switch's cut-through head a third).
-     * A hit returns what the arithmetic returned for the same rate and size.
+     * A hit returns what the arithmetic returned for the same size at the active rate (the memo
+     * is emptied when the link trains to a rate).
      */
     int64_t WireTimePs(uint32_t bytes) const;
     Time WireTime(uint32_t bytes) const { return PicoSeconds(WireTimePs(bytes)); }
@@ -582,8 +583,8 @@ class IbNetDevice : public NetDevice
         uint32_t bytes = 0;
         int64_t ps = -1; ///< -1: empty
     };
-    mutable std::array<WireTimeMemo, 4> m_wireTimeMemo{}; ///< WireTimePs's last answers
-    mutable IbLinkRate m_wireTimeMemoRate;                 ///< the rate they are for
+    /// WireTimePs's last answers, for m_activeRate (emptied where it is set)
+    mutable std::array<WireTimeMemo, 4> m_wireTimeMemo{};
     mutable uint8_t m_wireTimeMemoNext = 0;                ///< the slot the next miss fills
     Time m_symbolTime;
     std::array<uint8_t, 16> m_slToVl{};

@@ -1,6 +1,7 @@
 #include "ib-subnet-manager.h"
 
 #include "ib-sa-server.h"
+#include "models/common/sim-clock.h"
 #include "models/common/uinteger-set-checker.h"
 #include "models/ib/ib-vl-counts.h"
 
@@ -12,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 namespace ns3
 {
@@ -189,10 +191,7 @@ IbSubnetManager::DoDispose()
     // As Stop(), but silently: whoever listened to the trace sources may be gone by now.
     m_running = false;
     m_sweepTimer.Cancel();
-    for (auto& [tid, req] : m_requests)
-    {
-        req.timer.Cancel();
-    }
+    ClearTimeouts();
     m_requests.clear();
     m_queue.clear();
     m_outstanding = 0;
@@ -258,10 +257,7 @@ IbSubnetManager::Stop()
 {
     m_running = false;
     m_sweepTimer.Cancel();
-    for (auto& [tid, req] : m_requests)
-    {
-        req.timer.Cancel();
-    }
+    ClearTimeouts();
     m_requests.clear();
     m_queue.clear();
     m_outstanding = 0;
@@ -331,8 +327,86 @@ IbSubnetManager::Transmit(uint64_t tid)
     // SMInfo is answered by another SM, which may be a process behind a host's umad interface
     // rather than an agent in an adapter: it gets its own, usually longer, timeout.
     const bool toAnSm = r.smp.Mad().GetAttributeId() == IbSmAttr::SmInfo;
-    r.timer = Simulator::Schedule(toAnSm ? m_smInfoTimeout : m_smpTimeout,
-                                  &IbSubnetManager::Timeout, this, tid);
+    const Time wait = toAnSm ? m_smInfoTimeout : m_smpTimeout;
+    AddTimeout(SimClock::NowPs() + wait.GetPicoSeconds(), tid, r.attempt);
+}
+
+void
+IbSubnetManager::AddTimeout(int64_t deadlinePs, uint64_t tid, uint32_t attempt)
+{
+    // Deadlines come in order while the timeouts stay as configured; an SMInfo's (its own
+    // timeout) or one after a shorter timeout was set goes before the later ones, after those
+    // due at the same time (which were sent first, and so time out first, as their own events
+    // would have).
+    auto at = m_timeouts.end();
+    while (at != m_timeouts.begin() && std::prev(at)->deadlinePs > deadlinePs)
+    {
+        --at;
+    }
+    m_timeouts.insert(at, {deadlinePs, tid, attempt});
+    if (m_timeoutTimerPs < 0 || deadlinePs < m_timeoutTimerPs)
+    {
+        m_timeoutTimer.Cancel();
+        m_timeoutTimerPs = deadlinePs;
+        m_timeoutTimer = Simulator::Schedule(PicoSeconds(deadlinePs - SimClock::NowPs()),
+                                             &IbSubnetManager::ExpireTimeouts, this);
+    }
+}
+
+bool
+IbSubnetManager::IsLive(const PendingTimeout& t) const
+{
+    auto it = m_requests.find(t.tid);
+    return it != m_requests.end() && it->second.attempt == t.attempt;
+}
+
+void
+IbSubnetManager::ExpireTimeouts()
+{
+    m_timeoutTimerPs = -1;
+    const int64_t nowPs = SimClock::NowPs();
+    while (!m_timeouts.empty() && m_timeouts.front().deadlinePs <= nowPs)
+    {
+        const PendingTimeout t = m_timeouts.front();
+        m_timeouts.pop_front();
+        if (IsLive(t))
+        {
+            Timeout(t.tid); // may send it again, filing a later deadline
+        }
+    }
+    ArmTimeoutTimer();
+}
+
+void
+IbSubnetManager::ArmTimeoutTimer()
+{
+    while (!m_timeouts.empty() && !IsLive(m_timeouts.front()))
+    {
+        m_timeouts.pop_front();
+    }
+    if (m_timeouts.empty())
+    {
+        m_timeoutTimer.Cancel();
+        m_timeoutTimerPs = -1;
+        return;
+    }
+    const int64_t at = m_timeouts.front().deadlinePs;
+    if (at == m_timeoutTimerPs)
+    {
+        return;
+    }
+    m_timeoutTimer.Cancel();
+    m_timeoutTimerPs = at;
+    m_timeoutTimer = Simulator::Schedule(PicoSeconds(at - SimClock::NowPs()),
+                                         &IbSubnetManager::ExpireTimeouts, this);
+}
+
+void
+IbSubnetManager::ClearTimeouts()
+{
+    m_timeoutTimer.Cancel();
+    m_timeoutTimerPs = -1;
+    m_timeouts.clear();
 }
 
 void
@@ -407,8 +481,7 @@ IbSubnetManager::ReceiveSmp(const IbSmp& smp)
         return;
     }
     Request r = std::move(it->second);
-    r.timer.Cancel();
-    m_requests.erase(it);
+    m_requests.erase(it); // its deadline goes stale
     --m_outstanding;
     if (smp.GetSmpStatus() != IbMadStatus::Ok)
     {

@@ -214,7 +214,14 @@ class IbSubnetManager : public Object
         uint8_t parentPort = 0;
         std::vector<uint8_t> path;
         uint32_t attempt = 0;
-        EventId timer;
+    };
+    /// When a sent SMP times out if unanswered: the SMP as it was sent that time (its TID and
+    /// attempt); stale once the request is answered, failed or sent again.
+    struct PendingTimeout
+    {
+        int64_t deadlinePs;
+        uint64_t tid;
+        uint32_t attempt;
     };
 
     /// Queues a request; returns its transaction ID (0 if the path is too long).
@@ -224,6 +231,14 @@ class IbSubnetManager : public Object
     void Pump();
     void Transmit(uint64_t tid);
     void Timeout(uint64_t tid);
+    /// Files the deadline of an SMP just sent (attempt `attempt` of request `tid`).
+    void AddTimeout(int64_t deadlinePs, uint64_t tid, uint32_t attempt);
+    /// The deadline timer: times out every live SMP whose deadline has come.
+    void ExpireTimeouts();
+    /// Drops stale deadlines from the front and sets the timer for the first live one.
+    void ArmTimeoutTimer();
+    bool IsLive(const PendingTimeout& t) const;
+    void ClearTimeouts();
     void Answered(Request& req, const IbSmp& smp);
     void Failed(Request& req);
     void MaybeAdvance();
@@ -325,6 +340,13 @@ class IbSubnetManager : public Object
     std::deque<uint64_t> m_queue;
     std::map<uint64_t, Request> m_requests; ///< queued and outstanding, by TID
     uint32_t m_outstanding = 0;
+    /// Deadlines of the SMPs in flight, earliest first, under one timer: an SMP's own timer
+    /// event would cost a scheduler entry and an allocation per SMP and almost never run (a
+    /// sweep's SMPs are answered within microseconds). Stale entries (answered, resent) are
+    /// dropped when they reach the front, so the timer wakes about once per timeout period.
+    std::deque<PendingTimeout> m_timeouts;
+    EventId m_timeoutTimer;
+    int64_t m_timeoutTimerPs = -1; ///< when m_timeoutTimer fires (-1: not pending)
     EventId m_sweepTimer;
 
     // counters
