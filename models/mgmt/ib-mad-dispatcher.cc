@@ -629,7 +629,8 @@ IbMadDispatcher::Deliver(const IbReceivedMad& m, const RxBytes& rx)
 bool
 IbMadDispatcher::PortUsable(uint8_t n) const
 {
-    Ptr<IbNetDevice> p = GetPort(n);
+    // Asked at every hop of every directed-route SMP: the array's pointer, no Ptr to count.
+    const IbNetDevice* p = n < m_portByNumber.size() ? m_portByNumber[n] : nullptr;
     return p && p->GetPhysState() == IbPhysState::LinkUp;
 }
 

@@ -281,7 +281,11 @@ IbSubnetManager::Enqueue(Purpose purpose, uint8_t method, uint16_t attr, uint32_
     {
         return 0; // IBA vol. 1 §14.2.1.2: a directed route has at most 63 hops
     }
-    Request r;
+    // Transaction IDs carry the SM's GUID in the high half so that two SMs' never collide.
+    const uint64_t tid = (m_guid << 32) | (m_nextTid++ & 0xFFFFFFFFu);
+    // Built where it will stay: a Request holds a 256-byte SMP (two ns-3 Headers), which a
+    // move would copy and destroy once more per SMP.
+    Request& r = m_requests.try_emplace(tid).first->second;
     r.smp = IbSmp::MakeDirected(method, attr, attrMod, 0, path.data(),
                                 static_cast<uint8_t>(path.size()));
     if (data)
@@ -292,9 +296,6 @@ IbSubnetManager::Enqueue(Purpose purpose, uint8_t method, uint16_t attr, uint32_
     r.node = node;
     r.port = port;
     r.path = path;
-    // Transaction IDs carry the SM's GUID in the high half so that two SMs' never collide.
-    const uint64_t tid = (m_guid << 32) | (m_nextTid++ & 0xFFFFFFFFu);
-    m_requests.emplace(tid, std::move(r));
     m_queue.push_back(tid);
     return tid;
 }
@@ -480,8 +481,9 @@ IbSubnetManager::ReceiveSmp(const IbSmp& smp)
         m_badResponses++; // unknown TID, a duplicate, or not an answer to what was asked
         return;
     }
-    Request r = std::move(it->second);
-    m_requests.erase(it); // its deadline goes stale
+    // Out of the map (its deadline goes stale) without a move: the node is handed over whole.
+    auto held = m_requests.extract(it);
+    Request& r = held.mapped();
     --m_outstanding;
     if (smp.GetSmpStatus() != IbMadStatus::Ok)
     {
