@@ -302,7 +302,7 @@ TEST(IbFrameStorage, AReusedFrameIsAFreshOne)
     used->fctbsAfter = 77;
     used->linkGeneration = 4;
     used->icrc = 0xDEADBEEF;
-    used->tailArrival = NanoSeconds(123);
+    used->tailArrivalPs = 123000;
     used->outPort = 6;
     used->outVl = 2;
     used->uid = 99;
@@ -325,7 +325,7 @@ TEST(IbFrameStorage, AReusedFrameIsAFreshOne)
     EXPECT_EQ(again->fctbsAfter, fresh.fctbsAfter);
     EXPECT_EQ(again->linkGeneration, fresh.linkGeneration);
     EXPECT_EQ(again->icrc, fresh.icrc);
-    EXPECT_EQ(again->tailArrival, fresh.tailArrival);
+    EXPECT_EQ(again->tailArrivalPs, fresh.tailArrivalPs);
     EXPECT_EQ(again->outPort, fresh.outPort);
     EXPECT_EQ(again->outVl, fresh.outVl);
     EXPECT_EQ(again->uid, fresh.uid);

@@ -35,7 +35,7 @@ IbFrame::ResetForReuse()
     fctbsAfter = 0;
     linkGeneration = 0;
     icrc = 0;
-    tailArrival = Time();
+    tailArrivalPs = 0;
     outPort = 0;
     outVl = 0;
     uid = 0;

@@ -190,7 +190,7 @@ struct IbFrame : public IbFrameArrival
     uint32_t icrc = 0;
 
     // Per-hop timing, set by the transmitting port.
-    Time tailArrival; ///< when the last byte reaches the receiver
+    int64_t tailArrivalPs = 0; ///< when the last byte reaches the receiver (ps)
     // Per-hop switch state.
     uint8_t outPort = 0;
     uint8_t outVl = 0;

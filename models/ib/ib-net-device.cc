@@ -542,6 +542,7 @@ IbNetDevice::CompleteTraining()
     m_activeRate = IbLinkRate::Common(GetSupportedRate(), peer->GetSupportedRate());
     m_wireTimeMemo.fill(WireTimeMemo()); // WireTimePs's answers were for the old rate
     m_symbolTime = m_activeRate.SymbolTime();
+    m_symbolPs = m_symbolTime.GetPicoSeconds();
     m_phys = IbPhysState::LinkUp;
     ResetLinkState();
     // IBA vol. 1 §7.2: a port whose physical link comes up enters Init; it carries only
@@ -626,7 +627,7 @@ IbNetDevice::ResetLinkState()
         m_rx[vl].fcPending = false;
         m_rx[vl].fcInitPending = false;
     }
-    m_busyUntil = SimClock::Now();
+    m_busyUntilPs = SimClock::NowPs();
 }
 
 void
@@ -705,8 +706,7 @@ IbNetDevice::DiscardHeadsExceedingPeerBuffer(uint8_t vl)
     // the transmitter the packet's wire time, as if it had been sent into the void: a source
     // that keeps offering such packets then cannot hold simulated time still.
     const uint32_t capacity = PeerVlBufferBlocks();
-    const Time now = SimClock::Now();
-    m_busyUntil = std::max(m_busyUntil, now);
+    m_busyUntilPs = std::max(m_busyUntilPs, SimClock::NowPs());
     auto ready = std::move(m_tx[vl].ready);
     ClearReady(vl);
     for (const ReadyEntry& entry : ready)
@@ -718,7 +718,7 @@ IbNetDevice::DiscardHeadsExceedingPeerBuffer(uint8_t vl)
                (!q->rxPort || q->frames.front()->outPort == m_portNumber))
         {
             const IbFrame* f = q->frames.front();
-            m_busyUntil += WireTime(f->bytes + m_delimiterBytes);
+            m_busyUntilPs += WireTimePs(f->bytes + m_delimiterBytes);
             NS_LOG_WARN("port " << +m_portNumber << " discards packet " << f->uid << " of "
                                 << f->blocks << " credit blocks: the peer's VL buffer holds "
                                 << capacity << " (VlBufferBytes below one packet)");
@@ -1052,7 +1052,7 @@ IbNetDevice::FlowControlRefresh()
 {
     // §7.9.4.2: every data VL gets a flow-control packet at least every 65536 symbol times;
     // VLs that had one recently (updates on change) are not sent again.
-    const int64_t period = (m_symbolTime * m_fcRefreshSymbols).GetPicoSeconds();
+    const int64_t period = m_symbolPs * static_cast<int64_t>(m_fcRefreshSymbols);
     const int64_t now = SimClock::NowPs();
     if (RefreshCanSleep())
     {
@@ -1089,32 +1089,35 @@ IbNetDevice::FlowControlRefresh()
 }
 
 void
-IbNetDevice::SendFlowControl(uint8_t vl, bool init, Time now)
+IbNetDevice::SendFlowControl(uint8_t vl, bool init, int64_t nowPs)
 {
-    NS_ASSERT(now == Simulator::Now());
+    NS_ASSERT(nowPs == Simulator::Now().GetPicoSeconds());
     RxVl& rx = m_rx[vl];
     rx.fcPending = false;
     rx.fcInitPending = false;
-    rx.lastFcSentPs = now.GetPicoSeconds();
+    rx.lastFcSentPs = nowPs;
     uint8_t op = init ? 1 : 0;
     uint16_t fctbs = m_tx[vl].fctbs;
     uint16_t fccl = AdvertisedFccl(vl);
-    Time txTime = WireTime(kFcPacketBytes + m_delimiterBytes);
-    m_busyUntil = now + txTime;
+    const int64_t txPs = WireTimePs(kFcPacketBytes + m_delimiterBytes);
+    m_busyUntilPs = nowPs + txPs;
     m_fcSent++;
-    m_fcTxTrace(op, vl, fctbs, fccl);
+    if (!m_fcTxTrace.IsEmpty())
+    {
+        m_fcTxTrace(op, vl, fctbs, fccl);
+    }
     IbNetDevice* peer = m_peer; // GetPeer() without the channel's lookup (see PeerVlBufferBlocks)
     NS_ASSERT(peer == PeekPointer(GetPeer()));
-    const Time arrival = txTime + PicoSeconds(m_cableDelayPs);
+    const int64_t arrivalPs = txPs + m_cableDelayPs;
     if (!init && !peer->NeedsFlowControlEvent(vl))
     {
-        peer->m_tx[vl].stash.push_back({(now + arrival).GetPicoSeconds(), fccl});
+        peer->m_tx[vl].stash.push_back({nowPs + arrivalPs, fccl});
         peer->m_fcStashed++;
         return;
     }
     // Nothing cancels an arrival (a cable that goes down voids it by generation): no EventId.
     SimClock::ScheduleWithContext(SimClock::Context(),
-                                  arrival.GetPicoSeconds(),
+                                  arrivalPs,
                                   MakeEvent(&IbNetDevice::ReceiveFlowControlEvent,
                                             peer,
                                             op,
@@ -1190,7 +1193,7 @@ IbNetDevice::RefreshCanSleep() const
         return false;
     }
     // Nothing on the wire or due at either end: no wake-up pending, nothing queued.
-    if (m_wakeAtPs >= 0 || m_peer->m_wakeAtPs >= 0 || SimClock::Now() < m_busyUntil)
+    if (m_wakeAtPs >= 0 || m_peer->m_wakeAtPs >= 0 || SimClock::NowPs() < m_busyUntilPs)
     {
         return false;
     }
@@ -1220,7 +1223,7 @@ IbNetDevice::VirtualSendFlowControl(uint8_t vl, int64_t startPs, int64_t nowPs)
     m_rx[vl].lastFcSentPs = startPs;
     const int64_t txPs =
         WireTimePs(kFcPacketBytes + m_delimiterBytes);
-    m_busyUntil = PicoSeconds(startPs + txPs);
+    m_busyUntilPs = startPs + txPs;
     m_fcSent++;
     const int64_t arrivalPs = startPs + txPs + m_cableDelayPs;
     const uint16_t fccl = AdvertisedFccl(vl);
@@ -1243,7 +1246,7 @@ void
 IbNetDevice::VirtualRefreshTick(int64_t tickPs)
 {
     // FlowControlRefresh, §7.9.4.2, without the event.
-    const int64_t period = (m_symbolTime * m_fcRefreshSymbols).GetPicoSeconds();
+    const int64_t period = m_symbolPs * static_cast<int64_t>(m_fcRefreshSymbols);
     int64_t next = tickPs + period;
     bool any = false;
     for (uint8_t vl = 0; vl < m_opVls; ++vl)
@@ -1261,7 +1264,7 @@ IbNetDevice::VirtualRefreshTick(int64_t tickPs)
     }
     m_nextTickPs = next;
     // The tick's Kick: the lowest pending VL goes at once if the wire is free.
-    if (any && m_busyUntil.GetPicoSeconds() <= tickPs)
+    if (any && m_busyUntilPs <= tickPs)
     {
         for (uint8_t vl = 0; vl < m_opVls; ++vl)
         {
@@ -1281,7 +1284,7 @@ IbNetDevice::AdvanceDormantRefresh(int64_t nowPs, bool firstTickIsEvent)
     {
         return;
     }
-    const int64_t period = (m_symbolTime * m_fcRefreshSymbols).GetPicoSeconds();
+    const int64_t period = m_symbolPs * static_cast<int64_t>(m_fcRefreshSymbols);
     const int64_t txPs =
         WireTimePs(kFcPacketBytes + m_delimiterBytes);
     const int64_t delayPs = m_cableDelayPs;
@@ -1289,7 +1292,7 @@ IbNetDevice::AdvanceDormantRefresh(int64_t nowPs, bool firstTickIsEvent)
     bool first = firstTickIsEvent;
     while (true)
     {
-        const int64_t busyPs = m_busyUntil.GetPicoSeconds();
+        const int64_t busyPs = m_busyUntilPs;
         if (m_virtualPending != 0)
         {
             // A tick due no later than the wake-up after the packet on the wire runs first (its
@@ -1344,7 +1347,7 @@ IbNetDevice::AdvanceDormantRefresh(int64_t nowPs, bool firstTickIsEvent)
                 {
                     m_rx[vl].lastFcSentPs = lastSkipped + vl * txPs;
                 }
-                m_busyUntil = PicoSeconds(lastSkipped + vls * txPs);
+                m_busyUntilPs = lastSkipped + vls * txPs;
                 m_nextTickPs = t0 + skip * period;
             }
         }
@@ -1382,28 +1385,28 @@ IbNetDevice::WakeRefresh()
             }
         }
         m_virtualPending = 0;
-        ScheduleWake(m_busyUntil, PicoSeconds(nowPs));
+        ScheduleWake(m_busyUntilPs, nowPs);
     }
 }
 
-Time
-IbNetDevice::EarliestStart(const IbFrame* head, Time now) const
+int64_t
+IbNetDevice::EarliestStartPs(const IbFrame* head, int64_t nowPs) const
 {
     // Cut-through cannot outrun the packet's own arrival: the output may start only when its
     // last byte would not leave before it has come in.
-    if (head->tailArrival > now)
+    if (head->tailArrivalPs > nowPs)
     {
-        const Time start = head->tailArrival - WireTime(head->bytes + m_delimiterBytes);
-        if (start > now)
+        const int64_t startPs = head->tailArrivalPs - WireTimePs(head->bytes + m_delimiterBytes);
+        if (startPs > nowPs)
         {
-            return start;
+            return startPs;
         }
     }
-    return now;
+    return nowPs;
 }
 
 bool
-IbNetDevice::KickKeepsRefreshAsleep(Time now)
+IbNetDevice::KickKeepsRefreshAsleep(int64_t nowPs)
 {
     // A transmission opportunity at which this port sends one VL15 packet, or nothing, and
     // leaves nothing behind changes none of the sleeping refresh's inputs but this port's busy
@@ -1435,15 +1438,15 @@ IbNetDevice::KickKeepsRefreshAsleep(Time now)
         }
         const IbFrameQueue* q = mgmt.ready.front().queue;
         const IbFrame* head = mgmt.ready.front().head;
-        if (q->frames.size() != 1 || EarliestStart(head, now) > now)
+        if (q->frames.size() != 1 || EarliestStartPs(head, nowPs) > nowPs)
         {
             return false;
         }
     }
-    AdvanceDormantRefresh(now.GetPicoSeconds());
+    AdvanceDormantRefresh(nowPs);
     // A refresh packet due now or still on the wire goes first (Kick's order): that needs the
     // timer awake, as it is while anything is sent.
-    return m_virtualPending == 0 && now >= m_busyUntil;
+    return m_virtualPending == 0 && nowPs >= m_busyUntilPs;
 }
 
 void
@@ -1569,11 +1572,10 @@ IbNetDevice::ReleaseReceiveBlocks(uint8_t vl, uint16_t blocks)
 // ---- transmit -----------------------------------------------------------------------------
 
 void
-IbNetDevice::ScheduleWake(Time at, Time now)
+IbNetDevice::ScheduleWake(int64_t atPs, int64_t nowPs)
 {
-    NS_ASSERT(now == Simulator::Now());
+    NS_ASSERT(nowPs == Simulator::Now().GetPicoSeconds());
     // One pending wake-up at most; an earlier one replaces a later one.
-    const int64_t atPs = at.GetPicoSeconds();
     if (m_wakeAtPs >= 0)
     {
         if (m_wakeAtPs <= atPs)
@@ -1583,7 +1585,7 @@ IbNetDevice::ScheduleWake(Time at, Time now)
         m_wake.Cancel();
     }
     m_wakeAtPs = atPs;
-    m_wake.Schedule((at - now).GetPicoSeconds());
+    m_wake.Schedule(atPs - nowPs);
 }
 
 void
@@ -1595,7 +1597,7 @@ IbNetDevice::WakeUp()
 }
 
 bool
-IbNetDevice::HasPendingWork(Time at, Time now)
+IbNetDevice::HasPendingWork(int64_t atPs, int64_t nowPs)
 {
     // Link packets and VL15 always warrant a wake-up.
     for (uint8_t v = 0; v < m_opVls; ++v)
@@ -1614,7 +1616,7 @@ IbNetDevice::HasPendingWork(Time at, Time now)
         return false;
     }
     // Data: worth waking for only if some VL will have credit. A VL with neither credit nor a
-    // flow-control packet on its way is stalled from `at` on; the peer then sends its next
+    // flow-control packet on its way is stalled from `atPs` on; the peer then sends its next
     // update as an event, which kicks this transmitter, so no wake-up is needed.
     bool waiting = false;
     for (uint8_t v = 0; v < m_opVls; ++v)
@@ -1625,7 +1627,7 @@ IbNetDevice::HasPendingWork(Time at, Time now)
             continue;
         }
         waiting = true;
-        ApplyStashedFlowControl(v, now.GetPicoSeconds());
+        ApplyStashedFlowControl(v, nowPs);
         const uint16_t blocks = tx.ready.front().head->blocks;
         if (!tx.stash.empty() || HasCredit(v, blocks) || blocks > PeerVlBufferBlocks())
         {
@@ -1638,12 +1640,12 @@ IbNetDevice::HasPendingWork(Time at, Time now)
         {
             if (!m_tx[v].ready.empty() && m_tx[v].stallStartPs < 0)
             {
-                m_tx[v].stallStartPs = at.GetPicoSeconds();
+                m_tx[v].stallStartPs = atPs;
             }
         }
         if (m_portWaitStartPs < 0)
         {
-            m_portWaitStartPs = at.GetPicoSeconds();
+            m_portWaitStartPs = atPs;
         }
     }
     return false;
@@ -1656,15 +1658,15 @@ IbNetDevice::Kick()
     {
         return;
     }
-    const Time now = SimClock::Now();
+    const int64_t nowPs = SimClock::NowPs();
     if ((m_refreshDormant || (m_peer && m_peer->m_refreshDormant)) &&
-        !KickKeepsRefreshAsleep(now))
+        !KickKeepsRefreshAsleep(nowPs))
     {
         WakeLinkRefresh();
     }
-    if (now < m_busyUntil)
+    if (nowPs < m_busyUntilPs)
     {
-        ScheduleWake(m_busyUntil, now);
+        ScheduleWake(m_busyUntilPs, nowPs);
         return;
     }
     // Link packets first: flow control keeps the peer's transmitter going.
@@ -1673,10 +1675,10 @@ IbNetDevice::Kick()
         RxVl& rx = m_rx[vl];
         if (rx.fcInitPending || rx.fcPending)
         {
-            SendFlowControl(vl, rx.fcInitPending, now);
-            if (HasPendingWork(m_busyUntil, now))
+            SendFlowControl(vl, rx.fcInitPending, nowPs);
+            if (HasPendingWork(m_busyUntilPs, nowPs))
             {
-                ScheduleWake(m_busyUntil, now);
+                ScheduleWake(m_busyUntilPs, nowPs);
             }
             return;
         }
@@ -1687,16 +1689,16 @@ IbNetDevice::Kick()
     {
         IbFrame* head = mgmt.ready.front().head;
         NS_ASSERT(head == mgmt.ready.front().queue->frames.front());
-        const Time start = EarliestStart(head, now);
-        if (start > now)
+        const int64_t startPs = EarliestStartPs(head, nowPs);
+        if (startPs > nowPs)
         {
-            ScheduleWake(start, now);
+            ScheduleWake(startPs, nowPs);
             return;
         }
         IbFrameQueue* q = mgmt.ready.front().queue;
         PopReady(kIbManagementVl);
         q->readyRegistered = false;
-        TransmitFrame(head, q, kIbManagementVl, now);
+        TransmitFrame(head, q, kIbManagementVl, nowPs);
         return;
     }
     // Data VLs only leave an Active port (Armed may receive but not send, §7.2.4).
@@ -1704,9 +1706,9 @@ IbNetDevice::Kick()
     {
         return;
     }
-    Time earliest = Time::Max();
+    constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+    int64_t earliestPs = kNever;
     bool waiting = false;
-    const int64_t nowPs = now.GetPicoSeconds();
     auto eligible = [&](uint8_t vl) {
         if (vl >= m_opVls)
         {
@@ -1735,14 +1737,14 @@ IbNetDevice::Kick()
             if (!tx.stash.empty())
             {
                 // Credit is already on its way: wake when it lands.
-                earliest = std::min(earliest, PicoSeconds(tx.stash.front().arrivalPs));
+                earliestPs = std::min(earliestPs, tx.stash.front().arrivalPs);
             }
             return false;
         }
-        const Time start = EarliestStart(head, now);
-        if (start > now)
+        const int64_t startPs = EarliestStartPs(head, nowPs);
+        if (startPs > nowPs)
         {
-            earliest = std::min(earliest, start);
+            earliestPs = std::min(earliestPs, startPs);
             return false;
         }
         return true;
@@ -1761,14 +1763,14 @@ IbNetDevice::Kick()
                 DiscardHeadsExceedingPeerBuffer(v);
             }
         }
-        ScheduleWake(now, now);
+        ScheduleWake(nowPs, nowPs);
         return;
     }
     if (vl < 0)
     {
-        if (earliest != Time::Max())
+        if (earliestPs != kNever)
         {
-            ScheduleWake(earliest, now);
+            ScheduleWake(earliestPs, nowPs);
         }
         if (waiting && m_portWaitStartPs < 0)
         {
@@ -1781,7 +1783,7 @@ IbNetDevice::Kick()
     PopReady(static_cast<uint8_t>(vl));
     entry.queue->readyRegistered = false;
     m_arbiter.Commit(static_cast<uint8_t>(vl), entry.head->bytes);
-    TransmitFrame(entry.head, entry.queue, static_cast<uint8_t>(vl), now);
+    TransmitFrame(entry.head, entry.queue, static_cast<uint8_t>(vl), nowPs);
 }
 
 void
@@ -1801,9 +1803,9 @@ IbNetDevice::EndStall(uint8_t vl)
 }
 
 void
-IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time now)
+IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, int64_t nowPs)
 {
-    NS_ASSERT(now == Simulator::Now());
+    NS_ASSERT(nowPs == Simulator::Now().GetPicoSeconds());
     NS_ASSERT(frame == from->frames.front());
     from->frames.pop_front();
     const bool data = vl != kIbManagementVl;
@@ -1819,8 +1821,8 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time 
     {
         // PortXmitWait counts ticks with data waiting and nothing sent; a tick here is one
         // symbol time of the active rate.
-        int64_t waited = now.GetPicoSeconds() - m_portWaitStartPs;
-        int64_t tick = std::max<int64_t>(1, m_symbolTime.GetPicoSeconds());
+        int64_t waited = nowPs - m_portWaitStartPs;
+        int64_t tick = std::max<int64_t>(1, m_symbolPs);
         IbPortCounters::Add(m_counters.portXmitWait, static_cast<uint64_t>(waited / tick));
         m_portWaitStartPs = -1;
     }
@@ -1836,10 +1838,9 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time 
         frame->StoreBytes(m_scratch.data(), 0, m_scratch.data(),
                           static_cast<uint32_t>(m_scratch.size()));
     }
-    const Time txTime = WireTime(frame->bytes + m_delimiterBytes);
-    const Time delay = PicoSeconds(m_cableDelayPs);
-    frame->tailArrival = now + txTime + delay;
-    m_busyUntil = now + txTime;
+    const int64_t txPs = WireTimePs(frame->bytes + m_delimiterBytes);
+    frame->tailArrivalPs = nowPs + txPs + m_cableDelayPs;
+    m_busyUntilPs = nowPs + txPs;
     if (data)
     {
         m_tx[vl].fctbs = static_cast<uint16_t>((m_tx[vl].fctbs + frame->blocks) & kFcMask);
@@ -1866,7 +1867,7 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time 
     frame->receiver = peer;
     frame->Ref();
     SimClock::ScheduleWithContext(SimClock::Context(),
-                                  peer->ArrivalDelay(txTime, delay, frame->bytes).GetPicoSeconds(),
+                                  peer->ArrivalDelayPs(txPs, m_cableDelayPs, frame->bytes),
                                   static_cast<EventImpl*>(frame));
 
     // The frame has left the queue it sat in: a switch input buffer frees its blocks (and
@@ -1899,23 +1900,23 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time 
         }
     }
     // Wake at the end of this packet only if something else can go then.
-    if (HasPendingWork(m_busyUntil, now))
+    if (HasPendingWork(m_busyUntilPs, nowPs))
     {
-        ScheduleWake(m_busyUntil, now);
+        ScheduleWake(m_busyUntilPs, nowPs);
     }
 }
 
-Time
-IbNetDevice::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes) const
+int64_t
+IbNetDevice::ArrivalDelayPs(int64_t txPs, int64_t propagationPs, uint32_t bytes) const
 {
     if (m_switch)
     {
-        return m_switch->ArrivalDelay(
-            txTime, propagation, bytes,
-            WireTime(m_switch->CutThroughHeadBytes(m_delimiterBytes)));
+        return m_switch->ArrivalDelayPs(
+            txPs, propagationPs, bytes,
+            WireTimePs(m_switch->CutThroughHeadBytes(m_delimiterBytes)));
     }
     // A channel adapter takes the packet when its last byte is in.
-    return txTime + propagation;
+    return txPs + propagationPs;
 }
 
 int64_t
@@ -2237,7 +2238,7 @@ IbNetDevice::InjectReceivedBytes(const uint8_t* bytes, uint32_t length)
     f->blocks = IbFrame::BlocksFor(length);
     f->verifyBytes = true;
     f->uid = g_nextFrameUid++;
-    f->tailArrival = SimClock::Now();
+    f->tailArrivalPs = SimClock::NowPs();
     // Header fields are not trusted: VerifyFrameBytes parses them from the bytes.
     ReceiveFrameEvent(f);
 }

@@ -457,19 +457,22 @@ class IbNetDevice : public NetDevice
 
     void Kick();
     void WakeUp();
-    // The `now` parameters below are Simulator::Now(), which the caller has read already: a
+    // The `nowPs` parameters below are the current time, which the caller has read already: a
     // port's transmit path runs several times per packet-hop, and one read per decision keeps
-    // it one instant (the reads themselves are cheap now: SimClock).
-    /// Whether a wake-up at `at` (the end of the current transmission) has work to do.
-    bool HasPendingWork(Time at, Time now);
-    void ScheduleWake(Time at, Time now);
+    // it one instant. Times on this path are integer picoseconds, as on the Ethernet side: an
+    // ns-3 Time made, converted and destroyed at every step cost a tenth of an InfiniBand
+    // fabric's instructions (each conversion looks up the time resolution, each Time checks
+    // whether times are being marked).
+    /// Whether a wake-up at `atPs` (the end of the current transmission) has work to do.
+    bool HasPendingWork(int64_t atPs, int64_t nowPs);
+    void ScheduleWake(int64_t atPs, int64_t nowPs);
     bool HasCredit(uint8_t vl, uint16_t blocks) const;
     uint16_t AdvertisedFccl(uint8_t vl) const;
-    void SendFlowControl(uint8_t vl, bool init, Time now);
-    void TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, Time now);
-    /// When the queued `head` may start on this port: `now`, or later while a cut-through
+    void SendFlowControl(uint8_t vl, bool init, int64_t nowPs);
+    void TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, int64_t nowPs);
+    /// When the queued `head` may start on this port: now, or later while a cut-through
     /// packet is still arriving (its last byte must not leave before it has come in).
-    Time EarliestStart(const IbFrame* head, Time now) const;
+    int64_t EarliestStartPs(const IbFrame* head, int64_t nowPs) const;
     void FlowControlRefresh();
     void StartFlowControl();
     void ResetLinkState();
@@ -489,7 +492,8 @@ class IbNetDevice : public NetDevice
     /// Checks bytes of a frame that may be corrupt; returns false after counting the drop.
     bool VerifyFrameBytes(IbFrame* frame);
     void Sniff(IbFrame* frame, bool transmit);
-    Time ArrivalDelay(Time txTime, Time propagation, uint32_t bytes) const;
+    /// How long after a transmission starts the peer takes the packet (ps).
+    int64_t ArrivalDelayPs(int64_t txPs, int64_t propagationPs, uint32_t bytes) const;
     /**
      * m_activeRate.SerializationTime(bytes) in picoseconds, memoized: it is asked for every
      * packet and flow-control packet a port sends, and a port sends few distinct sizes (a
@@ -498,7 +502,6 @@ class IbNetDevice : public NetDevice
      * is emptied when the link trains to a rate).
      */
     int64_t WireTimePs(uint32_t bytes) const;
-    Time WireTime(uint32_t bytes) const { return PicoSeconds(WireTimePs(bytes)); }
     void EndStall(uint8_t vl);
     void NoteCreditsChanged(uint8_t vl);
     void ApplyStashedFlowControl(uint8_t vl);
@@ -538,7 +541,7 @@ class IbNetDevice : public NetDevice
     /// Whether a Kick at `now` may leave the link's sleeping refresh asleep: it sends at most
     /// one VL15 packet and leaves nothing queued or scheduled (accounts this end's ticks up to
     /// now when it may).
-    bool KickKeepsRefreshAsleep(Time now);
+    bool KickKeepsRefreshAsleep(int64_t nowPs);
     /// Catches both ends up for a reader (no event scheduled, the timer stays asleep).
     void CatchUpLinkForRead() const;
     void SetLazyFlowControlRefresh(bool lazy);
@@ -587,6 +590,7 @@ class IbNetDevice : public NetDevice
     mutable std::array<WireTimeMemo, 4> m_wireTimeMemo{};
     mutable uint8_t m_wireTimeMemoNext = 0;                ///< the slot the next miss fills
     Time m_symbolTime;
+    int64_t m_symbolPs = 0; ///< m_symbolTime in picoseconds (the refresh period's unit)
     std::array<uint8_t, 16> m_slToVl{};
     bool m_slToVlSet = false;
     IbVlArbiter m_arbiter;
@@ -595,7 +599,7 @@ class IbNetDevice : public NetDevice
     std::array<TxVl, 16> m_tx;
     std::array<RxVl, 16> m_rx;
     uint32_t m_vl15Queued = 0; ///< VL15 packets held in the receive buffer
-    Time m_busyUntil;
+    int64_t m_busyUntilPs = 0; ///< the wire is busy until then (ps)
     ReusableEvent<IbNetDevice, &IbNetDevice::WakeUp> m_wake{this}; ///< the transmitter's wake-up
     int64_t m_wakeAtPs = -1; ///< when m_wake fires (-1: none pending)
     EventId m_fcRefresh;

@@ -46,8 +46,8 @@ IbSwitch::GetTypeId()
                           "Port-to-port forwarding latency added to every packet (lookup, "
                           "crossbar), beyond the bytes' own time on the wire.",
                           TimeValue(NanoSeconds(100)),
-                          MakeTimeAccessor(&IbSwitch::m_latency),
-                          MakeTimeChecker())
+                          MakeTimeAccessor(&IbSwitch::SetLatency, &IbSwitch::GetLatency),
+                          MakeTimeChecker(Seconds(0)))
             .AddAttribute("CutThroughBytes",
                           "Bytes of a packet that must be in before a cut-through switch can "
                           "route it (the LRH carries the DLID).",
@@ -62,8 +62,7 @@ IbSwitch::GetTypeId()
 }
 
 IbSwitch::IbSwitch()
-    : m_lft(kLinearFdbCap, kNoRoute),
-      m_latency(NanoSeconds(100))
+    : m_lft(kLinearFdbCap, kNoRoute)
 {
     m_ports.push_back(nullptr);
     m_slToVl.assign(1, std::array<uint8_t, 16>{});
@@ -240,15 +239,16 @@ IbSwitch::DeliverToManagement(Ptr<IbNetDevice> in, IbFrame* frame)
     IbFramePool::Release(frame);
 }
 
-Time
-IbSwitch::ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, Time headTime) const
+int64_t
+IbSwitch::ArrivalDelayPs(int64_t txPs, int64_t propagationPs, uint32_t bytes,
+                         int64_t headPs) const
 {
     if (m_mode == static_cast<int>(IbForwardingMode::StoreAndForward) || bytes <= m_cutThroughBytes)
     {
-        return txTime + propagation + m_latency;
+        return txPs + propagationPs + m_latencyPs;
     }
     // The routing decision needs the start delimiter and the first header bytes.
-    return headTime + propagation + m_latency;
+    return headPs + propagationPs + m_latencyPs;
 }
 
 void
@@ -276,7 +276,7 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
     // later layer forwards them).
     if (dlid == IbLrhHeader::kPermissiveLid || (m_lid != 0 && (dlid & mask) == (m_lid & mask)))
     {
-        const Time tail = frame->tailArrival;
+        const int64_t tailPs = frame->tailArrivalPs;
         release();
         if (m_management.IsNull())
         {
@@ -286,10 +286,10 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
         // A cut-through arrival event is at the packet's head; the management port takes a
         // packet only once all of it is in. The frame waits with it (out of every queue: its
         // buffer slot is free already), so no copy of its bytes is made.
-        const Time now = SimClock::Now();
-        if (tail > now)
+        const int64_t nowPs = SimClock::NowPs();
+        if (tailPs > nowPs)
         {
-            Simulator::Schedule(tail - now, &IbSwitch::DeliverToManagement, this,
+            Simulator::Schedule(PicoSeconds(tailPs - nowPs), &IbSwitch::DeliverToManagement, this,
                                 Ptr<IbNetDevice>(in), frame);
         }
         else

@@ -86,12 +86,14 @@ class IbSwitch : public Object
     /// The head of `queue` changed: register it with its output port.
     void NotifyHeadChanged(IbFrameQueue* queue);
     /**
-     * Delay from the upstream port's transmission start to the arrival event here. `headTime`
-     * is the input link's time for the bytes a cut-through decision needs
-     * (CutThroughHeadBytes(delimiterBytes) at the link's rate), worked out by the caller, which
-     * keeps it from packet to packet.
+     * Delay in picoseconds from the upstream port's transmission start to the arrival event
+     * here (`txPs` the packet's wire time, `propagationPs` the cable's). `headPs` is the input
+     * link's time for the bytes a cut-through decision needs (CutThroughHeadBytes(
+     * delimiterBytes) at the link's rate), worked out by the caller, which keeps it from packet
+     * to packet.
      */
-    Time ArrivalDelay(Time txTime, Time propagation, uint32_t bytes, Time headTime) const;
+    int64_t ArrivalDelayPs(int64_t txPs, int64_t propagationPs, uint32_t bytes,
+                           int64_t headPs) const;
     /// What a cut-through decision waits for: the start delimiter and the first header bytes.
     uint32_t CutThroughHeadBytes(uint32_t delimiterBytes) const
     {
@@ -139,7 +141,10 @@ class IbSwitch : public Object
     std::vector<std::array<uint8_t, 16>> m_slToVl; ///< [in * (N+1) + out]
     std::vector<bool> m_slToVlSet;                 ///< that pair's table was set
     int m_mode = static_cast<int>(IbForwardingMode::CutThrough); ///< an IbForwardingMode
-    Time m_latency;
+    /// The Latency attribute, kept in picoseconds (read for every packet-hop).
+    int64_t m_latencyPs = 100000;
+    void SetLatency(Time latency) { m_latencyPs = latency.GetPicoSeconds(); }
+    Time GetLatency() const { return PicoSeconds(m_latencyPs); }
     uint32_t m_cutThroughBytes = 8;
     uint64_t m_forwarded = 0;
     ManagementCallback m_management;
