@@ -1607,7 +1607,7 @@ IbNetDevice::HasPendingWork(int64_t atPs, int64_t nowPs)
             return true;
         }
     }
-    if (!m_tx[kIbManagementVl].ready.empty())
+    if (m_readyVls & (1u << kIbManagementVl)) // VL15's ready list, from the hot line
     {
         return true;
     }
@@ -1684,9 +1684,10 @@ IbNetDevice::Kick()
         }
     }
     // VL15 has absolute priority over data VLs and needs no credit (§7.6.4, §7.9.4).
-    TxVl& mgmt = m_tx[kIbManagementVl];
-    if (!mgmt.ready.empty())
+    // (m_readyVls says whether VL15's ready list is empty without reading it: another line.)
+    if (m_readyVls & (1u << kIbManagementVl))
     {
+        TxVl& mgmt = m_tx[kIbManagementVl];
         IbFrame* head = mgmt.ready.front().head;
         NS_ASSERT(head == mgmt.ready.front().queue->frames.front());
         const int64_t startPs = EarliestStartPs(head, nowPs);
