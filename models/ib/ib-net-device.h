@@ -548,9 +548,10 @@ class IbNetDevice : public NetDevice
     bool GetLazyFlowControlRefresh() const;
 
     // ---- what every packet-hop reads or writes, first and together ----
-    // A k=16 fabric touches a million ports' records per wall second, and each line of one is
-    // a cache miss (perf: the fabric run is memory-bound); these fields, spread over the 4 KB
-    // record, cost about fifteen lines a hop. Gathered here they take about ten.
+    // A k=16 fabric touches a million ports' records per wall second, and the first load of
+    // each line of one is a cache miss (perf: the fabric run is memory-bound). Spread over the
+    // 4 KB record these fields cost a line each; gathered here they share a few (paired
+    // ib-fat-tree k=16: -4 %, docs/performance.md).
     IbNetDevice* m_peer = nullptr; ///< the far end of the cable (set when cabled; not owned)
     IbSwitch* m_switch = nullptr; ///< the switch that owns this port (not owned: no cycle)
     int64_t m_cableDelayPs = 0;      ///< the cable's propagation delay (SyncCable)
