@@ -286,6 +286,14 @@ TEST(IbLink, CreditFlowControlSpreadsCongestionToAVictimFlow)
     RecordProperty("victim_with_hotspot_gbps", std::to_string(hot.victimGbps));
     EXPECT_EQ(alone.drops + hot.drops, 0u);
     EXPECT_EQ(hot.packetsReceived, hot.packetsSent);
+    // Every transmitter wake-up is accounted for once by what it sent; under this load some
+    // send data queued behind a packet, and some a flow-control packet first (the data then
+    // waits for the next).
+    EXPECT_EQ(hot.wakeData + hot.wakeFlowControl + hot.wakeManagement + hot.wakeNothing,
+              hot.wakeEvents);
+    EXPECT_GT(hot.wakeData, 0u);
+    EXPECT_GT(hot.wakeFlowControl, 0u);
+    EXPECT_EQ(hot.wakeManagement, 0u); // a static subnet: no SMPs
     EXPECT_GT(alone.victimGbps, 0.98 * 200);       // a free path runs at the data rate
     EXPECT_GT(hot.hotGbps, 0.98 * 200);            // the hot spot's link stays saturated
     EXPECT_NEAR(h0, 200.0 / 8, 0.1 * 200.0 / 8);   // fair share at the hot spot

@@ -308,6 +308,10 @@ RunIbTraffic(const IbTrafficSpec& spec)
         st.bufferCapacity = p->GetReceiveBufferBlocks();
         st.packetHops += p->GetCounters().extXmitPkts;
         st.wakeEvents += p->GetWakeEvents();
+        st.wakeData += p->GetWakeBreakdown().data;
+        st.wakeFlowControl += p->GetWakeBreakdown().flowControl;
+        st.wakeManagement += p->GetWakeBreakdown().management;
+        st.wakeNothing += p->GetWakeBreakdown().nothing;
         st.flowControlEvents += p->GetFlowControlEvents();
         st.flowControlStashed += p->GetFlowControlStashed();
         st.refreshEvents += p->GetRefreshEvents();

@@ -60,6 +60,10 @@ struct IbTrafficStats
     uint64_t packetHops = 0;   ///< packets transmitted summed over all ports (every cable crossing)
     uint64_t events = 0;       ///< ns-3 events executed
     uint64_t wakeEvents = 0;   ///< transmitter wake-ups scheduled (packets queued behind others)
+    uint64_t wakeData = 0;        ///< of them: those that sent a data packet
+    uint64_t wakeFlowControl = 0; ///< a flow-control packet (data waiting behind it)
+    uint64_t wakeManagement = 0;  ///< a VL15 packet
+    uint64_t wakeNothing = 0;     ///< nothing (credit or a cut-through head not there yet)
     uint64_t flowControlEvents = 0;  ///< flow-control packets processed as arrival events
     uint64_t flowControlStashed = 0; ///< flow-control packets applied without an event
     uint64_t refreshEvents = 0;      ///< periodic flow-control refresh timers

@@ -71,7 +71,11 @@ RunScenario(const ScenarioOptions& o, const std::string& name, IbTrafficSpec::Pa
                       ScenarioFixed(double(st.events) / std::max<uint64_t>(1, st.packetHops), 2) +
                       " per packet-hop, " + std::to_string(st.packetHops) + " packet-hops)");
     add("event breakdown", std::to_string(st.packetHops) + " arrivals, " +
-                               std::to_string(st.wakeEvents) + " transmitter wake-ups, " +
+                               std::to_string(st.wakeEvents) + " transmitter wake-ups (" +
+                               std::to_string(st.wakeData) + " sent data, " +
+                               std::to_string(st.wakeFlowControl) + " a flow-control packet, " +
+                               std::to_string(st.wakeManagement) + " VL15, " +
+                               std::to_string(st.wakeNothing) + " nothing), " +
                                std::to_string(st.flowControlEvents) + " flow-control arrivals (" +
                                std::to_string(st.flowControlStashed) + " more applied lazily), " +
                                std::to_string(st.refreshEvents) + " refresh timers");

@@ -1096,6 +1096,7 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init, int64_t nowPs)
     rx.fcPending = false;
     rx.fcInitPending = false;
     rx.lastFcSentPs = nowPs;
+    m_lastSent = 2;
     uint8_t op = init ? 1 : 0;
     uint16_t fctbs = m_tx[vl].fctbs;
     uint16_t fccl = AdvertisedFccl(vl);
@@ -1593,7 +1594,23 @@ IbNetDevice::WakeUp()
 {
     m_wakeAtPs = -1;
     m_wakes++;
+    m_lastSent = 0;
     Kick();
+    switch (m_lastSent)
+    {
+    case 1:
+        m_wakeBreakdown.data++;
+        break;
+    case 2:
+        m_wakeBreakdown.flowControl++;
+        break;
+    case 3:
+        m_wakeBreakdown.management++;
+        break;
+    default:
+        m_wakeBreakdown.nothing++;
+        break;
+    }
 }
 
 bool
@@ -1810,6 +1827,7 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, int64
     NS_ASSERT(frame == from->frames.front());
     from->frames.pop_front();
     const bool data = vl != kIbManagementVl;
+    m_lastSent = data ? 1 : 3;
     if (data && from->rxPort)
     {
         m_switch->NotifyDeparture(frame, this, vl); // congestion control may set FECN

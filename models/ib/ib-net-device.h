@@ -362,6 +362,18 @@ class IbNetDevice : public NetDevice
     uint64_t GetFlowControlEvents() const { return m_fcEvents; }
     uint64_t GetFlowControlStashed() const;
     uint64_t GetWakeEvents() const { return m_wakes; }
+    /// What the transmitter's wake-ups sent, for the performance accounting (issue 18's events
+    /// per packet-hop): a data packet, a flow-control packet, a VL15 packet, or nothing (the
+    /// packet it woke for could not go yet: credit, a cut-through head still arriving). They
+    /// add up to GetWakeEvents().
+    struct WakeBreakdown
+    {
+        uint64_t data = 0;
+        uint64_t flowControl = 0;
+        uint64_t management = 0;
+        uint64_t nothing = 0;
+    };
+    const WakeBreakdown& GetWakeBreakdown() const { return m_wakeBreakdown; }
     /// Flow-control refresh ticks (IBA vol. 1 §7.9.4.2) executed as events, and those
     /// accounted without an event while the link was idle (LazyFlowControlRefresh); together
     /// they are the ticks an all-events run executes.
@@ -584,12 +596,17 @@ class IbNetDevice : public NetDevice
     uint64_t m_fcEvents = 0;
     uint64_t m_fcStashed = 0;
     uint64_t m_wakes = 0;
+    /// What the last transmit opportunity sent (a WakeBreakdown field, by WakeUp's accounting):
+    /// 0 nothing, 1 data, 2 flow control, 3 VL15.
+    uint8_t m_lastSent = 0;
     ReusableEvent<IbNetDevice, &IbNetDevice::WakeUp> m_wake{this}; ///< the transmitter's wake-up
     IbPortCounters m_counters;
     IbVlArbiter m_arbiter;
     SnifferList<SnifferCallback> m_sniffers;
     TracedCallback<Ptr<const Packet>, uint8_t> m_txTrace;
     TracedCallback<Ptr<const Packet>, uint8_t> m_rxTrace;
+
+    WakeBreakdown m_wakeBreakdown;
 
     // data path: the VLs' queues and flow-control state
     std::array<TxVl, 16> m_tx;
