@@ -432,72 +432,128 @@ TEST_F(SmSweep, UnansweredSmpsAreRetriedThenGivenUpWithoutHanging)
     sm->Stop();
 }
 
-// The SM keeps its SMPs' deadlines in one queue under one timer (answered SMPs leave stale
-// entries behind): on a fabric whose switches lose a few per cent of what they receive, every
-// timeout must still come exactly SmpTimeout after the send it times out, none may hit an
-// answered SMP, and the fabric must come up.
-TEST_F(SmSweep, LostSmpsTimeOutExactlySmpTimeoutAfterTheirSend)
+namespace
 {
-    IbFabricHelper fh;
-    IbFabric f = fh.Build(BuildTopologyFromSpec("fat-tree:k=4"));
-    int64_t stream = 100;
-    for (uint32_t i = 0; i < f.switches.GetN(); ++i)
-    {
-        for (uint32_t d = 0; d < f.switches.Get(i)->GetNDevices(); ++d)
-        {
-            Ptr<IbNetDevice> port = DynamicCast<IbNetDevice>(f.switches.Get(i)->GetDevice(d));
-            if (!port)
-            {
-                continue;
-            }
-            Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
-            em->SetAttribute("ErrorUnit", EnumValue(RateErrorModel::ERROR_UNIT_PACKET));
-            em->SetAttribute("ErrorRate", DoubleValue(0.02));
-            em->AssignStreams(stream++);
-            port->SetAttribute("ReceiveErrorModel", PointerValue(em));
-        }
-    }
-    IbSmHelper smh;
-    Ptr<IbSubnetManager> sm = smh.Install(f, f.hosts.Get(0), MicroSeconds(2));
-    const Time timeout = MicroSeconds(7);
-    sm->SetAttribute("SmpTimeout", TimeValue(timeout));
-    sm->SetAttribute("SmpRetries", UintegerValue(6));
-    // (attribute, method, attempt) -> the times it was sent, and those it timed out at.
-    using Key = std::tuple<uint16_t, uint8_t, uint32_t>;
+/// A k=4 fat-tree whose switches lose `loss` of what they receive, brought up by the built-in
+/// SM with `timeout` as SmpTimeout, changed to `later` at `switchAt`: the SMPs it sent and
+/// those that timed out, each with its time.
+struct LossyBringUp
+{
+    using Key = std::tuple<uint16_t, uint8_t, uint32_t>; ///< attribute, method, attempt
     std::map<Key, std::multiset<int64_t>> sent;
     std::vector<std::pair<Key, int64_t>> timedOut;
-    std::function<void(uint16_t, uint8_t, uint32_t)> onSent = [&](uint16_t a, uint8_t m,
-                                                                  uint32_t n) {
-        sent[{a, m, n}].insert(Simulator::Now().GetPicoSeconds());
-    };
-    std::function<void(uint16_t, uint8_t, uint32_t)> onTimedOut = [&](uint16_t a, uint8_t m,
-                                                                      uint32_t n) {
-        timedOut.push_back({{a, m, n}, Simulator::Now().GetPicoSeconds()});
-    };
-    sm->TraceConnectWithoutContext("SmpSent", MakeCallback(&std::function<void(
-                                                               uint16_t, uint8_t, uint32_t)>::
-                                                               operator(),
-                                                           &onSent));
-    sm->TraceConnectWithoutContext("SmpTimedOut",
-                                   MakeCallback(&std::function<void(uint16_t, uint8_t,
-                                                                    uint32_t)>::operator(),
-                                                &onTimedOut));
-    RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(50));
-    ASSERT_EQ(sm->GetPhase(), IbSweepPhase::Up);
-    ASSERT_GE(timedOut.size(), 5u) << "too few SMPs lost to test the timeouts";
-    EXPECT_EQ(timedOut.size(), sm->GetSmpsTimedOut());
-    EXPECT_EQ(sm->GetSmpsFailed(), 0u);
-    for (const auto& [key, at] : timedOut)
+    Ptr<IbSubnetManager> sm;
+    std::function<void(uint16_t, uint8_t, uint32_t)> onSent;
+    std::function<void(uint16_t, uint8_t, uint32_t)> onTimedOut;
+
+    void Run(Time timeout, Time later, Time switchAt, double loss = 0.02)
     {
-        // Its own send, exactly one timeout earlier (each send matched once).
-        auto& times = sent[key];
-        auto it = times.find(at - timeout.GetPicoSeconds());
-        ASSERT_NE(it, times.end()) << "a timeout at " << at << " ps with no send of attribute 0x"
-                                   << std::hex << std::get<0>(key) << std::dec << " attempt "
-                                   << std::get<2>(key) << " one SmpTimeout before it";
-        times.erase(it);
+        IbFabricHelper fh;
+        IbFabric f = fh.Build(BuildTopologyFromSpec("fat-tree:k=4"));
+        int64_t stream = 100;
+        for (uint32_t i = 0; i < f.switches.GetN(); ++i)
+        {
+            for (uint32_t d = 0; d < f.switches.Get(i)->GetNDevices(); ++d)
+            {
+                Ptr<IbNetDevice> port = DynamicCast<IbNetDevice>(f.switches.Get(i)->GetDevice(d));
+                if (!port)
+                {
+                    continue;
+                }
+                Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
+                em->SetAttribute("ErrorUnit", EnumValue(RateErrorModel::ERROR_UNIT_PACKET));
+                em->SetAttribute("ErrorRate", DoubleValue(loss));
+                em->AssignStreams(stream++);
+                port->SetAttribute("ReceiveErrorModel", PointerValue(em));
+            }
+        }
+        IbSmHelper smh;
+        sm = smh.Install(f, f.hosts.Get(0), MicroSeconds(2));
+        sm->SetAttribute("SmpTimeout", TimeValue(timeout));
+        sm->SetAttribute("SmpRetries", UintegerValue(20));
+        Simulator::Schedule(switchAt, [this, later]() {
+            sm->SetAttribute("SmpTimeout", TimeValue(later));
+        });
+        onSent = [this](uint16_t a, uint8_t m, uint32_t n) {
+            sent[{a, m, n}].insert(Simulator::Now().GetPicoSeconds());
+        };
+        onTimedOut = [this](uint16_t a, uint8_t m, uint32_t n) {
+            timedOut.push_back({{a, m, n}, Simulator::Now().GetPicoSeconds()});
+        };
+        using Fn = std::function<void(uint16_t, uint8_t, uint32_t)>;
+        sm->TraceConnectWithoutContext("SmpSent", MakeCallback(&Fn::operator(), &onSent));
+        sm->TraceConnectWithoutContext("SmpTimedOut", MakeCallback(&Fn::operator(), &onTimedOut));
+        RunUntil([&]() { return sm->GetPhase() == IbSweepPhase::Up; }, MilliSeconds(50));
     }
-    sm->Stop();
+
+    /// Matches every timeout to a send of the same SMP one timeout earlier: `timeout` for a
+    /// send before `switchAt`, `later` for one after (each send matched once).
+    void ExpectEveryTimeoutOneTimeoutAfterItsSend(Time timeout, Time later, Time switchAt)
+    {
+        for (const auto& [key, at] : timedOut)
+        {
+            auto& times = sent[key];
+            auto it = times.find(at - timeout.GetPicoSeconds());
+            if (it == times.end() || *it >= switchAt.GetPicoSeconds())
+            {
+                it = times.find(at - later.GetPicoSeconds());
+                if (it != times.end() && *it < switchAt.GetPicoSeconds())
+                {
+                    it = times.end();
+                }
+            }
+            ASSERT_NE(it, times.end())
+                << "a timeout at " << at << " ps with no send of attribute 0x" << std::hex
+                << std::get<0>(key) << std::dec << " attempt " << std::get<2>(key)
+                << " one SmpTimeout before it";
+            times.erase(it);
+        }
+    }
+};
+} // namespace
+
+// The SM keeps its SMPs' deadlines in one queue under one timer (answered SMPs leave stale
+// entries behind): on a fabric whose switches lose a few per cent of what they receive, every
+// timeout must still come exactly SmpTimeout after its send, none may hit an answered SMP, and
+// the fabric must come up.
+TEST_F(SmSweep, LostSmpsTimeOutExactlySmpTimeoutAfterTheirSend)
+{
+    const Time timeout = MicroSeconds(7);
+    LossyBringUp run;
+    run.Run(timeout, timeout, Seconds(1));
+    ASSERT_EQ(run.sm->GetPhase(), IbSweepPhase::Up);
+    ASSERT_GE(run.timedOut.size(), 5u) << "too few SMPs lost to test the timeouts";
+    EXPECT_EQ(run.timedOut.size(), run.sm->GetSmpsTimedOut());
+    EXPECT_EQ(run.sm->GetSmpsFailed(), 0u);
+    run.ExpectEveryTimeoutOneTimeoutAfterItsSend(timeout, timeout, Seconds(1));
+    run.sm->Stop();
+}
+
+// A shorter SmpTimeout set during the sweep: the SMPs sent after it are due before some sent
+// earlier, so their deadlines go into the queue ahead of those; each still times out exactly
+// its own timeout after its send. (8 % loss, so that an SMP lost just before the change is
+// still waiting when one lost just after it is due: with deadlines appended unsorted, the later
+// one's timeout comes late and this fails.)
+TEST_F(SmSweep, ASmpTimeoutShortenedMidSweepStillTimesEachSmpOutOnTime)
+{
+    const Time first = MicroSeconds(9);
+    const Time later = MicroSeconds(3);
+    const Time switchAt = MicroSeconds(40);
+    LossyBringUp run;
+    run.Run(first, later, switchAt, 0.08);
+    ASSERT_EQ(run.sm->GetPhase(), IbSweepPhase::Up);
+    size_t early = 0;
+    size_t late = 0;
+    for (const auto& [key, at] : run.timedOut)
+    {
+        (at - first.GetPicoSeconds() < switchAt.GetPicoSeconds() ? early : late)++;
+    }
+    ASSERT_GE(early, 2u) << "too few SMPs lost before the change";
+    ASSERT_GE(late, 2u) << "too few SMPs lost after the change";
+    EXPECT_EQ(run.timedOut.size(), run.sm->GetSmpsTimedOut());
+    EXPECT_EQ(run.sm->GetSmpsFailed(), 0u);
+    run.ExpectEveryTimeoutOneTimeoutAfterItsSend(first, later, switchAt);
+    run.sm->Stop();
 }
 
 TEST_F(SmSweep, ForgedAndMismatchedResponsesAreCountedNotTrusted)
