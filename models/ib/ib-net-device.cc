@@ -541,8 +541,7 @@ IbNetDevice::CompleteTraining()
     }
     m_activeRate = IbLinkRate::Common(GetSupportedRate(), peer->GetSupportedRate());
     m_wireTimeMemo.fill(WireTimeMemo()); // WireTimePs's answers were for the old rate
-    m_symbolTime = m_activeRate.SymbolTime();
-    m_symbolPs = m_symbolTime.GetPicoSeconds();
+    m_symbolPs = m_activeRate.SymbolTime().GetPicoSeconds();
     m_phys = IbPhysState::LinkUp;
     ResetLinkState();
     // IBA vol. 1 §7.2: a port whose physical link comes up enters Init; it carries only
@@ -1040,7 +1039,7 @@ IbNetDevice::StartFlowControl()
     m_fcRefresh.Cancel();
     if (m_fcRefreshSymbols > 0)
     {
-        m_fcRefresh = Simulator::Schedule(m_symbolTime * m_fcRefreshSymbols,
+        m_fcRefresh = Simulator::Schedule(PicoSeconds(RefreshPeriodPs()),
                                           &IbNetDevice::FlowControlRefresh,
                                           this);
     }
@@ -1052,7 +1051,7 @@ IbNetDevice::FlowControlRefresh()
 {
     // §7.9.4.2: every data VL gets a flow-control packet at least every 65536 symbol times;
     // VLs that had one recently (updates on change) are not sent again.
-    const int64_t period = m_symbolPs * static_cast<int64_t>(m_fcRefreshSymbols);
+    const int64_t period = RefreshPeriodPs();
     const int64_t now = SimClock::NowPs();
     if (RefreshCanSleep())
     {
@@ -1096,7 +1095,7 @@ IbNetDevice::SendFlowControl(uint8_t vl, bool init, int64_t nowPs)
     rx.fcPending = false;
     rx.fcInitPending = false;
     rx.lastFcSentPs = nowPs;
-    m_lastSent = 2;
+    m_lastSent = &WakeBreakdown::flowControl;
     uint8_t op = init ? 1 : 0;
     uint16_t fctbs = m_tx[vl].fctbs;
     uint16_t fccl = AdvertisedFccl(vl);
@@ -1247,7 +1246,7 @@ void
 IbNetDevice::VirtualRefreshTick(int64_t tickPs)
 {
     // FlowControlRefresh, §7.9.4.2, without the event.
-    const int64_t period = m_symbolPs * static_cast<int64_t>(m_fcRefreshSymbols);
+    const int64_t period = RefreshPeriodPs();
     int64_t next = tickPs + period;
     bool any = false;
     for (uint8_t vl = 0; vl < m_opVls; ++vl)
@@ -1285,7 +1284,7 @@ IbNetDevice::AdvanceDormantRefresh(int64_t nowPs, bool firstTickIsEvent)
     {
         return;
     }
-    const int64_t period = m_symbolPs * static_cast<int64_t>(m_fcRefreshSymbols);
+    const int64_t period = RefreshPeriodPs();
     const int64_t txPs =
         WireTimePs(kFcPacketBytes + m_delimiterBytes);
     const int64_t delayPs = m_cableDelayPs;
@@ -1594,23 +1593,9 @@ IbNetDevice::WakeUp()
 {
     m_wakeAtPs = -1;
     m_wakes++;
-    m_lastSent = 0;
+    m_lastSent = &WakeBreakdown::nothing;
     Kick();
-    switch (m_lastSent)
-    {
-    case 1:
-        m_wakeBreakdown.data++;
-        break;
-    case 2:
-        m_wakeBreakdown.flowControl++;
-        break;
-    case 3:
-        m_wakeBreakdown.management++;
-        break;
-    default:
-        m_wakeBreakdown.nothing++;
-        break;
-    }
+    (m_wakeBreakdown.*m_lastSent)++;
 }
 
 bool
@@ -1827,7 +1812,7 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, int64
     NS_ASSERT(frame == from->frames.front());
     from->frames.pop_front();
     const bool data = vl != kIbManagementVl;
-    m_lastSent = data ? 1 : 3;
+    m_lastSent = data ? &WakeBreakdown::data : &WakeBreakdown::management;
     if (data && from->rxPort)
     {
         m_switch->NotifyDeparture(frame, this, vl); // congestion control may set FECN

@@ -514,6 +514,11 @@ class IbNetDevice : public NetDevice
      * is emptied when the link trains to a rate).
      */
     int64_t WireTimePs(uint32_t bytes) const;
+    /// The flow-control refresh period, FcRefreshSymbols symbol times (IBA vol. 1 §7.9.4.2).
+    int64_t RefreshPeriodPs() const
+    {
+        return m_symbolPs * static_cast<int64_t>(m_fcRefreshSymbols);
+    }
     void EndStall(uint8_t vl);
     void NoteCreditsChanged(uint8_t vl);
     void ApplyStashedFlowControl(uint8_t vl);
@@ -591,14 +596,13 @@ class IbNetDevice : public NetDevice
     /// WireTimePs's last answers, for m_activeRate (emptied where it is set)
     mutable std::array<WireTimeMemo, 4> m_wireTimeMemo{};
     mutable uint8_t m_wireTimeMemoNext = 0;                ///< the slot the next miss fills
-    int64_t m_symbolPs = 0; ///< m_symbolTime in picoseconds (the refresh period's unit)
+    int64_t m_symbolPs = 0; ///< the active rate's symbol time in picoseconds
     uint64_t m_fcSent = 0;
     uint64_t m_fcEvents = 0;
     uint64_t m_fcStashed = 0;
     uint64_t m_wakes = 0;
-    /// What the last transmit opportunity sent (a WakeBreakdown field, by WakeUp's accounting):
-    /// 0 nothing, 1 data, 2 flow control, 3 VL15.
-    uint8_t m_lastSent = 0;
+    /// The WakeBreakdown counter of what the last transmit opportunity sent (WakeUp counts it).
+    uint64_t WakeBreakdown::*m_lastSent = &WakeBreakdown::nothing;
     ReusableEvent<IbNetDevice, &IbNetDevice::WakeUp> m_wake{this}; ///< the transmitter's wake-up
     IbPortCounters m_counters;
     IbVlArbiter m_arbiter;
@@ -635,7 +639,6 @@ class IbNetDevice : public NetDevice
     bool m_cabled = false;
     bool m_physDisabled = false;
     IbLinkRate m_activeRate;
-    Time m_symbolTime;
     std::array<uint8_t, 16> m_slToVl{};
     bool m_slToVlSet = false;
 

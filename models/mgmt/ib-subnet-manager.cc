@@ -347,11 +347,17 @@ IbSubnetManager::AddTimeout(int64_t deadlinePs, uint64_t tid, uint32_t attempt)
     m_timeouts.insert(at, {deadlinePs, tid, attempt});
     if (m_timeoutTimerPs < 0 || deadlinePs < m_timeoutTimerPs)
     {
-        m_timeoutTimer.Cancel();
-        m_timeoutTimerPs = deadlinePs;
-        m_timeoutTimer = Simulator::Schedule(PicoSeconds(deadlinePs - SimClock::NowPs()),
-                                             &IbSubnetManager::ExpireTimeouts, this);
+        SetTimeoutTimer(deadlinePs);
     }
+}
+
+void
+IbSubnetManager::SetTimeoutTimer(int64_t atPs)
+{
+    m_timeoutTimer.Cancel();
+    m_timeoutTimerPs = atPs;
+    m_timeoutTimer = Simulator::Schedule(PicoSeconds(atPs - SimClock::NowPs()),
+                                         &IbSubnetManager::ExpireTimeouts, this);
 }
 
 bool
@@ -391,15 +397,10 @@ IbSubnetManager::ArmTimeoutTimer()
         m_timeoutTimerPs = -1;
         return;
     }
-    const int64_t at = m_timeouts.front().deadlinePs;
-    if (at == m_timeoutTimerPs)
+    if (m_timeouts.front().deadlinePs != m_timeoutTimerPs)
     {
-        return;
+        SetTimeoutTimer(m_timeouts.front().deadlinePs);
     }
-    m_timeoutTimer.Cancel();
-    m_timeoutTimerPs = at;
-    m_timeoutTimer = Simulator::Schedule(PicoSeconds(at - SimClock::NowPs()),
-                                         &IbSubnetManager::ExpireTimeouts, this);
 }
 
 void

@@ -235,6 +235,8 @@ class IbSubnetManager : public Object
     void AddTimeout(int64_t deadlinePs, uint64_t tid, uint32_t attempt);
     /// The deadline timer: times out every live SMP whose deadline has come.
     void ExpireTimeouts();
+    /// (Re)schedules the deadline timer for `atPs`.
+    void SetTimeoutTimer(int64_t atPs);
     /// Drops stale deadlines from the front and sets the timer for the first live one.
     void ArmTimeoutTimer();
     bool IsLive(const PendingTimeout& t) const;
