@@ -4,6 +4,7 @@
 #include "ib-test-packets.h"
 
 #include "helpers/formats/roce-hpcc-compat.h"
+#include "helpers/roce/roce-ideal-fct.h"
 #include "helpers/scenario/scenario.h"
 #include "models/rdma/rdma-types.h"
 
@@ -324,7 +325,7 @@ TEST(RoceHpcc, FctFileColumnsAndALoneFlowNearItsStandaloneFct)
     const RoceRunResult r = RunRoceFlows(spec);
     ASSERT_TRUE(r.allDone);
     const std::string path = WriteTemp("fct.txt", "");
-    const auto ideals = WriteHpccFct(path, r, t, 1024, 2.0, 1000);
+    WriteHpccFct(path, r, t, 2.0, 1000);
     std::ifstream in(path);
     std::string sip;
     std::string dip;
@@ -343,16 +344,16 @@ TEST(RoceHpcc, FctFileColumnsAndALoneFlowNearItsStandaloneFct)
     // the 2-link path, 2 x 2 x 1 us + 2 x 80 ns (one 1000-byte payload per link), plus 10
     // packets of 1000 + 48 bytes at 100 Gb/s, 838 ns in integer ns: 4998.
     EXPECT_EQ(standalone, 4998u);
-    // The model's own ideal (the CSV's), by hand: 10 packets of at most 1024 bytes, 10000 + 10 x 98
-    // header/wire bytes = 10980 B at 100 Gb/s = 878.4 ns, one store-and-forward of a full
-    // packet (1122 B = 89.76 ns), 2 links x 1 us both ways.
-    EXPECT_DOUBLE_EQ(ideals[0] * 1e9, 878.4 + 89.76 + 4000);
-    // The model's lone flow takes about that long (its RETH is on the first packet only, the
-    // ACK is shorter than a data packet).
+    // The model's lone flow takes about that long (its frames carry more header bytes; both
+    // ideals leave out some of the store-and-forward the model does) ...
     EXPECT_GT(fct, standalone * 9 / 10);
     EXPECT_LT(fct, standalone * 11 / 10);
-    EXPECT_GT(fct * 1e-9, ideals[0] * 0.9);
-    EXPECT_LT(fct * 1e-9, ideals[0] * 1.1);
+    // ... and exactly its own ideal (the CSV's): two 100 Gb/s links of 1 us each way
+    // (tests/test-roce-ideal-fct.cc works such a case out by hand).
+    const RoceIdealLink link{100000000000ULL, 1000000};
+    EXPECT_EQ(r.flows[0].fct.GetPicoSeconds(),
+              RoceIdealFctPs(10000, RoceIdealRoute::Symmetric({link, link}),
+                             {1024, spec.ackEveryPackets}));
     std::string extra;
     EXPECT_FALSE(in >> extra);
 }

@@ -7,6 +7,7 @@
 #include "test-roce-rdma-fixture.h"
 
 #include "helpers/formats/roce-hpcc-compat.h"
+#include "helpers/roce/roce-ideal-fct.h"
 #include "helpers/roce/roce-traffic-run.h"
 
 #include "ns3/double.h"
@@ -203,7 +204,9 @@ TEST(RoceNicScheduling, ShortFlowBehindALongOneFromTheSameHostFinishesNearItsIde
         return r.flows.at(1).fct.GetNanoSeconds() * 1.0;
     };
     // The model's ideal (the roce-hpcc CSV's): alone on a 2-link path of 1 us cables.
-    const double ideal = StandaloneFctSeconds(shortBytes, 1024, 100e9, 2, 1e-6) * 1e9;
+    const RoceIdealLink link{100000000000ULL, 1000000};
+    const double ideal =
+        RoceIdealFctPs(shortBytes, RoceIdealRoute::Symmetric({link, link}), {1024, 1}) * 1e-3;
     const double serialization = shortBytes * (1106.0 / 1024) * 8 / 100.0;
     const double bound = ideal + serialization + 3 * kFrameNs;
     const double fct = run(2);

@@ -1178,32 +1178,16 @@ ApplyHpccConfig(const HpccConfig& cfg, const HpccTopology& topo,
     return used;
 }
 
-double
-StandaloneFctSeconds(uint64_t bytes, uint32_t mtu, double hostRateBps, uint32_t hops,
-                     double linkDelaySeconds)
-{
-    // Per packet: BTH 12 + RETH 16 on the first (counted on every packet: an upper bound of
-    // 16 bytes a packet), ICRC 4, UDP 8, IPv4 20, Ethernet 14 + FCS 4, preamble+SFD 8, IFG 12.
-    const uint64_t packets = (bytes + mtu - 1) / mtu;
-    const double wireBytes = bytes + packets * (12.0 + 16 + 4 + 8 + 20 + 18 + 20);
-    const double firstPacket = (std::min<uint64_t>(bytes, mtu) + 98.0) * 8 / hostRateBps;
-    // The data streams at the host rate; the first packet is stored and forwarded at each of
-    // the other hops; the ACK of the last packet comes back over the same links.
-    return wireBytes * 8 / hostRateBps + (hops - 1) * firstPacket + 2.0 * hops * linkDelaySeconds;
-}
-
-std::vector<double>
+void
 WriteHpccFct(const std::string& path, const RoceRunResult& r, const HpccTopology& topo,
-             uint32_t mtu, double timeOffset, uint32_t referencePayloadBytes)
+             double timeOffset, uint32_t referencePayloadBytes)
 {
-    std::vector<double> ideals(r.flows.size(), 0.0);
     std::ofstream out(path);
     if (!out)
     {
         throw std::runtime_error(path + ": cannot write");
     }
     HopCounter hops(topo.topology);
-    const double rate = DataRate(topo.hostRate).GetBitRate();
     for (size_t i = 0; i < r.flows.size(); ++i)
     {
         const RoceFlowResult& f = r.flows[i];
@@ -1212,11 +1196,8 @@ WriteHpccFct(const std::string& path, const RoceRunResult& r, const HpccTopology
             continue;
         }
         const uint32_t h = hops.Hops(topo.nodeOfHost[f.spec.src], topo.nodeOfHost[f.spec.dst]);
-        const double ideal =
-            StandaloneFctSeconds(f.spec.bytes, mtu, rate, h, topo.linkDelaySeconds);
-        ideals[i] = ideal;
         // The file's standalone FCT is the reference simulator's own, so that slowdowns from
-        // this file and from its fct.txt share one denominator (docs/validation.md (4)).
+        // this file and from its fct.txt share one denominator (docs/validation.md (5)).
         const uint64_t standalone =
             HpccStandaloneFctNs(topo, f.spec.bytes, referencePayloadBytes, h);
         out << std::hex << std::setw(8) << std::setfill('0')
@@ -1226,7 +1207,10 @@ WriteHpccFct(const std::string& path, const RoceRunResult& r, const HpccTopology
             << std::llround((f.spec.start.GetSeconds() + timeOffset) * 1e9) << " "
             << f.fct.GetNanoSeconds() << " " << standalone << "\n";
     }
-    return ideals;
+    if (!out.flush())
+    {
+        throw std::runtime_error(path + ": cannot write");
+    }
 }
 
 } // namespace ns3

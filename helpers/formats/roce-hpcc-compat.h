@@ -121,25 +121,15 @@ uint64_t HpccStandaloneFctNs(const HpccTopology& topo, uint64_t bytes, uint32_t 
 uint32_t HpccPayloadBytes(const HpccConfig& cfg);
 
 /**
- * The FCT a flow would have alone on an idle path (the HPCC simulator's "standalone" FCT):
- * the round trip of the path's links plus every packet's bytes (payload, BTH/RETH, ICRC,
- * UDP/IPv4, Ethernet with FCS, preamble and gap) at the slowest link rate of the path, taken
- * as the host link rate. `hops` counts links one way.
- */
-double StandaloneFctSeconds(uint64_t bytes, uint32_t mtu, double hostRateBps, uint32_t hops,
-                            double linkDelaySeconds);
-
-/**
  * Writes the flows in the HPCC simulator's FCT format, one line a finished flow:
  * "sip dip sport dport size start_ns fct_ns standalone_fct_ns" with addresses in hex as it
  * prints them (Cnuas's 10.0.0.x addresses), dport 100 and sport the flow's index, and as the
  * standalone FCT the simulator's own (HpccStandaloneFctNs with `referencePayloadBytes`), so
- * that slowdowns from the two files compare. Returns each flow's ideal FCT in the model,
- * StandaloneFctSeconds with the path MTU `mtu` (0 for unfinished flows), for Cnuas's CSV.
+ * that slowdowns from the two files compare. (Cnuas's own CSV divides by the model's exact
+ * ideal instead, RoceIdealFctPs.)
  */
-std::vector<double> WriteHpccFct(const std::string& path, const RoceRunResult& r,
-                                 const HpccTopology& topo, uint32_t mtu, double timeOffset,
-                                 uint32_t referencePayloadBytes);
+void WriteHpccFct(const std::string& path, const RoceRunResult& r, const HpccTopology& topo,
+                  double timeOffset, uint32_t referencePayloadBytes);
 
 } // namespace ns3
 

@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
-#include <limits>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -151,39 +149,6 @@ MakeRoceTraffic(const RoceTrafficSpec& spec)
     std::stable_sort(out.flows.begin(), out.flows.end(),
                      [](const RoceFlowSpec& a, const RoceFlowSpec& b) { return a.start < b.start; });
     return out;
-}
-
-std::vector<std::vector<uint32_t>>
-TopologyHopCounts(const Topology& t)
-{
-    const uint32_t n = static_cast<uint32_t>(t.nodes.size());
-    std::vector<std::vector<uint32_t>> adj(n);
-    for (const auto& l : t.links)
-    {
-        adj[l.a].push_back(l.b);
-        adj[l.b].push_back(l.a);
-    }
-    constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
-    std::vector<std::vector<uint32_t>> d(n, std::vector<uint32_t>(n, kNone));
-    for (uint32_t s = 0; s < n; ++s)
-    {
-        std::deque<uint32_t> q{s};
-        d[s][s] = 0;
-        while (!q.empty())
-        {
-            const uint32_t a = q.front();
-            q.pop_front();
-            for (uint32_t b : adj[a])
-            {
-                if (d[s][b] == kNone)
-                {
-                    d[s][b] = d[s][a] + 1;
-                    q.push_back(b);
-                }
-            }
-        }
-    }
-    return d;
 }
 
 } // namespace ns3

@@ -63,9 +63,6 @@ struct RoceTraffic
  */
 RoceTraffic MakeRoceTraffic(const RoceTrafficSpec& spec);
 
-/// Links on a shortest path between every pair of topology nodes (breadth first, per source).
-std::vector<std::vector<uint32_t>> TopologyHopCounts(const Topology& t);
-
 } // namespace ns3
 
 #endif
