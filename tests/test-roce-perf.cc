@@ -466,6 +466,75 @@ TEST(FifoHeapScheduler, CalendarKeepsTheOrderWhateverItsBucketsAndWindow)
     }
 }
 
+TEST(FifoHeapScheduler, CrowdedBucketsKeepTheOrderOfTies)
+{
+    // A busy fabric's calendar: buckets of hundreds of events, many at the same picosecond
+    // (ports in lockstep), inserted out of time order, some handed over by the far heap, some
+    // removed from their bucket before its turn. Ties must come out in insertion order; each
+    // width (the default 2^13 ps among them) is checked against the reference order.
+    for (uint32_t widthLog2 : {3u, 9u, 13u, 16u, 17u})
+    {
+        SCOPED_TRACE("width 2^" + std::to_string(widthLog2) + " ps");
+        ObjectFactory factory("ns3::FifoHeapScheduler");
+        factory.Set("BucketWidthLog2", UintegerValue(widthLog2));
+        factory.Set("BucketCountLog2", UintegerValue(4));
+        Ptr<Scheduler> q = factory.Create<Scheduler>();
+        std::set<std::pair<uint64_t, uint32_t>> ref;
+        uint64_t x = 12345 + widthLog2;
+        auto next = [&x]() {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            return static_cast<uint32_t>(x >> 33);
+        };
+        uint32_t uid = 0;
+        uint64_t now = 0;
+        const uint64_t width = uint64_t{1} << widthLog2;
+        size_t removed = 0;
+        for (int round = 0; round < 200; ++round)
+        {
+            // 300 events over the next 40 buckets (the window is 16: the rest go to the far
+            // heap first), on 25 distinct instants a bucket: ties everywhere.
+            for (int k = 0; k < 300; ++k)
+            {
+                const uint64_t bucket = 1 + next() % 40;
+                const uint64_t ts = now + bucket * width + (next() % 25) * (width / 25);
+                Scheduler::Event ev;
+                ev.impl = nullptr;
+                ev.key = {ts, ++uid, 0};
+                q->Insert(ev);
+                ref.insert({ts, uid});
+            }
+            for (int k = 0; k < 5 && !ref.empty(); ++k)
+            {
+                auto it = ref.begin();
+                std::advance(it, next() % ref.size());
+                Scheduler::Event ev;
+                ev.impl = nullptr;
+                ev.key = {it->first, it->second, 0};
+                q->Remove(ev);
+                ref.erase(it);
+                removed++;
+            }
+            for (int k = 0; k < 290 && !ref.empty(); ++k)
+            {
+                const Scheduler::Event ev = q->RemoveNext();
+                ASSERT_EQ(ev.key.m_ts, ref.begin()->first) << "round " << round;
+                ASSERT_EQ(ev.key.m_uid, ref.begin()->second) << "round " << round;
+                ref.erase(ref.begin());
+                now = ev.key.m_ts;
+            }
+        }
+        while (!ref.empty())
+        {
+            const Scheduler::Event ev = q->RemoveNext();
+            ASSERT_EQ(ev.key.m_ts, ref.begin()->first);
+            ASSERT_EQ(ev.key.m_uid, ref.begin()->second);
+            ref.erase(ref.begin());
+        }
+        EXPECT_TRUE(q->IsEmpty());
+        EXPECT_EQ(removed, 1000u);
+    }
+}
+
 TEST(RoceLazyIcrc, MaterializeFillsTheIcrcOverIpv4AndIpv6)
 {
     // A RoCE packet as RoceRdmaPort makes it lazily: BTH (RC SEND Only) + 8 payload bytes + a
