@@ -103,8 +103,8 @@ TEST(RoceIdealFct, ALoneFlowFinishesExactlyAtItsIdeal)
 {
     // Sizes around the packet boundaries and the padding, a long flow; hosts on one edge
     // switch (2 links), in one pod (4) and in two pods (6); MTU 1024 and 4096; an ACK per
-    // packet (the HPCC configurations) and per message; no congestion control and DCQCN (a
-    // lone flow runs at line rate under it). Flows 300 us apart, each alone.
+    // packet (the HPCC configurations), per third packet and per message; no congestion control
+    // and DCQCN (a lone flow runs at line rate under it). Flows 300 us apart, each alone.
     const std::vector<uint64_t> sizes = {1, 3, 4, 5, 1000, 1023, 1024, 1025, 2049, 4096, 4097,
                                          65536, 1000003};
     const std::vector<std::pair<uint32_t, uint32_t>> pairs = {{0, 1}, {0, 2}, {3, 12}};
@@ -116,6 +116,7 @@ TEST(RoceIdealFct, ALoneFlowFinishesExactlyAtItsIdeal)
     };
     for (const Case& c : {Case{RdmaMtu::MTU_1024, 1, "ns3::RdmaCcNone"},
                           Case{RdmaMtu::MTU_4096, 0, "ns3::RdmaCcNone"},
+                          Case{RdmaMtu::MTU_1024, 3, "ns3::RdmaCcNone"},
                           Case{RdmaMtu::MTU_1024, 1, "ns3::RdmaCcDcqcnPaper"}})
     {
         RoceRunSpec spec = FatTree4(c.cc);

@@ -37,7 +37,9 @@ struct RoceIdealRoute
 struct RoceIdealFraming
 {
     uint32_t mtu = 1024;          ///< path MTU: payload bytes per packet (IBA's 256..4096)
-    uint32_t ackEveryPackets = 1; ///< RdmaEngine AckReqEveryPackets (0: the last packet only)
+    /// RdmaEngine AckReqEveryPackets (0: the last packet only); the requester asks on the PSNs
+    /// N-1, 2N-1, ..., which are packets N, 2N, ... from PSN 0, where RdmaFlowDriver starts.
+    uint32_t ackEveryPackets = 1;
 };
 
 /**
