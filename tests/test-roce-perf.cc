@@ -242,6 +242,21 @@ TEST_F(RocePerf, FinishedFlowsLeaveNoQpBehind)
     EXPECT_EQ(left, 0u) << "QPs of finished flows still exist";
 }
 
+/// Takes every event left in `q`, each of which must be the next of `ref`, (timestamp,
+/// insertion number) pairs in order; then `q` must be empty.
+void
+DrainInReferenceOrder(Ptr<Scheduler> q, std::set<std::pair<uint64_t, uint32_t>>& ref)
+{
+    while (!ref.empty())
+    {
+        const Scheduler::Event ev = q->RemoveNext();
+        ASSERT_EQ(ev.key.m_ts, ref.begin()->first);
+        ASSERT_EQ(ev.key.m_uid, ref.begin()->second);
+        ref.erase(ref.begin());
+    }
+    EXPECT_TRUE(q->IsEmpty());
+}
+
 /// A scheduler against a reference ordered set: inserts for the current time, the near future
 /// (many ties) and far ahead, idle gaps; arbitrary removals; the current time advancing as
 /// events leave.
@@ -312,14 +327,7 @@ CheckOrderAgainstReference(Ptr<Scheduler> q, uint64_t farSpan, uint64_t seed)
             now += next() % (4 * farSpan); // idle: the next event may be far away
         }
     }
-    while (!ref.empty())
-    {
-        const Scheduler::Event ev = q->RemoveNext();
-        ASSERT_EQ(ev.key.m_ts, ref.begin()->first);
-        ASSERT_EQ(ev.key.m_uid, ref.begin()->second);
-        ref.erase(ref.begin());
-    }
-    EXPECT_TRUE(q->IsEmpty());
+    DrainInReferenceOrder(q, ref);
     EXPECT_GT(removedArbitrarily, 100u);
 }
 
@@ -523,14 +531,7 @@ TEST(FifoHeapScheduler, CrowdedBucketsKeepTheOrderOfTies)
                 now = ev.key.m_ts;
             }
         }
-        while (!ref.empty())
-        {
-            const Scheduler::Event ev = q->RemoveNext();
-            ASSERT_EQ(ev.key.m_ts, ref.begin()->first);
-            ASSERT_EQ(ev.key.m_uid, ref.begin()->second);
-            ref.erase(ref.begin());
-        }
-        EXPECT_TRUE(q->IsEmpty());
+        DrainInReferenceOrder(q, ref);
         EXPECT_EQ(removed, 1000u);
     }
 }
