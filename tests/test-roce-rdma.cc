@@ -121,6 +121,120 @@ TEST_F(RoceRdma, DataEndingInZerosArrivesExactlyAndMaterializesWithGoodIcrcs)
     EXPECT_EQ(b.hca.port->GetDropCount(RoceDropReason::Malformed), 0u);
 }
 
+namespace
+{
+/// Memory that reads as zeros and discards writes, as load experiments give their flows
+/// (RdmaFlowDriver): the engine sends its data as a zero tail it never builds.
+class ZeroReadingMemory : public RdmaMemory
+{
+  public:
+    bool Read(uint64_t addr, uint8_t* dst, uint64_t len) const override
+    {
+        std::fill(dst, dst + len, 0);
+        return !Wraps(addr, len);
+    }
+
+    bool Write(uint64_t addr, const uint8_t*, uint64_t len) override { return !Wraps(addr, len); }
+
+    bool IsMapped(uint64_t addr, uint64_t len) const override { return !Wraps(addr, len); }
+
+    bool ReadsAsZeros() const override { return true; }
+};
+
+/// Per received RoCE frame: its length and the transport bytes after the BTH (and RETH),
+/// and whether its ICRC is right over the materialized bytes.
+struct RoceRx
+{
+    size_t length;
+    std::vector<uint8_t> afterHeaders;
+    bool icrcGood;
+};
+
+std::vector<RoceRx>
+RoceFramesOf(const std::vector<std::vector<uint8_t>>& frames)
+{
+    std::vector<RoceRx> out;
+    for (const auto& f : frames)
+    {
+        const uint8_t* ip = f.data() + kEthHeaderBytes;
+        if (f.size() < kEthHeaderBytes + 40 || ip[9] != kIpProtoUdp ||
+            ((ip[22] << 8) | ip[23]) != 4791)
+        {
+            continue;
+        }
+        const uint32_t ipLen = (uint32_t(ip[2]) << 8) | ip[3];
+        const uint8_t* bth = ip + 28;
+        const uint32_t headers = 12 + ((bth[0] == 0x06 || bth[0] == 0x0A) ? 16 : 0); // RETH
+        const uint8_t* end = ip + ipLen - kIbIcrcSize;
+        out.push_back({f.size(), std::vector<uint8_t>(bth + headers, end),
+                       IbLoadIcrc(end) == IbComputeRoceIcrc(ip, ipLen - kIbIcrcSize)});
+    }
+    return out;
+}
+} // namespace
+
+TEST_F(RoceRdma, MemoryThatReadsAsZerosPutsTheSameFramesOnTheWire)
+{
+    // The same WRITE (5001 bytes: four full packets and one of 905, padded to 908) and SEND
+    // (3003 bytes) twice: from ordinary memory holding zeros, and from memory that reads as
+    // zeros, whose payload the engine never builds (a zero tail, RdmaLinkPort::Send). The
+    // receiver must get the same frames (lengths, payload bytes, good ICRCs over the zeros),
+    // write zeros over memory that held 0xCD, and the sender count the same bytes.
+    Build(MakeTwoHostsOneSwitch());
+    QpOptions o;
+    RoceSide a;
+    RoceSide b;
+    Pair(a, 0, b, 1, o);
+    RoceSide z; // host 0 again, its PD over memory that reads as zeros
+    z.pd = hcas[0].device->AllocPd(CreateObject<ZeroReadingMemory>());
+    z.mr = hcas[0].device->RegMr(z.pd, kRegionBase, kRegionBytes, o.mrAccess);
+    ASSERT_TRUE(z.mr);
+    z.sendCq = hcas[0].device->CreateCq(64);
+    z.recvCq = hcas[0].device->CreateCq(64);
+    MakeSide(z, 0, o);
+    RoceSide y = b; // host 1 again: b's memory and CQs, a QP of its own
+    MakeSide(y, 1, o);
+    Connect(z.qp, GidOf(1), y.qp->GetQpNum(), o);
+    Connect(y.qp, GidOf(0), z.qp->GetQpNum(), o);
+    FrameLog log;
+    fabric.HostPort(1)->AddSniffer(MakeCallback(&FrameLog::On, &log));
+    std::vector<std::vector<RoceRx>> seen;
+    std::vector<uint64_t> bytesSent;
+    for (RoceSide* from : {&a, &z})
+    {
+        RoceSide& to = from == &a ? b : y;
+        b.Write(200000, std::vector<uint8_t>(5001, 0xCD));
+        b.Write(400000, std::vector<uint8_t>(3003, 0xCD));
+        ASSERT_EQ(to.PostRecv(7, 400000, 3003), 0);
+        RdmaSendWr w = Wr(1, RdmaWrOpcode::RDMA_WRITE, {from->Sge(0, 5001)});
+        w.rdma.remote_addr = kRegionBase + 200000;
+        w.rdma.rkey = b.mr->GetRkey();
+        ASSERT_EQ(from->qp->PostSend(w), 0);
+        ASSERT_EQ(from->qp->PostSend(Wr(2, RdmaWrOpcode::SEND, {from->Sge(8192, 3003)})), 0);
+        const uint64_t before = hcas[0].engine->GetCounters().bytesSent;
+        log.rx.clear();
+        RunFor(Simulator::Now() + MilliSeconds(1));
+        const auto wc = from->sendCq->Poll(10);
+        ASSERT_EQ(wc.size(), 2u);
+        EXPECT_EQ(wc[0].status, RdmaWcStatus::SUCCESS);
+        EXPECT_EQ(wc[1].status, RdmaWcStatus::SUCCESS);
+        EXPECT_EQ(b.Read(200000, 5001), std::vector<uint8_t>(5001, 0));
+        EXPECT_EQ(b.Read(400000, 3003), std::vector<uint8_t>(3003, 0));
+        seen.push_back(RoceFramesOf(log.rx));
+        bytesSent.push_back(hcas[0].engine->GetCounters().bytesSent - before);
+    }
+    ASSERT_EQ(seen[0].size(), 8u); // 5 WRITE packets and 3 SEND packets
+    ASSERT_EQ(seen[1].size(), seen[0].size());
+    for (size_t i = 0; i < seen[0].size(); ++i)
+    {
+        EXPECT_EQ(seen[1][i].length, seen[0][i].length) << "frame " << i;
+        EXPECT_EQ(seen[1][i].afterHeaders, seen[0][i].afterHeaders) << "frame " << i;
+        EXPECT_TRUE(seen[0][i].icrcGood && seen[1][i].icrcGood) << "frame " << i;
+    }
+    EXPECT_EQ(bytesSent[1], bytesSent[0]);
+    EXPECT_EQ(b.hca.port->GetDropCount(RoceDropReason::Malformed), 0u);
+}
+
 TEST_F(RoceRdma, EncapsulationFieldsOnTheWire)
 {
     Build(MakeTwoHostsOneSwitch());

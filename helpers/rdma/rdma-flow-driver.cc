@@ -36,6 +36,8 @@ class DiscardMemory : public RdmaMemory
     bool Write(uint64_t addr, const uint8_t*, uint64_t len) override { return !Wraps(addr, len); }
 
     bool IsMapped(uint64_t addr, uint64_t len) const override { return !Wraps(addr, len); }
+
+    bool ReadsAsZeros() const override { return true; }
 };
 } // namespace
 

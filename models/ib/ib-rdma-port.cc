@@ -78,7 +78,7 @@ IbRdmaPort::SetPkeyTable(const std::vector<uint16_t>& table)
 }
 
 bool
-IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av)
+IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av, uint32_t zeroTail)
 {
     if (!m_dev)
     {
@@ -86,18 +86,19 @@ IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av)
     }
     // No ns-3 Packet: the frame stores the bytes up to the last that is not zero, so the
     // transport's trailing zeros (the data of memory that reads as zeros, in load experiments)
-    // cost nothing in flight (IbFrame::StoreBytes).
+    // cost nothing in flight (IbFrame::StoreBytes); the zero tail is not even built.
     const auto n = static_cast<uint32_t>(transport.size());
     if (!av.is_global)
     {
-        return m_dev->SendIbBytes(transport.data(), n, n, av.dlid, av.sl, IbLnh::IbaLocal);
+        return m_dev->SendIbBytes(transport.data(), n, n + zeroTail, av.dlid, av.sl,
+                                  IbLnh::IbaLocal);
     }
     // IBA vol. 1 §8.3: GRH with IPVer 6, NxtHdr 0x1B (IBA transport), PayLen counting from the
     // BTH through the ICRC.
     IbGrhHeader grh;
     grh.SetTClass(av.grh.traffic_class);
     grh.SetFlowLabel(av.grh.flow_label);
-    grh.SetPayLen(static_cast<uint16_t>(transport.size() + kIbIcrcSize));
+    grh.SetPayLen(static_cast<uint16_t>(transport.size() + zeroTail + kIbIcrcSize));
     grh.SetNxtHdr(IbGrhHeader::kNxtHdrIba);
     grh.SetHopLmt(av.grh.hop_limit);
     RdmaGid sgid{};
@@ -108,7 +109,8 @@ IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av)
     grh.WriteTo(m_txBuf.data());
     std::copy(transport.begin(), transport.end(), m_txBuf.begin() + IbGrhHeader::kSize);
     const auto len = static_cast<uint32_t>(m_txBuf.size());
-    return m_dev->SendIbBytes(m_txBuf.data(), len, len, av.dlid, av.sl, IbLnh::IbaGlobal);
+    return m_dev->SendIbBytes(m_txBuf.data(), len, len + zeroTail, av.dlid, av.sl,
+                              IbLnh::IbaGlobal);
 }
 
 bool

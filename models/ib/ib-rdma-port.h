@@ -38,7 +38,9 @@ class IbRdmaPort : public RdmaLinkPort
     /// Replace the P_Key table (entry 0 first). Default: { 0xFFFF }.
     void SetPkeyTable(const std::vector<uint16_t>& table);
 
-    bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av) override;
+    using RdmaLinkPort::Send;
+    bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
+              uint32_t zeroTail) override;
     bool CanSend(uint8_t sl) const override;
     void SetTxReadyCallback(Callback<void> cb) override;
     void SetReceiveCallback(ReceiveCallback cb) override;

@@ -786,13 +786,30 @@ RdmaEngine::Pump()
 // ---- packet I/O ----------------------------------------------------------------------------
 
 std::vector<uint8_t>
-RdmaEngine::BuildPacket(IbTransportHeaders& h, const uint8_t* payload, uint32_t len)
+RdmaEngine::BuildPacket(IbTransportHeaders& h,
+                        const uint8_t* payload,
+                        uint32_t len,
+                        uint32_t* zeroTail)
 {
     // IBA vol. 1 §9.2: PadCnt brings the payload to a multiple of 4 bytes.
     const uint8_t pad = static_cast<uint8_t>((4 - len % 4) % 4);
     h.bth.SetPadCnt(pad);
     h.bth.SetTver(IbBthHeader::kTver);
     const uint32_t hl = IbTransportHeaderLength(h.bth.GetOpCode());
+    if (!payload && zeroTail)
+    {
+        *zeroTail = len + pad;
+        len = 0;
+        std::vector<uint8_t> headers(hl, 0);
+        const uint32_t written = h.Write(headers.data(), hl);
+        NS_ABORT_MSG_IF(written != hl, "RdmaEngine: header write failed for opcode "
+                                           << int(h.bth.GetOpCode()));
+        return headers;
+    }
+    if (zeroTail)
+    {
+        *zeroTail = 0;
+    }
     std::vector<uint8_t> out(hl + len + pad, 0);
     const uint32_t written = h.Write(out.data(), out.size());
     NS_ABORT_MSG_IF(written != hl, "RdmaEngine: header write failed for opcode "
@@ -810,14 +827,15 @@ RdmaEngine::Transmit(RdmaQpContext& c,
                      const RdmaAhAttr& av,
                      uint8_t opcode,
                      uint32_t psn,
-                     bool retransmission)
+                     bool retransmission,
+                     uint32_t zeroTail)
 {
     Ptr<RdmaLinkPort> port = PortOf(av.port_num);
     if (!port)
     {
         return false;
     }
-    const uint32_t n = static_cast<uint32_t>(bytes.size());
+    const uint32_t n = static_cast<uint32_t>(bytes.size()) + zeroTail;
     m_counters.packetsSent++;
     m_counters.bytesSent += n;
     if (retransmission)
@@ -825,7 +843,7 @@ RdmaEngine::Transmit(RdmaQpContext& c,
         m_counters.retransmittedPackets++;
     }
     m_cc->OnSend(c.qpn, n, retransmission);
-    if (!port->Send(bytes, av))
+    if (!port->Send(bytes, av, zeroTail))
     {
         m_counters.txRefused++;
     }
@@ -1147,36 +1165,66 @@ RdmaEngine::GatherSgl(Ptr<RdmaPd> pd,
                       const std::vector<RdmaSge>& sgl,
                       uint64_t offset,
                       uint8_t* dst,
-                      uint64_t len) const
+                      uint64_t len,
+                      bool* readsAsZeros) const
 {
-    for (const RdmaSge& sge : sgl)
+    // With `readsAsZeros`, a first pass checks every piece and whether its memory reads as
+    // zeros (RdmaMemory::ReadsAsZeros); if all of it does, nothing is copied and the caller
+    // sends the bytes as a zero tail it never builds. A null `dst` asks for that pass alone.
+    for (int pass = readsAsZeros ? 0 : 1; pass < 2; ++pass)
     {
-        if (len == 0)
+        uint64_t off = offset;
+        uint64_t left = len;
+        uint8_t* p = dst;
+        bool zeros = true;
+        for (const RdmaSge& sge : sgl)
         {
-            break;
+            if (left == 0)
+            {
+                break;
+            }
+            if (off >= sge.length)
+            {
+                off -= sge.length;
+                continue;
+            }
+            const uint64_t n = std::min<uint64_t>(left, sge.length - off);
+            Ptr<RdmaMr> mr;
+            RdmaSge part{sge.addr + off, static_cast<uint32_t>(n), sge.lkey};
+            const RdmaMrCheck chk = m_device->CheckLocalAccess(pd, part, false, &mr);
+            if (chk != RdmaMrCheck::OK)
+            {
+                return RdmaLocalCheckStatus(chk);
+            }
+            if (pass == 0)
+            {
+                // Mapped too: a read that would fault is left to the copying pass to report.
+                const uint64_t at = mr->ToMemoryAddress(part.addr);
+                zeros = zeros && mr->GetMemory()->ReadsAsZeros() &&
+                        mr->GetMemory()->IsMapped(at, n);
+            }
+            else if (!mr->GetMemory()->Read(mr->ToMemoryAddress(part.addr), p, n))
+            {
+                return RdmaWcStatus::LOC_PROT_ERR;
+            }
+            p += n;
+            left -= n;
+            off = 0;
         }
-        if (offset >= sge.length)
+        if (left != 0)
         {
-            offset -= sge.length;
-            continue;
+            return RdmaWcStatus::LOC_LEN_ERR;
         }
-        const uint64_t n = std::min<uint64_t>(len, sge.length - offset);
-        Ptr<RdmaMr> mr;
-        RdmaSge part{sge.addr + offset, static_cast<uint32_t>(n), sge.lkey};
-        const RdmaMrCheck chk = m_device->CheckLocalAccess(pd, part, false, &mr);
-        if (chk != RdmaMrCheck::OK)
+        if (pass == 0)
         {
-            return RdmaLocalCheckStatus(chk);
+            *readsAsZeros = zeros;
+            if (zeros || !dst)
+            {
+                return RdmaWcStatus::SUCCESS;
+            }
         }
-        if (!mr->GetMemory()->Read(mr->ToMemoryAddress(part.addr), dst, n))
-        {
-            return RdmaWcStatus::LOC_PROT_ERR;
-        }
-        dst += n;
-        len -= n;
-        offset = 0;
     }
-    return len == 0 ? RdmaWcStatus::SUCCESS : RdmaWcStatus::LOC_LEN_ERR;
+    return RdmaWcStatus::SUCCESS;
 }
 
 RdmaWcStatus

@@ -209,12 +209,16 @@ class RdmaEngine : public Object
     uint16_t ResponderLane(const RdmaQpContext& c) const;
     void OnTxReady();
     Ptr<RdmaLinkPort> PortOf(uint8_t portNum) const;
-    /// Build "BTH | ext headers | payload | pad" for `h` (bth PadCnt is set here).
+    /// Build "BTH | ext headers | payload | pad" for `h` (bth PadCnt is set here). A null
+    /// `payload` of `len` bytes is zeros: only the headers are built, and the payload and pad
+    /// are the packet's zero tail, their count in *zeroTail (RdmaLinkPort::Send).
     static std::vector<uint8_t> BuildPacket(IbTransportHeaders& h,
                                             const uint8_t* payload,
-                                            uint32_t len);
+                                            uint32_t len,
+                                            uint32_t* zeroTail = nullptr);
+    /// `zeroTail` zero bytes follow `bytes` in the packet (BuildPacket).
     bool Transmit(RdmaQpContext& c, std::vector<uint8_t>&& bytes, const RdmaAhAttr& av,
-                  uint8_t opcode, uint32_t psn, bool retransmission);
+                  uint8_t opcode, uint32_t psn, bool retransmission, uint32_t zeroTail = 0);
     void QueueResponse(RdmaQpContext& c, std::vector<uint8_t>&& bytes, const RdmaAhAttr& av);
     void Drop(uint32_t qpn, RdmaDropReason r);
     void ReceiveNow(Ptr<RdmaLinkPort> port, std::vector<uint8_t> data, RdmaRxInfo info);
@@ -228,8 +232,10 @@ class RdmaEngine : public Object
     void MaybeSendCnp(RdmaQpContext& c, const IbTransportHeaders& h, const RdmaRxInfo& info);
     /// Copy [offset, offset+len) of a message described by an SGE list out of / into memory,
     /// checking each SGE's L_Key. Returns the status a failure completes with, or SUCCESS.
+    /// GatherSgl with `readsAsZeros` sets it to whether all of the range is memory that reads
+    /// as zeros, and then copies nothing; with a null `dst` it only checks.
     RdmaWcStatus GatherSgl(Ptr<RdmaPd> pd, const std::vector<RdmaSge>& sgl, uint64_t offset,
-                           uint8_t* dst, uint64_t len) const;
+                           uint8_t* dst, uint64_t len, bool* readsAsZeros = nullptr) const;
     RdmaWcStatus ScatterSgl(Ptr<RdmaPd> pd, const std::vector<RdmaSge>& sgl, uint64_t offset,
                             const uint8_t* src, uint64_t len) const;
 

@@ -63,8 +63,16 @@ class RdmaLinkPort : public Object
         ReceiveCallback;
 
     /// Queue one packet. False when the port refused it (not active, queue full, malformed):
-    /// the transport treats that as a loss.
-    virtual bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av) = 0;
+    /// the transport treats that as a loss. `zeroTail` zero bytes follow `transport` in the
+    /// packet (payload and pad of memory that reads as zeros; RdmaMemory::ReadsAsZeros): they
+    /// are on the wire and in every trace, and never built.
+    virtual bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
+                      uint32_t zeroTail) = 0;
+    /// Send with no zero tail.
+    bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av)
+    {
+        return Send(transport, av, 0);
+    }
     /// As Send, for an acknowledgment that echoes the INT stack of the packet it acknowledges
     /// (HPCC). A port without telemetry sends the packet alone.
     virtual bool SendWithIntEcho(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,

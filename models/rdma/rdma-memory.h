@@ -33,6 +33,14 @@ class RdmaMemory : public Object
     /// Whether every byte of [addr, addr+len) can be accessed (what ibv_reg_mr(3) needs to pin
     /// the range; a registration of an unmapped range fails with EFAULT).
     virtual bool IsMapped(uint64_t addr, uint64_t len) const = 0;
+    /// Whether every mapped byte reads as zero, whatever was written (memory that discards
+    /// writes, as load experiments give their flows: RdmaNullMemory, RdmaFlowDriver's): the
+    /// transport then sends such data as a zero tail it never builds (RdmaLinkPort::Send).
+    /// False unless a kind of memory says so.
+    virtual bool ReadsAsZeros() const
+    {
+        return false;
+    }
 
     /// Whether [addr, addr+len) wraps past the end of the 64-bit address space.
     static bool Wraps(uint64_t addr, uint64_t len)

@@ -438,6 +438,8 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
     h.bth.SetDestQp(a.dest_qp_num);
     h.bth.SetPsn(psn);
     std::vector<uint8_t> payload;
+    uint32_t payloadBytes = 0;
+    bool payloadIsZeros = false;
     uint32_t sentPkts = 1;
     const uint64_t offset = uint64_t(idx) * mtu;
     switch (op.opcode)
@@ -477,16 +479,26 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
         h.bth.SetOpCode(opcode);
         const IbOpcodeInfo* info = IbOpcodeLookup(opcode);
         const uint64_t n = std::min<uint64_t>(mtu, op.length - std::min(op.length, offset));
-        payload.resize(n);
+        payloadBytes = static_cast<uint32_t>(n);
         if (!wqe.inlineData.empty())
         {
+            payload.resize(n);
             std::copy(wqe.inlineData.begin() + offset, wqe.inlineData.begin() + offset + n,
                       payload.begin());
         }
         else if (n)
         {
-            const RdmaWcStatus st =
-                GatherSgl(c.qp->GetPd(), wqe.wr.sg_list, offset, payload.data(), n);
+            // Memory that reads as zeros (a load experiment's) is checked, not copied: the
+            // payload goes as a zero tail (BuildPacket), a kilobyte a packet never built.
+            bool zeros = false;
+            RdmaWcStatus st =
+                GatherSgl(c.qp->GetPd(), wqe.wr.sg_list, offset, nullptr, n, &zeros);
+            if (st == RdmaWcStatus::SUCCESS && !zeros)
+            {
+                payload.resize(n);
+                st = GatherSgl(c.qp->GetPd(), wqe.wr.sg_list, offset, payload.data(), n);
+            }
+            payloadIsZeros = zeros;
             if (st != RdmaWcStatus::SUCCESS)
             {
                 // The memory went away under a posted WR (MR deregistered): a local error
@@ -541,8 +553,10 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
     }
     }
     const uint8_t opcode = h.bth.GetOpCode();
+    uint32_t zeroTail = 0;
     std::vector<uint8_t> bytes =
-        BuildPacket(h, payload.data(), static_cast<uint32_t>(payload.size()));
+        payloadIsZeros ? BuildPacket(h, nullptr, payloadBytes, &zeroTail)
+                       : BuildPacket(h, payload.data(), static_cast<uint32_t>(payload.size()));
     if (op.firstSent.IsZero() && idx == 0)
     {
         op.firstSent = SimClock::Now();
@@ -563,7 +577,7 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
     {
         m_retransmitTrace(c.qpn, psn);
     }
-    Transmit(c, std::move(bytes), ReplyAv(c), opcode, psn, retrans);
+    Transmit(c, std::move(bytes), ReplyAv(c), opcode, psn, retrans, zeroTail);
 }
 
 void

@@ -345,21 +345,21 @@ RoceRdmaPort::SendGsi(const uint8_t* mad, const RdmaGid& dgid)
 }
 
 bool
-RoceRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av)
+RoceRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av, uint32_t zeroTail)
 {
-    return SendFrame(transport, av, nullptr);
+    return SendFrame(transport, av, nullptr, zeroTail);
 }
 
 bool
 RoceRdmaPort::SendWithIntEcho(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
                               const IntStack& echo)
 {
-    return SendFrame(transport, av, &echo);
+    return SendFrame(transport, av, &echo, 0);
 }
 
 bool
 RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
-                        const IntStack* echo)
+                        const IntStack* echo, uint32_t zeroTail)
 {
     if (!m_dev || transport.size() < kBthSize)
     {
@@ -413,7 +413,8 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
             }
         }
     }
-    const uint32_t payloadBytes = static_cast<uint32_t>(transport.size() + kIbIcrcSize);
+    const uint32_t payloadBytes =
+        static_cast<uint32_t>(transport.size() + zeroTail + kIbIcrcSize);
     if (m_lazyIcrc)
     {
         // The packet is correct by construction: the ICRC is a placeholder that
@@ -454,7 +455,8 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
         m_buf.resize(kIpv6HeaderBytes + kUdpHeaderBytes + payloadBytes);
         const uint32_t hdr = WriteIpUdp(f, m_buf.data());
         std::copy(transport.begin(), transport.end(), m_buf.begin() + hdr);
-        const uint32_t icrcAt = hdr + static_cast<uint32_t>(transport.size());
+        const uint32_t icrcAt = hdr + static_cast<uint32_t>(transport.size()) + zeroTail;
+        std::fill(m_buf.begin() + hdr + transport.size(), m_buf.begin() + icrcAt, 0);
         IbStoreIcrc(m_buf.data() + icrcAt, IbComputeRoceIcrc(m_buf.data(), icrcAt));
         if (!m_dev->SendUdp(flow, payloadBytes, Create<Packet>(m_buf.data() + hdr, payloadBytes)))
         {
@@ -622,9 +624,20 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
     // The transport bytes go after room for the largest IP + UDP header, which is written in
     // front of them only when needed: for the ICRC check, or for a UD packet's GRH area.
     constexpr uint32_t kRoom = kIpv6HeaderBytes + kUdpHeaderBytes;
-    m_rxBuf.resize(kRoom + f.payloadBytes);
+    // The buffer only grows (with zeros), and only bytes below m_rxWrittenEnd were ever
+    // written: what lies past this packet's stored bytes is zeroed only that far, not through
+    // a kilobyte of payload that memory reading as zeros left out of every frame.
+    if (m_rxBuf.size() < kRoom + f.payloadBytes)
+    {
+        m_rxBuf.resize(kRoom + f.payloadBytes);
+    }
     const uint32_t stored = f.CopyPayload(m_rxBuf.data() + kRoom, f.payloadBytes);
-    std::fill(m_rxBuf.begin() + kRoom + stored, m_rxBuf.end(), 0);
+    const size_t storedEnd = kRoom + stored;
+    if (m_rxWrittenEnd > storedEnd)
+    {
+        std::fill(m_rxBuf.begin() + storedEnd, m_rxBuf.begin() + m_rxWrittenEnd, 0);
+    }
+    m_rxWrittenEnd = storedEnd;
     const uint8_t* bth = m_rxBuf.data() + kRoom;
     uint8_t* ip =
         m_rxBuf.data() + kRoom - (f.ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) - kUdpHeaderBytes;

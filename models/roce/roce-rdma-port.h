@@ -89,7 +89,9 @@ class RoceRdmaPort : public RdmaLinkPort
     Ptr<EthNetDevice> GetNetDevice() const;
     void SetPkeyTable(const std::vector<uint16_t>& table);
 
-    bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av) override;
+    using RdmaLinkPort::Send;
+    bool Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
+              uint32_t zeroTail) override;
     bool SendWithIntEcho(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
                          const IntStack& echo) override;
     bool CanSend(uint8_t sl) const override;
@@ -156,8 +158,9 @@ class RoceRdmaPort : public RdmaLinkPort
     void DoDispose() override;
 
   private:
+    /// `zeroTail` zero bytes follow `transport` (RdmaLinkPort::Send).
     bool SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
-                   const IntStack* echo);
+                   const IntStack* echo, uint32_t zeroTail);
     void OnReceive(Ptr<EthNetDevice> dev, const EthFrame& frame);
     void OnTxReady(Ptr<EthNetDevice> dev, uint8_t priority);
     void Drop(RoceDropReason r);
@@ -183,6 +186,7 @@ class RoceRdmaPort : public RdmaLinkPort
     Callback<void> m_txReady;
     std::vector<uint8_t> m_buf;   ///< transmit scratch
     std::vector<uint8_t> m_rxBuf; ///< receive scratch (the engine may Send while reading it)
+    size_t m_rxWrittenEnd = 0;    ///< m_rxBuf is zero from here on (OnReceive)
     uint64_t m_sent = 0;
     uint64_t m_received = 0;
     uint64_t m_cnpsSent = 0;

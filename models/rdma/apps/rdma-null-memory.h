@@ -25,6 +25,10 @@ class RdmaNullMemory : public RdmaMemory
     bool Read(uint64_t addr, uint8_t* dst, uint64_t len) const override;
     bool Write(uint64_t addr, const uint8_t* src, uint64_t len) override;
     bool IsMapped(uint64_t addr, uint64_t len) const override;
+    bool ReadsAsZeros() const override
+    {
+        return true;
+    }
 
     /// Bytes written (and discarded) so far.
     uint64_t GetBytesWritten() const
