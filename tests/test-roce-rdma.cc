@@ -5,6 +5,7 @@
 #include "test-roce-rdma-fixture.h"
 
 #include "helpers/trace/eth-pcap-writer.h"
+#include "models/rdma/apps/rdma-null-memory.h"
 #include "helpers/trace/trace-check.h"
 #include "models/ib/ib-crc.h"
 
@@ -123,24 +124,6 @@ TEST_F(RoceRdma, DataEndingInZerosArrivesExactlyAndMaterializesWithGoodIcrcs)
 
 namespace
 {
-/// Memory that reads as zeros and discards writes, as load experiments give their flows
-/// (RdmaFlowDriver): the engine sends its data as a zero tail it never builds.
-class ZeroReadingMemory : public RdmaMemory
-{
-  public:
-    bool Read(uint64_t addr, uint8_t* dst, uint64_t len) const override
-    {
-        std::fill(dst, dst + len, 0);
-        return !Wraps(addr, len);
-    }
-
-    bool Write(uint64_t addr, const uint8_t*, uint64_t len) override { return !Wraps(addr, len); }
-
-    bool IsMapped(uint64_t addr, uint64_t len) const override { return !Wraps(addr, len); }
-
-    bool ReadsAsZeros() const override { return true; }
-};
-
 /// Per received RoCE frame: its length and the transport bytes after the BTH (and RETH),
 /// and whether its ICRC is right over the materialized bytes.
 struct RoceRx
@@ -185,8 +168,8 @@ TEST_F(RoceRdma, MemoryThatReadsAsZerosPutsTheSameFramesOnTheWire)
     RoceSide a;
     RoceSide b;
     Pair(a, 0, b, 1, o);
-    RoceSide z; // host 0 again, its PD over memory that reads as zeros
-    z.pd = hcas[0].device->AllocPd(CreateObject<ZeroReadingMemory>());
+    RoceSide z; // host 0 again, its PD over memory that reads as zeros (as load runs' flows)
+    z.pd = hcas[0].device->AllocPd(CreateObject<RdmaNullMemory>());
     z.mr = hcas[0].device->RegMr(z.pd, kRegionBase, kRegionBytes, o.mrAccess);
     ASSERT_TRUE(z.mr);
     z.sendCq = hcas[0].device->CreateCq(64);

@@ -1160,6 +1160,46 @@ RdmaEngine::PushRecvWc(RdmaQpContext& c, const RdmaWc& wc, bool solicited)
     c.qp->GetRecvCq()->Push(wc, solicited);
 }
 
+template <typename Visit>
+RdmaWcStatus
+RdmaEngine::ForEachSglPiece(Ptr<RdmaPd> pd,
+                            const std::vector<RdmaSge>& sgl,
+                            uint64_t offset,
+                            uint64_t len,
+                            bool write,
+                            Visit visit) const
+{
+    uint64_t done = 0;
+    for (const RdmaSge& sge : sgl)
+    {
+        if (done == len)
+        {
+            break;
+        }
+        if (offset >= sge.length)
+        {
+            offset -= sge.length;
+            continue;
+        }
+        const uint64_t n = std::min<uint64_t>(len - done, sge.length - offset);
+        Ptr<RdmaMr> mr;
+        RdmaSge part{sge.addr + offset, static_cast<uint32_t>(n), sge.lkey};
+        const RdmaMrCheck chk = m_device->CheckLocalAccess(pd, part, write, &mr);
+        if (chk != RdmaMrCheck::OK)
+        {
+            return RdmaLocalCheckStatus(chk);
+        }
+        const RdmaWcStatus st = visit(*mr->GetMemory(), mr->ToMemoryAddress(part.addr), n, done);
+        if (st != RdmaWcStatus::SUCCESS)
+        {
+            return st;
+        }
+        done += n;
+        offset = 0;
+    }
+    return done == len ? RdmaWcStatus::SUCCESS : RdmaWcStatus::LOC_LEN_ERR;
+}
+
 RdmaWcStatus
 RdmaEngine::GatherSgl(Ptr<RdmaPd> pd,
                       const std::vector<RdmaSge>& sgl,
@@ -1168,63 +1208,29 @@ RdmaEngine::GatherSgl(Ptr<RdmaPd> pd,
                       uint64_t len,
                       bool* readsAsZeros) const
 {
-    // With `readsAsZeros`, a first pass checks every piece and whether its memory reads as
-    // zeros (RdmaMemory::ReadsAsZeros); if all of it does, nothing is copied and the caller
-    // sends the bytes as a zero tail it never builds. A null `dst` asks for that pass alone.
-    for (int pass = readsAsZeros ? 0 : 1; pass < 2; ++pass)
+    if (readsAsZeros)
     {
-        uint64_t off = offset;
-        uint64_t left = len;
-        uint8_t* p = dst;
+        // Every piece checked, and whether its memory reads as zeros (RdmaMemory::ReadsAsZeros)
+        // where it is mapped (a read that would fault is left to the copy below to report): if
+        // all of it does, nothing is copied and the caller sends a zero tail it never builds.
         bool zeros = true;
-        for (const RdmaSge& sge : sgl)
-        {
-            if (left == 0)
-            {
-                break;
-            }
-            if (off >= sge.length)
-            {
-                off -= sge.length;
-                continue;
-            }
-            const uint64_t n = std::min<uint64_t>(left, sge.length - off);
-            Ptr<RdmaMr> mr;
-            RdmaSge part{sge.addr + off, static_cast<uint32_t>(n), sge.lkey};
-            const RdmaMrCheck chk = m_device->CheckLocalAccess(pd, part, false, &mr);
-            if (chk != RdmaMrCheck::OK)
-            {
-                return RdmaLocalCheckStatus(chk);
-            }
-            if (pass == 0)
-            {
-                // Mapped too: a read that would fault is left to the copying pass to report.
-                const uint64_t at = mr->ToMemoryAddress(part.addr);
-                zeros = zeros && mr->GetMemory()->ReadsAsZeros() &&
-                        mr->GetMemory()->IsMapped(at, n);
-            }
-            else if (!mr->GetMemory()->Read(mr->ToMemoryAddress(part.addr), p, n))
-            {
-                return RdmaWcStatus::LOC_PROT_ERR;
-            }
-            p += n;
-            left -= n;
-            off = 0;
-        }
-        if (left != 0)
-        {
-            return RdmaWcStatus::LOC_LEN_ERR;
-        }
-        if (pass == 0)
-        {
-            *readsAsZeros = zeros;
-            if (zeros || !dst)
-            {
+        const RdmaWcStatus st = ForEachSglPiece(
+            pd, sgl, offset, len, false,
+            [&zeros](const RdmaMemory& m, uint64_t at, uint64_t n, uint64_t) {
+                zeros = zeros && m.ReadsAsZeros() && m.IsMapped(at, n);
                 return RdmaWcStatus::SUCCESS;
-            }
+            });
+        *readsAsZeros = st == RdmaWcStatus::SUCCESS && zeros;
+        if (st != RdmaWcStatus::SUCCESS || zeros || !dst)
+        {
+            return st;
         }
     }
-    return RdmaWcStatus::SUCCESS;
+    return ForEachSglPiece(pd, sgl, offset, len, false,
+                           [dst](const RdmaMemory& m, uint64_t at, uint64_t n, uint64_t done) {
+                               return m.Read(at, dst + done, n) ? RdmaWcStatus::SUCCESS
+                                                                : RdmaWcStatus::LOC_PROT_ERR;
+                           });
 }
 
 RdmaWcStatus
@@ -1235,44 +1241,20 @@ RdmaEngine::ScatterSgl(Ptr<RdmaPd> pd,
                        uint64_t len) const
 {
     // Check every piece first, so that a failing SGE leaves the earlier ones untouched.
-    for (int pass = 0; pass < 2; ++pass)
+    const RdmaWcStatus checked =
+        ForEachSglPiece(pd, sgl, offset, len, true,
+                        [](const RdmaMemory&, uint64_t, uint64_t, uint64_t) {
+                            return RdmaWcStatus::SUCCESS;
+                        });
+    if (checked != RdmaWcStatus::SUCCESS)
     {
-        uint64_t off = offset;
-        uint64_t left = len;
-        const uint8_t* p = src;
-        for (const RdmaSge& sge : sgl)
-        {
-            if (left == 0)
-            {
-                break;
-            }
-            if (off >= sge.length)
-            {
-                off -= sge.length;
-                continue;
-            }
-            const uint64_t n = std::min<uint64_t>(left, sge.length - off);
-            Ptr<RdmaMr> mr;
-            RdmaSge part{sge.addr + off, static_cast<uint32_t>(n), sge.lkey};
-            const RdmaMrCheck chk = m_device->CheckLocalAccess(pd, part, true, &mr);
-            if (chk != RdmaMrCheck::OK)
-            {
-                return RdmaLocalCheckStatus(chk);
-            }
-            if (pass == 1 && !mr->GetMemory()->Write(mr->ToMemoryAddress(part.addr), p, n))
-            {
-                return RdmaWcStatus::LOC_PROT_ERR;
-            }
-            p += n;
-            left -= n;
-            off = 0;
-        }
-        if (left != 0)
-        {
-            return RdmaWcStatus::LOC_LEN_ERR;
-        }
+        return checked;
     }
-    return RdmaWcStatus::SUCCESS;
+    return ForEachSglPiece(pd, sgl, offset, len, true,
+                           [src](RdmaMemory& m, uint64_t at, uint64_t n, uint64_t done) {
+                               return m.Write(at, src + done, n) ? RdmaWcStatus::SUCCESS
+                                                                 : RdmaWcStatus::LOC_PROT_ERR;
+                           });
 }
 
 } // namespace ns3

@@ -238,6 +238,12 @@ class RdmaEngine : public Object
                            uint8_t* dst, uint64_t len, bool* readsAsZeros = nullptr) const;
     RdmaWcStatus ScatterSgl(Ptr<RdmaPd> pd, const std::vector<RdmaSge>& sgl, uint64_t offset,
                             const uint8_t* src, uint64_t len) const;
+    /// Walks [offset, offset+len) of an SGE list piece by piece, each checked for access
+    /// (`write` or read) against its MR, calling visit(memory, memory address, bytes, bytes
+    /// before it) until a check or a visit fails; LOC_LEN_ERR if the list is too short.
+    template <typename Visit>
+    RdmaWcStatus ForEachSglPiece(Ptr<RdmaPd> pd, const std::vector<RdmaSge>& sgl, uint64_t offset,
+                                 uint64_t len, bool write, Visit visit) const;
 
     // ---- requester (rdma-requester.cc) ----
     /// Send at most one packet for the QP; true if it has more to send right away.
