@@ -1205,32 +1205,40 @@ RdmaEngine::GatherSgl(Ptr<RdmaPd> pd,
                       const std::vector<RdmaSge>& sgl,
                       uint64_t offset,
                       uint8_t* dst,
-                      uint64_t len,
-                      bool* readsAsZeros) const
+                      uint64_t len) const
 {
-    if (readsAsZeros)
-    {
-        // Every piece checked, and whether its memory reads as zeros (RdmaMemory::ReadsAsZeros)
-        // where it is mapped (a read that would fault is left to the copy below to report): if
-        // all of it does, nothing is copied and the caller sends a zero tail it never builds.
-        bool zeros = true;
-        const RdmaWcStatus st = ForEachSglPiece(
-            pd, sgl, offset, len, false,
-            [&zeros](const RdmaMemory& m, uint64_t at, uint64_t n, uint64_t) {
-                zeros = zeros && m.ReadsAsZeros() && m.IsMapped(at, n);
-                return RdmaWcStatus::SUCCESS;
-            });
-        *readsAsZeros = st == RdmaWcStatus::SUCCESS && zeros;
-        if (st != RdmaWcStatus::SUCCESS || zeros || !dst)
-        {
-            return st;
-        }
-    }
     return ForEachSglPiece(pd, sgl, offset, len, false,
                            [dst](const RdmaMemory& m, uint64_t at, uint64_t n, uint64_t done) {
                                return m.Read(at, dst + done, n) ? RdmaWcStatus::SUCCESS
                                                                 : RdmaWcStatus::LOC_PROT_ERR;
                            });
+}
+
+RdmaWcStatus
+RdmaEngine::GatherSglUnlessZeros(Ptr<RdmaPd> pd,
+                                 const std::vector<RdmaSge>& sgl,
+                                 uint64_t offset,
+                                 uint64_t len,
+                                 std::vector<uint8_t>& out) const
+{
+    // One walk: every piece checked; a mapped piece of memory that reads as zeros
+    // (RdmaMemory::ReadsAsZeros) is not read, and `out` is sized (zeros) only when a piece
+    // must be; a read that would fault is left to Read to report.
+    out.clear();
+    return ForEachSglPiece(
+        pd, sgl, offset, len, false,
+        [&out, len](const RdmaMemory& m, uint64_t at, uint64_t n, uint64_t done) {
+            if (m.ReadsAsZeros() && m.IsMapped(at, n))
+            {
+                return RdmaWcStatus::SUCCESS;
+            }
+            if (out.empty())
+            {
+                out.resize(len);
+            }
+            return m.Read(at, out.data() + done, n) ? RdmaWcStatus::SUCCESS
+                                                     : RdmaWcStatus::LOC_PROT_ERR;
+        });
 }
 
 RdmaWcStatus

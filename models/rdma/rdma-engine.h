@@ -232,10 +232,14 @@ class RdmaEngine : public Object
     void MaybeSendCnp(RdmaQpContext& c, const IbTransportHeaders& h, const RdmaRxInfo& info);
     /// Copy [offset, offset+len) of a message described by an SGE list out of / into memory,
     /// checking each SGE's L_Key. Returns the status a failure completes with, or SUCCESS.
-    /// GatherSgl with `readsAsZeros` sets it to whether all of the range is memory that reads
-    /// as zeros, and then copies nothing; with a null `dst` it only checks.
     RdmaWcStatus GatherSgl(Ptr<RdmaPd> pd, const std::vector<RdmaSge>& sgl, uint64_t offset,
-                           uint8_t* dst, uint64_t len, bool* readsAsZeros = nullptr) const;
+                           uint8_t* dst, uint64_t len) const;
+    /// GatherSgl into `out`, except that what lies in memory that reads as zeros is checked and
+    /// not read: `out` is left empty when all of the range does (the caller then sends it as a
+    /// zero tail), else it holds the `len` bytes.
+    RdmaWcStatus GatherSglUnlessZeros(Ptr<RdmaPd> pd, const std::vector<RdmaSge>& sgl,
+                                      uint64_t offset, uint64_t len,
+                                      std::vector<uint8_t>& out) const;
     RdmaWcStatus ScatterSgl(Ptr<RdmaPd> pd, const std::vector<RdmaSge>& sgl, uint64_t offset,
                             const uint8_t* src, uint64_t len) const;
     /// Walks [offset, offset+len) of an SGE list piece by piece, each checked for access

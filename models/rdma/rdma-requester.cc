@@ -490,15 +490,9 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
         {
             // Memory that reads as zeros (a load experiment's) is checked, not copied: the
             // payload goes as a zero tail (BuildPacket), a kilobyte a packet never built.
-            bool zeros = false;
-            RdmaWcStatus st =
-                GatherSgl(c.qp->GetPd(), wqe.wr.sg_list, offset, nullptr, n, &zeros);
-            if (st == RdmaWcStatus::SUCCESS && !zeros)
-            {
-                payload.resize(n);
-                st = GatherSgl(c.qp->GetPd(), wqe.wr.sg_list, offset, payload.data(), n);
-            }
-            payloadIsZeros = zeros;
+            const RdmaWcStatus st =
+                GatherSglUnlessZeros(c.qp->GetPd(), wqe.wr.sg_list, offset, n, payload);
+            payloadIsZeros = payload.empty();
             if (st != RdmaWcStatus::SUCCESS)
             {
                 // The memory went away under a posted WR (MR deregistered): a local error
