@@ -127,7 +127,7 @@ constexpr Row kRows[] = {
 
 constexpr size_t kRowCount = sizeof(kRows) / sizeof(kRows[0]);
 
-IbOpcodeInfo
+constexpr IbOpcodeInfo
 MakeInfo(const Row& r)
 {
     IbOpcodeInfo info{};
@@ -161,7 +161,7 @@ struct Table
     std::array<IbOpcodeInfo, kRowCount> rows;
     std::array<const IbOpcodeInfo*, 256> byOpcode;
 
-    Table()
+    constexpr Table()
         : rows{},
           byOpcode{}
     {
@@ -173,11 +173,15 @@ struct Table
     }
 };
 
+// Built by the compiler (constant initialization): a lookup per packet reads it directly,
+// with no guard of a function-local static to test first, and no other static's
+// initialization can run before it.
+constexpr Table kTable{};
+
 const Table&
 GetTable()
 {
-    static const Table table;
-    return table;
+    return kTable;
 }
 
 const ExtHeaderDef&

@@ -17,9 +17,9 @@ ReadExt(const IbOpcodeInfo& info, IbExtHeader h, const uint8_t* data, std::optio
 {
     if (info.Carries(h))
     {
-        H header;
-        header.ReadFrom(data + info.OffsetFromBth(h));
-        slot = header;
+        // Read in place: a temporary copied in would be one more ns-3 Header to build and
+        // destroy (through libns3, a log check each) per header per packet.
+        slot.emplace().ReadFrom(data + info.OffsetFromBth(h));
     }
 }
 

@@ -152,7 +152,7 @@ struct RdmaQpContext
     uint32_t maxSentNext = 0;  ///< one past the highest PSN ever sent
     uint32_t readsOutstanding = 0;
     Time nextTxTime;           ///< rate limiter
-    EventId wakeEvent;         ///< rate limiter / RNR wait
+    PendingEvent wakeEvent;    ///< rate limiter / RNR wait (cancelled and set again per paced packet)
     std::vector<uint8_t> sendBuf; ///< the current WQE's payload (gathered once)
     int32_t sendBufOp = -1;        ///< which sendOps index sendBuf holds
 
@@ -201,7 +201,7 @@ struct RdmaQpContext
     uint64_t writeRemaining = 0;
     uint32_t writeTotal = 0;
     uint32_t ackPending = 0;   ///< coalesced AckReq packets not yet acknowledged
-    EventId ackTimer;
+    PendingEvent ackTimer; ///< coalesced ACK's deadline (cancelled by every ACK sent)
     std::deque<RdmaRespResource> resources;
     bool becnPending = false;
     Time lastCnp{Time(-1)};
