@@ -50,20 +50,13 @@ class IdealPathTimer
         }
     }
 
-    /// A frame carrying `transportBytes` (BTH .. ICRC) on `link`, rounded as
-    /// EthNetDevice::WireTime and its inter-frame gap are.
+    /// A frame carrying `transportBytes` (BTH .. ICRC) over IPv4 on `link`, timed as the port
+    /// times it (EthNetDevice's own frame size, wire time and gap).
     static LinkTimes Times(const RoceIdealLink& link, uint32_t transportBytes)
     {
-        const uint64_t bps = link.bps;
-        const uint32_t frame =
-            std::max(kEthHeaderBytes + (link.vlanTag ? kEthVlanTagBytes : 0) +
-                         kIpv4HeaderBytes + kUdpHeaderBytes + transportBytes + kEthFcsBytes,
-                     kEthMinFrameBytes);
-        const uint64_t bits = 8ULL * (frame + kEthWireOverheadBytes);
-        const auto wire = static_cast<int64_t>((bits * 1000000000000ULL + bps / 2) / bps);
-        const auto ifg =
-            static_cast<int64_t>((8ULL * kEthIfgBytes * 1000000000000ULL + bps / 2) / bps);
-        return {wire, wire - ifg + link.delayPs};
+        const int64_t wire = EthNetDevice::WireTimePs(
+            EthNetDevice::UdpFrameBytes(transportBytes, false, link.vlanTag), link.bps);
+        return {wire, wire - EthNetDevice::InterFrameGapPs(link.bps) + link.delayPs};
     }
 
     /// A data packet handed to the first link at `readyPs`: when its last bit is at the

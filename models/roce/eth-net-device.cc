@@ -330,23 +330,15 @@ EthNetDevice::SetDataRate(DataRate rate)
 {
     m_rate = rate;
     m_bps = rate.GetBitRate();
-    m_ifgPs = m_bps ? static_cast<int64_t>((8ULL * kEthIfgBytes * 1000000000000ULL + m_bps / 2) /
-                                           m_bps)
-                    : 0;
+    m_ifgPs = InterFrameGapPs(m_bps);
 }
 
 Time
 EthNetDevice::WireTime(uint32_t bytes) const
 {
-    // Rounded once per frame from the exact rate, in integers (bits x 1e12 stays below 2^63
-    // for any frame); picosecond resolution keeps the error below 0.5 ps a frame (a 64-byte
-    // frame lasts 6.72 ns at 100 Gb/s).
-    if (m_bps == 0)
-    {
-        return Time(0); // refused by Validate; never divide by zero
-    }
-    const uint64_t bits = 8ULL * (bytes + kEthWireOverheadBytes);
-    return PicoSeconds(static_cast<int64_t>((bits * 1000000000000ULL + m_bps / 2) / m_bps));
+    // Picosecond resolution keeps the rounding error below 0.5 ps a frame (a 64-byte frame
+    // lasts 6.72 ns at 100 Gb/s). Rate 0 is refused by Validate; WireTimePs never divides by it.
+    return PicoSeconds(WireTimePs(bytes, m_bps));
 }
 
 double
@@ -764,11 +756,7 @@ EthNetDevice::Sniff(const EthFrame& frame, bool transmit)
 uint32_t
 EthNetDevice::UdpWireBytes(uint32_t payloadBytes, bool ipv6, uint32_t intBytes) const
 {
-    // As EthFrame::ComputeSize counts a UDP frame, and WireTime charges it.
-    const uint32_t frame = kEthHeaderBytes + (m_vlanTag ? kEthVlanTagBytes : 0) +
-                           (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes +
-                           payloadBytes + kEthFcsBytes + intBytes;
-    return std::max(frame, kEthMinFrameBytes) + kEthWireOverheadBytes;
+    return UdpFrameBytes(payloadBytes, ipv6, m_vlanTag, intBytes) + kEthWireOverheadBytes;
 }
 
 bool

@@ -16,6 +16,7 @@
 #include "ns3/nstime.h"
 #include "ns3/traced-callback.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -183,6 +184,37 @@ class EthNetDevice : public NetDevice
     void SetDataRate(DataRate rate);
     /// Time to send `bytes` of frame, including preamble, SFD and inter-frame gap.
     Time WireTime(uint32_t bytes) const;
+    /// WireTime at `bps` bits per second, picoseconds: rounded once per frame from the exact
+    /// rate, in integers (bits x 1e12 stays below 2^63 for any frame); 0 at rate 0. What the
+    /// port charges a frame, for whoever must reckon times the port will produce (the ideal
+    /// FCT of helpers/roce/roce-ideal-fct.cc).
+    static int64_t WireTimePs(uint32_t frameBytes, uint64_t bps)
+    {
+        if (bps == 0)
+        {
+            return 0;
+        }
+        const uint64_t bits = 8ULL * (frameBytes + kEthWireOverheadBytes);
+        return static_cast<int64_t>((bits * 1000000000000ULL + bps / 2) / bps);
+    }
+    /// The inter-frame gap at `bps`, picoseconds, rounded as WireTimePs (0 at rate 0): the part
+    /// of a frame's wire time after its last bit.
+    static int64_t InterFrameGapPs(uint64_t bps)
+    {
+        return bps ? static_cast<int64_t>((8ULL * kEthIfgBytes * 1000000000000ULL + bps / 2) / bps)
+                   : 0;
+    }
+    /// Bytes of a UDP frame carrying `payloadBytes` (Ethernet header, 802.1Q tag if `vlanTag`,
+    /// IPv4 or IPv6, UDP, INT bytes, FCS; at least the minimum frame), as EthFrame::ComputeSize
+    /// counts it; without the preamble and gap that WireTimePs adds.
+    static uint32_t UdpFrameBytes(uint32_t payloadBytes, bool ipv6, bool vlanTag,
+                                  uint32_t intBytes = 0)
+    {
+        const uint32_t frame = kEthHeaderBytes + (vlanTag ? kEthVlanTagBytes : 0) +
+                               (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes +
+                               payloadBytes + kEthFcsBytes + intBytes;
+        return std::max(frame, kEthMinFrameBytes);
+    }
     /// One pause quantum (512 bit times) at this port's rate, picoseconds (exact, not rounded).
     double QuantumPs() const;
     /// The largest frame this port sends: MTU + Ethernet header + 802.1Q tag + FCS.
