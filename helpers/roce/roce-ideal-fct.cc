@@ -227,4 +227,27 @@ RoceIdealPaths::Route(uint32_t srcHost, uint32_t dstHost)
     return route;
 }
 
+RoceRunIdealFct::RoceRunIdealFct(RoceRunSpec& spec)
+    : m_framing{RdmaMtuBytes(spec.pathMtu), spec.ackEveryPackets}
+{
+    auto before = spec.beforeRun;
+    spec.beforeRun = [this, before](const EthFabric& fabric, const std::vector<RoceHca>& hcas) {
+        if (before)
+        {
+            before(fabric, hcas);
+        }
+        m_paths.emplace(fabric);
+    };
+}
+
+double
+RoceRunIdealFct::Seconds(const RoceFlowSpec& flow)
+{
+    if (!m_paths)
+    {
+        throw std::logic_error("RoceRunIdealFct: asked before the run built its fabric");
+    }
+    return RoceIdealFctSeconds(flow.bytes, m_paths->Route(flow.src, flow.dst), m_framing);
+}
+
 } // namespace ns3

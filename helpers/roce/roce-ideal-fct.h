@@ -5,9 +5,11 @@
 #define CNUAS_ROCE_IDEAL_FCT_H
 
 #include "helpers/roce/eth-fabric-helper.h"
+#include "helpers/roce/roce-traffic-run.h"
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -91,6 +93,28 @@ class RoceIdealPaths
     /// Per source host searched so far: each node's predecessor and which of the
     /// predecessor's hops reaches it.
     std::map<uint32_t, std::vector<std::pair<uint32_t, uint32_t>>> m_parents;
+};
+
+/**
+ * The ideal FCT of each flow of one RunRoceFlows run, for its FCT table: made from the finished
+ * spec just before the run, it takes the framing (path MTU, AckReqEveryPackets) from the spec
+ * and reads the routes from the fabric as built (a spec.beforeRun hook, run after any hook the
+ * spec already had); after the run, Seconds answers per flow. It must outlive the run (the hook
+ * refers to it), so it is neither copied nor moved.
+ */
+class RoceRunIdealFct
+{
+  public:
+    explicit RoceRunIdealFct(RoceRunSpec& spec);
+    RoceRunIdealFct(const RoceRunIdealFct&) = delete;
+    RoceRunIdealFct& operator=(const RoceRunIdealFct&) = delete;
+
+    /// RoceIdealFctSeconds of `flow` on its route (the run must have started).
+    double Seconds(const RoceFlowSpec& flow);
+
+  private:
+    RoceIdealFraming m_framing;
+    std::optional<RoceIdealPaths> m_paths; ///< from the fabric, when the run starts
 };
 
 } // namespace ns3

@@ -25,7 +25,6 @@
 #include <fstream>
 #include <functional>
 #include <iomanip>
-#include <optional>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -1127,27 +1126,22 @@ RunHpcc(const ScenarioOptions& o)
         h.SetPortAttribute("RxBufferBytes", UintegerValue(4 * 1024 * 1024));
     };
     ApplyPcapParams(o, info, "", spec);
-    // The ideal FCTs (Cnuas's CSV) follow the links of the fabric as built.
-    std::optional<RoceIdealPaths> paths;
-    spec.beforeRun = [&paths](const EthFabric& f, const std::vector<RoceHca>&) {
-        paths.emplace(f);
-    };
     // Minutes of wall time for the paper's workloads: a progress bar (flows finished), and
     // Ctrl-C ends the run with the finished flows reported and every file complete.
     spec.progress = o.progress;
     spec.stopOnInterrupt = o.stopOnInterrupt;
+    // The ideal FCTs (Cnuas's CSV) follow the links of the fabric as built.
+    RoceRunIdealFct idealFct(spec);
     RunCostMeter cost;
     const RoceRunResult r = RunRoceFlows(spec);
     cost.Stop();
     WriteHpccFct(ScenarioOutputFile(o, "fct.txt"), r, topo, offset, referencePayload);
-    const RoceIdealFraming framing{RdmaMtuBytes(spec.pathMtu), spec.ackEveryPackets};
     std::vector<double> ideals(r.flows.size(), 0.0);
     for (size_t i = 0; i < r.flows.size(); ++i)
     {
-        const RoceFlowSpec& f = r.flows[i].spec;
         if (r.flows[i].fct.IsPositive())
         {
-            ideals[i] = RoceIdealFctSeconds(f.bytes, paths.value().Route(f.src, f.dst), framing);
+            ideals[i] = idealFct.Seconds(r.flows[i].spec);
         }
     }
 
@@ -1280,28 +1274,19 @@ RunRoceFct(const ScenarioOptions& o)
     const ScenarioTraffic traffic = ReadScenarioTraffic(
         o, info, static_cast<uint32_t>(spec.topology.Hosts().size()), linkBps);
     spec.flows = traffic.flows;
-    std::optional<RoceIdealPaths> paths;
-    spec.beforeRun = [&paths](const EthFabric& f, const std::vector<RoceHca>&) {
-        paths.emplace(f);
-    };
     ApplyPcapParams(o, info, "", spec);
     spec.progress = o.progress;
     spec.stopOnInterrupt = o.stopOnInterrupt;
+    // The ideal: the FCT the flow would have alone on its path (RoceIdealFctPs).
+    RoceRunIdealFct idealFct(spec);
     RunCostMeter cost;
     const RoceRunResult r = RunRoceFlows(spec);
     cost.Stop();
 
-    // The ideal: the FCT the flow would have alone on its path (RoceIdealFctPs).
-    const RoceIdealFraming framing{RdmaMtuBytes(spec.pathMtu), spec.ackEveryPackets};
     const std::string csvPath = ScenarioOutputFile(o, "roce-fct.csv");
     ScenarioResult res;
     const FctTableSummary table = WriteFctTable(
-        csvPath, r.flows,
-        [&](size_t i) {
-            const RdmaFlowSpec& f = r.flows[i].spec;
-            return RoceIdealFctSeconds(f.bytes, paths.value().Route(f.src, f.dst), framing);
-        },
-        res);
+        csvPath, r.flows, [&](size_t i) { return idealFct.Seconds(r.flows[i].spec); }, res);
 
     RecordRoceRun(r, res);
     res.summary.push_back({"pattern", traffic.patternText});
