@@ -364,8 +364,11 @@ ScenarioSetsAttributes(ScenarioInfo& info,
 {
     for (const auto& [attribute, param] : fromParams)
     {
+        // Captured by name, not as the structured binding: C++17 lets no lambda capture one
+        // (GCC accepts it; clang, which builds the fuzz targets, does not).
+        const std::string& key = param;
         const bool has = std::any_of(info.params.begin(), info.params.end(),
-                                     [&](const ScenarioParam& p) { return p.key == param; });
+                                     [&key](const ScenarioParam& p) { return p.key == key; });
         info.ownAttributes.push_back({attribute, has ? "--param " + param : otherwise});
     }
 }
