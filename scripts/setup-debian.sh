@@ -35,6 +35,9 @@ PACKAGES=(
   # benchmarks and validation/roce/hpcc-side-by-side.sh: a process's wall, CPU time and peak
   # memory (/usr/bin/time; taskset is util-linux's)
   time
+  # fuzzing: scripts/fuzz.sh builds the fuzz targets with clang's libFuzzer, and a test checks
+  # that clang accepts every source (Build.ClangAcceptsEverySource)
+  clang
   # optional: faster rebuilds
   ccache
 )

@@ -289,7 +289,8 @@ TEST(RoceHpcc, MalformedFilesAreRefusedWithTheLine)
     };
     for (const auto& [text, want] : bad)
     {
-        const std::string e = ErrorOf([&]() { ReadHpccTopology(WriteTemp("bad.txt", text)); });
+        const std::string& file = text; // a lambda may not capture a structured binding (C++17)
+        const std::string e = ErrorOf([&]() { ReadHpccTopology(WriteTemp("bad.txt", file)); });
         EXPECT_NE(e.find(want), std::string::npos) << "'" << text << "' gave '" << e << "'";
     }
     const std::vector<std::pair<std::string, std::string>> badFlows = {
@@ -301,8 +302,9 @@ TEST(RoceHpcc, MalformedFilesAreRefusedWithTheLine)
     };
     for (const auto& [text, want] : badFlows)
     {
+        const std::string& file = text;
         const std::string e =
-            ErrorOf([&]() { ReadHpccFlows(WriteTemp("flows.txt", text), ok, 2.0); });
+            ErrorOf([&]() { ReadHpccFlows(WriteTemp("flows.txt", file), ok, 2.0); });
         EXPECT_NE(e.find(want), std::string::npos) << "'" << text << "' gave '" << e << "'";
     }
 }
