@@ -371,6 +371,73 @@ TEST_P(EmuVerbs, HostileWorkRequestsAreRefusedAndTouchNoMemory)
                                                   << client.dump();
 }
 
+/// Garbage on the HCA's control socket (tests/peers/hca-control-garbage.c: every request a
+/// process can send, with fields at their edges, handles made up or of the wrong kind, regions
+/// nowhere, datagrams of the wrong size, connections dropped with objects alive): the daemon
+/// answers each well-framed request, ends each connection whose framing is broken, and after
+/// all of it serves the next process with no descriptor, context or memory left behind.
+TEST_P(EmuVerbs, GarbageOnTheControlSocketIsAnsweredOrRefusedAndLeavesNothingBehind)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-hca-control-garbage";
+    ASSERT_EQ(access(bin.c_str(), X_OK), 0) << bin;
+    const nlohmann::json before = Status();
+    const int pid = before.value("pid", 0);
+    ASSERT_GT(pid, 0) << before.dump();
+    // The daemon's open descriptors once they stop changing (a `cnuas status` connection
+    // just answered may still be closing).
+    auto fds = [pid]() {
+        auto count = [pid]() {
+            int n = 0;
+            for (const auto& e : std::filesystem::directory_iterator(
+                     "/proc/" + std::to_string(pid) + "/fd"))
+            {
+                (void)e;
+                ++n;
+            }
+            return n;
+        };
+        int last = count();
+        for (int i = 0; i < 40; ++i)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            const int now = count();
+            if (now == last)
+            {
+                return now;
+            }
+            last = now;
+        }
+        return last;
+    };
+    const int fdsBefore = fds();
+    const uint64_t requestsBefore = before["live"]["hosts"][0]["verbs"].value("requests", 0ull);
+    long answered = 0;
+    for (const char* seed : {"1", "2", "3"})
+    {
+        SCOPED_TRACE(std::string("seed ") + seed);
+        ShResult r = Exec("h0", "timeout 120 " + bin + " 20000 " + seed);
+        ASSERT_EQ(r.exit, 0) << r.out;
+        ASSERT_NE(r.out.find("daemon alive"), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find(" 0 timeouts"), std::string::npos) << r.out;
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(, (\d+) answered \((\d+) errors, (\d+) objects)")))
+            << r.out;
+        answered += std::stol(m[1]);
+        // Most requests are refused, and enough are not that objects are made and used.
+        EXPECT_GT(std::stol(m[2]), 10000) << r.out;
+        EXPECT_GT(std::stol(m[3]), 1000) << r.out;
+    }
+    const nlohmann::json after = Status();
+    const auto& verbs = after["live"]["hosts"][0]["verbs"];
+    EXPECT_GE(verbs.value("requests", 0ull) - requestsBefore, static_cast<uint64_t>(answered))
+        << verbs.dump();
+    EXPECT_EQ(verbs.value("contexts_open", -1), 0) << verbs.dump();
+    EXPECT_EQ(fds(), fdsBefore) << "descriptors the daemon kept";
+    // A real program still runs.
+    const std::string gid = std::string(GetParam().name) == "roce" ? " -g 0" : "";
+    RunPair("ibv_rc_pingpong -n 20" + gid, "ibv_rc_pingpong -n 20" + gid, 18515);
+}
+
 /// A program that finds its CQs empty for a while sleeps until the daemon writes a completion
 /// (the daemon wakes it through a futex in the CQ's shared memory), instead of spinning against
 /// the daemon for the CPU; CNUAS_POLL_SLEEP_AFTER_US=0 keeps it spinning. Either way the

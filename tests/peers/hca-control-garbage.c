@@ -1,0 +1,481 @@
+/*
+ * Garbage on the emulated HCA's control socket, for the emulation tests (tests/test-emu-verbs.cc):
+ * a process that speaks the protocol of host/abi/cnuas-hca-abi.h as badly as it can, to check
+ * that the daemon answers every request (an error is an answer), closes only connections that
+ * break the framing, and stays up for the next process.
+ *
+ *   hca-control-garbage [REQUESTS [SEED]]        (defaults 3000 and 1)
+ *
+ * Connects to $CNUAS_HCA_SOCKET (set by `cnuas exec`), opens a device context, then sends
+ * REQUESTS requests drawn from a generator seeded with SEED (the same run again for the same
+ * seed): every operation and numbers past the table; fields at their edges (0, 1, -1, 2^31,
+ * lengths of terabytes) or random; handles from earlier answers (of the right kind or another)
+ * or made up; memory regions over its own pages, past them or nowhere; QP and SRQ attributes as
+ * random bytes, or a sensible RESET -> INIT -> RTR -> RTS walk; a descriptor passed with
+ * requests that take none. Every so often it drops the connection with its objects alive, opens
+ * a fresh one and sends a request before OPEN, or sends a datagram one byte short or eight bytes
+ * long. Rules checked:
+ *   - a well-framed request is answered by one datagram of the answer's size naming its op;
+ *   - a datagram of the wrong size ends the connection (the daemon counts it as malformed);
+ *   - no answer takes longer than 10 s (no hang);
+ *   - after all of it a fresh connection opens a context and queries the device.
+ * Prints one line "garbage: ..." with the counts and "daemon alive" and exits 0, or says what
+ * broke and exits 1.
+ */
+#define _GNU_SOURCE
+#include "host/abi/cnuas-hca-abi.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+enum { kKinds = 8, kKeep = 32, kOwnBytes = 1 << 20 };
+
+/* What a handle names; NONE for made-up numbers. */
+enum kind { PD, MR, CHANNEL, CQ, QP, SRQ, AH, NONE };
+
+static uint64_t rng_state;
+static uint64_t rnd(void)
+{
+    /* xorshift64*: enough for choosing garbage, and the same sequence for the same seed. */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545F4914F6CDD1DULL;
+}
+static uint32_t below(uint32_t n) { return (uint32_t)(rnd() % n); }
+
+/* A 32-bit value at an edge more often than not. */
+static uint32_t edgy32(void)
+{
+    static const uint32_t edges[] = {0, 1, 2, 3, 4, 16, 255, 256, 4096, 65535, 65536,
+                                     0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF};
+    switch (below(4)) {
+    case 0: return (uint32_t)rnd();
+    case 1: return below(64);
+    default: return edges[below(sizeof(edges) / sizeof(edges[0]))];
+    }
+}
+static uint64_t edgy64(void)
+{
+    static const uint64_t edges[] = {0, 1, 4096, 1ULL << 31, 1ULL << 32, 1ULL << 40,
+                                     0x7FFFFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFFFULL};
+    return below(3) ? edgy32() : edges[below(sizeof(edges) / sizeof(edges[0]))];
+}
+
+static uint32_t handles[kKinds][kKeep];
+static uint32_t counts[kKinds];
+static void remember(enum kind k, uint32_t h)
+{
+    handles[k][counts[k] < kKeep ? counts[k]++ : below(kKeep)] = h;
+}
+static void forget_all(void) { memset(counts, 0, sizeof(counts)); }
+/* A handle of kind k if there is one, often; one of another kind, or a made-up number. */
+static uint32_t handle_of(enum kind k)
+{
+    const uint32_t r = below(10);
+    if (r < 7 && counts[k])
+        return handles[k][below(counts[k])];
+    if (r < 8) {
+        const enum kind other = (enum kind)below(NONE);
+        if (counts[other])
+            return handles[other][below(counts[other])];
+    }
+    return edgy32();
+}
+
+static uint8_t *own;      /* kOwnBytes of this process's memory, for legal-looking regions */
+static int timeouts;
+
+static int open_socket(void)
+{
+    const char *path = getenv(CNUAS_HCA_SOCKET_ENV);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (!path || strlen(path) >= sizeof(a.sun_path)) {
+        printf("garbage: no HCA socket in the environment (run under cnuas exec)\n");
+        exit(1);
+    }
+    strcpy(a.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        printf("garbage: cannot connect to %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    struct timeval tv = {10, 0};
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return s;
+}
+
+/* Sends `len` bytes of `q` with `fd` passed when >= 0. Returns 1 with the answer in r, 0 when
+ * the daemon closed the connection, -1 on a timeout or a malformed answer (reported). Any
+ * descriptors that come back are closed. */
+static int call(int s, const void *q, size_t len, struct cnuas_hca_resp *r, int fd)
+{
+    struct iovec iov = {(void *)q, len};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+    } control;
+    struct msghdr m;
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    if (fd >= 0) {
+        m.msg_control = control.buf;
+        m.msg_controllen = CMSG_SPACE(sizeof(int));
+        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+        h->cmsg_level = SOL_SOCKET;
+        h->cmsg_type = SCM_RIGHTS;
+        h->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(h), &fd, sizeof(int));
+    }
+    if (sendmsg(s, &m, MSG_NOSIGNAL) != (ssize_t)len)
+        return 0; /* closed under us */
+    uint8_t rbuf[sizeof(*r) + 1]; /* one byte more: a long answer shows */
+    struct iovec riov = {rbuf, sizeof(rbuf)};
+    memset(&m, 0, sizeof(m));
+    m.msg_iov = &riov;
+    m.msg_iovlen = 1;
+    m.msg_control = control.buf;
+    m.msg_controllen = sizeof(control.buf);
+    const ssize_t got = recvmsg(s, &m, MSG_CMSG_CLOEXEC);
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+        if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+            const size_t n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < n; ++i) {
+                int f;
+                memcpy(&f, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+                close(f);
+            }
+        }
+    }
+    if (got == 0 || (got < 0 && (errno == ECONNRESET || errno == EPIPE)))
+        return 0;
+    if (got < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            timeouts++;
+        printf("garbage: no answer: %s\n", strerror(errno));
+        return -1;
+    }
+    if (got != (ssize_t)sizeof(*r)) {
+        printf("garbage: an answer of %zd bytes (want %zu)\n", got, sizeof(*r));
+        return -1;
+    }
+    memcpy(r, rbuf, sizeof(*r));
+    return 1;
+}
+
+static int open_context(int s)
+{
+    struct cnuas_hca_req q;
+    struct cnuas_hca_resp r;
+    memset(&q, 0, sizeof(q));
+    q.op = CNUAS_OP_OPEN;
+    q.u.open.abi_version = CNUAS_HCA_ABI_VERSION;
+    const int doorbell = eventfd(0, EFD_CLOEXEC);
+    const int got = call(s, &q, sizeof(q), &r, doorbell);
+    close(doorbell);
+    return got == 1 && r.err == 0;
+}
+
+static void random_bytes(void *p, size_t n)
+{
+    uint8_t *b = p;
+    for (size_t i = 0; i < n; ++i)
+        b[i] = (uint8_t)rnd();
+}
+
+/* One request of op `op` with garbage in it; *fd set when one should go with it. */
+static void make_request(struct cnuas_hca_req *q, uint32_t op, int *fd)
+{
+    memset(q, 0, sizeof(*q));
+    q->op = op;
+    if (below(20) == 0)
+        q->reserved = edgy32();
+    switch (op) {
+    case CNUAS_OP_OPEN:
+        q->u.open.abi_version = below(2) ? CNUAS_HCA_ABI_VERSION : edgy32();
+        *fd = below(2) ? eventfd(0, EFD_CLOEXEC) : -1;
+        break;
+    case CNUAS_OP_QUERY_PORT:
+    case CNUAS_OP_QUERY_GID:
+    case CNUAS_OP_QUERY_PKEY:
+        q->u.query.port_num = below(3) ? 1 : edgy32();
+        q->u.query.index = edgy32();
+        break;
+    case CNUAS_OP_DEALLOC_PD: q->u.destroy.handle = handle_of(PD); break;
+    case CNUAS_OP_DEREG_MR: q->u.destroy.handle = handle_of(MR); break;
+    case CNUAS_OP_DESTROY_COMP_CHANNEL: q->u.destroy.handle = handle_of(CHANNEL); break;
+    case CNUAS_OP_DESTROY_CQ: q->u.destroy.handle = handle_of(CQ); break;
+    case CNUAS_OP_DESTROY_QP: q->u.destroy.handle = handle_of(QP); break;
+    case CNUAS_OP_DESTROY_SRQ: q->u.destroy.handle = handle_of(SRQ); break;
+    case CNUAS_OP_DESTROY_AH: q->u.destroy.handle = handle_of(AH); break;
+    case CNUAS_OP_REG_MR: {
+        q->u.reg_mr.pd = handle_of(PD);
+        q->u.reg_mr.access = below(2) ? below(16) : edgy32();
+        const uint32_t where = below(4);
+        if (where < 2) { /* over its own pages, sometimes running past them */
+            const uint64_t off = below(kOwnBytes);
+            q->u.reg_mr.addr = (uintptr_t)own + off;
+            q->u.reg_mr.length = where == 0 ? 1 + below(kOwnBytes - (uint32_t)off) : edgy64();
+        } else {
+            q->u.reg_mr.addr = edgy64();
+            q->u.reg_mr.length = edgy64();
+        }
+        q->u.reg_mr.iova = below(2) ? q->u.reg_mr.addr : edgy64();
+        if (below(8) == 0) { /* a shared window: made up, and a memfd of some size */
+            q->u.reg_mr.share_base = below(2) ? q->u.reg_mr.addr : edgy64();
+            q->u.reg_mr.share_len = edgy64();
+            *fd = memfd_create("garbage", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+            if (*fd >= 0 && ftruncate(*fd, 4096 * (1 + below(4))) != 0) {
+                close(*fd);
+                *fd = -1;
+            }
+        }
+        break;
+    }
+    case CNUAS_OP_CREATE_CQ:
+        q->u.create_cq.cookie = rnd();
+        q->u.create_cq.cqe = below(2) ? (int32_t)(1 + below(256)) : (int32_t)edgy32();
+        q->u.create_cq.channel = below(2) ? 0 : handle_of(CHANNEL);
+        q->u.create_cq.comp_vector = (int32_t)(below(2) ? 0 : edgy32());
+        break;
+    case CNUAS_OP_CREATE_QP:
+        q->u.create_qp.cookie = rnd();
+        q->u.create_qp.pd = handle_of(PD);
+        q->u.create_qp.send_cq = handle_of(CQ);
+        q->u.create_qp.recv_cq = handle_of(CQ);
+        q->u.create_qp.srq = below(3) ? 0 : handle_of(SRQ);
+        q->u.create_qp.qp_type = below(2) ? 2 + below(3) /* RC, UC, UD */ : edgy32();
+        q->u.create_qp.sq_sig_all = edgy32();
+        if (below(2)) {
+            q->u.create_qp.cap.max_send_wr = 1 + below(64);
+            q->u.create_qp.cap.max_recv_wr = 1 + below(64);
+            q->u.create_qp.cap.max_send_sge = 1 + below(4);
+            q->u.create_qp.cap.max_recv_sge = 1 + below(4);
+            q->u.create_qp.cap.max_inline_data = below(256);
+        } else {
+            q->u.create_qp.cap.max_send_wr = edgy32();
+            q->u.create_qp.cap.max_recv_wr = edgy32();
+            q->u.create_qp.cap.max_send_sge = edgy32();
+            q->u.create_qp.cap.max_recv_sge = edgy32();
+            q->u.create_qp.cap.max_inline_data = edgy32();
+        }
+        break;
+    case CNUAS_OP_MODIFY_QP:
+    case CNUAS_OP_QUERY_QP: {
+        q->u.modify_qp.handle = handle_of(QP);
+        struct cnuas_hca_qp_attr *a = &q->u.modify_qp.attr;
+        if (below(2)) {
+            random_bytes(a, sizeof(*a));
+            q->u.modify_qp.attr_mask = edgy32();
+        } else {
+            /* A plausible step of the usual walk (enum ibv_qp_attr_mask's bits), sometimes
+             * with random bits flipped. INIT: STATE, PKEY_INDEX, PORT, ACCESS_FLAGS. RTR:
+             * STATE, AV, PATH_MTU, DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER. RTS:
+             * STATE, TIMEOUT, RETRY_CNT, RNR_RETRY, SQ_PSN, MAX_QP_RD_ATOMIC. */
+            static const uint32_t masks[] = {0x1 | 0x10 | 0x20 | 0x8,
+                                             0x1 | 0x80 | 0x100 | 0x100000 | 0x1000 | 0x20000 |
+                                                 0x8000,
+                                             0x1 | 0x200 | 0x400 | 0x800 | 0x10000 | 0x2000};
+            const uint32_t step = below(3);
+            a->qp_state = 1 + step;
+            a->port_num = 1;
+            a->path_mtu = 1 + below(5);
+            a->dest_qp_num = edgy32();
+            a->max_dest_rd_atomic = (uint8_t)below(32);
+            a->max_rd_atomic = (uint8_t)below(32);
+            a->timeout = (uint8_t)below(32);
+            a->retry_cnt = (uint8_t)below(8);
+            a->rnr_retry = (uint8_t)below(8);
+            a->ah_attr.dlid = (uint16_t)below(8);
+            a->ah_attr.port_num = 1;
+            a->ah_attr.is_global = (uint8_t)below(2);
+            a->ah_attr.sgid_index = (uint8_t)below(4);
+            q->u.modify_qp.attr_mask = masks[step] ^ (below(4) ? 0 : edgy32());
+        }
+        break;
+    }
+    case CNUAS_OP_CREATE_SRQ:
+        q->u.create_srq.cookie = rnd();
+        q->u.create_srq.pd = handle_of(PD);
+        q->u.create_srq.max_wr = below(2) ? 1 + below(64) : edgy32();
+        q->u.create_srq.max_sge = below(2) ? 1 + below(4) : edgy32();
+        q->u.create_srq.srq_limit = edgy32();
+        break;
+    case CNUAS_OP_MODIFY_SRQ:
+    case CNUAS_OP_QUERY_SRQ:
+        q->u.modify_srq.handle = handle_of(SRQ);
+        q->u.modify_srq.attr_mask = edgy32();
+        q->u.modify_srq.max_wr = edgy32();
+        q->u.modify_srq.srq_limit = edgy32();
+        break;
+    case CNUAS_OP_CREATE_AH:
+        q->u.create_ah.pd = handle_of(PD);
+        random_bytes(&q->u.create_ah.attr, sizeof(q->u.create_ah.attr));
+        if (below(2)) {
+            q->u.create_ah.attr.port_num = 1;
+            q->u.create_ah.attr.sgid_index = (uint8_t)below(4);
+        }
+        break;
+    default: /* ALLOC_PD, CREATE_COMP_CHANNEL, QUERY_DEVICE, unknown ops: random tail */
+        if (below(2))
+            random_bytes(&q->u, sizeof(q->u));
+        break;
+    }
+    if (*fd < 0 && below(25) == 0)
+        *fd = eventfd(0, EFD_CLOEXEC); /* a descriptor nobody asked for */
+}
+
+/* The kind of handle a successful answer to op creates. */
+static enum kind created(uint32_t op, const struct cnuas_hca_resp *r, uint32_t *h)
+{
+    switch (op) {
+    case CNUAS_OP_ALLOC_PD: *h = r->u.created.handle; return PD;
+    case CNUAS_OP_CREATE_COMP_CHANNEL: *h = r->u.created.handle; return CHANNEL;
+    case CNUAS_OP_CREATE_AH: *h = r->u.created.handle; return AH;
+    case CNUAS_OP_REG_MR: *h = r->u.mr.handle; return MR;
+    case CNUAS_OP_CREATE_CQ: *h = r->u.cq.handle; return CQ;
+    case CNUAS_OP_CREATE_QP: *h = r->u.qp.handle; return QP;
+    case CNUAS_OP_CREATE_SRQ: *h = r->u.qp.handle; return SRQ;
+    default: return NONE;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const long requests = argc > 1 ? atol(argv[1]) : 3000;
+    rng_state = (argc > 2 ? strtoull(argv[2], NULL, 0) : 1) * 0x9E3779B97F4A7C15ULL + 1;
+    own = mmap(NULL, kOwnBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (own == MAP_FAILED) {
+        printf("garbage: mmap failed\n");
+        return 1;
+    }
+    memset(own, 0x5A, kOwnBytes);
+    long answered = 0, errors = 0, created_objects = 0, malformed = 0, malformed_closed = 0;
+    long daemon_closed = 0, reopened = 0, before_open = 0;
+    int s = open_socket();
+    if (!open_context(s)) {
+        printf("garbage: the first OPEN failed\n");
+        return 1;
+    }
+    for (long i = 0; i < requests; ++i) {
+        const uint32_t pick = below(100);
+        if (pick == 0) { /* drop everything, start over */
+            close(s);
+            forget_all();
+            s = open_socket();
+            reopened++;
+            if (below(2)) { /* a request before OPEN: answered with an error */
+                struct cnuas_hca_req q;
+                struct cnuas_hca_resp r;
+                int fd = -1;
+                make_request(&q, CNUAS_OP_ALLOC_PD + below(CNUAS_OP_COUNT - CNUAS_OP_ALLOC_PD),
+                             &fd);
+                const int got = call(s, &q, sizeof(q), &r, fd);
+                if (fd >= 0)
+                    close(fd);
+                if (got < 0)
+                    return 1;
+                before_open++;
+                if (got == 1 && r.err == 0) {
+                    printf("garbage: op %u before OPEN was accepted\n", q.op);
+                    return 1;
+                }
+                if (got == 0) {
+                    close(s);
+                    s = open_socket();
+                }
+            }
+            if (!open_context(s)) {
+                printf("garbage: OPEN on a fresh connection failed after %ld requests\n", i);
+                return 1;
+            }
+            continue;
+        }
+        if (pick == 1) { /* a datagram of the wrong size: the connection must end */
+            uint8_t junk[sizeof(struct cnuas_hca_req) + 8];
+            random_bytes(junk, sizeof(junk));
+            const size_t len = below(2) ? sizeof(struct cnuas_hca_req) - 1 - below(16)
+                                        : sizeof(junk);
+            struct cnuas_hca_resp r;
+            const int got = call(s, junk, len, &r, -1);
+            if (got < 0)
+                return 1;
+            malformed++;
+            if (got == 0)
+                malformed_closed++;
+            close(s);
+            forget_all();
+            s = open_socket();
+            if (!open_context(s)) {
+                printf("garbage: OPEN failed after a malformed datagram\n");
+                return 1;
+            }
+            continue;
+        }
+        /* Most requests name a real op; some name none. */
+        const uint32_t op = below(12) ? 1 + below(CNUAS_OP_COUNT - 1) : edgy32();
+        struct cnuas_hca_req q;
+        struct cnuas_hca_resp r;
+        int fd = -1;
+        make_request(&q, op, &fd);
+        const int got = call(s, &q, sizeof(q), &r, fd);
+        if (fd >= 0)
+            close(fd);
+        if (got < 0)
+            return 1;
+        if (got == 0) {
+            /* The daemon may end a connection that misuses descriptors; it must not end one
+             * for a request it can answer, but that is its call to make: counted, reopened. */
+            daemon_closed++;
+            forget_all();
+            s = open_socket();
+            if (!open_context(s)) {
+                printf("garbage: OPEN failed after the daemon closed a connection\n");
+                return 1;
+            }
+            continue;
+        }
+        if (r.op != q.op) {
+            printf("garbage: the answer to op %u names op %u\n", q.op, r.op);
+            return 1;
+        }
+        answered++;
+        if (r.err != 0) {
+            errors++;
+            continue;
+        }
+        uint32_t h = 0;
+        const enum kind k = created(op, &r, &h);
+        if (k != NONE) {
+            remember(k, h);
+            created_objects++;
+        }
+    }
+    close(s);
+    /* The next process must still be served. */
+    s = open_socket();
+    struct cnuas_hca_req q;
+    struct cnuas_hca_resp r;
+    memset(&q, 0, sizeof(q));
+    q.op = CNUAS_OP_QUERY_DEVICE;
+    if (!open_context(s) || call(s, &q, sizeof(q), &r, -1) != 1 || r.err != 0) {
+        printf("garbage: the daemon no longer serves a fresh connection\n");
+        return 1;
+    }
+    printf("garbage: %ld requests, %ld answered (%ld errors, %ld objects made), %ld before OPEN, "
+           "%ld malformed datagrams (%ld ended their connection), %ld connections closed by the "
+           "daemon, %ld dropped and reopened, %d timeouts; daemon alive\n",
+           requests, answered, errors, created_objects, before_open, malformed, malformed_closed,
+           daemon_closed, reopened, timeouts);
+    return malformed_closed == malformed ? 0 : 1;
+}
