@@ -371,11 +371,13 @@ TEST_P(EmuVerbs, HostileWorkRequestsAreRefusedAndTouchNoMemory)
                                                   << client.dump();
 }
 
-/// Garbage on the HCA's control socket (tests/peers/hca-control-garbage.c: every request a
-/// process can send, with fields at their edges, handles made up or of the wrong kind, regions
-/// nowhere, datagrams of the wrong size, connections dropped with objects alive): the daemon
-/// answers each well-framed request, ends each connection whose framing is broken, and after
-/// all of it serves the next process with no descriptor, context or memory left behind.
+/// Garbage on the HCA's control socket and in its shared queues (tests/peers/hca-control-garbage.c:
+/// every request a process can send, with fields at their edges, handles made up or of the
+/// wrong kind, regions nowhere, datagrams of the wrong size, connections dropped with objects
+/// alive; garbage work requests and indices in the rings of the QPs, SRQs and CQs it made, and
+/// the doorbell rung): the daemon answers each well-framed request, ends each connection whose
+/// framing is broken, and after all of it serves the next process with no descriptor or context
+/// left behind.
 TEST_P(EmuVerbs, GarbageOnTheControlSocketIsAnsweredOrRefusedAndLeavesNothingBehind)
 {
     const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-hca-control-garbage";
@@ -411,6 +413,8 @@ TEST_P(EmuVerbs, GarbageOnTheControlSocketIsAnsweredOrRefusedAndLeavesNothingBeh
     };
     const int fdsBefore = fds();
     const uint64_t requestsBefore = before["live"]["hosts"][0]["verbs"].value("requests", 0ull);
+    const uint64_t doorbellsBefore =
+        before["live"]["hosts"][0]["verbs"].value("doorbells", 0ull);
     long answered = 0;
     for (const char* seed : {"1", "2", "3"})
     {
@@ -426,12 +430,16 @@ TEST_P(EmuVerbs, GarbageOnTheControlSocketIsAnsweredOrRefusedAndLeavesNothingBeh
         // Most requests are refused, and enough are not that objects are made and used.
         EXPECT_GT(std::stol(m[2]), 10000) << r.out;
         EXPECT_GT(std::stol(m[3]), 1000) << r.out;
+        ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(, (\d+) scribbles on shared)")))
+            << r.out;
+        EXPECT_GT(std::stol(m[1]), 100) << r.out;
     }
     const nlohmann::json after = Status();
     const auto& verbs = after["live"]["hosts"][0]["verbs"];
     EXPECT_GE(verbs.value("requests", 0ull) - requestsBefore, static_cast<uint64_t>(answered))
         << verbs.dump();
     EXPECT_EQ(verbs.value("contexts_open", -1), 0) << verbs.dump();
+    EXPECT_GT(verbs.value("doorbells", 0ull), doorbellsBefore) << verbs.dump();
     EXPECT_EQ(fds(), fdsBefore) << "descriptors the daemon kept";
     // A real program still runs.
     const std::string gid = std::string(GetParam().name) == "roce" ? " -g 0" : "";

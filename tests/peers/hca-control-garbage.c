@@ -12,7 +12,10 @@
  * lengths of terabytes) or random; handles from earlier answers (of the right kind or another)
  * or made up; memory regions over its own pages, past them or nowhere; QP and SRQ attributes as
  * random bytes, or a sensible RESET -> INIT -> RTR -> RTS walk; a descriptor passed with
- * requests that take none. Every so often it drops the connection with its objects alive, opens
+ * requests that take none. The data path too: it maps the shared memory of QPs, SRQs and CQs it
+ * made, writes garbage work requests into their rings (random bytes, or headers with edge
+ * opcodes, SGE counts and keys over its own memory), sets producer and consumer indices to
+ * plausible or absurd values and rings the doorbell. Every so often it drops the connection with its objects alive, opens
  * a fresh one and sends a request before OPEN, or sends a datagram one byte short or eight bytes
  * long. Rules checked:
  *   - a well-framed request is answered by one datagram of the answer's size naming its op;
@@ -94,6 +97,25 @@ static uint32_t handle_of(enum kind k)
 
 static uint8_t *own;      /* kOwnBytes of this process's memory, for legal-looking regions */
 static int timeouts;
+static int doorbell = -1; /* this connection's doorbell (an eventfd the daemon watches) */
+
+/* Shared memory of the connection's QPs, SRQs and CQs, mapped to scribble on. */
+enum { kMaps = 16 };
+static struct mapping {
+    uint8_t *base;
+    size_t bytes;
+    enum { MAP_QP, MAP_SRQ, MAP_CQ } what;
+    struct cnuas_hca_wq_layout layout; /* QP and SRQ */
+} maps[kMaps];
+static int nmaps;
+static long scribbles;
+
+static void unmap_all(void)
+{
+    for (int i = 0; i < nmaps; ++i)
+        munmap(maps[i].base, maps[i].bytes);
+    nmaps = 0;
+}
 
 static int open_socket(void)
 {
@@ -115,10 +137,13 @@ static int open_socket(void)
 }
 
 /* Sends `len` bytes of `q` with `fd` passed when >= 0. Returns 1 with the answer in r, 0 when
- * the daemon closed the connection, -1 on a timeout or a malformed answer (reported). Any
- * descriptors that come back are closed. */
-static int call(int s, const void *q, size_t len, struct cnuas_hca_resp *r, int fd)
+ * the daemon closed the connection, -1 on a timeout or a malformed answer (reported). The first
+ * descriptor that comes back goes to *got_fd when got_fd is given; any other is closed. */
+static int call_fd(int s, const void *q, size_t len, struct cnuas_hca_resp *r, int fd,
+                   int *got_fd)
 {
+    if (got_fd)
+        *got_fd = -1;
     struct iovec iov = {(void *)q, len};
     union {
         struct cmsghdr h;
@@ -153,7 +178,10 @@ static int call(int s, const void *q, size_t len, struct cnuas_hca_resp *r, int 
             for (size_t i = 0; i < n; ++i) {
                 int f;
                 memcpy(&f, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-                close(f);
+                if (got_fd && *got_fd < 0)
+                    *got_fd = f;
+                else
+                    close(f);
             }
         }
     }
@@ -173,6 +201,11 @@ static int call(int s, const void *q, size_t len, struct cnuas_hca_resp *r, int 
     return 1;
 }
 
+static int call(int s, const void *q, size_t len, struct cnuas_hca_resp *r, int fd)
+{
+    return call_fd(s, q, len, r, fd, NULL);
+}
+
 static int open_context(int s)
 {
     struct cnuas_hca_req q;
@@ -180,10 +213,109 @@ static int open_context(int s)
     memset(&q, 0, sizeof(q));
     q.op = CNUAS_OP_OPEN;
     q.u.open.abi_version = CNUAS_HCA_ABI_VERSION;
-    const int doorbell = eventfd(0, EFD_CLOEXEC);
+    unmap_all();
+    if (doorbell >= 0)
+        close(doorbell);
+    doorbell = eventfd(0, EFD_CLOEXEC);
     const int got = call(s, &q, sizeof(q), &r, doorbell);
-    close(doorbell);
     return got == 1 && r.err == 0;
+}
+
+/* Keeps the shared memory of a QP, SRQ or CQ just made, to scribble on later. */
+static void keep_mapping(int fd, size_t bytes, int what, const struct cnuas_hca_wq_layout *l)
+{
+    if (fd < 0 || bytes == 0 || bytes > (64u << 20) || nmaps == kMaps)
+        return;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        return;
+    maps[nmaps].base = p;
+    maps[nmaps].bytes = bytes;
+    maps[nmaps].what = what;
+    if (l)
+        maps[nmaps].layout = *l;
+    nmaps++;
+}
+
+static void random_bytes(void *p, size_t n);
+
+/* Garbage into one ring of `slots` slots of `stride` bytes at `offset`: whole random slots, or
+ * send-WQE headers with edge values and SGEs over this process's memory. */
+static void scribble_ring(struct mapping *m, uint32_t offset, uint32_t stride, uint32_t slots,
+                          int send)
+{
+    if (!slots || !stride || offset > m->bytes || (uint64_t)stride * slots > m->bytes - offset)
+        return; /* a layout that does not fit the mapping: not ours to trust */
+    for (uint32_t k = 0, n = 1 + below(4); k < n; ++k) {
+        uint8_t *slot = m->base + offset + (uint64_t)below(slots) * stride;
+        if (below(2)) {
+            random_bytes(slot, stride);
+            continue;
+        }
+        memset(slot, 0, stride);
+        const size_t head = send ? sizeof(struct cnuas_hca_send_wqe)
+                                 : sizeof(struct cnuas_hca_recv_wqe);
+        if (stride < head)
+            continue;
+        uint32_t nsge = below(2) ? below(5) : edgy32();
+        if (send) {
+            struct cnuas_hca_send_wqe w;
+            random_bytes(&w, sizeof(w));
+            w.opcode = below(2) ? below(12) : edgy32();
+            w.send_flags = below(2) ? below(16) : edgy32();
+            w.num_sge = nsge;
+            w.inline_len = below(3) ? 0 : edgy32();
+            w.remote_addr = below(2) ? (uintptr_t)own : edgy64();
+            w.ah = handle_of(AH);
+            memcpy(slot, &w, sizeof(w));
+        } else {
+            struct cnuas_hca_recv_wqe w = {rnd(), nsge, 0};
+            memcpy(slot, &w, sizeof(w));
+        }
+        const uint32_t room = (uint32_t)((stride - head) / sizeof(struct cnuas_hca_sge));
+        for (uint32_t i = 0; i < room && i < (nsge < 8 ? nsge : 8); ++i) {
+            struct cnuas_hca_sge g = {(uintptr_t)own + below(kOwnBytes),
+                                      below(2) ? below(8192) : edgy32(), handle_of(MR)};
+            memcpy(slot + head + i * sizeof(g), &g, sizeof(g));
+        }
+    }
+}
+
+/* One scribble on a mapping kept, then the doorbell. */
+static void scribble(void)
+{
+    if (!nmaps)
+        return;
+    struct mapping *m = &maps[below(nmaps)];
+    struct cnuas_hca_index *idx = (struct cnuas_hca_index *)m->base;
+    const size_t heads = m->bytes / sizeof(*idx);
+    if (m->what == MAP_CQ) {
+        /* The indices the process owns: cons, arm_seq, arm_solicited, sleepers (1, 2, 3, 5). */
+        static const int owned[] = {1, 2, 3, 5};
+        const int i = owned[below(4)];
+        if ((size_t)i < heads)
+            __atomic_store_n(&idx[i].value, below(2) ? idx[i].value + below(4) : edgy32(),
+                             __ATOMIC_RELEASE);
+    } else {
+        const struct cnuas_hca_wq_layout *l = &m->layout;
+        const int sq = m->what == MAP_QP && below(2);
+        if (sq)
+            scribble_ring(m, l->sq_offset, l->sq_stride, l->sq_slots, 1);
+        else
+            scribble_ring(m, l->rq_offset, l->rq_stride, l->rq_slots, 0);
+        /* The producer index: a plausible step, or anything. QP: sq_prod 0, rq_prod 2; SRQ:
+         * rq_prod 0. */
+        const int i = m->what == MAP_SRQ ? 0 : (sq ? 0 : 2);
+        const uint32_t slots = sq ? l->sq_slots : l->rq_slots;
+        if ((size_t)i < heads)
+            __atomic_store_n(&idx[i].value,
+                             below(3) ? idx[i].value + 1 + below(slots ? slots : 1) : edgy32(),
+                             __ATOMIC_RELEASE);
+    }
+    const uint64_t one = 1;
+    if (write(doorbell, &one, sizeof(one)) != sizeof(one))
+        return;
+    scribbles++;
 }
 
 static void random_bytes(void *p, size_t n)
@@ -423,14 +555,29 @@ int main(int argc, char **argv)
             continue;
         }
         /* Most requests name a real op; some name none. */
+        if (pick < 12) {
+            scribble();
+            continue;
+        }
         const uint32_t op = below(12) ? 1 + below(CNUAS_OP_COUNT - 1) : edgy32();
         struct cnuas_hca_req q;
         struct cnuas_hca_resp r;
         int fd = -1;
+        int shm = -1;
         make_request(&q, op, &fd);
-        const int got = call(s, &q, sizeof(q), &r, fd);
+        const int got = call_fd(s, &q, sizeof(q), &r, fd, &shm);
         if (fd >= 0)
             close(fd);
+        if (got == 1 && r.err == 0 && r.op == q.op && below(2)) {
+            if (op == CNUAS_OP_CREATE_QP)
+                keep_mapping(shm, r.u.qp.layout.shm_bytes, MAP_QP, &r.u.qp.layout);
+            else if (op == CNUAS_OP_CREATE_SRQ)
+                keep_mapping(shm, r.u.qp.layout.shm_bytes, MAP_SRQ, &r.u.qp.layout);
+            else if (op == CNUAS_OP_CREATE_CQ)
+                keep_mapping(shm, r.u.cq.shm_bytes, MAP_CQ, NULL);
+        }
+        if (shm >= 0)
+            close(shm);
         if (got < 0)
             return 1;
         if (got == 0) {
@@ -474,8 +621,9 @@ int main(int argc, char **argv)
     }
     printf("garbage: %ld requests, %ld answered (%ld errors, %ld objects made), %ld before OPEN, "
            "%ld malformed datagrams (%ld ended their connection), %ld connections closed by the "
-           "daemon, %ld dropped and reopened, %d timeouts; daemon alive\n",
+           "daemon, %ld dropped and reopened, %ld scribbles on shared queues, %d timeouts; "
+           "daemon alive\n",
            requests, answered, errors, created_objects, before_open, malformed, malformed_closed,
-           daemon_closed, reopened, timeouts);
+           daemon_closed, reopened, scribbles, timeouts);
     return malformed_closed == malformed ? 0 : 1;
 }
