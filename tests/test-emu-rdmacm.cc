@@ -359,6 +359,45 @@ TEST_P(EmuRdmacm, BadInputGetsTheKernelsEventsAndTheDaemonGoesOn)
     (void)again;
 }
 
+/// Garbage on the rdma_cm control socket (tests/peers/cm-control-garbage.c: every request a
+/// process can send, IDs and channels made up, addresses of nobody or of another family,
+/// private data past what a CM message holds, connects to its own listeners, channels never
+/// read, datagrams of the wrong size, connections dropped with IDs alive): the daemon answers
+/// each well-framed request, ends and counts each connection whose framing is broken, drops
+/// events a full channel cannot take instead of blocking, and a real pair connects afterwards.
+TEST_P(EmuRdmacm, GarbageOnTheControlSocketIsAnsweredOrRefusedAndTheDaemonGoesOn)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-cm-control-garbage";
+    ASSERT_EQ(access(bin.c_str(), X_OK), 0) << bin;
+    auto h0 = [this](const std::string& key) {
+        const nlohmann::json st = Status();
+        return st["live"]["hosts"][0]["rdma_cm"].value(key, int64_t{-1});
+    };
+    const int64_t malformedBefore = h0("malformed_requests");
+    ASSERT_GE(malformedBefore, 0);
+    int64_t malformed = 0;
+    for (const char* seed : {"1", "2"})
+    {
+        SCOPED_TRACE(std::string("seed ") + seed);
+        ShResult r = Exec("h0", "timeout 120 " + bin + " 20000 " + seed);
+        ASSERT_EQ(r.exit, 0) << r.out;
+        ASSERT_NE(r.out.find("daemon alive"), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find(" 0 timeouts"), std::string::npos) << r.out;
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(, (\d+) channels and IDs made)")))
+            << r.out;
+        EXPECT_GT(std::stol(m[1]), 500) << r.out;
+        ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"((\d+) malformed datagrams)")))
+            << r.out;
+        malformed += std::stol(m[1]);
+    }
+    EXPECT_GT(malformed, 0);
+    EXPECT_EQ(h0("malformed_requests") - malformedBefore, malformed);
+    EXPECT_EQ(h0("processes_open"), 0);
+    const std::string again = RunPair("rping -s -V -C 3", "rping -c -a {ip} -C 3 -V", nullptr);
+    (void)again;
+}
+
 INSTANTIATE_TEST_SUITE_P(Fabrics,
                          EmuRdmacm,
                          ::testing::Values(kCmRoce, kCmIb),

@@ -415,6 +415,9 @@ TEST_P(EmuVerbs, GarbageOnTheControlSocketIsAnsweredOrRefusedAndLeavesNothingBeh
     const uint64_t requestsBefore = before["live"]["hosts"][0]["verbs"].value("requests", 0ull);
     const uint64_t doorbellsBefore =
         before["live"]["hosts"][0]["verbs"].value("doorbells", 0ull);
+    const uint64_t malformedBefore =
+        before["live"]["hosts"][0]["verbs"].value("malformed_requests", 0ull);
+    uint64_t malformed = 0;
     long answered = 0;
     for (const char* seed : {"1", "2", "3"})
     {
@@ -433,6 +436,9 @@ TEST_P(EmuVerbs, GarbageOnTheControlSocketIsAnsweredOrRefusedAndLeavesNothingBeh
         ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(, (\d+) scribbles on shared)")))
             << r.out;
         EXPECT_GT(std::stol(m[1]), 100) << r.out;
+        ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"((\d+) malformed datagrams)")))
+            << r.out;
+        malformed += std::stoul(m[1]);
     }
     const nlohmann::json after = Status();
     const auto& verbs = after["live"]["hosts"][0]["verbs"];
@@ -440,6 +446,10 @@ TEST_P(EmuVerbs, GarbageOnTheControlSocketIsAnsweredOrRefusedAndLeavesNothingBeh
         << verbs.dump();
     EXPECT_EQ(verbs.value("contexts_open", -1), 0) << verbs.dump();
     EXPECT_GT(verbs.value("doorbells", 0ull), doorbellsBefore) << verbs.dump();
+    // Each datagram of the wrong size is counted where a user can see it.
+    EXPECT_GT(malformed, 0u);
+    EXPECT_EQ(verbs.value("malformed_requests", 0ull) - malformedBefore, malformed)
+        << verbs.dump();
     EXPECT_EQ(fds(), fdsBefore) << "descriptors the daemon kept";
     // A real program still runs.
     const std::string gid = std::string(GetParam().name) == "roce" ? " -g 0" : "";

@@ -27,52 +27,15 @@
  */
 #define _GNU_SOURCE
 #include "host/abi/cnuas-hca-abi.h"
+#include "tests/peers/garbage-util.h"
 
-#include <errno.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 enum { kKinds = 8, kKeep = 32, kOwnBytes = 1 << 20 };
 
 /* What a handle names; NONE for made-up numbers. */
 enum kind { PD, MR, CHANNEL, CQ, QP, SRQ, AH, NONE };
-
-static uint64_t rng_state;
-static uint64_t rnd(void)
-{
-    /* xorshift64*: enough for choosing garbage, and the same sequence for the same seed. */
-    rng_state ^= rng_state >> 12;
-    rng_state ^= rng_state << 25;
-    rng_state ^= rng_state >> 27;
-    return rng_state * 0x2545F4914F6CDD1DULL;
-}
-static uint32_t below(uint32_t n) { return (uint32_t)(rnd() % n); }
-
-/* A 32-bit value at an edge more often than not. */
-static uint32_t edgy32(void)
-{
-    static const uint32_t edges[] = {0, 1, 2, 3, 4, 16, 255, 256, 4096, 65535, 65536,
-                                     0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF};
-    switch (below(4)) {
-    case 0: return (uint32_t)rnd();
-    case 1: return below(64);
-    default: return edges[below(sizeof(edges) / sizeof(edges[0]))];
-    }
-}
-static uint64_t edgy64(void)
-{
-    static const uint64_t edges[] = {0, 1, 4096, 1ULL << 31, 1ULL << 32, 1ULL << 40,
-                                     0x7FFFFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFFFULL};
-    return below(3) ? edgy32() : edges[below(sizeof(edges) / sizeof(edges[0]))];
-}
 
 static uint32_t handles[kKinds][kKeep];
 static uint32_t counts[kKinds];
@@ -96,7 +59,6 @@ static uint32_t handle_of(enum kind k)
 }
 
 static uint8_t *own;      /* kOwnBytes of this process's memory, for legal-looking regions */
-static int timeouts;
 static int doorbell = -1; /* this connection's doorbell (an eventfd the daemon watches) */
 
 /* Shared memory of the connection's QPs, SRQs and CQs, mapped to scribble on. */
@@ -117,88 +79,12 @@ static void unmap_all(void)
     nmaps = 0;
 }
 
-static int open_socket(void)
-{
-    const char *path = getenv(CNUAS_HCA_SOCKET_ENV);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    if (!path || strlen(path) >= sizeof(a.sun_path)) {
-        printf("garbage: no HCA socket in the environment (run under cnuas exec)\n");
-        exit(1);
-    }
-    strcpy(a.sun_path, path);
-    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
-        printf("garbage: cannot connect to %s: %s\n", path, strerror(errno));
-        exit(1);
-    }
-    struct timeval tv = {10, 0};
-    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    return s;
-}
+static int open_socket(void) { return garbage_connect(CNUAS_HCA_SOCKET_ENV); }
 
-/* Sends `len` bytes of `q` with `fd` passed when >= 0. Returns 1 with the answer in r, 0 when
- * the daemon closed the connection, -1 on a timeout or a malformed answer (reported). The first
- * descriptor that comes back goes to *got_fd when got_fd is given; any other is closed. */
 static int call_fd(int s, const void *q, size_t len, struct cnuas_hca_resp *r, int fd,
                    int *got_fd)
 {
-    if (got_fd)
-        *got_fd = -1;
-    struct iovec iov = {(void *)q, len};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(4 * sizeof(int))];
-    } control;
-    struct msghdr m;
-    memset(&m, 0, sizeof(m));
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    if (fd >= 0) {
-        m.msg_control = control.buf;
-        m.msg_controllen = CMSG_SPACE(sizeof(int));
-        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-        h->cmsg_level = SOL_SOCKET;
-        h->cmsg_type = SCM_RIGHTS;
-        h->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(h), &fd, sizeof(int));
-    }
-    if (sendmsg(s, &m, MSG_NOSIGNAL) != (ssize_t)len)
-        return 0; /* closed under us */
-    uint8_t rbuf[sizeof(*r) + 1]; /* one byte more: a long answer shows */
-    struct iovec riov = {rbuf, sizeof(rbuf)};
-    memset(&m, 0, sizeof(m));
-    m.msg_iov = &riov;
-    m.msg_iovlen = 1;
-    m.msg_control = control.buf;
-    m.msg_controllen = sizeof(control.buf);
-    const ssize_t got = recvmsg(s, &m, MSG_CMSG_CLOEXEC);
-    for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
-        if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
-            const size_t n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t i = 0; i < n; ++i) {
-                int f;
-                memcpy(&f, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-                if (got_fd && *got_fd < 0)
-                    *got_fd = f;
-                else
-                    close(f);
-            }
-        }
-    }
-    if (got == 0 || (got < 0 && (errno == ECONNRESET || errno == EPIPE)))
-        return 0;
-    if (got < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            timeouts++;
-        printf("garbage: no answer: %s\n", strerror(errno));
-        return -1;
-    }
-    if (got != (ssize_t)sizeof(*r)) {
-        printf("garbage: an answer of %zd bytes (want %zu)\n", got, sizeof(*r));
-        return -1;
-    }
-    memcpy(r, rbuf, sizeof(*r));
-    return 1;
+    return garbage_call(s, q, len, r, sizeof(*r), fd, got_fd);
 }
 
 static int call(int s, const void *q, size_t len, struct cnuas_hca_resp *r, int fd)
@@ -236,8 +122,6 @@ static void keep_mapping(int fd, size_t bytes, int what, const struct cnuas_hca_
         maps[nmaps].layout = *l;
     nmaps++;
 }
-
-static void random_bytes(void *p, size_t n);
 
 /* Garbage into one ring of `slots` slots of `stride` bytes at `offset`: whole random slots, or
  * send-WQE headers with edge values and SGEs over this process's memory. */
@@ -316,13 +200,6 @@ static void scribble(void)
     if (write(doorbell, &one, sizeof(one)) != sizeof(one))
         return;
     scribbles++;
-}
-
-static void random_bytes(void *p, size_t n)
-{
-    uint8_t *b = p;
-    for (size_t i = 0; i < n; ++i)
-        b[i] = (uint8_t)rnd();
 }
 
 /* One request of op `op` with garbage in it; *fd set when one should go with it. */
@@ -485,7 +362,7 @@ static enum kind created(uint32_t op, const struct cnuas_hca_resp *r, uint32_t *
 int main(int argc, char **argv)
 {
     const long requests = argc > 1 ? atol(argv[1]) : 3000;
-    rng_state = (argc > 2 ? strtoull(argv[2], NULL, 0) : 1) * 0x9E3779B97F4A7C15ULL + 1;
+    garbage_seed(argc > 2 ? strtoull(argv[2], NULL, 0) : 1);
     own = mmap(NULL, kOwnBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (own == MAP_FAILED) {
         printf("garbage: mmap failed\n");
@@ -624,6 +501,6 @@ int main(int argc, char **argv)
            "daemon, %ld dropped and reopened, %ld scribbles on shared queues, %d timeouts; "
            "daemon alive\n",
            requests, answered, errors, created_objects, before_open, malformed, malformed_closed,
-           daemon_closed, reopened, scribbles, timeouts);
+           daemon_closed, reopened, scribbles, garbage_timeouts);
     return malformed_closed == malformed ? 0 : 1;
 }

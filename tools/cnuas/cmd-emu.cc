@@ -417,8 +417,11 @@ CmJson(const Daemon& d, size_t i)
     const ns3::EmuCmCounters c = d.cmServices[i]->GetCounters();
     const ns3::IbCmCounters a = d.cmServices[i]->GetAgent()->GetCounters();
     return {{"processes_open", d.cmServices[i]->GetOpenProcesses()},
+            {"processes", c.processes},
             {"requests", c.requests},
             {"refused", c.refused},
+            {"malformed_requests", c.malformed},
+            {"addr_errors", c.addrErrors},
             {"events", c.events},
             {"events_dropped", c.eventsDropped},
             {"ids_left_by_processes", c.idsDestroyedWithProcess},
@@ -443,12 +446,17 @@ VerbsJson(const Daemon& d, size_t i)
     }
     const ns3::EmuHcaCounters c = d.hcaServices[i]->GetCounters();
     return {{"contexts_open", d.hcaServices[i]->GetOpenContexts()},
+            {"contexts_opened", c.contextsOpened},
+            {"contexts_closed", c.contextsClosed},
             {"requests", c.requests},
             {"refused", c.refused},
+            {"malformed_requests", c.malformed},
             {"doorbells", c.doorbells},
             {"send_wqes", c.sendWqes},
             {"recv_wqes", c.recvWqes},
             {"bad_wqes", c.badWqes},
+            {"corrupt_indices", c.corruptIndices},
+            {"events_dropped", c.eventsDropped},
             {"shared_mrs", c.sharedMrs},
             {"unshared_mrs", c.unsharedMrs},
             {"windows_refused", c.windowsRefused},
