@@ -152,7 +152,7 @@ struct RdmaQpContext
     uint32_t maxSentNext = 0;  ///< one past the highest PSN ever sent
     uint32_t readsOutstanding = 0;
     Time nextTxTime;           ///< rate limiter
-    PendingEvent wakeEvent;    ///< rate limiter / RNR wait (cancelled and set again per paced packet)
+    PendingEvent wakeEvent;    ///< rate limiter / RNR wait (cancelled and set per paced packet)
     std::vector<uint8_t> sendBuf; ///< the current WQE's payload (gathered once)
     int32_t sendBufOp = -1;        ///< which sendOps index sendBuf holds
 

@@ -15,9 +15,9 @@
  * requests that take none. The data path too: it maps the shared memory of QPs, SRQs and CQs it
  * made, writes garbage work requests into their rings (random bytes, or headers with edge
  * opcodes, SGE counts and keys over its own memory), sets producer and consumer indices to
- * plausible or absurd values and rings the doorbell. Every so often it drops the connection with its objects alive, opens
- * a fresh one and sends a request before OPEN, or sends a datagram one byte short or eight bytes
- * long. Rules checked:
+ * plausible or absurd values and rings the doorbell. Every so often it drops the connection
+ * with its objects alive, opens a fresh one and sends a request before OPEN, or sends a
+ * datagram one byte short or eight bytes long. Rules checked:
  *   - a well-framed request is answered by one datagram of the answer's size naming its op;
  *   - a datagram of the wrong size ends the connection (the daemon counts it as malformed);
  *   - no answer takes longer than 10 s (no hang);
