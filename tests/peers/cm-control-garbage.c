@@ -228,13 +228,9 @@ int main(int argc, char **argv)
             }
             continue;
         }
-        if (choice == 1) { /* a datagram of the wrong size */
-            uint8_t junk[sizeof(struct cnuas_cm_req) + 8];
-            random_bytes(junk, sizeof(junk));
-            const size_t len = below(2) ? sizeof(struct cnuas_cm_req) - 1 - below(16)
-                                        : sizeof(junk);
+        if (choice == 1) { /* a datagram of the wrong size: the connection must end */
             struct cnuas_cm_resp r;
-            const int got = call(s, (const struct cnuas_cm_req *)junk, len, &r, NULL);
+            const int got = garbage_send_malformed(s, sizeof(struct cnuas_cm_req), &r, sizeof(r));
             if (got < 0)
                 return 1;
             malformed++;

@@ -151,4 +151,17 @@ static inline int garbage_call(int s, const void *q, size_t len, void *resp, siz
     return 1;
 }
 
+/* Sends a datagram of the wrong size for a request of `req_len` bytes (one to sixteen bytes
+ * short, or eight long, of noise) and takes what comes back as garbage_call does: a daemon must
+ * end the connection (0). Returns garbage_call's answer. */
+static inline int garbage_send_malformed(int s, size_t req_len, void *resp, size_t resp_len)
+{
+    uint8_t junk[4096 + 8];
+    if (req_len + 8 > sizeof(junk) || req_len < 17)
+        return -1;
+    random_bytes(junk, req_len + 8);
+    const size_t len = below(2) ? req_len - 1 - below(16) : req_len + 8;
+    return garbage_call(s, junk, len, resp, resp_len, -1, NULL);
+}
+
 #endif

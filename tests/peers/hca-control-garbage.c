@@ -411,12 +411,8 @@ int main(int argc, char **argv)
             continue;
         }
         if (pick == 1) { /* a datagram of the wrong size: the connection must end */
-            uint8_t junk[sizeof(struct cnuas_hca_req) + 8];
-            random_bytes(junk, sizeof(junk));
-            const size_t len = below(2) ? sizeof(struct cnuas_hca_req) - 1 - below(16)
-                                        : sizeof(junk);
             struct cnuas_hca_resp r;
-            const int got = call(s, junk, len, &r, -1);
+            const int got = garbage_send_malformed(s, sizeof(struct cnuas_hca_req), &r, sizeof(r));
             if (got < 0)
                 return 1;
             malformed++;
@@ -431,11 +427,11 @@ int main(int argc, char **argv)
             }
             continue;
         }
-        /* Most requests name a real op; some name none. */
         if (pick < 12) {
             scribble();
             continue;
         }
+        /* Most requests name a real op; some name none. */
         const uint32_t op = below(12) ? 1 + below(CNUAS_OP_COUNT - 1) : edgy32();
         struct cnuas_hca_req q;
         struct cnuas_hca_resp r;
@@ -461,6 +457,7 @@ int main(int argc, char **argv)
             /* The daemon may end a connection that misuses descriptors; it must not end one
              * for a request it can answer, but that is its call to make: counted, reopened. */
             daemon_closed++;
+            close(s);
             forget_all();
             s = open_socket();
             if (!open_context(s)) {

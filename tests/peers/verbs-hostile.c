@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include "host/abi/cnuas-hca-abi.h"
+#include "tests/peers/garbage-util.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -237,29 +238,7 @@ static void ring_all_eventfds(void)
  * the answer's error (0: done), or -1 when the connection failed. */
 static int raw_call(int s, struct cnuas_hca_req *q, struct cnuas_hca_resp *r, int fd)
 {
-    struct iovec iov = {q, sizeof(*q)};
-    union {
-        struct cmsghdr h;
-        char buf[CMSG_SPACE(sizeof(int))];
-    } control;
-    struct msghdr m;
-    memset(&m, 0, sizeof(m));
-    m.msg_iov = &iov;
-    m.msg_iovlen = 1;
-    if (fd >= 0) {
-        m.msg_control = control.buf;
-        m.msg_controllen = sizeof(control.buf);
-        struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-        h->cmsg_level = SOL_SOCKET;
-        h->cmsg_type = SCM_RIGHTS;
-        h->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(h), &fd, sizeof(int));
-    }
-    if (sendmsg(s, &m, 0) != (ssize_t)sizeof(*q))
-        return -1;
-    if (recv(s, r, sizeof(*r), 0) != (ssize_t)sizeof(*r))
-        return -1;
-    return r->err;
+    return garbage_call(s, q, sizeof(*q), r, sizeof(*r), fd, NULL) == 1 ? r->err : -1;
 }
 
 /* An RDMA READ of the server's first 64 bytes into the (zeroed) start of the region: the
