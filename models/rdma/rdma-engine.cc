@@ -796,25 +796,17 @@ RdmaEngine::BuildPacket(IbTransportHeaders& h,
     h.bth.SetPadCnt(pad);
     h.bth.SetTver(IbBthHeader::kTver);
     const uint32_t hl = IbTransportHeaderLength(h.bth.GetOpCode());
-    if (!payload && zeroTail)
-    {
-        *zeroTail = len + pad;
-        len = 0;
-        std::vector<uint8_t> headers(hl, 0);
-        const uint32_t written = h.Write(headers.data(), hl);
-        NS_ABORT_MSG_IF(written != hl, "RdmaEngine: header write failed for opcode "
-                                           << int(h.bth.GetOpCode()));
-        return headers;
-    }
+    // Zeros the caller did not build stay unbuilt: payload and pad become the zero tail.
+    const uint32_t tail = !payload && zeroTail ? len + pad : 0;
     if (zeroTail)
     {
-        *zeroTail = 0;
+        *zeroTail = tail;
     }
-    std::vector<uint8_t> out(hl + len + pad, 0);
+    std::vector<uint8_t> out(hl + len + pad - tail, 0);
     const uint32_t written = h.Write(out.data(), out.size());
     NS_ABORT_MSG_IF(written != hl, "RdmaEngine: header write failed for opcode "
                                        << int(h.bth.GetOpCode()));
-    if (len)
+    if (payload && len)
     {
         std::copy(payload, payload + len, out.begin() + hl);
     }

@@ -437,9 +437,10 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
     h.bth.SetPkey(QpPkey(*c.qp));
     h.bth.SetDestQp(a.dest_qp_num);
     h.bth.SetPsn(psn);
+    // The packet's payloadBytes of data: in `payload`, or, when it is left empty, zeros (memory
+    // that reads as zeros, or no data at all).
     std::vector<uint8_t> payload;
     uint32_t payloadBytes = 0;
-    bool payloadIsZeros = false;
     uint32_t sentPkts = 1;
     const uint64_t offset = uint64_t(idx) * mtu;
     switch (op.opcode)
@@ -492,7 +493,6 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
             // payload goes as a zero tail (BuildPacket), a kilobyte a packet never built.
             const RdmaWcStatus st =
                 GatherSglUnlessZeros(c.qp->GetPd(), wqe.wr.sg_list, offset, n, payload);
-            payloadIsZeros = payload.empty();
             if (st != RdmaWcStatus::SUCCESS)
             {
                 // The memory went away under a posted WR (MR deregistered): a local error
@@ -549,8 +549,7 @@ RdmaEngine::SendRequestPacket(RdmaQpContext& c, const RdmaSendWqe& wqe, RdmaSend
     const uint8_t opcode = h.bth.GetOpCode();
     uint32_t zeroTail = 0;
     std::vector<uint8_t> bytes =
-        payloadIsZeros ? BuildPacket(h, nullptr, payloadBytes, &zeroTail)
-                       : BuildPacket(h, payload.data(), static_cast<uint32_t>(payload.size()));
+        BuildPacket(h, payload.empty() ? nullptr : payload.data(), payloadBytes, &zeroTail);
     if (op.firstSent.IsZero() && idx == 0)
     {
         op.firstSent = SimClock::Now();
