@@ -50,12 +50,12 @@ class IdealPathTimer
         }
     }
 
-    /// A frame carrying `transportBytes` (BTH .. ICRC) over IPv4 on `link`, timed as the port
-    /// times it (EthNetDevice's own frame size, wire time and gap).
+    /// A frame carrying `transportBytes` (BTH .. ICRC) over IPv4 on `link`, sized and timed as
+    /// the port sizes and times it (EthUdpFrameBytes, EthNetDevice's wire time and gap).
     static LinkTimes Times(const RoceIdealLink& link, uint32_t transportBytes)
     {
-        const int64_t wire = EthNetDevice::WireTimePs(
-            EthNetDevice::UdpFrameBytes(transportBytes, false, link.vlanTag), link.bps);
+        const uint32_t frame = EthUdpFrameBytes(transportBytes, false, link.vlanTag);
+        const int64_t wire = EthNetDevice::WireTimePs(frame, link.bps);
         return {wire, wire - EthNetDevice::InterFrameGapPs(link.bps) + link.delayPs};
     }
 

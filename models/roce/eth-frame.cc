@@ -144,21 +144,19 @@ InternetChecksum(const uint8_t* data, size_t len)
 void
 EthFrame::ComputeSize()
 {
-    uint32_t n = kEthHeaderBytes + (vlanTagged ? kEthVlanTagBytes : 0);
     if (kind == EthFrameKind::Pfc)
     {
-        n += EthPfcHeader::kSize;
+        bytes = EthFrameBytes(EthPfcHeader::kSize, vlanTagged, intBytes);
     }
     else if (kind == EthFrameKind::Verbatim)
     {
-        n += payloadBytes; // the host's network-layer bytes (the EtherType is in the header)
+        // The host's network-layer bytes (the EtherType is in the header).
+        bytes = EthFrameBytes(payloadBytes, vlanTagged, intBytes);
     }
     else
     {
-        n += (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes + payloadBytes;
+        bytes = EthUdpFrameBytes(payloadBytes, ipv6, vlanTagged, intBytes);
     }
-    n += kEthFcsBytes + intBytes;
-    bytes = n < kEthMinFrameBytes ? kEthMinFrameBytes : n;
 }
 
 void

@@ -40,6 +40,28 @@ constexpr uint32_t kEthWireOverheadBytes = kEthPreambleBytes + kEthIfgBytes;
 constexpr uint32_t kIpv4HeaderBytes = 20;
 constexpr uint32_t kIpv6HeaderBytes = 40; ///< fixed header, RFC 8200 §3
 constexpr uint32_t kUdpHeaderBytes = 8;
+
+/// Bytes of a frame whose Ethernet header (with an 802.1Q tag if `vlanTag`) carries `bodyBytes`,
+/// then `intBytes` of INT telemetry, then the FCS; at least the minimum frame (802.3 §4.4.2).
+/// Without the preamble and gap the wire adds (kEthWireOverheadBytes).
+constexpr uint32_t
+EthFrameBytes(uint32_t bodyBytes, bool vlanTag, uint32_t intBytes = 0)
+{
+    const uint32_t n = kEthHeaderBytes + (vlanTag ? kEthVlanTagBytes : 0) + bodyBytes +
+                       kEthFcsBytes + intBytes;
+    return n < kEthMinFrameBytes ? kEthMinFrameBytes : n;
+}
+
+/// EthFrameBytes of a UDP datagram carrying `payloadBytes`, over IPv4 or IPv6: the size
+/// EthFrame::ComputeSize gives such a frame, for whoever needs it before the frame exists.
+constexpr uint32_t
+EthUdpFrameBytes(uint32_t payloadBytes, bool ipv6, bool vlanTag, uint32_t intBytes = 0)
+{
+    return EthFrameBytes((ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes +
+                             payloadBytes,
+                         vlanTag,
+                         intBytes);
+}
 /// The MAC Control destination address 01-80-C2-00-00-01 (802.3 §31.4.1; 802.1Qbb §36.1.3).
 constexpr uint64_t kEthMacControlDst = 0x0180C2000001ULL;
 /// ECN codepoints in the IPv4 TOS octet (RFC 3168 §5).

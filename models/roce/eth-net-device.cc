@@ -756,7 +756,7 @@ EthNetDevice::Sniff(const EthFrame& frame, bool transmit)
 uint32_t
 EthNetDevice::UdpWireBytes(uint32_t payloadBytes, bool ipv6, uint32_t intBytes) const
 {
-    return UdpFrameBytes(payloadBytes, ipv6, m_vlanTag, intBytes) + kEthWireOverheadBytes;
+    return EthUdpFrameBytes(payloadBytes, ipv6, m_vlanTag, intBytes) + kEthWireOverheadBytes;
 }
 
 bool

@@ -16,7 +16,6 @@
 #include "ns3/nstime.h"
 #include "ns3/traced-callback.h"
 
-#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -203,17 +202,6 @@ class EthNetDevice : public NetDevice
     {
         return bps ? static_cast<int64_t>((8ULL * kEthIfgBytes * 1000000000000ULL + bps / 2) / bps)
                    : 0;
-    }
-    /// Bytes of a UDP frame carrying `payloadBytes` (Ethernet header, 802.1Q tag if `vlanTag`,
-    /// IPv4 or IPv6, UDP, INT bytes, FCS; at least the minimum frame), as EthFrame::ComputeSize
-    /// counts it; without the preamble and gap that WireTimePs adds.
-    static uint32_t UdpFrameBytes(uint32_t payloadBytes, bool ipv6, bool vlanTag,
-                                  uint32_t intBytes = 0)
-    {
-        const uint32_t frame = kEthHeaderBytes + (vlanTag ? kEthVlanTagBytes : 0) +
-                               (ipv6 ? kIpv6HeaderBytes : kIpv4HeaderBytes) + kUdpHeaderBytes +
-                               payloadBytes + kEthFcsBytes + intBytes;
-        return std::max(frame, kEthMinFrameBytes);
     }
     /// One pause quantum (512 bit times) at this port's rate, picoseconds (exact, not rounded).
     double QuantumPs() const;
