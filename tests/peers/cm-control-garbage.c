@@ -192,6 +192,17 @@ static int open_connection(int *s)
     return call(*s, &q, sizeof(q), &r, NULL) == 1 && r.err == 0;
 }
 
+/* Ends connection *s and opens a fresh one; ends the program, saying so, when the daemon will
+ * not open it. */
+static void reconnect(int *s, const char *after)
+{
+    close(*s);
+    if (!open_connection(s)) {
+        printf("garbage: OPEN failed %s\n", after);
+        exit(1);
+    }
+}
+
 int main(int argc, char **argv)
 {
     const long requests = argc > 1 ? atol(argv[1]) : 3000;
@@ -221,11 +232,7 @@ int main(int argc, char **argv)
                 printf("garbage: op %u before OPEN was accepted\n", q.op);
                 return 1;
             }
-            close(s);
-            if (!open_connection(&s)) {
-                printf("garbage: OPEN failed on a fresh connection\n");
-                return 1;
-            }
+            reconnect(&s, "on a fresh connection");
             continue;
         }
         if (choice == 1) { /* a datagram of the wrong size: the connection must end */
@@ -235,11 +242,7 @@ int main(int argc, char **argv)
                 return 1;
             malformed++;
             malformed_closed += got == 0;
-            close(s);
-            if (!open_connection(&s)) {
-                printf("garbage: OPEN failed after a malformed datagram\n");
-                return 1;
-            }
+            reconnect(&s, "after a malformed datagram");
             continue;
         }
         if (choice < 8) {
@@ -258,11 +261,7 @@ int main(int argc, char **argv)
             if (fd >= 0)
                 close(fd);
             daemon_closed++;
-            close(s);
-            if (!open_connection(&s)) {
-                printf("garbage: OPEN failed after the daemon closed a connection\n");
-                return 1;
-            }
+            reconnect(&s, "after the daemon closed a connection");
             continue;
         }
         if (r.op != q.op) {

@@ -107,6 +107,19 @@ static int open_context(int s)
     return got == 1 && r.err == 0;
 }
 
+/* Ends connection *s and opens a fresh one with a context, forgetting the old one's objects;
+ * ends the program, saying so, when the daemon will not open it. */
+static void reconnect(int *s, const char *after)
+{
+    close(*s);
+    forget_all();
+    *s = open_socket();
+    if (!open_context(*s)) {
+        printf("garbage: OPEN failed %s\n", after);
+        exit(1);
+    }
+}
+
 /* Keeps the shared memory of a QP, SRQ or CQ just made, to scribble on later. */
 static void keep_mapping(int fd, size_t bytes, int what, const struct cnuas_hca_wq_layout *l)
 {
@@ -418,13 +431,7 @@ int main(int argc, char **argv)
             malformed++;
             if (got == 0)
                 malformed_closed++;
-            close(s);
-            forget_all();
-            s = open_socket();
-            if (!open_context(s)) {
-                printf("garbage: OPEN failed after a malformed datagram\n");
-                return 1;
-            }
+            reconnect(&s, "after a malformed datagram");
             continue;
         }
         if (pick < 12) {
@@ -457,13 +464,7 @@ int main(int argc, char **argv)
             /* The daemon may end a connection that misuses descriptors; it must not end one
              * for a request it can answer, but that is its call to make: counted, reopened. */
             daemon_closed++;
-            close(s);
-            forget_all();
-            s = open_socket();
-            if (!open_context(s)) {
-                printf("garbage: OPEN failed after the daemon closed a connection\n");
-                return 1;
-            }
+            reconnect(&s, "after the daemon closed a connection");
             continue;
         }
         if (r.op != q.op) {
