@@ -758,9 +758,9 @@ EmuHcaService::OnReadable(uint32_t id)
         {
             return;
         }
-        if (got <= 0)
+        if (got < 0)
         {
-            Close(id, got == 0 ? "the process closed the device" : "connection error");
+            Close(id, "connection error");
             return;
         }
         int passed = -1;
@@ -784,6 +784,16 @@ EmuHcaService::OnReadable(uint32_t id)
                 }
             }
         }
+        if (got == 0 && SeqpacketPeerClosed(c.fd))
+        {
+            if (passed >= 0)
+            {
+                close(passed);
+            }
+            Close(id, "the process closed the device");
+            return;
+        }
+        // An empty datagram (it may carry a descriptor) is the wrong size as well.
         if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
             static_cast<size_t>(got) != sizeof(cnuas_hca_req))
         {

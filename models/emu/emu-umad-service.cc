@@ -758,12 +758,12 @@ EmuUmadService::OnMadStream(uint32_t id)
         {
             return;
         }
-        if (got <= 0)
+        if (got < 0 || (got == 0 && SeqpacketPeerClosed(c.madFd)))
         {
             Close(id, got == 0 ? "the process closed the port" : "stream error");
             return;
         }
-        if (static_cast<size_t>(got) != sizeof(cnuas_umad_mad))
+        if (static_cast<size_t>(got) != sizeof(cnuas_umad_mad)) // an empty datagram too
         {
             ++m_counters.malformed;
             continue;

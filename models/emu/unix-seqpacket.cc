@@ -2,6 +2,7 @@
 
 #include "emu-realtime-simulator-impl.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -63,6 +64,13 @@ SendDatagramWithFd(int sock, const void* buf, size_t len, int fd)
     return sendmsg(sock, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(len);
 }
 
+bool
+SeqpacketPeerClosed(int sock)
+{
+    pollfd p{sock, POLLRDHUP, 0};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 SeqpacketRecv
 RecvRequest(int sock, void* request, size_t size)
 {
@@ -72,7 +80,7 @@ RecvRequest(int sock, void* request, size_t size)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? SeqpacketRecv::None
                                                                          : SeqpacketRecv::Error;
     }
-    if (got == 0)
+    if (got == 0 && SeqpacketPeerClosed(sock))
     {
         return SeqpacketRecv::Closed;
     }

@@ -46,13 +46,23 @@ enum class SeqpacketRecv
     None,      ///< nothing waiting (or interrupted): try again when readable
     Closed,    ///< the process closed its end
     Error,     ///< the connection failed
-    WrongSize, ///< a datagram of another size: not the library speaking (drop the connection)
+    WrongSize, ///< a datagram of another size, an empty one too: not the library speaking (drop
+               ///< the connection)
 };
+
+/**
+ * Whether the process at the other end of `sock` has closed it. recv's 0 says that or "an empty
+ * datagram" (SOCK_SEQPACKET carries those, with descriptors attached if the sender likes); only
+ * the hang-up poll reports tells the two apart, and an empty datagram is a malformed request,
+ * not a goodbye.
+ */
+bool SeqpacketPeerClosed(int sock);
 
 /**
  * Receives one datagram from `sock` without blocking into `request` (`size` bytes). Only a
  * datagram of exactly `size` bytes is a Request: recv's MSG_TRUNC gives a longer one's real
- * length, so it is WrongSize rather than cut to fit (what it left in `request` means nothing).
+ * length, so it is WrongSize rather than cut to fit (what it left in `request` means nothing);
+ * an empty datagram is WrongSize too, and Closed only a peer that has gone.
  */
 SeqpacketRecv RecvRequest(int sock, void* request, size_t size);
 

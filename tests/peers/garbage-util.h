@@ -7,6 +7,7 @@
 #define CNUAS_PEER_GARBAGE_UTIL_H
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,16 +153,23 @@ static inline int garbage_call(int s, const void *q, size_t len, void *resp, siz
 }
 
 /* Sends a datagram of the wrong size for a request of `req_len` bytes (one to sixteen bytes
- * short, or eight long, of noise) and takes what comes back as garbage_call does: a daemon must
- * end the connection (0). Returns garbage_call's answer. */
+ * short or eight long, of noise, or empty: recv alone reads an empty datagram as the end of the
+ * connection), half of them with a descriptor attached, and takes what comes back as
+ * garbage_call does: a daemon must end the connection (0), count it as malformed and close the
+ * descriptor it was passed. Returns garbage_call's answer. */
 static inline int garbage_send_malformed(int s, size_t req_len, void *resp, size_t resp_len)
 {
     uint8_t junk[4096 + 8];
     if (req_len + 8 > sizeof(junk) || req_len < 17)
         return -1;
     random_bytes(junk, req_len + 8);
-    const size_t len = below(2) ? req_len - 1 - below(16) : req_len + 8;
-    return garbage_call(s, junk, len, resp, resp_len, -1, NULL);
+    const uint32_t kind = below(4);
+    const size_t len = kind == 0 ? 0 : kind == 1 ? req_len + 8 : req_len - 1 - below(16);
+    const int fd = below(2) ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+    const int got = garbage_call(s, junk, len, resp, resp_len, fd, NULL);
+    if (fd >= 0)
+        close(fd);
+    return got;
 }
 
 #endif
