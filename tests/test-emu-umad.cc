@@ -1105,6 +1105,64 @@ TEST_F(EmuUmad, MisbehavingProgramsGetTheKernelsErrorsAndTheDaemonGoesOn)
     EXPECT_NE(Exec("h1", "smpquery -D nodeinfo 0,1").out.find("Switch"), std::string::npos);
 }
 
+/// Garbage on the umad interface (tests/peers/umad-garbage.c: every control request badly, ports
+/// opened twice or of numbers that do not exist, agents of any QP, class, version, method mask
+/// and OUI; MADs on the streams for agents it has or never had, of any class, method and
+/// attribute, directed routes of any hop count and path, LIDs and QPs at their edges, random
+/// bytes; datagrams of the wrong size, empty ones too, on both sockets; streams never read; the
+/// SM interface held and let go; connections dropped with ports and agents alive), under the
+/// built-in SM: the daemon answers each well-framed request, ends and counts each broken one,
+/// sends into the fabric or refuses every MAD written (none lost, none counted twice), and a
+/// fresh process and the other host are served afterwards.
+TEST_F(EmuUmad, GarbageOnTheControlSocketAndTheMadStreamsIsAnsweredSentOrRefusedNeverLost)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-umad-garbage";
+    ASSERT_EQ(access(bin.c_str(), X_OK), 0) << bin;
+    ShResult up = Up(std::string(kIbUp) + "--hosts 2");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    IbstatUntil("h0", "State: Active");
+    auto umad = [this](const std::string& key) {
+        const nlohmann::json st = Status();
+        return st["live"]["hosts"][0]["umad"].value(key, int64_t{-1});
+    };
+    const int64_t malformedBefore = umad("malformed");
+    const int64_t sentBefore = umad("mads_sent");
+    const int64_t refusedBefore = umad("mads_refused");
+    ASSERT_GE(malformedBefore, 0);
+    int64_t malformed = 0;
+    int64_t written = 0;
+    const std::vector<int> seeds{1, 2};
+    for (int seed : seeds)
+    {
+        SCOPED_TRACE("seed " + std::to_string(seed));
+        const std::string out = RunGarbagePeer("h0", bin, 20000, seed);
+        EXPECT_GT(NumberIn(out, R"((\d+) agents registered)"), 200) << out;
+        EXPECT_GT(NumberIn(out, R"((\d+) MADs read)"), 20) << out;
+        EXPECT_GT(NumberIn(out, R"((\d+) issm opens and closes)"), 10) << out;
+        written += NumberIn(out, R"((\d+) MADs written)");
+        malformed += NumberIn(out, R"((\d+) malformed requests)") +
+                     NumberIn(out, R"((\d+) malformed stream datagrams)");
+    }
+    EXPECT_GT(written, 10000);
+    EXPECT_GT(malformed, 100);
+    EXPECT_EQ(umad("malformed") - malformedBefore, malformed);
+    // Each MAD written was sent or refused, and so was the NodeInfo Get each run ends with.
+    const int64_t sent = umad("mads_sent") - sentBefore;
+    const int64_t refused = umad("mads_refused") - refusedBefore;
+    EXPECT_EQ(sent + refused, written + static_cast<int64_t>(seeds.size()));
+    EXPECT_GT(sent, 1000);
+    EXPECT_GT(refused, 1000);
+    EXPECT_EQ(umad("ports_open"), 0);
+    EXPECT_EQ(Status()["live"]["hosts"][0]["umad"].value("is_sm", true), false);
+    // The other host still answers real tools (what the garbage Set on the fabric's SMAs,
+    // links disabled or tables rewritten, is its business).
+    EXPECT_NE(Field(Exec("h1", "ibstat").out, "Physical state"), "");
+    const ShResult self = Exec("h1", "timeout 30 smpquery -D nodeinfo 0");
+    EXPECT_NE(self.out.find("NodeType:........................Channel Adapter"),
+              std::string::npos)
+        << self.out;
+}
+
 TEST_F(EmuUmad, OutsideAnEmulatedHostThereIsNoCa)
 {
     // The library without a host's socket behaves as libibumad on a machine without ib_umad.

@@ -499,10 +499,15 @@ StatusJson(const Daemon& d)
                 const ns3::EmuUmadCounters u = d.umadServices[i]->GetCounters();
                 j["hosts"].back()["umad"] = {{"ports_open", d.umadServices[i]->GetOpenPorts()},
                                              {"is_sm", d.umadServices[i]->IsSmHeld()},
+                                             {"connections", u.connections},
+                                             {"ports_opened", u.portsOpened},
+                                             {"requests", u.requests},
+                                             {"refused", u.refused},
                                              {"mads_sent", u.madsSent},
                                              {"mads_refused", u.madsRefused},
                                              {"mads_delivered", u.madsDelivered},
                                              {"mads_undelivered", u.madsUndelivered},
+                                             {"mads_unclaimed", u.madsUnclaimed},
                                              {"requests_delivered", u.requestsDelivered},
                                              {"malformed", u.malformed},
                                              {"queries", u.queries}};
