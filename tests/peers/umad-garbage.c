@@ -324,6 +324,21 @@ static void make_mad(uint8_t *m, uint8_t cls)
         m[64 + 34] &= 0x3F;
 }
 
+/* Writes `len` bytes to `c`'s stream without waiting, counting them in *sent, or in
+ * stream_full when there is no room. 0, or 1 with the reason printed. */
+static int stream_send(struct conn *c, const void *buf, size_t len, long *sent)
+{
+    if (send(c->mad, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len)
+        ++*sent;
+    else if (errno == EAGAIN)
+        stream_full++;
+    else {
+        printf("garbage: a stream write failed: %s\n", strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
 /* A datagram written to `c`'s stream (which is open). 0, or 1 with the reason printed. */
 static int stream_write(struct conn *c)
 {
@@ -333,15 +348,7 @@ static int stream_write(struct conn *c)
         random_bytes(junk, sizeof(junk));
         static const size_t sizes[] = {0, 1, 4, sizeof(d) - 1, sizeof(d) + 1, sizeof(d) + 64};
         const size_t len = sizes[below(sizeof(sizes) / sizeof(sizes[0]))];
-        if (send(c->mad, junk, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len)
-            stream_malformed++;
-        else if (errno == EAGAIN)
-            stream_full++;
-        else {
-            printf("garbage: a stream write failed: %s\n", strerror(errno));
-            return 1;
-        }
-        return 0;
+        return stream_send(c, junk, len, &stream_malformed);
     }
     memset(&d, 0, sizeof(d));
     d.agent_id = known_agent(c);
@@ -368,15 +375,7 @@ static int stream_write(struct conn *c)
     d.flow_label = edgy32();
     d.pkey_index = (uint16_t)(below(4) ? 0 : edgy32());
     make_mad(d.mad, cls);
-    if (send(c->mad, &d, sizeof(d), MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)sizeof(d))
-        mads_written++;
-    else if (errno == EAGAIN)
-        stream_full++;
-    else {
-        printf("garbage: a stream write failed: %s\n", strerror(errno));
-        return 1;
-    }
-    return 0;
+    return stream_send(c, &d, sizeof(d), &mads_written);
 }
 
 /* Whether a fresh process is served: the CA answered, the port opened, an SMI agent
