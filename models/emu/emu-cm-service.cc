@@ -227,14 +227,13 @@ EmuCmService::Start(const std::string& socketPath,
                     uint8_t prefixLen,
                     std::string* why)
 {
-    auto rt = EmuRealtimeSimulatorImpl::Current();
-    if (!rt)
-    {
-        *why = "the rdma_cm service needs the emulation simulator (EmuRealtimeSimulatorImpl)";
-        return false;
-    }
     // /dev/infiniband/rdma_cm is world readable and writable on a real machine.
-    m_listenFd = ListenSeqpacket(socketPath, 0666, why);
+    m_listenFd = ListenAndAccept(
+        socketPath,
+        0666,
+        "the rdma_cm",
+        [this](int fd, pid_t pid) { Admit(fd, pid); },
+        why);
     if (m_listenFd < 0)
     {
         return false;
@@ -245,13 +244,6 @@ EmuCmService::Start(const std::string& socketPath,
     m_ip = ip;
     m_prefixLen = prefixLen;
     m_psnSeed = static_cast<uint32_t>(agent->GetCaGuid() * 0x9E3779B97F4A7C15ULL >> 32);
-    if (!rt->WatchFd(m_listenFd, Simulator::NO_CONTEXT, [this]() { Accept(); }))
-    {
-        *why = std::string("cannot poll the rdma_cm socket: ") + std::strerror(errno);
-        close(m_listenFd);
-        m_listenFd = -1;
-        return false;
-    }
     return true;
 }
 
@@ -283,33 +275,24 @@ EmuCmService::Stop()
 }
 
 void
-EmuCmService::Accept()
+EmuCmService::Admit(int fd, pid_t pid)
 {
-    auto rt = EmuRealtimeSimulatorImpl::Current();
-    while (true)
+    if (m_procs.size() >= m_maxProcesses)
     {
-        pid_t pid = 0;
-        const int fd = AcceptSeqpacket(m_listenFd, &pid);
-        if (fd < 0)
-        {
-            return;
-        }
-        if (m_procs.size() >= m_maxProcesses)
-        {
-            close(fd);
-            continue;
-        }
-        auto p = std::make_unique<Proc>();
-        p->id = m_nextProc++;
-        p->fd = fd;
-        p->pid = pid;
-        const uint32_t id = p->id;
-        m_procs[id] = std::move(p);
-        ++m_counters.processes;
-        if (!rt->WatchFd(fd, Simulator::NO_CONTEXT, [this, id]() { OnReadable(id); }))
-        {
-            Close(id, "cannot poll the connection");
-        }
+        NS_LOG_WARN("rdma_cm " << m_path << ": refusing a process beyond MaxProcesses");
+        close(fd);
+        return;
+    }
+    auto p = std::make_unique<Proc>();
+    p->id = m_nextProc++;
+    p->fd = fd;
+    p->pid = pid;
+    const uint32_t id = p->id;
+    m_procs[id] = std::move(p);
+    ++m_counters.processes;
+    if (!WatchConnection(fd, [this, id]() { OnReadable(id); }))
+    {
+        Close(id, "cannot poll the connection");
     }
 }
 
@@ -325,22 +308,14 @@ EmuCmService::OnReadable(uint32_t procId)
         }
         Proc& p = *it->second;
         cnuas_cm_req q;
-        switch (RecvRequest(p.fd, &q, sizeof(q)))
+        const SeqpacketRecv got = RecvRequest(p.fd, &q, sizeof(q));
+        if (got != SeqpacketRecv::Request)
         {
-        case SeqpacketRecv::None:
+            if (got != SeqpacketRecv::None)
+            {
+                Close(procId, RecvEndReason(got, &m_counters.malformed));
+            }
             return;
-        case SeqpacketRecv::Closed:
-            Close(procId, "the process closed it");
-            return;
-        case SeqpacketRecv::Error:
-            Close(procId, "connection error");
-            return;
-        case SeqpacketRecv::WrongSize:
-            ++m_counters.malformed;
-            Close(procId, "a request of the wrong size");
-            return;
-        case SeqpacketRecv::Request:
-            break;
         }
         Handle(p, q);
     }

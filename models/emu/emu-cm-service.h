@@ -176,7 +176,8 @@ class EmuCmService : public Object
         std::vector<int> retired;         ///< write ends of destroyed channels
     };
 
-    void Accept();
+    /// A connection ListenAndAccept took: a process's rdma_cm, or closed (MaxProcesses).
+    void Admit(int fd, pid_t pid);
     void OnReadable(uint32_t proc);
     void Close(uint32_t proc, const char* why);
     void Handle(Proc& p, const cnuas_cm_req& q);

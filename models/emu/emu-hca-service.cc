@@ -640,15 +640,14 @@ EmuHcaService::Start(const std::string& socketPath,
                      Ptr<EthNetDevice> ethPort,
                      std::string* why)
 {
-    auto rt = EmuRealtimeSimulatorImpl::Current();
-    if (!rt)
-    {
-        *why = "the HCA service needs the emulation simulator (EmuRealtimeSimulatorImpl)";
-        return false;
-    }
     // Any process of the host may open the device, as /dev/infiniband/uverbs0 is world
     // readable and writable on a real machine; each reaches only its own memory.
-    m_listenFd = ListenSeqpacket(socketPath, 0666, why);
+    m_listenFd = ListenAndAccept(
+        socketPath,
+        0666,
+        "the HCA",
+        [this](int fd, pid_t pid) { Admit(fd, pid); },
+        why);
     if (m_listenFd < 0)
     {
         return false;
@@ -659,13 +658,6 @@ EmuHcaService::Start(const std::string& socketPath,
     m_port = port;
     m_ibPort = ibPort;
     m_ethPort = ethPort;
-    if (!rt->WatchFd(m_listenFd, Simulator::NO_CONTEXT, [this]() { Accept(); }))
-    {
-        *why = std::string("cannot poll the HCA socket: ") + std::strerror(errno);
-        close(m_listenFd);
-        m_listenFd = -1;
-        return false;
-    }
     if (!m_traceConnected)
     {
         m_device->TraceConnectWithoutContext(
@@ -696,39 +688,29 @@ EmuHcaService::Stop()
 }
 
 void
-EmuHcaService::Accept()
+EmuHcaService::Admit(int fd, pid_t pid)
 {
-    auto rt = EmuRealtimeSimulatorImpl::Current();
-    while (true)
+    if (m_contexts.size() >= m_maxContexts)
     {
-        pid_t pid = 0;
-        const int fd = AcceptSeqpacket(m_listenFd, &pid);
-        if (fd < 0)
-        {
-            return;
-        }
-        if (m_contexts.size() >= m_maxContexts)
-        {
-            NS_LOG_WARN("HCA " << m_path << ": refusing a context beyond MaxContexts");
-            close(fd);
-            continue;
-        }
-        if (pid <= 0)
-        {
-            close(fd);
-            continue;
-        }
-        auto c = std::make_unique<Context>();
-        c->id = m_nextContext++;
-        c->fd = fd;
-        c->pid = pid;
-        c->memory = CreateObject<ProcessMemory>(pid);
-        const uint32_t id = c->id;
-        m_contexts[id] = std::move(c);
-        if (!rt->WatchFd(fd, Simulator::NO_CONTEXT, [this, id]() { OnReadable(id); }))
-        {
-            Close(id, "cannot poll the connection");
-        }
+        NS_LOG_WARN("HCA " << m_path << ": refusing a context beyond MaxContexts");
+        close(fd);
+        return;
+    }
+    if (pid <= 0)
+    {
+        close(fd); // no process whose memory the context could reach
+        return;
+    }
+    auto c = std::make_unique<Context>();
+    c->id = m_nextContext++;
+    c->fd = fd;
+    c->pid = pid;
+    c->memory = CreateObject<ProcessMemory>(pid);
+    const uint32_t id = c->id;
+    m_contexts[id] = std::move(c);
+    if (!WatchConnection(fd, [this, id]() { OnReadable(id); }))
+    {
+        Close(id, "cannot poll the connection");
     }
 }
 

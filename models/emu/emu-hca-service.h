@@ -112,7 +112,8 @@ class EmuHcaService : public Object
     struct QpRec;
     struct SrqRec;
 
-    void Accept();
+    /// A connection ListenAndAccept took: a device context, or closed (MaxContexts, no pid).
+    void Admit(int fd, pid_t pid);
     void OnReadable(uint32_t id);
     void OnDoorbell(uint32_t id);
     void Close(uint32_t id, const char* why);

@@ -220,12 +220,6 @@ EmuUmadService::Start(const std::string& socketPath,
                       uint8_t portNumber,
                       std::string* why)
 {
-    auto rt = EmuRealtimeSimulatorImpl::Current();
-    if (!rt)
-    {
-        *why = "the umad service needs the emulation simulator (EmuRealtimeSimulatorImpl)";
-        return false;
-    }
     if (!dispatcher || dispatcher->IsSwitch() || !dispatcher->GetPort(portNumber))
     {
         *why = "the umad service needs a channel adapter's port";
@@ -233,7 +227,12 @@ EmuUmadService::Start(const std::string& socketPath,
     }
     // /dev/infiniband/umadN is root's on a real machine (mode 0600 unless udev says otherwise);
     // the socket follows the same rule.
-    m_listenFd = ListenSeqpacket(socketPath, 0600, why);
+    m_listenFd = ListenAndAccept(
+        socketPath,
+        0600,
+        "the umad",
+        [this](int fd, pid_t pid) { Admit(fd, pid); },
+        why);
     if (m_listenFd < 0)
     {
         return false;
@@ -241,13 +240,6 @@ EmuUmadService::Start(const std::string& socketPath,
     m_path = socketPath;
     m_disp = dispatcher;
     m_portNumber = portNumber;
-    if (!rt->WatchFd(m_listenFd, Simulator::NO_CONTEXT, [this]() { Accept(); }))
-    {
-        *why = std::string("cannot poll the umad socket: ") + std::strerror(errno);
-        close(m_listenFd);
-        m_listenFd = -1;
-        return false;
-    }
     // hi_tids: the kernel numbers its agents from 1 per device; here they only need to be
     // unique on the node and unlike the built-in SM's (its node GUID's low 32 bits), so they
     // start in the upper half.
@@ -444,34 +436,24 @@ EmuUmadService::Stop()
 }
 
 void
-EmuUmadService::Accept()
+EmuUmadService::Admit(int fd, pid_t pid)
 {
-    auto rt = EmuRealtimeSimulatorImpl::Current();
-    while (true)
+    if (m_conns.size() >= m_maxConnections)
     {
-        pid_t pid = 0;
-        const int fd = AcceptSeqpacket(m_listenFd, &pid);
-        if (fd < 0)
-        {
-            return;
-        }
-        if (m_conns.size() >= m_maxConnections)
-        {
-            NS_LOG_WARN("umad " << m_path << ": refusing a connection beyond MaxConnections");
-            close(fd);
-            continue;
-        }
-        auto c = std::make_unique<Conn>();
-        c->id = m_nextConn++;
-        c->fd = fd;
-        c->pid = pid;
-        const uint32_t id = c->id;
-        m_conns[id] = std::move(c);
-        ++m_counters.connections;
-        if (!rt->WatchFd(fd, Simulator::NO_CONTEXT, [this, id]() { OnControl(id); }))
-        {
-            Close(id, "cannot poll the connection");
-        }
+        NS_LOG_WARN("umad " << m_path << ": refusing a connection beyond MaxConnections");
+        close(fd);
+        return;
+    }
+    auto c = std::make_unique<Conn>();
+    c->id = m_nextConn++;
+    c->fd = fd;
+    c->pid = pid;
+    const uint32_t id = c->id;
+    m_conns[id] = std::move(c);
+    ++m_counters.connections;
+    if (!WatchConnection(fd, [this, id]() { OnControl(id); }))
+    {
+        Close(id, "cannot poll the connection");
     }
 }
 
@@ -522,22 +504,14 @@ EmuUmadService::OnControl(uint32_t id)
         }
         Conn& c = *it->second;
         cnuas_umad_req q;
-        switch (RecvRequest(c.fd, &q, sizeof(q)))
+        const SeqpacketRecv got = RecvRequest(c.fd, &q, sizeof(q));
+        if (got != SeqpacketRecv::Request)
         {
-        case SeqpacketRecv::None:
+            if (got != SeqpacketRecv::None)
+            {
+                Close(id, RecvEndReason(got, &m_counters.malformed));
+            }
             return;
-        case SeqpacketRecv::Closed:
-            Close(id, "the process closed it");
-            return;
-        case SeqpacketRecv::Error:
-            Close(id, "connection error");
-            return;
-        case SeqpacketRecv::WrongSize:
-            ++m_counters.malformed;
-            Close(id, "a request of the wrong size");
-            return;
-        case SeqpacketRecv::Request:
-            break;
         }
         Handle(c, q);
     }

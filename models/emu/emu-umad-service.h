@@ -140,7 +140,8 @@ class EmuUmadService : public Object
         EventId timeout;
     };
 
-    void Accept();
+    /// A connection ListenAndAccept took: a query or port, or closed (MaxConnections).
+    void Admit(int fd, pid_t pid);
     void OnControl(uint32_t id);
     void OnMadStream(uint32_t id);
     void Close(uint32_t id, const char* why);

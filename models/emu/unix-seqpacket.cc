@@ -2,6 +2,8 @@
 
 #include "emu-realtime-simulator-impl.h"
 
+#include "ns3/simulator.h"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -88,17 +90,53 @@ RecvRequest(int sock, void* request, size_t size)
 }
 
 int
-AcceptSeqpacket(int listenFd, pid_t* peerPid)
+ListenAndAccept(const std::string& path,
+                mode_t mode,
+                const char* service,
+                std::function<void(int fd, pid_t pid)> admit,
+                std::string* why)
 {
-    const int fd = accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0)
+    auto rt = EmuRealtimeSimulatorImpl::Current();
+    if (!rt)
     {
-        return -1; // EAGAIN: all taken
+        *why = std::string(service) + " service needs the emulation simulator "
+                                      "(EmuRealtimeSimulatorImpl)";
+        return -1;
     }
-    ucred cred{};
-    socklen_t len = sizeof(cred);
-    *peerPid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
-    return fd;
+    const int listenFd = ListenSeqpacket(path, mode, why);
+    if (listenFd < 0)
+    {
+        return -1;
+    }
+    auto acceptAll = [listenFd, admit = std::move(admit)]() {
+        while (true)
+        {
+            const int fd = accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0)
+            {
+                return; // EAGAIN: all taken
+            }
+            ucred cred{};
+            socklen_t len = sizeof(cred);
+            admit(fd, getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0);
+        }
+    };
+    if (!rt->WatchFd(listenFd, Simulator::NO_CONTEXT, std::move(acceptAll)))
+    {
+        *why = std::string("cannot poll ") + service + " socket: " + std::strerror(errno);
+        close(listenFd);
+        unlink(path.c_str());
+        return -1;
+    }
+    return listenFd;
+}
+
+bool
+WatchConnection(int fd, std::function<void()> onReadable)
+{
+    return EmuRealtimeSimulatorImpl::Current()->WatchFd(fd,
+                                                        Simulator::NO_CONTEXT,
+                                                        std::move(onReadable));
 }
 
 void
@@ -115,6 +153,21 @@ CloseListener(int& listenFd, const std::string& path)
     close(listenFd);
     listenFd = -1;
     unlink(path.c_str());
+}
+
+const char*
+RecvEndReason(SeqpacketRecv r, uint64_t* malformed)
+{
+    switch (r)
+    {
+    case SeqpacketRecv::Closed:
+        return "the process closed it";
+    case SeqpacketRecv::WrongSize:
+        ++*malformed;
+        return "a request of the wrong size";
+    default:
+        return "connection error";
+    }
 }
 
 } // namespace ns3

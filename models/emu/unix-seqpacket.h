@@ -8,6 +8,8 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 namespace ns3
@@ -20,11 +22,18 @@ namespace ns3
 int ListenSeqpacket(const std::string& path, mode_t mode, std::string* why);
 
 /**
- * Accepts one waiting connection on the listening socket `listenFd`, non-blocking and
- * close-on-exec. Returns its descriptor, with the peer's pid (SO_PEERCRED) in *peerPid, 0 when
- * it cannot be read; -1 when no connection waits.
+ * A service's listening socket on the simulation thread: ListenSeqpacket at `path`, watched by
+ * EmuRealtimeSimulatorImpl (which must be the simulator), each waiting connection accepted
+ * (non-blocking, close-on-exec) and handed to `admit` with the peer's pid (SO_PEERCRED; 0 when
+ * it cannot be read), which owns the descriptor from then on. `service` ("the HCA") names it in
+ * the reason for a failure. -1 with the reason in *why, nothing left behind; CloseListener ends
+ * it.
  */
-int AcceptSeqpacket(int listenFd, pid_t* peerPid);
+int ListenAndAccept(const std::string& path,
+                    mode_t mode,
+                    const char* service,
+                    std::function<void(int fd, pid_t pid)> admit,
+                    std::string* why);
 
 /**
  * The end of what ListenSeqpacket began: stops watching `listenFd` (EmuRealtimeSimulatorImpl),
@@ -38,6 +47,12 @@ void CloseListener(int& listenFd, const std::string& path);
  * does not read. Whether all of it went.
  */
 bool SendDatagramWithFd(int sock, const void* buf, size_t len, int fd);
+
+/**
+ * Has the simulation thread call `onReadable` whenever `fd`, a connection a service admitted,
+ * can be read. False (errno set) when it cannot be watched: the service then ends it.
+ */
+bool WatchConnection(int fd, std::function<void()> onReadable);
 
 /// What RecvRequest found.
 enum class SeqpacketRecv
@@ -65,6 +80,12 @@ bool SeqpacketPeerClosed(int sock);
  * an empty datagram is WrongSize too, and Closed only a peer that has gone.
  */
 SeqpacketRecv RecvRequest(int sock, void* request, size_t size);
+
+/**
+ * Why a connection ends after RecvRequest found `r` (not Request or None): the reason for the
+ * service's log, with a WrongSize counted in *malformed.
+ */
+const char* RecvEndReason(SeqpacketRecv r, uint64_t* malformed);
 
 } // namespace ns3
 
