@@ -315,6 +315,66 @@ TEST_F(EmuRoce, MistakesAreRefusedClearly)
 }
 
 
+/// Clients of the daemon's control socket (what `cnuas status`, `cnuas capture` and `cnuas sm`
+/// talk to) that misbehave: one dribbles its request a byte a second, forty connect and say
+/// nothing, one asks for the status and never reads it. None of them holds `cnuas status` or
+/// `cnuas down` (before, one request was read a byte at a time with a 2 s wait for each, and a
+/// dribbling client held the control thread, so status answered "no answer from the daemon"
+/// and down could not join it); each that does not finish within the deadline (10 s), or is
+/// the oldest unfinished one when the house is full, is dropped and counted.
+TEST_F(EmuRoce, SlowAndSilentControlClientsHoldNeitherStatusNorDown)
+{
+    ASSERT_EQ(Up("--hosts 2").exit, 0);
+    const std::string sock = Status().value("socket", "");
+    ASSERT_FALSE(sock.empty());
+    std::ofstream(m_dir / "clients.py") << R"(import socket, sys, time
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(sys.argv[1])
+    return s
+dribbler = conn()
+silent = [conn() for _ in range(40)]
+unread = conn()
+unread.sendall(b"status\n")
+print("ready", flush=True)
+for i in range(60):
+    try:
+        dribbler.send(b"status"[i % 6:i % 6 + 1])
+    except OSError:
+        print("dribbler dropped after", i, "bytes", flush=True)
+        break
+    time.sleep(1)
+time.sleep(60)
+)";
+    Sh("(timeout 120 python3 " + (m_dir / "clients.py").string() + " " + sock + " > " +
+       (m_dir / "clients.out").string() + " 2>&1 &)");
+    ASSERT_NE(WaitForLines("clients.out", 1, 10).find("ready"), std::string::npos);
+    // Answered beside them, with the live figures (42 connections are more than the daemon
+    // serves at once, 32: each newcomer ends the oldest unfinished one).
+    for (int i = 0; i < 3; ++i)
+    {
+        const nlohmann::json s = Status();
+        ASSERT_TRUE(s.contains("live") && s["live"].contains("hosts")) << s.dump();
+    }
+    // By the deadline the dribbler and the forty silent ones are gone, each counted once; the
+    // unread answer fitted in the socket's buffer, so that connection was done at once.
+    int64_t dropped = 0;
+    for (int i = 0; i < 150 && dropped < 41; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        dropped = Status()["live"].value("control_dropped", int64_t{-1});
+    }
+    EXPECT_EQ(dropped, 41);
+    EXPECT_NE(WaitForLines("clients.out", 2, 10).find("dribbler dropped"), std::string::npos);
+    // A new dribbler and crowd, then down: it stops the daemon, not a kill after its timeout.
+    Sh("(timeout 120 python3 " + (m_dir / "clients.py").string() + " " + sock + " > " +
+       (m_dir / "clients2.out").string() + " 2>&1 &)");
+    ASSERT_NE(WaitForLines("clients2.out", 1, 10).find("ready"), std::string::npos);
+    ShResult down = Sh(Cnuas("down --name " + m_name));
+    EXPECT_EQ(down.exit, 0) << down.out;
+    EXPECT_NE(down.out.find("stopped (pid"), std::string::npos) << down.out;
+}
+
 TEST_F(EmuRoce, DownAfterTheDaemonIsKilledLeavesNothingBehind)
 {
     // Other tests may make and remove namespaces meanwhile, so the check is on this fabric's

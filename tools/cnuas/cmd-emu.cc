@@ -52,6 +52,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -274,6 +275,10 @@ struct Daemon
     nlohmann::json state;
     int readyFd = -1;
     int stopFd = -1; ///< eventfd: tells the control thread to end
+    /// Control connections dropped for not finishing their request, or not taking their
+    /// answer, within kControlDeadline, or for being the oldest unfinished one when a new one
+    /// came to a full house (the control thread's; read by status).
+    std::atomic<uint64_t> controlDropped{0};
     long long started = 0;
 };
 
@@ -471,6 +476,7 @@ StatusJson(const Daemon& d)
     j["name"] = d.opt.name;
     j["fabric"] = d.opt.fabric;
     j["lag"] = LagJson();
+    j["control_dropped"] = d.controlDropped.load();
     j["hosts"] = nlohmann::json::array();
     if (d.opt.fabric == "ib")
     {
@@ -807,20 +813,99 @@ EndCapture(Daemon& d, int conn)
         3.0);
 }
 
-/// The control socket: status queries and captures. One thread, poll over the listening socket,
-/// the stop eventfd and the open captures' connections.
+/// A connection to the control socket: its request line as it arrives, then the answer as it
+/// leaves, without blocking (a client that dribbles its request or does not read its answer
+/// cannot hold the thread, the other clients or the daemon's exit); after a capture's answer,
+/// the connection stays open until the client closes it.
+struct ControlConn
+{
+    std::string in;
+    std::string out;
+    size_t sent = 0;
+    bool answered = false; ///< `out` holds the answer
+    bool capture = false;  ///< the answer started a capture (it ends when the client closes)
+    std::chrono::steady_clock::time_point deadline;
+};
+
+/// How long a client has from connecting to the end of the answer (the request takes up to
+/// 3 s on the simulation thread).
+constexpr auto kControlDeadline = std::chrono::seconds(10);
+/// Connections served at once; a new one beyond them ends the oldest unfinished one.
+constexpr size_t kControlConnections = 32;
+/// A request line's bytes at most.
+constexpr size_t kControlLineBytes = 4096;
+
+/// Reads what `fd` has of its request; once the line is whole (or the client has shut down its
+/// side, or it reached kControlLineBytes), answers it. False when the connection is to be closed
+/// without an answer (the client went before saying anything).
+bool
+ControlRead(Daemon& d, int fd, ControlConn& c)
+{
+    char buf[512];
+    bool eof = false;
+    while (c.in.size() < kControlLineBytes)
+    {
+        const ssize_t n = read(fd, buf, std::min(sizeof(buf), kControlLineBytes - c.in.size()));
+        if (n > 0)
+        {
+            c.in.append(buf, static_cast<size_t>(n));
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        {
+            break;
+        }
+        eof = true;
+        break;
+    }
+    const size_t nl = c.in.find('\n');
+    if (nl == std::string::npos && !eof && c.in.size() < kControlLineBytes)
+    {
+        return true; // more to come
+    }
+    if (nl == std::string::npos && c.in.empty())
+    {
+        return false;
+    }
+    const std::string line = c.in.substr(0, nl);
+    c.out = HandleRequest(d, fd, line) + "\n";
+    c.answered = true;
+    c.capture = line.rfind("capture", 0) == 0 && c.out.find("\"ok\"") != std::string::npos;
+    return true;
+}
+
+/// The control socket: status queries, captures and the SM's start and stop. One thread, poll
+/// over the listening socket, the stop eventfd and the connections (non-blocking).
 void
 ControlLoop(Daemon* d, int listenFd)
 {
-    std::set<int> captureConns;
+    std::map<int, ControlConn> conns;
+    auto drop = [d, &conns](int fd) {
+        if (conns[fd].capture)
+        {
+            EndCapture(*d, fd);
+        }
+        close(fd);
+        conns.erase(fd);
+    };
     while (true)
     {
         std::vector<pollfd> fds{{listenFd, POLLIN, 0}, {d->stopFd, POLLIN, 0}};
-        for (int c : captureConns)
+        auto now = std::chrono::steady_clock::now();
+        int timeoutMs = -1;
+        for (const auto& [fd, c] : conns)
         {
-            fds.push_back({c, POLLIN, 0});
+            const bool writing = c.answered && c.sent < c.out.size();
+            fds.push_back({fd, static_cast<short>(writing ? POLLOUT : POLLIN), 0});
+            if (!c.answered || writing)
+            {
+                const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    c.deadline - now);
+                const int ms = static_cast<int>(std::max<int64_t>(0, left.count()));
+                timeoutMs = timeoutMs < 0 ? ms : std::min(timeoutMs, ms);
+            }
         }
-        if (poll(fds.data(), fds.size(), -1) < 0)
+        if (poll(fds.data(), fds.size(), timeoutMs) < 0)
         {
             if (errno == EINTR)
             {
@@ -832,56 +917,85 @@ ControlLoop(Daemon* d, int listenFd)
         {
             break;
         }
+        now = std::chrono::steady_clock::now();
         for (size_t i = 2; i < fds.size(); ++i)
         {
-            if (fds[i].revents != 0)
+            const int fd = fds[i].fd;
+            ControlConn& c = conns[fd];
+            if (c.answered && c.sent == c.out.size()) // a capture running
             {
                 char b[64];
-                if (read(fds[i].fd, b, sizeof(b)) <= 0) // closed: the capture ends
+                if (fds[i].revents != 0 && read(fd, b, sizeof(b)) <= 0) // closed: it ends
                 {
-                    EndCapture(*d, fds[i].fd);
-                    captureConns.erase(fds[i].fd);
-                    close(fds[i].fd);
+                    drop(fd);
                 }
+                continue;
+            }
+            if (!c.answered && fds[i].revents != 0 && !ControlRead(*d, fd, c))
+            {
+                drop(fd);
+                continue;
+            }
+            if (c.answered && c.sent < c.out.size() && fds[i].revents != 0)
+            {
+                const ssize_t n = send(fd, c.out.data() + c.sent, c.out.size() - c.sent,
+                                       MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0 && errno != EAGAIN && errno != EINTR)
+                {
+                    drop(fd); // the client went away
+                    continue;
+                }
+                c.sent += n > 0 ? static_cast<size_t>(n) : 0;
+            }
+            if (c.answered && c.sent == c.out.size() && !c.capture)
+            {
+                drop(fd);
+                continue;
+            }
+            if (!(c.answered && c.sent == c.out.size()) && now >= c.deadline)
+            {
+                ++d->controlDropped; // too slow to ask, or to take the answer
+                drop(fd);
             }
         }
-        if ((fds[0].revents & POLLIN) == 0)
+        if ((fds[0].revents & POLLIN) != 0)
         {
-            continue;
-        }
-        const int conn = accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (conn < 0)
-        {
-            continue;
-        }
-        // One request line, read with a deadline so that a silent client cannot hold the
-        // daemon's control thread.
-        std::string line;
-        pollfd p{conn, POLLIN, 0};
-        char c;
-        while (line.size() < 4096 && poll(&p, 1, 2000) > 0 && read(conn, &c, 1) == 1 && c != '\n')
-        {
-            line += c;
-        }
-        const std::string answer = HandleRequest(*d, conn, line);
-        const std::string out = answer + "\n";
-        if (write(conn, out.data(), out.size()) < 0)
-        {
-            // the client went away; nothing to tell it
-        }
-        if (line.rfind("capture", 0) == 0 && answer.find("\"ok\"") != std::string::npos)
-        {
-            captureConns.insert(conn);
-        }
-        else
-        {
-            close(conn);
+            while (true)
+            {
+                const int conn = accept4(listenFd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (conn < 0)
+                {
+                    break;
+                }
+                if (conns.size() >= kControlConnections)
+                {
+                    // Full: the oldest request not yet done makes room, so that a crowd of
+                    // silent clients cannot shut the others out (running captures stay).
+                    auto oldest = conns.end();
+                    for (auto it = conns.begin(); it != conns.end(); ++it)
+                    {
+                        const bool done = it->second.answered && it->second.sent == it->second.out.size();
+                        if (!done && (oldest == conns.end() || it->second.deadline < oldest->second.deadline))
+                        {
+                            oldest = it;
+                        }
+                    }
+                    if (oldest == conns.end())
+                    {
+                        close(conn); // every slot a capture
+                        continue;
+                    }
+                    ++d->controlDropped;
+                    drop(oldest->first);
+                }
+                conns[conn].deadline = now + kControlDeadline;
+            }
         }
     }
     // The simulation has stopped: the daemon ends what is still captured (DaemonMain).
-    for (int c : captureConns)
+    for (const auto& [fd, c] : conns)
     {
-        close(c);
+        close(fd);
     }
 }
 
@@ -1435,7 +1549,8 @@ DaemonMain(Daemon& d)
     // The control socket.
     const std::string sockPath = FabricSocketPath(d.dir, d.opt.name);
     unlink(sockPath.c_str());
-    const int listenFd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    // Non-blocking: the control thread accepts until none waits (ControlLoop).
+    const int listenFd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     sockaddr_un addr = {};
     addr.sun_family = AF_UNIX;
     if (sockPath.size() >= sizeof(addr.sun_path))
