@@ -179,6 +179,18 @@ TEST_F(CliHardening, OutOfRangeParamsAreUsageErrors)
     }
 }
 
+TEST_F(CliHardening, DownRefusesATimeoutThatIsNotSeconds)
+{
+    // Before, std::stod took "nan", "-1" and "5s" (as 5): a NaN or negative wait for the
+    // daemon to stop.
+    for (const char* v : {"nan", "-1", "5s", "inf", ""})
+    {
+        EXPECT_TRUE(Refused(Run(std::string("down --name nobody --timeout '") + v + "'"), 2,
+                            "--timeout '" + std::string(v) + "' is not a number of seconds"))
+            << v;
+    }
+}
+
 TEST_F(CliHardening, AParamValueFromAScenarioFileNamesItsLine)
 {
     WriteFile(m_dir / "fair.scn", "scenario roce-fairness\n"

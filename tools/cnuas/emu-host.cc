@@ -20,6 +20,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <thread>
 
 namespace cnuas
@@ -258,16 +259,23 @@ AttachToManagement(const std::string& hostNetns,
            RunIp({"-n", mgmtNetns, "link", "set", "dev", peer, "up"}, why);
 }
 
-std::vector<int>
-PidsInNetns(const std::string& name)
+namespace
 {
-    std::vector<int> pids;
-    struct stat ns = {};
-    if (stat(NetnsPath(name).c_str(), &ns) != 0)
+/// The processes of each of the namespaces `names` (by their index), from one walk of /proc.
+std::vector<std::vector<int>>
+PidsInNetnses(const std::vector<std::string>& names)
+{
+    std::vector<std::vector<int>> pids(names.size());
+    std::map<std::pair<dev_t, ino_t>, size_t> index;
+    for (size_t i = 0; i < names.size(); ++i)
     {
-        return pids;
+        struct stat ns = {};
+        if (stat(NetnsPath(names[i]).c_str(), &ns) == 0)
+        {
+            index[{ns.st_dev, ns.st_ino}] = i;
+        }
     }
-    DIR* d = opendir("/proc");
+    DIR* d = index.empty() ? nullptr : opendir("/proc");
     if (!d)
     {
         return pids;
@@ -282,42 +290,80 @@ PidsInNetns(const std::string& name)
         }
         struct stat st = {};
         const std::string link = std::string("/proc/") + e->d_name + "/ns/net";
-        if (stat(link.c_str(), &st) == 0 && st.st_ino == ns.st_ino && st.st_dev == ns.st_dev)
+        if (stat(link.c_str(), &st) != 0)
         {
-            pids.push_back(static_cast<int>(pid));
+            continue;
+        }
+        auto it = index.find({st.st_dev, st.st_ino});
+        if (it != index.end())
+        {
+            pids[it->second].push_back(static_cast<int>(pid));
         }
     }
     closedir(d);
     return pids;
 }
+} // namespace
 
-int
-DeleteNetns(const std::string& name, double graceSeconds, std::string* why)
+std::vector<int>
+PidsInNetns(const std::string& name)
 {
-    if (!NetnsExists(name))
+    return PidsInNetnses({name})[0];
+}
+
+std::vector<int>
+DeleteNetnses(const std::vector<std::string>& names,
+              double graceSeconds,
+              std::vector<std::string>* why)
+{
+    std::vector<int> ended(names.size(), 0);
+    why->assign(names.size(), "");
+    std::vector<std::vector<int>> pids = PidsInNetnses(names);
+    size_t left = 0;
+    for (size_t i = 0; i < names.size(); ++i)
     {
-        return 0;
+        ended[i] = static_cast<int>(pids[i].size());
+        left += pids[i].size();
+        for (int pid : pids[i])
+        {
+            kill(pid, SIGTERM);
+        }
     }
-    std::vector<int> pids = PidsInNetns(name);
-    const int ended = static_cast<int>(pids.size());
-    for (int pid : pids)
-    {
-        kill(pid, SIGTERM);
-    }
+    // One grace period for all of them.
     const auto until = std::chrono::steady_clock::now() +
                        std::chrono::milliseconds(static_cast<int64_t>(graceSeconds * 1000));
-    while (!pids.empty() && std::chrono::steady_clock::now() < until)
+    while (left > 0 && std::chrono::steady_clock::now() < until)
     {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        pids = PidsInNetns(name);
+        pids = PidsInNetnses(names);
+        left = 0;
+        for (const auto& p : pids)
+        {
+            left += p.size();
+        }
     }
-    for (int pid : PidsInNetns(name))
+    if (left > 0)
     {
-        kill(pid, SIGKILL);
+        for (const auto& p : PidsInNetnses(names))
+        {
+            for (int pid : p)
+            {
+                kill(pid, SIGKILL);
+            }
+        }
     }
-    if (!RunIp({"netns", "delete", name}, why))
+    // What `ip netns delete` does (iproute2's netns_delete): the namespace file is a bind mount
+    // of /proc/PID/ns/net; detach it and remove the file. The kernel frees the namespace, and
+    // the devices in it, once nothing else holds it (a process still dying, an open TAP).
+    for (size_t i = 0; i < names.size(); ++i)
     {
-        return -1;
+        const std::string path = NetnsPath(names[i]);
+        umount2(path.c_str(), MNT_DETACH);
+        if (unlink(path.c_str()) != 0 && errno != ENOENT)
+        {
+            (*why)[i] = "cannot remove " + path + ": " + std::strerror(errno);
+            ended[i] = -1;
+        }
     }
     return ended;
 }
