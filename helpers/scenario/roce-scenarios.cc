@@ -538,6 +538,54 @@ IncastSpec(const ScenarioOptions& o, const ScenarioInfo& info, const std::string
     return spec;
 }
 
+/// The sweep of both forms of roce-incast: for each of `modes` and each of `senders`, IncastSpec
+/// with every sender sending `flowBytes` to host 0 from time 0, finished by `configure` (the
+/// limit, sampling), with the pcap, progress and Ctrl-C options; `record` takes each run. Ctrl-C
+/// ends the sweep after the run it stopped (res marked). Returns the runs' pcaps, which the
+/// caller lists after its CSV.
+std::vector<std::string>
+SweepIncast(const ScenarioOptions& o,
+            const ScenarioInfo& info,
+            const std::vector<std::string>& modes,
+            const std::vector<uint64_t>& senders,
+            uint64_t flowBytes,
+            const std::function<void(RoceRunSpec&)>& configure,
+            const std::function<void(const std::string& mode,
+                                     uint32_t senders,
+                                     const RoceRunSpec& spec,
+                                     const RoceRunResult& r)>& record,
+            ScenarioResult& res)
+{
+    std::vector<std::string> pcaps;
+    SweepInterruption interruption;
+    for (const auto& mode : modes)
+    {
+        for (const uint64_t senderCount : senders)
+        {
+            if (interruption.stopped)
+            {
+                break;
+            }
+            const auto n = static_cast<uint32_t>(senderCount);
+            RoceRunSpec spec = IncastSpec(o, info, mode, n);
+            for (uint32_t i = 0; i < n; ++i)
+            {
+                spec.flows.push_back({i + 1, 0, flowBytes, Time(0)});
+            }
+            configure(spec);
+            ApplyPcapParams(o, info, mode + "-n" + std::to_string(n), spec);
+            spec.progress = o.progress;
+            spec.stopOnInterrupt = o.stopOnInterrupt;
+            const RoceRunResult r = RunRoceFlows(spec);
+            interruption.Note(r);
+            pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
+            record(mode, n, spec, r);
+        }
+    }
+    interruption.Mark(res);
+    return pcaps;
+}
+
 /// roce-incast with `duration` > 0: long-lived senders (the DCQCN paper's incast measures
 /// steady throughput, not completion): per-flow rates averaged from `warmup` to `duration`,
 /// their sum against the transport ceiling, Jain's index over them, queue and PAUSE counts.
@@ -557,73 +605,52 @@ RunIncastSteady(const ScenarioOptions& o, const ScenarioInfo& info)
     csv << "mode,senders,throughput_gbps,utilisation,jain,min_flow_gbps,max_flow_gbps,"
            "mean_queue_bytes,peak_queue_bytes,pauses,drops,retransmitted,cnps,marks\n";
     ScenarioResult res;
-    std::vector<std::string> pcaps; // listed after the CSV
-
-    SweepInterruption interruption;
-    for (const auto& mode : modes)
-    {
-        for (const uint64_t senderCount : senders)
+    auto configure = [&](RoceRunSpec& spec) {
+        spec.sampleInterval = MicroSeconds(10);
+        spec.limit = duration;
+    };
+    auto record = [&](const std::string& mode, uint32_t n, const RoceRunSpec& spec,
+                      const RoceRunResult& r) {
+        std::vector<double> avg(n, 0);
+        double queueSum = 0;
+        uint32_t samples = 0;
+        for (size_t k = 0; k < r.sampleTimesUs.size(); ++k)
         {
-            if (interruption.stopped)
+            if (r.sampleTimesUs[k] <= warmup.GetSeconds() * 1e6)
             {
-                break;
+                continue;
             }
-            const auto n = static_cast<uint32_t>(senderCount);
-            const std::string ns = std::to_string(n);
-            RoceRunSpec spec = IncastSpec(o, info, mode, n);
             for (uint32_t i = 0; i < n; ++i)
             {
-                // 2 GB: more than a 40-400 Gb/s link carries in the run (a long-lived flow).
-                spec.flows.push_back({i + 1, 0, 2000000000ULL, Time(0)});
+                avg[i] += r.flowRateGbps[i][k];
             }
-            spec.sampleInterval = MicroSeconds(10);
-            spec.limit = duration;
-            ApplyPcapParams(o, info, mode + "-n" + ns, spec);
-            spec.progress = o.progress;
-            spec.stopOnInterrupt = o.stopOnInterrupt;
-            const RoceRunResult r = RunRoceFlows(spec);
-            interruption.Note(r);
-            pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
-            std::vector<double> avg(n, 0);
-            double queueSum = 0;
-            uint32_t samples = 0;
-            for (size_t k = 0; k < r.sampleTimesUs.size(); ++k)
-            {
-                if (r.sampleTimesUs[k] <= warmup.GetSeconds() * 1e6)
-                {
-                    continue;
-                }
-                for (uint32_t i = 0; i < n; ++i)
-                {
-                    avg[i] += r.flowRateGbps[i][k];
-                }
-                queueSum += r.maxQueueBytes[k];
-                samples++;
-            }
-            double total = 0;
-            for (double& a : avg)
-            {
-                a /= std::max<uint32_t>(samples, 1);
-                total += a;
-            }
-            const double ceiling =
-                TransportCeilingGbps(spec.hostRate.GetBitRate(), RdmaMtuBytes(spec.pathMtu));
-            const auto [lo, hi] = std::minmax_element(avg.begin(), avg.end());
-            csv << mode << "," << n << "," << Fixed(total, 3) << "," << Fixed(total / ceiling, 4)
-                << "," << Fixed(JainIndex(avg), 4) << "," << Fixed(*lo, 3) << "," << Fixed(*hi, 3)
-                << "," << Fixed(queueSum / std::max<uint32_t>(samples, 1), 0) << ","
-                << r.peakQueueBytes << "," << r.pauseFrames << "," << r.drops << ","
-                << r.retransmittedPackets << "," << r.cnps << "," << r.ecnMarks << "\n";
-            res.summary.push_back(
-                {mode + " N=" + ns,
-                 "throughput " + Fixed(total, 2) + " Gb/s (" + Fixed(100 * total / ceiling, 1) +
-                     " % of ceiling), Jain " + Fixed(JainIndex(avg), 4) + ", mean queue " +
-                     Fixed(queueSum / std::max<uint32_t>(samples, 1) / 1000, 1) +
-                     " KB, pauses " + std::to_string(r.pauseFrames) + ", drops " +
-                     std::to_string(r.drops)});
+            queueSum += r.maxQueueBytes[k];
+            samples++;
         }
-    }
-    interruption.Mark(res);
+        double total = 0;
+        for (double& a : avg)
+        {
+            a /= std::max<uint32_t>(samples, 1);
+            total += a;
+        }
+        const double ceiling =
+            TransportCeilingGbps(spec.hostRate.GetBitRate(), RdmaMtuBytes(spec.pathMtu));
+        const auto [lo, hi] = std::minmax_element(avg.begin(), avg.end());
+        csv << mode << "," << n << "," << Fixed(total, 3) << "," << Fixed(total / ceiling, 4)
+            << "," << Fixed(JainIndex(avg), 4) << "," << Fixed(*lo, 3) << "," << Fixed(*hi, 3)
+            << "," << Fixed(queueSum / std::max<uint32_t>(samples, 1), 0) << ","
+            << r.peakQueueBytes << "," << r.pauseFrames << "," << r.drops << ","
+            << r.retransmittedPackets << "," << r.cnps << "," << r.ecnMarks << "\n";
+        res.summary.push_back(
+            {mode + " N=" + std::to_string(n),
+             "throughput " + Fixed(total, 2) + " Gb/s (" + Fixed(100 * total / ceiling, 1) +
+                 " % of ceiling), Jain " + Fixed(JainIndex(avg), 4) + ", mean queue " +
+                 Fixed(queueSum / std::max<uint32_t>(samples, 1) / 1000, 1) + " KB, pauses " +
+                 std::to_string(r.pauseFrames) + ", drops " + std::to_string(r.drops)});
+    };
+    // 2 GB a sender: more than a 40-400 Gb/s link carries in the run (a long-lived flow).
+    const std::vector<std::string> pcaps =
+        SweepIncast(o, info, modes, senders, 2000000000ULL, configure, record, res);
     res.artifacts.push_back(ScenarioOutputFile(o, "roce-incast-steady.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
@@ -641,56 +668,35 @@ RunIncast(const ScenarioOptions& o)
     const auto senders = ScenarioParamUintList(o, info, "senders", 1, 1000);
     const auto modes = SplitList(ScenarioParamString(o, info, "modes"));
     const uint64_t bytes = ScenarioParamUint(o, info, "bytes", 1, UINT64_MAX);
+    const Time limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
     std::ofstream csv(ScenarioOutputFile(o, "roce-incast.csv"));
     csv << "mode,senders,goodput_gbps,peak_queue_bytes,pauses,drops,retransmitted,"
            "cnps,marks,jain_fct,max_fct_us,all_done\n";
     ScenarioResult res;
-    std::vector<std::string> pcaps; // listed after the CSV
-
-    SweepInterruption interruption;
-    for (const auto& mode : modes)
-    {
-        for (const uint64_t senderCount : senders)
+    auto configure = [&](RoceRunSpec& spec) { spec.limit = limit; };
+    auto record = [&](const std::string& mode, uint32_t n, const RoceRunSpec&,
+                      const RoceRunResult& r) {
+        std::vector<double> fct;
+        double last = 0;
+        for (const auto& f : r.flows)
         {
-            if (interruption.stopped)
-            {
-                break;
-            }
-            const auto n = static_cast<uint32_t>(senderCount);
-            const std::string ns = std::to_string(n);
-            RoceRunSpec spec = IncastSpec(o, info, mode, n);
-            for (uint32_t i = 0; i < n; ++i)
-            {
-                spec.flows.push_back({i + 1, 0, bytes, Time(0)});
-            }
-            spec.limit = ScenarioParamTime(o, info, "limit", PicoSeconds(1), Seconds(1000));
-            ApplyPcapParams(o, info, mode + "-n" + ns, spec);
-            spec.progress = o.progress;
-            spec.stopOnInterrupt = o.stopOnInterrupt;
-            const RoceRunResult r = RunRoceFlows(spec);
-            interruption.Note(r);
-            pcaps.insert(pcaps.end(), r.pcaps.begin(), r.pcaps.end());
-            std::vector<double> fct;
-            double last = 0;
-            for (const auto& f : r.flows)
-            {
-                const double us = f.fct.IsPositive() ? f.fct.GetSeconds() * 1e6 : 0;
-                fct.push_back(us);
-                last = std::max(last, us);
-            }
-            const double goodput = last > 0 ? n * bytes * 8.0 / (last * 1e-6) / 1e9 : 0;
-            csv << mode << "," << n << "," << Fixed(goodput, 3) << "," << r.peakQueueBytes << ","
-                << r.pauseFrames << "," << r.drops << "," << r.retransmittedPackets << "," << r.cnps
-                << "," << r.ecnMarks << "," << Fixed(JainIndex(fct), 4) << "," << Fixed(last, 1)
-                << "," << (r.allDone ? 1 : 0) << "\n";
-            res.summary.push_back(
-                {mode + " N=" + ns, "goodput " + Fixed(goodput, 2) + " Gb/s, peak queue " +
-                                        std::to_string(r.peakQueueBytes) + " B, pauses " +
-                                        std::to_string(r.pauseFrames) + ", drops " +
-                                        std::to_string(r.drops)});
+            const double us = f.fct.IsPositive() ? f.fct.GetSeconds() * 1e6 : 0;
+            fct.push_back(us);
+            last = std::max(last, us);
         }
-    }
-    interruption.Mark(res);
+        const double goodput = last > 0 ? n * bytes * 8.0 / (last * 1e-6) / 1e9 : 0;
+        csv << mode << "," << n << "," << Fixed(goodput, 3) << "," << r.peakQueueBytes << ","
+            << r.pauseFrames << "," << r.drops << "," << r.retransmittedPackets << "," << r.cnps
+            << "," << r.ecnMarks << "," << Fixed(JainIndex(fct), 4) << "," << Fixed(last, 1)
+            << "," << (r.allDone ? 1 : 0) << "\n";
+        res.summary.push_back({mode + " N=" + std::to_string(n),
+                               "goodput " + Fixed(goodput, 2) + " Gb/s, peak queue " +
+                                   std::to_string(r.peakQueueBytes) + " B, pauses " +
+                                   std::to_string(r.pauseFrames) + ", drops " +
+                                   std::to_string(r.drops)});
+    };
+    const std::vector<std::string> pcaps =
+        SweepIncast(o, info, modes, senders, bytes, configure, record, res);
     res.artifacts.push_back(ScenarioOutputFile(o, "roce-incast.csv"));
     res.artifacts.insert(res.artifacts.end(), pcaps.begin(), pcaps.end());
     return res;
