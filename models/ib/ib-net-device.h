@@ -379,6 +379,10 @@ class IbNetDevice : public NetDevice
     /// they are the ticks an all-events run executes.
     uint64_t GetRefreshEvents() const { return m_refreshes; }
     uint64_t GetLazyRefreshes() const;
+    /// Of the lazy ticks, those accounted a whole refresh period at a time (a sleeping link's
+    /// refresh repeats exactly each period, so a long idle stretch costs a few steps, not one
+    /// per tick).
+    uint64_t GetLazyRefreshesSkipped() const;
     /// Whether the refresh timer is asleep (idle link, no event pending for it).
     bool IsRefreshDormant() const { return m_refreshDormant; }
     /// Total time this port had data for `vl` but no credit to send it.
@@ -537,6 +541,11 @@ class IbNetDevice : public NetDevice
     /// stash); the timer stays asleep. `firstTickIsEvent`: the tick at m_nextTickPs is the
     /// refresh event running now.
     void AdvanceDormantRefresh(int64_t nowPs, bool firstTickIsEvent = false);
+    /// At a tick of AdvanceDormantRefresh (none pending): if the refresh has repeated exactly
+    /// over the last period, accounts at once for the whole periods up to one before `nowPs`
+    /// (`drainPs`: how long a tick's packets take to arrive) and returns true; else notes the
+    /// state for the comparison one period on.
+    bool SkipRepeatedPeriods(int64_t nowPs, int64_t period, int64_t drainPs);
     /// One refresh tick at `tickPs` as FlowControlRefresh would execute it.
     void VirtualRefreshTick(int64_t tickPs);
     /// One flow-control packet as SendFlowControl would send it, starting at `startPs`.
@@ -646,6 +655,19 @@ class IbNetDevice : public NetDevice
     EventId m_fcRefresh;
     int64_t m_nextTickPs = -1;     ///< while asleep: the next tick not yet accounted
     uint64_t m_lazyRefreshes = 0;  ///< refresh ticks accounted without an event
+    uint64_t m_lazySkipped = 0;    ///< of those, accounted by whole periods
+    /// A sleeping link's refresh state at a tick, for recognising one period later that it
+    /// repeats (AdvanceDormantRefresh).
+    struct DormantSnapshot
+    {
+        int64_t tickPs = -1; ///< -1: none taken
+        int64_t busyUntilPs = 0;
+        std::array<int64_t, 16> lastFcSentPs{};
+        uint64_t fcSent = 0;
+        uint64_t lazyRefreshes = 0;
+        uint64_t peerStashed = 0;
+    };
+    DormantSnapshot m_dormantSnapshot;
     EventId m_training;
     std::array<uint64_t, 14> m_drops{};
     uint64_t m_refreshes = 0;
