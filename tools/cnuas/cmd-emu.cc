@@ -1347,6 +1347,7 @@ BuildIbHosts(Daemon& d)
         // §14.2.5.6). Unless the user chose a value with --set.
         bool userVls = false;
         bool userSmInfoTimeout = false;
+        bool userSweepInterval = false;
         for (const auto& setting : d.opt.settings)
         {
             userVls = userVls || setting.name.find("IbSubnetManager::OperationalVls") !=
@@ -1354,6 +1355,19 @@ BuildIbHosts(Daemon& d)
             userSmInfoTimeout = userSmInfoTimeout ||
                                 setting.name.find("IbSubnetManager::SmInfoTimeout") !=
                                     std::string::npos;
+            userSweepInterval = userSweepInterval ||
+                                setting.name.find("IbSubnetManager::SweepInterval") !=
+                                    std::string::npos;
+        }
+        if (!userSweepInterval)
+        {
+            // A light sweep (SwitchInfo of every switch) and a standby's poll of the master
+            // every second of wall time: a tenth of opensm's sweep_interval, so that a change
+            // that sends no trap is still seen within a second (traps start a heavy sweep at
+            // once). The simulation default, 10 ms of simulated time, is 100 light sweeps a
+            // second in real time: on an idle k=8 fat-tree 8,000 SMPs a second crossing it.
+            smh.SetSmAttribute("SweepInterval",
+                               ns3::TimeValue(ns3::Seconds(1.0 / d.opt.dilation)));
         }
         if (!userSmInfoTimeout)
         {
