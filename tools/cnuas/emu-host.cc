@@ -34,27 +34,38 @@ NetnsPath(const std::string& name)
     return std::string(kNetnsDir) + "/" + name;
 }
 
-/// Runs argv, waits, and returns its exit status (-1 if it could not run); stderr and stdout
-/// go to *output.
+/// Runs argv with `input` on its standard input, waits, and returns its exit status (-1 if it
+/// could not run); stderr and stdout go to *output.
 int
-RunCapture(const std::vector<std::string>& argv, std::string* output)
+RunCapture(const std::vector<std::string>& argv, std::string* output, const std::string& input = "")
 {
     int pipefd[2];
+    int inpipe[2];
     if (pipe2(pipefd, O_CLOEXEC) != 0)
     {
         *output = std::string("pipe: ") + std::strerror(errno);
+        return -1;
+    }
+    if (pipe2(inpipe, O_CLOEXEC) != 0)
+    {
+        *output = std::string("pipe: ") + std::strerror(errno);
+        close(pipefd[0]);
+        close(pipefd[1]);
         return -1;
     }
     const pid_t pid = fork();
     if (pid < 0)
     {
         *output = std::string("fork: ") + std::strerror(errno);
-        close(pipefd[0]);
-        close(pipefd[1]);
+        for (int fd : {pipefd[0], pipefd[1], inpipe[0], inpipe[1]})
+        {
+            close(fd);
+        }
         return -1;
     }
     if (pid == 0)
     {
+        dup2(inpipe[0], 0);
         dup2(pipefd[1], 1);
         dup2(pipefd[1], 2);
         std::vector<char*> args;
@@ -68,6 +79,24 @@ RunCapture(const std::vector<std::string>& argv, std::string* output)
         _exit(127);
     }
     close(pipefd[1]);
+    close(inpipe[0]);
+    // A batch of commands is a few kilobytes, within the pipe's buffer: written whole before
+    // the output is read, without waiting on the child.
+    size_t written = 0;
+    while (written < input.size())
+    {
+        const ssize_t n = write(inpipe[1], input.data() + written, input.size() - written);
+        if (n < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (n <= 0)
+        {
+            break; // the child has gone: its status says why
+        }
+        written += static_cast<size_t>(n);
+    }
+    close(inpipe[1]);
     output->clear();
     char buf[512];
     ssize_t n;
@@ -153,22 +182,34 @@ ValidNetnsName(const std::string& name)
 }
 
 bool
-RunIp(const std::vector<std::string>& args, std::string* why)
+RunIpBatch(const std::string& netns, const std::vector<std::string>& commands, std::string* why)
 {
     std::vector<std::string> argv{"ip"};
-    argv.insert(argv.end(), args.begin(), args.end());
+    if (!netns.empty())
+    {
+        argv.insert(argv.end(), {"-n", netns});
+    }
+    argv.insert(argv.end(), {"-batch", "-"});
+    std::string input;
+    for (const auto& c : commands)
+    {
+        input += c + "\n";
+    }
     std::string out;
-    const int rc = RunCapture(argv, &out);
-    if (rc == 0)
+    if (RunCapture(argv, &out, input) == 0)
     {
         return true;
     }
-    std::string cmd;
-    for (const auto& a : argv)
+    *why = "'ip" + (netns.empty() ? std::string() : " -n " + netns) + " -batch' of '" + input;
+    while (!why->empty() && why->back() == '\n')
     {
-        cmd += (cmd.empty() ? "" : " ") + a;
+        why->pop_back();
     }
-    *why = "'" + cmd + "' failed" + (out.empty() ? "" : ": " + out);
+    for (char& c : *why)
+    {
+        c = c == '\n' ? ';' : c;
+    }
+    *why += "' failed" + (out.empty() ? "" : ": " + out);
     return false;
 }
 
@@ -203,41 +244,29 @@ OpenTap(const std::string& ifname, bool vnetHeader, std::string* why)
 bool
 CreateEmuHost(const EmuHostConfig& h, std::string* why)
 {
-    if (!RunIp({"netns", "add", h.netns}, why))
-    {
-        return false;
-    }
-    // IPv6 off before the link comes up, so that no router solicitation or DAD probe is sent.
-    if (!RunIp({"link", "set", "dev", h.tap, "netns", h.netns}, why) ||
-        !RunIp({"-n", h.netns, "link", "set", "dev", h.tap, "name", h.ifname}, why) ||
-        !WriteSysctlIn(h.netns, "/proc/sys/net/ipv6/conf/" + h.ifname + "/disable_ipv6", "1",
-                       why) ||
-        !RunIp({"-n",
-                h.netns,
-                "link",
-                "set",
-                "dev",
-                h.ifname,
-                "address",
-                h.mac,
-                "mtu",
-                std::to_string(h.mtu)},
-               why) ||
-        !RunIp({"-n", h.netns, "addr", "add", h.ipCidr, "dev", h.ifname}, why) ||
-        !RunIp({"-n", h.netns, "link", "set", "dev", "lo", "up"}, why) ||
-        !RunIp({"-n", h.netns, "link", "set", "dev", h.ifname, "up"}, why))
-    {
-        return false;
-    }
-    return true;
+    // Three programs a host rather than one per command (fork and exec cost milliseconds in a
+    // daemon that holds a large fabric): the namespace, and the TAP moved into it under its
+    // own name (the kernel renames it on the way, so the host's eth0 never meets the
+    // machine's); IPv6 off before the link comes up, so that no router solicitation or DAD
+    // probe is sent; then the link's address, MTU and state.
+    const std::string mtu = std::to_string(h.mtu);
+    return RunIpBatch("", {"netns add " + h.netns,
+                          "link set dev " + h.tap + " netns " + h.netns + " name " + h.ifname},
+                      why) &&
+           WriteSysctlIn(h.netns, "/proc/sys/net/ipv6/conf/" + h.ifname + "/disable_ipv6", "1",
+                         why) &&
+           RunIpBatch(h.netns, {"link set dev " + h.ifname + " address " + h.mac + " mtu " + mtu,
+                                "addr add " + h.ipCidr + " dev " + h.ifname,
+                                "link set dev lo up",
+                                "link set dev " + h.ifname + " up"},
+                      why);
 }
 
 bool
 CreateManagementBridge(const std::string& mgmtNetns, std::string* why)
 {
-    return RunIp({"netns", "add", mgmtNetns}, why) &&
-           RunIp({"-n", mgmtNetns, "link", "add", "br0", "type", "bridge"}, why) &&
-           RunIp({"-n", mgmtNetns, "link", "set", "dev", "br0", "up"}, why);
+    return RunIpBatch("", {"netns add " + mgmtNetns}, why) &&
+           RunIpBatch(mgmtNetns, {"link add br0 type bridge", "link set dev br0 up"}, why);
 }
 
 bool
@@ -249,14 +278,14 @@ AttachToManagement(const std::string& hostNetns,
 {
     const std::string peer = vethName + "b";
     // Both ends leave this namespace at once, so nothing of the pair stays on the machine.
-    return RunIp({"link", "add", vethName, "netns", hostNetns, "type", "veth", "peer", "name",
-                  peer, "netns", mgmtNetns},
-                 why) &&
-           RunIp({"-n", hostNetns, "link", "set", "dev", vethName, "name", "mgmt0"}, why) &&
-           RunIp({"-n", hostNetns, "addr", "add", ipCidr, "dev", "mgmt0"}, why) &&
-           RunIp({"-n", hostNetns, "link", "set", "dev", "mgmt0", "up"}, why) &&
-           RunIp({"-n", mgmtNetns, "link", "set", "dev", peer, "master", "br0"}, why) &&
-           RunIp({"-n", mgmtNetns, "link", "set", "dev", peer, "up"}, why);
+    return RunIpBatch("", {"link add " + vethName + " netns " + hostNetns + " type veth peer name " + peer + " netns " + mgmtNetns}, why) &&
+           RunIpBatch(hostNetns, {"link set dev " + vethName + " name mgmt0",
+                                  "addr add " + ipCidr + " dev mgmt0",
+                                  "link set dev mgmt0 up"},
+                      why) &&
+           RunIpBatch(mgmtNetns, {"link set dev " + peer + " master br0",
+                                  "link set dev " + peer + " up"},
+                      why);
 }
 
 namespace

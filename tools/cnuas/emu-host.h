@@ -19,10 +19,12 @@ bool NetnsExists(const std::string& name);
 /// A namespace name iproute2 accepts: 1..64 characters of [A-Za-z0-9_.-], not "." or "..".
 bool ValidNetnsName(const std::string& name);
 /**
- * Runs `ip ARGS...` (iproute2) and waits for it. False with its error output in *why when it
- * fails.
+ * Runs `commands` (each an `ip` command line without the `ip`) as one `ip -batch`, in network
+ * namespace `netns` (`ip -n`) unless it is empty; iproute2 stops at the first that fails. False
+ * with the commands and its error output in *why when one fails.
  */
-bool RunIp(const std::vector<std::string>& args, std::string* why);
+bool RunIpBatch(const std::string& netns, const std::vector<std::string>& commands,
+                std::string* why);
 /**
  * Creates TAP device `ifname` (IFF_TAP | IFF_NO_PI: plain Ethernet frames; with `vnetHeader`
  * also IFF_VNET_HDR, a virtio header before every frame, for offloads) in this process's
