@@ -18,8 +18,9 @@ using namespace cnuas_emu_test;
 namespace
 {
 
-// InfiniBand runs dilated, as in the verbs tests: idle links cost more than real time here
-// (issue 18), and dilation keeps everything the hosts see exact, only slower.
+// InfiniBand runs dilated, as in the verbs tests: an idle fabric keeps up in real time
+// (docs/emulation.md §3), but a sweep or a transfer on a loaded 2-core CI machine may not, and
+// dilation keeps everything the hosts see exact, only slower.
 const char* const kIbUp = "--fabric ib --dilation 10 ";
 
 class EmuUmad : public EmuFixture
