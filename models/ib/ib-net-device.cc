@@ -1379,7 +1379,8 @@ IbNetDevice::SkipRepeatedPeriods(int64_t nowPs, int64_t period, int64_t drainPs)
     // in the peer's stash.
     DormantSnapshot& s = m_dormantSnapshot;
     const int64_t t = m_nextTickPs;
-    if (s.tickPs >= 0 && t == s.tickPs + period && m_busyUntilPs - t == s.busyUntilPs - s.tickPs)
+    if (s.tickPs >= 0 && t == s.tickPs + period && s.opVls == m_opVls &&
+        m_busyUntilPs - t == s.busyUntilPs - s.tickPs)
     {
         bool same = true;
         for (uint8_t vl = 0; same && vl < m_opVls; ++vl)
@@ -1413,6 +1414,7 @@ IbNetDevice::SkipRepeatedPeriods(int64_t nowPs, int64_t period, int64_t drainPs)
         s.tickPs = nowPs - t > 3 * period + drainPs ? t : -1;
         if (s.tickPs >= 0)
         {
+            s.opVls = m_opVls;
             s.busyUntilPs = m_busyUntilPs;
             for (uint8_t vl = 0; vl < m_opVls; ++vl)
             {

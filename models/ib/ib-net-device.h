@@ -661,6 +661,7 @@ class IbNetDevice : public NetDevice
     struct DormantSnapshot
     {
         int64_t tickPs = -1; ///< -1: none taken
+        uint8_t opVls = 0;
         int64_t busyUntilPs = 0;
         std::array<int64_t, 16> lastFcSentPs{};
         uint64_t fcSent = 0;
