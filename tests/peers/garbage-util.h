@@ -1,7 +1,8 @@
 /*
- * What the garbage peers (hca-control-garbage.c, cm-control-garbage.c, umad-garbage.c) share: a seeded
- * generator of edge values, and one request and its answer over a daemon's SOCK_SEQPACKET
- * control socket with descriptors passed both ways. Header-only (each peer is one program).
+ * What the garbage peers (hca-control-garbage.c, cm-control-garbage.c, umad-garbage.c) share:
+ * a seeded generator of edge values, and one request and its answer over a daemon's
+ * SOCK_SEQPACKET control socket with descriptors passed both ways. Header-only (each peer is
+ * one program).
  */
 #ifndef CNUAS_PEER_GARBAGE_UTIL_H
 #define CNUAS_PEER_GARBAGE_UTIL_H

@@ -51,8 +51,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -65,7 +65,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -826,6 +825,9 @@ struct ControlConn
     bool answered = false; ///< `out` holds the answer
     bool capture = false;  ///< the answer started a capture (it ends when the client closes)
     std::chrono::steady_clock::time_point deadline;
+
+    /// Whether the whole answer has gone (then only a capture keeps the connection open).
+    bool AnswerSent() const { return answered && sent == out.size(); }
 };
 
 /// How long a client has from connecting to the end of the answer (the request takes up to
@@ -882,7 +884,7 @@ ControlLoop(Daemon* d, int listenFd)
 {
     std::map<int, ControlConn> conns;
     auto drop = [d, &conns](int fd) {
-        if (conns[fd].capture)
+        if (conns.at(fd).capture)
         {
             EndCapture(*d, fd);
         }
@@ -922,8 +924,8 @@ ControlLoop(Daemon* d, int listenFd)
         for (size_t i = 2; i < fds.size(); ++i)
         {
             const int fd = fds[i].fd;
-            ControlConn& c = conns[fd];
-            if (c.answered && c.sent == c.out.size()) // a capture running
+            ControlConn& c = conns.at(fd);
+            if (c.AnswerSent()) // a capture running
             {
                 char b[64];
                 if (fds[i].revents != 0 && read(fd, b, sizeof(b)) <= 0) // closed: it ends
@@ -948,12 +950,12 @@ ControlLoop(Daemon* d, int listenFd)
                 }
                 c.sent += n > 0 ? static_cast<size_t>(n) : 0;
             }
-            if (c.answered && c.sent == c.out.size() && !c.capture)
+            if (c.AnswerSent() && !c.capture)
             {
                 drop(fd);
                 continue;
             }
-            if (!(c.answered && c.sent == c.out.size()) && now >= c.deadline)
+            if (!c.AnswerSent() && now >= c.deadline)
             {
                 ++d->controlDropped; // too slow to ask, or to take the answer
                 drop(fd);
@@ -975,8 +977,9 @@ ControlLoop(Daemon* d, int listenFd)
                     auto oldest = conns.end();
                     for (auto it = conns.begin(); it != conns.end(); ++it)
                     {
-                        const bool done = it->second.answered && it->second.sent == it->second.out.size();
-                        if (!done && (oldest == conns.end() || it->second.deadline < oldest->second.deadline))
+                        if (!it->second.AnswerSent() &&
+                            (oldest == conns.end() ||
+                             it->second.deadline < oldest->second.deadline))
                         {
                             oldest = it;
                         }

@@ -278,7 +278,10 @@ AttachToManagement(const std::string& hostNetns,
 {
     const std::string peer = vethName + "b";
     // Both ends leave this namespace at once, so nothing of the pair stays on the machine.
-    return RunIpBatch("", {"link add " + vethName + " netns " + hostNetns + " type veth peer name " + peer + " netns " + mgmtNetns}, why) &&
+    return RunIpBatch("",
+                      {"link add " + vethName + " netns " + hostNetns + " type veth peer name " +
+                       peer + " netns " + mgmtNetns},
+                      why) &&
            RunIpBatch(hostNetns, {"link set dev " + vethName + " name mgmt0",
                                   "addr add " + ipCidr + " dev mgmt0",
                                   "link set dev mgmt0 up"},
