@@ -37,7 +37,9 @@ NetnsPath(const std::string& name)
 /// Runs argv with `input` on its standard input, waits, and returns its exit status (-1 if it
 /// could not run); stderr and stdout go to *output.
 int
-RunCapture(const std::vector<std::string>& argv, std::string* output, const std::string& input = "")
+RunCapture(const std::vector<std::string>& argv,
+           std::string* output,
+           const std::string& input = "")
 {
     int pipefd[2];
     int inpipe[2];
@@ -81,7 +83,8 @@ RunCapture(const std::vector<std::string>& argv, std::string* output, const std:
     close(pipefd[1]);
     close(inpipe[0]);
     // A batch of commands is a few kilobytes, within the pipe's buffer: written whole before
-    // the output is read, without waiting on the child.
+    // the output is read, without waiting on the child. (A child gone early costs an EPIPE:
+    // the daemon, the only caller, ignores SIGPIPE.)
     size_t written = 0;
     while (written < input.size())
     {
