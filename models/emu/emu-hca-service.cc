@@ -727,67 +727,18 @@ EmuHcaService::OnReadable(uint32_t id)
             return;
         }
         Context& c = *it->second;
-        alignas(8) uint8_t buf[sizeof(cnuas_hca_req) + 64];
-        iovec iov{buf, sizeof(buf)};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof(control);
-        const ssize_t got = recvmsg(c.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (got < 0 && (errno == EAGAIN || errno == EINTR))
-        {
-            return;
-        }
-        if (got < 0)
-        {
-            Close(id, "connection error");
-            return;
-        }
+        cnuas_hca_req q;
         int passed = -1;
-        for (cmsghdr* h = CMSG_FIRSTHDR(&msg); h; h = CMSG_NXTHDR(&msg, h))
+        const SeqpacketRecv got = RecvRequest(c.fd, &q, sizeof(q), &passed);
+        if (got != SeqpacketRecv::Request)
         {
-            if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+            if (got != SeqpacketRecv::None)
             {
-                const size_t nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                int fds[4] = {-1, -1, -1, -1};
-                std::memcpy(fds, CMSG_DATA(h), std::min<size_t>(nfd, 4) * sizeof(int));
-                for (size_t k = 0; k < std::min<size_t>(nfd, 4); ++k)
-                {
-                    if (passed < 0)
-                    {
-                        passed = fds[k];
-                    }
-                    else
-                    {
-                        close(fds[k]);
-                    }
-                }
+                Close(id, RecvEndReason(got, &m_counters.malformed));
             }
-        }
-        if (got == 0 && SeqpacketPeerClosed(c.fd))
-        {
-            if (passed >= 0)
-            {
-                close(passed);
-            }
-            Close(id, "the process closed the device");
             return;
         }
-        // An empty datagram (it may carry a descriptor) is the wrong size as well.
-        if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
-            static_cast<size_t>(got) != sizeof(cnuas_hca_req))
-        {
-            if (passed >= 0)
-            {
-                close(passed);
-            }
-            ++m_counters.malformed;
-            Close(id, "a request of the wrong size");
-            return;
-        }
-        Handle(c, buf, static_cast<size_t>(got), passed);
+        Handle(c, q, passed);
     }
 }
 
@@ -800,10 +751,8 @@ EmuHcaService::Reply(Context& c, const void* resp, size_t len, int fd)
 }
 
 void
-EmuHcaService::Handle(Context& c, const uint8_t* buf, size_t len, int passedFd)
+EmuHcaService::Handle(Context& c, const cnuas_hca_req& q, int passedFd)
 {
-    cnuas_hca_req q;
-    std::memcpy(&q, buf, sizeof(q));
     cnuas_hca_resp r;
     std::memset(&r, 0, sizeof(r));
     r.op = q.op;

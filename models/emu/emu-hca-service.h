@@ -117,7 +117,7 @@ class EmuHcaService : public Object
     void OnReadable(uint32_t id);
     void OnDoorbell(uint32_t id);
     void Close(uint32_t id, const char* why);
-    void Handle(Context& c, const uint8_t* msg, size_t len, int passedFd);
+    void Handle(Context& c, const cnuas_hca_req& q, int passedFd);
     bool Reply(Context& c, const void* resp, size_t len, int fd = -1);
 
     int DoOpen(Context& c, const struct cnuas_hca_req& q, int passedFd, struct cnuas_hca_resp& r,

@@ -74,19 +74,71 @@ SeqpacketPeerClosed(int sock)
 }
 
 SeqpacketRecv
-RecvRequest(int sock, void* request, size_t size)
+RecvRequest(int sock, void* request, size_t size, int* passedFd)
 {
-    const ssize_t got = recv(sock, request, size, MSG_DONTWAIT | MSG_TRUNC);
+    iovec iov{request, size};
+    // Room for the one descriptor a request may carry (and, by alignment, a second): more is a
+    // truncated control message (the kernel closes what did not fit), which a caller taking
+    // descriptors refuses.
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (passedFd)
+    {
+        *passedFd = -1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+    }
+    const ssize_t got = recvmsg(sock, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
     if (got < 0)
     {
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? SeqpacketRecv::None
                                                                          : SeqpacketRecv::Error;
     }
+    // The first descriptor is the request's; any other that fitted is closed.
+    int fd = -1;
+    for (cmsghdr* h = passedFd ? CMSG_FIRSTHDR(&msg) : nullptr; h; h = CMSG_NXTHDR(&msg, h))
+    {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+        {
+            continue;
+        }
+        const size_t n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t k = 0; k < n; ++k)
+        {
+            int f;
+            std::memcpy(&f, CMSG_DATA(h) + k * sizeof(int), sizeof(int));
+            if (fd < 0)
+            {
+                fd = f;
+            }
+            else
+            {
+                close(f);
+            }
+        }
+    }
+    SeqpacketRecv r = SeqpacketRecv::Request;
     if (got == 0 && SeqpacketPeerClosed(sock))
     {
-        return SeqpacketRecv::Closed;
+        r = SeqpacketRecv::Closed;
     }
-    return static_cast<size_t>(got) == size ? SeqpacketRecv::Request : SeqpacketRecv::WrongSize;
+    else if (static_cast<size_t>(got) != size ||
+             (msg.msg_flags & (passedFd ? MSG_TRUNC | MSG_CTRUNC : MSG_TRUNC)) != 0)
+    {
+        r = SeqpacketRecv::WrongSize;
+    }
+    if (r != SeqpacketRecv::Request && fd >= 0)
+    {
+        close(fd);
+        fd = -1;
+    }
+    if (passedFd)
+    {
+        *passedFd = fd;
+    }
+    return r;
 }
 
 int

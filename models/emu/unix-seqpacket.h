@@ -77,9 +77,13 @@ bool SeqpacketPeerClosed(int sock);
  * Receives one datagram from `sock` without blocking into `request` (`size` bytes). Only a
  * datagram of exactly `size` bytes is a Request: recv's MSG_TRUNC gives a longer one's real
  * length, so it is WrongSize rather than cut to fit (what it left in `request` means nothing);
- * an empty datagram is WrongSize too, and Closed only a peer that has gone.
+ * an empty datagram is WrongSize too, and Closed only a peer that has gone. With `passedFd`,
+ * the first descriptor that came with a Request goes to *passedFd (-1: none; the caller owns
+ * it), any other is closed, and a datagram with more than fit in the control buffer is
+ * WrongSize; descriptors that came with anything else are closed here. Without it, the kernel
+ * discards whatever descriptors came.
  */
-SeqpacketRecv RecvRequest(int sock, void* request, size_t size);
+SeqpacketRecv RecvRequest(int sock, void* request, size_t size, int* passedFd = nullptr);
 
 /**
  * Why a connection ends after RecvRequest found `r` (not Request or None): the reason for the
