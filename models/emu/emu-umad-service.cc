@@ -726,25 +726,24 @@ EmuUmadService::OnMadStream(uint32_t id)
             return;
         }
         Conn& c = *it->second;
-        alignas(8) uint8_t buf[sizeof(cnuas_umad_mad) + 64];
-        const ssize_t got = recv(c.madFd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
-        if (got < 0 && (errno == EAGAIN || errno == EINTR))
-        {
-            return;
-        }
-        if (got < 0 || (got == 0 && SeqpacketPeerClosed(c.madFd)))
-        {
-            Close(id, got == 0 ? "the process closed the port" : "stream error");
-            return;
-        }
-        if (static_cast<size_t>(got) != sizeof(cnuas_umad_mad)) // an empty datagram too
-        {
-            ++m_counters.malformed;
-            continue;
-        }
         cnuas_umad_mad m;
-        std::memcpy(&m, buf, sizeof(m));
-        SendFromProcess(c, m);
+        switch (RecvRequest(c.madFd, &m, sizeof(m)))
+        {
+        case SeqpacketRecv::None:
+            return;
+        case SeqpacketRecv::Closed:
+            Close(id, "the process closed the port");
+            return;
+        case SeqpacketRecv::Error:
+            Close(id, "stream error");
+            return;
+        case SeqpacketRecv::WrongSize:
+            ++m_counters.malformed; // dropped; unlike the control socket, the stream goes on
+            continue;
+        case SeqpacketRecv::Request:
+            SendFromProcess(c, m);
+            break;
+        }
     }
 }
 
