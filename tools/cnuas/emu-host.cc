@@ -341,12 +341,6 @@ PidsInNetnses(const std::vector<std::string>& names)
 } // namespace
 
 std::vector<int>
-PidsInNetns(const std::string& name)
-{
-    return PidsInNetnses({name})[0];
-}
-
-std::vector<int>
 DeleteNetnses(const std::vector<std::string>& names,
               double graceSeconds,
               std::vector<std::string>* why)

@@ -62,9 +62,6 @@ bool AttachToManagement(const std::string& hostNetns,
                         const std::string& vethName,
                         const std::string& ipCidr,
                         std::string* why);
-/// Processes whose network namespace is the named one.
-std::vector<int> PidsInNetns(const std::string& name);
-
 /**
  * A UDP socket bound to `port` on every address of namespace `netns` (IPv6 dual-stack, else
  * IPv4), non-blocking, for the caller to drain: what the kernel receives there is not the
