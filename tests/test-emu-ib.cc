@@ -133,6 +133,43 @@ TEST_F(EmuIb, CaptureOfARunningFabricHoldsTheIpoibPackets)
     EXPECT_EQ(Sh(CNUAS_BINARY_DIR "/bin/cnuas pcap check " + f).exit, 0) << "CRCs and lengths";
 }
 
+TEST_F(EmuIb, AThousandAndTwentyFourHostsShareOneManagementNetworkAndStopAtOnce)
+{
+    // A Linux bridge takes at most 1,023 ports: the management network of a k=16 fat-tree spans
+    // two bridges (emu-host.cc, RaiseManagementPorts), and is still one network. (`up` failed
+    // here with "Exchange full" before.) The hosts' TAPs are persistent and go with their
+    // namespaces, all in one batch of the kernel's.
+    ShResult up = Up("--fabric ib --topology fat-tree:k=16");
+    ASSERT_EQ(up.exit, 0) << up.out.substr(0, 2000);
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(up.out, m,
+                                  std::regex(R"(h1023 +netns \S+ +ib0 (\S+) .* mgmt0 (\S+))")))
+        << up.out.substr(up.out.size() > 2000 ? up.out.size() - 2000 : 0);
+    const std::string lastIpoib = m[1];
+    const std::string lastMgmt = m[2];
+    EXPECT_EQ(lastMgmt, "10.255.4.0");
+    EXPECT_EQ(Sh("ip -n " + m_name + "-mgmt -o link show type bridge | wc -l").out, "2\n");
+    ShResult there = Exec("h0", "ping -c 1 -W 5 " + lastMgmt);
+    EXPECT_EQ(there.exit, 0) << there.out;
+    ShResult back = Exec("h1023", "ping -c 1 -W 5 10.255.0.1");
+    EXPECT_EQ(back.exit, 0) << back.out;
+    // And IPoIB across the fabric, once the built-in SM has swept 1,344 nodes' ports.
+    ShResult ipoib;
+    for (int tries = 0; tries < 30; ++tries)
+    {
+        ipoib = Exec("h0", "ping -c 1 -W 1 " + lastIpoib);
+        if (ipoib.exit == 0)
+        {
+            break;
+        }
+    }
+    EXPECT_EQ(ipoib.exit, 0) << ipoib.out;
+    ShResult down = Sh(Cnuas("down --name " + m_name));
+    EXPECT_EQ(down.exit, 0) << down.out;
+    EXPECT_NE(down.out.find("stopped (pid"), std::string::npos) << "not killed: " << down.out;
+    EXPECT_EQ(Sh("ip netns list | grep -c '^" + m_name + "-' || true").out, "0\n");
+}
+
 TEST_F(EmuIb, MistakesAreRefused)
 {
     EXPECT_EQ(Up("--fabric ib --sm opensm").exit, 2);

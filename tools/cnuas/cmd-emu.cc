@@ -1069,8 +1069,8 @@ CleanUpFabric(const nlohmann::json& state, const std::string& dir)
 
 /**
  * Host i's namespace with its NIC: a TAP (its descriptor returned, -1 with the reason on
- * failure) moved into the namespace as `ifname`, with the host's MAC, address/`prefix` and MTU;
- * with `vnetHeader` the TAP carries virtio headers (the bridge's offloads).
+ * failure) made inside the namespace as `ifname`, with the host's MAC, address/`prefix` and
+ * MTU; with `vnetHeader` the TAP carries virtio headers (the bridge's offloads).
  */
 int
 MakeHostNic(const Daemon& d,
@@ -1081,24 +1081,17 @@ MakeHostNic(const Daemon& d,
             bool vnetHeader,
             std::string* why)
 {
-    const std::string tap = "cn" + std::to_string(getpid() % 10000000) + "t" + std::to_string(i);
-    const int fd = OpenTap(tap, vnetHeader, why);
-    if (fd < 0)
-    {
-        return -1;
-    }
     EmuHostConfig cfg;
     cfg.netns = d.netns[i];
-    cfg.tap = tap;
     cfg.ifname = ifname;
+    cfg.vnetHeader = vnetHeader;
     cfg.mac = d.macs[i];
     cfg.ipCidr = d.ips[i] + prefix;
     cfg.mtu = mtu;
-    if (!CreateEmuHost(cfg, why))
+    const int fd = CreateEmuHost(cfg, why);
+    if (fd < 0)
     {
-        close(fd);
         *why = "host " + d.hostNames[i] + ": " + *why;
-        return -1;
     }
     return fd;
 }
@@ -1413,6 +1406,7 @@ BuildIbHosts(Daemon& d)
     // the port's packets and passes those for the HCA's QPs back to it.
     d.ibHcas = ns3::RdmaHelper().Install(d.ib);
     std::vector<ns3::IbIpoibBridge::Peer> peers;
+    std::vector<std::string> bridgePorts;
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
         const uint32_t ip = ns3::EthFabricHelper::HostAddress(static_cast<uint32_t>(i));
@@ -1431,9 +1425,8 @@ BuildIbHosts(Daemon& d)
         {
             return why;
         }
-        if (!AttachToManagement(d.netns[i], d.mgmtNetns,
-                                "cn" + std::to_string(getpid() % 10000000) + "m" +
-                                    std::to_string(i),
+        bridgePorts.push_back("m" + std::to_string(i));
+        if (!AttachToManagement(d.netns[i], d.mgmtNetns, bridgePorts.back(),
                                 d.mgmtIps[i] + "/16", &why))
         {
             return "host " + d.hostNames[i] + " management network: " + why;
@@ -1470,6 +1463,10 @@ BuildIbHosts(Daemon& d)
         {
             return why;
         }
+    }
+    if (!RaiseManagementPorts(d.mgmtNetns, bridgePorts, &why))
+    {
+        return "management network: " + why;
     }
     {
         std::vector<ns3::Ptr<ns3::RdmaLinkPort>> ports;

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <linux/if_tun.h>
 #include <sched.h>
+#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -17,8 +18,8 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <map>
 #include <thread>
@@ -55,35 +56,37 @@ RunCapture(const std::vector<std::string>& argv,
         close(pipefd[1]);
         return -1;
     }
-    const pid_t pid = fork();
-    if (pid < 0)
+    // posix_spawn, not fork: glibc starts the child with clone(CLONE_VM | CLONE_VFORK), so a
+    // daemon holding a large fabric does not copy its page tables for every `ip` it runs
+    // (about a millisecond per 100 MB resident).
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, inpipe[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, pipefd[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, pipefd[1], 2);
+    std::vector<char*> args;
+    for (const auto& a : argv)
     {
-        *output = std::string("fork: ") + std::strerror(errno);
+        args.push_back(const_cast<char*>(a.c_str()));
+    }
+    args.push_back(nullptr);
+    pid_t pid = -1;
+    const int spawnError = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawnError != 0)
+    {
+        *output = "cannot run " + argv[0] + ": " + std::strerror(spawnError);
         for (int fd : {pipefd[0], pipefd[1], inpipe[0], inpipe[1]})
         {
             close(fd);
         }
         return -1;
     }
-    if (pid == 0)
-    {
-        dup2(inpipe[0], 0);
-        dup2(pipefd[1], 1);
-        dup2(pipefd[1], 2);
-        std::vector<char*> args;
-        for (const auto& a : argv)
-        {
-            args.push_back(const_cast<char*>(a.c_str()));
-        }
-        args.push_back(nullptr);
-        execvp(args[0], args.data());
-        dprintf(2, "cannot run %s: %s\n", args[0], std::strerror(errno));
-        _exit(127);
-    }
     close(pipefd[1]);
     close(inpipe[0]);
-    // A batch of commands is a few kilobytes, within the pipe's buffer: written whole before
-    // the output is read, without waiting on the child. (A child gone early costs an EPIPE:
+    // The input is written whole before the output is read: `ip -batch` prints nothing unless
+    // a command fails, and then stops reading, so the child never waits for us to read while
+    // we wait for it to read. (A child gone early costs an EPIPE:
     // the daemon, the only caller, ignores SIGPIPE.)
     size_t written = 0;
     while (written < input.size())
@@ -122,42 +125,6 @@ RunCapture(const std::vector<std::string>& argv,
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/// Writes `value` to a /proc/sys file inside the namespace (a child enters it: /proc/sys/net is
-/// the reading process's namespace's).
-bool
-WriteSysctlIn(const std::string& netns, const std::string& path, const std::string& value,
-              std::string* why)
-{
-    const int nsfd = open(NetnsPath(netns).c_str(), O_RDONLY | O_CLOEXEC);
-    if (nsfd < 0)
-    {
-        *why = "cannot open " + NetnsPath(netns) + ": " + std::strerror(errno);
-        return false;
-    }
-    const pid_t pid = fork();
-    if (pid == 0)
-    {
-        if (setns(nsfd, CLONE_NEWNET) != 0)
-        {
-            _exit(2);
-        }
-        std::ofstream f(path);
-        f << value << "\n";
-        f.flush();
-        _exit(f ? 0 : 3);
-    }
-    close(nsfd);
-    int status = 0;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    {
-    }
-    if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    {
-        *why = "cannot write " + path + " in namespace " + netns;
-        return false;
-    }
-    return true;
-}
 } // namespace
 
 bool
@@ -203,16 +170,30 @@ RunIpBatch(const std::string& netns, const std::vector<std::string>& commands, s
     {
         return true;
     }
-    *why = "'ip" + (netns.empty() ? std::string() : " -n " + netns) + " -batch' of '" + input;
-    while (!why->empty() && why->back() == '\n')
+    // iproute2 says "Command failed -:N" for most failures (line N of the batch); name that
+    // command, or the first of them, rather than the whole batch.
+    size_t failed = 0;
+    const size_t mark = out.find("Command failed -:");
+    if (mark != std::string::npos)
     {
-        why->pop_back();
+        failed = std::strtoul(out.c_str() + mark + 17, nullptr, 10);
+        out.erase(mark);
     }
-    for (char& c : *why)
+    while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
+    {
+        out.pop_back();
+    }
+    for (char& c : out)
     {
         c = c == '\n' ? ';' : c;
     }
-    *why += "' failed" + (out.empty() ? "" : ": " + out);
+    const size_t shown = failed >= 1 && failed <= commands.size() ? failed - 1 : 0;
+    *why = "'ip" + (netns.empty() ? std::string() : " -n " + netns) + " -batch' failed at '" +
+           (commands.empty() ? std::string() : commands[shown]) + "'" +
+           (failed >= 1 || commands.size() <= 1
+                ? std::string()
+                : " or one of the " + std::to_string(commands.size() - 1) + " commands after it") +
+           (out.empty() ? "" : ": " + out);
     return false;
 }
 
@@ -244,54 +225,198 @@ OpenTap(const std::string& ifname, bool vnetHeader, std::string* why)
     return fd;
 }
 
+static int InNetns(const std::string& netns, const std::function<int()>& f, std::string* why);
+
 bool
+CreateNetns(const std::string& name, std::string* why)
+{
+    // What `ip netns add` does (iproute2's netns_add), without a program to run for it. The
+    // directory is made a shared mount (bound onto itself first if it is not a mount point),
+    // so that namespaces mounted in it later show in every mount namespace that shares it.
+    if (mkdir(kNetnsDir, 0755) != 0 && errno != EEXIST)
+    {
+        *why = std::string("cannot make ") + kNetnsDir + ": " + std::strerror(errno);
+        return false;
+    }
+    if (mount("", kNetnsDir, "none", MS_SHARED | MS_REC, nullptr) != 0 &&
+        (errno != EINVAL || mount(kNetnsDir, kNetnsDir, "none", MS_BIND | MS_REC, nullptr) != 0 ||
+         mount("", kNetnsDir, "none", MS_SHARED | MS_REC, nullptr) != 0))
+    {
+        *why = std::string("cannot make ") + kNetnsDir + " a shared mount: " +
+               std::strerror(errno) + (errno == EPERM ? " (needs root)" : "");
+        return false;
+    }
+    const std::string path = NetnsPath(name);
+    const int file = open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+    if (file < 0)
+    {
+        *why = "cannot create " + path + ": " + std::strerror(errno) +
+               (errno == EEXIST ? " (the namespace exists)" : "");
+        return false;
+    }
+    close(file);
+    // A new namespace for this thread alone (unshare and setns change only the calling
+    // thread's), bound to the file, then back to where the thread was.
+    const int self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (self < 0 || unshare(CLONE_NEWNET) != 0)
+    {
+        *why = "cannot make network namespace " + name + ": " + std::strerror(errno);
+        if (self >= 0)
+        {
+            close(self);
+        }
+        unlink(path.c_str());
+        return false;
+    }
+    const bool bound = mount("/proc/thread-self/ns/net", path.c_str(), "none", MS_BIND, nullptr) == 0;
+    const int boundErrno = errno;
+    if (setns(self, CLONE_NEWNET) != 0)
+    {
+        // Cannot happen for a namespace we were in a moment ago; going on in the wrong one
+        // would be worse than stopping.
+        std::abort();
+    }
+    close(self);
+    if (!bound)
+    {
+        *why = "cannot mount network namespace " + name + " on " + path + ": " +
+               std::strerror(boundErrno);
+        unlink(path.c_str());
+        return false;
+    }
+    return true;
+}
+
+
+int
 CreateEmuHost(const EmuHostConfig& h, std::string* why)
 {
-    // Three programs a host rather than one per command (fork and exec cost milliseconds in a
-    // daemon that holds a large fabric): the namespace, and the TAP moved into it under its
-    // own name (the kernel renames it on the way, so the host's eth0 never meets the
-    // machine's); IPv6 off before the link comes up, so that no router solicitation or DAD
-    // probe is sent; then the link's address, MTU and state.
+    // Three steps a host, one of them a program: the namespace; the TAP made inside it under
+    // its own name, so it never meets the machine's devices and is not moved (a move waits for
+    // a grace period); then the link's address, MTU and state.
+    if (!CreateNetns(h.netns, why))
+    {
+        return -1;
+    }
+    std::string err;
+    const int fd = InNetns(
+        h.netns,
+        [&h, &err]() {
+            const int tap = OpenTap(h.ifname, h.vnetHeader, &err);
+            if (tap < 0)
+            {
+                return -1;
+            }
+            if (ioctl(tap, TUNSETPERSIST, 1) != 0)
+            {
+                err = "TUNSETPERSIST " + h.ifname + ": " + std::strerror(errno);
+                close(tap);
+                return -1;
+            }
+            // Before the link is up, so no router solicitation or DAD probe is ever sent.
+            // /proc/sys/net is the opening thread's namespace's.
+            const std::string path = "/proc/sys/net/ipv6/conf/" + h.ifname + "/disable_ipv6";
+            const int sysctl = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+            if (sysctl >= 0 && write(sysctl, "1\n", 2) == 2)
+            {
+                close(sysctl);
+                return tap;
+            }
+            // No IPv6 in this kernel at all: nothing to turn off.
+            const bool noIpv6 = sysctl < 0 && errno == ENOENT &&
+                                access("/proc/sys/net/ipv6", F_OK) != 0;
+            err = "cannot write " + path + ": " + std::strerror(errno);
+            if (sysctl >= 0)
+            {
+                close(sysctl);
+            }
+            if (noIpv6)
+            {
+                err.clear();
+                return tap;
+            }
+            close(tap);
+            return -1;
+        },
+        why);
+    if (fd < 0)
+    {
+        if (!err.empty())
+        {
+            *why = err;
+        }
+        return -1;
+    }
     const std::string mtu = std::to_string(h.mtu);
-    return RunIpBatch("", {"netns add " + h.netns,
-                          "link set dev " + h.tap + " netns " + h.netns + " name " + h.ifname},
-                      why) &&
-           WriteSysctlIn(h.netns, "/proc/sys/net/ipv6/conf/" + h.ifname + "/disable_ipv6", "1",
-                         why) &&
-           RunIpBatch(h.netns, {"link set dev " + h.ifname + " address " + h.mac + " mtu " + mtu,
-                                "addr add " + h.ipCidr + " dev " + h.ifname,
-                                "link set dev lo up",
-                                "link set dev " + h.ifname + " up"},
-                      why);
+    if (!RunIpBatch(h.netns,
+                    {"link set dev " + h.ifname + " address " + h.mac + " mtu " + mtu,
+                     "addr add " + h.ipCidr + " dev " + h.ifname,
+                     "link set dev lo up",
+                     "link set dev " + h.ifname + " up"},
+                    why))
+    {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 bool
 CreateManagementBridge(const std::string& mgmtNetns, std::string* why)
 {
-    return RunIpBatch("", {"netns add " + mgmtNetns}, why) &&
+    return CreateNetns(mgmtNetns, why) &&
            RunIpBatch(mgmtNetns, {"link add br0 type bridge", "link set dev br0 up"}, why);
 }
 
 bool
 AttachToManagement(const std::string& hostNetns,
                    const std::string& mgmtNetns,
-                   const std::string& vethName,
+                   const std::string& bridgePort,
                    const std::string& ipCidr,
                    std::string* why)
 {
-    const std::string peer = vethName + "b";
-    // Both ends leave this namespace at once, so nothing of the pair stays on the machine.
-    return RunIpBatch("",
-                      {"link add " + vethName + " netns " + hostNetns + " type veth peer name " +
-                       peer + " netns " + mgmtNetns},
-                      why) &&
-           RunIpBatch(hostNetns, {"link set dev " + vethName + " name mgmt0",
-                                  "addr add " + ipCidr + " dev mgmt0",
-                                  "link set dev mgmt0 up"},
-                      why) &&
-           RunIpBatch(mgmtNetns, {"link set dev " + peer + " master br0",
-                                  "link set dev " + peer + " up"},
+    // The pair is made in the host's namespace, its own end already named mgmt0 and the other
+    // sent to the bridge's namespace in the same request: nothing of it is ever on the
+    // machine, and nothing is moved or renamed (each waits for the kernel). The bridge's end
+    // joins the bridge in RaiseManagementPorts, for all hosts at once.
+    return RunIpBatch(hostNetns,
+                      {"link add mgmt0 type veth peer name " + bridgePort + " netns " + mgmtNetns,
+                       "addr add " + ipCidr + " dev mgmt0",
+                       "link set dev mgmt0 up"},
                       why);
+}
+
+bool
+RaiseManagementPorts(const std::string& mgmtNetns, const std::vector<std::string>& bridgePorts,
+                     std::string* why)
+{
+    // A Linux bridge has at most 1,023 ports (BR_MAX_PORTS, port 0 reserved): past
+    // kHostsPerBridge hosts they go to more bridges, br1, br2, ..., each joined to br0 by a
+    // veth pair. A tree of depth one: one broadcast domain without loops, so no spanning tree.
+    constexpr size_t kHostsPerBridge = 1000;
+    std::vector<std::string> commands;
+    const size_t bridges = (bridgePorts.size() + kHostsPerBridge - 1) / kHostsPerBridge;
+    for (size_t b = 1; b < bridges; ++b)
+    {
+        const std::string br = "br" + std::to_string(b);
+        const std::string up = "up" + std::to_string(b);
+        const std::string down = "down" + std::to_string(b);
+        commands.insert(commands.end(),
+                        {"link add " + br + " type bridge",
+                         "link set dev " + br + " up",
+                         "link add " + up + " type veth peer name " + down,
+                         "link set dev " + up + " master br0",
+                         "link set dev " + down + " master " + br,
+                         "link set dev " + up + " up",
+                         "link set dev " + down + " up"});
+    }
+    for (size_t i = 0; i < bridgePorts.size(); ++i)
+    {
+        commands.push_back("link set dev " + bridgePorts[i] + " master br" +
+                           std::to_string(i / kHostsPerBridge));
+        commands.push_back("link set dev " + bridgePorts[i] + " up");
+    }
+    return commands.empty() || RunIpBatch(mgmtNetns, commands, why);
 }
 
 namespace

@@ -14,6 +14,11 @@ namespace cnuas
 /// Where iproute2 keeps named network namespaces (bind mounts of nsfs files).
 constexpr const char* kNetnsDir = "/run/netns";
 
+/**
+ * Creates named network namespace `name` in kNetnsDir, as `ip netns add` does, from the calling
+ * thread without running a program. False with the reason (among them: it exists).
+ */
+bool CreateNetns(const std::string& name, std::string* why);
 /// Whether a named network namespace exists.
 bool NetnsExists(const std::string& name);
 /// A namespace name iproute2 accepts: 1..64 characters of [A-Za-z0-9_.-], not "." or "..".
@@ -21,47 +26,59 @@ bool ValidNetnsName(const std::string& name);
 /**
  * Runs `commands` (each an `ip` command line without the `ip`) as one `ip -batch`, in network
  * namespace `netns` (`ip -n`) unless it is empty; iproute2 stops at the first that fails. False
- * with the commands and its error output in *why when one fails.
+ * with that command (as iproute2 numbers it) and its error output in *why when one fails.
  */
 bool RunIpBatch(const std::string& netns, const std::vector<std::string>& commands,
                 std::string* why);
 /**
  * Creates TAP device `ifname` (IFF_TAP | IFF_NO_PI: plain Ethernet frames; with `vnetHeader`
- * also IFF_VNET_HDR, a virtio header before every frame, for offloads) in this process's
- * namespace and returns its descriptor (non-blocking, close-on-exec), or -1 with the reason.
- * The device lives as long as the descriptor: when the daemon dies, it vanishes.
+ * also IFF_VNET_HDR, a virtio header before every frame, for offloads) in the calling thread's
+ * network namespace and returns its descriptor (non-blocking, close-on-exec), or -1 with the
+ * reason.
  */
 int OpenTap(const std::string& ifname, bool vnetHeader, std::string* why);
 
-/// One host's addressing, as `cnuas up` configures its namespace.
+/// One host's NIC and addressing, as `cnuas up` configures its namespace.
 struct EmuHostConfig
 {
-    std::string netns;    ///< namespace name
-    std::string tap;      ///< the TAP's name in the daemon's namespace (renamed inside)
-    std::string ifname;   ///< its name inside the host ("eth0")
-    std::string mac;      ///< "02:00:00:00:00:01"
-    std::string ipCidr;   ///< "10.0.0.1/8"
+    std::string netns;       ///< namespace name
+    std::string ifname;      ///< the NIC's name inside the host ("eth0")
+    bool vnetHeader = false; ///< the TAP carries virtio headers (OpenTap)
+    std::string mac;         ///< "02:00:00:00:00:01"
+    std::string ipCidr;      ///< "10.0.0.1/8"
     unsigned mtu = 1500;
 };
 
 /**
- * Creates the namespace, moves the TAP into it, names, addresses and raises it, raises
- * loopback, and turns IPv6 off on the NIC (the fabric routes the hosts' IPv4 addresses; IPv6
- * neighbour discovery would only be counted as unroutable). False with the reason.
+ * Creates the namespace and, inside it, the host's NIC: a TAP named `ifname` (OpenTap), with
+ * IPv6 off before its link comes up (the fabric routes the hosts' IPv4 addresses; IPv6
+ * neighbour discovery would only be counted as unroutable), addressed and raised, and raises
+ * loopback. Returns the TAP's descriptor, or -1 with the reason.
+ *
+ * The TAP is persistent: closing its descriptor leaves the device, which goes with its
+ * namespace. Both choices are for the kernel's sake on large fabrics (measured, docs/
+ * performance.md): a TAP made in the daemon's namespace and moved in, or a non-persistent one
+ * closed, each waits for an RCU grace period of its own, about 20 ms a host; the devices of
+ * deleted namespaces are unregistered together, once for all of them. So a daemon that dies
+ * leaves each host its NIC without carrier until `cnuas down` removes the namespace.
  */
-bool CreateEmuHost(const EmuHostConfig& host, std::string* why);
+int CreateEmuHost(const EmuHostConfig& host, std::string* why);
 /**
  * The management network beside an InfiniBand fabric (the TCP bootstrap of verbs programs):
- * namespace `mgmtNetns` holds a bridge; each host gets `mgmt0`, a veth whose other end is a port
- * of that bridge, addressed `ipCidr`. `vethName` names the pair while it is made (unique on the
- * machine). False with the reason.
+ * namespace `mgmtNetns` holds a bridge (CreateManagementBridge); each host gets `mgmt0`, a veth
+ * addressed `ipCidr` whose other end, `bridgePort` (unique in the bridge's namespace), is made
+ * in the bridge's namespace (AttachToManagement) and joins the bridge when
+ * RaiseManagementPorts is given it. False with the reason.
  */
 bool CreateManagementBridge(const std::string& mgmtNetns, std::string* why);
 bool AttachToManagement(const std::string& hostNetns,
                         const std::string& mgmtNetns,
-                        const std::string& vethName,
+                        const std::string& bridgePort,
                         const std::string& ipCidr,
                         std::string* why);
+bool RaiseManagementPorts(const std::string& mgmtNetns,
+                          const std::vector<std::string>& bridgePorts,
+                          std::string* why);
 /**
  * A UDP socket bound to `port` on every address of namespace `netns` (IPv6 dual-stack, else
  * IPv4), non-blocking, for the caller to drain: what the kernel receives there is not the
