@@ -40,8 +40,14 @@ TEST_F(EmuIb, WithoutASubnetManagerPortsStayInitializingAndNoDataFlows)
     const auto hosts = Hosts();
     EXPECT_GT(hosts[0].value("dropped_no_lid", 0), 0) << hosts[0].dump();
     EXPECT_EQ(hosts[1].value("ipoib_received", 1), 0) << hosts[1].dump();
-    // The management network beside the fabric works regardless: the TCP bootstrap.
+    // The management network beside the fabric works regardless: the TCP bootstrap. IPv4
+    // only, on it as on ib0 (no router solicitation or MLD flooded to every host by the
+    // bridge); lo keeps ::1.
     EXPECT_EQ(Exec("h0", "ping -c 1 -W 2 10.255.0.2").exit, 0);
+    EXPECT_EQ(Exec("h0", "ip -6 -o addr show").out.find("mgmt0"), std::string::npos);
+    EXPECT_EQ(Exec("h0", "ip -6 -o addr show").out.find("ib0"), std::string::npos);
+    EXPECT_NE(Exec("h0", "ip -6 -o addr show dev lo").out.find("::1/128"), std::string::npos);
+    EXPECT_EQ(Sh("ip -n " + m_name + "-mgmt -6 -o addr show").out, "");
     TcpTransfer("h0", "h1", "10.255.0.2", 5001, 300000);
     ShResult text = Sh(Cnuas("status"));
     EXPECT_NE(text.out.find("port Initializing, LID 0"), std::string::npos) << text.out;
