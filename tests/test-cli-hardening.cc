@@ -191,6 +191,31 @@ TEST_F(CliHardening, DownRefusesATimeoutThatIsNotSeconds)
     }
 }
 
+TEST_F(CliHardening, UpAndCaptureRefuseSecondsAndFactorsThatAreNotNumbers)
+{
+    // Before, std::stod read "5s" as 5 and took "nan" and "-1": up waited a NaN or negative
+    // time for its hosts; capture ran forever on a negative duration and stopped at once on 0
+    // while saying Ctrl-C stops it. Refused before anything is made.
+    for (const char* v : {"nan", "-1", "0", "5s", "inf", "1e9", ""})
+    {
+        EXPECT_TRUE(Refused(Run(std::string("up --name nobody --timeout '") + v + "'"), 2,
+                            "--timeout takes seconds, above 0 and at most 86400, not '" +
+                                std::string(v) + "'"))
+            << v;
+        EXPECT_TRUE(Refused(Run(std::string("capture --name nobody h0 -w x.pcap --duration '") +
+                                v + "'"),
+                            2, "--duration '" + std::string(v) + "' is not a number of seconds"))
+            << v;
+    }
+    for (const char* v : {"2x", "nan", "0", " 5"})
+    {
+        EXPECT_TRUE(Refused(Run(std::string("up --name nobody --dilation '") + v + "'"), 2,
+                            "--dilation takes a factor in 0.001..1e6, not '" + std::string(v) +
+                                "'"))
+            << v;
+    }
+}
+
 TEST_F(CliHardening, AParamValueFromAScenarioFileNamesItsLine)
 {
     WriteFile(m_dir / "fair.scn", "scenario roce-fairness\n"

@@ -375,6 +375,50 @@ time.sleep(60)
     EXPECT_NE(down.out.find("stopped (pid"), std::string::npos) << down.out;
 }
 
+/// A status answer many times the socket's buffer (a k=12 fat-tree, 432 hosts: about half a
+/// megabyte) read slowly by one client goes out in pieces as the client reads, while another
+/// client's status is answered meanwhile: the daemon's writes are non-blocking and resumed
+/// (cmd-emu.cc ControlConn), never a blocking write that holds the others, and the slow client
+/// gets every byte.
+TEST_F(EmuRoce, AHalfMegabyteStatusReadSlowlyArrivesWholeWhileOthersAreAnswered)
+{
+    ShResult up = Up("--topology fat-tree:k=12");
+    ASSERT_EQ(up.exit, 0) << up.out.substr(0, 2000);
+    const std::string sock = Status().value("socket", "");
+    ASSERT_FALSE(sock.empty());
+    std::ofstream(m_dir / "slow.py") << R"(import json, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect(sys.argv[1])
+s.sendall(b"status\n")
+print("asked", flush=True)
+data, reads = b"", 0
+while True:
+    time.sleep(0.01)
+    chunk = s.recv(8192)
+    if not chunk:
+        break
+    data += chunk
+    reads += 1
+status = json.loads(data)
+print("bytes", len(data), "reads", reads, "hosts", len(status["hosts"]), flush=True)
+)";
+    Sh("(timeout 60 python3 " + (m_dir / "slow.py").string() + " " + sock + " > " +
+       (m_dir / "slow.out").string() + " 2>&1 &)");
+    ASSERT_NE(WaitForLines("slow.out", 1, 10).find("asked"), std::string::npos);
+    // While the slow client is still reading, a normal status is answered in full.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(CountLines(ReadFile(m_dir / "slow.out")), 1) << "the slow read ended too soon";
+    nlohmann::json fast = Status();
+    ASSERT_TRUE(fast.contains("live")) << fast.dump().substr(0, 500);
+    EXPECT_EQ(fast["live"]["hosts"].size(), 432u);
+    const std::string out = WaitForLines("slow.out", 2, 30);
+    EXPECT_GE(NumberIn(out, R"(bytes (\d+))"), 256 * 1024) << out;
+    EXPECT_GE(NumberIn(out, R"(reads (\d+))"), 20) << out;
+    EXPECT_EQ(NumberIn(out, R"(hosts (\d+))"), 432) << out;
+    EXPECT_EQ(Status()["live"].value("control_dropped", int64_t{-1}), 0);
+}
+
 TEST_F(EmuRoce, DownAfterTheDaemonIsKilledLeavesNothingBehind)
 {
     // Other tests may make and remove namespaces meanwhile, so the check is on this fabric's
@@ -395,12 +439,14 @@ TEST_F(EmuRoce, DownAfterTheDaemonIsKilledLeavesNothingBehind)
     ASSERT_EQ(kill(pid, SIGKILL), 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     // The hosts' NICs lost their far end with the daemon (their TAPs are persistent and go
-    // with the namespaces, emu-host.h): no carrier, and a new send fails instead of hanging.
+    // with the namespaces, emu-host.h): no carrier, routes through them ignored, and a new send
+    // fails at once instead of hanging.
     EXPECT_NE(Sh("ip -n " + Ns("h0") + " -o link show eth0").out.find("NO-CARRIER"),
               std::string::npos);
     ShResult ping = Sh("timeout 5 ip netns exec " + Ns("h0") + " ping -c 1 -W 1 10.0.0.2");
     EXPECT_NE(ping.exit, 0);
     EXPECT_NE(ping.exit, 124) << "ping hung";
+    EXPECT_NE(ping.out.find("Network is unreachable"), std::string::npos) << ping.out;
     EXPECT_NE(Sh(Cnuas("status")).out.find("not running"), std::string::npos);
     ShResult down = Sh(Cnuas("down --name " + m_name));
     EXPECT_EQ(down.exit, 0) << down.out;

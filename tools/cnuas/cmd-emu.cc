@@ -76,6 +76,20 @@ namespace
 
 const char* const kDefaultFabric = "cnuas";
 
+/// A number of seconds from the command line: the whole text a finite decimal number, not
+/// negative (nor 0 unless `zeroAllowed`), at most a day (longer is a typing error, and a wall
+/// deadline of it would overflow). Nothing for anything else.
+std::optional<double>
+ParseSeconds(const std::string& text, bool zeroAllowed)
+{
+    double s = 0;
+    if (!ns3::ParseFiniteDouble(text, &s) || s < 0 || (s == 0 && !zeroAllowed) || s > 86400)
+    {
+        return std::nullopt;
+    }
+    return s;
+}
+
 // ---- names and files ---------------------------------------------------------------------------
 
 std::string
@@ -1836,9 +1850,8 @@ RunUp(const std::vector<std::string>& args)
             else if (a == "--dilation")
             {
                 const std::string n = value();
-                size_t used = 0;
-                o.dilation = std::stod(n, &used);
-                if (used != n.size() || !(o.dilation >= 1e-3 && o.dilation <= 1e6))
+                if (!ns3::ParseFiniteDouble(n, &o.dilation) ||
+                    !(o.dilation >= 1e-3 && o.dilation <= 1e6))
                 {
                     throw std::invalid_argument("--dilation takes a factor in 0.001..1e6, not '" +
                                                 n + "'");
@@ -1877,7 +1890,14 @@ RunUp(const std::vector<std::string>& args)
             }
             else if (a == "--timeout")
             {
-                o.readyTimeout = std::stod(value());
+                const std::string v = value();
+                const auto seconds = ParseSeconds(v, false);
+                if (!seconds)
+                {
+                    throw std::invalid_argument("--timeout takes seconds, above 0 and at most "
+                                                "86400, not '" + v + "'");
+                }
+                o.readyTimeout = *seconds;
             }
             else if (a == "--nice")
             {
@@ -2139,7 +2159,10 @@ RunUp(const std::vector<std::string>& args)
                               .count();
         if (left <= 0)
         {
-            error = "the hosts were not ready within " + std::to_string(o.readyTimeout) + " s";
+            char seconds[32];
+            std::snprintf(seconds, sizeof(seconds), "%g", o.readyTimeout);
+            error = std::string("the hosts were not ready within ") + seconds +
+                    " s (--timeout; a large fabric takes longer)";
             kill(pid, SIGTERM);
             break;
         }
@@ -2487,9 +2510,9 @@ RunDown(const std::vector<std::string>& args)
             }
             else
             {
-                char* end = nullptr;
-                timeout = std::strtod(v.c_str(), &end);
-                if (v.empty() || *end != '\0' || !std::isfinite(timeout) || timeout < 0)
+                const auto seconds = ParseSeconds(v, true);
+                timeout = seconds.value_or(-1);
+                if (!seconds)
                 {
                     std::fprintf(stderr,
                                  "cnuas down: --timeout '%s' is not a number of seconds\n",
@@ -2570,16 +2593,16 @@ RunCapture(const std::vector<std::string>& args)
             }
             else
             {
-                try
+                const auto seconds = ParseSeconds(v, false);
+                if (!seconds)
                 {
-                    duration = std::stod(v);
-                }
-                catch (const std::exception&)
-                {
-                    std::fprintf(stderr, "cnuas capture: --duration '%s' is not a number\n",
+                    std::fprintf(stderr,
+                                 "cnuas capture: --duration '%s' is not a number of seconds "
+                                 "above 0 and at most 86400\n",
                                  v.c_str());
                     return 2;
                 }
+                duration = *seconds;
             }
         }
         else if (a.rfind("-", 0) != 0 && port.empty())

@@ -288,25 +288,15 @@ CreateNetns(const std::string& name, std::string* why)
 }
 
 
-/**
- * In the calling thread's namespace: IPv6 off on every device made from now on (conf/default;
- * `lo`, made with the namespace, keeps ::1). A device made after this never sends a router
- * solicitation, DAD probe or MLD report: the fabric routes the hosts' IPv4 addresses, and on the
- * management network's bridge each multicast of each host would be flooded to every other host
- * (with 1,024 hosts, the bridge's flooding of MLD took seconds of both cores at every up and
- * down). /proc/sys/net is the opening thread's namespace's. A kernel without IPv6 has nothing
- * to turn off. False with the reason.
- */
+/// Writes `value` to /proc/sys file `path` of the calling thread's namespace (/proc/sys/net is
+/// the opening thread's). False with the reason.
 static bool
-Ipv6OffForNewDevices(std::string* why)
+WriteSysctl(const std::string& path, const char* value, std::string* why)
 {
-    const char* path = "/proc/sys/net/ipv6/conf/default/disable_ipv6";
-    const int sysctl = open(path, O_WRONLY | O_CLOEXEC);
-    if (sysctl < 0 && errno == ENOENT && access("/proc/sys/net/ipv6", F_OK) != 0)
-    {
-        return true;
-    }
-    const bool written = sysctl >= 0 && write(sysctl, "1\n", 2) == 2;
+    const int sysctl = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    const size_t size = std::strlen(value);
+    const bool written =
+        sysctl >= 0 && write(sysctl, value, size) == static_cast<ssize_t>(size);
     const int writeErrno = errno;
     if (sysctl >= 0)
     {
@@ -314,9 +304,32 @@ Ipv6OffForNewDevices(std::string* why)
     }
     if (!written)
     {
-        *why = std::string("cannot write ") + path + ": " + std::strerror(writeErrno);
+        *why = "cannot write " + path + ": " + std::strerror(writeErrno);
     }
     return written;
+}
+
+/**
+ * In the calling thread's namespace, for every device made from now on (conf/default; `lo`,
+ * made with the namespace, keeps ::1):
+ *  - IPv6 off. Such a device never sends a router solicitation, DAD probe or MLD report: the
+ *    fabric routes the hosts' IPv4 addresses, and on the management network's bridge each
+ *    multicast of each host would be flooded to every other host (with 1,024 hosts, the
+ *    bridge's flooding of MLD took seconds of both cores at every up and down). A kernel
+ *    without IPv6 has nothing to turn off.
+ *  - With `host`, IPv4 routes through a device without carrier ignored: a host's TAP loses its
+ *    carrier when the daemon dies (the device itself stays, CreateEmuHost), and a send then
+ *    fails at once with "Network is unreachable", as with a pulled cable, instead of waiting for
+ *    ARP to give up.
+ * False with the reason.
+ */
+static bool
+NewDeviceDefaults(bool host, std::string* why)
+{
+    const bool ipv6 = access("/proc/sys/net/ipv6", F_OK) == 0;
+    return (!ipv6 || WriteSysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1\n", why)) &&
+           (!host ||
+            WriteSysctl("/proc/sys/net/ipv4/conf/default/ignore_routes_with_linkdown", "1\n", why));
 }
 
 int
@@ -333,7 +346,7 @@ CreateEmuHost(const EmuHostConfig& h, std::string* why)
     const int fd = InNetns(
         h.netns,
         [&h, &err]() {
-            if (!Ipv6OffForNewDevices(&err))
+            if (!NewDeviceDefaults(true, &err))
             {
                 return -1;
             }
@@ -381,7 +394,7 @@ CreateManagementBridge(const std::string& mgmtNetns, std::string* why)
         return false;
     }
     std::string err;
-    if (InNetns(mgmtNetns, [&err]() { return Ipv6OffForNewDevices(&err) ? 0 : -1; }, why) != 0)
+    if (InNetns(mgmtNetns, [&err]() { return NewDeviceDefaults(false, &err) ? 0 : -1; }, why) != 0)
     {
         *why = err.empty() ? *why : err;
         return false;
