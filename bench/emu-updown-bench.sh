@@ -57,10 +57,15 @@ for round in $(seq "$rounds"); do
         pid=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['pid'])" \
           "$state/fabric-$name.json")
         # fields 14-17 of /proc/PID/stat: utime, stime, cutime, cstime (clock ticks)
-        cpu=$(awk -v hz="$hz" '{printf "%.2f / %.2f | %.2f / %.2f", $14/hz, $15/hz, $16/hz, $17/hz}' "/proc/$pid/stat")
+        cpu=$(awk -v hz="$hz" '{printf "%.2f / %.2f | %.2f / %.2f", $14/hz, $15/hz, $16/hz, $17/hz}' \
+          "/proc/$pid/stat")
         rss=$(awk '/VmRSS/ {printf "%.0f MB", $2/1024}' "/proc/$pid/status")
         t2=$(now)
-        cnuas down --name "$name" >"$state/down.log" 2>&1 || { echo "down failed ($b)" >&2; cat "$state/down.log" >&2; exit 1; }
+        if ! cnuas down --name "$name" >"$state/down.log" 2>&1; then
+          echo "down failed ($b)" >&2
+          cat "$state/down.log" >&2
+          exit 1
+        fi
         t3=$(now)
         hosts=$((k * k * k / 4))
         printf "| %s | %s | %s | %s | %s | %.2f | %s | %s | %.2f |\n" "$round" "$b" "$fabric" "$k" \

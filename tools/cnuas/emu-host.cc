@@ -268,7 +268,8 @@ CreateNetns(const std::string& name, std::string* why)
         unlink(path.c_str());
         return false;
     }
-    const bool bound = mount("/proc/thread-self/ns/net", path.c_str(), "none", MS_BIND, nullptr) == 0;
+    const bool bound =
+        mount("/proc/thread-self/ns/net", path.c_str(), "none", MS_BIND, nullptr) == 0;
     const int boundErrno = errno;
     if (setns(self, CLONE_NEWNET) != 0)
     {
@@ -286,7 +287,6 @@ CreateNetns(const std::string& name, std::string* why)
     }
     return true;
 }
-
 
 /// Writes `value` to /proc/sys file `path` of the calling thread's namespace (/proc/sys/net is
 /// the opening thread's). False with the reason.
