@@ -25,8 +25,9 @@ bool NetnsExists(const std::string& name);
 bool ValidNetnsName(const std::string& name);
 /**
  * Runs `commands` (each an `ip` command line without the `ip`) as one `ip -batch`, in network
- * namespace `netns` (`ip -n`) unless it is empty; iproute2 stops at the first that fails. False
- * with that command (as iproute2 numbers it) and its error output in *why when one fails.
+ * namespace `netns` (started inside it) unless it is empty; iproute2 stops at the first that
+ * fails. False with that command (as iproute2 numbers it) and its error output in *why when one
+ * fails.
  */
 bool RunIpBatch(const std::string& netns, const std::vector<std::string>& commands,
                 std::string* why);
