@@ -334,6 +334,51 @@ TEST(EmuRealtimeSimulator, RunsEventsInOrderNoEarlierThanTheDilatedWallClock)
     });
 }
 
+TEST(EmuRealtimeSimulator, OnlyArmedIdleHooksRunAndEachUntilItHasNothingHeld)
+{
+    // A thousand bridges' hooks, as a k=16 fabric has: all of them ran at every idle turn, and
+    // every event of the fabric came later the more hosts it had. Now only an armed hook runs,
+    // and it stays armed while it returns true.
+    WithEmuSimulator(1.0, []() {
+        auto impl = EmuRealtimeSimulatorImpl::Current();
+        ASSERT_TRUE(impl);
+        std::vector<int> calls(1000, 0);
+        std::vector<uint64_t> ids;
+        for (size_t i = 0; i < calls.size(); ++i)
+        {
+            // Hook 7 holds work for three turns; the others have none.
+            ids.push_back(
+                impl->AddIdleHook([&calls, i](int64_t) { return ++calls[i] < 3 && i == 7; }));
+        }
+        EXPECT_EQ(impl->GetArmedIdleHooks(), 0u);
+        // Armed from inside the simulation (as a bridge arms its hook when it holds a read),
+        // twice (the second is no new entry); hook 9 armed and removed before it runs.
+        Simulator::Schedule(MilliSeconds(1), [&]() {
+            impl->ArmIdleHook(ids[7]);
+            impl->ArmIdleHook(ids[7]);
+            impl->ArmIdleHook(ids[9]);
+            impl->ArmIdleHook(ids[11]);
+            impl->RemoveIdleHook(ids[9]);
+        });
+        for (int ms = 2; ms < 20; ++ms)
+        {
+            Simulator::Schedule(MilliSeconds(ms), []() {}); // idle turns between events
+        }
+        Simulator::Stop(MilliSeconds(20));
+        Simulator::Run();
+        EXPECT_EQ(calls[7], 3) << "armed until it returned false";
+        EXPECT_EQ(calls[11], 1) << "armed once, nothing held";
+        EXPECT_EQ(calls[9], 0) << "removed";
+        int others = 0;
+        for (size_t i = 0; i < calls.size(); ++i)
+        {
+            others += (i == 7 || i == 9 || i == 11) ? 0 : calls[i];
+        }
+        EXPECT_EQ(others, 0);
+        EXPECT_EQ(impl->GetArmedIdleHooks(), 0u);
+    });
+}
+
 TEST(EmuRealtimeSimulator, EventsFromAnotherThreadEnterAtTheirWallTime)
 {
     WithEmuSimulator(1.0, []() {

@@ -138,7 +138,7 @@ EmuRealtimeSimulatorImpl::PauseFd(int fd, bool paused)
 }
 
 uint64_t
-EmuRealtimeSimulatorImpl::AddIdleHook(std::function<void(int64_t untilNextNs)> hook)
+EmuRealtimeSimulatorImpl::AddIdleHook(std::function<bool(int64_t untilNextNs)> hook)
 {
     const uint64_t id = m_nextIdleHook++;
     m_idleHooks[id] = std::move(hook);
@@ -146,18 +146,39 @@ EmuRealtimeSimulatorImpl::AddIdleHook(std::function<void(int64_t untilNextNs)> h
 }
 
 void
+EmuRealtimeSimulatorImpl::ArmIdleHook(uint64_t id)
+{
+    if (std::find(m_armedIdleHooks.begin(), m_armedIdleHooks.end(), id) ==
+        m_armedIdleHooks.end())
+    {
+        m_armedIdleHooks.push_back(id);
+    }
+}
+
+void
 EmuRealtimeSimulatorImpl::RemoveIdleHook(uint64_t id)
 {
     m_idleHooks.erase(id);
+    m_armedIdleHooks.erase(std::remove(m_armedIdleHooks.begin(), m_armedIdleHooks.end(), id),
+                           m_armedIdleHooks.end());
 }
 
 void
 EmuRealtimeSimulatorImpl::RunIdleHooks(int64_t untilNextNs)
 {
-    for (auto& [id, hook] : m_idleHooks)
+    // A hook may arm itself or another, or remove one, while it runs: the armed list is taken
+    // first and what stays armed is put back.
+    m_runningIdleHooks.swap(m_armedIdleHooks);
+    m_armedIdleHooks.clear();
+    for (uint64_t id : m_runningIdleHooks)
     {
-        hook(untilNextNs);
+        auto it = m_idleHooks.find(id);
+        if (it != m_idleHooks.end() && it->second(untilNextNs))
+        {
+            ArmIdleHook(id);
+        }
     }
+    m_runningIdleHooks.clear();
 }
 
 Ptr<EmuRealtimeSimulatorImpl>
@@ -383,7 +404,7 @@ EmuRealtimeSimulatorImpl::Run()
             m_simNowNs.store(static_cast<int64_t>(static_cast<double>(m_currentTs - m_simStart) /
                                                   tsPerNs),
                              std::memory_order_relaxed);
-            if (now - lastPoll > pollWhileLagging && (!m_watches.empty() || !m_idleHooks.empty()))
+            if (now - lastPoll > pollWhileLagging && (!m_watches.empty() || !m_armedIdleHooks.empty()))
             {
                 lastPoll = now;
                 RunIdleHooks(0);
@@ -408,7 +429,7 @@ EmuRealtimeSimulatorImpl::Run()
             continue;
         }
         lastPoll = now;
-        if (!m_idleHooks.empty())
+        if (!m_armedIdleHooks.empty())
         {
             RunIdleHooks(
                 std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count());

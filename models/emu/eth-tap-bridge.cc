@@ -189,12 +189,13 @@ EthTapBridge::ConfigureOffloads(int tapFd, std::string* why)
     m_idleGapNs = m_idleGap.GetNanoSeconds();
     if (emu)
     {
-        m_idleHook = emu->AddIdleHook([this](int64_t untilNextNs) { OnIdle(untilNextNs); });
+        m_idleHook =
+            emu->AddIdleHook([this](int64_t untilNextNs) { return OnIdle(untilNextNs); });
     }
     return true;
 }
 
-void
+bool
 EthTapBridge::OnIdle(int64_t untilNextNs)
 {
     if (!m_heldBack.empty())
@@ -205,6 +206,19 @@ EthTapBridge::OnIdle(int64_t untilNextNs)
     {
         m_lastWallNs = WallNs();
         m_coalescer.FlushIfDue(m_lastWallNs, untilNextNs, m_idleGapNs, m_holdNs);
+    }
+    return !m_heldBack.empty() || m_coalescer.HasPending();
+}
+
+void
+EthTapBridge::ArmIdle()
+{
+    if (m_idleHook != 0)
+    {
+        if (auto emu = EmuRealtimeSimulatorImpl::Current())
+        {
+            emu->ArmIdleHook(m_idleHook);
+        }
     }
 }
 
@@ -312,6 +326,7 @@ EthTapBridge::FromHost(const uint8_t* bytes, uint32_t length)
         m_heldBackClass = tc;
         m_tsoHeldBack++;
         m_tap.PauseReading(true);
+        ArmIdle(); // released from the idle hook when the port has room
         return 0; // counted when sent
     }
     return Segment(bytes, length);
@@ -406,6 +421,10 @@ EthTapBridge::ToHost(Ptr<EthNetDevice> port, const EthFrame& frame)
     if (m_coalescer.HasPending() && m_offersSinceClock == 0)
     {
         m_coalescer.FlushIfDue(m_lastWallNs, 0, m_idleGapNs, m_holdNs);
+    }
+    if (m_coalescer.HasPending())
+    {
+        ArmIdle(); // flushed from the idle hook within its bounds
     }
 }
 

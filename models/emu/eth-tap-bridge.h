@@ -115,7 +115,11 @@ class EthTapBridge : public Object
     void WriteFrame(const uint8_t* frame, size_t length);
     /// Sets up the TAP's offloads; false with the reason.
     bool ConfigureOffloads(int tapFd, std::string* why);
-    void OnIdle(int64_t untilNextNs);
+    /// The idle hook: releases a held-back read and flushes a due merge; true while either
+    /// is still held (the hook stays armed).
+    bool OnIdle(int64_t untilNextNs);
+    /// Arms the idle hook: something is held that OnIdle must see to.
+    void ArmIdle();
     /// Cuts one read into wire frames for the port; returns how many.
     uint32_t Segment(const uint8_t* bytes, uint32_t length);
     /// Sends the held-back TSO frame if the port's queue has room for it now.
