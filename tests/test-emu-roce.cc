@@ -186,6 +186,26 @@ TEST_F(EmuRoce, EightHostsPingEveryPair)
     }
 }
 
+TEST_F(EmuRoce, UpShowsHowFarTheHostsAreOnATerminalOnly)
+{
+    // On a terminal (script(1) gives up one) a line rewritten in place every 32 hosts, gone
+    // before the result; in a pipe or a log, nothing but the result.
+    ShResult tty = Sh("script -qec \"" + Cnuas("up --name " + m_name + " --hosts 40") +
+                      "\" /dev/null");
+    ASSERT_EQ(tty.exit, 0) << tty.out;
+    EXPECT_NE(tty.out.find("\rcnuas up: 32/40 hosts made"), std::string::npos) << tty.out;
+    EXPECT_NE(tty.out.find("\rcnuas up: 40/40 hosts made\r\033[K"), std::string::npos) << tty.out;
+    EXPECT_NE(tty.out.find("fabric " + m_name + " up: 40 hosts on a RoCE fabric"),
+              std::string::npos)
+        << tty.out;
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    ShResult piped = Up("--hosts 40");
+    ASSERT_EQ(piped.exit, 0) << piped.out;
+    EXPECT_EQ(piped.out.find("hosts made"), std::string::npos) << piped.out;
+    EXPECT_EQ(piped.out.rfind("fabric " + m_name + " up: 40 hosts on a RoCE fabric", 0), 0u)
+        << piped.out;
+}
+
 TEST_F(EmuRoce, SwitchEcnMarksReachTheReceivingKernel)
 {
     // h0 and h1 send to h2 through a 1 Gb/s inter-switch link (hosts at 100 Gb/s): the left
