@@ -404,7 +404,8 @@ EmuRealtimeSimulatorImpl::Run()
             m_simNowNs.store(static_cast<int64_t>(static_cast<double>(m_currentTs - m_simStart) /
                                                   tsPerNs),
                              std::memory_order_relaxed);
-            if (now - lastPoll > pollWhileLagging && (!m_watches.empty() || !m_armedIdleHooks.empty()))
+            if (now - lastPoll > pollWhileLagging &&
+                (!m_watches.empty() || !m_armedIdleHooks.empty()))
             {
                 lastPoll = now;
                 RunIdleHooks(0);

@@ -207,14 +207,18 @@ EthTapBridge::OnIdle(int64_t untilNextNs)
         m_lastWallNs = WallNs();
         m_coalescer.FlushIfDue(m_lastWallNs, untilNextNs, m_idleGapNs, m_holdNs);
     }
-    return !m_heldBack.empty() || m_coalescer.HasPending();
+    m_idleArmed = !m_heldBack.empty() || m_coalescer.HasPending();
+    return m_idleArmed;
 }
 
 void
 EthTapBridge::ArmIdle()
 {
-    if (m_idleHook != 0)
+    // Once until OnIdle says there is nothing left: a busy bridge offers a merge every
+    // segment, and the simulator's list of armed hooks is searched on each arming.
+    if (m_idleHook != 0 && !m_idleArmed)
     {
+        m_idleArmed = true;
         if (auto emu = EmuRealtimeSimulatorImpl::Current())
         {
             emu->ArmIdleHook(m_idleHook);
@@ -292,6 +296,7 @@ EthTapBridge::Stop()
             emu->RemoveIdleHook(m_idleHook);
         }
         m_idleHook = 0;
+        m_idleArmed = false;
     }
     m_coalescer.Flush();
     m_tap.Stop();

@@ -145,6 +145,7 @@ class EthTapBridge : public Object
     bool m_vnet = false;           ///< the TAP has IFF_VNET_HDR: every read and write has one
     bool m_coalescing = false;     ///< in effect (needs the emulation simulator's idle hook)
     uint64_t m_idleHook = 0;
+    bool m_idleArmed = false; ///< the hook is armed (OnIdle's last answer, or ArmIdle since)
     int64_t m_holdNs = 0;
     int64_t m_idleGapNs = 0;
     TapSegmenter m_segmenter;
