@@ -86,8 +86,8 @@ RunCapture(const std::vector<std::string>& argv,
     close(inpipe[0]);
     // The input is written whole before the output is read: `ip -batch` prints nothing unless
     // a command fails, and then stops reading, so the child never waits for us to read while
-    // we wait for it to read. (A child gone early costs an EPIPE:
-    // the daemon, the only caller, ignores SIGPIPE.)
+    // we wait for it to read. (A child gone early costs an EPIPE: the daemon, the only caller,
+    // ignores SIGPIPE.)
     size_t written = 0;
     while (written < input.size())
     {
