@@ -35,7 +35,9 @@ extern "C" {
 /* Raised whenever a struct below or the meaning of a field changes. */
 #define CNUAS_HCA_ABI_VERSION 2u
 
-/* The environment variable `cnuas exec` sets: the path of the host's HCA socket. */
+/* The environment variable `cnuas exec` sets: the path of the host's HCA socket, or of each of
+ * its adapters' sockets separated by ':' (a hybrid fabric's host: its InfiniBand HCA, then its
+ * RoCE NIC). */
 #define CNUAS_HCA_SOCKET_ENV "CNUAS_HCA_SOCKET"
 
 /* ---- control requests ------------------------------------------------------------------- */

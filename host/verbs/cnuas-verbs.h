@@ -21,6 +21,7 @@ struct cnuas_device {
     struct ibv_device dev;
     char socket_path[108];
     uint64_t guid; /* network byte order */
+    int index;     /* ibv_get_device_index: its place in the host's device list */
 };
 
 struct cnuas_context {

@@ -213,17 +213,13 @@ static int connect_to(const char *path)
 
 /* ---- devices ----------------------------------------------------------------------------- */
 
-static struct cnuas_device *g_device;
+/* The host's adapters, probed once: a dual-rail host of a hybrid fabric has two (an
+ * InfiniBand HCA and a RoCE NIC), listed in the order `cnuas exec` names their sockets. */
+#define CNUAS_MAX_DEVICES 8
+static struct cnuas_device *g_devices[CNUAS_MAX_DEVICES];
+static int g_num_devices;
+static int g_devices_probed;
 static pthread_mutex_t g_device_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* The host's HCA socket: the one `cnuas exec` names. */
-static const char *socket_path(void)
-{
-    const char *p = getenv(CNUAS_HCA_SOCKET_ENV);
-    if (p && *p)
-        return p;
-    return NULL;
-}
 
 /* Ask the daemon for the device's name and GUID (a short-lived connection). */
 static int probe_device(const char *path, struct cnuas_hca_device_attr *attr)
@@ -245,44 +241,82 @@ static int probe_device(const char *path, struct cnuas_hca_device_attr *attr)
     return 0;
 }
 
+/* One adapter behind the socket at `path` (its `len` bytes), as the kernel would number it:
+ * uverbs<index>. */
+static void probe_one(const char *path, size_t len)
+{
+    struct cnuas_device probe;
+    if (len == 0 || len >= sizeof(probe.socket_path) || g_num_devices >= CNUAS_MAX_DEVICES)
+        return;
+    char one[sizeof(probe.socket_path)];
+    memcpy(one, path, len);
+    one[len] = '\0';
+    struct cnuas_hca_device_attr attr;
+    if (probe_device(one, &attr) != 0) {
+        cnuas_debug("no emulated HCA answers at %s", one);
+        return;
+    }
+    struct cnuas_device *d = calloc(1, sizeof(*d));
+    if (!d)
+        return;
+    const int index = g_num_devices;
+    attr.name[sizeof(attr.name) - 1] = '\0';
+    snprintf(d->dev.name, sizeof(d->dev.name), "%s", attr.name);
+    snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs%d", index);
+    snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/sys/class/infiniband_verbs/uverbs%d",
+             index);
+    snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/%s",
+             attr.name);
+    d->dev.node_type = IBV_NODE_CA;
+    d->dev.transport_type = IBV_TRANSPORT_IB;
+    snprintf(d->socket_path, sizeof(d->socket_path), "%s", one);
+    d->guid = attr.node_guid;
+    d->index = index;
+    g_devices[g_num_devices++] = d;
+}
+
 CNUAS_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 {
-    struct ibv_device **list = calloc(2, sizeof(*list));
+    struct ibv_device **list = calloc(CNUAS_MAX_DEVICES + 1, sizeof(*list));
     if (!list) {
         errno = ENOMEM;
         return NULL;
     }
-    int n = 0;
-    const char *path = socket_path();
     pthread_mutex_lock(&g_device_lock);
-    if (!g_device && path) {
-        struct cnuas_hca_device_attr attr;
-        if (probe_device(path, &attr) == 0) {
-            struct cnuas_device *d = calloc(1, sizeof(*d));
-            if (d) {
-                attr.name[sizeof(attr.name) - 1] = '\0';
-                snprintf(d->dev.name, sizeof(d->dev.name), "%s", attr.name);
-                snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs0");
-                snprintf(d->dev.dev_path, sizeof(d->dev.dev_path),
-                         "/sys/class/infiniband_verbs/uverbs0");
-                snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path),
-                         "/sys/class/infiniband/%s", attr.name);
-                d->dev.node_type = IBV_NODE_CA;
-                d->dev.transport_type = IBV_TRANSPORT_IB;
-                snprintf(d->socket_path, sizeof(d->socket_path), "%s", path);
-                d->guid = attr.node_guid;
-                g_device = d;
-            }
-        } else {
-            cnuas_debug("no emulated HCA answers at %s", path);
+    /* The host's HCA sockets, as `cnuas exec` names them: one path, or several separated by
+     * ':' (a hybrid fabric's host). A device that does not answer is left out; one that did is
+     * kept for the process's life, as rdma-core keeps the devices it found. */
+    const char *paths = getenv(CNUAS_HCA_SOCKET_ENV);
+    if (!g_devices_probed && paths && *paths) {
+        g_devices_probed = 1;
+        for (const char *p = paths; *p;) {
+            const char *end = strchr(p, ':');
+            size_t len = end ? (size_t)(end - p) : strlen(p);
+            probe_one(p, len);
+            p += len;
+            if (*p == ':')
+                ++p;
         }
     }
-    if (g_device)
-        list[n++] = &g_device->dev;
+    int n = 0;
+    for (; n < g_num_devices; ++n)
+        list[n] = &g_devices[n]->dev;
     pthread_mutex_unlock(&g_device_lock);
     if (num_devices)
         *num_devices = n;
     return list;
+}
+
+/* Whether `device` is one this library handed out. */
+static struct cnuas_device *known_device(struct ibv_device *device)
+{
+    struct cnuas_device *found = NULL;
+    pthread_mutex_lock(&g_device_lock);
+    for (int i = 0; i < g_num_devices && !found; ++i)
+        if (device == &g_devices[i]->dev)
+            found = g_devices[i];
+    pthread_mutex_unlock(&g_device_lock);
+    return found;
 }
 
 CNUAS_EXPORT void ibv_free_device_list(struct ibv_device **list)
@@ -302,7 +336,8 @@ CNUAS_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 
 CNUAS_EXPORT int ibv_get_device_index(struct ibv_device *device)
 {
-    return device ? 0 : -1;
+    struct cnuas_device *d = device ? known_device(device) : NULL;
+    return d ? d->index : -1;
 }
 
 static int ctx_query_port(struct ibv_context *context, uint8_t port_num,
@@ -322,11 +357,11 @@ CNUAS_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 
 CNUAS_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-    if (!device || !g_device || device != &g_device->dev) {
+    struct cnuas_device *d = device ? known_device(device) : NULL;
+    if (!d) {
         errno = ENODEV;
         return NULL;
     }
-    struct cnuas_device *d = g_device;
     struct cnuas_context *ctx = calloc(1, sizeof(*ctx));
     if (!ctx) {
         errno = ENOMEM;
