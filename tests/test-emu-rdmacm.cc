@@ -18,10 +18,17 @@ struct CmFabricCase
     const char* name;
     const char* upArgs;
     const char* peerIp; ///< h1's address on the RDMA fabric (RoCE: eth0; InfiniBand: ib0, IPoIB)
+    const char* pcapSuffix; ///< a host's capture is HOST<suffix>.pcap (a hybrid's: per adapter)
 };
 
-const CmFabricCase kCmRoce{"roce", "--fabric roce --hosts 2", "10.0.0.2"};
-const CmFabricCase kCmIb{"ib", "--fabric ib --hosts 2 --dilation 10", "10.0.0.2"};
+const CmFabricCase kCmRoce{"roce", "--fabric roce --hosts 2", "10.0.0.2", ""};
+const CmFabricCase kCmIb{"ib", "--fabric ib --hosts 2 --dilation 10", "10.0.0.2", ""};
+// A hybrid fabric's hosts have both adapters and one rdma_cm: the address picks the adapter
+// (ib0's 10.1/16 the HCA, eth0's 10.0/16 the NIC), and the programs run on either.
+const CmFabricCase kCmHybridIb{"hybrid-ib", "--fabric hybrid --hosts 2 --dilation 10", "10.1.0.2",
+                               "-ib0"};
+const CmFabricCase kCmHybridRoce{"hybrid-roce", "--fabric hybrid --hosts 2 --dilation 10",
+                                 "10.0.0.2", "-eth0"};
 
 class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabricCase>
 {
@@ -273,7 +280,8 @@ TEST_P(EmuRdmacm, CmMadsAreOnTheWireAndDecode)
     RunPair("rping -s -V -C 3", "rping -c -a {ip} -C 3 -V", nullptr);
     RunPair("udaddy", "udaddy -s {ip}", nullptr);
     ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
-    const std::string pcap = (m_dir / "pcap" / "h0.pcap").string();
+    const std::string pcap =
+        (m_dir / "pcap" / (std::string("h0") + GetParam().pcapSuffix + ".pcap")).string();
     // Wireshark 4.0 has no infiniband.cm filter: CM MADs are management class 7.
     const ShResult cm =
         Sh("tshark -r " + pcap + " -Y 'infiniband.mad.mgmtclass == 7' 2>/dev/null");
@@ -294,7 +302,8 @@ TEST_P(EmuRdmacm, CmMadsAreOnTheWireAndDecode)
     // payloads and reports its exception as a malformed packet, for any sender.
     for (const char* host : {"h0", "h1"})
     {
-        const std::string f = (m_dir / "pcap" / (std::string(host) + ".pcap")).string();
+        const std::string f =
+            (m_dir / "pcap" / (std::string(host) + GetParam().pcapSuffix + ".pcap")).string();
         const ShResult bad = Sh("tshark --disable-heuristic rpcrdma_infiniband -r " + f +
                                 " -Y '_ws.malformed || _ws.expert.severity == \"Error\"' 2>&1");
         EXPECT_EQ(bad.exit, 0) << bad.out;
@@ -309,7 +318,8 @@ TEST_P(EmuRdmacm, BadInputGetsTheKernelsEventsAndTheDaemonGoesOn)
     EXPECT_NE(r.exit, 0);
     EXPECT_NE(r.out.find("RDMA_CM_EVENT_REJECTED, error 8"), std::string::npos) << r.out;
     // An address in the subnet that no host has: ADDR_ERROR, -ETIMEDOUT (ARP gave up).
-    r = Exec("h0", "timeout 60 rping -c -a 10.0.0.99 -C 1");
+    const std::string peer = GetParam().peerIp;
+    r = Exec("h0", "timeout 60 rping -c -a " + peer.substr(0, peer.rfind('.')) + ".99 -C 1");
     EXPECT_NE(r.out.find("RDMA_CM_EVENT_ADDR_ERROR, error -110"), std::string::npos) << r.out;
     // Outside the subnet: -ENETUNREACH.
     r = Exec("h0", "timeout 60 rping -c -a 192.168.7.7 -C 1");
@@ -392,9 +402,13 @@ TEST_P(EmuRdmacm, GarbageOnTheControlSocketIsAnsweredOrRefusedAndTheDaemonGoesOn
 
 INSTANTIATE_TEST_SUITE_P(Fabrics,
                          EmuRdmacm,
-                         ::testing::Values(kCmRoce, kCmIb),
+                         ::testing::Values(kCmRoce, kCmIb, kCmHybridIb, kCmHybridRoce),
                          [](const ::testing::TestParamInfo<CmFabricCase>& i) {
-                             return std::string(i.param.name) == "roce" ? "RoCE" : "InfiniBand";
+                             const std::string n = i.param.name;
+                             return n == "roce"        ? std::string("RoCE")
+                                    : n == "ib"        ? std::string("InfiniBand")
+                                    : n == "hybrid-ib" ? std::string("HybridOverItsHca")
+                                                       : std::string("HybridOverItsRoceNic");
                          });
 
 } // namespace

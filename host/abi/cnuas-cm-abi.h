@@ -4,7 +4,7 @@
  * (models/emu/emu-cm-service.*), the emulated counterpart of the kernel's rdma_ucm device.
  *
  *  - Requests: one SOCK_SEQPACKET Unix connection per process (the socket `cnuas exec` names in
- *    CNUAS_CM_SOCKET), one datagram per request (struct cnuas_cm_req), one per answer
+ *    CNUAS_CM_SOCKET; one per host, whatever adapters it has), one datagram per request (struct cnuas_cm_req), one per answer
  *    (struct cnuas_cm_resp). Everything a process made (event channels, IDs, listeners,
  *    connections) belongs to its connection and ends with it, as the kernel's rdma_cm cleans
  *    up behind a process that exits.
@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define CNUAS_CM_ABI_VERSION 1u
+#define CNUAS_CM_ABI_VERSION 2u
 #define CNUAS_CM_SOCKET_ENV "CNUAS_CM_SOCKET"
 /* Largest private data of any CM message (RTU, DREP). */
 #define CNUAS_CM_MAX_PRIVATE 224u
@@ -75,6 +75,8 @@ struct cnuas_cm_route {
     uint8_t link_layer;       /* IBV_LINK_LAYER_* */
     uint8_t resolved;         /* 1 addr, 2 addr + route */
     uint8_t reserved[3];
+    uint64_t node_guid;       /* the adapter the ID is on: its verbs device's node GUID, as
+                                 ibv_get_device_guid gives it (network order); 0: none yet */
 };
 
 struct cnuas_cm_conn_param {

@@ -65,8 +65,13 @@ struct cnuas_event {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t g_call_lock = PTHREAD_MUTEX_INITIALIZER;
 static int g_sock = -1;
-static struct ibv_context *g_verbs;
-static struct ibv_pd *g_pd;
+/* The host's verbs devices, each opened once with its default PD (librdmacm's cma_dev_array):
+ * a hybrid fabric's host has two, and an ID is on the one its route names. */
+#define CNUAS_CM_MAX_DEVICES 8
+static struct ibv_context *g_verbs[CNUAS_CM_MAX_DEVICES];
+static struct ibv_pd *g_pd[CNUAS_CM_MAX_DEVICES];
+static int g_num_verbs;
+static int g_devices_opened;
 static struct cnuas_id *g_ids;
 static int g_debug = -1;
 
@@ -186,23 +191,51 @@ static int cm_call(struct cnuas_cm_req *q, struct cnuas_cm_resp *r, int *out_fd)
     return r->err;
 }
 
-/* The device and its default PD, opened once (librdmacm's ucma_init_device). */
-static int open_device(void)
+/* The devices and their default PDs, opened once (librdmacm's ucma_init_device). */
+static int open_devices(void)
 {
     pthread_mutex_lock(&g_lock);
-    if (!g_verbs) {
+    if (!g_devices_opened) {
+        g_devices_opened = 1;
         int n = 0;
         struct ibv_device **list = ibv_get_device_list(&n);
-        if (list && n > 0)
-            g_verbs = ibv_open_device(list[0]);
+        for (int i = 0; list && i < n && g_num_verbs < CNUAS_CM_MAX_DEVICES; ++i) {
+            struct ibv_context *c = ibv_open_device(list[i]);
+            struct ibv_pd *pd = c ? ibv_alloc_pd(c) : NULL;
+            if (!pd) {
+                if (c)
+                    ibv_close_device(c);
+                continue;
+            }
+            g_verbs[g_num_verbs] = c;
+            g_pd[g_num_verbs] = pd;
+            ++g_num_verbs;
+        }
         if (list)
             ibv_free_device_list(list);
-        if (g_verbs)
-            g_pd = ibv_alloc_pd(g_verbs);
     }
-    int ok = g_verbs != NULL && g_pd != NULL;
+    int ok = g_num_verbs > 0;
     pthread_mutex_unlock(&g_lock);
     return ok ? 0 : ENODEV;
+}
+
+/* The opened device whose node GUID is `guid` (network order, as the daemon names an ID's
+ * adapter); the first for 0 (an older daemon's answer) or a GUID no device has. */
+static struct ibv_context *device_of(uint64_t guid)
+{
+    for (int i = 0; i < g_num_verbs; ++i)
+        if (ibv_get_device_guid(g_verbs[i]->device) == guid)
+            return g_verbs[i];
+    return g_num_verbs > 0 ? g_verbs[0] : NULL;
+}
+
+/* The default PD of device context `verbs` (rdma_cm's: QPs made without one go there). */
+static struct ibv_pd *default_pd(struct ibv_context *verbs)
+{
+    for (int i = 0; i < g_num_verbs; ++i)
+        if (g_verbs[i] == verbs)
+            return g_pd[i];
+    return NULL;
 }
 
 static void register_id(struct cnuas_id *p)
@@ -300,8 +333,8 @@ static void apply_route(struct cnuas_id *p, const struct cnuas_cm_route *rt)
     memcpy(id->route.addr.addr.ibaddr.sgid.raw, rt->sgid, 16);
     memcpy(id->route.addr.addr.ibaddr.dgid.raw, rt->dgid, 16);
     id->route.addr.addr.ibaddr.pkey = htons(rt->pkey);
-    if (rt->link_layer != 0 && !id->verbs && open_device() == 0) {
-        id->verbs = g_verbs;
+    if (rt->link_layer != 0 && !id->verbs && open_devices() == 0) {
+        id->verbs = device_of(rt->node_guid);
         id->port_num = 1;
         if (!id->pd)
             id->pd = NULL;
@@ -724,7 +757,7 @@ CNUAS_EXPORT int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_att
     if (!id->verbs || id->qp)
         return fail(EINVAL);
     if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd) {
-        attr->pd = id->pd ? id->pd : g_pd;
+        attr->pd = id->pd ? id->pd : default_pd(id->verbs);
         attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
     }
     if (attr->pd->context != id->verbs)
@@ -771,7 +804,7 @@ CNUAS_EXPORT int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd,
     memset(&ex, 0, sizeof(ex));
     memcpy(&ex, qp_init_attr, sizeof(*qp_init_attr));
     ex.comp_mask = IBV_QP_INIT_ATTR_PD;
-    ex.pd = pd ? pd : (id->pd ? id->pd : g_pd);
+    ex.pd = pd ? pd : (id->pd ? id->pd : default_pd(id->verbs));
     int ret = rdma_create_qp_ex(id, &ex);
     if (ret)
         return ret;
@@ -796,7 +829,7 @@ CNUAS_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_a
         return fail(EOPNOTSUPP); /* XRC is not modelled */
     struct ibv_pd *pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd
                             ? attr->pd
-                            : (id->pd ? id->pd : g_pd);
+                            : (id->pd ? id->pd : default_pd(id->verbs));
     struct ibv_srq_init_attr a;
     memset(&a, 0, sizeof(a));
     a.srq_context = attr->srq_context;
@@ -859,10 +892,10 @@ static void put_conn(struct cnuas_cm_conn_param *c, const struct rdma_conn_param
                                                           : CNUAS_CM_MAX_PRIVATE);
 }
 
-static uint8_t device_rd_atom(int init)
+static uint8_t device_rd_atom(struct ibv_context *verbs, int init)
 {
     struct ibv_device_attr a;
-    if (!g_verbs || ibv_query_device(g_verbs, &a))
+    if (!verbs || ibv_query_device(verbs, &a))
         return 1;
     int v = init ? a.max_qp_init_rd_atom : a.max_qp_rd_atom;
     return (uint8_t)(v > 255 ? 255 : v);
@@ -884,9 +917,9 @@ CNUAS_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *con
     }
     /* RDMA_MAX_RESP_RES / RDMA_MAX_INIT_DEPTH: as many as the device allows (ucma_valid_param). */
     if (!conn_param || q.u.conn.responder_resources == RDMA_MAX_RESP_RES)
-        q.u.conn.responder_resources = device_rd_atom(0);
+        q.u.conn.responder_resources = device_rd_atom(id->verbs, 0);
     if (!conn_param || q.u.conn.initiator_depth == RDMA_MAX_INIT_DEPTH)
-        q.u.conn.initiator_depth = device_rd_atom(1);
+        q.u.conn.initiator_depth = device_rd_atom(id->verbs, 1);
     if (id->qp) {
         q.u.conn.qp_num = id->qp->qp_num;
         q.u.conn.srq = id->srq != NULL;
@@ -1237,13 +1270,15 @@ CNUAS_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, 
 
 CNUAS_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
 {
-    struct ibv_context **list = calloc(2, sizeof(*list));
+    struct ibv_context **list = calloc(CNUAS_CM_MAX_DEVICES + 1, sizeof(*list));
     if (!list)
         return NULL;
-    if (open_device() == 0)
-        list[0] = g_verbs;
+    int n = 0;
+    if (open_devices() == 0)
+        for (; n < g_num_verbs; ++n)
+            list[n] = g_verbs[n];
     if (num_devices)
-        *num_devices = list[0] ? 1 : 0;
+        *num_devices = n;
     return list;
 }
 

@@ -12,6 +12,7 @@
 #include "ns3/uinteger.h"
 
 #include <arpa/inet.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -213,20 +214,20 @@ void
 EmuCmService::DoDispose()
 {
     Stop();
-    m_agent = nullptr;
-    m_port = nullptr;
-    m_peers.clear();
+    m_adapters.clear();
     Object::DoDispose();
 }
 
 bool
 EmuCmService::Start(const std::string& socketPath,
-                    Ptr<IbCmAgent> agent,
-                    Ptr<RdmaLinkPort> port,
-                    uint32_t ip,
-                    uint8_t prefixLen,
+                    const std::vector<Adapter>& adapters,
                     std::string* why)
 {
+    if (adapters.empty())
+    {
+        *why = "no adapter";
+        return false;
+    }
     // /dev/infiniband/rdma_cm is world readable and writable on a real machine.
     m_listenFd = ListenAndAccept(
         socketPath,
@@ -239,18 +240,16 @@ EmuCmService::Start(const std::string& socketPath,
         return false;
     }
     m_path = socketPath;
-    m_agent = agent;
-    m_port = port;
-    m_ip = ip;
-    m_prefixLen = prefixLen;
-    m_psnSeed = static_cast<uint32_t>(agent->GetCaGuid() * 0x9E3779B97F4A7C15ULL >> 32);
+    m_adapters = adapters;
+    m_psnSeed =
+        static_cast<uint32_t>(adapters[0].agent->GetCaGuid() * 0x9E3779B97F4A7C15ULL >> 32);
     return true;
 }
 
 void
-EmuCmService::SetPeers(const std::vector<Peer>& peers)
+EmuCmService::SetPeers(size_t adapter, const std::vector<Peer>& peers)
 {
-    m_peers = peers;
+    m_adapters.at(adapter).peers = peers;
 }
 
 uint32_t
@@ -605,16 +604,38 @@ EmuCmService::BindPort(Id& id, uint16_t port)
     return 0;
 }
 
-bool
-EmuCmService::IsOwnIp(uint32_t ip) const
+int
+EmuCmService::AdapterOf(uint32_t ip) const
 {
-    return ip == m_ip;
+    for (size_t i = 0; i < m_adapters.size(); ++i)
+    {
+        if (m_adapters[i].ip == ip)
+        {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+int
+EmuCmService::AdapterToward(uint32_t ip) const
+{
+    for (size_t i = 0; i < m_adapters.size(); ++i)
+    {
+        const Adapter& a = m_adapters[i];
+        const uint32_t mask = a.prefixLen == 0 ? 0 : ~0u << (32 - a.prefixLen);
+        if ((ip & mask) == (a.ip & mask))
+        {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
 }
 
 const EmuCmService::Peer*
-EmuCmService::FindPeer(uint32_t ip) const
+EmuCmService::FindPeer(const Adapter& a, uint32_t ip) const
 {
-    for (const Peer& p : m_peers)
+    for (const Peer& p : a.peers)
     {
         if (p.ip == ip)
         {
@@ -622,6 +643,12 @@ EmuCmService::FindPeer(uint32_t ip) const
         }
     }
     return nullptr;
+}
+
+Ptr<IbCmAgent>
+EmuCmService::AgentOf(const Id& id) const
+{
+    return m_adapters[id.adapter >= 0 ? static_cast<size_t>(id.adapter) : 0].agent;
 }
 
 int
@@ -639,7 +666,8 @@ EmuCmService::DoBind(Id& id, const cnuas_cm_addr& a, cnuas_cm_resp& r)
         std::snprintf(r.why, sizeof(r.why), "address family %d: only IPv4 is modelled", family);
         return EAFNOSUPPORT;
     }
-    if (ip != 0 && !IsOwnIp(ip))
+    const int adapter = ip != 0 ? AdapterOf(ip) : -1;
+    if (ip != 0 && adapter < 0)
     {
         std::snprintf(r.why, sizeof(r.why), "not an address of this host's HCA");
         return EADDRNOTAVAIL;
@@ -650,6 +678,7 @@ EmuCmService::DoBind(Id& id, const cnuas_cm_addr& a, cnuas_cm_resp& r)
         return err;
     }
     id.srcIp = ip;
+    id.adapter = adapter;
     id.state = IdState::Bound;
     if (ip != 0)
     {
@@ -663,13 +692,16 @@ void
 EmuCmService::FillRoute(Id& id) const
 {
     cnuas_cm_route& rt = id.route;
+    const Adapter& a = m_adapters[id.adapter >= 0 ? static_cast<size_t>(id.adapter) : 0];
     RdmaGid gid{};
-    m_port->GetGid(0, gid);
+    a.port->GetGid(0, gid);
     std::copy(gid.begin(), gid.end(), rt.sgid);
-    rt.slid = m_port->GetLid();
+    rt.slid = a.port->GetLid();
     rt.pkey = 0xFFFF;
-    rt.mtu = static_cast<uint8_t>(MtuCode(m_port->GetMtu()));
-    rt.link_layer = m_port->GetLinkLayer() == RdmaLinkLayer::ETHERNET ? 2 : 1;
+    rt.mtu = static_cast<uint8_t>(MtuCode(a.port->GetMtu()));
+    rt.link_layer = a.port->GetLinkLayer() == RdmaLinkLayer::ETHERNET ? 2 : 1;
+    // The device the ID is on, as ibv_get_device_guid gives it (network byte order).
+    rt.node_guid = htobe64(a.nodeGuid);
     rt.hop_limit = rt.link_layer == 2 ? m_hopLimit : 0;
     if (id.remote)
     {
@@ -721,16 +753,28 @@ EmuCmService::DoResolveAddr(Id& id, const cnuas_cm_req& q)
     id.dstPort = dport;
     id.state = IdState::AddrQuery;
     const uint32_t handle = id.handle;
-    const uint32_t mask = m_prefixLen == 0 ? 0 : ~0u << (32 - m_prefixLen);
-    if ((dst & mask) != (m_ip & mask) && dst != 0x7F000001)
+    // The adapter: the bound address's, else the one the destination is reached through (the
+    // loopback address: the first's).
+    const bool loopback = dst == 0x7F000001;
+    int adapter = id.adapter;
+    if (adapter < 0)
+    {
+        adapter = loopback ? 0 : AdapterToward(dst);
+    }
+    else if (!loopback && AdapterToward(dst) != adapter)
+    {
+        adapter = -1; // bound to an address whose subnet does not hold the destination
+    }
+    if (adapter < 0)
     {
         // No route: the kernel's rdma_resolve_ip reports it through the event at once.
         ++m_counters.addrErrors;
         Simulator::ScheduleNow(&EmuCmService::FinishAddr, this, handle, -ENETUNREACH);
         return 0;
     }
-    const bool self = IsOwnIp(dst) || dst == 0x7F000001;
-    const Peer* peer = self ? nullptr : FindPeer(dst);
+    const Adapter& a = m_adapters[static_cast<size_t>(adapter)];
+    const bool self = loopback || dst == a.ip;
+    const Peer* peer = self ? nullptr : FindPeer(a, dst);
     if (!self && !peer)
     {
         ++m_counters.addrErrors;
@@ -738,10 +782,11 @@ EmuCmService::DoResolveAddr(Id& id, const cnuas_cm_req& q)
                             -ETIMEDOUT);
         return 0;
     }
-    id.remote = self ? m_port : peer->port;
+    id.adapter = adapter;
+    id.remote = self ? a.port : peer->port;
     if (id.srcIp == 0)
     {
-        id.srcIp = m_ip;
+        id.srcIp = a.ip;
     }
     Simulator::ScheduleNow(&EmuCmService::FinishAddr, this, handle, 0);
     return 0;
@@ -825,13 +870,42 @@ EmuCmService::DoListen(Id& id)
         return EINVAL;
     }
     const uint32_t handle = id.handle;
-    if (!m_agent->Listen(ServiceId(id.ps, id.srcPort),
-                         MakeCallback(&EmuCmService::OnListenEvent, this).Bind(handle)))
+    // On the bound address's adapter, or on every adapter (bound to no address).
+    for (size_t i = 0; i < m_adapters.size(); ++i)
     {
-        return EADDRINUSE;
+        if (id.adapter >= 0 && static_cast<size_t>(id.adapter) != i)
+        {
+            continue;
+        }
+        if (!m_adapters[i].agent->Listen(
+                ServiceId(id.ps, id.srcPort),
+                MakeCallback(&EmuCmService::OnListenEvent, this)
+                    .Bind(handle, static_cast<uint32_t>(i))))
+        {
+            for (size_t j = 0; j < i; ++j)
+            {
+                if (id.adapter < 0)
+                {
+                    m_adapters[j].agent->StopListening(ServiceId(id.ps, id.srcPort));
+                }
+            }
+            return EADDRINUSE;
+        }
     }
     id.state = IdState::Listening;
     return 0;
+}
+
+void
+EmuCmService::StopListening(const Id& id)
+{
+    for (size_t i = 0; i < m_adapters.size(); ++i)
+    {
+        if (id.adapter < 0 || static_cast<size_t>(id.adapter) == i)
+        {
+            m_adapters[i].agent->StopListening(ServiceId(id.ps, id.srcPort));
+        }
+    }
 }
 
 std::vector<uint8_t>
@@ -898,7 +972,7 @@ EmuCmService::DoConnect(Id& id, const cnuas_cm_conn_param& c)
     if (ud)
     {
         req.attrId = IbCmAttr::SidrReq;
-        id.commId = m_agent->SendReq(req, PeerAddress(id), cb);
+        id.commId = AgentOf(id)->SendReq(req, PeerAddress(id), cb);
         id.state = IdState::Connecting;
         return 0;
     }
@@ -929,7 +1003,7 @@ EmuCmService::DoConnect(Id& id, const cnuas_cm_conn_param& c)
     path.sl = id.route.sl;
     path.subnetLocal = id.route.link_layer == 1;
     path.localAckTimeout = m_localAckTimeout;
-    id.commId = m_agent->SendReq(req, PeerAddress(id), cb);
+    id.commId = AgentOf(id)->SendReq(req, PeerAddress(id), cb);
     id.state = IdState::Connecting;
     return 0;
 }
@@ -940,7 +1014,7 @@ EmuCmService::DoAccept(Id& id, const cnuas_cm_conn_param& c)
     if (id.state == IdState::RepReceived)
     {
         // Active side: the process has its QP in RTS; the RTU completes the handshake.
-        if (!m_agent->SendRtu(id.commId, {}))
+        if (!AgentOf(id)->SendRtu(id.commId, {}))
         {
             return EINVAL;
         }
@@ -960,7 +1034,7 @@ EmuCmService::DoAccept(Id& id, const cnuas_cm_conn_param& c)
             return EINVAL;
         }
         const uint32_t qkey = c.qkey != 0 ? c.qkey : id.qkey;
-        m_agent->SendSidrRep(id.commId, IbCmSidrStatus::Valid, c.qp_num & 0xFFFFFF, qkey, pd);
+        AgentOf(id)->SendSidrRep(id.commId, IbCmSidrStatus::Valid, c.qp_num & 0xFFFFFF, qkey, pd);
         id.commId = 0;
         id.state = IdState::Established;
         return 0;
@@ -987,7 +1061,7 @@ EmuCmService::DoAccept(Id& id, const cnuas_cm_conn_param& c)
     rep.privateData = pd;
     id.responderResources = c.responder_resources;
     id.initiatorDepth = c.initiator_depth;
-    if (!m_agent->SendRep(id.commId, rep))
+    if (!AgentOf(id)->SendRep(id.commId, rep))
     {
         return EINVAL;
     }
@@ -1007,9 +1081,9 @@ EmuCmService::DoReject(Id& id, const cnuas_cm_req& q)
     const bool ud = id.ps == kPsUdp || id.qpType == kQptUd;
     if (ud)
     {
-        m_agent->SendSidrRep(id.commId, IbCmSidrStatus::Rejected, 0, 0, pd);
+        AgentOf(id)->SendSidrRep(id.commId, IbCmSidrStatus::Rejected, 0, 0, pd);
     }
-    else if (!m_agent->SendRej(id.commId, IbCmRejReason::ConsumerReject, pd))
+    else if (!AgentOf(id)->SendRej(id.commId, IbCmRejReason::ConsumerReject, pd))
     {
         return EINVAL;
     }
@@ -1025,20 +1099,20 @@ EmuCmService::DoDisconnect(Id& id)
     {
     case IdState::Established:
     case IdState::Accepted:
-        if (id.commId != 0 && m_agent->SendDreq(id.commId, {}))
+        if (id.commId != 0 && AgentOf(id)->SendDreq(id.commId, {}))
         {
             id.state = IdState::DreqSent;
             return 0;
         }
         if (id.commId != 0)
         {
-            m_agent->Destroy(id.commId);
+            AgentOf(id)->Destroy(id.commId);
             id.commId = 0;
         }
         id.state = IdState::Disconnected;
         return 0;
     case IdState::DreqReceived:
-        m_agent->SendDrep(id.commId, {});
+        AgentOf(id)->SendDrep(id.commId, {});
         id.commId = 0;
         id.state = IdState::Disconnected;
         return 0;
@@ -1049,7 +1123,7 @@ EmuCmService::DoDisconnect(Id& id)
     case IdState::Connecting:
         // rdma_disconnect(3) on a connection not yet made: refused like the kernel does
         // (ib_send_cm_dreq fails, then the REJ of ib_send_cm_drep's path).
-        m_agent->Destroy(id.commId);
+        AgentOf(id)->Destroy(id.commId);
         id.commId = 0;
         id.state = IdState::Disconnected;
         return 0;
@@ -1194,12 +1268,13 @@ EmuCmService::Post(const Id& id, uint32_t event, int32_t status)
 }
 
 void
-EmuCmService::OnListenEvent(uint32_t listenHandle, const IbCmEvent& ev)
+EmuCmService::OnListenEvent(uint32_t listenHandle, uint32_t adapter, const IbCmEvent& ev)
 {
+    const Ptr<IbCmAgent> agent = m_adapters[adapter].agent;
     auto it = m_ids.find(listenHandle);
     if (it == m_ids.end() || it->second.state != IdState::Listening)
     {
-        m_agent->Destroy(ev.commId);
+        agent->Destroy(ev.commId);
         return;
     }
     const Id& l = it->second;
@@ -1208,7 +1283,7 @@ EmuCmService::OnListenEvent(uint32_t listenHandle, const IbCmEvent& ev)
     if (m.privateData.size() < kCmaHeaderBytes || m.privateData[0] != 0 ||
         (m.privateData[1] >> 4) != 4)
     {
-        m_agent->Destroy(ev.commId); // not an rdma_cm REQ of IPv4 (REJ Consumer Reject)
+        agent->Destroy(ev.commId); // not an rdma_cm REQ of IPv4 (REJ Consumer Reject)
         return;
     }
     const uint8_t* h = m.privateData.data();
@@ -1226,6 +1301,7 @@ EmuCmService::OnListenEvent(uint32_t listenHandle, const IbCmEvent& ev)
     n.srcPort = l.srcPort;
     n.commId = ev.commId;
     n.state = IdState::ReqReceived;
+    n.adapter = static_cast<int>(adapter); // the one the REQ came in on
     n.remoteQpn = m.localQpn;
     n.remotePsn = m.startingPsn;
     // Seen from this side, the peer's initiator depth bounds our responder resources and the
@@ -1250,8 +1326,8 @@ EmuCmService::OnListenEvent(uint32_t listenHandle, const IbCmEvent& ev)
     }
     n.route.resolved = 2;
     m_ids[n.handle] = n;
-    m_agent->SetConnectionCallback(ev.commId,
-                                   MakeCallback(&EmuCmService::OnConnEvent, this).Bind(n.handle));
+    agent->SetConnectionCallback(ev.commId,
+                                 MakeCallback(&EmuCmService::OnConnEvent, this).Bind(n.handle));
     cnuas_cm_event e;
     std::memset(&e, 0, sizeof(e));
     e.id = n.handle;
@@ -1390,11 +1466,11 @@ EmuCmService::DestroyId(uint32_t handle, bool processGone)
     Id& id = it->second;
     if (id.commId != 0)
     {
-        m_agent->Destroy(id.commId);
+        AgentOf(id)->Destroy(id.commId);
     }
     if (id.state == IdState::Listening)
     {
-        m_agent->StopListening(ServiceId(id.ps, id.srcPort));
+        StopListening(id);
     }
     if (id.boundPort)
     {

@@ -50,8 +50,16 @@ struct EmuCmCounters
  * \brief The host's rdma_cm: IDs, port spaces, address and route resolution, and the
  * connection handshakes (through IbCmAgent) of the processes of one emulated host.
  *
- * Addresses: the host's own IPv4 address (RoCE: eth0's; InfiniBand: ib0's, its IPoIB
- * address) and those of the other hosts of the fabric (SetPeers), each with its HCA port:
+ * Adapters: the host's RDMA adapters, one per fabric it is on (a hybrid fabric's host has an
+ * InfiniBand HCA and a RoCE NIC), each with its own address, subnet and peers. An ID belongs to
+ * the adapter its bound address is on, or the one whose subnet holds the address it resolves
+ * (the kernel's rdma_cm picks the device by the route to the destination); a listener bound to
+ * no address listens on every adapter and its connection requests come on the one they
+ * arrived at. Every route and event names its adapter's node GUID, by which the library gives
+ * the ID that device's verbs context.
+ *
+ * Addresses: each adapter's IPv4 address (RoCE: eth0's; InfiniBand: ib0's, its IPoIB
+ * address) and those of the other hosts of its fabric (SetPeers), each with its port:
  * resolving an address gives that port's GID (RoCE: ::ffff:IP, GID index 0) and, on
  * InfiniBand, its LID as the subnet manager assigned it at that moment, what IPoIB ARP and an SA
  * PathRecord query give the kernel. An address in the host's subnet that no host has fails
@@ -80,20 +88,27 @@ class EmuCmService : public Object
         uint32_t ip = 0;
         Ptr<RdmaLinkPort> port;
     };
+    /// One of the host's adapters: its port with its communication manager, its address
+    /// `ip`/`prefixLen` (host byte order), and the node GUID its verbs device reports.
+    struct Adapter
+    {
+        Ptr<IbCmAgent> agent;
+        Ptr<RdmaLinkPort> port;
+        uint32_t ip = 0;
+        uint8_t prefixLen = 8;
+        uint64_t nodeGuid = 0;
+        std::vector<Peer> peers;
+    };
 
     /**
-     * Listen on `socketPath` for the processes of a host whose HCA port is `port` with
-     * communication manager `agent`, address `ip`/`prefixLen` (host byte order). False with
-     * the reason.
+     * Listen on `socketPath` for the processes of a host with these adapters (at least one;
+     * the first is the one loopback addresses resolve to). False with the reason.
      */
     bool Start(const std::string& socketPath,
-               Ptr<IbCmAgent> agent,
-               Ptr<RdmaLinkPort> port,
-               uint32_t ip,
-               uint8_t prefixLen,
+               const std::vector<Adapter>& adapters,
                std::string* why);
-    /// The hosts whose addresses resolve (this one included or not).
-    void SetPeers(const std::vector<Peer>& peers);
+    /// The hosts whose addresses resolve on adapter `adapter` (this one included or not).
+    void SetPeers(size_t adapter, const std::vector<Peer>& peers);
     void Stop();
 
     const EmuCmCounters& GetCounters() const
@@ -106,9 +121,13 @@ class EmuCmService : public Object
     }
     /// IDs listening now (a server is ready for its clients).
     uint32_t GetListeningCount() const;
-    Ptr<IbCmAgent> GetAgent() const
+    size_t GetAdapterCount() const
     {
-        return m_agent;
+        return m_adapters.size();
+    }
+    Ptr<IbCmAgent> GetAgent(size_t adapter = 0) const
+    {
+        return m_adapters.at(adapter).agent;
     }
     const std::string& GetSocketPath() const
     {
@@ -146,6 +165,7 @@ class EmuCmService : public Object
         uint32_t ps = 0;
         uint32_t qpType = 0;
         IdState state = IdState::Idle;
+        int adapter = -1;    ///< index in m_adapters; -1: none yet (unbound, or any)
         uint32_t srcIp = 0;  ///< host order; 0: any
         uint16_t srcPort = 0;
         uint32_t dstIp = 0;
@@ -195,14 +215,21 @@ class EmuCmService : public Object
     void FillQuery(const Id& id, cnuas_cm_resp& r) const;
     void DestroyId(uint32_t handle, bool processGone);
 
-    void OnListenEvent(uint32_t listenHandle, const IbCmEvent& ev);
+    void OnListenEvent(uint32_t listenHandle, uint32_t adapter, const IbCmEvent& ev);
     void OnConnEvent(uint32_t handle, const IbCmEvent& ev);
     void Post(const Id& id, uint32_t event, int32_t status, cnuas_cm_event& ev);
     void Post(const Id& id, uint32_t event, int32_t status);
     void FinishAddr(uint32_t handle, int32_t status);
 
-    bool IsOwnIp(uint32_t ip) const;
-    const Peer* FindPeer(uint32_t ip) const;
+    /// The adapter whose address `ip` is, or -1.
+    int AdapterOf(uint32_t ip) const;
+    /// The adapter whose subnet holds `ip`, or -1.
+    int AdapterToward(uint32_t ip) const;
+    const Peer* FindPeer(const Adapter& a, uint32_t ip) const;
+    /// The communication manager of the ID's adapter (the first when it has none).
+    Ptr<IbCmAgent> AgentOf(const Id& id) const;
+    /// Stops the listening of `id` on its adapter, or on every adapter.
+    void StopListening(const Id& id);
     /// The port-space map of `ps`, or null if the space is not modelled.
     std::map<uint16_t, uint32_t>* Space(uint32_t ps);
     int BindPort(Id& id, uint16_t port);
@@ -214,11 +241,7 @@ class EmuCmService : public Object
 
     std::string m_path;
     int m_listenFd = -1;
-    Ptr<IbCmAgent> m_agent;
-    Ptr<RdmaLinkPort> m_port;
-    uint32_t m_ip = 0;
-    uint8_t m_prefixLen = 8;
-    std::vector<Peer> m_peers;
+    std::vector<Adapter> m_adapters;
     std::map<uint32_t, std::unique_ptr<Proc>> m_procs;
     std::map<uint32_t, Id> m_ids;
     uint32_t m_nextProc = 1;

@@ -1008,14 +1008,10 @@ EmuHcaService::DoOpen(Context& c,
     return 0;
 }
 
-void
-EmuHcaService::FillDeviceAttr(cnuas_hca_device_attr& a) const
+uint64_t
+EmuHcaService::GetNodeGuid() const
 {
-    const RdmaDeviceAttr d = m_device->QueryDevice();
-    std::memset(&a, 0, sizeof(a));
-    std::snprintf(a.fw_ver, sizeof(a.fw_ver), "%s", m_fwVersion.c_str());
-    std::snprintf(a.name, sizeof(a.name), "%s", m_deviceName.c_str());
-    uint64_t guid = d.node_guid;
+    uint64_t guid = m_device->QueryDevice().node_guid;
     if (guid == 0 && m_ibPort)
     {
         // The node GUID the fabric sees: the node's SMA answers NodeInfo with it, and ibstat
@@ -1031,6 +1027,17 @@ EmuHcaService::FillDeviceAttr(cnuas_hca_device_attr& a) const
         guid = ((mac >> 24) << 40) | (0xFFFEull << 24) | (mac & 0xFFFFFF);
         guid ^= 0x0200000000000000ull;
     }
+    return guid;
+}
+
+void
+EmuHcaService::FillDeviceAttr(cnuas_hca_device_attr& a) const
+{
+    const RdmaDeviceAttr d = m_device->QueryDevice();
+    std::memset(&a, 0, sizeof(a));
+    std::snprintf(a.fw_ver, sizeof(a.fw_ver), "%s", m_fwVersion.c_str());
+    std::snprintf(a.name, sizeof(a.name), "%s", m_deviceName.c_str());
+    const uint64_t guid = GetNodeGuid();
     a.node_guid = htobe64(guid);
     a.sys_image_guid = htobe64(guid);
     a.max_mr_size = d.max_mr_size;

@@ -103,6 +103,16 @@ class EmuHcaService : public Object
         return m_path;
     }
 
+    /// The node GUID the device reports (host order): the IB node's (its SMA's), or a RoCE
+    /// adapter's EUI-64 of its MAC.
+    uint64_t GetNodeGuid() const;
+
+    /// The device name processes see (the DeviceName attribute).
+    const std::string& GetDeviceName() const
+    {
+        return m_deviceName;
+    }
+
   protected:
     void DoDispose() override;
 

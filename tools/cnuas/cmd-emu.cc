@@ -251,6 +251,25 @@ WriteErfRecord(std::shared_ptr<ns3::IbErfPcapWriter> w,
     w->Write(t, bytes, len);
 }
 
+/**
+ * The hosts' adapters on one fabric: an InfiniBand HCA or a RoCE NIC per host, each with the
+ * interface its kernel sees (ib0, eth0), the service through which its processes' verbs reach
+ * it, and its rdma_cm. A hybrid fabric's hosts have both: two adapters, two fabrics, as a
+ * dual-rail cluster node has (docs/emulation.md §10).
+ */
+struct HostRail
+{
+    std::string ifname;            ///< the interface in the host: "ib0" (IPoIB) or "eth0"
+    std::vector<std::string> ips;  ///< host i's address on that interface
+    std::vector<std::string> macs; ///< and its MAC
+    std::vector<uint32_t> ipValues;
+    uint8_t prefixLen = 0;
+    std::vector<ns3::Ptr<ns3::EmuHcaService>> hcaServices;
+    std::vector<std::string> hcaSockets;
+    /// Host i's adapter as its rdma_cm sees it (the host's one rdma_cm serves all its rails).
+    std::vector<ns3::EmuCmService::Adapter> cmAdapters;
+};
+
 /// Everything the daemon runs. The simulation thread owns it; other threads reach it only
 /// through events (Simulator::ScheduleWithContext).
 struct Daemon
@@ -261,8 +280,8 @@ struct Daemon
     ns3::EthFabric eth;
     std::vector<std::string> hostNames;
     std::vector<std::string> netns;
-    std::vector<std::string> ips;
-    std::vector<std::string> macs;
+    HostRail roceRail; ///< RoCE and hybrid fabrics: the hosts' RoCE NICs (eth0)
+    HostRail ibRail;   ///< InfiniBand and hybrid fabrics: the hosts' HCAs (ib0)
     std::vector<ns3::Ptr<ns3::EthTapBridge>> bridges;
     std::vector<ns3::Ptr<ns3::PcapFileWrapper>> pcaps;
     // InfiniBand
@@ -276,12 +295,11 @@ struct Daemon
     // processes' verbs reach them.
     std::vector<ns3::RoceHca> roceHcas;
     std::vector<ns3::RdmaHca> ibHcas;
-    std::vector<ns3::Ptr<ns3::EmuHcaService>> hcaServices;
-    std::vector<std::string> hcaSockets;
     // umad (issue 14): InfiniBand hosts' management interfaces, for libibumad.
     std::vector<ns3::Ptr<ns3::EmuUmadService>> umadServices;
     std::vector<std::string> umadSockets;
-    // The hosts' rdma_cm: a CM agent on QP1 of each HCA port and the service librdmacm uses.
+    // The hosts' rdma_cm: a CM agent on QP1 of each adapter's port and the service librdmacm
+    // uses, one per host whatever adapters it has.
     std::vector<ns3::Ptr<ns3::EmuCmService>> cmServices;
     std::vector<std::string> cmSockets;
     std::vector<int> udpSinks; ///< RoCE hosts: the kernel's UDP 4791, drained
@@ -294,6 +312,34 @@ struct Daemon
     /// came to a full house (the control thread's; read by status).
     std::atomic<uint64_t> controlDropped{0};
     long long started = 0;
+
+    bool HasIb() const
+    {
+        return opt.fabric == "ib" || opt.fabric == "hybrid";
+    }
+    bool HasRoce() const
+    {
+        return opt.fabric == "roce" || opt.fabric == "hybrid";
+    }
+    bool Hybrid() const
+    {
+        return opt.fabric == "hybrid";
+    }
+    /// The rails in the order the hosts' device lists give their adapters: the InfiniBand HCA
+    /// first (cnuas_0), then the RoCE NIC.
+    std::vector<const HostRail*> Rails() const
+    {
+        std::vector<const HostRail*> r;
+        if (HasIb())
+        {
+            r.push_back(&ibRail);
+        }
+        if (HasRoce())
+        {
+            r.push_back(&roceRail);
+        }
+        return r;
+    }
 };
 
 /// Runs `f` on the simulation thread and waits up to `timeout` seconds for it. Control thread.
@@ -425,7 +471,8 @@ SmaRefusalsJson(const Daemon& d)
     return j;
 }
 
-/// Host i's rdma_cm: its processes and the CM MADs its agent sent and took. Simulation thread.
+/// Host i's rdma_cm: its processes and the CM MADs its agents (one per adapter) sent and took.
+/// Simulation thread.
 nlohmann::json
 CmJson(const Daemon& d, size_t i)
 {
@@ -433,9 +480,22 @@ CmJson(const Daemon& d, size_t i)
     {
         return nullptr;
     }
-    const ns3::EmuCmCounters c = d.cmServices[i]->GetCounters();
-    const ns3::IbCmCounters a = d.cmServices[i]->GetAgent()->GetCounters();
-    return {{"processes_open", d.cmServices[i]->GetOpenProcesses()},
+    const auto& svc = d.cmServices[i];
+    const ns3::EmuCmCounters c = svc->GetCounters();
+    ns3::IbCmCounters a;
+    uint32_t connections = 0;
+    for (size_t k = 0; k < svc->GetAdapterCount(); ++k)
+    {
+        const ns3::IbCmCounters one = svc->GetAgent(k)->GetCounters();
+        a.sent += one.sent;
+        a.received += one.received;
+        a.retransmitted += one.retransmitted;
+        a.noListener += one.noListener;
+        a.timeouts += one.timeouts;
+        a.malformed += one.malformed;
+        connections += static_cast<uint32_t>(svc->GetAgent(k)->GetConnectionCount());
+    }
+    return {{"processes_open", svc->GetOpenProcesses()},
             {"processes", c.processes},
             {"requests", c.requests},
             {"refused", c.refused},
@@ -444,8 +504,8 @@ CmJson(const Daemon& d, size_t i)
             {"events", c.events},
             {"events_dropped", c.eventsDropped},
             {"ids_left_by_processes", c.idsDestroyedWithProcess},
-            {"listening", d.cmServices[i]->GetListeningCount()},
-            {"connections", d.cmServices[i]->GetAgent()->GetConnectionCount()},
+            {"listening", svc->GetListeningCount()},
+            {"connections", connections},
             {"mads_sent", a.sent},
             {"mads_received", a.received},
             {"retransmitted", a.retransmitted},
@@ -454,17 +514,18 @@ CmJson(const Daemon& d, size_t i)
             {"malformed", a.malformed}};
 }
 
-/// The live status. Simulation thread.
-/// The verbs service of host i: contexts and how registered memory is reached.
+/// The verbs service of host i's adapter on one rail: contexts and how registered memory is
+/// reached. Simulation thread.
 nlohmann::json
-VerbsJson(const Daemon& d, size_t i)
+VerbsJson(const HostRail& rail, size_t i)
 {
-    if (i >= d.hcaServices.size())
+    if (i >= rail.hcaServices.size())
     {
         return nullptr;
     }
-    const ns3::EmuHcaCounters c = d.hcaServices[i]->GetCounters();
-    return {{"contexts_open", d.hcaServices[i]->GetOpenContexts()},
+    const ns3::EmuHcaCounters c = rail.hcaServices[i]->GetCounters();
+    return {{"device", rail.hcaServices[i]->GetDeviceName()},
+            {"contexts_open", rail.hcaServices[i]->GetOpenContexts()},
             {"contexts_opened", c.contextsOpened},
             {"contexts_closed", c.contextsClosed},
             {"requests", c.requests},
@@ -483,6 +544,111 @@ VerbsJson(const Daemon& d, size_t i)
             {"poller_wakes", c.pollerWakes}};
 }
 
+/// Host i's InfiniBand HCA: its port, IPoIB interface, umad, verbs and rdma_cm. Simulation
+/// thread.
+nlohmann::json
+IbHostJson(const Daemon& d, size_t i)
+{
+    auto port = d.ib.HostPort(static_cast<uint32_t>(i));
+    const ns3::IbIpoibBridgeCounters c = d.ipoib[i]->GetCounters();
+    nlohmann::json h = {{"name", d.hostNames[i]},
+                        {"netns", d.netns[i]},
+                        {"ip", d.ibRail.ips[i]},
+                        {"mac", d.ibRail.macs[i]},
+                        {"port_state", ns3::IbPortStateName(port->GetPortState())},
+                        {"lid", port->GetLid()},
+                        {"from_host_frames", c.framesFromHost},
+                        {"to_host_frames", c.framesToHost},
+                        {"ipoib_sent", c.sentToFabric},
+                        {"ipoib_received", c.received},
+                        {"dropped_no_lid", c.noLid},
+                        {"dropped_port_not_active", c.notActive},
+                        {"dropped_no_peer", c.noPeer},
+                        {"dropped_not_ip", c.notIp}};
+    if (i < d.mgmtIps.size())
+    {
+        h["mgmt_ip"] = d.mgmtIps[i];
+    }
+    if (!d.Hybrid()) // a hybrid host's one rdma_cm is at the host's level
+    {
+        h["rdma_cm"] = CmJson(d, i);
+    }
+    if (i < d.umadServices.size()) // umad (issue 14)
+    {
+        const ns3::EmuUmadCounters u = d.umadServices[i]->GetCounters();
+        h["umad"] = {{"ports_open", d.umadServices[i]->GetOpenPorts()},
+                     {"is_sm", d.umadServices[i]->IsSmHeld()},
+                     {"connections", u.connections},
+                     {"ports_opened", u.portsOpened},
+                     {"requests", u.requests},
+                     {"refused", u.refused},
+                     {"mads_sent", u.madsSent},
+                     {"mads_refused", u.madsRefused},
+                     {"mads_delivered", u.madsDelivered},
+                     {"mads_undelivered", u.madsUndelivered},
+                     {"mads_unclaimed", u.madsUnclaimed},
+                     {"requests_delivered", u.requestsDelivered},
+                     {"malformed", u.malformed},
+                     {"queries", u.queries}};
+    }
+    h["verbs"] = VerbsJson(d.ibRail, i);
+    return h;
+}
+
+/// Host i's RoCE NIC: its Ethernet port, the TAP bridge (eth0), verbs and rdma_cm.
+/// Simulation thread.
+nlohmann::json
+RoceHostJson(const Daemon& d, size_t i)
+{
+    auto port = d.eth.HostPort(static_cast<uint32_t>(i));
+    const ns3::EthTapBridgeCounters c = d.bridges[i]->GetCounters();
+    uint64_t tx = 0;
+    uint64_t rx = 0;
+    for (uint8_t p = 0; p < ns3::kEthPriorities; ++p)
+    {
+        tx += port->GetCounters().txFrames[p];
+        rx += port->GetCounters().rxFrames[p];
+    }
+    nlohmann::json h = {{"name", d.hostNames[i]},
+                        {"netns", d.netns[i]},
+                        {"ip", d.roceRail.ips[i]},
+                        {"mac", d.roceRail.macs[i]},
+                        {"port_tx_frames", tx},
+                        {"port_rx_frames", rx},
+                        {"pfc_sent", port->GetCounters().pfcFramesSent},
+                        {"pfc_received", port->GetCounters().pfcFramesReceived},
+                        {"from_host_frames", c.framesFromHost},
+                        {"to_host_frames", c.framesToHost},
+                        {"sent_to_fabric", c.sentToFabric},
+                        {"refused_by_port", c.refusedByPort},
+                        {"rx_ring_overruns", c.rxRingOverruns},
+                        {"pending_frames", d.bridges[i]->GetPendingFrames()},
+                        {"to_host_errors", c.toHostErrors},
+                        {"to_host_ring_full", c.toHostRingFull},
+                        {"to_host_by_writer", c.writtenByWriter},
+                        {"drops", DropsJson(*port)},
+                        {"offload",
+                         {{"checksum", c.checksumOffload},
+                          {"segmentation", c.segmentationOffload},
+                          {"coalescing", c.receiveCoalescing},
+                          {"reads_from_host", c.readsFromHost},
+                          {"gso_from_host", c.gsoFromHost},
+                          {"segments_from_gso", c.segmentsFromGso},
+                          {"checksums_filled", c.checksumsFilled},
+                          {"refused", c.offloadRefused},
+                          {"tso_held_back", c.tsoHeldBack},
+                          {"writes_to_host", c.writesToHost},
+                          {"coalesced_writes", c.coalescedWrites},
+                          {"coalesced_segments", c.coalescedSegments},
+                          {"flush_idle", c.flushIdle},
+                          {"flush_hold", c.flushHold}}},
+                        {"verbs", VerbsJson(d.roceRail, i)}};
+    h["rdma_cm"] = CmJson(d, i);
+    return h;
+}
+
+/// The live status. Simulation thread. A host of a RoCE or InfiniBand fabric is its adapter's
+/// object; a hybrid fabric's host is its RoCE NIC's (eth0) with its HCA's under "ib".
 nlohmann::json
 StatusJson(const Daemon& d)
 {
@@ -492,99 +658,27 @@ StatusJson(const Daemon& d)
     j["lag"] = LagJson();
     j["control_dropped"] = d.controlDropped.load();
     j["hosts"] = nlohmann::json::array();
-    if (d.opt.fabric == "ib")
-    {
-        for (size_t i = 0; i < d.hostNames.size(); ++i)
-        {
-            auto port = d.ib.HostPort(static_cast<uint32_t>(i));
-            const ns3::IbIpoibBridgeCounters c = d.ipoib[i]->GetCounters();
-            j["hosts"].push_back({{"name", d.hostNames[i]},
-                                  {"netns", d.netns[i]},
-                                  {"ip", d.ips[i]},
-                                  {"mac", d.macs[i]},
-                                  {"mgmt_ip", d.mgmtIps[i]},
-                                  {"port_state", ns3::IbPortStateName(port->GetPortState())},
-                                  {"lid", port->GetLid()},
-                                  {"from_host_frames", c.framesFromHost},
-                                  {"to_host_frames", c.framesToHost},
-                                  {"ipoib_sent", c.sentToFabric},
-                                  {"ipoib_received", c.received},
-                                  {"dropped_no_lid", c.noLid},
-                                  {"dropped_port_not_active", c.notActive},
-                                  {"dropped_no_peer", c.noPeer},
-                                  {"dropped_not_ip", c.notIp}});
-            j["hosts"].back()["rdma_cm"] = CmJson(d, i);
-            if (i < d.umadServices.size()) // umad (issue 14)
-            {
-                const ns3::EmuUmadCounters u = d.umadServices[i]->GetCounters();
-                j["hosts"].back()["umad"] = {{"ports_open", d.umadServices[i]->GetOpenPorts()},
-                                             {"is_sm", d.umadServices[i]->IsSmHeld()},
-                                             {"connections", u.connections},
-                                             {"ports_opened", u.portsOpened},
-                                             {"requests", u.requests},
-                                             {"refused", u.refused},
-                                             {"mads_sent", u.madsSent},
-                                             {"mads_refused", u.madsRefused},
-                                             {"mads_delivered", u.madsDelivered},
-                                             {"mads_undelivered", u.madsUndelivered},
-                                             {"mads_unclaimed", u.madsUnclaimed},
-                                             {"requests_delivered", u.requestsDelivered},
-                                             {"malformed", u.malformed},
-                                             {"queries", u.queries}};
-            }
-            j["hosts"].back()["verbs"] = VerbsJson(d, i);
-        }
-        j["sm"] = d.sm ? SmJson(d) : nlohmann::json(nullptr);
-
-        j["sma_refusals"] = SmaRefusalsJson(d);
-        return j;
-    }
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
-        auto port = d.eth.HostPort(static_cast<uint32_t>(i));
-        const ns3::EthTapBridgeCounters c = d.bridges[i]->GetCounters();
-        uint64_t tx = 0;
-        uint64_t rx = 0;
-        for (uint8_t p = 0; p < ns3::kEthPriorities; ++p)
+        if (!d.HasRoce())
         {
-            tx += port->GetCounters().txFrames[p];
-            rx += port->GetCounters().rxFrames[p];
+            j["hosts"].push_back(IbHostJson(d, i));
+            continue;
         }
-        j["hosts"].push_back({{"name", d.hostNames[i]},
-                              {"netns", d.netns[i]},
-                              {"ip", d.ips[i]},
-                              {"mac", d.macs[i]},
-                              {"port_tx_frames", tx},
-                              {"port_rx_frames", rx},
-                              {"pfc_sent", port->GetCounters().pfcFramesSent},
-                              {"pfc_received", port->GetCounters().pfcFramesReceived},
-                              {"from_host_frames", c.framesFromHost},
-                              {"to_host_frames", c.framesToHost},
-                              {"sent_to_fabric", c.sentToFabric},
-                              {"refused_by_port", c.refusedByPort},
-                              {"rx_ring_overruns", c.rxRingOverruns},
-                              {"pending_frames", d.bridges[i]->GetPendingFrames()},
-                              {"to_host_errors", c.toHostErrors},
-                              {"to_host_ring_full", c.toHostRingFull},
-                              {"to_host_by_writer", c.writtenByWriter},
-                              {"drops", DropsJson(*port)},
-                              {"offload",
-                               {{"checksum", c.checksumOffload},
-                                {"segmentation", c.segmentationOffload},
-                                {"coalescing", c.receiveCoalescing},
-                                {"reads_from_host", c.readsFromHost},
-                                {"gso_from_host", c.gsoFromHost},
-                                {"segments_from_gso", c.segmentsFromGso},
-                                {"checksums_filled", c.checksumsFilled},
-                                {"refused", c.offloadRefused},
-                                {"tso_held_back", c.tsoHeldBack},
-                                {"writes_to_host", c.writesToHost},
-                                {"coalesced_writes", c.coalescedWrites},
-                                {"coalesced_segments", c.coalescedSegments},
-                                {"flush_idle", c.flushIdle},
-                                {"flush_hold", c.flushHold}}},
-                              {"verbs", VerbsJson(d, i)}});
-        j["hosts"].back()["rdma_cm"] = CmJson(d, i);
+        j["hosts"].push_back(RoceHostJson(d, i));
+        if (d.HasIb())
+        {
+            j["hosts"].back()["ib"] = IbHostJson(d, i);
+        }
+    }
+    if (d.HasIb())
+    {
+        j["sm"] = d.sm ? SmJson(d) : nlohmann::json(nullptr);
+        j["sma_refusals"] = SmaRefusalsJson(d);
+    }
+    if (!d.HasRoce())
+    {
+        return j;
     }
     j["switches"] = nlohmann::json::array();
     for (uint32_t n = 0; n < d.eth.switchAt.size(); ++n)
@@ -701,9 +795,26 @@ HandleRequest(Daemon& d, int conn, const std::string& line)
         auto err = std::make_shared<std::string>();
         Daemon* dp = &d;
         RunInSimulation(
-            [dp, conn, spec, path, err]() {
+            [dp, conn, spec0 = spec, path, err]() {
                 Capture c;
-                if (dp->opt.fabric == "ib")
+                // A hybrid fabric's port is named with its fabric first: "ib/h0", "roce/s1:2"
+                // (cnuas capture --fabric).
+                std::string spec = spec0;
+                bool ib = !dp->HasRoce();
+                if (dp->Hybrid())
+                {
+                    const auto slash = spec.find('/');
+                    const std::string rail = slash == std::string::npos ? "" : spec.substr(0, slash);
+                    if (rail != "ib" && rail != "roce")
+                    {
+                        *err = "this hybrid fabric has two: name the port's fabric "
+                               "(cnuas capture --fabric ib|roce)";
+                        return;
+                    }
+                    ib = rail == "ib";
+                    spec = spec.substr(slash + 1);
+                }
+                if (ib)
                 {
                     c.ibPort = FindIbPort(*dp, spec);
                     if (!c.ibPort)
@@ -1058,17 +1169,19 @@ CleanUpFabric(const nlohmann::json& state, const std::string& dir)
     std::vector<std::string> files = {FabricSocketPath(dir, name), FabricStatePath(dir, name)};
     for (const auto& h : state.value("hosts", nlohmann::json::array()))
     {
-        if (h.contains("hca_socket"))
+        for (const auto& path : h.value("hca_sockets", nlohmann::json::array()))
         {
-            files.push_back(h.value("hca_socket", ""));
+            if (path.is_string())
+            {
+                files.push_back(path.get<std::string>());
+            }
         }
-        if (h.contains("umad_socket")) // umad (issue 14)
+        for (const char* key : {"umad_socket", "cm_socket"}) // umad: issue 14
         {
-            files.push_back(h.value("umad_socket", ""));
-        }
-        if (h.contains("cm_socket"))
-        {
-            files.push_back(h.value("cm_socket", ""));
+            if (h.contains(key))
+            {
+                files.push_back(h.value(key, ""));
+            }
         }
     }
     for (const std::string& f : files)
@@ -1081,26 +1194,36 @@ CleanUpFabric(const nlohmann::json& state, const std::string& dir)
     return done;
 }
 
+/// Where --pcap DIR puts host i's capture: DIR/HOST.pcap, or DIR/HOST-IFNAME.pcap for each
+/// adapter of a hybrid fabric's host.
+std::string
+PcapPath(const Daemon& d, size_t i, const std::string& ifname)
+{
+    return d.opt.pcapDir + "/" + d.hostNames[i] + (d.Hybrid() ? "-" + ifname : "") + ".pcap";
+}
+
 /**
- * Host i's namespace with its NIC: a TAP (its descriptor returned, -1 with the reason on
- * failure) made inside the namespace as `ifname`, with the host's MAC, address/`prefix` and
- * MTU; with `vnetHeader` the TAP carries virtio headers (the bridge's offloads).
+ * Host i's NIC on `rail`: a TAP (its descriptor returned, -1 with the reason on failure) made
+ * inside the host's namespace as the rail's interface, with the host's MAC and address on
+ * it and `mtu`; with `vnetHeader` the TAP carries virtio headers (the bridge's offloads). The
+ * namespace is made with the first rail's NIC (a hybrid fabric's hosts have two).
  */
 int
 MakeHostNic(const Daemon& d,
+            const HostRail& rail,
             size_t i,
-            const std::string& ifname,
-            const std::string& prefix,
             unsigned mtu,
             bool vnetHeader,
             std::string* why)
 {
+    const bool first = &rail == d.Rails().front();
     EmuHostConfig cfg;
     cfg.netns = d.netns[i];
-    cfg.ifname = ifname;
+    cfg.createNetns = first;
+    cfg.ifname = rail.ifname;
     cfg.vnetHeader = vnetHeader;
-    cfg.mac = d.macs[i];
-    cfg.ipCidr = d.ips[i] + prefix;
+    cfg.mac = rail.macs[i];
+    cfg.ipCidr = rail.ips[i] + "/" + std::to_string(rail.prefixLen);
     cfg.mtu = mtu;
     const int fd = CreateEmuHost(cfg, why);
     if (fd < 0)
@@ -1108,20 +1231,25 @@ MakeHostNic(const Daemon& d,
         *why = "host " + d.hostNames[i] + ": " + *why;
         return -1;
     }
-    // `up` shows how far the hosts are (a k=16 fabric takes seconds).
-    const size_t made = i + 1;
-    if (made % 32 == 0 || made == d.hostNames.size())
+    // `up` shows how far the hosts are (a k=16 fabric takes seconds); a hybrid's hosts are
+    // made once per rail.
+    const size_t rails = d.Rails().size();
+    const size_t made = (first ? 0 : d.hostNames.size()) + i + 1;
+    if ((i + 1) % 32 == 0 || i + 1 == d.hostNames.size())
     {
         Report(d.readyFd, "progress " + std::to_string(made) + " " +
-                              std::to_string(d.hostNames.size()));
+                              std::to_string(d.hostNames.size() * rails));
     }
     return fd;
 }
 
-/// Host i's HCA service: its processes' verbs reach the HCA through a socket in the state
-/// directory. False with the reason.
+/// Host i's HCA service on `rail`: its processes' verbs reach the adapter through a socket in
+/// the state directory. A hybrid fabric's hosts have two adapters, named as two single-port
+/// adapters are: cnuas_0 (the InfiniBand HCA) and cnuas_1 (the RoCE NIC).
+/// False with the reason.
 bool
 StartHcaService(Daemon& d,
+                HostRail& rail,
                 size_t i,
                 ns3::Ptr<ns3::RdmaDevice> device,
                 ns3::Ptr<ns3::RdmaEngine> engine,
@@ -1130,15 +1258,20 @@ StartHcaService(Daemon& d,
                 ns3::Ptr<ns3::EthNetDevice> ethPort,
                 std::string* why)
 {
-    const std::string path = HcaSocketPath(d.dir, d.opt.name, d.hostNames[i]);
+    const std::string path = HcaSocketPath(d.dir, d.opt.name, d.hostNames[i]) +
+                             (d.Hybrid() ? (ibPort ? ".ib" : ".roce") : "");
     auto svc = ns3::CreateObject<ns3::EmuHcaService>();
+    if (d.Hybrid())
+    {
+        svc->SetAttribute("DeviceName", ns3::StringValue(ibPort ? "cnuas_0" : "cnuas_1"));
+    }
     if (!svc->Start(path, device, engine, port, ibPort, ethPort, why))
     {
         *why = "host " + d.hostNames[i] + " HCA: " + *why;
         return false;
     }
-    d.hcaServices.push_back(svc);
-    d.hcaSockets.push_back(path);
+    rail.hcaServices.push_back(svc);
+    rail.hcaSockets.push_back(path);
     return true;
 }
 
@@ -1152,12 +1285,12 @@ StartUmadService(Daemon& d, size_t i, std::string* why)
     ns3::Ptr<ns3::Node> node = d.ib.hosts.Get(static_cast<uint32_t>(i));
     auto svc = ns3::CreateObject<ns3::EmuUmadService>();
     // The CA is the verbs device: one name and firmware version for both libraries.
-    if (i < d.hcaServices.size())
+    if (i < d.ibRail.hcaServices.size())
     {
         ns3::StringValue v;
-        d.hcaServices[i]->GetAttribute("DeviceName", v);
+        d.ibRail.hcaServices[i]->GetAttribute("DeviceName", v);
         svc->SetAttribute("CaName", v);
-        d.hcaServices[i]->GetAttribute("FirmwareVersion", v);
+        d.ibRail.hcaServices[i]->GetAttribute("FirmwareVersion", v);
         svc->SetAttribute("FirmwareVersion", v);
     }
     if (!svc->Start(path, ns3::IbMgmtHelper::GetDispatcher(node),
@@ -1171,46 +1304,64 @@ StartUmadService(Daemon& d, size_t i, std::string* why)
     return true;
 }
 
-/// Host i's rdma_cm: a CM agent on QP1 of its HCA port (`attach` puts it there) and the
-/// service Cnuas's librdmacm reaches through a socket beside the HCA's. False with the reason.
-bool
-StartCmService(Daemon& d,
-               size_t i,
-               ns3::Ptr<ns3::RdmaLinkPort> port,
-               uint64_t caGuid,
-               uint8_t prefixLen,
-               const std::function<void(ns3::Ptr<ns3::IbCmAgent>)>& attach,
-               std::string* why)
+/// Host i's adapter on `rail` for its rdma_cm: a CM agent on QP1 of the adapter's port
+/// (`attach` puts it there). StartCmServices starts the host's rdma_cm with its adapters.
+void
+AddCmAdapter(HostRail& rail,
+             size_t i,
+             ns3::Ptr<ns3::RdmaLinkPort> port,
+             uint64_t caGuid,
+             const std::function<void(ns3::Ptr<ns3::IbCmAgent>)>& attach)
 {
     auto agent = ns3::CreateObject<ns3::IbCmAgent>();
     agent->SetCaGuid(caGuid);
     attach(agent);
-    const std::string path = d.dir + "/" + d.opt.name + "." + d.hostNames[i] + ".cm";
-    auto svc = ns3::CreateObject<ns3::EmuCmService>();
-    if (!svc->Start(path, agent, port, ns3::EthFabricHelper::HostAddress(static_cast<uint32_t>(i)),
-                    prefixLen, why))
-    {
-        *why = "host " + d.hostNames[i] + " rdma_cm: " + *why;
-        return false;
-    }
-    d.cmServices.push_back(svc);
-    d.cmSockets.push_back(path);
-    return true;
+    ns3::EmuCmService::Adapter a;
+    a.agent = agent;
+    a.port = port;
+    a.ip = rail.ipValues[i];
+    a.prefixLen = rail.prefixLen;
+    a.nodeGuid = rail.hcaServices[i]->GetNodeGuid();
+    rail.cmAdapters.push_back(a);
 }
 
-/// Every host's address and HCA port, for address resolution in each host's rdma_cm.
-void
-SetCmPeers(Daemon& d, const std::vector<ns3::Ptr<ns3::RdmaLinkPort>>& ports)
+/// Every host's rdma_cm, with its adapters in the device list's order (a hybrid host's HCA,
+/// then its NIC), each resolving the addresses of its own fabric's hosts; the service Cnuas's
+/// librdmacm reaches through a socket beside the HCA's. "" or the problem.
+std::string
+StartCmServices(Daemon& d)
 {
-    std::vector<ns3::EmuCmService::Peer> peers;
-    for (size_t i = 0; i < ports.size(); ++i)
+    const std::vector<const HostRail*> rails = d.Rails();
+    std::vector<std::vector<ns3::EmuCmService::Peer>> peers(rails.size());
+    for (size_t k = 0; k < rails.size(); ++k)
     {
-        peers.push_back({ns3::EthFabricHelper::HostAddress(static_cast<uint32_t>(i)), ports[i]});
+        for (size_t i = 0; i < rails[k]->cmAdapters.size(); ++i)
+        {
+            peers[k].push_back({rails[k]->ipValues[i], rails[k]->cmAdapters[i].port});
+        }
     }
-    for (auto& svc : d.cmServices)
+    for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
-        svc->SetPeers(peers);
+        std::vector<ns3::EmuCmService::Adapter> adapters;
+        for (const HostRail* rail : rails)
+        {
+            adapters.push_back(rail->cmAdapters.at(i));
+        }
+        const std::string path = d.dir + "/" + d.opt.name + "." + d.hostNames[i] + ".cm";
+        auto svc = ns3::CreateObject<ns3::EmuCmService>();
+        std::string why;
+        if (!svc->Start(path, adapters, &why))
+        {
+            return "host " + d.hostNames[i] + " rdma_cm: " + why;
+        }
+        for (size_t k = 0; k < rails.size(); ++k)
+        {
+            svc->SetPeers(k, peers[k]);
+        }
+        d.cmServices.push_back(svc);
+        d.cmSockets.push_back(path);
     }
+    return "";
 }
 
 /// The RoCE fabric and its hosts: a TAP per host bridged to its Ethernet port. "" or the
@@ -1239,14 +1390,24 @@ BuildRoceHosts(Daemon& d)
     // Each host's RDMA NIC on its port; the TAP bridge below takes the port's frames and
     // passes the NIC's own (RoCEv2 of the host's verbs) back to it.
     d.roceHcas = ns3::RoceHelper().Install(d.eth);
+    HostRail& rail = d.roceRail;
+    rail.ifname = "eth0";
+    // The model's addresses (10.0.0.<i+1>, RoCE GIDs are made from them); a hybrid fabric's
+    // hosts keep 10.1/16 for IPoIB, so there eth0 has a /16 (65,534 hosts).
+    rail.prefixLen = d.Hybrid() ? 16 : 8;
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
         auto port = d.eth.HostPort(static_cast<uint32_t>(i));
-        d.ips.push_back(Ipv4Text(d.eth.HostIp(static_cast<uint32_t>(i))));
-        d.macs.push_back(MacText(port->GetMac()));
+        rail.ipValues.push_back(d.eth.HostIp(static_cast<uint32_t>(i)));
+        rail.ips.push_back(Ipv4Text(rail.ipValues.back()));
+        rail.macs.push_back(MacText(port->GetMac()));
+    }
+    for (size_t i = 0; i < d.hostNames.size(); ++i)
+    {
+        auto port = d.eth.HostPort(static_cast<uint32_t>(i));
         auto bridge = ns3::CreateObject<ns3::EthTapBridge>();
         const int fd =
-            MakeHostNic(d, i, "eth0", "/8", port->GetMtu(), bridge->NeedsVnetHeader(), &why);
+            MakeHostNic(d, rail, i, port->GetMtu(), bridge->NeedsVnetHeader(), &why);
         if (fd < 0)
         {
             return why;
@@ -1264,7 +1425,7 @@ BuildRoceHosts(Daemon& d)
             return "host " + d.hostNames[i] + ": " + why;
         }
         d.bridges.push_back(bridge);
-        if (!StartHcaService(d, i, hca.device, hca.engine, hca.port, nullptr, port, &why))
+        if (!StartHcaService(d, rail, i, hca.device, hca.engine, hca.port, nullptr, port, &why))
         {
             return why;
         }
@@ -1277,19 +1438,12 @@ BuildRoceHosts(Daemon& d)
         }
         d.udpSinks.push_back(sink);
         {
-            // RoCE adapters derive their GUID from the MAC (EUI-64), as the verbs device does.
-            const uint64_t mac = port->GetMac();
-            const uint64_t guid =
-                (((mac >> 24) << 40) | (0xFFFEull << 24) | (mac & 0xFFFFFF)) ^ 0x0200000000000000ull;
+            // A RoCE adapter's CA GUID is its node GUID (EUI-64 of the MAC).
             ns3::Ptr<ns3::RoceRdmaPort> rocePort = hca.port;
-            if (!StartCmService(d, i, hca.port, guid, 8,
-                                [rocePort](ns3::Ptr<ns3::IbCmAgent> a) {
-                                    ns3::EmuCmAttachToRocePort(a, rocePort);
-                                },
-                                &why))
-            {
-                return why;
-            }
+            AddCmAdapter(rail, i, hca.port, rail.hcaServices[i]->GetNodeGuid(),
+                         [rocePort](ns3::Ptr<ns3::IbCmAgent> a) {
+                             ns3::EmuCmAttachToRocePort(a, rocePort);
+                         });
         }
         ns3::EmuRealtimeSimulatorImpl::Current()->WatchFd(sink, ns3::Simulator::NO_CONTEXT, [sink]() {
             char buf[64];
@@ -1299,7 +1453,7 @@ BuildRoceHosts(Daemon& d)
         });
         if (!d.opt.pcapDir.empty())
         {
-            const std::string f = d.opt.pcapDir + "/" + d.hostNames[i] + ".pcap";
+            const std::string f = PcapPath(d, i, "eth0");
             auto file = ns3::EthPcapHelper::Enable(port, f);
             if (!file)
             {
@@ -1307,14 +1461,6 @@ BuildRoceHosts(Daemon& d)
             }
             d.pcaps.push_back(file);
         }
-    }
-    {
-        std::vector<ns3::Ptr<ns3::RdmaLinkPort>> ports;
-        for (const auto& h : d.roceHcas)
-        {
-            ports.push_back(h.port);
-        }
-        SetCmPeers(d, ports);
     }
     return "";
 }
@@ -1413,45 +1559,60 @@ BuildIbHosts(Daemon& d)
         d.ibPcap = std::make_unique<ns3::IbPcapHelper>();
         for (size_t i = 0; i < d.hostNames.size(); ++i)
         {
-            const std::string f = d.opt.pcapDir + "/" + d.hostNames[i] + ".pcap";
+            const std::string f = PcapPath(d, i, "ib0");
             if (!d.ibPcap->Enable(d.ib.HostPort(static_cast<uint32_t>(i)), f))
             {
                 return "cannot write " + f;
             }
         }
     }
-    if (!CreateManagementBridge(d.mgmtNetns, &why))
+    // The management network (mgmt0) carries the TCP bootstrap of verbs programs whatever the
+    // fabric's state; a hybrid fabric's hosts have eth0 on the RoCE fabric for that.
+    const bool management = !d.mgmtNetns.empty();
+    if (management && !CreateManagementBridge(d.mgmtNetns, &why))
     {
         return "management network: " + why;
     }
     // Each host's HCA (RDMA device, engine, port) on its CA port; the IPoIB bridge below takes
     // the port's packets and passes those for the HCA's QPs back to it.
     d.ibHcas = ns3::RdmaHelper().Install(d.ib);
+    HostRail& rail = d.ibRail;
+    rail.ifname = "ib0";
+    rail.prefixLen = 16;
     std::vector<ns3::IbIpoibBridge::Peer> peers;
     std::vector<std::string> bridgePorts;
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
-        const uint32_t ip = ns3::EthFabricHelper::HostAddress(static_cast<uint32_t>(i));
+        // 10.0.0.<i+1>/16; 10.1.0.<i+1>/16 on a hybrid fabric, whose eth0 has 10.0/16.
+        const uint32_t ip = ns3::EthFabricHelper::HostAddress(static_cast<uint32_t>(i)) +
+                            (d.Hybrid() ? 0x00010000u : 0u);
         // A locally administered MAC per host for the kernel's view of its IPoIB interface.
         const uint64_t mac = 0x021B00000000ULL + i + 1;
-        d.ips.push_back(Ipv4Text(ip));
-        d.macs.push_back(MacText(mac));
-        d.mgmtIps.push_back(Ipv4Text(0x0AFF0000u + static_cast<uint32_t>(i) + 1));
+        rail.ipValues.push_back(ip);
+        rail.ips.push_back(Ipv4Text(ip));
+        rail.macs.push_back(MacText(mac));
+        if (management)
+        {
+            d.mgmtIps.push_back(Ipv4Text(0x0AFF0000u + static_cast<uint32_t>(i) + 1));
+        }
         peers.push_back({ip, mac, d.ib.HostPort(static_cast<uint32_t>(i))});
     }
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
         // IPoIB datagram mode over a 2048-byte IB MTU (RFC 4391 §3).
-        const int fd = MakeHostNic(d, i, "ib0", "/16", 2044, false, &why);
+        const int fd = MakeHostNic(d, rail, i, 2044, false, &why);
         if (fd < 0)
         {
             return why;
         }
-        bridgePorts.push_back("m" + std::to_string(i));
-        if (!AttachToManagement(d.netns[i], d.mgmtNetns, bridgePorts.back(),
-                                d.mgmtIps[i] + "/16", &why))
+        if (management)
         {
-            return "host " + d.hostNames[i] + " management network: " + why;
+            bridgePorts.push_back("m" + std::to_string(i));
+            if (!AttachToManagement(d.netns[i], d.mgmtNetns, bridgePorts.back(),
+                                    d.mgmtIps[i] + "/16", &why))
+            {
+                return "host " + d.hostNames[i] + " management network: " + why;
+            }
         }
         auto bridge = ns3::CreateObject<ns3::IbIpoibBridge>();
         bridge->SetPeers(peers);
@@ -1462,7 +1623,7 @@ BuildIbHosts(Daemon& d)
             return "host " + d.hostNames[i] + ": " + why;
         }
         d.ipoib.push_back(bridge);
-        if (!StartHcaService(d, i, hca.device, hca.engine, hca.port,
+        if (!StartHcaService(d, rail, i, hca.device, hca.engine, hca.port,
                              d.ib.HostPort(static_cast<uint32_t>(i)), nullptr, &why))
         {
             return why;
@@ -1472,31 +1633,19 @@ BuildIbHosts(Daemon& d)
             ns3::Ptr<ns3::IbMadDispatcher> disp =
                 ns3::IbMgmtHelper::GetDispatcher(d.ib.hosts.Get(static_cast<uint32_t>(i)));
             const uint8_t portNumber = ibPort->GetPortNumber();
-            if (!StartCmService(d, i, hca.port, ibPort->GetPortGuid(), 16,
-                                [disp, portNumber](ns3::Ptr<ns3::IbCmAgent> a) {
-                                    ns3::EmuCmAttachToIbPort(a, disp, portNumber);
-                                },
-                                &why))
-            {
-                return why;
-            }
+            AddCmAdapter(rail, i, hca.port, ibPort->GetPortGuid(),
+                         [disp, portNumber](ns3::Ptr<ns3::IbCmAgent> a) {
+                             ns3::EmuCmAttachToIbPort(a, disp, portNumber);
+                         });
         }
         if (!StartUmadService(d, i, &why)) // umad (issue 14)
         {
             return why;
         }
     }
-    if (!RaiseManagementPorts(d.mgmtNetns, bridgePorts, &why))
+    if (management && !RaiseManagementPorts(d.mgmtNetns, bridgePorts, &why))
     {
         return "management network: " + why;
-    }
-    {
-        std::vector<ns3::Ptr<ns3::RdmaLinkPort>> ports;
-        for (const auto& h : d.ibHcas)
-        {
-            ports.push_back(h.port);
-        }
-        SetCmPeers(d, ports);
     }
     return "";
 }
@@ -1569,7 +1718,9 @@ DaemonMain(Daemon& d)
             return fail("--set " + s.name + "=" + s.value + ": " + problem);
         }
     }
-    if (d.opt.fabric == "ib")
+    // A hybrid fabric is both, one model: every host's InfiniBand HCA on the IB fabric and its
+    // RoCE NIC on the Ethernet one, in the same simulation and the same real-time loop.
+    if (d.HasIb())
     {
         const std::string problem = BuildIbHosts(d);
         if (!problem.empty())
@@ -1577,13 +1728,17 @@ DaemonMain(Daemon& d)
             return fail(problem);
         }
     }
-    else
+    if (d.HasRoce())
     {
         const std::string problem = BuildRoceHosts(d);
         if (!problem.empty())
         {
             return fail(problem);
         }
+    }
+    if (const std::string problem = StartCmServices(d); !problem.empty())
+    {
+        return fail(problem);
     }
 
     // The control socket.
@@ -1624,23 +1779,36 @@ DaemonMain(Daemon& d)
     ns3::Simulator::ScheduleNow([&d, statePath]() {
         d.state["phase"] = "running";
         nlohmann::json hosts = nlohmann::json::array();
+        // A host's address is its fabric interface's (eth0 on a hybrid fabric, whose IPoIB
+        // address is "ib_ip"); its adapters' sockets are listed in the device list's order.
+        const HostRail& primary = d.HasRoce() ? d.roceRail : d.ibRail;
         for (size_t i = 0; i < d.hostNames.size(); ++i)
         {
             hosts.push_back({{"name", d.hostNames[i]},
                              {"netns", d.netns[i]},
-                             {"ip", d.ips[i]},
-                             {"mac", d.macs[i]}});
-            if (i < d.hcaSockets.size())
+                             {"ip", primary.ips[i]},
+                             {"mac", primary.macs[i]}});
+            nlohmann::json hca = nlohmann::json::array();
+            for (const HostRail* rail : d.Rails())
             {
-                hosts.back()["hca_socket"] = d.hcaSockets[i];
+                if (i < rail->hcaSockets.size())
+                {
+                    hca.push_back(rail->hcaSockets[i]);
+                }
+            }
+            hosts.back()["hca_sockets"] = hca;
+            if (i < d.cmSockets.size())
+            {
+                hosts.back()["cm_socket"] = d.cmSockets[i];
+            }
+            if (d.Hybrid())
+            {
+                hosts.back()["ib_ip"] = d.ibRail.ips[i];
+                hosts.back()["ib_mac"] = d.ibRail.macs[i];
             }
             if (i < d.umadSockets.size()) // umad (issue 14)
             {
                 hosts.back()["umad_socket"] = d.umadSockets[i];
-            }
-            if (i < d.cmSockets.size())
-            {
-                hosts.back()["cm_socket"] = d.cmSockets[i];
             }
             if (i < d.mgmtIps.size())
             {
@@ -1694,16 +1862,19 @@ DaemonMain(Daemon& d)
         h->Stop();
     }
     d.umadServices.clear();
-    for (auto& h : d.hcaServices)
+    for (HostRail* rail : {&d.ibRail, &d.roceRail})
     {
-        h->Stop();
+        for (auto& h : rail->hcaServices)
+        {
+            h->Stop();
+        }
+        rail->hcaServices.clear();
     }
     for (int fd : d.udpSinks)
     {
         close(fd);
     }
     d.udpSinks.clear();
-    d.hcaServices.clear();
     for (auto& b : d.bridges)
     {
         b->Stop();
@@ -1740,7 +1911,7 @@ DaemonMain(Daemon& d)
 // ---- cnuas up --------------------------------------------------------------------------------
 
 const char* const kUpUsage =
-    "usage: cnuas up [--fabric roce|ib] [--hosts N | --topology SPEC] [--sm builtin|none]\n"
+    "usage: cnuas up [--fabric roce|ib|hybrid] [--hosts N | --topology SPEC] [--sm builtin|none]\n"
     "                [--sm-priority P] [--name NAME]\n"
     "                [--pcap DIR] [--dilation F] [--host-rate R] [--fabric-rate R] [--mtu B]\n"
     "                [--set ATTRIBUTE=VALUE]... [--state-dir DIR] [--timeout S] [--nice N]\n"
@@ -1750,8 +1921,12 @@ const char* const kUpUsage =
     "switches, links, PFC and ECN modelled by a daemon that runs the model in real time.\n"
     "Returns when the hosts are ready. Needs root (namespaces, TAP devices).\n"
     "\n"
-    "  --fabric roce|ib       RoCE/Ethernet (hosts' eth0 on the fabric) or InfiniBand (hosts'\n"
-    "                         ib0 carries IPoIB on the fabric, mgmt0 a management network)\n"
+    "  --fabric roce|ib|hybrid\n"
+    "                         RoCE/Ethernet (hosts' eth0 on the fabric), InfiniBand (hosts'\n"
+    "                         ib0 carries IPoIB on the fabric, mgmt0 a management network), or\n"
+    "                         both: every host has an InfiniBand HCA (cnuas_0, ib0 10.1.0.<i+1>)\n"
+    "                         on an IB fabric and a RoCE NIC (cnuas_1, eth0 10.0.0.<i+1>) on an\n"
+    "                         Ethernet fabric of the same topology\n"
     "  --sm builtin|none      InfiniBand: the built-in subnet manager on the first host, or\n"
     "                         none (ports stay Initializing with LID 0, no data flows) until\n"
     "                         an SM starts (opensm in a host, or 'cnuas sm start')\n"
@@ -1765,9 +1940,10 @@ const char* const kUpUsage =
     "  --pcap DIR             write every host port's frames to DIR/HOST.pcap\n"
     "  --dilation F           run the model F times slower than the wall clock (simulated\n"
     "                         time = wall time / F; default 1)\n"
-    "  --host-rate R          host link rate (default the port's DataRate, 100Gbps)\n"
-    "  --fabric-rate R        switch-to-switch link rate\n"
-    "  --mtu B                RoCE: the Ethernet MTU of every port and of the hosts' eth0,\n"
+    "  --host-rate R          RoCE, hybrid: the Ethernet fabric's host link rate (default the\n"
+    "                         port's DataRate, 100Gbps)\n"
+    "  --fabric-rate R        its switch-to-switch link rate\n"
+    "  --mtu B                RoCE, hybrid: the Ethernet MTU of every port and of eth0,\n"
     "                         1280-9216 (default 1500); 9000, as RoCE clusters run, gives a\n"
     "                         4096-byte RoCE path MTU and about twice the verbs goodput\n"
     "  --set A=V              an ns-3 attribute default, as for 'cnuas run'\n"
@@ -1928,9 +2104,9 @@ RunUp(const std::vector<std::string>& args)
             return 2;
         }
     }
-    if (o.fabric != "roce" && o.fabric != "ib")
+    if (o.fabric != "roce" && o.fabric != "ib" && o.fabric != "hybrid")
     {
-        std::fprintf(stderr, "cnuas up: --fabric %s: unknown fabric (roce or ib)\n",
+        std::fprintf(stderr, "cnuas up: --fabric %s: unknown fabric (roce, ib or hybrid)\n",
                      o.fabric.c_str());
         return 2;
     }
@@ -1952,7 +2128,8 @@ RunUp(const std::vector<std::string>& args)
     }
     if (o.mtu != 0)
     {
-        if (o.fabric != "roce")
+        // A hybrid fabric's --mtu is its Ethernet fabric's (eth0); the IB MTU is the SM's.
+        if (o.fabric == "ib")
         {
             std::fprintf(stderr, "cnuas up: --mtu is for RoCE (on InfiniBand the IB MTU is the "
                                  "subnet manager's and IPoIB's 2044 bytes follow from it)\n");
@@ -2037,6 +2214,12 @@ RunUp(const std::vector<std::string>& args)
     {
         d.mgmtNetns = o.name == kDefaultFabric ? "cnuas-mgmt" : o.name + "-mgmt";
     }
+    if (o.fabric == "hybrid" && d.hostNames.size() > 65534)
+    {
+        std::fprintf(stderr, "cnuas up: a hybrid fabric takes at most 65,534 hosts (10.0/16 "
+                             "on eth0, 10.1/16 on ib0)\n");
+        return 3;
+    }
     if (geteuid() != 0)
     {
         std::fprintf(stderr, "cnuas up: emulation needs root (network namespaces, TAP "
@@ -2045,6 +2228,14 @@ RunUp(const std::vector<std::string>& args)
     }
 
     d.dir = StateDirectory(o.stateDir);
+    if (o.fabric == "hybrid" && d.dir.find(':') != std::string::npos)
+    {
+        // A hybrid host's adapters are named to its processes as a ':'-separated list.
+        std::fprintf(stderr, "cnuas up: a hybrid fabric's state directory cannot contain ':' "
+                             "(%s)\n",
+                     d.dir.c_str());
+        return 1;
+    }
     std::string why;
     if (!EnsureStateDirectory(d.dir, &why))
     {
@@ -2236,7 +2427,10 @@ RunUp(const std::vector<std::string>& args)
     char dilation[32];
     std::snprintf(dilation, sizeof(dilation), "%g", o.dilation);
     std::printf("fabric %s up: %zu hosts on a%s fabric, daemon pid %d%s\n", o.name.c_str(),
-                d.hostNames.size(), o.fabric == "ib" ? "n InfiniBand" : " RoCE",
+                d.hostNames.size(),
+                o.fabric == "ib"       ? "n InfiniBand"
+                : o.fabric == "hybrid" ? " hybrid (InfiniBand and RoCE, two adapters a host)"
+                                       : " RoCE",
                 static_cast<int>(pid),
                 o.dilation == 1 ? ", real time"
                                 : (std::string(", time dilation ") + dilation +
@@ -2248,10 +2442,18 @@ RunUp(const std::vector<std::string>& args)
         for (const auto& h : (*state)["hosts"])
         {
             const bool ib = o.fabric == "ib";
-            std::printf("  %-10s netns %-16s %s %-12s %s%s%s\n", h.value("name", "").c_str(),
+            std::string second;
+            if (ib)
+            {
+                second = "  mgmt0 " + h.value("mgmt_ip", "");
+            }
+            else if (o.fabric == "hybrid")
+            {
+                second = "  ib0 " + h.value("ib_ip", "");
+            }
+            std::printf("  %-10s netns %-16s %s %-12s %s%s\n", h.value("name", "").c_str(),
                         h.value("netns", "").c_str(), ib ? "ib0" : "eth0",
-                        h.value("ip", "").c_str(), h.value("mac", "").c_str(),
-                        ib ? "  mgmt0 " : "", ib ? h.value("mgmt_ip", "").c_str() : "");
+                        h.value("ip", "").c_str(), h.value("mac", "").c_str(), second.c_str());
         }
     }
     const std::string nameOpt = o.name == kDefaultFabric ? "" : " --name " + o.name;
@@ -2355,7 +2557,7 @@ RunExec(const std::vector<std::string>& args)
         return 1;
     }
     std::string netns;
-    std::string hcaSocket;
+    std::string hcaSocket; // the host's adapters' sockets, ':' between them (a hybrid's two)
     std::string umadSocket; // umad (issue 14)
     std::string cmSocket;
     std::string known;
@@ -2365,7 +2567,13 @@ RunExec(const std::vector<std::string>& args)
         if (h.value("name", "") == host)
         {
             netns = h.value("netns", "");
-            hcaSocket = h.value("hca_socket", "");
+            for (const auto& path : h.value("hca_sockets", nlohmann::json::array()))
+            {
+                if (path.is_string())
+                {
+                    hcaSocket += (hcaSocket.empty() ? "" : ":") + path.get<std::string>();
+                }
+            }
             umadSocket = h.value("umad_socket", "");
             cmSocket = h.value("cm_socket", "");
         }
@@ -2578,12 +2786,13 @@ RunDown(const std::vector<std::string>& args)
 // ---- cnuas capture -----------------------------------------------------------------------------
 
 const char* const kCaptureUsage =
-    "usage: cnuas capture [--name NAME] [--state-dir DIR] PORT -w FILE [--duration S]\n"
+    "usage: cnuas capture [--name NAME] [--state-dir DIR] [--fabric ib|roce] PORT -w FILE\n"
+    "                     [--duration S]\n"
     "\n"
     "Writes the frames of a simulated port of a running fabric to FILE (pcap, nanosecond\n"
     "time stamps of simulated time; Ethernet on RoCE, ERF InfiniBand on IB), until Ctrl-C or\n"
-    "for S seconds. PORT is a host\n"
-    "(its NIC) or NODE:PORT (a switch port, numbered from 1).\n";
+    "for S seconds. PORT is a host (its NIC) or NODE:PORT (a switch port, numbered from 1).\n"
+    "A hybrid fabric has two: --fabric names which (ib: the host's HCA, roce: its NIC).\n";
 
 volatile sig_atomic_t g_captureStop = 0;
 
@@ -2600,6 +2809,7 @@ RunCapture(const std::vector<std::string>& args)
     std::string stateDir;
     std::string port;
     std::string file;
+    std::string rail;
     double duration = -1;
     for (size_t i = 0; i < args.size(); ++i)
     {
@@ -2609,13 +2819,23 @@ RunCapture(const std::vector<std::string>& args)
             std::fputs(kCaptureUsage, stdout);
             return 0;
         }
-        if ((a == "--name" || a == "--state-dir" || a == "-w" || a == "--duration") &&
+        if ((a == "--name" || a == "--state-dir" || a == "-w" || a == "--duration" ||
+             a == "--fabric") &&
             i + 1 < args.size())
         {
             const std::string v = args[++i];
             if (a == "--name")
             {
                 name = v;
+            }
+            else if (a == "--fabric")
+            {
+                if (v != "ib" && v != "roce")
+                {
+                    std::fprintf(stderr, "cnuas capture: --fabric %s: ib or roce\n", v.c_str());
+                    return 2;
+                }
+                rail = v;
             }
             else if (a == "--state-dir")
             {
@@ -2681,7 +2901,17 @@ RunCapture(const std::vector<std::string>& args)
                      std::strerror(errno));
         return 1;
     }
-    const std::string req = "capture " + port + " " + file + "\n";
+    if (!rail.empty() && state->value("fabric", "") != "hybrid")
+    {
+        if (state->value("fabric", "") != rail)
+        {
+            std::fprintf(stderr, "cnuas capture: fabric '%s' is not %s\n", fabric.c_str(),
+                         rail == "ib" ? "InfiniBand" : "RoCE");
+            return 1;
+        }
+        rail.clear(); // one fabric: nothing to choose
+    }
+    const std::string req = "capture " + (rail.empty() ? "" : rail + "/") + port + " " + file + "\n";
     if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size()))
     {
         std::fprintf(stderr, "cnuas capture: cannot talk to the daemon\n");
@@ -2813,11 +3043,20 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
     }
     const nlohmann::json hosts =
         live && live->contains("hosts") ? (*live)["hosts"] : state.value("hosts", nlohmann::json::array());
-    for (const auto& h : hosts)
-    {
-        std::printf("  %-10s netns %-16s %-12s %s", h.value("name", "").c_str(),
-                    h.value("netns", "").c_str(), h.value("ip", "").c_str(),
-                    h.value("mac", "").c_str());
+    // One adapter's line (and its offload and verbs lines); a hybrid fabric's host has a
+    // second, its InfiniBand HCA's, under "ib".
+    auto printAdapter = [](const nlohmann::json& h, bool first) {
+        if (first)
+        {
+            std::printf("  %-10s netns %-16s %-12s %s", h.value("name", "").c_str(),
+                        h.value("netns", "").c_str(), h.value("ip", "").c_str(),
+                        h.value("mac", "").c_str());
+        }
+        else
+        {
+            std::printf("  %-10s ib0   %-16s %-12s %s", "", "", h.value("ip", "").c_str(),
+                        h.value("mac", "").c_str());
+        }
         if (h.contains("port_state"))
         {
             std::printf("  port %s, LID %d; IPoIB sent %llu, received %llu, dropped (no LID) "
@@ -2864,13 +3103,26 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
             auto n = [&v](const char* k) {
                 return static_cast<unsigned long long>(v.value(k, 0ULL));
             };
-            std::printf("\n  %-10s verbs: %llu contexts open, %llu requests (%llu refused), "
-                        "%llu send / %llu receive WQEs (%llu bad); memory regions: %llu shared "
-                        "with the daemon, %llu through /proc/PID/mem",
-                        "", n("contexts_open"), n("requests"), n("refused"), n("send_wqes"),
-                        n("recv_wqes"), n("bad_wqes"), n("shared_mrs"), n("unshared_mrs"));
+            std::printf("\n  %-10s verbs (%s): %llu contexts open, %llu requests (%llu "
+                        "refused), %llu send / %llu receive WQEs (%llu bad); memory regions: "
+                        "%llu shared with the daemon, %llu through /proc/PID/mem",
+                        "", v.value("device", "?").c_str(), n("contexts_open"), n("requests"),
+                        n("refused"), n("send_wqes"), n("recv_wqes"), n("bad_wqes"),
+                        n("shared_mrs"), n("unshared_mrs"));
         }
         std::printf("\n");
+    };
+    for (const auto& h : hosts)
+    {
+        printAdapter(h, true);
+        if (h.contains("ib") && h["ib"].is_object())
+        {
+            printAdapter(h["ib"], false);
+        }
+        else if (h.contains("ib_ip"))
+        {
+            std::printf("  %-10s ib0   %-16s %s\n", "", "", h.value("ib_ip", "").c_str());
+        }
     }
     if (live && live->contains("sm") && !(*live)["sm"].is_null())
     {
@@ -2878,7 +3130,8 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
         bool processSm = false;
         for (const auto& h : hosts)
         {
-            processSm = processSm || (h.contains("umad") && h["umad"].value("is_sm", false));
+            const auto& ib = h.contains("ib") ? h["ib"] : h;
+            processSm = processSm || (ib.contains("umad") && ib["umad"].value("is_sm", false));
         }
         if (!sm.value("running", false) && !processSm)
         {
@@ -2912,7 +3165,8 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
         }
         for (const auto& h : hosts)
         {
-            if (h.contains("umad") && h["umad"].value("is_sm", false))
+            const auto& ib = h.contains("ib") ? h["ib"] : h;
+            if (ib.contains("umad") && ib["umad"].value("is_sm", false))
             {
                 std::printf("  %s holds its port's SM interface (issm): an SM such as opensm "
                             "runs there\n",

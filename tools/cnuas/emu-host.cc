@@ -354,7 +354,7 @@ CreateEmuHost(const EmuHostConfig& h, std::string* why)
     // Three steps a host, one of them a program: the namespace; the TAP made inside it under
     // its own name, so it never meets the machine's devices and is not moved (a move waits for
     // a grace period); then the link's address, MTU and state.
-    if (!CreateNetns(h.netns, why))
+    if (h.createNetns && !CreateNetns(h.netns, why))
     {
         return -1;
     }
@@ -362,7 +362,7 @@ CreateEmuHost(const EmuHostConfig& h, std::string* why)
     const int fd = InNetns(
         h.netns,
         [&h, &err]() {
-            if (!NewDeviceDefaults(true, &err))
+            if (h.createNetns && !NewDeviceDefaults(true, &err))
             {
                 return -1;
             }

@@ -43,6 +43,7 @@ int OpenTap(const std::string& ifname, bool vnetHeader, std::string* why);
 struct EmuHostConfig
 {
     std::string netns;       ///< namespace name
+    bool createNetns = true; ///< false: the namespace exists (a hybrid host's second NIC)
     std::string ifname;      ///< the NIC's name inside the host ("eth0")
     bool vnetHeader = false; ///< the TAP carries virtio headers (OpenTap)
     std::string mac;         ///< "02:00:00:00:00:01"
@@ -51,10 +52,10 @@ struct EmuHostConfig
 };
 
 /**
- * Creates the namespace and, inside it, the host's NIC: a TAP named `ifname` (OpenTap), with
- * IPv6 off before its link comes up (the fabric routes the hosts' IPv4 addresses; IPv6
- * neighbour discovery would only be counted as unroutable), addressed and raised, and raises
- * loopback. Returns the TAP's descriptor, or -1 with the reason.
+ * Creates the namespace (unless `createNetns` is false) and, inside it, the host's NIC: a
+ * TAP named `ifname` (OpenTap), with IPv6 off before its link comes up (the fabric routes the
+ * hosts' IPv4 addresses; IPv6 neighbour discovery would only be counted as unroutable),
+ * addressed and raised, and raises loopback. Returns the TAP's descriptor, or -1 with the reason.
  *
  * The TAP is persistent: closing its descriptor leaves the device, which goes with its
  * namespace. Both choices are for the kernel's sake on large fabrics (measured, docs/
