@@ -113,6 +113,21 @@ TEST_F(EmuHybrid, EveryHostHasAnHcaAndARoceNicAndOneVerbsProgramRunsOnEither)
     EXPECT_EQ(NumberIn(nic, "port_lid:\\s+(\\d+)"), 0) << nic;
     // A third device does not exist.
     EXPECT_NE(Exec("h0", "ibv_devinfo -d cnuas_2").exit, 0);
+    // libibumad and sysfs list both CAs, as on a node with a ConnectX in each mode: ibstat
+    // (libibumad) and ibstatus (a script reading /sys/class/infiniband).
+    const std::string stat = Exec("h0", "ibstat").out;
+    EXPECT_TRUE(std::regex_search(
+        stat, std::regex("CA 'cnuas_0'[\\s\\S]*Link layer: InfiniBand[\\s\\S]*CA 'cnuas_1'"
+                         "[\\s\\S]*Base lid: 0[\\s\\S]*Link layer: Ethernet")))
+        << stat;
+    EXPECT_EQ(Exec("h0", "ibstat -l").out, "cnuas_0\ncnuas_1\n");
+    const std::string status = Exec("h0", "ibstatus").out;
+    EXPECT_TRUE(std::regex_search(status, std::regex("device 'cnuas_0' port 1 status:[\\s\\S]*"
+                                                     "link_layer:\\s+InfiniBand[\\s\\S]*"
+                                                     "device 'cnuas_1' port 1 status:[\\s\\S]*"
+                                                     "link_layer:\\s+Ethernet")))
+        << status;
+
     // The same binary on each adapter; each run's packets cross only its own fabric: the
     // InfiniBand run puts BTH packets on the HCA's link and no RoCEv2 on the NIC's, and the
     // RoCE run the other way round.

@@ -105,11 +105,20 @@ TEST_P(EmuVerbs, DevicesAndDevinfoShowThePlausibleHca)
     EXPECT_NE(info.out.find("node_guid:"), std::string::npos);
     EXPECT_EQ(info.out.find("node_guid:\t\t\t0000:0000:0000:0000"), std::string::npos)
         << "the node GUID must not be zero";
+    ShResult stat = Exec("h0", "ibstat");
     if (std::string(GetParam().name) == "roce")
     {
         EXPECT_NE(info.out.find("link_layer:\t\tEthernet"), std::string::npos) << info.out;
         // The port's GID is its IPv4 address (RoCEv2), as the seed's table says.
         EXPECT_NE(info.out.find("::ffff:10.0.0.1, RoCE v2"), std::string::npos) << info.out;
+        // ibstat lists a RoCE adapter as it does a ConnectX in Ethernet mode: Active, no LID,
+        // no SM, link layer Ethernet, its port GUID GID 0's interface ID.
+        for (const char* line : {"CA 'cnuas_0'", "State: Active", "Physical state: LinkUp",
+                                 "Base lid: 0", "SM lid: 0", "Link layer: Ethernet",
+                                 "Port GUID: 0x0000ffff0a000001"})
+        {
+            EXPECT_NE(stat.out.find(line), std::string::npos) << line << "\n" << stat.out;
+        }
     }
     else
     {
@@ -117,18 +126,16 @@ TEST_P(EmuVerbs, DevicesAndDevinfoShowThePlausibleHca)
         std::smatch m;
         ASSERT_TRUE(std::regex_search(info.out, m, std::regex("port_lid:\\s+(\\d+)")));
         EXPECT_GT(std::stoi(m[1]), 0) << "the subnet manager assigns a LID";
-        // One node GUID, whoever asks: verbs (ibv_devinfo) and the SMA (ibstat).
-        ShResult stat = Exec("h0", "ibstat");
-        std::smatch v;
-        std::smatch u;
-        ASSERT_TRUE(std::regex_search(info.out, v,
-                                      std::regex("node_guid:\\s+([0-9a-f:]+)")));
-        ASSERT_TRUE(std::regex_search(stat.out, u, std::regex("Node GUID: 0x([0-9a-f]+)")))
-            << stat.out;
-        std::string verbsGuid = v[1];
-        verbsGuid.erase(std::remove(verbsGuid.begin(), verbsGuid.end(), ':'), verbsGuid.end());
-        EXPECT_EQ(verbsGuid, std::string(u[1]));
     }
+    // One node GUID, whoever asks: verbs (ibv_devinfo) and ibstat (the SMA on InfiniBand).
+    std::smatch v;
+    std::smatch u;
+    ASSERT_TRUE(std::regex_search(info.out, v, std::regex("node_guid:\\s+([0-9a-f:]+)")));
+    ASSERT_TRUE(std::regex_search(stat.out, u, std::regex("Node GUID: 0x([0-9a-f]+)")))
+        << stat.out;
+    std::string verbsGuid = v[1];
+    verbsGuid.erase(std::remove(verbsGuid.begin(), verbsGuid.end(), ':'), verbsGuid.end());
+    EXPECT_EQ(verbsGuid, std::string(u[1]));
     // A host without the emulator's socket has no device, as a machine without an HCA.
     ShResult none = Exec("h0", "env -u CNUAS_HCA_SOCKET ibv_devices");
     EXPECT_EQ(none.out.find("cnuas_0"), std::string::npos) << none.out;

@@ -1,9 +1,18 @@
 /*
  * Cnuas's libibumad: the CA and port queries (what the real library reads from sysfs) and the
  * control connection to the host's umad service.
+ *
+ * A host's CAs: its InfiniBand HCA, described by the umad service (CNUAS_UMAD_SOCKET: LIDs, SM,
+ * the ports' MAD interfaces), and its RoCE adapters, described by their verbs sockets
+ * (CNUAS_HCA_SOCKET; an Ethernet port has no LID, no SM and, here, no MAD interface). A hybrid
+ * fabric's host has one of each, a RoCE fabric's host only the second kind, as `ibstat` on a
+ * machine with a ConnectX in Ethernet mode lists it.
  */
 #define _GNU_SOURCE
 #include "cnuas-umad.h"
+
+#include "host/abi/cnuas-hca-abi.h"
+#include "host/abi/cnuas-verbs-ca.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -127,13 +136,66 @@ int cnuas_umad_query(struct cnuas_umad_ca_info *ca)
     return err > 0 ? -err : err;
 }
 
-/* The CA name `name` stands for: NULL and our CA's name are ours; anything else is no CA of
- * this host. 0 or -ENODEV. */
-static int is_ours(const struct cnuas_umad_ca_info *ca, const char *name)
+#define MAX_CAS 8
+
+static int by_ca_name(const void *a, const void *b)
 {
-    if (!name || strncmp(name, ca->ca_name, UMAD_CA_NAME_LEN) == 0)
-        return 0;
-    return -ENODEV;
+    return strcmp(((const struct cnuas_umad_ca_info *)a)->ca_name,
+                  ((const struct cnuas_umad_ca_info *)b)->ca_name);
+}
+
+/* Every CA of the host, sorted by name as libibumad lists sysfs (at most `max`): the umad
+ * service's, then each RoCE adapter's. The count, or -errno when there is none (the umad
+ * service's error if it failed). */
+static int query_all(struct cnuas_umad_ca_info *cas, int max)
+{
+    int n = 0;
+    int err = -ENODEV;
+    if (socket_path() && max > 0) {
+        err = cnuas_umad_query(&cas[0]);
+        n = err == 0;
+    }
+    const char *paths = getenv(CNUAS_HCA_SOCKET_ENV);
+    for (const char *p = paths; p && *p && n < max;) {
+        const char *end = strchr(p, ':');
+        const size_t len = end ? (size_t)(end - p) : strlen(p);
+        /* An InfiniBand adapter answers -ENOENT here: its CA is the umad service's. */
+        if (cnuas_verbs_ca_info(p, len, &cas[n]) == 0) {
+            int dup = 0;
+            for (int i = 0; i < n; ++i)
+                dup |= strcmp(cas[i].ca_name, cas[n].ca_name) == 0;
+            n += !dup;
+        }
+        p += len;
+        if (*p == ':')
+            ++p;
+    }
+    if (n == 0)
+        return err;
+    qsort(cas, (size_t)n, sizeof(cas[0]), by_ca_name);
+    return n;
+}
+
+/* The CA `name` stands for, into *ca: NULL is the first with MAD interfaces (the umad
+ * service's), else the first; anything else must be one of the host's CAs. 0, -ENODEV (no
+ * such CA) or -errno. */
+static int query_named(const char *name, struct cnuas_umad_ca_info *ca)
+{
+    struct cnuas_umad_ca_info *cas = calloc(MAX_CAS, sizeof(*cas));
+    if (!cas)
+        return -ENOMEM;
+    const int n = query_all(cas, MAX_CAS);
+    int found = -1;
+    for (int i = 0; i < n && found < 0; ++i)
+        if (name ? strncmp(name, cas[i].ca_name, UMAD_CA_NAME_LEN) == 0
+                 : cas[i].ports[0].issm_path[0] != '\0')
+            found = i;
+    if (!name && found < 0 && n > 0)
+        found = 0;
+    if (found >= 0)
+        *ca = cas[found];
+    free(cas);
+    return found >= 0 ? 0 : n < 0 ? n : -ENODEV;
 }
 
 static void fill_port(const struct cnuas_umad_ca_info *ca, const struct cnuas_umad_port_info *in,
@@ -190,8 +252,9 @@ int cnuas_umad_pick_port(const struct cnuas_umad_ca_info *ca, int wanted)
 CNUAS_EXPORT int umad_init(void)
 {
     const char *path = socket_path();
+    const char *hca = getenv(CNUAS_HCA_SOCKET_ENV);
     struct stat st;
-    if (!path || stat(path, &st) != 0) {
+    if ((!path || stat(path, &st) != 0) && !(hca && *hca)) {
         /* As the real library says when the kernel module is missing. */
         IBWARN("can't read ABI version from %s/%s (No such file or directory): is ib_umad "
                "module loaded?",
@@ -208,23 +271,23 @@ CNUAS_EXPORT int umad_done(void)
 
 CNUAS_EXPORT int umad_get_cas_names(char cas[][UMAD_CA_NAME_LEN], int max)
 {
-    struct cnuas_umad_ca_info ca;
-    if (cnuas_umad_query(&ca) < 0)
+    struct cnuas_umad_ca_info *all = calloc(MAX_CAS, sizeof(*all));
+    if (!all)
         return 0;
-    if (max < 1)
-        return 0;
-    strncpy(cas[0], ca.ca_name, UMAD_CA_NAME_LEN);
-    return 1;
+    int n = query_all(all, MAX_CAS);
+    n = n < 0 ? 0 : n < max ? n : max;
+    for (int i = 0; i < n; ++i)
+        strncpy(cas[i], all[i].ca_name, UMAD_CA_NAME_LEN);
+    free(all);
+    return n;
 }
 
 CNUAS_EXPORT int umad_get_ca_portguids(const char *ca_name, __be64 *portguids, int max)
 {
     struct cnuas_umad_ca_info ca;
-    int r = cnuas_umad_query(&ca);
+    int r = query_named(ca_name, &ca);
     if (r < 0)
         return r == -ENOMEM ? -1 : -ENODEV;
-    if (is_ours(&ca, ca_name) < 0)
-        return -ENODEV;
     int ports = (int)ca.numports + 1; /* slot 0: a CA has no port 0 */
     if (portguids) {
         if (ports > max)
@@ -239,11 +302,9 @@ CNUAS_EXPORT int umad_get_ca_portguids(const char *ca_name, __be64 *portguids, i
 CNUAS_EXPORT int umad_get_ca(const char *ca_name, umad_ca_t *out)
 {
     struct cnuas_umad_ca_info ca;
-    int r = cnuas_umad_query(&ca);
+    int r = query_named(ca_name, &ca);
     if (r < 0)
         return r == -ENODEV ? -ENODEV : -EIO;
-    if (is_ours(&ca, ca_name) < 0)
-        return -ENODEV;
     memset(out, 0, sizeof(*out));
     snprintf(out->ca_name, sizeof(out->ca_name), "%s", ca.ca_name);
     out->node_type = ca.node_type;
@@ -282,11 +343,9 @@ CNUAS_EXPORT int umad_release_ca(umad_ca_t *ca)
 CNUAS_EXPORT int umad_get_port(const char *ca_name, int portnum, umad_port_t *port)
 {
     struct cnuas_umad_ca_info ca;
-    int r = cnuas_umad_query(&ca);
+    int r = query_named(ca_name, &ca);
     if (r < 0)
         return r == -ENODEV ? -ENODEV : -EIO;
-    if (is_ours(&ca, ca_name) < 0)
-        return -ENODEV;
     if (portnum <= 0) {
         portnum = cnuas_umad_pick_port(&ca, 0);
         if (portnum < 0)
@@ -311,7 +370,7 @@ CNUAS_EXPORT int umad_release_port(umad_port_t *port)
 CNUAS_EXPORT int umad_get_issm_path(const char *ca_name, int portnum, char path[], int max)
 {
     struct cnuas_umad_ca_info ca;
-    if (cnuas_umad_query(&ca) < 0 || is_ours(&ca, ca_name) < 0)
+    if (query_named(ca_name, &ca) < 0)
         return -ENODEV;
     if (portnum <= 0)
         portnum = cnuas_umad_pick_port(&ca, 0);
@@ -324,25 +383,37 @@ CNUAS_EXPORT int umad_get_issm_path(const char *ca_name, int portnum, char path[
 
 CNUAS_EXPORT struct umad_device_node *umad_get_ca_device_list(void)
 {
-    struct cnuas_umad_ca_info ca;
-    int r = cnuas_umad_query(&ca);
-    if (r < 0) {
-        /* No CA (no socket, as no /sys/class/infiniband): an empty list, not an error. */
-        errno = (r == -ENODEV || r == -ENOENT || r == -ECONNREFUSED) ? 0 : -r;
-        return NULL;
-    }
-    size_t len = strlen(ca.ca_name) + 1;
-    struct umad_device_node *node = malloc(sizeof(*node) + len);
-    if (!node) {
+    struct cnuas_umad_ca_info *cas = calloc(MAX_CAS, sizeof(*cas));
+    if (!cas) {
         errno = ENOMEM;
         return NULL;
     }
-    char *name = (char *)(node + 1);
-    memcpy(name, ca.ca_name, len);
-    node->ca_name = name;
-    node->next = NULL;
+    const int n = query_all(cas, MAX_CAS);
+    if (n < 0) {
+        free(cas);
+        /* No CA (no socket, as no /sys/class/infiniband): an empty list, not an error. */
+        errno = (n == -ENODEV || n == -ENOENT || n == -ECONNREFUSED) ? 0 : -n;
+        return NULL;
+    }
+    struct umad_device_node *head = NULL;
+    for (int i = n - 1; i >= 0; --i) {
+        size_t len = strlen(cas[i].ca_name) + 1;
+        struct umad_device_node *node = malloc(sizeof(*node) + len);
+        if (!node) {
+            umad_free_ca_device_list(head);
+            free(cas);
+            errno = ENOMEM;
+            return NULL;
+        }
+        char *name = (char *)(node + 1);
+        memcpy(name, cas[i].ca_name, len);
+        node->ca_name = name;
+        node->next = head;
+        head = node;
+    }
+    free(cas);
     errno = 0;
-    return node;
+    return head;
 }
 
 CNUAS_EXPORT void umad_free_ca_device_list(struct umad_device_node *head)

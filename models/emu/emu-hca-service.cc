@@ -759,7 +759,9 @@ EmuHcaService::Handle(Context& c, const cnuas_hca_req& q, int passedFd)
     int outFd = -1;
     int err = 0;
     m_device->SetLastError("");
-    if (!c.opened && q.op != CNUAS_OP_OPEN && q.op != CNUAS_OP_QUERY_DEVICE)
+    // Queries need no context, as sysfs readers need no open device (ibstat's CA list).
+    if (!c.opened && q.op != CNUAS_OP_OPEN && q.op != CNUAS_OP_QUERY_DEVICE &&
+        q.op != CNUAS_OP_QUERY_PORT && q.op != CNUAS_OP_QUERY_GID)
     {
         err = EPROTO;
     }

@@ -2616,13 +2616,13 @@ RunExec(const std::vector<std::string>& args)
             setenv("LD_LIBRARY_PATH", path.c_str(), 1);
         }
     }
-    // umad (issue 14): the HCA in the host's /sys/class/infiniband, for programs that read
-    // sysfs themselves (ibstatus): a snapshot of the port as the program starts.
+    // The host's adapters in its /sys/class/infiniband (umad, issue 14; a RoCE NIC's too), for
+    // programs that read sysfs themselves (ibstatus): a snapshot as the program starts.
     SysClassFiles sysClass;
-    if (!umadSocket.empty())
+    if (!umadSocket.empty() || !hcaSocket.empty())
     {
         std::string why;
-        if (!HcaSysClassFiles(umadSocket, &sysClass, &why))
+        if (!HcaSysClassFiles(umadSocket, hcaSocket, &sysClass, &why))
         {
             std::fprintf(stderr, "cnuas exec: warning: no /sys/class/infiniband view: %s\n",
                          why.c_str());

@@ -1,6 +1,7 @@
 #include "emu-sysfs.h"
 
 #include "host/abi/cnuas-umad-abi.h"
+#include "host/abi/cnuas-verbs-ca.h"
 
 #include <dirent.h>
 #include <endian.h>
@@ -12,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -41,11 +43,78 @@ Hex(unsigned v, const char* fmt = "0x%x\n")
     return buf;
 }
 
+/// CA `ca`'s files (drivers/infiniband/core/sysfs.c: node_type_show, node_guid_show, ...).
+void
+CaFiles(const cnuas_umad_ca_info& ca, SysClassFiles* files)
+{
+    const std::string name(ca.ca_name, strnlen(ca.ca_name, sizeof(ca.ca_name)));
+    const std::string dev = "infiniband/" + name + "/";
+    files->push_back({dev + "node_type", ca.node_type == 2 ? "2: switch\n" : "1: CA\n"});
+    files->push_back({dev + "node_guid", Guid(ca.node_guid)});
+    files->push_back({dev + "sys_image_guid", Guid(ca.system_guid)});
+    files->push_back({dev + "fw_ver", std::string(ca.fw_ver, strnlen(ca.fw_ver, 20)) + "\n"});
+    files->push_back({dev + "hw_rev", std::string(ca.hw_ver, strnlen(ca.hw_ver, 20)) + "\n"});
+    files->push_back({dev + "hca_type", std::string(ca.ca_type, strnlen(ca.ca_type, 40)) + "\n"});
+    static const char* const kStates[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE",
+                                          "ACTIVE_DEFER"};
+    static const char* const kPhys[] = {"<unknown>", "Sleep", "Polling", "Disabled",
+                                        "PortConfigurationTraining", "LinkUp",
+                                        "LinkErrorRecovery", "Phy Test"};
+    for (uint32_t i = 0; i < ca.numports && i < CNUAS_UMAD_MAX_PORTS; ++i)
+    {
+        const cnuas_umad_port_info& pi = ca.ports[i];
+        const std::string port = dev + "ports/" + std::to_string(pi.portnum) + "/";
+        files->push_back({port + "lid", Hex(pi.base_lid)});
+        files->push_back({port + "sm_lid", Hex(pi.sm_lid)});
+        files->push_back({port + "sm_sl", std::to_string(pi.sm_sl) + "\n"});
+        files->push_back({port + "lid_mask_count", std::to_string(pi.lmc) + "\n"});
+        files->push_back({port + "state", std::to_string(pi.state) + ": " +
+                                              (pi.state < 6 ? kStates[pi.state] : "UNKNOWN") +
+                                              "\n"});
+        files->push_back({port + "phys_state", std::to_string(pi.phys_state) + ": " +
+                                                   (pi.phys_state < 8 ? kPhys[pi.phys_state]
+                                                                      : "<unknown>") +
+                                                   "\n"});
+        files->push_back({port + "rate",
+                          std::string(pi.rate_text, strnlen(pi.rate_text, 40)) + "\n"});
+        files->push_back({port + "cap_mask", Hex(pi.capmask, "0x%08x\n")});
+        files->push_back(
+            {port + "link_layer",
+             std::string(pi.link_layer, strnlen(pi.link_layer, sizeof(pi.link_layer))) + "\n"});
+        const std::string prefix = Guid(pi.gid_prefix);
+        files->push_back({port + "gids/0", prefix.substr(0, prefix.size() - 1) + ":" +
+                                               Guid(pi.port_guid)});
+        for (uint32_t k = 0; k < pi.pkeys_size && k < CNUAS_UMAD_MAX_PKEYS; ++k)
+        {
+            files->push_back({port + "pkeys/" + std::to_string(k), Hex(pi.pkeys[k], "0x%04x\n")});
+        }
+    }
+}
+
 } // namespace
 
 bool
-HcaSysClassFiles(const std::string& umadSocket, SysClassFiles* files, std::string* why)
+HcaSysClassFiles(const std::string& umadSocket,
+                 const std::string& hcaSockets,
+                 SysClassFiles* files,
+                 std::string* why)
 {
+    // The RoCE adapters, from their verbs sockets (an InfiniBand HCA's is the umad service's).
+    for (size_t at = 0; at < hcaSockets.size();)
+    {
+        const size_t end = std::min(hcaSockets.find(':', at), hcaSockets.size());
+        auto ca = std::make_unique<cnuas_umad_ca_info>();
+        if (cnuas_verbs_ca_info(hcaSockets.c_str() + at, end - at, ca.get()) == 0)
+        {
+            CaFiles(*ca, files);
+        }
+        at = end + 1;
+    }
+    if (umadSocket.empty())
+    {
+        return true;
+    }
+
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (umadSocket.size() >= sizeof(addr.sun_path))
@@ -81,46 +150,8 @@ HcaSysClassFiles(const std::string& umadSocket, SysClassFiles* files, std::strin
     }
     const cnuas_umad_ca_info& ca = r->u.ca;
     const std::string name(ca.ca_name, strnlen(ca.ca_name, sizeof(ca.ca_name)));
-    const std::string dev = "infiniband/" + name + "/";
-    // drivers/infiniband/core/sysfs.c: node_type_show, node_guid_show, ...
-    files->push_back({dev + "node_type", ca.node_type == 2 ? "2: switch\n" : "1: CA\n"});
-    files->push_back({dev + "node_guid", Guid(ca.node_guid)});
-    files->push_back({dev + "sys_image_guid", Guid(ca.system_guid)});
-    files->push_back({dev + "fw_ver", std::string(ca.fw_ver, strnlen(ca.fw_ver, 20)) + "\n"});
-    files->push_back({dev + "hw_rev", std::string(ca.hw_ver, strnlen(ca.hw_ver, 20)) + "\n"});
-    files->push_back({dev + "hca_type", std::string(ca.ca_type, strnlen(ca.ca_type, 40)) + "\n"});
-    static const char* const kStates[] = {"NOP", "DOWN", "INIT", "ARMED", "ACTIVE",
-                                          "ACTIVE_DEFER"};
-    static const char* const kPhys[] = {"<unknown>", "Sleep", "Polling", "Disabled",
-                                        "PortConfigurationTraining", "LinkUp",
-                                        "LinkErrorRecovery", "Phy Test"};
-    for (uint32_t i = 0; i < ca.numports && i < CNUAS_UMAD_MAX_PORTS; ++i)
-    {
-        const cnuas_umad_port_info& pi = ca.ports[i];
-        const std::string port = dev + "ports/" + std::to_string(pi.portnum) + "/";
-        files->push_back({port + "lid", Hex(pi.base_lid)});
-        files->push_back({port + "sm_lid", Hex(pi.sm_lid)});
-        files->push_back({port + "sm_sl", std::to_string(pi.sm_sl) + "\n"});
-        files->push_back({port + "lid_mask_count", std::to_string(pi.lmc) + "\n"});
-        files->push_back({port + "state", std::to_string(pi.state) + ": " +
-                                              (pi.state < 6 ? kStates[pi.state] : "UNKNOWN") +
-                                              "\n"});
-        files->push_back({port + "phys_state", std::to_string(pi.phys_state) + ": " +
-                                                   (pi.phys_state < 8 ? kPhys[pi.phys_state]
-                                                                      : "<unknown>") +
-                                                   "\n"});
-        files->push_back({port + "rate",
-                          std::string(pi.rate_text, strnlen(pi.rate_text, 40)) + "\n"});
-        files->push_back({port + "cap_mask", Hex(pi.capmask, "0x%08x\n")});
-        files->push_back({port + "link_layer", "InfiniBand\n"});
-        const std::string prefix = Guid(pi.gid_prefix);
-        files->push_back({port + "gids/0", prefix.substr(0, prefix.size() - 1) + ":" +
-                                               Guid(pi.port_guid)});
-        for (uint32_t k = 0; k < pi.pkeys_size && k < CNUAS_UMAD_MAX_PKEYS; ++k)
-        {
-            files->push_back({port + "pkeys/" + std::to_string(k), Hex(pi.pkeys[k], "0x%04x\n")});
-        }
-    }
+    CaFiles(ca, files);
+    // Its MAD interface (an Ethernet port's is not modelled).
     files->push_back({"infiniband_mad/abi_version", "5\n"});
     files->push_back({"infiniband_mad/umad0/ibdev", name + "\n"});
     files->push_back({"infiniband_mad/umad0/port", "1\n"});

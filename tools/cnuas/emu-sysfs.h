@@ -16,14 +16,19 @@ namespace cnuas
 using SysClassFiles = std::vector<std::pair<std::string, std::string>>;
 
 /**
- * Asks the host's umad service (its socket, `umadSocket`) for the CA and its ports, and returns
- * the files the kernel would show for them: /sys/class/infiniband/CA/{node_type, node_guid,
- * sys_image_guid, fw_ver, hw_rev, hca_type, ports/N/{lid, sm_lid, sm_sl, lid_mask_count,
- * state, phys_state, rate, cap_mask, link_layer, gids/0, pkeys/I}} and
- * /sys/class/infiniband_mad/{abi_version, umad0/{ibdev, port}}, in the kernel's formats
- * (drivers/infiniband/core/sysfs.c). False with the reason.
+ * The files the kernel would show for the host's CAs: asks the host's umad service (its socket,
+ * `umadSocket`; "" for none) for its InfiniBand CA and ports, and each RoCE adapter's verbs
+ * socket (`hcaSockets`, ':' between them, as `cnuas exec` names them to the verbs library) for
+ * its own: /sys/class/infiniband/CA/{node_type, node_guid, sys_image_guid, fw_ver, hw_rev,
+ * hca_type, ports/N/{lid, sm_lid, sm_sl, lid_mask_count, state, phys_state, rate, cap_mask,
+ * link_layer, gids/0, pkeys/I}} and, for the InfiniBand CA, /sys/class/infiniband_mad/
+ * {abi_version, umad0/{ibdev, port}}, in the kernel's formats (drivers/infiniband/core/sysfs.c).
+ * False with the reason (the umad service did not answer).
  */
-bool HcaSysClassFiles(const std::string& umadSocket, SysClassFiles* files, std::string* why);
+bool HcaSysClassFiles(const std::string& umadSocket,
+                      const std::string& hcaSockets,
+                      SysClassFiles* files,
+                      std::string* why);
 
 /**
  * In a private mount namespace whose /sys is mounted: puts a tmpfs over /sys/class that holds
