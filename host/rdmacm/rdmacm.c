@@ -71,7 +71,6 @@ static int g_sock = -1;
 static struct ibv_context *g_verbs[CNUAS_CM_MAX_DEVICES];
 static struct ibv_pd *g_pd[CNUAS_CM_MAX_DEVICES];
 static int g_num_verbs;
-static int g_devices_opened;
 static struct cnuas_id *g_ids;
 static int g_debug = -1;
 
@@ -195,8 +194,7 @@ static int cm_call(struct cnuas_cm_req *q, struct cnuas_cm_resp *r, int *out_fd)
 static int open_devices(void)
 {
     pthread_mutex_lock(&g_lock);
-    if (!g_devices_opened) {
-        g_devices_opened = 1;
+    if (g_num_verbs == 0) { /* none yet: look again, as the old one-device library did */
         int n = 0;
         struct ibv_device **list = ibv_get_device_list(&n);
         for (int i = 0; list && i < n && g_num_verbs < CNUAS_CM_MAX_DEVICES; ++i) {

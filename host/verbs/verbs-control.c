@@ -218,7 +218,6 @@ static int connect_to(const char *path)
 #define CNUAS_MAX_DEVICES 8
 static struct cnuas_device *g_devices[CNUAS_MAX_DEVICES];
 static int g_num_devices;
-static int g_devices_probed;
 static pthread_mutex_t g_device_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Ask the daemon for the device's name and GUID (a short-lived connection). */
@@ -284,19 +283,22 @@ CNUAS_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
     }
     pthread_mutex_lock(&g_device_lock);
     /* The host's HCA sockets, as `cnuas exec` names them: one path, or several separated by
-     * ':' (a hybrid fabric's host). A device that does not answer is left out; one that did is
-     * kept for the process's life, as rdma-core keeps the devices it found. */
+     * ':' (a hybrid fabric's host). A device that does not answer is left out and asked again
+     * at the next call, as rdma-core looks at sysfs again; one that did is kept for the
+     * process's life, as rdma-core keeps the devices it found. */
     const char *paths = getenv(CNUAS_HCA_SOCKET_ENV);
-    if (!g_devices_probed && paths && *paths) {
-        g_devices_probed = 1;
-        for (const char *p = paths; *p;) {
-            const char *end = strchr(p, ':');
-            size_t len = end ? (size_t)(end - p) : strlen(p);
+    for (const char *p = paths; p && *p;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        int known = 0;
+        for (int i = 0; i < g_num_devices && !known; ++i)
+            known = strncmp(g_devices[i]->socket_path, p, len) == 0 &&
+                    g_devices[i]->socket_path[len] == '\0';
+        if (!known)
             probe_one(p, len);
-            p += len;
-            if (*p == ':')
-                ++p;
-        }
+        p += len;
+        if (*p == ':')
+            ++p;
     }
     int n = 0;
     for (; n < g_num_devices; ++n)

@@ -254,16 +254,16 @@ WriteErfRecord(std::shared_ptr<ns3::IbErfPcapWriter> w,
 /**
  * The hosts' adapters on one fabric: an InfiniBand HCA or a RoCE NIC per host, each with the
  * interface its kernel sees (ib0, eth0), the service through which its processes' verbs reach
- * it, and its rdma_cm. A hybrid fabric's hosts have both: two adapters, two fabrics, as a
- * dual-rail cluster node has (docs/emulation.md §10).
+ * it, and what the host's rdma_cm needs of it. A hybrid fabric's hosts have both: two
+ * adapters, two fabrics, as a dual-rail cluster node has (docs/emulation.md §10).
  */
 struct HostRail
 {
-    std::string ifname;            ///< the interface in the host: "ib0" (IPoIB) or "eth0"
-    std::vector<std::string> ips;  ///< host i's address on that interface
-    std::vector<std::string> macs; ///< and its MAC
-    std::vector<uint32_t> ipValues;
-    uint8_t prefixLen = 0;
+    std::string ifname;             ///< the interface in the host: "ib0" (IPoIB) or "eth0"
+    std::vector<std::string> ips;   ///< host i's address on that interface
+    std::vector<std::string> macs;  ///< and its MAC
+    std::vector<uint32_t> ipValues; ///< the addresses again, host byte order
+    uint8_t prefixLen = 0;          ///< the interface's subnet
     std::vector<ns3::Ptr<ns3::EmuHcaService>> hcaServices;
     std::vector<std::string> hcaSockets;
     /// Host i's adapter as its rdma_cm sees it (the host's one rdma_cm serves all its rails).
