@@ -334,6 +334,47 @@ TEST(EmuRealtimeSimulator, RunsEventsInOrderNoEarlierThanTheDilatedWallClock)
     });
 }
 
+TEST(EmuRealtimeSimulator, RecentLagForgetsABurstThatIsOver)
+{
+    // A bring-up burst, as a large fabric's at time zero: an event that holds the thread for
+    // 200 ms of wall time makes the fifty behind it that late. Then regular events, on time
+    // unless the machine stalls. The since-start figures keep the burst for ever; the recent
+    // ones (the last whole LagWindow and the one in progress) are the fabric's lag now.
+    WithEmuSimulator(1.0, []() {
+        auto impl = EmuRealtimeSimulatorImpl::Current();
+        ASSERT_TRUE(impl);
+        impl->SetAttribute("LagWindow", TimeValue(MilliSeconds(200)));
+        Simulator::ScheduleNow([]() {
+            const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+            while (std::chrono::steady_clock::now() < until)
+            {
+            }
+        });
+        for (int i = 1; i <= 50; ++i)
+        {
+            Simulator::Schedule(MicroSeconds(i), []() {});
+        }
+        for (int ms = 700; ms < 1100; ms += 5)
+        {
+            Simulator::Schedule(MilliSeconds(ms), []() {});
+        }
+        EmuLagStats at;
+        Simulator::Schedule(MilliSeconds(1100), [&at, impl]() { at = impl->GetLagStats(); });
+        Simulator::Stop(MilliSeconds(1101));
+        Simulator::Run();
+        // Since the start: the burst's fifty, each at least 199.9 ms late.
+        EXPECT_GE(at.maxLagNs, 199'000'000);
+        EXPECT_GE(at.lateEvents, 50u);
+        // Recent: the window [800, 1000) ms and [1000, 1100) ms: the regular events only.
+        EXPECT_GE(at.recentWindowS, 0.2);
+        EXPECT_LE(at.recentWindowS, 0.4);
+        EXPECT_GE(at.recentEvents, 40u);
+        EXPECT_LE(at.recentEvents, at.events - 50);
+        EXPECT_LT(at.recentMaxLagNs, 100'000'000) << "the burst is not recent";
+        EXPECT_LT(at.recentMeanLagNs, at.meanLagNs);
+    });
+}
+
 TEST(EmuRealtimeSimulator, OnlyArmedIdleHooksRunAndEachUntilItHasNothingHeld)
 {
     // A thousand bridges' hooks, as a k=16 fabric has: all of them ran at every idle turn, and

@@ -69,7 +69,13 @@ EmuRealtimeSimulatorImpl::GetTypeId()
                           "counted as late (the lag report's lateEvents).",
                           TimeValue(MilliSeconds(1)),
                           MakeTimeAccessor(&EmuRealtimeSimulatorImpl::m_lateThreshold),
-                          MakeTimeChecker(Time(0)));
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("LagWindow",
+                          "The wall time the recent lag figures cover (GetLagStats' recent*: "
+                          "the last whole window and the one in progress).",
+                          TimeValue(Seconds(1)),
+                          MakeTimeAccessor(&EmuRealtimeSimulatorImpl::m_lagWindow),
+                          MakeTimeChecker(NanoSeconds(1)));
     return tid;
 }
 
@@ -401,6 +407,9 @@ EmuRealtimeSimulatorImpl::Run()
                 m_lateEvents.fetch_add(1, std::memory_order_relaxed);
             }
             m_meanLagNs.store(m_lagSumNs / static_cast<double>(n), std::memory_order_relaxed);
+            CountLagInWindow(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(now - m_wallStart).count(),
+                lag, lag > lateNs);
             m_simNowNs.store(static_cast<int64_t>(static_cast<double>(m_currentTs - m_simStart) /
                                                   tsPerNs),
                              std::memory_order_relaxed);
@@ -493,6 +502,48 @@ EmuRealtimeSimulatorImpl::Run()
     m_running.store(false, std::memory_order_release);
 }
 
+void
+EmuRealtimeSimulatorImpl::CountLagInWindow(int64_t wallNs, int64_t lag, bool late)
+{
+    const int64_t index = wallNs / std::max<int64_t>(1, m_lagWindow.GetNanoSeconds());
+    if (index != m_lagNow.index.load(std::memory_order_relaxed))
+    {
+        // A new window: the one that ends becomes the last (readers may see the two halfway
+        // through the move, a figure off by one window for one status query).
+        if (m_lagNow.events.load(std::memory_order_relaxed) > 0)
+        {
+            m_lagLast.index.store(m_lagNow.index.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
+            m_lagLast.events.store(m_lagNow.events.load(std::memory_order_relaxed),
+                                   std::memory_order_relaxed);
+            m_lagLast.late.store(m_lagNow.late.load(std::memory_order_relaxed),
+                                 std::memory_order_relaxed);
+            m_lagLast.sumNs.store(m_lagNow.sumNs.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
+            m_lagLast.maxNs.store(m_lagNow.maxNs.load(std::memory_order_relaxed),
+                                  std::memory_order_relaxed);
+        }
+        m_lagNow.events.store(0, std::memory_order_relaxed);
+        m_lagNow.late.store(0, std::memory_order_relaxed);
+        m_lagNow.sumNs.store(0, std::memory_order_relaxed);
+        m_lagNow.maxNs.store(0, std::memory_order_relaxed);
+        m_lagNow.index.store(index, std::memory_order_relaxed);
+    }
+    m_lagNow.events.store(m_lagNow.events.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+    if (late)
+    {
+        m_lagNow.late.store(m_lagNow.late.load(std::memory_order_relaxed) + 1,
+                            std::memory_order_relaxed);
+    }
+    m_lagNow.sumNs.store(m_lagNow.sumNs.load(std::memory_order_relaxed) + static_cast<double>(lag),
+                         std::memory_order_relaxed);
+    if (lag > m_lagNow.maxNs.load(std::memory_order_relaxed))
+    {
+        m_lagNow.maxNs.store(lag, std::memory_order_relaxed);
+    }
+}
+
 EmuLagStats
 EmuRealtimeSimulatorImpl::GetLagStats() const
 {
@@ -513,6 +564,25 @@ EmuRealtimeSimulatorImpl::GetLagStats() const
     s.pendingForeign = m_foreignCount.load(std::memory_order_relaxed);
     s.spinNs = m_spinNs.load(std::memory_order_relaxed);
     s.spinBackoffs = m_spinBackoffs.load(std::memory_order_relaxed);
+    // The recent past: the window in progress and the whole one before it, each if it had
+    // events (an idle fabric's windows have none, and its recent figures are zero).
+    const int64_t window = std::max<int64_t>(1, m_lagWindow.GetNanoSeconds());
+    const int64_t nowIndex = s.wallNs / window;
+    s.recentWindowS = static_cast<double>(s.wallNs - (nowIndex - 1) * window) / 1e9;
+    double sum = 0;
+    for (const LagWindowFigures* w : {&m_lagNow, &m_lagLast})
+    {
+        const int64_t index = w->index.load(std::memory_order_relaxed);
+        if (index < nowIndex - 1 || index > nowIndex)
+        {
+            continue;
+        }
+        s.recentEvents += w->events.load(std::memory_order_relaxed);
+        s.recentLateEvents += w->late.load(std::memory_order_relaxed);
+        sum += w->sumNs.load(std::memory_order_relaxed);
+        s.recentMaxLagNs = std::max(s.recentMaxLagNs, w->maxNs.load(std::memory_order_relaxed));
+    }
+    s.recentMeanLagNs = s.recentEvents > 0 ? sum / static_cast<double>(s.recentEvents) : 0;
     return s;
 }
 

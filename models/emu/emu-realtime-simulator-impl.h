@@ -40,6 +40,13 @@ struct EmuLagStats
     uint32_t pendingForeign = 0; ///< of those, waiting to be taken now
     int64_t spinNs = 0;          ///< wall time spent spinning (a core's worth of CPU)
     uint64_t spinBackoffs = 0;   ///< spins found preempted, each followed by SpinBackoff asleep
+    /// The same for the recent past only: the events run in the last whole LagWindow of wall
+    /// time and the one in progress (so a fabric's lag now, not its bring-up's burst).
+    double recentWindowS = 0;    ///< how much wall time the recent figures cover
+    uint64_t recentEvents = 0;
+    uint64_t recentLateEvents = 0;
+    double recentMeanLagNs = 0;  ///< 0 when no event ran then
+    int64_t recentMaxLagNs = 0;
 };
 
 /**
@@ -159,6 +166,7 @@ class EmuRealtimeSimulatorImpl : public QueueSimulatorImpl
     Time m_spinPreemptedGap;
     Time m_spinBackoff;
     Time m_lateThreshold;
+    Time m_lagWindow;
     std::atomic<bool> m_running{false};
     Clock::time_point m_wallStart;
     uint64_t m_simStart = 0;
@@ -195,6 +203,19 @@ class EmuRealtimeSimulatorImpl : public QueueSimulatorImpl
     std::atomic<uint64_t> m_spinBackoffs{0};
     double m_lagSumNs = 0;
     std::atomic<double> m_meanLagNs{0};
+    /// One LagWindow of wall time's lag figures (window `index` counts from the clock's start).
+    struct LagWindowFigures
+    {
+        std::atomic<int64_t> index{-1};
+        std::atomic<uint64_t> events{0};
+        std::atomic<uint64_t> late{0};
+        std::atomic<double> sumNs{0};
+        std::atomic<int64_t> maxNs{0};
+    };
+    LagWindowFigures m_lagNow;  ///< the window in progress
+    LagWindowFigures m_lagLast; ///< the one before it that had events
+    /// Adds one event's lag to the windows (simulation thread).
+    void CountLagInWindow(int64_t wallNs, int64_t lag, bool late);
 };
 
 } // namespace ns3
