@@ -9,6 +9,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -113,6 +114,39 @@ TEST_F(Cli, HelpListsSubcommands)
     CliResult version = Run("--version");
     EXPECT_EQ(version.status, 0);
     EXPECT_TRUE(Contains(version.out, "cnuas 0.1.0 (ns-3 3.37)")) << version.out;
+}
+
+TEST_F(Cli, TheStateDirectoryIsTheEnvironmentsElseRunForRootElseTmp)
+{
+    auto status = [this](const std::string& env) {
+        // `status` with nothing running names the directory it looked in.
+        const std::string cmd = "cd '" + m_dir.string() +
+                                "' && env -u CNUAS_STATE_DIR -u XDG_RUNTIME_DIR " + env +
+                                " '" CNUAS_BINARY_DIR "/bin/cnuas' status 2>&1";
+        FILE* p = popen(cmd.c_str(), "r");
+        std::string out;
+        char buf[512];
+        size_t n;
+        while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0)
+        {
+            out.append(buf, n);
+        }
+        if (p)
+        {
+            pclose(p);
+        }
+        std::smatch m;
+        return std::regex_search(out, m, std::regex(R"(state directory ([^)]+)\))"))
+                   ? m[1].str()
+                   : "(none in: " + out + ")";
+    };
+    EXPECT_EQ(status("CNUAS_STATE_DIR=" + m_dir.string() + "/s"), m_dir.string() + "/s");
+    EXPECT_EQ(status("XDG_RUNTIME_DIR=" + m_dir.string()), m_dir.string() + "/cnuas");
+    // Without either: root keeps it in /run (when it can write there), anyone else in /tmp.
+    struct stat st = {};
+    const bool run = getuid() == 0 && stat("/run", &st) == 0 && S_ISDIR(st.st_mode) &&
+                     access("/run", W_OK) == 0;
+    EXPECT_EQ(status(""), run ? "/run/cnuas" : "/tmp/cnuas-" + std::to_string(getuid()));
 }
 
 TEST_F(Cli, UnknownSubcommandOrOption)

@@ -40,6 +40,15 @@ StateDirectory(const std::string& explicitDir)
     {
         return std::string(d) + "/cnuas";
     }
+    // root (sudo clears XDG_RUNTIME_DIR) keeps its runtime state where system daemons keep
+    // theirs (FHS /run): a tmpfs on Debian, so a large InfiniBand fabric's four files a host
+    // are made in memory, and never cleaned behind a fabric that runs for weeks, as
+    // systemd-tmpfiles cleans /tmp.
+    struct stat st = {};
+    if (getuid() == 0 && stat("/run", &st) == 0 && S_ISDIR(st.st_mode) && access("/run", W_OK) == 0)
+    {
+        return "/run/cnuas";
+    }
     return "/tmp/cnuas-" + std::to_string(getuid());
 }
 
@@ -160,9 +169,10 @@ const char* const kUsage = "usage: cnuas status [--json] [--state-dir DIR]\n"
                            "Shows the Cnuas emulations running on this machine (for a rack: its\n"
                            "pid, the pty a Modbus master opens and the Redfish base URL), from\n"
                            "the state files in the state directory ($CNUAS_STATE_DIR, else\n"
-                           "$XDG_RUNTIME_DIR/cnuas, else /tmp/cnuas-UID). A state file whose\n"
-                           "process is gone is reported as stale. --json prints the states as a\n"
-                           "JSON array, each with \"alive\". Exit status 0, or 2 on a usage "
+                           "$XDG_RUNTIME_DIR/cnuas, else /run/cnuas for root, else\n"
+                           "/tmp/cnuas-UID). A state file whose process is gone is reported as\n"
+                           "stale. --json prints the states as a JSON array, each with\n"
+                           "\"alive\". Exit status 0, or 2 on a usage "
                            "error.\n";
 
 std::string
