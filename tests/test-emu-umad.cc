@@ -265,6 +265,15 @@ TEST_F(EmuUmad, IbstatWithTheBuiltInSmShowsAnActivePortWithALid)
     EXPECT_EQ(Field(h0, "Base lid"), Field(h0, "SM lid")) << h0;
     EXPECT_NE(CapMask(h0) & 0x2, 0u) << h0;
     EXPECT_EQ(CapMask(out) & 0x2, 0u) << out;
+    // A single adapter's system image GUID is its node GUID, as verbs reports it too.
+    EXPECT_EQ(Field(out, "System image GUID"), Field(out, "Node GUID")) << out;
+    const std::string verbs = Exec("h1", "ibv_devinfo").out;
+    std::string nodeGuid = Field(out, "Node GUID").substr(2);
+    for (size_t at = 4; at < 19; at += 5)
+    {
+        nodeGuid.insert(at, ":");
+    }
+    EXPECT_NE(verbs.find("sys_image_guid:\t\t\t" + nodeGuid), std::string::npos) << verbs;
 
     // ibstatus, a shell script, reads /sys/class/infiniband: the host's view of its HCA that
     // cnuas exec mounts, in the kernel's formats.

@@ -1502,6 +1502,10 @@ BuildIbHosts(Daemon& d)
         if (auto sma = ns3::IbMgmtHelper::GetSma(d.ib.nodes.Get(n)))
         {
             sma->SetAttribute("NodeDescription", ns3::StringValue(d.ib.topology.nodes[n].name));
+            // A single-adapter system's image GUID is its node GUID, as a ConnectX reports it
+            // and as the verbs device says (ibv_devinfo's sys_image_guid): ibstat and
+            // ibnetdiscover (sysimgguid) then agree with it.
+            sma->SetAttribute("SystemImageGuid", ns3::UintegerValue(sma->GetNodeGuid()));
         }
     }
     // The built-in SM is always there on the first host, running from the start with
