@@ -242,6 +242,20 @@ OpenTap(const std::string& ifname, bool vnetHeader, std::string* why)
     return fd;
 }
 
+/// Puts the calling thread back into the network namespace it was in a moment ago (`self`, a
+/// descriptor of it, closed here). setns changes only the calling thread's namespace.
+static void
+ReturnToNetns(int self)
+{
+    if (setns(self, CLONE_NEWNET) != 0)
+    {
+        // Cannot happen for a namespace we were in a moment ago; going on in the wrong one
+        // would be worse than stopping.
+        std::abort();
+    }
+    close(self);
+}
+
 bool
 CreateNetns(const std::string& name, std::string* why)
 {
@@ -286,13 +300,7 @@ CreateNetns(const std::string& name, std::string* why)
     const bool bound =
         mount("/proc/thread-self/ns/net", path.c_str(), "none", MS_BIND, nullptr) == 0;
     const int boundErrno = errno;
-    if (setns(self, CLONE_NEWNET) != 0)
-    {
-        // Cannot happen for a namespace we were in a moment ago; going on in the wrong one
-        // would be worse than stopping.
-        std::abort();
-    }
-    close(self);
+    ReturnToNetns(self);
     if (!bound)
     {
         *why = "cannot mount network namespace " + name + " on " + path + ": " +
@@ -652,13 +660,7 @@ InNetns(const std::string& netns, const std::function<int()>& f, std::string* wh
     }
     const int rc = f();
     const int savedErrno = errno;
-    if (setns(self, CLONE_NEWNET) != 0)
-    {
-        // Cannot happen for a namespace we were in a moment ago; going on in the wrong one
-        // would be worse than stopping.
-        std::abort();
-    }
-    close(self);
+    ReturnToNetns(self);
     close(target);
     errno = savedErrno;
     return rc;
