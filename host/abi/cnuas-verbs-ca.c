@@ -5,6 +5,7 @@
 #include "cnuas-verbs-ca.h"
 
 #include "cnuas-hca-abi.h"
+#include "cnuas-seqpacket.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 /* One request and its answer on `fd` (a fresh connection: queries need no open context). */
@@ -59,20 +59,9 @@ static uint32_t rate_text(uint8_t width, uint8_t speed, char *text, size_t n)
 
 int cnuas_verbs_ca_info(const char *path, unsigned long len, struct cnuas_umad_ca_info *ca)
 {
-    struct sockaddr_un addr;
-    memset(&addr, 0, sizeof(addr));
-    addr.sun_family = AF_UNIX;
-    if (len == 0 || len >= sizeof(addr.sun_path))
-        return -ENAMETOOLONG;
-    memcpy(addr.sun_path, path, len);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    const int fd = cnuas_seqpacket_connect(path, len);
     if (fd < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
+        return fd;
     struct cnuas_hca_resp *r = malloc(sizeof(*r));
     if (!r) {
         close(fd);

@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "host/abi/cnuas-cm-abi.h"
+#include "host/abi/cnuas-seqpacket.h"
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -33,7 +34,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #define CNUAS_EXPORT __attribute__((visibility("default")))
@@ -106,17 +106,9 @@ static int open_daemon_locked(void)
         debug("no %s: not on an emulated host", CNUAS_CM_SOCKET_ENV);
         return ENODEV;
     }
-    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return errno;
-    struct sockaddr_un a;
-    memset(&a, 0, sizeof(a));
-    a.sun_family = AF_UNIX;
-    snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
-    if (connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
-        int e = errno;
-        close(s);
-        debug("cannot reach the host's rdma_cm at %s: %s", path, strerror(e));
+    const int s = cnuas_seqpacket_connect(path, strlen(path));
+    if (s < 0) {
+        debug("cannot reach the host's rdma_cm at %s: %s", path, strerror(-s));
         return ENODEV;
     }
     struct cnuas_cm_req q;

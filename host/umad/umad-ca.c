@@ -12,6 +12,7 @@
 #include "cnuas-umad.h"
 
 #include "host/abi/cnuas-hca-abi.h"
+#include "host/abi/cnuas-seqpacket.h"
 #include "host/abi/cnuas-verbs-ca.h"
 
 #include <errno.h>
@@ -21,7 +22,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 int cnuas_umad_debug_level = 0;
@@ -41,21 +41,9 @@ int cnuas_umad_connect(void)
     const char *path = socket_path();
     if (!path)
         return -ENODEV;
-    struct sockaddr_un addr;
-    memset(&addr, 0, sizeof(addr));
-    addr.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(addr.sun_path))
-        return -ENAMETOOLONG;
-    strcpy(addr.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    const int fd = cnuas_seqpacket_connect(path, strlen(path));
     if (fd < 0)
-        return -errno;
-    if (connect(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
-        int e = errno;
-        close(fd);
-        DEBUG("no emulated HCA answers at %s: %s", path, strerror(e));
-        return -e;
-    }
+        DEBUG("no emulated HCA answers at %s: %s", path, strerror(-fd));
     return fd;
 }
 

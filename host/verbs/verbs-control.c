@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include "cnuas-verbs.h"
 
+#include "host/abi/cnuas-seqpacket.h"
+
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
@@ -21,7 +23,6 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -191,21 +192,12 @@ void *cnuas_map(int fd, size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* The HCA socket at `path`: the descriptor, or -1 with errno set. */
 static int connect_to(const char *path)
 {
-    struct sockaddr_un a;
-    memset(&a, 0, sizeof(a));
-    a.sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(a.sun_path))
-        return -1;
-    strcpy(a.sun_path, path);
-    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (s < 0)
-        return -1;
-    if (connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
-        int e = errno;
-        close(s);
-        errno = e;
+    const int s = cnuas_seqpacket_connect(path, strlen(path));
+    if (s < 0) {
+        errno = -s;
         return -1;
     }
     return s;
