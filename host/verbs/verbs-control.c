@@ -205,8 +205,8 @@ static int connect_to(const char *path)
 
 /* ---- devices ----------------------------------------------------------------------------- */
 
-/* The host's adapters, probed once: a dual-rail host of a hybrid fabric has two (an
- * InfiniBand HCA and a RoCE NIC), listed in the order `cnuas exec` names their sockets. */
+/* The host's adapters found so far: a dual-rail host of a hybrid fabric has two (an InfiniBand
+ * HCA and a RoCE NIC), listed in the order `cnuas exec` names their sockets. */
 #define CNUAS_MAX_DEVICES 8
 static struct cnuas_device *g_devices[CNUAS_MAX_DEVICES];
 static int g_num_devices;
