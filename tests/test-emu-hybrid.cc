@@ -4,7 +4,9 @@
 // either adapter. Needs root (namespaces, TAP devices).
 #include "emu-test-util.h"
 
+#include <iterator>
 #include <regex>
+#include <set>
 
 using namespace cnuas_emu_test;
 
@@ -215,6 +217,55 @@ TEST_F(EmuHybrid, WithoutASubnetManagerTheHcaWaitsWhileTheRoceNicWorks)
     EXPECT_GT(NumberIn(active, "Base lid: (\\d+)"), 0) << active;
     EXPECT_EQ(Exec("h0", "ping -c 2 -W 5 10.1.0.2").exit, 0);
     Msgstream("cnuas_0", 18533);
+}
+
+// A dual-rail cluster's two fabrics need not have one shape: an InfiniBand fat-tree for compute
+// beside an Ethernet leaf-spine, joining the same hosts.
+TEST_F(EmuHybrid, ItsEthernetFabricCanHaveAShapeOfItsOwn)
+{
+    // The two must join the same hosts; and --roce-topology is a hybrid's only.
+    const ShResult other = Up("--fabric hybrid --topology fat-tree:k=4 --roce-topology "
+                              "star:hosts=3");
+    EXPECT_EQ(other.exit, 2) << other.out;
+    EXPECT_NE(other.out.find("same hosts"), std::string::npos) << other.out;
+    const ShResult single = Up("--fabric roce --roce-topology star:hosts=2");
+    EXPECT_EQ(single.exit, 2) << single.out;
+    const ShResult bad = Up("--fabric hybrid --roce-topology leaf-spine:leaves=0");
+    EXPECT_EQ(bad.exit, 2) << bad.out;
+    EXPECT_NE(bad.out.find("--roce-topology: "), std::string::npos) << bad.out;
+
+    const ShResult up = Up("--fabric hybrid --topology fat-tree:k=4 --roce-topology "
+                           "leaf-spine:leaves=4,spines=2,hosts=4 --dilation 5");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    // The Ethernet switches are the leaf-spine's; the InfiniBand ones the fat-tree's.
+    const nlohmann::json s = Status();
+    std::set<std::string> eth;
+    for (const auto& sw : s["live"]["switches"])
+    {
+        eth.insert(sw.value("name", ""));
+    }
+    EXPECT_EQ(eth, (std::set<std::string>{"leaf0", "leaf1", "leaf2", "leaf3", "spine0",
+                                          "spine1"}));
+    const std::string ib = Exec("h0", "ibnetdiscover").out;
+    // ibnetdiscover's topology file: a "Switch" line for each switch it found.
+    const std::regex switchLine("(^|\\n)Switch\\s");
+    const auto switches = std::distance(std::sregex_iterator(ib.begin(), ib.end(), switchLine),
+                                        std::sregex_iterator());
+    EXPECT_EQ(switches, 20) << ib; // k=4: 8 edge, 8 aggregation, 4 core
+    // The last host on both: across two leaves and a spine, and across the fat-tree's core.
+    for (const char* ip : {"10.0.0.16", "10.1.0.16"})
+    {
+        const ShResult ping = Exec("h0", std::string("ping -c 2 -W 5 ") + ip);
+        EXPECT_EQ(ping.exit, 0) << ip << ": " << ping.out;
+    }
+    // A switch port of either fabric, by its own name.
+    for (const std::string& port : {std::string("--fabric roce leaf0:5"),
+                                    std::string("--fabric ib edge0_0:3")})
+    {
+        const ShResult cap = Sh(Cnuas("capture --name " + m_name + " " + port + " -w " +
+                                      (m_dir / "sw.pcap").string() + " --duration 1"));
+        EXPECT_EQ(cap.exit, 0) << port << ": " << cap.out;
+    }
 }
 
 // rdma_cm on a host with two adapters: one rdma_cm for both, as the kernel's; an ID is on the

@@ -203,6 +203,7 @@ struct UpOptions
     std::string fabric = "roce";
     uint32_t hosts = 0;
     std::string topology;
+    std::string roceTopology; ///< hybrid: the Ethernet fabric's own topology (same hosts)
     std::string name = kDefaultFabric;
     std::string sm = "builtin";
     int smPriority = 0; ///< the built-in SM's SMInfo.Priority (0-15)
@@ -277,6 +278,7 @@ struct Daemon
     UpOptions opt;
     std::string dir;
     ns3::Topology topology;
+    ns3::Topology ethTopology; ///< the RoCE fabric's: `topology`, or a hybrid's --roce-topology
     ns3::EthFabric eth;
     std::vector<std::string> hostNames;
     std::vector<std::string> netns;
@@ -707,7 +709,7 @@ StatusJson(const Daemon& d)
                     drops.value(item.key(), uint64_t(0)) + item.value().get<uint64_t>();
             }
         }
-        j["switches"].push_back({{"name", d.topology.nodes[n].name},
+        j["switches"].push_back({{"name", d.ethTopology.nodes[n].name},
                                  {"forwarded", sw->GetForwarded()},
                                  {"ecn_marked", sw->GetEcnMarked()},
                                  {"pfc_sent", pfcSent},
@@ -717,9 +719,9 @@ StatusJson(const Daemon& d)
     return j;
 }
 
-/// The node and 1-based port number "HOST" (its NIC, port 1) or "NODE:PORT" names.
+/// The node of `topology` and 1-based port number "HOST" (its NIC, port 1) or "NODE:PORT" names.
 std::optional<std::pair<uint32_t, uint32_t>>
-ParsePortSpec(const Daemon& d, const std::string& spec)
+ParsePortSpec(const ns3::Topology& topology, const std::string& spec)
 {
     std::string node = spec;
     uint32_t portNo = 1;
@@ -735,7 +737,7 @@ ParsePortSpec(const Daemon& d, const std::string& spec)
             return std::nullopt;
         }
     }
-    auto idx = d.topology.Find(node);
+    auto idx = topology.Find(node);
     if (!idx || portNo < 1)
     {
         return std::nullopt;
@@ -747,7 +749,7 @@ ParsePortSpec(const Daemon& d, const std::string& spec)
 ns3::Ptr<ns3::EthNetDevice>
 FindPort(const Daemon& d, const std::string& spec)
 {
-    auto p = ParsePortSpec(d, spec);
+    auto p = ParsePortSpec(d.ethTopology, spec);
     if (!p || p->second > d.eth.ports[p->first].size())
     {
         return nullptr;
@@ -759,7 +761,7 @@ FindPort(const Daemon& d, const std::string& spec)
 ns3::Ptr<ns3::IbNetDevice>
 FindIbPort(const Daemon& d, const std::string& spec)
 {
-    auto p = ParsePortSpec(d, spec);
+    auto p = ParsePortSpec(d.topology, spec);
     if (!p || p->second > d.ib.ports[p->first].size())
     {
         return nullptr;
@@ -1388,7 +1390,7 @@ BuildRoceHosts(Daemon& d)
         {
             helper.SetFabricLinkRate(ns3::DataRate(d.opt.fabricRate));
         }
-        d.eth = helper.Build(d.topology);
+        d.eth = helper.Build(d.ethTopology);
     }
     catch (const std::exception& e)
     {
@@ -1922,7 +1924,8 @@ DaemonMain(Daemon& d)
 // ---- cnuas up --------------------------------------------------------------------------------
 
 const char* const kUpUsage =
-    "usage: cnuas up [--fabric roce|ib|hybrid] [--hosts N | --topology SPEC] [--sm builtin|none]\n"
+    "usage: cnuas up [--fabric roce|ib|hybrid] [--hosts N | --topology SPEC]\n"
+    "                [--roce-topology SPEC] [--sm builtin|none]\n"
     "                [--sm-priority P] [--name NAME]\n"
     "                [--pcap DIR] [--dilation F] [--host-rate R] [--fabric-rate R] [--mtu B]\n"
     "                [--set ATTRIBUTE=VALUE]... [--state-dir DIR] [--timeout S] [--nice N]\n"
@@ -1937,7 +1940,7 @@ const char* const kUpUsage =
     "                         ib0 carries IPoIB on the fabric, mgmt0 a management network), or\n"
     "                         both: every host has an InfiniBand HCA (cnuas_0, ib0 10.1.0.<i+1>)\n"
     "                         on an IB fabric and a RoCE NIC (cnuas_1, eth0 10.0.0.<i+1>) on an\n"
-    "                         Ethernet fabric of the same topology\n"
+    "                         Ethernet fabric of the same topology (or --roce-topology's)\n"
     "  --sm builtin|none      InfiniBand: the built-in subnet manager on the first host, or\n"
     "                         none (ports stay Initializing with LID 0, no data flows) until\n"
     "                         an SM starts (opensm in a host, or 'cnuas sm start')\n"
@@ -1946,6 +1949,8 @@ const char* const kUpUsage =
     "  --hosts N              N hosts on one switch (star; default 2)\n"
     "  --topology SPEC        pair, star:hosts=N, dumbbell:left=L,right=R,\n"
     "                         leaf-spine:leaves=L,spines=S,hosts=H, fat-tree:k=K, or a file\n"
+    "  --roce-topology SPEC   hybrid: the Ethernet fabric's own topology, with the same hosts\n"
+    "                         (e.g. an InfiniBand fat-tree beside an Ethernet leaf-spine)\n"
     "  --name NAME            fabric name (default cnuas); hosts of another name's fabric\n"
     "                         live in namespaces NAME-HOST\n"
     "  --pcap DIR             write every host port's frames to DIR/HOST.pcap\n"
@@ -2018,6 +2023,10 @@ RunUp(const std::vector<std::string>& args)
             else if (a == "--topology")
             {
                 o.topology = value();
+            }
+            else if (a == "--roce-topology")
+            {
+                o.roceTopology = value();
             }
             else if (a == "--name")
             {
@@ -2168,6 +2177,12 @@ RunUp(const std::vector<std::string>& args)
         std::fprintf(stderr, "cnuas up: give --hosts or --topology, not both\n");
         return 2;
     }
+    if (!o.roceTopology.empty() && o.fabric != "hybrid")
+    {
+        std::fprintf(stderr, "cnuas up: --roce-topology is for hybrid fabrics (--topology names "
+                             "a single fabric's)\n");
+        return 2;
+    }
     for (const std::string* rate : {&o.hostRate, &o.fabricRate})
     {
         ns3::DataRate r;
@@ -2183,27 +2198,67 @@ RunUp(const std::vector<std::string>& args)
 
     Daemon d;
     d.opt = o;
-    try
-    {
-        std::string spec = o.topology.empty()
-                               ? "star:hosts=" + std::to_string(o.hosts ? o.hosts : 2)
-                               : o.topology;
+    // A topology spec or file; a spec on the command line is a usage error (2), a file's
+    // content an input error (3) (docs/cli.md).
+    auto readTopology = [](const std::string& option, const std::string& given,
+                           const std::string& fallback, ns3::Topology* out) {
+        std::string spec = given.empty() ? fallback : given;
         struct stat st = {};
         if (spec.find(':') == std::string::npos && stat(spec.c_str(), &st) == 0)
         {
             spec = "file:" + spec;
         }
-        d.topology = ns3::BuildTopologyFromSpec(spec);
-    }
-    catch (const std::exception& e)
+        try
+        {
+            *out = ns3::BuildTopologyFromSpec(spec);
+            return 0;
+        }
+        catch (const std::exception& e)
+        {
+            std::fprintf(stderr, "cnuas up: %s: %s\n", option.c_str(), e.what());
+            return given.rfind("file:", 0) == 0 || given.find('/') != std::string::npos ||
+                           given.find(".topo") != std::string::npos
+                       ? 3
+                       : 2;
+        }
+    };
+    if (const int rc = readTopology("--topology", o.topology,
+                                    "star:hosts=" + std::to_string(o.hosts ? o.hosts : 2),
+                                    &d.topology);
+        rc != 0)
     {
-        // docs/cli.md: a spec on the command line is a usage error, a file's content an input
-        // error.
-        std::fprintf(stderr, "cnuas up: --topology: %s\n", e.what());
-        return o.topology.rfind("file:", 0) == 0 || o.topology.find('/') != std::string::npos ||
-                       o.topology.find(".topo") != std::string::npos
-                   ? 3
-                   : 2;
+        return rc;
+    }
+    d.ethTopology = d.topology;
+    if (!o.roceTopology.empty())
+    {
+        if (const int rc = readTopology("--roce-topology", o.roceTopology, "", &d.ethTopology);
+            rc != 0)
+        {
+            return rc;
+        }
+        // One host, two adapters: the two fabrics must join the same hosts, in the same order
+        // (host i's HCA and NIC are host i's).
+        std::vector<std::string> ib;
+        std::vector<std::string> eth;
+        for (uint32_t n : d.topology.Hosts())
+        {
+            ib.push_back(d.topology.nodes[n].name);
+        }
+        for (uint32_t n : d.ethTopology.Hosts())
+        {
+            eth.push_back(d.ethTopology.nodes[n].name);
+        }
+        if (ib != eth)
+        {
+            std::fprintf(stderr,
+                         "cnuas up: --roce-topology has %zu hosts (%s...), --topology %zu (%s...): "
+                         "a hybrid's two fabrics join the same hosts, named alike and in the "
+                         "same order\n",
+                         eth.size(), eth.empty() ? "" : eth[0].c_str(), ib.size(),
+                         ib.empty() ? "" : ib[0].c_str());
+            return 2;
+        }
     }
     for (uint32_t n : d.topology.Hosts())
     {
