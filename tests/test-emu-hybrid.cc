@@ -234,9 +234,15 @@ TEST_F(EmuHybrid, ItsEthernetFabricCanHaveAShapeOfItsOwn)
     EXPECT_EQ(bad.exit, 2) << bad.out;
     EXPECT_NE(bad.out.find("--roce-topology: "), std::string::npos) << bad.out;
 
+    // --mtu is the Ethernet fabric's: jumbo frames there, IPoIB's 2044 bytes on the HCA.
     const ShResult up = Up("--fabric hybrid --topology fat-tree:k=4 --roce-topology "
-                           "leaf-spine:leaves=4,spines=2,hosts=4 --dilation 5");
+                           "leaf-spine:leaves=4,spines=2,hosts=4 --mtu 9000 --dilation 5");
     ASSERT_EQ(up.exit, 0) << up.out;
+    const std::string links = Exec("h0", "ip -o link").out;
+    EXPECT_TRUE(std::regex_search(links, std::regex("eth0: .* mtu 9000 "))) << links;
+    EXPECT_TRUE(std::regex_search(links, std::regex("ib0: .* mtu 2044 "))) << links;
+    EXPECT_NE(Exec("h0", "ibv_devinfo -d cnuas_1").out.find("active_mtu:\t\t4096 (5)"),
+              std::string::npos);
     // The Ethernet switches are the leaf-spine's; the InfiniBand ones the fat-tree's.
     const nlohmann::json s = Status();
     std::set<std::string> eth;
