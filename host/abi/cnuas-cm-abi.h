@@ -4,8 +4,8 @@
  * (models/emu/emu-cm-service.*), the emulated counterpart of the kernel's rdma_ucm device.
  *
  *  - Requests: one SOCK_SEQPACKET Unix connection per process (the socket `cnuas exec` names in
- *    CNUAS_CM_SOCKET; one per host, whatever adapters it has), one datagram per request (struct cnuas_cm_req), one per answer
- *    (struct cnuas_cm_resp). Everything a process made (event channels, IDs, listeners,
+ *    CNUAS_CM_SOCKET; one per host, whatever adapters it has), one datagram per request
+ *    (struct cnuas_cm_req), one per answer (struct cnuas_cm_resp). Everything a process made (event channels, IDs, listeners,
  *    connections) belongs to its connection and ends with it, as the kernel's rdma_cm cleans
  *    up behind a process that exits.
  *  - Events: each event channel is a pipe the daemon writes and the process reads

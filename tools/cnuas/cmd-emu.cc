@@ -813,7 +813,8 @@ HandleRequest(Daemon& d, int conn, const std::string& line)
                 if (dp->Hybrid())
                 {
                     const auto slash = spec.find('/');
-                    const std::string rail = slash == std::string::npos ? "" : spec.substr(0, slash);
+                    const std::string rail =
+                        slash == std::string::npos ? "" : spec.substr(0, slash);
                     if (rail != "ib" && rail != "roce")
                     {
                         *err = "this hybrid fabric has two: name the port's fabric "
@@ -2977,7 +2978,8 @@ RunCapture(const std::vector<std::string>& args)
         }
         rail.clear(); // one fabric: nothing to choose
     }
-    const std::string req = "capture " + (rail.empty() ? "" : rail + "/") + port + " " + file + "\n";
+    const std::string req =
+        "capture " + (rail.empty() ? "" : rail + "/") + port + " " + file + "\n";
     if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size()))
     {
         std::fprintf(stderr, "cnuas capture: cannot talk to the daemon\n");
