@@ -219,6 +219,46 @@ TEST_F(EmuHybrid, WithoutASubnetManagerTheHcaWaitsWhileTheRoceNicWorks)
     Msgstream("cnuas_0", 18533);
 }
 
+// Debian's opensm on a host with two CAs (its HCA and its RoCE NIC, both listed by libibumad)
+// binds the HCA's port, the only one with an SM interface, and brings the InfiniBand side up.
+TEST_F(EmuHybrid, OpensmOnAHostBindsItsHcaAndBringsTheInfinibandSideUp)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm";
+    }
+    const ShResult up = Up("--fabric hybrid --hosts 2 --sm none --dilation 5");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    const std::string before = Exec("h1", "ibstat").out;
+    EXPECT_NE(before.find("CA 'cnuas_1'"), std::string::npos) << before;
+    std::smatch g;
+    ASSERT_TRUE(std::regex_search(before, g, std::regex("Port GUID: (0x[0-9a-f]+)"))) << before;
+    const uint64_t hcaPort = std::stoull(g[1], nullptr, 16);
+    const std::string log = (m_dir / "opensm.log").string();
+    ExecBackground("h1",
+                   "env OSM_CACHE_DIR=" + m_dir.string() + " timeout 120 opensm -d2 -f " + log,
+                   "opensm.out");
+    std::string text;
+    for (int i = 0; i < 600 && text.find("SUBNET UP") == std::string::npos; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        text = ReadFile(log);
+    }
+    ASSERT_NE(text.find("SUBNET UP"), std::string::npos)
+        << text << ReadFile(m_dir / "opensm.out");
+    ASSERT_TRUE(std::regex_search(text, g, std::regex("binding to port GUID (0x[0-9a-f]+)")))
+        << text;
+    EXPECT_EQ(std::stoull(g[1], nullptr, 16), hcaPort) << "the HCA's port, the first CA's";
+    std::string h0;
+    for (int i = 0; i < 100 && h0.find("State: Active") == std::string::npos; ++i)
+    {
+        h0 = Exec("h0", "ibstat cnuas_0").out;
+    }
+    EXPECT_NE(h0.find("State: Active"), std::string::npos) << h0;
+    EXPECT_GT(NumberIn(h0, "Base lid: (\\d+)"), 0) << h0;
+    EXPECT_EQ(Exec("h0", "ping -c 2 -W 5 10.1.0.2").exit, 0);
+}
+
 // A dual-rail cluster's two fabrics need not have one shape: an InfiniBand fat-tree for compute
 // beside an Ethernet leaf-spine, joining the same hosts.
 TEST_F(EmuHybrid, ItsEthernetFabricCanHaveAShapeOfItsOwn)
