@@ -2,12 +2,13 @@
 # How long `cnuas up` and `cnuas down` take for a large emulated fabric, and where up's time
 # goes: the daemon's own CPU (user, system) and its children's (the `ip` programs it runs),
 # read from /proc/PID/stat right after up returns, and its resident memory then. Each build
-# given is run in turn within a round (RoCE, then InfiniBand), so two builds compare on the same
+# given is run in turn within a round (each of FABRICS in turn), so two builds compare on the same
 # machine minutes apart: up and down cannot run side by side (both take the kernel's rtnl lock
 # for every device). Needs root. Prints a markdown table; docs/performance.md records figures.
 #
 #   bench/emu-updown-bench.sh [BUILD-DIR...]         # default: build
 #   K="8 12" FABRICS="roce ib" ROUNDS=2 bench/emu-updown-bench.sh build /tmp/old-build
+#   K="8 12 16" FABRICS="roce ib hybrid" bench/emu-updown-bench.sh  # a hybrid beside its parts
 #
 # A BUILD-DIR holds bin/cnuas (and ns3-module/ for its library, found through its RUNPATH or,
 # for a copied build, LD_LIBRARY_PATH=BUILD-DIR/ns3-module).
