@@ -1,6 +1,7 @@
 #include "emu-sysfs.h"
 
 #include "host/abi/cnuas-umad-abi.h"
+#include "host/abi/cnuas-seqpacket.h"
 #include "host/abi/cnuas-verbs-ca.h"
 
 #include <dirent.h>
@@ -10,7 +11,6 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -114,23 +114,10 @@ HcaSysClassFiles(const std::string& umadSocket,
     {
         return true;
     }
-
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (umadSocket.size() >= sizeof(addr.sun_path))
+    const int fd = cnuas_seqpacket_connect(umadSocket.c_str(), umadSocket.size());
+    if (fd < 0)
     {
-        *why = "socket path too long";
-        return false;
-    }
-    std::memcpy(addr.sun_path, umadSocket.c_str(), umadSocket.size());
-    const int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
-    {
-        *why = "cannot reach the host's umad service: " + std::string(std::strerror(errno));
-        if (fd >= 0)
-        {
-            close(fd);
-        }
+        *why = "cannot reach the host's umad service: " + std::string(std::strerror(-fd));
         return false;
     }
     cnuas_umad_req q{};
