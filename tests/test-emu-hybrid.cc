@@ -90,6 +90,7 @@ TEST_F(EmuHybrid, EveryHostHasAnHcaAndARoceNicAndOneVerbsProgramRunsOnEither)
     EXPECT_NE(up.out.find("hybrid"), std::string::npos) << up.out;
     EXPECT_NE(up.out.find("eth0 10.0.0.2"), std::string::npos) << up.out;
     EXPECT_NE(up.out.find("ib0 10.1.0.2"), std::string::npos) << up.out;
+    EXPECT_NE(up.out.find("-- ping -c 3 10.1.0.2; "), std::string::npos) << up.out;
 
     // Two interfaces, each on its own fabric, and no management network (eth0 is one).
     const std::string addrs = Exec("h1", "ip -br -4 addr").out;

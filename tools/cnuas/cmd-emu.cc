@@ -2524,10 +2524,16 @@ RunUp(const std::vector<std::string>& args)
         }
     }
     const std::string nameOpt = o.name == kDefaultFabric ? "" : " --name " + o.name;
+    const uint32_t peer = ns3::EthFabricHelper::HostAddress(d.hostNames.size() > 1 ? 1 : 0);
     std::printf("try: cnuas exec%s %s -- ping -c 3 %s\n", nameOpt.c_str(),
-                d.hostNames[0].c_str(),
-                Ipv4Text(ns3::EthFabricHelper::HostAddress(d.hostNames.size() > 1 ? 1 : 0))
-                    .c_str());
+                d.hostNames[0].c_str(), Ipv4Text(peer).c_str());
+    if (o.fabric == "hybrid")
+    {
+        // The other adapter: the peer's ib0, and the two devices verbs programs choose from.
+        std::printf("     cnuas exec%s %s -- ping -c 3 %s; cnuas exec%s %s -- ibv_devices\n",
+                    nameOpt.c_str(), d.hostNames[0].c_str(), Ipv4Text(peer + 0x00010000u).c_str(),
+                    nameOpt.c_str(), d.hostNames[0].c_str());
+    }
     std::printf("     cnuas status; cnuas down%s\n", nameOpt.c_str());
     return 0;
 }
