@@ -5,9 +5,9 @@
  *
  *  - Requests: one SOCK_SEQPACKET Unix connection per process (the socket `cnuas exec` names in
  *    CNUAS_CM_SOCKET; one per host, whatever adapters it has), one datagram per request
- *    (struct cnuas_cm_req), one per answer (struct cnuas_cm_resp). Everything a process made (event channels, IDs, listeners,
- *    connections) belongs to its connection and ends with it, as the kernel's rdma_cm cleans
- *    up behind a process that exits.
+ *    (struct cnuas_cm_req), one per answer (struct cnuas_cm_resp). Everything a process made
+ *    (event channels, IDs, listeners, connections) belongs to its connection and ends with it,
+ *    as the kernel's rdma_cm cleans up behind a process that exits.
  *  - Events: each event channel is a pipe the daemon writes and the process reads
  *    (CREATE_CHANNEL passes its read end), one struct cnuas_cm_event record per event (smaller
  *    than PIPE_BUF, so records never interleave), so that poll()/epoll on channel->fd work.

@@ -645,10 +645,16 @@ EmuCmService::FindPeer(const Adapter& a, uint32_t ip) const
     return nullptr;
 }
 
+const EmuCmService::Adapter&
+EmuCmService::AdapterFor(const Id& id) const
+{
+    return m_adapters[id.adapter >= 0 ? static_cast<size_t>(id.adapter) : 0];
+}
+
 Ptr<IbCmAgent>
 EmuCmService::AgentOf(const Id& id) const
 {
-    return m_adapters[id.adapter >= 0 ? static_cast<size_t>(id.adapter) : 0].agent;
+    return AdapterFor(id).agent;
 }
 
 int
@@ -692,7 +698,7 @@ void
 EmuCmService::FillRoute(Id& id) const
 {
     cnuas_cm_route& rt = id.route;
-    const Adapter& a = m_adapters[id.adapter >= 0 ? static_cast<size_t>(id.adapter) : 0];
+    const Adapter& a = AdapterFor(id);
     RdmaGid gid{};
     a.port->GetGid(0, gid);
     std::copy(gid.begin(), gid.end(), rt.sgid);

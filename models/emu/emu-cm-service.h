@@ -226,7 +226,8 @@ class EmuCmService : public Object
     /// The adapter whose subnet holds `ip`, or -1.
     int AdapterToward(uint32_t ip) const;
     const Peer* FindPeer(const Adapter& a, uint32_t ip) const;
-    /// The communication manager of the ID's adapter (the first when it has none).
+    /// The ID's adapter (the first when it has none yet) and its communication manager.
+    const Adapter& AdapterFor(const Id& id) const;
     Ptr<IbCmAgent> AgentOf(const Id& id) const;
     /// Stops the listening of `id` on its adapter, or on every adapter.
     void StopListening(const Id& id);
