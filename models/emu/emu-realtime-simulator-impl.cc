@@ -361,6 +361,7 @@ EmuRealtimeSimulatorImpl::Run()
     m_stop = false;
     m_simStart = m_currentTs;
     m_wallStart = Clock::now();
+    m_lagWindowEndNs = 0; // the wall clock counts from here: the next event opens a window
     m_running.store(true, std::memory_order_release);
     const auto spin = std::chrono::nanoseconds(m_spinWindow.GetNanoSeconds());
     const auto idleSpin = std::chrono::nanoseconds(m_idleSpin.GetNanoSeconds());
@@ -505,9 +506,12 @@ EmuRealtimeSimulatorImpl::Run()
 void
 EmuRealtimeSimulatorImpl::CountLagInWindow(int64_t wallNs, int64_t lag, bool late)
 {
-    const int64_t index = wallNs / std::max<int64_t>(1, m_lagWindow.GetNanoSeconds());
-    if (index != m_lagNow.index.load(std::memory_order_relaxed))
+    // Every event passes here: the window's index is worked out once, when it begins.
+    if (wallNs >= m_lagWindowEndNs)
     {
+        const int64_t window = std::max<int64_t>(1, m_lagWindow.GetNanoSeconds());
+        const int64_t index = wallNs / window;
+        m_lagWindowEndNs = (index + 1) * window;
         // A new window: the one that ends becomes the last (readers may see the two halfway
         // through the move, a figure off by one window for one status query).
         if (m_lagNow.events.load(std::memory_order_relaxed) > 0)

@@ -214,6 +214,7 @@ class EmuRealtimeSimulatorImpl : public QueueSimulatorImpl
     };
     LagWindowFigures m_lagNow;  ///< the window in progress
     LagWindowFigures m_lagLast; ///< the one before it that had events
+    int64_t m_lagWindowEndNs = 0; ///< wall time (since the start) m_lagNow ends at
     /// Adds one event's lag to the windows (simulation thread).
     void CountLagInWindow(int64_t wallNs, int64_t lag, bool late);
 };
