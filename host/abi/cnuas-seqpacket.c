@@ -28,3 +28,14 @@ int cnuas_seqpacket_connect(const char *path, size_t len)
     }
     return fd;
 }
+
+const char *cnuas_path_list_next(const char **list, size_t *len)
+{
+    const char *p = *list;
+    if (!p || !*p)
+        return NULL;
+    const char *end = strchr(p, ':');
+    *len = end ? (size_t)(end - p) : strlen(p);
+    *list = p + *len + (end ? 1 : 0);
+    return p;
+}

@@ -1,7 +1,7 @@
 /*
  * The connection every host library opens to its daemon service (verbs, umad, rdma_cm): a Unix
- * SOCK_SEQPACKET socket, one datagram a request. Shared by host/verbs, host/umad, host/rdmacm
- * and tools/cnuas.
+ * SOCK_SEQPACKET socket, one datagram a request, and the lists of such sockets `cnuas exec`
+ * names. Shared by host/verbs, host/umad, host/rdmacm and tools/cnuas.
  */
 #ifndef CNUAS_SEQPACKET_H
 #define CNUAS_SEQPACKET_H
@@ -18,6 +18,13 @@ extern "C" {
  * for an empty path or one that does not fit sun_path (never a truncated one), else connect's.
  */
 int cnuas_seqpacket_connect(const char *path, size_t len);
+
+/*
+ * Walks a ':'-separated list of socket paths (CNUAS_HCA_SOCKET: a hybrid host's adapters): the
+ * path at *list, its length in *len (0 for an empty entry), and *list moved past it and its
+ * ':'. NULL at the end of the list, or for a NULL list.
+ */
+const char *cnuas_path_list_next(const char **list, size_t *len);
 
 #ifdef __cplusplus
 }

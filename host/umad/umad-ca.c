@@ -144,9 +144,9 @@ static int query_all(struct cnuas_umad_ca_info *cas, int max)
         n = err == 0;
     }
     const char *paths = getenv(CNUAS_HCA_SOCKET_ENV);
-    for (const char *p = paths; p && *p && n < max;) {
-        const char *end = strchr(p, ':');
-        const size_t len = end ? (size_t)(end - p) : strlen(p);
+    const char *p;
+    size_t len;
+    while (n < max && (p = cnuas_path_list_next(&paths, &len))) {
         /* An InfiniBand adapter answers -ENOENT here: its CA is the umad service's. */
         if (cnuas_verbs_ca_info(p, len, &cas[n]) == 0) {
             int dup = 0;
@@ -154,9 +154,6 @@ static int query_all(struct cnuas_umad_ca_info *cas, int max)
                 dup |= strcmp(cas[i].ca_name, cas[n].ca_name) == 0;
             n += !dup;
         }
-        p += len;
-        if (*p == ':')
-            ++p;
     }
     if (n == 0)
         return err;

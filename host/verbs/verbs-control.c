@@ -279,18 +279,15 @@ CNUAS_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
      * at the next call, as rdma-core looks at sysfs again; one that did is kept for the
      * process's life, as rdma-core keeps the devices it found. */
     const char *paths = getenv(CNUAS_HCA_SOCKET_ENV);
-    for (const char *p = paths; p && *p;) {
-        const char *end = strchr(p, ':');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
+    const char *p;
+    size_t len;
+    while ((p = cnuas_path_list_next(&paths, &len))) {
         int known = 0;
         for (int i = 0; i < g_num_devices && !known; ++i)
             known = strncmp(g_devices[i]->socket_path, p, len) == 0 &&
                     g_devices[i]->socket_path[len] == '\0';
         if (!known)
             probe_one(p, len);
-        p += len;
-        if (*p == ':')
-            ++p;
     }
     int n = 0;
     for (; n < g_num_devices; ++n)

@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -100,15 +99,15 @@ HcaSysClassFiles(const std::string& umadSocket,
                  std::string* why)
 {
     // The RoCE adapters, from their verbs sockets (an InfiniBand HCA's is the umad service's).
-    for (size_t at = 0; at < hcaSockets.size();)
+    const char* list = hcaSockets.c_str();
+    size_t len = 0;
+    while (const char* path = cnuas_path_list_next(&list, &len))
     {
-        const size_t end = std::min(hcaSockets.find(':', at), hcaSockets.size());
         auto ca = std::make_unique<cnuas_umad_ca_info>();
-        if (cnuas_verbs_ca_info(hcaSockets.c_str() + at, end - at, ca.get()) == 0)
+        if (cnuas_verbs_ca_info(path, len, ca.get()) == 0)
         {
             CaFiles(*ca, files);
         }
-        at = end + 1;
     }
     if (umadSocket.empty())
     {
