@@ -252,6 +252,9 @@ WriteErfRecord(std::shared_ptr<ns3::IbErfPcapWriter> w,
     w->Write(t, bytes, len);
 }
 
+/// A hybrid fabric's hosts have ib0 at 10.1.0.<i+1>/16 beside eth0's 10.0.0.<i+1>/16.
+constexpr uint32_t kHybridIbOffset = 0x00010000u;
+
 /**
  * The hosts' adapters on one fabric: an InfiniBand HCA or a RoCE NIC per host, each with the
  * interface its kernel sees (ib0, eth0), the service through which its processes' verbs reach
@@ -261,9 +264,8 @@ WriteErfRecord(std::shared_ptr<ns3::IbErfPcapWriter> w,
 struct HostRail
 {
     std::string ifname;             ///< the interface in the host: "ib0" (IPoIB) or "eth0"
-    std::vector<std::string> ips;   ///< host i's address on that interface
+    std::vector<uint32_t> ips;      ///< host i's address on that interface (host byte order)
     std::vector<std::string> macs;  ///< and its MAC
-    std::vector<uint32_t> ipValues; ///< the addresses again, host byte order
     uint8_t prefixLen = 0;          ///< the interface's subnet
     std::vector<ns3::Ptr<ns3::EmuHcaService>> hcaServices;
     std::vector<std::string> hcaSockets;
@@ -562,7 +564,7 @@ IbHostJson(const Daemon& d, size_t i)
     const ns3::IbIpoibBridgeCounters c = d.ipoib[i]->GetCounters();
     nlohmann::json h = {{"name", d.hostNames[i]},
                         {"netns", d.netns[i]},
-                        {"ip", d.ibRail.ips[i]},
+                        {"ip", Ipv4Text(d.ibRail.ips[i])},
                         {"mac", d.ibRail.macs[i]},
                         {"port_state", ns3::IbPortStateName(port->GetPortState())},
                         {"lid", port->GetLid()},
@@ -620,7 +622,7 @@ RoceHostJson(const Daemon& d, size_t i)
     }
     nlohmann::json h = {{"name", d.hostNames[i]},
                         {"netns", d.netns[i]},
-                        {"ip", d.roceRail.ips[i]},
+                        {"ip", Ipv4Text(d.roceRail.ips[i])},
                         {"mac", d.roceRail.macs[i]},
                         {"port_tx_frames", tx},
                         {"port_rx_frames", rx},
@@ -1233,7 +1235,7 @@ MakeHostNic(const Daemon& d,
     cfg.ifname = rail.ifname;
     cfg.vnetHeader = vnetHeader;
     cfg.mac = rail.macs[i];
-    cfg.ipCidr = rail.ips[i] + "/" + std::to_string(rail.prefixLen);
+    cfg.ipCidr = Ipv4Text(rail.ips[i]) + "/" + std::to_string(rail.prefixLen);
     cfg.mtu = mtu;
     const int fd = CreateEmuHost(cfg, why);
     if (fd < 0)
@@ -1329,7 +1331,7 @@ AddCmAdapter(HostRail& rail,
     ns3::EmuCmService::Adapter a;
     a.agent = agent;
     a.port = port;
-    a.ip = rail.ipValues[i];
+    a.ip = rail.ips[i];
     a.prefixLen = rail.prefixLen;
     a.nodeGuid = rail.hcaServices[i]->GetNodeGuid();
     rail.cmAdapters.push_back(a);
@@ -1347,7 +1349,7 @@ StartCmServices(Daemon& d)
     {
         for (size_t i = 0; i < rails[k]->cmAdapters.size(); ++i)
         {
-            peers[k].push_back({rails[k]->ipValues[i], rails[k]->cmAdapters[i].port});
+            peers[k].push_back({rails[k]->ips[i], rails[k]->cmAdapters[i].port});
         }
     }
     for (size_t i = 0; i < d.hostNames.size(); ++i)
@@ -1408,8 +1410,7 @@ BuildRoceHosts(Daemon& d)
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
         auto port = d.eth.HostPort(static_cast<uint32_t>(i));
-        rail.ipValues.push_back(d.eth.HostIp(static_cast<uint32_t>(i)));
-        rail.ips.push_back(Ipv4Text(rail.ipValues.back()));
+        rail.ips.push_back(d.eth.HostIp(static_cast<uint32_t>(i)));
         rail.macs.push_back(MacText(port->GetMac()));
     }
     for (size_t i = 0; i < d.hostNames.size(); ++i)
@@ -1599,11 +1600,10 @@ BuildIbHosts(Daemon& d)
     {
         // 10.0.0.<i+1>/16; 10.1.0.<i+1>/16 on a hybrid fabric, whose eth0 has 10.0/16.
         const uint32_t ip = ns3::EthFabricHelper::HostAddress(static_cast<uint32_t>(i)) +
-                            (d.Hybrid() ? 0x00010000u : 0u);
+                            (d.Hybrid() ? kHybridIbOffset : 0u);
         // A locally administered MAC per host for the kernel's view of its IPoIB interface.
         const uint64_t mac = 0x021B00000000ULL + i + 1;
-        rail.ipValues.push_back(ip);
-        rail.ips.push_back(Ipv4Text(ip));
+        rail.ips.push_back(ip);
         rail.macs.push_back(MacText(mac));
         if (management)
         {
@@ -1800,7 +1800,7 @@ DaemonMain(Daemon& d)
         {
             hosts.push_back({{"name", d.hostNames[i]},
                              {"netns", d.netns[i]},
-                             {"ip", primary.ips[i]},
+                             {"ip", Ipv4Text(primary.ips[i])},
                              {"mac", primary.macs[i]}});
             nlohmann::json hca = nlohmann::json::array();
             for (const HostRail* rail : d.Rails())
@@ -1817,7 +1817,7 @@ DaemonMain(Daemon& d)
             }
             if (d.Hybrid())
             {
-                hosts.back()["ib_ip"] = d.ibRail.ips[i];
+                hosts.back()["ib_ip"] = Ipv4Text(d.ibRail.ips[i]);
                 hosts.back()["ib_mac"] = d.ibRail.macs[i];
             }
             if (i < d.umadSockets.size()) // umad (issue 14)
@@ -2531,7 +2531,7 @@ RunUp(const std::vector<std::string>& args)
     {
         // The other adapter: the peer's ib0, and the two devices verbs programs choose from.
         std::printf("     cnuas exec%s %s -- ping -c 3 %s; cnuas exec%s %s -- ibv_devices\n",
-                    nameOpt.c_str(), d.hostNames[0].c_str(), Ipv4Text(peer + 0x00010000u).c_str(),
+                    nameOpt.c_str(), d.hostNames[0].c_str(), Ipv4Text(peer + kHybridIbOffset).c_str(),
                     nameOpt.c_str(), d.hostNames[0].c_str());
     }
     std::printf("     cnuas status; cnuas down%s\n", nameOpt.c_str());
