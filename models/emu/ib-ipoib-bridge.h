@@ -76,8 +76,9 @@ class IbIpoibBridge : public Object
     void Stop();
     IbIpoibBridgeCounters GetCounters() const;
     /// Receives the packets for QPs other than kQpn (the HCA model's traffic: the verbs of the
-    /// host's processes). Unset, they are counted as notIpoib and dropped.
-    void SetOtherPacketCallback(IbNetDevice::IbReceiveCallback cb)
+    /// host's processes), as the device's frames: no ns-3 Packet is made for them. Unset, they
+    /// are counted as notIpoib and dropped.
+    void SetOtherFrameCallback(IbNetDevice::IbFrameReceiveCallback cb)
     {
         m_other = cb;
     }
@@ -87,7 +88,7 @@ class IbIpoibBridge : public Object
 
   private:
     void FromHost(const uint8_t* bytes, uint32_t length);
-    void FromFabric(Ptr<IbNetDevice> port, Ptr<const Packet> packet, const IbRxInfo& info);
+    void FromFabric(Ptr<IbNetDevice> port, const IbFrame& frame, const IbRxInfo& info);
     /// The peer whose port has `lid` now, or -1.
     int PeerByLid(uint16_t lid) const;
 
@@ -97,7 +98,7 @@ class IbIpoibBridge : public Object
     uint32_t m_psn = 0;
     TapPort m_tap;
     IbIpoibBridgeCounters m_counters;
-    IbNetDevice::IbReceiveCallback m_other;
+    IbNetDevice::IbFrameReceiveCallback m_other;
     std::vector<uint8_t> m_scratch; ///< a packet's bytes (either direction)
     std::vector<uint8_t> m_frame;   ///< the Ethernet frame written for the kernel
 };

@@ -221,20 +221,6 @@ IbRdmaPort::OnFrame(Ptr<IbNetDevice>, const IbFrame& frame, const IbRxInfo& rx)
 }
 
 void
-IbRdmaPort::OnReceive(Ptr<IbNetDevice>, Ptr<const Packet> p, const IbRxInfo& rx)
-{
-    if (rx.lnh != IbLnh::IbaLocal && rx.lnh != IbLnh::IbaGlobal)
-    {
-        ++m_mgmtDropped; // raw packets carry no IBA transport
-        return;
-    }
-    m_rxBuf.resize(p->GetSize());
-    p->CopyData(m_rxBuf.data(), static_cast<uint32_t>(m_rxBuf.size()));
-    m_rxBufDirty = static_cast<uint32_t>(m_rxBuf.size());
-    ParseReceived(rx);
-}
-
-void
 IbRdmaPort::ParseReceived(const IbRxInfo& rx)
 {
     uint32_t off = IbLrhHeader::kSize;

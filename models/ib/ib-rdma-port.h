@@ -70,18 +70,17 @@ class IbRdmaPort : public RdmaLinkPort
         return m_malformed;
     }
 
-    /// A packet for the HCA that another owner of the net device's receive callback (a bridge
-    /// to a real host's kernel) passed on: handled as if the device had delivered it here.
-    void Deliver(Ptr<IbNetDevice> dev, Ptr<const Packet> p, const IbRxInfo& info)
+    /// A frame for the HCA that another owner of the net device's frame callback (a bridge to a
+    /// real host's kernel) passed on: handled as if the device had delivered it here.
+    void Deliver(Ptr<IbNetDevice> dev, const IbFrame& frame, const IbRxInfo& info)
     {
-        OnReceive(dev, p, info);
+        OnFrame(dev, frame, info);
     }
 
   protected:
     void DoDispose() override;
 
   private:
-    void OnReceive(Ptr<IbNetDevice> dev, Ptr<const Packet> p, const IbRxInfo& info);
     /// The device's receive path: the frame's bytes, without an ns-3 Packet.
     void OnFrame(Ptr<IbNetDevice> dev, const IbFrame& frame, const IbRxInfo& info);
     /// The packet in m_rxBuf (LRH .. VCRC) to the RDMA engine.

@@ -1631,7 +1631,7 @@ BuildIbHosts(Daemon& d)
         auto bridge = ns3::CreateObject<ns3::IbIpoibBridge>();
         bridge->SetPeers(peers);
         const ns3::RdmaHca& hca = d.ibHcas[i];
-        bridge->SetOtherPacketCallback(ns3::MakeCallback(&ns3::IbRdmaPort::Deliver, hca.port));
+        bridge->SetOtherFrameCallback(ns3::MakeCallback(&ns3::IbRdmaPort::Deliver, hca.port));
         if (!bridge->Start(static_cast<uint32_t>(i), fd, &why))
         {
             return "host " + d.hostNames[i] + ": " + why;
