@@ -8,6 +8,11 @@
 #
 #   bench/emu-bulk-ab.sh OLD_BUILD_DIR NEW_BUILD_DIR       # e.g. a worktree's build of main
 #   ROUNDS=3 SECS=4 FABRIC=ib|roce|hybrid bench/emu-bulk-ab.sh OLD NEW
+#   OLD_ENV="CNUAS_POLL_SLEEP_AFTER_US=20" NEW_ENV="CNUAS_POLL_SLEEP_AFTER_US=200" \
+#     bench/emu-bulk-ab.sh build build                   # one build, two settings
+#
+# OLD_ENV / NEW_ENV: VAR=VALUE words put in the programs' environment (the verbs library's
+# settings, docs/emulation.md §8.4) for the old and the new side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=${1:?usage: bench/emu-bulk-ab.sh OLD_BUILD_DIR NEW_BUILD_DIR}
@@ -45,14 +50,14 @@ for s in json.load(sys.stdin):
         print("%.0f" % (s["live"]["lag"]["max_lag_us"] / 1000))' 2>/dev/null || echo "?"
 }
 
-one_round() { # label build
-  local label=$1 b=$2 pid tool out before after
+one_round() { # label build env
+  local label=$1 b=$2 envs=$3 pid tool out before after
   "$b/bin/cnuas" up --name bulk-ab --fabric "$fabric" --hosts 2 >/dev/null
   pid=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' \
     "$state/fabric-bulk-ab.json")
   for tool in ib_write_bw ib_read_bw ib_send_bw; do
     # shellcheck disable=SC2086
-    "$b/bin/cnuas" exec --name bulk-ab h1 -- timeout 120 $tool $dev $gid -s 65536 -D "$secs" \
+    env $envs "$b/bin/cnuas" exec --name bulk-ab h1 -- timeout 120 $tool $dev $gid -s 65536 -D "$secs" \
       >/dev/null 2>&1 &
     for _ in $(seq 100); do
       "$b/bin/cnuas" exec --name bulk-ab h1 -- ss -ltn | grep -q ":18515 " && break
@@ -60,7 +65,7 @@ one_round() { # label build
     done
     before=$(daemon_cpu "$pid")
     # shellcheck disable=SC2086
-    out=$("$b/bin/cnuas" exec --name bulk-ab h0 -- timeout 120 $tool $dev $gid -s 65536 \
+    out=$(env $envs "$b/bin/cnuas" exec --name bulk-ab h0 -- timeout 120 $tool $dev $gid -s 65536 \
       -D "$secs" "$ip" 2>/dev/null | awk '/^ 65536/ {print $4}')
     wait
     after=$(daemon_cpu "$pid")
@@ -71,14 +76,15 @@ one_round() { # label build
 }
 
 echo "# $(date -u) $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg); $fabric, $secs s a run"
+echo "# old: $old ${OLD_ENV:-}; new: $new ${NEW_ENV:-}"
 echo "# build tool MB/s daemon-CPU-s max-lag-ms-since-up"
 for r in $(seq "$rounds"); do
   if [ $((r % 2)) = 1 ]; then
-    one_round old "$old"
-    one_round new "$new"
+    one_round old "$old" "${OLD_ENV:-}"
+    one_round new "$new" "${NEW_ENV:-}"
   else
-    one_round new "$new"
-    one_round old "$old"
+    one_round new "$new" "${NEW_ENV:-}"
+    one_round old "$old" "${OLD_ENV:-}"
   fi
 done
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"

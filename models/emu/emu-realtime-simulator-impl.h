@@ -103,6 +103,12 @@ class EmuRealtimeSimulatorImpl : public QueueSimulatorImpl
     /// The running instance, or null when the simulator in use is another implementation.
     static Ptr<EmuRealtimeSimulatorImpl> Current();
     /**
+     * The wall clock (steady_clock) as the loop last read it: during an event, no earlier than
+     * a few microseconds before the event began. For work that wants the wall time per frame
+     * but not a clock read per frame. Simulation thread.
+     */
+    std::chrono::steady_clock::time_point WallClockAtEvent() const { return m_clockRead; }
+    /**
      * Polls `fd` for input on the simulation thread: `onReadable` runs (in `context`) whenever
      * it is readable and the model has caught up with the wall clock; it should read what is
      * there without blocking. Simulation thread; false with errno if epoll refuses the fd.
@@ -169,6 +175,7 @@ class EmuRealtimeSimulatorImpl : public QueueSimulatorImpl
     Time m_lagWindow;
     std::atomic<bool> m_running{false};
     Clock::time_point m_wallStart;
+    Clock::time_point m_clockRead; ///< the loop's last wall clock reading (WallClockAtEvent)
     uint64_t m_simStart = 0;
 
     // input: watched descriptors and the eventfd that other threads' events ring

@@ -21,6 +21,8 @@
 namespace ns3
 {
 
+class EmuRealtimeSimulatorImpl;
+
 /// What a bridge counted since it started: the TAP's side, and what the port made of it.
 struct EthTapBridgeCounters : TapPortCounters
 {
@@ -170,6 +172,8 @@ class EthTapBridge : public Object
     int m_probeFd = -1;
     bool m_captured = false;
     std::chrono::steady_clock::time_point m_lastProbe{};
+    /// The emulation's event loop when Start found one (it outlives the events that read it).
+    EmuRealtimeSimulatorImpl* m_loop = nullptr;
     std::vector<uint8_t> m_mirrorScratch;
     std::vector<uint8_t> m_scratch;
     EthNetDevice::EthReceiveCallback m_modelFrame;
