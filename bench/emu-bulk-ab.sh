@@ -12,7 +12,8 @@
 #     bench/emu-bulk-ab.sh build build                   # one build, two settings
 #
 # OLD_ENV / NEW_ENV: VAR=VALUE words put in the programs' environment (the verbs library's
-# settings, docs/emulation.md §8.4) for the old and the new side.
+# settings, docs/emulation.md §8.4) for the old and the new side; UP_ARGS_OLD / UP_ARGS_NEW:
+# more arguments of each side's `cnuas up` (e.g. --set ns3::EmuHcaService::WakeModerationLag=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old=${1:?usage: bench/emu-bulk-ab.sh OLD_BUILD_DIR NEW_BUILD_DIR}
@@ -50,9 +51,10 @@ for s in json.load(sys.stdin):
         print("%.0f" % (s["live"]["lag"]["max_lag_us"] / 1000))' 2>/dev/null || echo "?"
 }
 
-one_round() { # label build env
-  local label=$1 b=$2 envs=$3 pid tool out before after
-  "$b/bin/cnuas" up --name bulk-ab --fabric "$fabric" --hosts 2 >/dev/null
+one_round() { # label build env up-args
+  local label=$1 b=$2 envs=$3 up=$4 pid tool out before after
+  # shellcheck disable=SC2086
+  "$b/bin/cnuas" up --name bulk-ab --fabric "$fabric" --hosts 2 $up >/dev/null
   pid=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' \
     "$state/fabric-bulk-ab.json")
   for tool in ib_write_bw ib_read_bw ib_send_bw; do
@@ -76,15 +78,15 @@ one_round() { # label build env
 }
 
 echo "# $(date -u) $(nproc) cores; load $(cut -d' ' -f1-3 /proc/loadavg); $fabric, $secs s a run"
-echo "# old: $old ${OLD_ENV:-}; new: $new ${NEW_ENV:-}"
+echo "# old: $old ${OLD_ENV:-} ${UP_ARGS_OLD:-}; new: $new ${NEW_ENV:-} ${UP_ARGS_NEW:-}"
 echo "# build tool MB/s daemon-CPU-s max-lag-ms-since-up"
 for r in $(seq "$rounds"); do
   if [ $((r % 2)) = 1 ]; then
-    one_round old "$old" "${OLD_ENV:-}"
-    one_round new "$new" "${NEW_ENV:-}"
+    one_round old "$old" "${OLD_ENV:-}" "${UP_ARGS_OLD:-}"
+    one_round new "$new" "${NEW_ENV:-}" "${UP_ARGS_NEW:-}"
   else
-    one_round new "$new" "${NEW_ENV:-}"
-    one_round old "$old" "${OLD_ENV:-}"
+    one_round new "$new" "${NEW_ENV:-}" "${UP_ARGS_NEW:-}"
+    one_round old "$old" "${OLD_ENV:-}" "${UP_ARGS_OLD:-}"
   fi
 done
 echo "# load $(cut -d' ' -f1-3 /proc/loadavg)"

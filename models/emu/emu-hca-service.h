@@ -13,15 +13,19 @@
 #include "models/rdma/rdma-link-port.h"
 #include "models/roce/eth-net-device.h"
 
+#include "ns3/nstime.h"
 #include "ns3/object.h"
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ns3
 {
+
+class EmuRealtimeSimulatorImpl;
 
 /// What an HCA service counted since it started.
 struct EmuHcaCounters
@@ -42,6 +46,7 @@ struct EmuHcaCounters
     uint64_t windowsRefused = 0;  ///< shared-memory descriptors refused (not a sealed memfd, ...)
     uint64_t portEvents = 0;      ///< port events (PORT_ACTIVE, PORT_ERR, ...) sent to contexts
     uint64_t pollerWakes = 0;     ///< futex wakes of pollers asleep on an empty CQ
+    uint64_t wakesDeferred = 0;   ///< completions whose wake waited for the loop (WakeModerationLag)
 };
 
 /**
@@ -161,8 +166,15 @@ class EmuHcaService : public Object
     void OnLid(uint16_t oldLid, uint16_t newLid);
     void OnSmLid(uint16_t oldLid, uint16_t newLid);
     void BroadcastPortEvent(uint32_t type);
-    /// Wakes the context's pollers asleep on an empty CQ (a completion was written).
+    /// A completion of the context was written: wakes its pollers asleep on an empty CQ, now or,
+    /// while the loop lags (WakeModerationLag), at its next idle turn.
     void WakePollers(uint32_t contextId);
+    /// Wakes the context's sleeping pollers; true if there were any.
+    bool WakeSleepers(uint32_t contextId);
+    /// Whether the loop runs more than WakeModerationLag behind the wall clock.
+    bool Lagging() const;
+    /// Whether a CQ of the context has a poller asleep.
+    bool HasSleepers(uint32_t contextId) const;
     void SendEvent(Context& c, uint32_t type, uint32_t port, uint64_t cookie);
     void DestroyAll(Context& c);
 
@@ -183,6 +195,13 @@ class EmuHcaService : public Object
     std::string m_fwVersion;
     uint32_t m_maxContexts;
     bool m_shareMemory = true;
+    Time m_wakeModerationLag;
+
+    /// The event loop (null outside the emulation) and its idle hook that wakes the pollers of
+    /// m_owedWakes' contexts.
+    EmuRealtimeSimulatorImpl* m_loop = nullptr;
+    uint64_t m_wakeHook = 0;
+    std::vector<uint32_t> m_owedWakes;
 };
 
 } // namespace ns3

@@ -100,6 +100,8 @@ class EmuRealtimeSimulatorImpl : public QueueSimulatorImpl
     /// publishes after each event).
     EmuLagStats GetLagStats() const;
     double GetDilation() const { return m_dilation; }
+    /// How far behind its wall deadline the event now running (or the last one) began, ns.
+    int64_t CurrentLagNs() const { return m_currentLagNs.load(std::memory_order_relaxed); }
     /// The running instance, or null when the simulator in use is another implementation.
     static Ptr<EmuRealtimeSimulatorImpl> Current();
     /**

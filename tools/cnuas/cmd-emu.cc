@@ -552,7 +552,8 @@ VerbsJson(const HostRail& rail, size_t i)
             {"unshared_mrs", c.unsharedMrs},
             {"windows_refused", c.windowsRefused},
             {"port_events", c.portEvents},
-            {"poller_wakes", c.pollerWakes}};
+            {"poller_wakes", c.pollerWakes},
+            {"wakes_deferred", c.wakesDeferred}};
 }
 
 /// Host i's InfiniBand HCA: its port, IPoIB interface, umad, verbs and rdma_cm. Simulation
