@@ -802,14 +802,21 @@ RdmaEngine::BuildPacket(IbTransportHeaders& h,
     {
         *zeroTail = tail;
     }
-    std::vector<uint8_t> out(hl + len + pad - tail, 0);
-    const uint32_t written = h.Write(out.data(), out.size());
+    // The payload is appended, not written over zeros first (a memset of every payload was
+    // 2 % of an emulated bulk transfer); only the pad, or a payload the caller did not give
+    // and does not want as a tail, is zero-filled.
+    const uint32_t size = hl + len + pad - tail;
+    std::vector<uint8_t> out;
+    out.reserve(size);
+    out.resize(hl);
+    const uint32_t written = h.Write(out.data(), hl);
     NS_ABORT_MSG_IF(written != hl, "RdmaEngine: header write failed for opcode "
                                        << int(h.bth.GetOpCode()));
     if (payload && len)
     {
-        std::copy(payload, payload + len, out.begin() + hl);
+        out.insert(out.end(), payload, payload + len);
     }
+    out.resize(size);
     return out;
 }
 
