@@ -1,5 +1,7 @@
 #include "ib-ipoib-bridge.h"
 
+#include "emu-realtime-simulator-impl.h"
+
 #include "models/common/big-endian.h"
 #include "models/ib/ib-crc.h"
 #include "models/rdma/ib-bth-header.h"
@@ -92,26 +94,67 @@ IbIpoibBridge::Start(uint32_t self, int tapFd, std::string* why)
                        context,
                        TapPortConfig(),
                        [this](const uint8_t* b, uint32_t n) -> uint32_t {
-                           FromHost(b, n);
-                           return 1;
+                           return FromHost(b, n);
                        },
-                       why);
+                       why) &&
+           StartIdleHook();
+}
+
+bool
+IbIpoibBridge::StartIdleHook()
+{
+    if (auto emu = EmuRealtimeSimulatorImpl::Current(); emu && m_idleHook == 0)
+    {
+        m_idleHook = emu->AddIdleHook([this](int64_t) { return OnIdle(); });
+    }
+    return true;
 }
 
 void
 IbIpoibBridge::Stop()
 {
+    if (m_idleHook != 0)
+    {
+        if (auto emu = EmuRealtimeSimulatorImpl::Current())
+        {
+            emu->RemoveIdleHook(m_idleHook);
+        }
+        m_idleHook = 0;
+    }
+    m_held.clear();
     m_tap.Stop();
 }
 
-void
+bool
+IbIpoibBridge::OnIdle()
+{
+    if (m_held.empty())
+    {
+        return false;
+    }
+    Ptr<IbNetDevice> port = m_peers[m_self].port;
+    if (port->GetPortState() == IbPortState::Active && !port->CanSend(0))
+    {
+        return true; // still full: stay armed
+    }
+    std::vector<uint8_t> frame;
+    frame.swap(m_held);
+    m_tap.PauseReading(false);
+    if (const uint32_t made = FromHost(frame.data(), static_cast<uint32_t>(frame.size())))
+    {
+        m_tap.AddFramesFromHost(made);
+    }
+    return !m_held.empty(); // held again: the port is still full
+}
+
+uint32_t
 IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
 {
     // An untagged Ethernet frame from the kernel: IPv4 or ARP (IPv6 is off on the interface).
     if (len < 14)
     {
         m_counters.notIp++;
-        return;
+        return 0;
     }
     const uint16_t type = LoadBe16(f + 12);
     const uint8_t* l3 = f + 14;
@@ -131,19 +174,19 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
     else
     {
         m_counters.notIp++;
-        return;
+        return 0;
     }
     auto it = m_byIp.find(dst);
     if (it == m_byIp.end())
     {
         m_counters.noPeer++;
-        return;
+        return 0;
     }
     const uint16_t dlid = m_peers[it->second].port->GetLid();
     if (dlid == 0)
     {
         m_counters.noLid++;
-        return;
+        return 0;
     }
     // IBA vol. 1 §9.2: the payload is padded to a multiple of 4 bytes, PadCnt says how much.
     const uint32_t payload = kIpoibHeaderBytes + carried;
@@ -164,14 +207,35 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
     bth.SetDestQp(kQpn);
     bth.SetPsn(m_psn++);
     p->AddHeader(bth);
-    if (m_peers[m_self].port->SendIb(p, dlid, 0))
+    Ptr<IbNetDevice> port = m_peers[m_self].port;
+    if (port->SendIb(p, dlid, 0))
     {
         m_counters.sentToFabric++;
+        return 1;
     }
-    else
+    if (port->GetPortState() != IbPortState::Active)
     {
         m_counters.notActive++;
     }
+    else if (!port->CanSend(0) && m_idleHook != 0 && m_tap.IsPolled())
+    {
+        // A full send queue: as an IPoIB driver stops its netdev queue when the HCA's send
+        // queue fills, the frame waits here and the TAP is not read until the port has room,
+        // so the host's kernel queues (and its TCP paces itself) instead of losing datagrams:
+        // dropping them cost iperf3 tens of thousands of retransmissions a second.
+        m_held.assign(f, f + len);
+        m_counters.heldBack++;
+        m_tap.PauseReading(true);
+        if (auto emu = EmuRealtimeSimulatorImpl::Current())
+        {
+            emu->ArmIdleHook(m_idleHook);
+        }
+    }
+    else
+    {
+        m_counters.refused++;
+    }
+    return 0;
 }
 
 int

@@ -23,7 +23,9 @@ struct IbIpoibBridgeCounters : TapPortCounters
 {
     uint64_t sentToFabric = 0; ///< datagrams queued on the HCA port
     uint64_t noLid = 0;        ///< dropped: the destination has no LID (no subnet manager ran)
-    uint64_t notActive = 0;    ///< dropped: this port refused (not Active, queue full)
+    uint64_t notActive = 0;    ///< dropped: this port is not Active
+    uint64_t heldBack = 0;     ///< datagrams the port's full queue made wait, the TAP not read
+    uint64_t refused = 0;      ///< dropped: the port refused a datagram it had room for
     uint64_t noPeer = 0;       ///< dropped: no host of the fabric has the destination address
     uint64_t notIp = 0;        ///< dropped: neither IPv4 nor ARP, or malformed
     uint64_t received = 0;     ///< IPoIB datagrams received and written for the kernel
@@ -87,7 +89,11 @@ class IbIpoibBridge : public Object
     void DoDispose() override;
 
   private:
-    void FromHost(const uint8_t* bytes, uint32_t length);
+    /// A frame from the host's kernel; returns the datagrams it made (0: refused or held).
+    uint32_t FromHost(const uint8_t* bytes, uint32_t length);
+    /// The loop's idle turn: sends the held datagram once the port has room again.
+    bool OnIdle();
+    bool StartIdleHook();
     void FromFabric(Ptr<IbNetDevice> port, const IbFrame& frame, const IbRxInfo& info);
     /// The peer whose port has `lid` now, or -1.
     int PeerByLid(uint16_t lid) const;
@@ -101,6 +107,8 @@ class IbIpoibBridge : public Object
     IbNetDevice::IbFrameReceiveCallback m_other;
     std::vector<uint8_t> m_scratch; ///< a packet's bytes (either direction)
     std::vector<uint8_t> m_frame;   ///< the Ethernet frame written for the kernel
+    std::vector<uint8_t> m_held;    ///< a frame from the host waiting for room on the port
+    uint64_t m_idleHook = 0;        ///< 0: none (no emulation loop)
 };
 
 } // namespace ns3

@@ -571,10 +571,14 @@ IbHostJson(const Daemon& d, size_t i)
                         {"lid", port->GetLid()},
                         {"from_host_frames", c.framesFromHost},
                         {"to_host_frames", c.framesToHost},
+                        {"to_host_errors", c.toHostErrors},
+                        {"to_host_ring_full", c.toHostRingFull},
                         {"ipoib_sent", c.sentToFabric},
                         {"ipoib_received", c.received},
                         {"dropped_no_lid", c.noLid},
                         {"dropped_port_not_active", c.notActive},
+                        {"dropped_refused", c.refused},
+                        {"held_queue_full", c.heldBack},
                         {"dropped_no_peer", c.noPeer},
                         {"dropped_not_ip", c.notIp}};
     if (i < d.mgmtIps.size())
@@ -3145,12 +3149,13 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
         if (h.contains("port_state"))
         {
             std::printf("  port %s, LID %d; IPoIB sent %llu, received %llu, dropped (no LID) "
-                        "%llu, (port not Active) %llu",
+                        "%llu, (port not Active) %llu; held for a full queue %llu",
                         h.value("port_state", "").c_str(), h.value("lid", 0),
                         static_cast<unsigned long long>(h.value("ipoib_sent", 0ULL)),
                         static_cast<unsigned long long>(h.value("ipoib_received", 0ULL)),
                         static_cast<unsigned long long>(h.value("dropped_no_lid", 0ULL)),
-                        static_cast<unsigned long long>(h.value("dropped_port_not_active", 0ULL)));
+                        static_cast<unsigned long long>(h.value("dropped_port_not_active", 0ULL)),
+                        static_cast<unsigned long long>(h.value("held_queue_full", 0ULL)));
         }
         else if (h.contains("from_host_frames"))
         {
