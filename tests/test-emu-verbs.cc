@@ -501,7 +501,7 @@ TEST_P(EmuVerbs, WhileTheModelLagsCompletionsDoNotWakeThePollerOneByOne)
         return n;
     };
     const auto before = counters();
-    const std::string bw = "ib_write_bw -n 3000 -s 65536";
+    const std::string bw = "ib_write_bw -n 1000 -s 65536";
     const std::string client = RunPair(bw, bw, 18515);
     EXPECT_NE(client.find("65536"), std::string::npos) << client;
     const auto after = counters();
