@@ -46,7 +46,7 @@ struct EmuHcaCounters
     uint64_t windowsRefused = 0;  ///< shared-memory descriptors refused (not a sealed memfd, ...)
     uint64_t portEvents = 0;      ///< port events (PORT_ACTIVE, PORT_ERR, ...) sent to contexts
     uint64_t pollerWakes = 0;     ///< futex wakes of pollers asleep on an empty CQ
-    uint64_t wakesDeferred = 0;   ///< completions whose wake waited for the loop (WakeModerationLag)
+    uint64_t wakesDeferred = 0;   ///< completions whose wake waited (WakeModerationLag)
 };
 
 /**

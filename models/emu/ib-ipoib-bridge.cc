@@ -90,19 +90,15 @@ IbIpoibBridge::Start(uint32_t self, int tapFd, std::string* why)
     // built and copied out again for every packet (15 % of a bulk transfer's daemon time).
     port->SetIbFrameReceiveCallback(MakeCallback(&IbIpoibBridge::FromFabric, this));
     const uint32_t context = port->GetNode() ? port->GetNode()->GetId() : Simulator::NO_CONTEXT;
-    return m_tap.Start(tapFd,
-                       context,
-                       TapPortConfig(),
-                       [this](const uint8_t* b, uint32_t n) -> uint32_t {
-                           return FromHost(b, n);
-                       },
-                       why) &&
-           StartIdleHook();
-}
-
-bool
-IbIpoibBridge::StartIdleHook()
-{
+    if (!m_tap.Start(tapFd,
+                     context,
+                     TapPortConfig(),
+                     [this](const uint8_t* b, uint32_t n) -> uint32_t { return FromHost(b, n); },
+                     why))
+    {
+        return false;
+    }
+    // The hook that sends a datagram held for a full queue (only the emulation's loop has one).
     if (auto emu = EmuRealtimeSimulatorImpl::Current(); emu && m_idleHook == 0)
     {
         m_idleHook = emu->AddIdleHook([this](int64_t) { return OnIdle(); });

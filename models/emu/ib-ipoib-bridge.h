@@ -93,7 +93,6 @@ class IbIpoibBridge : public Object
     uint32_t FromHost(const uint8_t* bytes, uint32_t length);
     /// The loop's idle turn: sends the held datagram once the port has room again.
     bool OnIdle();
-    bool StartIdleHook();
     void FromFabric(Ptr<IbNetDevice> port, const IbFrame& frame, const IbRxInfo& info);
     /// The peer whose port has `lid` now, or -1.
     int PeerByLid(uint16_t lid) const;

@@ -2536,8 +2536,9 @@ RunUp(const std::vector<std::string>& args)
     {
         // The other adapter: the peer's ib0, and the two devices verbs programs choose from.
         std::printf("     cnuas exec%s %s -- ping -c 3 %s; cnuas exec%s %s -- ibv_devices\n",
-                    nameOpt.c_str(), d.hostNames[0].c_str(), Ipv4Text(peer + kHybridIbOffset).c_str(),
-                    nameOpt.c_str(), d.hostNames[0].c_str());
+                    nameOpt.c_str(), d.hostNames[0].c_str(),
+                    Ipv4Text(peer + kHybridIbOffset).c_str(), nameOpt.c_str(),
+                    d.hostNames[0].c_str());
     }
     std::printf("     cnuas status; cnuas down%s\n", nameOpt.c_str());
     return 0;
