@@ -169,6 +169,62 @@ TEST_F(RdmaEngineSecurity, TheUnmodifiedRequestOfTheAccessCasesSucceeds)
     EXPECT_EQ(a.qp->GetState(), RdmaQpState::RTS);
 }
 
+TEST_F(RdmaEngineSecurity, ZeroLengthWriteAndReadNeedTheQpsRightButNoKey)
+{
+    // IBA vol. 1 C9-88: the R_Key and VA of a zero-length RDMA WRITE or READ are not checked.
+    // UCX's rc_verbs flushes a connection with a zero-length WRITE whose R_Key is 0; with the
+    // key checked, every UCX active-message test ended in "remote access error".
+    Setup();
+    const auto before = b.Read(0, kRegionBytes);
+    RdmaSendWr w = Wr(1, RdmaWrOpcode::RDMA_WRITE, {});
+    w.rdma.remote_addr = 0;
+    w.rdma.rkey = 0;
+    ASSERT_EQ(a.qp->PostSend(w), 0);
+    RdmaSendWr r = Wr(2, RdmaWrOpcode::RDMA_READ, {});
+    r.rdma.remote_addr = 0x1234;
+    r.rdma.rkey = b.mr->GetRkey() ^ 0x55;
+    ASSERT_EQ(a.qp->PostSend(r), 0);
+    RdmaSendWr wi = Wr(3, RdmaWrOpcode::RDMA_WRITE_WITH_IMM, {});
+    wi.rdma.rkey = 0;
+    wi.imm_data = 0xC988;
+    ASSERT_EQ(b.PostRecv(7, 0, 16), 0);
+    ASSERT_EQ(a.qp->PostSend(wi), 0);
+    RunFor(MilliSeconds(2));
+    auto sc = a.PollSend();
+    ASSERT_EQ(sc.size(), 3u);
+    for (const auto& wc : sc)
+    {
+        EXPECT_EQ(wc.status, RdmaWcStatus::SUCCESS) << wc.wr_id << ": "
+                                                    << RdmaWcStatusStr(wc.status);
+    }
+    auto rc = b.PollRecv();
+    ASSERT_EQ(rc.size(), 1u) << "the zero-length WRITE with immediate takes a receive WQE";
+    EXPECT_EQ(rc[0].opcode, RdmaWcOpcode::RECV_RDMA_WITH_IMM);
+    EXPECT_EQ(rc[0].byte_len, 0u);
+    EXPECT_EQ(rc[0].imm_data, 0xC988u);
+    EXPECT_TRUE(b.Read(0, kRegionBytes) == before);
+    EXPECT_EQ(a.qp->GetState(), RdmaQpState::RTS);
+    EXPECT_EQ(b.qp->GetState(), RdmaQpState::RTS);
+}
+
+TEST_F(RdmaEngineSecurity, AZeroLengthWriteStillNeedsTheQpsRemoteWriteRight)
+{
+    BuildFabric();
+    QpOptions oa;
+    MakeSide(a, 0, oa);
+    QpOptions ob;
+    ob.qpAccess = RDMA_ACCESS_REMOTE_READ;
+    MakeSide(b, 1, ob);
+    Connect(a.qp, b.lid, b.qp->GetQpNum(), oa.sqPsn, oa);
+    Connect(b.qp, a.lid, a.qp->GetQpNum(), oa.sqPsn, ob);
+    RdmaSendWr w = Wr(1, RdmaWrOpcode::RDMA_WRITE, {});
+    ASSERT_EQ(a.qp->PostSend(w), 0);
+    RunFor(MilliSeconds(2));
+    auto sc = a.PollSend();
+    ASSERT_EQ(sc.size(), 1u);
+    EXPECT_EQ(sc[0].status, RdmaWcStatus::REM_ACCESS_ERR) << RdmaWcStatusStr(sc[0].status);
+}
+
 TEST_F(RdmaEngineSecurity, AWrongPkeyIsDroppedCountedAndChangesNothing)
 {
     QpOptions o;

@@ -403,6 +403,27 @@ RdmaEngine::ResponderData(RdmaQpContext& c, const IbTransportHeaders& h, const u
         // written.
         if (qp->AllowsRemote(RDMA_ACCESS_REMOTE_WRITE))
         {
+            if (reth.GetDmaLength() == 0)
+            {
+                // IBA vol. 1 C9-88: a zero-length RDMA WRITE moves no data, and its R_Key and
+                // VA are not checked (UCX flushes a connection with one whose R_Key is 0). It
+                // is one packet without payload; with immediate it still takes a receive WQE.
+                if (!last || len != 0)
+                {
+                    return refuse(IbNakCode::InvalidRequest, RdmaEventType::QP_REQ_ERR,
+                                  RdmaDropReason::LengthError);
+                }
+                if (h.immDt && !needRecv())
+                {
+                    return false;
+                }
+                c.respState = RdmaRespState::Idle;
+                if (h.immDt)
+                {
+                    completeRecv(RdmaWcStatus::SUCCESS, RdmaWcOpcode::RECV_RDMA_WITH_IMM, 0);
+                }
+                return true;
+            }
             chk = m_device->CheckRemoteAccess(qp->GetPd(), reth.GetRkey(),
                                               reth.GetVirtualAddress(), reth.GetDmaLength(),
                                               RDMA_ACCESS_REMOTE_WRITE, &mr);
@@ -486,7 +507,8 @@ RdmaEngine::RcDuplicate(RdmaQpContext& c, const IbTransportHeaders& h)
             {
                 Ptr<RdmaMr> mr;
                 const IbRethHeader& reth = *h.reth;
-                if (m_device->CheckRemoteAccess(c.qp->GetPd(), reth.GetRkey(),
+                if (reth.GetDmaLength() == 0 || // C9-88, as above
+                    m_device->CheckRemoteAccess(c.qp->GetPd(), reth.GetRkey(),
                                                 reth.GetVirtualAddress(), reth.GetDmaLength(),
                                                 RDMA_ACCESS_REMOTE_READ, &mr) == RdmaMrCheck::OK)
                 {
@@ -595,7 +617,11 @@ RdmaEngine::RcResponder(RdmaQpContext& c, const IbTransportHeaders& h, const uin
         RdmaMrCheck chk = RdmaMrCheck::ACCESS_DENIED;
         if (qp->AllowsRemote(right))
         {
-            chk = m_device->CheckRemoteAccess(qp->GetPd(), rkey, va, len, right, &mr);
+            // IBA vol. 1 C9-88: a zero-length RDMA READ's R_Key and VA are not checked; its
+            // one response carries no data.
+            chk = !atomic && len == 0
+                      ? RdmaMrCheck::OK
+                      : m_device->CheckRemoteAccess(qp->GetPd(), rkey, va, len, right, &mr);
         }
         if (chk != RdmaMrCheck::OK)
         {
