@@ -22,7 +22,7 @@
  *    on hardware registration does not move pages. Set CNUAS_SHARE_MR=0 to keep every region on
  *    the /proc/PID/mem path (docs/emulation.md §8.1).
  */
-#define _GNU_SOURCE /* memfd_create, mremap, file seals */
+#define _GNU_SOURCE /* memfd_create, MREMAP_FIXED, file seals */
 #include "cnuas-verbs.h"
 
 #include <errno.h>
@@ -81,6 +81,20 @@ static int sharing_enabled(void)
     return !(e && strcmp(e, "0") == 0);
 }
 
+/* Moves the mapping at `from` to `to` (MREMAP_FIXED), replacing whatever was there. A raw
+ * system call, not libc's mremap: a program may interpose mremap, and UCX 1.13's memory hooks
+ * (Debian 12's libucx0, loaded by Open MPI and ucx_perftest) forward only four of its five
+ * arguments, dropping MREMAP_FIXED's new address; the move then lands elsewhere while the
+ * program's pages at `to` stay private, so every byte the daemon wrote was invisible to it.
+ * Nothing at `to` changes from the program's point of view (same contents, same permissions),
+ * so a hook has nothing to learn from the move. */
+static int remap_fixed(void *from, size_t len, uint64_t to)
+{
+    const long r = syscall(SYS_mremap, from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
+                           (void *)(uintptr_t)to);
+    return r != -1 && (uint64_t)r == to;
+}
+
 /* The child of a fork() gets private copies of the shared pages: after fork, memory is the
  * child's own (POSIX), and the daemon knows nothing of the child's mappings. */
 static void atfork_child(void)
@@ -93,8 +107,7 @@ static void atfork_child(void)
             kernel_file_copy(r->fd, copy, r->len, 0);
             if (r->prot != (PROT_READ | PROT_WRITE))
                 mprotect(copy, r->len, r->prot);
-            if (mremap(copy, r->len, r->len, MREMAP_MAYMOVE | MREMAP_FIXED,
-                       (void *)(uintptr_t)r->base) == MAP_FAILED)
+            if (!remap_fixed(copy, r->len, r->base))
                 munmap(copy, r->len);
         }
         close(r->fd);
@@ -205,7 +218,7 @@ static int move_into_memfd(uint64_t lo, uint64_t hi, int prot)
     if (prot != (PROT_READ | PROT_WRITE) && mprotect(tmp, len, prot) != 0)
         goto fail;
     /* mremap replaces the old pages in one step; had it failed, they would still be there. */
-    if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)lo) == MAP_FAILED)
+    if (!remap_fixed(tmp, len, lo))
         goto fail;
     return fd;
 fail:
