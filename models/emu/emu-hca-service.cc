@@ -351,7 +351,10 @@ FromAbi(const cnuas_hca_ah_attr& a)
 {
     RdmaAhAttr r;
     std::memcpy(r.grh.dgid.data(), a.dgid, 16);
-    r.grh.flow_label = a.flow_label;
+    // The GRH's FlowLabel is 20 bits (IBA vol. 1 §8.3.1). Linux's uverbs passes a wider value
+    // on and the adapter keeps the field's 20 bits (mlx5's address vector); UCX relies on that
+    // (on RoCE it asks for ~(path index), rdma-core turning the label into a UDP source port).
+    r.grh.flow_label = a.flow_label & 0xFFFFFu;
     r.grh.sgid_index = a.sgid_index;
     r.grh.hop_limit = a.hop_limit;
     r.grh.traffic_class = a.traffic_class;
