@@ -309,6 +309,7 @@ TEST_F(RoceRdma, UdReceiveBufferHoldsTheIpv4HeaderInTheGrhArea)
     ASSERT_EQ(rc.size(), 1u);
     EXPECT_EQ(rc[0].status, RdmaWcStatus::SUCCESS);
     EXPECT_TRUE(rc[0].wc_flags & RDMA_WC_GRH);
+    EXPECT_EQ(rc[0].network_hdr_type, RDMA_NETWORK_IPV4); // annex A17.4.5.1
     EXPECT_EQ(rc[0].src_qp, a.qp->GetQpNum());
     const auto grh = b.Read(0, 40);
     // Annex A17.4.5.1: IPv4 header in bytes 20..39; bytes 0..19 undefined.

@@ -259,6 +259,14 @@ class SharedCqRing : public RdmaQueue<RdmaWc>
         e.pkey_index = wc.pkey_index;
         e.slid = wc.slid;
         e.sl = wc.sl;
+        if (wc.network_hdr_type == RDMA_NETWORK_IPV4 || wc.network_hdr_type == RDMA_NETWORK_IPV6)
+        {
+            // The user-space ABI has no field for it: ConnectX (mlx5) reports a RoCE UD
+            // packet's type in the CQE's SL, bit 3 set for RoCEv2's UDP and bits 2:0 the L3
+            // header (1 IPv6, 2 IPv4), and UCX reads it there to find the destination address
+            // in the receive buffer's first 40 bytes (it drops what is not for its GIDs).
+            e.sl = static_cast<uint8_t>(0x8 | (wc.network_hdr_type == RDMA_NETWORK_IPV4 ? 2 : 1));
+        }
         e.dlid_path_bits = wc.dlid_path_bits;
         e.timestamp_ns = static_cast<uint64_t>(Simulator::Now().GetNanoSeconds());
         std::memcpy(&m_slots[m_prod % m_capacity], &e, sizeof(e));

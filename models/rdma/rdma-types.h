@@ -339,6 +339,18 @@ struct RdmaWc
     uint16_t slid = 0;
     uint8_t sl = 0;
     uint8_t dlid_path_bits = 0;
+    /// A UD receive's network header (the kernel's ib_wc.network_hdr_type, RdmaNetworkHdr):
+    /// what an Ethernet adapter reports of the packet's L3 header (RoCEv2 annex A17.4.5.1).
+    uint8_t network_hdr_type = 0;
+};
+
+/// ib_wc.network_hdr_type values (the kernel's enum rdma_network_type).
+enum RdmaNetworkHdr : uint8_t
+{
+    RDMA_NETWORK_IB = 0,
+    RDMA_NETWORK_ROCE_V1 = 1,
+    RDMA_NETWORK_IPV4 = 2,
+    RDMA_NETWORK_IPV6 = 3,
 };
 
 // ---- QP attributes -------------------------------------------------------------------------
