@@ -11,6 +11,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -144,49 +145,108 @@ HcaSysClassFiles(const std::string& umadSocket,
     return true;
 }
 
-std::string
-MountSysClass(const SysClassFiles& files)
+namespace
 {
-    // The classes of the sysfs mounted at /sys, kept open so that they can be bound back in
-    // once the tmpfs hides them.
-    const int orig = open("/sys/class", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+/// Puts a tmpfs (mount `flags`) over directory `dir` that shows what `dir` showed: each
+/// directory and file in it bound back from the original (device nodes keep working), each
+/// symbolic link copied. Entries can then be added without touching the machine's. "" or the
+/// problem.
+std::string
+TmpfsShowingTheOriginal(const std::string& dir, unsigned long flags)
+{
+    // The original, kept open so that its entries can be bound back once the tmpfs hides it.
+    const int orig = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (orig < 0)
     {
-        return std::string("cannot open /sys/class: ") + std::strerror(errno);
+        return "cannot open " + dir + ": " + std::strerror(errno);
     }
-    std::vector<std::string> classes;
-    if (DIR* d = opendir("/sys/class"))
+    struct Entry
+    {
+        std::string name;
+        mode_t type;
+        std::string linkTarget;
+    };
+    std::vector<Entry> entries;
+    const int listing = openat(orig, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (DIR* d = listing >= 0 ? fdopendir(listing) : nullptr)
     {
         while (dirent* e = readdir(d))
         {
-            if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+            if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0)
             {
-                classes.emplace_back(e->d_name);
+                continue;
             }
+            struct stat st;
+            if (fstatat(orig, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            {
+                continue; // gone meanwhile
+            }
+            Entry entry{e->d_name, st.st_mode & S_IFMT, ""};
+            if (S_ISLNK(st.st_mode))
+            {
+                char target[4096];
+                const ssize_t n = readlinkat(orig, e->d_name, target, sizeof(target) - 1);
+                if (n < 0)
+                {
+                    continue;
+                }
+                entry.linkTarget.assign(target, static_cast<size_t>(n));
+            }
+            entries.push_back(std::move(entry));
         }
         closedir(d);
+    }
+    else if (listing >= 0)
+    {
+        close(listing);
     }
     auto fail = [orig](const std::string& what) {
         const std::string e = what + ": " + std::strerror(errno);
         close(orig);
         return e;
     };
-    if (mount("cnuas-sysclass", "/sys/class", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "mode=0755") != 0)
+    if (mount("cnuas-view", dir.c_str(), "tmpfs", flags, "mode=0755") != 0)
     {
-        return fail("cannot mount a tmpfs on /sys/class");
+        return fail("cannot mount a tmpfs on " + dir);
     }
     const std::string from = "/proc/self/fd/" + std::to_string(orig) + "/";
-    for (const std::string& c : classes)
+    for (const Entry& e : entries)
     {
-        const std::string to = "/sys/class/" + c;
-        if (mkdir(to.c_str(), 0755) != 0 ||
-            mount((from + c).c_str(), to.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+        const std::string to = dir + "/" + e.name;
+        if (e.type == S_IFLNK)
         {
-            return fail("cannot bind " + c + " back into /sys/class");
+            if (symlink(e.linkTarget.c_str(), to.c_str()) != 0)
+            {
+                return fail("cannot copy the link " + to);
+            }
+            continue;
+        }
+        const bool made = e.type == S_IFDIR ? mkdir(to.c_str(), 0755) == 0 : [&to]() {
+            const int f = open(to.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+            return f >= 0 && close(f) == 0;
+        }();
+        if (!made || mount((from + e.name).c_str(), to.c_str(), nullptr, MS_BIND | MS_REC,
+                           nullptr) != 0)
+        {
+            return fail("cannot bind " + e.name + " back into " + dir);
         }
     }
     close(orig);
+    return "";
+}
+
+} // namespace
+
+std::string
+MountSysClass(const SysClassFiles& files)
+{
+    const std::string err =
+        TmpfsShowingTheOriginal("/sys/class", MS_NOSUID | MS_NODEV | MS_NOEXEC);
+    if (!err.empty())
+    {
+        return err;
+    }
     for (const auto& [rel, text] : files)
     {
         const std::string path = "/sys/class/" + rel;
@@ -212,6 +272,58 @@ MountSysClass(const SysClassFiles& files)
               nullptr) != 0)
     {
         return std::string("cannot make /sys/class read-only: ") + std::strerror(errno);
+    }
+    return "";
+}
+
+std::vector<DevNode>
+HcaDevNodes(int verbsDevices, bool umad)
+{
+    // Documentation/admin-guide/devices.txt: major 231 is InfiniBand's, umadN at minor N,
+    // issmN at 64 + N, uverbsN at 192 + N; modes as rdma-core's udev rules set them (verbs
+    // world-writable, the MAD interfaces root's).
+    std::vector<DevNode> nodes;
+    for (int i = 0; i < verbsDevices; ++i)
+    {
+        nodes.push_back({"uverbs" + std::to_string(i), 231, static_cast<unsigned>(192 + i), 0666});
+    }
+    if (umad)
+    {
+        nodes.push_back({"umad0", 231, 0, 0600});
+        nodes.push_back({"issm0", 231, 64, 0600});
+    }
+    return nodes;
+}
+
+std::string
+MountDevInfiniband(const std::vector<DevNode>& nodes)
+{
+    const std::string dir = "/dev/infiniband";
+    struct stat st;
+    // A machine with RDMA adapters of its own has the directory: the emulated host's devices
+    // replace them. Otherwise a directory is added to a view of /dev.
+    std::string err = stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
+                          ? (mount("cnuas-dev", dir.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC,
+                                   "mode=0755") == 0
+                                 ? ""
+                                 : "cannot mount a tmpfs on " + dir + ": " + std::strerror(errno))
+                          : TmpfsShowingTheOriginal("/dev", MS_NOSUID | MS_NOEXEC);
+    if (!err.empty())
+    {
+        return err;
+    }
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    {
+        return "cannot make " + dir + ": " + std::strerror(errno);
+    }
+    for (const DevNode& n : nodes)
+    {
+        const std::string path = dir + "/" + n.name;
+        if (mknod(path.c_str(), S_IFCHR | n.mode, makedev(n.major, n.minor)) != 0 ||
+            chmod(path.c_str(), n.mode) != 0) // past the umask
+        {
+            return "cannot make " + path + ": " + std::strerror(errno);
+        }
     }
     return "";
 }

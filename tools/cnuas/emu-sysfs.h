@@ -36,6 +36,28 @@ bool HcaSysClassFiles(const std::string& umadSocket,
  */
 std::string MountSysClass(const SysClassFiles& files);
 
+/// A character device node of the host's /dev/infiniband.
+struct DevNode
+{
+    std::string name; ///< e.g. "uverbs0"
+    unsigned major;
+    unsigned minor;
+    unsigned mode; ///< permission bits
+};
+
+/// The nodes the kernel's RDMA drivers make for a host with `verbsDevices` adapters and, with
+/// `umad`, an InfiniBand CA's MAD interface: uverbsN, umad0, issm0.
+std::vector<DevNode> HcaDevNodes(int verbsDevices, bool umad);
+
+/**
+ * In a private mount namespace: a /dev/infiniband holding `nodes` (over the machine's, or added
+ * to a view of /dev when the machine has none). Nothing opens them: Cnuas's libraries reach
+ * the daemon through sockets. They are there because programs look: UCX lists a verbs device
+ * only when /dev/infiniband/<dev_name> is a character device it may read and write. "" or the
+ * problem.
+ */
+std::string MountDevInfiniband(const std::vector<DevNode>& nodes);
+
 } // namespace cnuas
 
 #endif
