@@ -32,6 +32,8 @@ PACKAGES=(
   # rdma_cm: the headers Cnuas's librdmacm builds against, and Debian's rdma_cm programs
   # (rping, ucmatose, udaddy, rdma_server/rdma_client) the tests run on emulated hosts
   librdmacm-dev rdmacm-utils
+  # UCX (the transport under Open MPI): its ucx_perftest and ucx_info run on emulated hosts
+  ucx-utils
   # benchmarks and validation/roce/hpcc-side-by-side.sh: a process's wall, CPU time and peak
   # memory (/usr/bin/time; taskset is util-linux's)
   time

@@ -1237,6 +1237,7 @@ MakeHostNic(const Daemon& d,
     EmuHostConfig cfg;
     cfg.netns = d.netns[i];
     cfg.createNetns = first;
+    cfg.hostname = d.hostNames[i];
     cfg.ifname = rail.ifname;
     cfg.vnetHeader = vnetHeader;
     cfg.mac = rail.macs[i];
@@ -2708,7 +2709,16 @@ RunExec(const std::vector<std::string>& args)
             sysClass.clear();
         }
     }
-    const std::string err = ExecInNetns(netns, cmd, &sysClass);
+    // And its /dev/infiniband: a node per adapter (and the IB CA's MAD interface), as the
+    // kernel's drivers make them, for programs that look there before using verbs (UCX).
+    std::vector<DevNode> devNodes;
+    if (!hcaSocket.empty())
+    {
+        const int adapters =
+            1 + static_cast<int>(std::count(hcaSocket.begin(), hcaSocket.end(), ':'));
+        devNodes = HcaDevNodes(adapters, !umadSocket.empty());
+    }
+    const std::string err = ExecInNetns(netns, cmd, &sysClass, &devNodes);
     std::fprintf(stderr, "cnuas exec: %s\n", err.c_str());
     return err.find("cannot run") == 0 ? 127 : 1;
 }

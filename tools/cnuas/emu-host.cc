@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -256,23 +257,34 @@ ReturnToNetns(int self)
     close(self);
 }
 
+/// Makes `dir` (if need be) a shared mount, bound onto itself first if it is not a mount point,
+/// so that namespaces mounted in it later show in every mount namespace that shares it (what
+/// iproute2 does for /run/netns). False with the reason.
+static bool
+MakeSharedMountDir(const char* dir, std::string* why)
+{
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    {
+        *why = std::string("cannot make ") + dir + ": " + std::strerror(errno);
+        return false;
+    }
+    if (mount("", dir, "none", MS_SHARED | MS_REC, nullptr) != 0 &&
+        (errno != EINVAL || mount(dir, dir, "none", MS_BIND | MS_REC, nullptr) != 0 ||
+         mount("", dir, "none", MS_SHARED | MS_REC, nullptr) != 0))
+    {
+        *why = std::string("cannot make ") + dir + " a shared mount: " + std::strerror(errno) +
+               (errno == EPERM ? " (needs root)" : "");
+        return false;
+    }
+    return true;
+}
+
 bool
 CreateNetns(const std::string& name, std::string* why)
 {
-    // What `ip netns add` does (iproute2's netns_add), without a program to run for it. The
-    // directory is made a shared mount (bound onto itself first if it is not a mount point),
-    // so that namespaces mounted in it later show in every mount namespace that shares it.
-    if (mkdir(kNetnsDir, 0755) != 0 && errno != EEXIST)
+    // What `ip netns add` does (iproute2's netns_add), without a program to run for it.
+    if (!MakeSharedMountDir(kNetnsDir, why))
     {
-        *why = std::string("cannot make ") + kNetnsDir + ": " + std::strerror(errno);
-        return false;
-    }
-    if (mount("", kNetnsDir, "none", MS_SHARED | MS_REC, nullptr) != 0 &&
-        (errno != EINVAL || mount(kNetnsDir, kNetnsDir, "none", MS_BIND | MS_REC, nullptr) != 0 ||
-         mount("", kNetnsDir, "none", MS_SHARED | MS_REC, nullptr) != 0))
-    {
-        *why = std::string("cannot make ") + kNetnsDir + " a shared mount: " +
-               std::strerror(errno) + (errno == EPERM ? " (needs root)" : "");
         return false;
     }
     const std::string path = NetnsPath(name);
@@ -309,6 +321,98 @@ CreateNetns(const std::string& name, std::string* why)
         return false;
     }
     return true;
+}
+
+namespace
+{
+std::string
+HostSystemNsPath(const std::string& netns, const char* kind)
+{
+    return std::string(kHostSystemNsDir) + "/" + netns + "." + kind;
+}
+
+constexpr std::pair<const char*, int> kHostSystemNs[] = {{"uts", CLONE_NEWUTS},
+                                                         {"ipc", CLONE_NEWIPC}};
+} // namespace
+
+bool
+CreateHostSystemNs(const std::string& netns, const std::string& hostname, std::string* why)
+{
+    if (!MakeSharedMountDir(kHostSystemNsDir, why))
+    {
+        return false;
+    }
+    // As for the network namespace: new ones for this thread alone (UTS and IPC namespaces
+    // are per thread for unshare and setns), bound to files, then back.
+    int self[2] = {open("/proc/thread-self/ns/uts", O_RDONLY | O_CLOEXEC),
+                   open("/proc/thread-self/ns/ipc", O_RDONLY | O_CLOEXEC)};
+    auto closeSelf = [&self]() {
+        for (int fd : self)
+        {
+            if (fd >= 0)
+            {
+                close(fd);
+            }
+        }
+    };
+    if (self[0] < 0 || self[1] < 0 || unshare(CLONE_NEWUTS | CLONE_NEWIPC) != 0)
+    {
+        *why = "cannot make the UTS and IPC namespaces of " + netns + ": " +
+               std::strerror(errno);
+        closeSelf();
+        return false;
+    }
+    bool ok = sethostname(hostname.data(), hostname.size()) == 0;
+    if (!ok)
+    {
+        *why = "cannot set hostname " + hostname + ": " + std::strerror(errno);
+    }
+    for (size_t k = 0; ok && k < 2; ++k)
+    {
+        const std::string path = HostSystemNsPath(netns, kHostSystemNs[k].first);
+        const int file = open(path.c_str(), O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0);
+        ok = file >= 0 && close(file) == 0 &&
+             mount((std::string("/proc/thread-self/ns/") + kHostSystemNs[k].first).c_str(),
+                   path.c_str(), "none", MS_BIND, nullptr) == 0;
+        if (!ok)
+        {
+            *why = "cannot keep namespace " + path + ": " + std::strerror(errno);
+            unlink(path.c_str());
+        }
+    }
+    for (size_t k = 0; k < 2; ++k)
+    {
+        if (setns(self[k], kHostSystemNs[k].second) != 0)
+        {
+            std::abort(); // as ReturnToNetns: namespaces we were in a moment ago
+        }
+    }
+    closeSelf();
+    return ok;
+}
+
+/// Enters the host's UTS and IPC namespaces, if it has them (a fabric brought up before they
+/// existed has not). "" or the problem.
+static std::string
+EnterHostSystemNs(const std::string& netns)
+{
+    for (const auto& [kind, flag] : kHostSystemNs)
+    {
+        const std::string path = HostSystemNsPath(netns, kind);
+        const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+        {
+            continue;
+        }
+        const bool entered = setns(fd, flag) == 0;
+        const int err = errno;
+        close(fd);
+        if (!entered)
+        {
+            return "cannot enter " + path + ": " + std::strerror(err);
+        }
+    }
+    return "";
 }
 
 /// Writes `value` to /proc/sys file `path` of the calling thread's namespace (/proc/sys/net is
@@ -362,7 +466,8 @@ CreateEmuHost(const EmuHostConfig& h, std::string* why)
     // Three steps a host, one of them a program: the namespace; the TAP made inside it under
     // its own name, so it never meets the machine's devices and is not moved (a move waits for
     // a grace period); then the link's address, MTU and state.
-    if (h.createNetns && !CreateNetns(h.netns, why))
+    if (h.createNetns && (!CreateNetns(h.netns, why) ||
+                          (!h.hostname.empty() && !CreateHostSystemNs(h.netns, h.hostname, why))))
     {
         return -1;
     }
@@ -567,14 +672,19 @@ DeleteNetnses(const std::vector<std::string>& names,
     // What `ip netns delete` does (iproute2's netns_delete): the namespace file is a bind mount
     // of /proc/PID/ns/net; detach it and remove the file. The kernel frees the namespace, and
     // the devices in it, once nothing else holds it (a process still dying, an open TAP).
+    // The host's UTS and IPC namespaces (CreateHostSystemNs) go the same way.
     for (size_t i = 0; i < names.size(); ++i)
     {
-        const std::string path = NetnsPath(names[i]);
-        umount2(path.c_str(), MNT_DETACH);
-        if (unlink(path.c_str()) != 0 && errno != ENOENT)
+        for (const std::string& path :
+             {NetnsPath(names[i]), HostSystemNsPath(names[i], "uts"),
+              HostSystemNsPath(names[i], "ipc")})
         {
-            (*why)[i] = "cannot remove " + path + ": " + std::strerror(errno);
-            ended[i] = -1;
+            umount2(path.c_str(), MNT_DETACH);
+            if (unlink(path.c_str()) != 0 && errno != ENOENT)
+            {
+                (*why)[i] = "cannot remove " + path + ": " + std::strerror(errno);
+                ended[i] = -1;
+            }
         }
     }
     return ended;
@@ -582,7 +692,7 @@ DeleteNetnses(const std::vector<std::string>& names,
 
 std::string
 ExecInNetns(const std::string& name, const std::vector<std::string>& argv,
-            const std::vector<std::pair<std::string, std::string>>* sysClass)
+            const SysClassFiles* sysClass, const std::vector<DevNode>* devNodes)
 {
     if (argv.empty())
     {
@@ -601,6 +711,11 @@ ExecInNetns(const std::string& name, const std::vector<std::string>& argv,
                (errno == EPERM ? " (needs root)" : "");
     }
     close(nsfd);
+    const std::string systemErr = EnterHostSystemNs(name);
+    if (!systemErr.empty())
+    {
+        return systemErr;
+    }
     // A mount namespace of our own, so that /sys can show this namespace's devices (sysfs
     // shows the network devices of the namespace of whoever mounts it) without touching the
     // machine's mounts; propagation from us to the machine is cut first.
@@ -625,6 +740,16 @@ ExecInNetns(const std::string& name, const std::vector<std::string>& argv,
             {
                 return err;
             }
+        }
+    }
+    if (devNodes && !devNodes->empty())
+    {
+        // Not fatal: only programs that look for the nodes (UCX) miss them.
+        const std::string err = MountDevInfiniband(*devNodes);
+        if (!err.empty())
+        {
+            std::fprintf(stderr, "cnuas exec: warning: no /dev/infiniband view: %s\n",
+                         err.c_str());
         }
     }
     std::vector<char*> args;

@@ -4,6 +4,8 @@
 #ifndef CNUAS_TOOLS_EMU_HOST_H
 #define CNUAS_TOOLS_EMU_HOST_H
 
+#include "emu-sysfs.h"
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,19 @@ constexpr const char* kNetnsDir = "/run/netns";
 bool CreateNetns(const std::string& name, std::string* why);
 /// Whether a named network namespace exists.
 bool NetnsExists(const std::string& name);
+
+/// Where a host's UTS and IPC namespaces are kept (as bind mounts, NETNS.uts and NETNS.ipc).
+constexpr const char* kHostSystemNsDir = "/run/cnuas-hosts";
+/**
+ * Gives the host of network namespace `netns` the namespaces that make it a machine of its own
+ * to the programs in it, kept in kHostSystemNsDir: a UTS namespace whose hostname is
+ * `hostname` (so `hostname` in h0 says h0, and MPI launchers tell hosts apart by it) and an IPC
+ * namespace (System V IPC and POSIX message queues are per machine; UCX, and so Open MPI,
+ * judges two processes able to share memory when they share one, and would otherwise pass
+ * messages between emulated hosts through shared memory instead of the fabric). `cnuas exec`
+ * enters them; DeleteNetnses removes them. False with the reason.
+ */
+bool CreateHostSystemNs(const std::string& netns, const std::string& hostname, std::string* why);
 /// A namespace name iproute2 accepts: 1..64 characters of [A-Za-z0-9_.-], not "." or "..".
 bool ValidNetnsName(const std::string& name);
 /**
@@ -44,6 +59,7 @@ struct EmuHostConfig
 {
     std::string netns;       ///< namespace name
     bool createNetns = true; ///< false: the namespace exists (a hybrid host's second NIC)
+    std::string hostname;    ///< with createNetns: the host's own hostname (CreateHostSystemNs)
     std::string ifname;      ///< the NIC's name inside the host ("eth0")
     bool vnetHeader = false; ///< the TAP carries virtio headers (OpenTap)
     std::string mac;         ///< "02:00:00:00:00:01"
@@ -106,10 +122,12 @@ std::vector<int> DeleteNetnses(const std::vector<std::string>& names,
  * Enters the namespace (network, plus a private mount namespace whose /sys shows the host's
  * devices, as `ip netns exec` does) and replaces this process with `argv`. Returns only on
  * failure, with the reason. umad (issue 14): with `sysClass`, /sys/class also holds those
- * files (the emulated HCA's infiniband classes, emu-sysfs.h).
+ * files (the emulated HCA's infiniband classes, emu-sysfs.h); with `devNodes`, /dev/infiniband
+ * holds those nodes (MountDevInfiniband; a warning on stderr if it cannot).
  */
 std::string ExecInNetns(const std::string& name, const std::vector<std::string>& argv,
-                        const std::vector<std::pair<std::string, std::string>>* sysClass = nullptr);
+                        const SysClassFiles* sysClass = nullptr,
+                        const std::vector<DevNode>* devNodes = nullptr);
 
 } // namespace cnuas
 

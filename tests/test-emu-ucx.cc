@@ -1,0 +1,164 @@
+// UCX on emulated hosts: Debian's ucx-utils (ucx_info, ucx_perftest; UCX is the transport under
+// Open MPI) through Cnuas's libibverbs, on an InfiniBand fabric and on a RoCE fabric. UCX asks
+// more of an HCA than perftest does: it looks for /dev/infiniband/uverbsN, interposes mmap and
+// mremap, flushes connections with zero-length RDMA WRITEs, puts 32-bit flow labels in its
+// address handles, and judges two processes on one machine (same IPC namespace) able to share
+// memory. Each of those stopped it once; the tests below hold them. Needs root.
+#include "emu-test-util.h"
+
+#include <regex>
+
+using namespace cnuas_emu_test;
+
+namespace
+{
+
+struct UcxFabricCase
+{
+    const char* name;
+    const char* upArgs;
+    const char* device; ///< UCX's name of the emulated adapter's port
+};
+
+// InfiniBand runs dilated in the emulation tests (idle links' flow control, issue 18); UCX's
+// timeouts are long enough for it.
+const UcxFabricCase kUcxIb{"ib", "--fabric ib --hosts 2 --dilation 10", "cnuas_0:1"};
+const UcxFabricCase kUcxRoce{"roce", "--fabric roce --hosts 2", "cnuas_0:1"};
+
+constexpr int kPerftestPort = 13337; // ucx_perftest's default
+
+class EmuUcx : public EmuFixture, public ::testing::WithParamInterface<UcxFabricCase>
+{
+  protected:
+    void SetUp() override
+    {
+        EmuFixture::SetUp();
+        if (HasFatalFailure())
+        {
+            return;
+        }
+        if (access(CNUAS_BINARY_DIR "/host/lib/libibverbs.so.1", R_OK) != 0 ||
+            access("/usr/bin/ucx_perftest", X_OK) != 0)
+        {
+            GTEST_SKIP() << "needs Cnuas's libibverbs (libibverbs-dev at build time) and Debian's "
+                            "ucx-utils (scripts/setup-debian.sh installs them)";
+        }
+        ShResult up = Up(GetParam().upArgs);
+        ASSERT_EQ(up.exit, 0) << up.out;
+    }
+
+    /// ucx_perftest between h1 (the server, `serverArgs`) and h0 (the client, `clientArgs`,
+    /// h1 at 10.0.0.2): both must end well, without an error message. Returns the client's
+    /// output.
+    std::string Perftest(const std::string& serverArgs, const std::string& clientArgs)
+    {
+        static int n = 0;
+        const std::string out = "ucx-server-" + std::to_string(++n) + ".txt";
+        const std::string pid = (m_dir / (out + ".pid")).string();
+        ExecBackground("h1",
+                       "sh -c 'echo $$ > " + pid + "; timeout 120 ucx_perftest " + serverArgs +
+                           "; echo server-exit=$?'",
+                       out);
+        EXPECT_TRUE(WaitListening(kPerftestPort)) << "ucx_perftest did not start listening";
+        const ShResult c = Exec("h0", "timeout 120 ucx_perftest 10.0.0.2 " + clientArgs);
+        EXPECT_EQ(c.exit, 0) << clientArgs << "\n" << c.out;
+        EXPECT_TRUE(std::regex_search(c.out, std::regex("Final:\\s+\\d+\\s+[0-9.]+")))
+            << clientArgs << ": no result line\n" << c.out;
+        EXPECT_EQ(c.out.find("ERROR"), std::string::npos) << clientArgs << "\n" << c.out;
+        std::string server;
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while ((server = ReadFile(m_dir / out)).find("server-exit=") == std::string::npos &&
+               std::chrono::steady_clock::now() < end)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        EXPECT_NE(server.find("server-exit=0"), std::string::npos) << clientArgs << "\n"
+                                                                    << server;
+        // A server left waiting (its client failed) would hold the port from the next one.
+        Sh("pkill -P \"$(cat " + pid + ")\" timeout");
+        return c.out;
+    }
+
+    /// Work requests host `host` has posted to its HCA since the fabric came up.
+    int64_t SendWqes(const std::string& host)
+    {
+        const nlohmann::json status = Status(); // kept: the loop walks into it
+        for (const auto& h : status["live"]["hosts"])
+        {
+            if (h.value("name", "") == host)
+            {
+                return h["verbs"].value("send_wqes", int64_t{-1});
+            }
+        }
+        ADD_FAILURE() << "no host " << host << " in the status";
+        return -1;
+    }
+};
+
+TEST_P(EmuUcx, UcxFindsTheHcaAndEachHostIsAMachineOfItsOwn)
+{
+    // UCX lists a verbs device only when /dev/infiniband/<dev_name> is a character device.
+    const ShResult info = Exec("h0", "ucx_info -d");
+    ASSERT_EQ(info.exit, 0) << info.out;
+    for (const char* tl : {"rc_verbs", "ud_verbs"})
+    {
+        EXPECT_TRUE(std::regex_search(info.out, std::regex(std::string("Transport: ") + tl +
+                                                           "\\s*\\n#\\s*Device: " +
+                                                           GetParam().device)))
+            << tl << " on " << GetParam().device << " missing:\n" << info.out;
+    }
+    const ShResult dev = Exec("h0", "stat -c '%n %F %t:%T %a' /dev/infiniband/uverbs0");
+    EXPECT_EQ(dev.out, "/dev/infiniband/uverbs0 character special file e7:c0 666\n");
+    // The rest of /dev is the machine's, as before.
+    EXPECT_EQ(Exec("h0", "sh -c 'echo x > /dev/null && test -c /dev/null && test -d /dev/pts'")
+                  .exit,
+              0);
+    // Each host its hostname and IPC namespace; two programs in one host share them.
+    const std::string q = "sh -c 'hostname; readlink /proc/self/ns/ipc'";
+    const std::string h0 = Exec("h0", q).out;
+    const std::string h1 = Exec("h1", q).out;
+    EXPECT_EQ(h0.substr(0, 3), "h0\n");
+    EXPECT_EQ(h1.substr(0, 3), "h1\n");
+    EXPECT_NE(h0, h1);
+    EXPECT_EQ(Exec("h0", q).out, h0);
+}
+
+TEST_P(EmuUcx, UctTransportsMoveDataAcrossTheFabric)
+{
+    const std::string dev = std::string("-d ") + GetParam().device;
+    // put_lat: each side waits for the other's RDMA WRITE to change its buffer (the pages the
+    // daemon writes must be the program's); am_lat: active messages, and the flush behind
+    // them (a zero-length WRITE with R_Key 0); put_bw: 64 KiB RDMA WRITEs; ud_verbs: UCX's own
+    // reliability over UD.
+    for (const auto& [tl, test] : std::vector<std::pair<std::string, std::string>>{
+             {"rc_verbs", "-t put_lat -n 300"},
+             {"rc_verbs", "-t am_lat -n 300"},
+             {"rc_verbs", "-t put_bw -D zcopy -s 65536 -n 100"},
+             {"ud_verbs", "-t am_lat -n 300"}})
+    {
+        SCOPED_TRACE(tl + " " + test);
+        Perftest(dev + " -x " + tl, dev + " -x " + tl + " " + test);
+    }
+}
+
+TEST_P(EmuUcx, UcpWithItsDefaultTransportsCrossesTheFabricNotSharedMemory)
+{
+    // UCP picks transports itself: with both hosts on one machine it would pick shared memory
+    // (posix, sysv, cma) unless each host is a machine of its own. Every message then crosses
+    // the HCA: the work requests posted show it.
+    const int64_t before = SendWqes("h0");
+    Perftest("", "-t tag_bw -s 65536 -n 200");
+    const int64_t after = SendWqes("h0");
+    EXPECT_GE(after - before, 200) << "tag_bw's 200 messages did not go through h0's HCA";
+    Perftest("", "-t tag_lat -n 300");
+    Perftest("", "-t ucp_put_lat -n 300");
+}
+
+INSTANTIATE_TEST_SUITE_P(Fabrics,
+                         EmuUcx,
+                         ::testing::Values(kUcxIb, kUcxRoce),
+                         [](const ::testing::TestParamInfo<UcxFabricCase>& p) {
+                             return std::string(p.param.name);
+                         });
+
+} // namespace
