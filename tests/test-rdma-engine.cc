@@ -499,3 +499,44 @@ TEST_F(RdmaEngineOps, RcOverAGlobalRouteCarriesAGrhAndWorks)
     EXPECT_EQ(b.Read(0, 5000), TestBytes(5000, 21));
     EXPECT_EQ(global, 5u); // 5 request packets at MTU 1024, each with a GRH
 }
+
+TEST_F(RdmaEngineOps, TwoQpsOfOneAdapterTalkThroughItsOwnLidWithoutTheWire)
+{
+    // An adapter turns a packet for its own LID round inside (the switch would not send it
+    // back out of the port it came in on, IBA vol. 1 §18.2.4.3): RC and UD between two QPs of
+    // one port work, as MPI libraries rely on (UCX wires a process to itself through its own
+    // UD QP).
+    BuildFabric();
+    QpOptions o;
+    MakeSide(a, 0, o);
+    Ptr<RdmaQp> other = CreateQp(a, o);
+    ASSERT_TRUE(other);
+    Connect(a.qp, a.lid, other->GetQpNum(), o.sqPsn, o);
+    Connect(other, a.lid, a.qp->GetQpNum(), o.sqPsn, o);
+    const uint64_t wireBefore = a.hca.port->GetNetDevice()->GetCounters().portXmitPkts;
+    const auto data = TestBytes(5000, 3);
+    a.Write(0, data);
+    RdmaRecvWr rw;
+    rw.wr_id = 9;
+    rw.sg_list = {a.Sge(100000, 8000)};
+    ASSERT_EQ(other->PostRecv(rw), 0);
+    ASSERT_EQ(a.qp->PostSend(Wr(1, RdmaWrOpcode::SEND, {a.Sge(0, 5000)})), 0);
+    RdmaSendWr w = Wr(2, RdmaWrOpcode::RDMA_WRITE, {a.Sge(0, 5000)});
+    w.rdma.remote_addr = kRegionBase + 200000;
+    w.rdma.rkey = a.mr->GetRkey();
+    ASSERT_EQ(a.qp->PostSend(w), 0);
+    RunFor(MilliSeconds(1));
+    auto sc = a.PollSend();
+    ASSERT_EQ(sc.size(), 2u);
+    EXPECT_EQ(sc[0].status, RdmaWcStatus::SUCCESS) << RdmaWcStatusStr(sc[0].status);
+    EXPECT_EQ(sc[1].status, RdmaWcStatus::SUCCESS) << RdmaWcStatusStr(sc[1].status);
+    auto rc = a.PollRecv();
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].qp_num, other->GetQpNum());
+    EXPECT_EQ(rc[0].byte_len, 5000u);
+    EXPECT_EQ(rc[0].slid, a.lid);
+    EXPECT_EQ(a.Read(100000, 5000), data);
+    EXPECT_EQ(a.Read(200000, 5000), data);
+    EXPECT_EQ(a.hca.port->GetNetDevice()->GetCounters().portXmitPkts, wireBefore)
+        << "looped-back packets never reach the wire";
+}

@@ -5,6 +5,8 @@
 #include "ib-grh-header.h"
 
 #include "ns3/log.h"
+#include "ns3/nstime.h"
+#include "ns3/simulator.h"
 #include "ns3/packet.h"
 #include "ns3/uinteger.h"
 
@@ -36,7 +38,14 @@ IbRdmaPort::GetTypeId()
                           "interface ID), IBA vol. 1 §4.1.1.",
                           UintegerValue(kIbDefaultSubnetPrefix),
                           MakeUintegerAccessor(&IbRdmaPort::m_subnetPrefix),
-                          MakeUintegerChecker<uint64_t>());
+                          MakeUintegerChecker<uint64_t>())
+            .AddAttribute("LoopbackDelay",
+                          "How long a packet this port sends to its own LID (one QP of the "
+                          "adapter to another) takes to turn round inside the adapter; it "
+                          "never reaches the wire.",
+                          TimeValue(MicroSeconds(1)),
+                          MakeTimeAccessor(&IbRdmaPort::m_loopbackDelay),
+                          MakeTimeChecker());
     return tid;
 }
 
@@ -88,8 +97,30 @@ IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av, ui
     // transport's trailing zeros (the data of memory that reads as zeros, in load experiments)
     // cost nothing in flight (IbFrame::StoreBytes); the zero tail is not even built.
     const auto n = static_cast<uint32_t>(transport.size());
+    const bool loop = IsOwnLid(av.dlid);
+    if (loop && m_dev->GetPortState() != IbPortState::Active)
+    {
+        return false; // as SendIbBytes: nothing leaves a port that is not Active
+    }
+    IbRxInfo loopRx;
+    if (loop)
+    {
+        const uint16_t pathMask = static_cast<uint16_t>((1u << m_dev->GetLmc()) - 1);
+        loopRx.slid = static_cast<uint16_t>(m_dev->GetLid() | (av.src_path_bits & pathMask));
+        loopRx.dlid = av.dlid;
+        loopRx.sl = av.sl;
+        loopRx.lnh = av.is_global ? IbLnh::IbaGlobal : IbLnh::IbaLocal;
+    }
     if (!av.is_global)
     {
+        if (loop)
+        {
+            std::vector<uint8_t> frame(IbLrhHeader::kSize);
+            frame.insert(frame.end(), transport.begin(), transport.end());
+            frame.resize(frame.size() + zeroTail + kIbIcrcSize + kIbVcrcSize);
+            Loopback(std::move(frame), loopRx);
+            return true;
+        }
         return m_dev->SendIbBytes(transport.data(), n, n + zeroTail, av.dlid, av.sl,
                                   IbLnh::IbaLocal);
     }
@@ -108,9 +139,48 @@ IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av, ui
     m_txBuf.resize(IbGrhHeader::kSize + transport.size());
     grh.WriteTo(m_txBuf.data());
     std::copy(transport.begin(), transport.end(), m_txBuf.begin() + IbGrhHeader::kSize);
+    if (loop)
+    {
+        std::vector<uint8_t> frame(IbLrhHeader::kSize);
+        frame.insert(frame.end(), m_txBuf.begin(), m_txBuf.end());
+        frame.resize(frame.size() + zeroTail + kIbIcrcSize + kIbVcrcSize);
+        Loopback(std::move(frame), loopRx);
+        return true;
+    }
     const auto len = static_cast<uint32_t>(m_txBuf.size());
     return m_dev->SendIbBytes(m_txBuf.data(), len, len + zeroTail, av.dlid, av.sl,
                               IbLnh::IbaGlobal);
+}
+
+bool
+IbRdmaPort::IsOwnLid(uint16_t dlid) const
+{
+    constexpr uint16_t kMulticastLidFirst = 0xC000; // IBA vol. 1 §4.1.3
+    const uint16_t lid = m_dev->GetLid();
+    if (lid == 0 || dlid >= kMulticastLidFirst)
+    {
+        return false;
+    }
+    const uint8_t lmc = m_dev->GetLmc();
+    return (dlid >> lmc) == (lid >> lmc);
+}
+
+void
+IbRdmaPort::Loopback(std::vector<uint8_t> frame, const IbRxInfo& rx)
+{
+    ++m_loopedBack;
+    Ptr<IbRdmaPort> self(this);
+    Simulator::Schedule(m_loopbackDelay, [self, frame = std::move(frame), rx]() mutable {
+        if (!self->m_dev)
+        {
+            return; // disposed meanwhile
+        }
+        IbRxInfo info = rx;
+        info.bytes = static_cast<uint32_t>(frame.size());
+        self->m_rxBuf = std::move(frame);
+        self->m_rxBufDirty = static_cast<uint32_t>(self->m_rxBuf.size());
+        self->ParseReceived(info);
+    });
 }
 
 bool

@@ -85,6 +85,13 @@ class IbRdmaPort : public RdmaLinkPort
     void OnFrame(Ptr<IbNetDevice> dev, const IbFrame& frame, const IbRxInfo& info);
     /// The packet in m_rxBuf (LRH .. VCRC) to the RDMA engine.
     void ParseReceived(const IbRxInfo& info);
+    /// Whether `dlid` addresses this port (its LID range, IBA vol. 1 §7.11.1 LMC).
+    bool IsOwnLid(uint16_t dlid) const;
+    /// A packet for this port itself, turned round inside the adapter (HCAs loop back traffic
+    /// between two QPs of one port without the wire; a switch never sends a packet out of the
+    /// port it came in on, §18.2.4.3): `frame` is LRH space, GRH, transport, ICRC and VCRC
+    /// space, delivered after LoopbackDelay.
+    void Loopback(std::vector<uint8_t> frame, const IbRxInfo& rx);
     void OnTxReady(Ptr<IbNetDevice> dev);
 
     Ptr<IbNetDevice> m_dev;
@@ -93,6 +100,8 @@ class IbRdmaPort : public RdmaLinkPort
     ReceiveCallback m_rx;
     Callback<void> m_txReady;
     std::vector<uint8_t> m_txBuf;
+    Time m_loopbackDelay;   ///< LoopbackDelay
+    uint64_t m_loopedBack = 0; ///< packets turned round inside the adapter
     std::vector<uint8_t> m_rxBuf;
     /// m_rxBuf holds only zeros from here on (OnFrame writes the implied zeros only where a
     /// previous packet left bytes).
