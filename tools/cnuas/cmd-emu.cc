@@ -2545,6 +2545,16 @@ RunUp(const std::vector<std::string>& args)
     return 0;
 }
 
+/// The whole of text file `path`; "" if it cannot be read.
+std::string
+ReadTextFile(const std::string& path)
+{
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
 // ---- cnuas exec ------------------------------------------------------------------------------
 
 const char* const kExecUsage =
@@ -2641,9 +2651,17 @@ RunExec(const std::vector<std::string>& args)
     std::string umadSocket; // umad (issue 14)
     std::string cmSocket;
     std::string known;
+    std::string hostsByName; // "IP NAME" lines for the hosts' /etc/hosts
     for (const auto& h : state->value("hosts", nlohmann::json::array()))
     {
         known += (known.empty() ? "" : " ") + h.value("name", "");
+        // On an InfiniBand fabric a host's name is its management address, as on a cluster
+        // whose hosts are named on their Ethernet (the IPoIB address runs at the model's pace).
+        const std::string byName = h.value("mgmt_ip", h.value("ip", ""));
+        if (!byName.empty())
+        {
+            hostsByName += byName + " " + h.value("name", "") + "\n";
+        }
         if (h.value("name", "") == host)
         {
             netns = h.value("netns", "");
@@ -2666,6 +2684,18 @@ RunExec(const std::vector<std::string>& args)
     }
     setenv("CNUAS_HOST", host.c_str(), 1);
     setenv("CNUAS_FABRIC", fabric.c_str(), 1);
+    // Launchers reach the other hosts as a cluster's reach theirs by ssh: Open MPI's mpirun
+    // through `cnuas rsh` (unless the user chose an agent).
+    if (std::getenv("OMPI_MCA_plm_rsh_agent") == nullptr)
+    {
+        char exe[4096];
+        const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n > 0)
+        {
+            exe[n] = '\0';
+            setenv("OMPI_MCA_plm_rsh_agent", (std::string(exe) + " rsh").c_str(), 1);
+        }
+    }
     // Verbs programs load Cnuas's libibverbs (first on the library path), which finds the
     // host's HCA through this socket.
     if (!hcaSocket.empty())
@@ -2696,31 +2726,110 @@ RunExec(const std::vector<std::string>& args)
             setenv("LD_LIBRARY_PATH", path.c_str(), 1);
         }
     }
+    HostView view;
     // The host's adapters in its /sys/class/infiniband (umad, issue 14; a RoCE NIC's too), for
     // programs that read sysfs themselves (ibstatus): a snapshot as the program starts.
-    SysClassFiles sysClass;
     if (!umadSocket.empty() || !hcaSocket.empty())
     {
         std::string why;
-        if (!HcaSysClassFiles(umadSocket, hcaSocket, &sysClass, &why))
+        if (!HcaSysClassFiles(umadSocket, hcaSocket, &view.sysClass, &why))
         {
             std::fprintf(stderr, "cnuas exec: warning: no /sys/class/infiniband view: %s\n",
                          why.c_str());
-            sysClass.clear();
+            view.sysClass.clear();
+        }
+    }
+    // Its /etc/hosts: the machine's, then the fabric's hosts by name (written beside the state
+    // file, replaced whole so that a program reading it never sees half).
+    {
+        const std::string path = dir + "/" + fabric + ".hosts";
+        std::string machine = ReadTextFile("/etc/hosts");
+        const std::string mark = "\n# The hosts of Cnuas fabric '" + fabric + "'";
+        if (const size_t at = machine.find(mark); at != std::string::npos)
+        {
+            machine.erase(at); // inside a host: its own view, written by an earlier exec
+        }
+        const std::string text =
+            machine + mark + " (cnuas exec shows this file as /etc/hosts in them)\n" +
+            hostsByName;
+        const std::string tmp = path + "." + std::to_string(getpid());
+        if (ReadTextFile(path) == text)
+        {
+            view.etcHosts = path;
+        }
+        else if ((std::ofstream(tmp, std::ios::trunc) << text) &&
+                 std::rename(tmp.c_str(), path.c_str()) == 0)
+        {
+            view.etcHosts = path;
+        }
+        else
+        {
+            std::remove(tmp.c_str());
         }
     }
     // And its /dev/infiniband: a node per adapter (and the IB CA's MAD interface), as the
     // kernel's drivers make them, for programs that look there before using verbs (UCX).
-    std::vector<DevNode> devNodes;
     if (!hcaSocket.empty())
     {
         const int adapters =
             1 + static_cast<int>(std::count(hcaSocket.begin(), hcaSocket.end(), ':'));
-        devNodes = HcaDevNodes(adapters, !umadSocket.empty());
+        view.devNodes = HcaDevNodes(adapters, !umadSocket.empty());
     }
-    const std::string err = ExecInNetns(netns, cmd, &sysClass, &devNodes);
+    const std::string err = ExecInNetns(netns, cmd, &view);
     std::fprintf(stderr, "cnuas exec: %s\n", err.c_str());
     return err.find("cannot run") == 0 ? 127 : 1;
+}
+
+// ---- cnuas rsh -------------------------------------------------------------------------------
+
+const char* const kRshUsage =
+    "usage: cnuas rsh [--name NAME] [--state-dir DIR] HOST COMMAND [WORDS...]\n"
+    "\n"
+    "Runs a command in emulated host HOST as ssh runs a remote one: COMMAND and WORDS joined\n"
+    "with spaces and given to sh -c. For programs that start processes on other machines\n"
+    "through an ssh-like agent: `cnuas exec` names it to Open MPI in every host\n"
+    "(OMPI_MCA_plm_rsh_agent), so `mpirun --host h0,h1 ...` started in a host runs its ranks\n"
+    "in those hosts. The fabric is NAME, else the calling host's ($CNUAS_FABRIC), else as for\n"
+    "exec. The exit status is the command's; 2 for a usage error.\n";
+
+int
+RunRsh(const std::vector<std::string>& args)
+{
+    std::vector<std::string> execArgs;
+    size_t i = 0;
+    for (; i < args.size(); ++i)
+    {
+        if (args[i] == "--help" || args[i] == "-h")
+        {
+            std::fputs(kRshUsage, stdout);
+            return 0;
+        }
+        if ((args[i] == "--name" || args[i] == "--state-dir") && i + 1 < args.size())
+        {
+            execArgs.push_back(args[i]);
+            execArgs.push_back(args[++i]);
+            continue;
+        }
+        if (args[i].rfind("-", 0) == 0)
+        {
+            std::fprintf(stderr, "cnuas rsh: unknown option '%s'\n%s", args[i].c_str(),
+                         kRshUsage);
+            return 2;
+        }
+        break;
+    }
+    if (i + 1 >= args.size())
+    {
+        std::fprintf(stderr, "cnuas rsh: a host and a command, please\n%s", kRshUsage);
+        return 2;
+    }
+    std::string command;
+    for (size_t w = i + 1; w < args.size(); ++w)
+    {
+        command += (command.empty() ? "" : " ") + args[w];
+    }
+    execArgs.insert(execArgs.end(), {args[i], "--", "/bin/sh", "-c", command});
+    return RunExec(execArgs);
 }
 
 // ---- cnuas down ------------------------------------------------------------------------------
@@ -3364,6 +3473,7 @@ RunSm(const std::vector<std::string>& args)
 
 CNUAS_COMMAND("up", "bring up an emulated fabric whose hosts are network namespaces", RunUp);
 CNUAS_COMMAND("exec", "run a command inside an emulated host", RunExec);
+CNUAS_COMMAND("rsh", "run a command inside an emulated host as ssh would (for mpirun)", RunRsh);
 CNUAS_COMMAND("down", "stop an emulated fabric and remove all it made", RunDown);
 CNUAS_COMMAND("capture", "write a running fabric's port to a pcap", RunCapture);
 CNUAS_COMMAND("sm", "start or stop the built-in subnet manager of a running fabric", RunSm);

@@ -692,7 +692,7 @@ DeleteNetnses(const std::vector<std::string>& names,
 
 std::string
 ExecInNetns(const std::string& name, const std::vector<std::string>& argv,
-            const SysClassFiles* sysClass, const std::vector<DevNode>* devNodes)
+            const HostView* view)
 {
     if (argv.empty())
     {
@@ -733,24 +733,40 @@ ExecInNetns(const std::string& name, const std::vector<std::string>& argv,
         {
             return std::string("cannot mount sysfs: ") + std::strerror(errno);
         }
-        if (sysClass && !sysClass->empty()) // umad (issue 14)
+        if (view && !view->sysClass.empty()) // umad (issue 14)
         {
-            const std::string err = MountSysClass(*sysClass);
+            const std::string err = MountSysClass(view->sysClass);
             if (!err.empty())
             {
                 return err;
             }
         }
     }
-    if (devNodes && !devNodes->empty())
+    if (view && !view->devNodes.empty())
     {
         // Not fatal: only programs that look for the nodes (UCX) miss them.
-        const std::string err = MountDevInfiniband(*devNodes);
+        const std::string err = MountDevInfiniband(view->devNodes);
         if (!err.empty())
         {
             std::fprintf(stderr, "cnuas exec: warning: no /dev/infiniband view: %s\n",
                          err.c_str());
         }
+    }
+    // The fabric's hosts by name, as a cluster's DNS or /etc/hosts gives them: launchers
+    // (mpirun) look up the hosts they are given, and a name the machine's resolver does not
+    // know costs them its timeouts (12 s a lookup here) before failing.
+    auto bindHosts = [view]() {
+        return mount(view->etcHosts.c_str(), "/etc/hosts", nullptr, MS_BIND, nullptr) == 0;
+    };
+    // A program started from inside a host (mpirun's `cnuas rsh`) finds the host's own
+    // /etc/hosts bound there, and that file may have been replaced since: it is unmounted in
+    // this namespace first.
+    if (view && !view->etcHosts.empty() && !bindHosts() &&
+        (umount2("/etc/hosts", MNT_DETACH) != 0 || !bindHosts()))
+    {
+        std::fprintf(stderr,
+                     "cnuas exec: warning: cannot show the fabric's hosts in /etc/hosts: %s\n",
+                     std::strerror(errno));
     }
     std::vector<char*> args;
     for (const auto& a : argv)

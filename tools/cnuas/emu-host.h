@@ -118,16 +118,25 @@ int OpenPacketSocketListInNetns(const std::string& netns, std::string* why);
 std::vector<int> DeleteNetnses(const std::vector<std::string>& names,
                                double graceSeconds,
                                std::vector<std::string>* why);
+/// What a program in an emulated host sees of its machine besides the network (ExecInNetns).
+struct HostView
+{
+    /// umad (issue 14): files added to /sys/class (the adapters' infiniband classes, emu-sysfs.h)
+    SysClassFiles sysClass;
+    /// its /dev/infiniband (MountDevInfiniband; a warning on stderr if it cannot be made)
+    std::vector<DevNode> devNodes;
+    /// a file bound over /etc/hosts (the fabric's hosts by name), "" for the machine's
+    std::string etcHosts;
+};
+
 /**
- * Enters the namespace (network, plus a private mount namespace whose /sys shows the host's
- * devices, as `ip netns exec` does) and replaces this process with `argv`. Returns only on
- * failure, with the reason. umad (issue 14): with `sysClass`, /sys/class also holds those
- * files (the emulated HCA's infiniband classes, emu-sysfs.h); with `devNodes`, /dev/infiniband
- * holds those nodes (MountDevInfiniband; a warning on stderr if it cannot).
+ * Enters the host's namespaces (network; its UTS and IPC ones when it has them, and a private
+ * mount namespace whose /sys shows the host's devices, as `ip netns exec` does), shows it
+ * `view` when given, and replaces this process with `argv`. Returns only on failure, with the
+ * reason.
  */
 std::string ExecInNetns(const std::string& name, const std::vector<std::string>& argv,
-                        const SysClassFiles* sysClass = nullptr,
-                        const std::vector<DevNode>* devNodes = nullptr);
+                        const HostView* view = nullptr);
 
 } // namespace cnuas
 
