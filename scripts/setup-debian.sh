@@ -32,8 +32,9 @@ PACKAGES=(
   # rdma_cm: the headers Cnuas's librdmacm builds against, and Debian's rdma_cm programs
   # (rping, ucmatose, udaddy, rdma_server/rdma_client) the tests run on emulated hosts
   librdmacm-dev rdmacm-utils
-  # UCX (the transport under Open MPI): its ucx_perftest and ucx_info run on emulated hosts
-  ucx-utils
+  # UCX (the transport under Open MPI): its ucx_perftest and ucx_info run on emulated hosts;
+  # Open MPI, and its headers for examples/mpi/mpi-pingpong, which mpirun starts across hosts
+  ucx-utils openmpi-bin libopenmpi-dev
   # benchmarks and validation/roce/hpcc-side-by-side.sh: a process's wall, CPU time and peak
   # memory (/usr/bin/time; taskset is util-linux's)
   time

@@ -1,5 +1,6 @@
 // UCX on emulated hosts: Debian's ucx-utils (ucx_info, ucx_perftest; UCX is the transport under
-// Open MPI) through Cnuas's libibverbs, on an InfiniBand fabric and on a RoCE fabric. UCX asks
+// Open MPI) through Cnuas's libibverbs, on an InfiniBand fabric and on a RoCE fabric; and Open
+// MPI's mpirun across hosts over it (examples/mpi/mpi-pingpong). UCX asks
 // more of an HCA than perftest does: it looks for /dev/infiniband/uverbsN, interposes mmap and
 // mremap, flushes connections with zero-length RDMA WRITEs, puts 32-bit flow labels in its
 // address handles, and judges two processes on one machine (same IPC namespace) able to share
@@ -152,6 +153,26 @@ TEST_P(EmuUcx, UcpWithItsDefaultTransportsCrossesTheFabricNotSharedMemory)
     EXPECT_GE(after - before, 200) << "tag_bw's 200 messages did not go through h0's HCA";
     Perftest("", "-t tag_lat -n 300");
     Perftest("", "-t ucp_put_lat -n 300");
+}
+
+TEST_P(EmuUcx, OpenMpiStartedInOneHostRunsItsRanksInTwoOverUcx)
+{
+    const std::string pingpong = CNUAS_BINARY_DIR "/bin/mpi-pingpong";
+    if (access("/usr/bin/mpirun", X_OK) != 0 || access(pingpong.c_str(), X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's openmpi-bin and examples/mpi/mpi-pingpong "
+                        "(libopenmpi-dev at build time; scripts/setup-debian.sh installs both)";
+    }
+    // mpirun reaches h1 through `cnuas rsh` (cnuas exec names it to Open MPI); Debian's Open
+    // MPI turns its UCX layer off by default (/etc/openmpi/openmpi-mca-params.conf).
+    const int64_t before = SendWqes("h0");
+    const ShResult r = Exec("h0", "timeout 180 mpirun --allow-run-as-root --mca pml ucx -np 2 "
+                                  "--host h0,h1 " + pingpong + " 5 262144");
+    EXPECT_EQ(r.exit, 0) << r.out;
+    EXPECT_NE(r.out.find("rank 0 on h0, rank 1 on h1"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\n0 bad bytes"), std::string::npos) << r.out;
+    // 10 sizes, 5 round trips each: every message rank 0 sent went through h0's HCA.
+    EXPECT_GE(SendWqes("h0") - before, 50) << r.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(Fabrics,
