@@ -96,60 +96,48 @@ IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av, ui
     // No ns-3 Packet: the frame stores the bytes up to the last that is not zero, so the
     // transport's trailing zeros (the data of memory that reads as zeros, in load experiments)
     // cost nothing in flight (IbFrame::StoreBytes); the zero tail is not even built.
-    const auto n = static_cast<uint32_t>(transport.size());
-    const bool loop = IsOwnLid(av.dlid);
-    if (loop && m_dev->GetPortState() != IbPortState::Active)
+    const uint8_t* bytes = transport.data();
+    auto n = static_cast<uint32_t>(transport.size());
+    if (av.is_global)
     {
-        return false; // as SendIbBytes: nothing leaves a port that is not Active
+        // IBA vol. 1 §8.3: GRH with IPVer 6, NxtHdr 0x1B (IBA transport), PayLen counting from
+        // the BTH through the ICRC.
+        IbGrhHeader grh;
+        grh.SetTClass(av.grh.traffic_class);
+        grh.SetFlowLabel(av.grh.flow_label);
+        grh.SetPayLen(static_cast<uint16_t>(transport.size() + zeroTail + kIbIcrcSize));
+        grh.SetNxtHdr(IbGrhHeader::kNxtHdrIba);
+        grh.SetHopLmt(av.grh.hop_limit);
+        RdmaGid sgid{};
+        GetGid(av.grh.sgid_index, sgid);
+        grh.SetSgid(sgid);
+        grh.SetDgid(av.grh.dgid);
+        m_txBuf.resize(IbGrhHeader::kSize + transport.size());
+        grh.WriteTo(m_txBuf.data());
+        std::copy(transport.begin(), transport.end(), m_txBuf.begin() + IbGrhHeader::kSize);
+        bytes = m_txBuf.data();
+        n = static_cast<uint32_t>(m_txBuf.size());
     }
-    IbRxInfo loopRx;
-    if (loop)
+    const IbLnh lnh = av.is_global ? IbLnh::IbaGlobal : IbLnh::IbaLocal;
+    if (IsOwnLid(av.dlid))
     {
-        const uint16_t pathMask = static_cast<uint16_t>((1u << m_dev->GetLmc()) - 1);
-        loopRx.slid = static_cast<uint16_t>(m_dev->GetLid() | (av.src_path_bits & pathMask));
-        loopRx.dlid = av.dlid;
-        loopRx.sl = av.sl;
-        loopRx.lnh = av.is_global ? IbLnh::IbaGlobal : IbLnh::IbaLocal;
-    }
-    if (!av.is_global)
-    {
-        if (loop)
+        if (m_dev->GetPortState() != IbPortState::Active)
         {
-            std::vector<uint8_t> frame(IbLrhHeader::kSize);
-            frame.insert(frame.end(), transport.begin(), transport.end());
-            frame.resize(frame.size() + zeroTail + kIbIcrcSize + kIbVcrcSize);
-            Loopback(std::move(frame), loopRx);
-            return true;
+            return false; // as SendIbBytes: nothing leaves a port that is not Active
         }
-        return m_dev->SendIbBytes(transport.data(), n, n + zeroTail, av.dlid, av.sl,
-                                  IbLnh::IbaLocal);
-    }
-    // IBA vol. 1 §8.3: GRH with IPVer 6, NxtHdr 0x1B (IBA transport), PayLen counting from the
-    // BTH through the ICRC.
-    IbGrhHeader grh;
-    grh.SetTClass(av.grh.traffic_class);
-    grh.SetFlowLabel(av.grh.flow_label);
-    grh.SetPayLen(static_cast<uint16_t>(transport.size() + zeroTail + kIbIcrcSize));
-    grh.SetNxtHdr(IbGrhHeader::kNxtHdrIba);
-    grh.SetHopLmt(av.grh.hop_limit);
-    RdmaGid sgid{};
-    GetGid(av.grh.sgid_index, sgid);
-    grh.SetSgid(sgid);
-    grh.SetDgid(av.grh.dgid);
-    m_txBuf.resize(IbGrhHeader::kSize + transport.size());
-    grh.WriteTo(m_txBuf.data());
-    std::copy(transport.begin(), transport.end(), m_txBuf.begin() + IbGrhHeader::kSize);
-    if (loop)
-    {
         std::vector<uint8_t> frame(IbLrhHeader::kSize);
-        frame.insert(frame.end(), m_txBuf.begin(), m_txBuf.end());
+        frame.insert(frame.end(), bytes, bytes + n);
         frame.resize(frame.size() + zeroTail + kIbIcrcSize + kIbVcrcSize);
-        Loopback(std::move(frame), loopRx);
+        IbRxInfo rx;
+        const uint16_t pathMask = static_cast<uint16_t>((1u << m_dev->GetLmc()) - 1);
+        rx.slid = static_cast<uint16_t>(m_dev->GetLid() | (av.src_path_bits & pathMask));
+        rx.dlid = av.dlid;
+        rx.sl = av.sl;
+        rx.lnh = lnh;
+        Loopback(std::move(frame), rx);
         return true;
     }
-    const auto len = static_cast<uint32_t>(m_txBuf.size());
-    return m_dev->SendIbBytes(m_txBuf.data(), len, len + zeroTail, av.dlid, av.sl,
-                              IbLnh::IbaGlobal);
+    return m_dev->SendIbBytes(bytes, n, n + zeroTail, av.dlid, av.sl, lnh);
 }
 
 bool
