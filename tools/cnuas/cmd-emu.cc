@@ -117,6 +117,14 @@ FabricLogPath(const std::string& dir, const std::string& name)
     return dir + "/fabric-" + name + ".log";
 }
 
+/// The /etc/hosts that `cnuas exec` shows in the hosts of fabric `name` (written by exec,
+/// removed by down).
+std::string
+FabricEtcHostsPath(const std::string& dir, const std::string& name)
+{
+    return dir + "/" + name + ".hosts";
+}
+
 /// The namespace of a host: its own name for the default fabric (`cnuas exec h0`, as the
 /// topology names it), prefixed by the fabric's name for any other, so that fabrics coexist.
 std::string
@@ -2742,7 +2750,7 @@ RunExec(const std::vector<std::string>& args)
     // Its /etc/hosts: the machine's, then the fabric's hosts by name (written beside the state
     // file, replaced whole so that a program reading it never sees half).
     {
-        const std::string path = dir + "/" + fabric + ".hosts";
+        const std::string path = FabricEtcHostsPath(dir, fabric);
         std::string machine = ReadTextFile("/etc/hosts");
         const std::string mark = "\n# The hosts of Cnuas fabric '" + fabric + "'";
         if (const size_t at = machine.find(mark); at != std::string::npos)
@@ -2915,6 +2923,7 @@ DownOne(const std::string& dir, const std::string& name, double timeout)
         }
     }
     unlink(FabricLogPath(dir, name).c_str());
+    unlink(FabricEtcHostsPath(dir, name).c_str());
     return rc;
 }
 
