@@ -19,12 +19,14 @@ struct UcxFabricCase
     const char* name;
     const char* upArgs;
     const char* device; ///< UCX's name of the emulated adapter's port
+    const char* h1ByName; ///< what `h1` resolves to in the hosts (IB: its management address)
 };
 
 // InfiniBand runs dilated in the emulation tests (idle links' flow control, issue 18); UCX's
 // timeouts are long enough for it.
-const UcxFabricCase kUcxIb{"ib", "--fabric ib --hosts 2 --dilation 10", "cnuas_0:1"};
-const UcxFabricCase kUcxRoce{"roce", "--fabric roce --hosts 2", "cnuas_0:1"};
+const UcxFabricCase kUcxIb{"ib", "--fabric ib --hosts 2 --dilation 10", "cnuas_0:1",
+                           "10.255.0.2"};
+const UcxFabricCase kUcxRoce{"roce", "--fabric roce --hosts 2", "cnuas_0:1", "10.0.0.2"};
 
 constexpr int kPerftestPort = 13337; // ucx_perftest's default
 
@@ -122,6 +124,15 @@ TEST_P(EmuUcx, UcxFindsTheHcaAndEachHostIsAMachineOfItsOwn)
     EXPECT_EQ(h1.substr(0, 3), "h1\n");
     EXPECT_NE(h0, h1);
     EXPECT_EQ(Exec("h0", q).out, h0);
+    // The hosts know each other by name (launchers look names up), and `cnuas rsh` runs a
+    // command in another host as ssh would: its words to sh -c.
+    // (IPv4 only: an IPv6 lookup of a name /etc/hosts has only for IPv4 goes on to DNS, which
+    // a host cannot reach, and waits for its timeout.)
+    const std::string byName = Exec("h0", "getent ahostsv4 h1").out;
+    EXPECT_EQ(byName.substr(0, byName.find(' ')), GetParam().h1ByName) << byName;
+    const ShResult rsh = Sh(Cnuas("rsh --name " + m_name + " h1 echo '$(hostname)' a b"));
+    EXPECT_EQ(rsh.exit, 0) << rsh.out;
+    EXPECT_EQ(rsh.out, "h1 a b\n");
 }
 
 TEST_P(EmuUcx, UctTransportsMoveDataAcrossTheFabric)
