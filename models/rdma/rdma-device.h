@@ -218,9 +218,6 @@ class RdmaDevice : public Object
      */
     const char* CheckAhAttr(const RdmaAhAttr& attr, bool connected) const;
 
-    /// The ports' link layer (the LinkLayer attribute).
-    RdmaLinkLayer GetLinkLayer() const { return static_cast<RdmaLinkLayer>(m_linkLayer); }
-
     /// What the transport engine hears from the verbs side: a send WR was posted (the
     /// doorbell), a QP changed state (from, to), a QP is being destroyed.
     typedef Callback<void, Ptr<RdmaQp>> QpCallback;

@@ -30,6 +30,9 @@ struct RdmaRxInfo
     RdmaGid sgid{};        ///< GRH source GID, when global
     RdmaGid dgid{};        ///< GRH destination GID, when global
     bool ecnMarked = false; ///< RoCE: IP ECN CE; InfiniBand: BTH FECN (annex A10)
+    /// The network header the packet came in (a UD completion's network_hdr_type): IB on
+    /// InfiniBand, IPv4 or IPv6 on RoCEv2 (annex A17.4.5.1). Set by the port that parsed it.
+    RdmaNetworkHdr networkHdr = RDMA_NETWORK_IB;
     /// The 40-byte GRH as it is placed in the first 40 bytes of a UD receive buffer
     /// (IBA vol. 1 §11.4.1.2: the GRH, or undefined bytes when there was none; RoCEv2 puts the
     /// IP header there). Valid when `global`.

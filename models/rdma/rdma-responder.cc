@@ -832,15 +832,7 @@ RdmaEngine::UdResponder(RdmaQpContext& c, const IbTransportHeaders& h, const uin
     if (info.global)
     {
         wc.wc_flags |= RDMA_WC_GRH;
-        if (m_device->GetLinkLayer() == RdmaLinkLayer::ETHERNET)
-        {
-            // RoCEv2 annex A17.4.5.1: the completion says whether the frame was IPv4 or IPv6
-            // (an IPv4-mapped source GID is an IPv4 packet, RFC 4291 §2.5.5.2).
-            static const uint8_t kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
-            wc.network_hdr_type = std::memcmp(info.sgid.data(), kV4Mapped, 12) == 0
-                                      ? RDMA_NETWORK_IPV4
-                                      : RDMA_NETWORK_IPV6;
-        }
+        wc.network_hdr_type = info.networkHdr; // RoCEv2: IPv4 or IPv6 (annex A17.4.5.1)
         st = ScatterSgl(qp->GetPd(), recv.wr.sg_list, 0, info.grhBytes.data(), kUdGrhSpace);
     }
     if (st == RdmaWcStatus::SUCCESS && h.payloadLength)

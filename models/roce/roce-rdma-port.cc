@@ -667,6 +667,7 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
         RdmaRxInfo info;
         info.sl = f.priority;
         info.global = true;
+    info.networkHdr = f.ipv6 ? RDMA_NETWORK_IPV6 : RDMA_NETWORK_IPV4;
         if (f.ipv6)
         {
             std::copy(f.srcIp6.begin(), f.srcIp6.end(), info.sgid.begin());
@@ -689,6 +690,7 @@ RoceRdmaPort::OnReceive(Ptr<EthNetDevice>, const EthFrame& f)
     RdmaRxInfo info;
     info.sl = f.priority;
     info.global = true;
+    info.networkHdr = f.ipv6 ? RDMA_NETWORK_IPV6 : RDMA_NETWORK_IPV4;
     info.ecnMarked = f.ecn == kEcnCe;
     info.intStack = f.intRec ? &f.intRec->stack : nullptr;
     if (f.ipv6)
