@@ -427,6 +427,26 @@ TEST_F(CliHardening, SameMistakeSameStatusInEverySubcommand)
     EXPECT_EQ(Run("pcap frobnicate").status, 2);
 }
 
+/// exec and rsh read the same arguments (one parser): a usage mistake is 2 with the reason,
+/// before any fabric is looked for; a fabric that is not up is 1.
+TEST_F(CliHardening, ExecAndRshRefuseTheSameMistakesAlike)
+{
+    for (const char* verb : {"exec", "rsh"})
+    {
+        const std::string v(verb);
+        EXPECT_TRUE(Refused(Run(v), 2, "cnuas " + v + ": which host?")) << v;
+        EXPECT_TRUE(Refused(Run(v + " --frob h0 true"), 2, "unknown option '--frob'")) << v;
+        EXPECT_TRUE(Refused(Run(v + " -x h0 true"), 2, "unknown option '-x'")) << v;
+        EXPECT_TRUE(Refused(Run(v + " --name nobody h0"), 2, "no command to run in h0")) << v;
+        EXPECT_TRUE(Refused(Run(v + " --name nobody --state-dir state h0 true"), 1,
+                            "cnuas " + v + ": fabric 'nobody' is not up"))
+            << v;
+        EXPECT_EQ(Run(v + " --help").status, 0) << v;
+    }
+    // exec takes "--" between the host and the command; rsh, as ssh, runs what follows.
+    EXPECT_TRUE(Refused(Run("exec --name nobody h0 --"), 2, "no command to run in h0"));
+}
+
 TEST(HpccFiles, NegativeNumbersAreRefusedNotWrappedAround)
 {
     // `istream >> uint64_t` reads "-1" as 2^64 - 1: an 18 EB flow instead of an error.

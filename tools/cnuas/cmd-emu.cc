@@ -2572,6 +2572,15 @@ const char* const kExecUsage =
     "with a private /sys that shows the host's devices. The exit status is CMD's; 2 for a\n"
     "usage error, 1 if the fabric or the host does not exist.\n";
 
+/// This program's own path ("" if the kernel will not say).
+std::string
+SelfExecutable()
+{
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    return n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
+}
+
 /// Where Cnuas's libibverbs.so.1 is: $CNUAS_HOST_LIB_DIR, else beside this program (the build
 /// tree's host/lib, an installation's lib/cnuas/host). "" if nowhere.
 std::string
@@ -2581,14 +2590,11 @@ HostLibraryDirectory()
     {
         return e;
     }
-    char exe[4096];
-    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
+    std::string dir = SelfExecutable();
+    if (dir.empty())
     {
         return "";
     }
-    exe[n] = '\0';
-    std::string dir(exe);
     dir = dir.substr(0, dir.rfind('/'));
     for (const std::string& cand : {dir + "/../host/lib", dir + "/../lib/cnuas/host"})
     {
@@ -2601,57 +2607,82 @@ HostLibraryDirectory()
     return "";
 }
 
-int
-RunExec(const std::vector<std::string>& args)
+/// What exec and rsh are asked: [--name NAME] [--state-dir DIR] HOST [--] WORDS...
+struct HostCommandArgs
 {
     std::string name;
     std::string stateDir;
+    std::string host;
+    std::vector<std::string> words;
+};
+
+/// Parses exec's and rsh's shared arguments (rsh, as ssh, takes no "--" after the host).
+/// Returns an exit status when there is nothing to run (0 after --help, 2 on a usage error,
+/// said on stderr), nothing when `out` holds a host and a command.
+std::optional<int>
+ParseHostCommand(const std::vector<std::string>& args,
+                 const char* verb,
+                 const char* usage,
+                 bool dashDashAfterHost,
+                 HostCommandArgs* out)
+{
     size_t i = 0;
     for (; i < args.size(); ++i)
     {
         if (args[i] == "--help" || args[i] == "-h")
         {
-            std::fputs(kExecUsage, stdout);
+            std::fputs(usage, stdout);
             return 0;
         }
         if ((args[i] == "--name" || args[i] == "--state-dir") && i + 1 < args.size())
         {
-            (args[i] == "--name" ? name : stateDir) = args[i + 1];
+            (args[i] == "--name" ? out->name : out->stateDir) = args[i + 1];
             ++i;
             continue;
         }
-        if (args[i].rfind("--", 0) == 0 && args[i] != "--")
+        if (args[i].rfind("-", 0) == 0 && args[i] != "--")
         {
-            std::fprintf(stderr, "cnuas exec: unknown option '%s'\n%s", args[i].c_str(),
-                         kExecUsage);
+            std::fprintf(stderr, "cnuas %s: unknown option '%s'\n%s", verb, args[i].c_str(), usage);
             return 2;
         }
         break;
     }
     if (i >= args.size() || args[i] == "--")
     {
-        std::fprintf(stderr, "cnuas exec: which host?\n%s", kExecUsage);
+        std::fprintf(stderr, "cnuas %s: which host?\n%s", verb, usage);
         return 2;
     }
-    const std::string host = args[i++];
-    if (i < args.size() && args[i] == "--")
+    out->host = args[i++];
+    if (dashDashAfterHost && i < args.size() && args[i] == "--")
     {
         ++i;
     }
     if (i >= args.size())
     {
-        std::fprintf(stderr, "cnuas exec: no command to run in %s\n%s", host.c_str(),
-                     kExecUsage);
+        std::fprintf(stderr, "cnuas %s: no command to run in %s\n%s", verb, out->host.c_str(),
+                     usage);
         return 2;
     }
-    const std::vector<std::string> cmd(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+    out->words.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+    return std::nullopt;
+}
+
+/// Runs `cmd` in emulated host `host` of fabric `name` (exec's and rsh's work; `verb` names
+/// which in messages).
+int
+ExecInHost(const char* verb,
+           const std::string& name,
+           const std::string& stateDir,
+           const std::string& host,
+           const std::vector<std::string>& cmd)
+{
     const std::string dir = StateDirectory(stateDir);
     const std::string fabric = ChooseFabric(name, dir);
     auto state = ReadState(FabricStatePath(dir, fabric));
     if (!state || !ProcessAlive(state->value("pid", 0)))
     {
-        std::fprintf(stderr, "cnuas exec: fabric '%s' is not up ('cnuas up' starts one)\n",
-                     fabric.c_str());
+        std::fprintf(stderr, "cnuas %s: fabric '%s' is not up ('cnuas up' starts one)\n",
+                     verb, fabric.c_str());
         return 1;
     }
     std::string netns;
@@ -2686,23 +2717,18 @@ RunExec(const std::vector<std::string>& args)
     }
     if (netns.empty())
     {
-        std::fprintf(stderr, "cnuas exec: fabric '%s' has no host '%s' (hosts: %s)\n",
-                     fabric.c_str(), host.c_str(), known.c_str());
+        std::fprintf(stderr, "cnuas %s: fabric '%s' has no host '%s' (hosts: %s)\n",
+                     verb, fabric.c_str(), host.c_str(), known.c_str());
         return 1;
     }
     setenv("CNUAS_HOST", host.c_str(), 1);
     setenv("CNUAS_FABRIC", fabric.c_str(), 1);
     // Launchers reach the other hosts as a cluster's reach theirs by ssh: Open MPI's mpirun
     // through `cnuas rsh` (unless the user chose an agent).
-    if (std::getenv("OMPI_MCA_plm_rsh_agent") == nullptr)
+    if (const std::string self = SelfExecutable();
+        !self.empty() && std::getenv("OMPI_MCA_plm_rsh_agent") == nullptr)
     {
-        char exe[4096];
-        const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        if (n > 0)
-        {
-            exe[n] = '\0';
-            setenv("OMPI_MCA_plm_rsh_agent", (std::string(exe) + " rsh").c_str(), 1);
-        }
+        setenv("OMPI_MCA_plm_rsh_agent", (self + " rsh").c_str(), 1);
     }
     // Verbs programs load Cnuas's libibverbs (first on the library path), which finds the
     // host's HCA through this socket.
@@ -2723,8 +2749,9 @@ RunExec(const std::vector<std::string>& args)
         if (libDir.empty())
         {
             std::fprintf(stderr,
-                         "cnuas exec: warning: Cnuas's libibverbs was not found (set "
-                         "CNUAS_HOST_LIB_DIR); verbs programs will see no device\n");
+                         "cnuas %s: warning: Cnuas's libibverbs was not found (set "
+                         "CNUAS_HOST_LIB_DIR); verbs programs will see no device\n",
+                         verb);
         }
         else
         {
@@ -2742,8 +2769,8 @@ RunExec(const std::vector<std::string>& args)
         std::string why;
         if (!HcaSysClassFiles(umadSocket, hcaSocket, &view.sysClass, &why))
         {
-            std::fprintf(stderr, "cnuas exec: warning: no /sys/class/infiniband view: %s\n",
-                         why.c_str());
+            std::fprintf(stderr, "cnuas %s: warning: no /sys/class/infiniband view: %s\n",
+                         verb, why.c_str());
             view.sysClass.clear();
         }
     }
@@ -2784,7 +2811,7 @@ RunExec(const std::vector<std::string>& args)
         view.devNodes = HcaDevNodes(adapters, !umadSocket.empty());
     }
     const std::string err = ExecInNetns(netns, cmd, &view);
-    std::fprintf(stderr, "cnuas exec: %s\n", err.c_str());
+    std::fprintf(stderr, "cnuas %s: %s\n", verb, err.c_str());
     return err.find("cannot run") == 0 ? 127 : 1;
 }
 
@@ -2801,43 +2828,30 @@ const char* const kRshUsage =
     "exec. The exit status is the command's; 2 for a usage error.\n";
 
 int
+RunExec(const std::vector<std::string>& args)
+{
+    HostCommandArgs a;
+    if (const auto done = ParseHostCommand(args, "exec", kExecUsage, true, &a))
+    {
+        return *done;
+    }
+    return ExecInHost("exec", a.name, a.stateDir, a.host, a.words);
+}
+
+int
 RunRsh(const std::vector<std::string>& args)
 {
-    std::vector<std::string> execArgs;
-    size_t i = 0;
-    for (; i < args.size(); ++i)
+    HostCommandArgs a;
+    if (const auto done = ParseHostCommand(args, "rsh", kRshUsage, false, &a))
     {
-        if (args[i] == "--help" || args[i] == "-h")
-        {
-            std::fputs(kRshUsage, stdout);
-            return 0;
-        }
-        if ((args[i] == "--name" || args[i] == "--state-dir") && i + 1 < args.size())
-        {
-            execArgs.push_back(args[i]);
-            execArgs.push_back(args[++i]);
-            continue;
-        }
-        if (args[i].rfind("-", 0) == 0)
-        {
-            std::fprintf(stderr, "cnuas rsh: unknown option '%s'\n%s", args[i].c_str(),
-                         kRshUsage);
-            return 2;
-        }
-        break;
-    }
-    if (i + 1 >= args.size())
-    {
-        std::fprintf(stderr, "cnuas rsh: a host and a command, please\n%s", kRshUsage);
-        return 2;
+        return *done;
     }
     std::string command;
-    for (size_t w = i + 1; w < args.size(); ++w)
+    for (const std::string& w : a.words)
     {
-        command += (command.empty() ? "" : " ") + args[w];
+        command += (command.empty() ? "" : " ") + w;
     }
-    execArgs.insert(execArgs.end(), {args[i], "--", "/bin/sh", "-c", command});
-    return RunExec(execArgs);
+    return ExecInHost("rsh", a.name, a.stateDir, a.host, {"/bin/sh", "-c", command});
 }
 
 // ---- cnuas down ------------------------------------------------------------------------------
