@@ -126,10 +126,16 @@ TEST_P(EmuUcx, UcxFindsTheHcaAndEachHostIsAMachineOfItsOwn)
     EXPECT_EQ(Exec("h0", q).out, h0);
     // The hosts know each other by name (launchers look names up), and `cnuas rsh` runs a
     // command in another host as ssh would: its words to sh -c.
-    // (IPv4 only: an IPv6 lookup of a name /etc/hosts has only for IPv4 goes on to DNS, which
-    // a host cannot reach, and waits for its timeout.)
     const std::string byName = Exec("h0", "getent ahostsv4 h1").out;
     EXPECT_EQ(byName.substr(0, byName.find(' ')), GetParam().h1ByName) << byName;
+    // The fabric has no name server and the host's resolver says so: an IPv6-first lookup of a
+    // name /etc/hosts has for IPv4 only goes on to DNS, and a name nobody has is not found
+    // (with the machine's resolver both waited for its timeouts).
+    const ShResult resolv = Exec("h0", "cat /etc/resolv.conf");
+    EXPECT_NE(resolv.out.find("nameserver 127.0.0.1"), std::string::npos) << resolv.out;
+    const std::string v6First = Exec("h0", "getent hosts h1").out;
+    EXPECT_EQ(v6First.substr(0, v6First.find(' ')), GetParam().h1ByName) << v6First;
+    EXPECT_EQ(Exec("h0", "getent hosts no-such-host.example").exit, 2);
     const ShResult rsh = Sh(Cnuas("rsh --name " + m_name + " h1 echo '$(hostname)' a b"));
     EXPECT_EQ(rsh.exit, 0) << rsh.out;
     EXPECT_EQ(rsh.out, "h1 a b\n");

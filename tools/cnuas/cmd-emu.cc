@@ -117,12 +117,46 @@ FabricLogPath(const std::string& dir, const std::string& name)
     return dir + "/fabric-" + name + ".log";
 }
 
-/// The /etc/hosts that `cnuas exec` shows in the hosts of fabric `name` (written by exec,
-/// removed by down).
+/// The /etc/hosts and /etc/resolv.conf that `cnuas exec` shows in the hosts of fabric `name`
+/// (written by exec, removed by down).
 std::string
 FabricEtcHostsPath(const std::string& dir, const std::string& name)
 {
     return dir + "/" + name + ".hosts";
+}
+
+std::string
+FabricResolvConfPath(const std::string& dir, const std::string& name)
+{
+    return dir + "/" + name + ".resolv.conf";
+}
+
+/// The whole of text file `path`; "" if it cannot be read.
+std::string
+ReadTextFile(const std::string& path)
+{
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+/// Makes `path` hold `text`, replaced whole (a reader never sees half) and only when it differs.
+bool
+WriteFileIfChanged(const std::string& path, const std::string& text)
+{
+    if (ReadTextFile(path) == text)
+    {
+        return true;
+    }
+    const std::string tmp = path + "." + std::to_string(getpid());
+    if ((std::ofstream(tmp, std::ios::trunc) << text) &&
+        std::rename(tmp.c_str(), path.c_str()) == 0)
+    {
+        return true;
+    }
+    std::remove(tmp.c_str());
+    return false;
 }
 
 /// The namespace of a host: its own name for the default fabric (`cnuas exec h0`, as the
@@ -2553,16 +2587,6 @@ RunUp(const std::vector<std::string>& args)
     return 0;
 }
 
-/// The whole of text file `path`; "" if it cannot be read.
-std::string
-ReadTextFile(const std::string& path)
-{
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 // ---- cnuas exec ------------------------------------------------------------------------------
 
 const char* const kExecUsage =
@@ -2775,7 +2799,7 @@ ExecInHost(const char* verb,
         }
     }
     // Its /etc/hosts: the machine's, then the fabric's hosts by name (written beside the state
-    // file, replaced whole so that a program reading it never sees half).
+    // file).
     {
         const std::string path = FabricEtcHostsPath(dir, fabric);
         std::string machine = ReadTextFile("/etc/hosts");
@@ -2784,23 +2808,24 @@ ExecInHost(const char* verb,
         {
             machine.erase(at); // inside a host: its own view, written by an earlier exec
         }
-        const std::string text =
-            machine + mark + " (cnuas exec shows this file as /etc/hosts in them)\n" +
-            hostsByName;
-        const std::string tmp = path + "." + std::to_string(getpid());
-        if (ReadTextFile(path) == text)
+        if (WriteFileIfChanged(path, machine + mark +
+                                         " (cnuas exec shows this file as /etc/hosts in them)\n" +
+                                         hostsByName))
         {
-            view.etcHosts = path;
+            view.etcFiles.emplace_back(path, "/etc/hosts");
         }
-        else if ((std::ofstream(tmp, std::ios::trunc) << text) &&
-                 std::rename(tmp.c_str(), path.c_str()) == 0)
-        {
-            view.etcHosts = path;
-        }
-        else
-        {
-            std::remove(tmp.c_str());
-        }
+    }
+    // Its resolver: a host's network is the fabric, where no name server answers; the
+    // machine's (unreachable from there, or routed into the fabric when its address falls in
+    // the hosts' subnet) cost every lookup of a name outside /etc/hosts the resolver's
+    // timeouts, 12 s here. A server on the host's own loopback refuses at once, unless the user
+    // runs one there.
+    if (const std::string path = FabricResolvConfPath(dir, fabric);
+        WriteFileIfChanged(path, "# Cnuas fabric '" + fabric +
+                                     "': its hosts' network has no name server; names are in "
+                                     "/etc/hosts.\nnameserver 127.0.0.1\n"))
+    {
+        view.etcFiles.emplace_back(path, "/etc/resolv.conf");
     }
     // And its /dev/infiniband: a node per adapter (and the IB CA's MAD interface), as the
     // kernel's drivers make them, for programs that look there before using verbs (UCX).
@@ -2938,6 +2963,7 @@ DownOne(const std::string& dir, const std::string& name, double timeout)
     }
     unlink(FabricLogPath(dir, name).c_str());
     unlink(FabricEtcHostsPath(dir, name).c_str());
+    unlink(FabricResolvConfPath(dir, name).c_str());
     return rc;
 }
 

@@ -752,21 +752,22 @@ ExecInNetns(const std::string& name, const std::vector<std::string>& argv,
                          err.c_str());
         }
     }
-    // The fabric's hosts by name, as a cluster's DNS or /etc/hosts gives them: launchers
-    // (mpirun) look up the hosts they are given, and a name the machine's resolver does not
-    // know costs them its timeouts (12 s a lookup here) before failing.
-    auto bindHosts = [view]() {
-        return mount(view->etcHosts.c_str(), "/etc/hosts", nullptr, MS_BIND, nullptr) == 0;
-    };
-    // A program started from inside a host (mpirun's `cnuas rsh`) finds the host's own
-    // /etc/hosts bound there, and that file may have been replaced since: it is unmounted in
-    // this namespace first.
-    if (view && !view->etcHosts.empty() && !bindHosts() &&
-        (umount2("/etc/hosts", MNT_DETACH) != 0 || !bindHosts()))
+    // The fabric's hosts by name, as a cluster's DNS or /etc/hosts gives them (launchers such
+    // as mpirun look up the hosts they are given), and a resolver that fails at once: a host's
+    // network is the fabric, which has no name server.
+    for (size_t i = 0; view && i < view->etcFiles.size(); ++i)
     {
-        std::fprintf(stderr,
-                     "cnuas exec: warning: cannot show the fabric's hosts in /etc/hosts: %s\n",
-                     std::strerror(errno));
+        const char* file = view->etcFiles[i].first.c_str();
+        const char* where = view->etcFiles[i].second.c_str();
+        auto bind = [file, where]() { return mount(file, where, nullptr, MS_BIND, nullptr) == 0; };
+        // A program started from inside a host (mpirun's `cnuas rsh`) finds the host's own
+        // file bound there, and that file may have been replaced since: it is unmounted in
+        // this namespace first.
+        if (!bind() && (umount2(where, MNT_DETACH) != 0 || !bind()))
+        {
+            std::fprintf(stderr, "cnuas exec: warning: cannot show the fabric's %s: %s\n", where,
+                         std::strerror(errno));
+        }
     }
     std::vector<char*> args;
     for (const auto& a : argv)

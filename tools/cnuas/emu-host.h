@@ -125,8 +125,9 @@ struct HostView
     SysClassFiles sysClass;
     /// its /dev/infiniband (MountDevInfiniband; a warning on stderr if it cannot be made)
     std::vector<DevNode> devNodes;
-    /// a file bound over /etc/hosts (the fabric's hosts by name), "" for the machine's
-    std::string etcHosts;
+    /// Files bound over the machine's: {file, where} (the fabric's /etc/hosts and
+    /// /etc/resolv.conf); a warning on stderr for one that cannot be.
+    std::vector<std::pair<std::string, std::string>> etcFiles;
 };
 
 /**
