@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # UCX and Open MPI on an emulated fabric (docs/emulation.md §8.7): the figures a user sees from
 # Debian's ucx_perftest (UCT rc_verbs and ud_verbs latency, UCP tag bandwidth) and from
-# examples/mpi/mpi-pingpong (mpirun --mca pml ucx across two hosts), ROUNDS runs each, the
-# median printed with the spread. Wall-clock figures of a fabric run in real time: they include
+# examples/mpi/mpi-pingpong (mpirun --mca pml ucx across two hosts) and mpi-collectives
+# (allreduce, all-to-all, broadcast across four hosts of a leaf-spine, one rank each), ROUNDS
+# runs each, the median printed with the spread. Wall-clock figures of a fabric run in real time: they include
 # the emulation's own costs (docs/emulation.md §8.4). Needs root.
 #
 #   bench/emu-ucx-mpi.sh [BUILD_DIR]          # default build
@@ -14,8 +15,9 @@ rounds=${ROUNDS:-3}
 fabric=${FABRIC:-ib}
 [ "$(id -u)" = 0 ] || { echo "needs root (namespaces)" >&2; exit 1; }
 command -v ucx_perftest >/dev/null || { echo "needs ucx-utils (scripts/setup-debian.sh)" >&2; exit 1; }
-[ -x "$build/bin/mpi-pingpong" ] && command -v mpirun >/dev/null ||
-  { echo "needs openmpi-bin and $build/bin/mpi-pingpong (libopenmpi-dev)" >&2; exit 1; }
+[ -x "$build/bin/mpi-pingpong" ] && [ -x "$build/bin/mpi-collectives" ] &&
+  command -v mpirun >/dev/null ||
+  { echo "needs openmpi-bin and $build/bin/mpi-pingpong, mpi-collectives (libopenmpi-dev)" >&2; exit 1; }
 state=$(mktemp -d)
 export CNUAS_STATE_DIR=$state
 cnuas="$build/bin/cnuas"
@@ -58,3 +60,20 @@ for size in 1 4096 65536 1048576; do
 done
 echo "mpirun of mpi-pingpong (100 round trips a size, 1 B-1 MiB), wall s: $(median < "$state/mpi-wall.txt")"
 grep -h "bad bytes" "$state"/mpi-*.txt | sort | uniq -c
+
+# Collectives: four hosts, two on each leaf, so that half of every exchange crosses a spine.
+"$cnuas" down --name ucx >/dev/null
+"$cnuas" up --name ucx --fabric "$fabric" --topology leaf-spine:leaves=2,spines=2,hosts=2 >/dev/null
+for r in $(seq "$rounds"); do
+  x h0 timeout 300 mpirun --allow-run-as-root --mca pml ucx -np 4 --host h0,h1,h2,h3 \
+    "$build/bin/mpi-collectives" 10 1048576 > "$state/coll-$r.txt"
+done
+echo "mpi-collectives, 4 ranks on a leaf-spine (2 leaves x 2 hosts, 2 spines), 10 calls a size:"
+for spec in "allreduce 8" "allreduce 8192" "allreduce 131072" "allreduce 524288" \
+            "alltoall 32" "alltoall 524288" "alltoall 2097152" "bcast 8" "bcast 524288"; do
+  set -- $spec
+  t=$(for r in $(seq "$rounds"); do awk -v o="$1" -v s="$2" '$1 == o && $2 == s { print $3 }' "$state/coll-$r.txt"; done | median)
+  bw=$(for r in $(seq "$rounds"); do awk -v o="$1" -v s="$2" '$1 == o && $2 == s { print $4 }' "$state/coll-$r.txt"; done | median)
+  echo "  $1 $2 B: us per call $t, bus bandwidth MB/s $bw"
+done
+grep -h "bad elements" "$state"/coll-*.txt | sort | uniq -c

@@ -1,6 +1,6 @@
 // UCX on emulated hosts: Debian's ucx-utils (ucx_info, ucx_perftest; UCX is the transport under
 // Open MPI) through Cnuas's libibverbs, on an InfiniBand fabric and on a RoCE fabric; and Open
-// MPI's mpirun across hosts over it (examples/mpi/mpi-pingpong). UCX asks
+// MPI's mpirun across hosts over it (examples/mpi/mpi-pingpong, mpi-collectives). UCX asks
 // more of an HCA than perftest does: it looks for /dev/infiniband/uverbsN, interposes mmap and
 // mremap, flushes connections with zero-length RDMA WRITEs, puts 32-bit flow labels in its
 // address handles, and judges two processes on one machine (same IPC namespace) able to share
@@ -20,13 +20,17 @@ struct UcxFabricCase
     const char* upArgs;
     const char* device; ///< UCX's name of the emulated adapter's port
     const char* h1ByName; ///< what `h1` resolves to in the hosts (IB: its management address)
+    const char* leafSpineArgs; ///< four hosts, two on each of two leaves joined by two spines
 };
 
 // InfiniBand runs dilated in the emulation tests (idle links' flow control, issue 18); UCX's
 // timeouts are long enough for it.
 const UcxFabricCase kUcxIb{"ib", "--fabric ib --hosts 2 --dilation 10", "cnuas_0:1",
-                           "10.255.0.2"};
-const UcxFabricCase kUcxRoce{"roce", "--fabric roce --hosts 2", "cnuas_0:1", "10.0.0.2"};
+                           "10.255.0.2",
+                           "--fabric ib --topology leaf-spine:leaves=2,spines=2,hosts=2 "
+                           "--dilation 10"};
+const UcxFabricCase kUcxRoce{"roce", "--fabric roce --hosts 2", "cnuas_0:1", "10.0.0.2",
+                             "--fabric roce --topology leaf-spine:leaves=2,spines=2,hosts=2"};
 
 constexpr int kPerftestPort = 13337; // ucx_perftest's default
 
@@ -190,6 +194,41 @@ TEST_P(EmuUcx, OpenMpiStartedInOneHostRunsItsRanksInTwoOverUcx)
     EXPECT_NE(r.out.find("\n0 bad bytes"), std::string::npos) << r.out;
     // 10 sizes, 5 round trips each: every message rank 0 sent went through h0's HCA.
     EXPECT_GE(SendWqes("h0") - before, 50) << r.out;
+}
+
+/// The collectives a training job spends its network time in, across four hosts on two leaves
+/// (every exchange between the leaves crosses a spine): allreduce, all-to-all and broadcast
+/// from 8 B to 64 KiB per rank, every element checked by every rank (mpi-collectives).
+TEST_P(EmuUcx, OpenMpiCollectivesAcrossFourHostsOfALeafSpineAreExact)
+{
+    const std::string collectives = CNUAS_BINARY_DIR "/bin/mpi-collectives";
+    if (access("/usr/bin/mpirun", X_OK) != 0 || access(collectives.c_str(), X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's openmpi-bin and examples/mpi/mpi-collectives "
+                        "(libopenmpi-dev at build time; scripts/setup-debian.sh installs both)";
+    }
+    Sh(Cnuas("down --name " + m_name)); // the fixture's two hosts
+    const ShResult up = Up(GetParam().leafSpineArgs);
+    ASSERT_EQ(up.exit, 0) << up.out;
+    std::vector<int64_t> before;
+    for (const char* h : {"h0", "h1", "h2", "h3"})
+    {
+        before.push_back(SendWqes(h));
+    }
+    // mpirun as a user types it on a cluster: exec sets Open MPI up for the adapters (UCX,
+    // `cnuas rsh`, root allowed); TCP would post no work request on any HCA.
+    const ShResult r =
+        Exec("h0", "timeout 300 mpirun -np 4 --host h0,h1,h2,h3 " + collectives + " 3 65536");
+    EXPECT_EQ(r.exit, 0) << r.out;
+    EXPECT_NE(r.out.find("4 ranks: 0 on h0, 1 on h1, 2 on h2, 3 on h3"), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("\n0 bad elements"), std::string::npos) << r.out;
+    // 3 operations x 6 sizes x 3 iterations: each rank sent its share through its own HCA.
+    for (int i = 0; i < 4; ++i)
+    {
+        EXPECT_GE(SendWqes("h" + std::to_string(i)) - before[static_cast<size_t>(i)], 50)
+            << "h" << i << "\n" << r.out;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fabrics,
