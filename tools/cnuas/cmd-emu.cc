@@ -2593,8 +2593,11 @@ const char* const kExecUsage =
     "usage: cnuas exec [--name NAME] [--state-dir DIR] HOST [--] CMD [ARGS...]\n"
     "\n"
     "Runs CMD inside emulated host HOST: in its network namespace (eth0 is its simulated NIC)\n"
-    "with a private /sys that shows the host's devices. The exit status is CMD's; 2 for a\n"
-    "usage error, 1 if the fabric or the host does not exist.\n";
+    "with a private /sys and /dev/infiniband that show the host's devices, an /etc/hosts that\n"
+    "names the fabric's hosts, and Open MPI set up as on a cluster with these adapters\n"
+    "(OMPI_MCA_pml=ucx, OMPI_MCA_plm_rsh_agent='cnuas rsh', OMPI_ALLOW_RUN_AS_ROOT: each\n"
+    "unless already set), so `mpirun -np 2 --host h0,h1 PROGRAM` runs over the fabric's RDMA.\n"
+    "The exit status is CMD's; 2 for a usage error, 1 if the fabric or the host does not exist.\n";
 
 /// This program's own path ("" if the kernel will not say).
 std::string
@@ -2747,12 +2750,25 @@ ExecInHost(const char* verb,
     }
     setenv("CNUAS_HOST", host.c_str(), 1);
     setenv("CNUAS_FABRIC", fabric.c_str(), 1);
-    // Launchers reach the other hosts as a cluster's reach theirs by ssh: Open MPI's mpirun
-    // through `cnuas rsh` (unless the user chose an agent).
-    if (const std::string self = SelfExecutable();
-        !self.empty() && std::getenv("OMPI_MCA_plm_rsh_agent") == nullptr)
+    // Open MPI as a cluster with these adapters configures it (each unless the user set it):
+    // mpirun reaches the other hosts through `cnuas rsh` as a cluster's through ssh; ranks talk
+    // over UCX on the adapter, where Debian's configuration turns UCX off (pml = ^ucx) and
+    // leaves TCP, whose ranks spin in poll() beside the daemon (1 B round trips of 8-12 ms on
+    // 2 cores, against 35-75 us over UCX); and the user is root in a host, as every program
+    // exec runs is.
+    const std::string self = SelfExecutable();
+    const std::pair<const char*, std::string> openMpiDefaults[] = {
+        {"OMPI_MCA_plm_rsh_agent", self.empty() ? "" : self + " rsh"},
+        {"OMPI_MCA_pml", "ucx"},
+        {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+        {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+    };
+    for (const auto& [variable, value] : openMpiDefaults)
     {
-        setenv("OMPI_MCA_plm_rsh_agent", (self + " rsh").c_str(), 1);
+        if (!value.empty() && std::getenv(variable) == nullptr)
+        {
+            setenv(variable, value.c_str(), 1);
+        }
     }
     // Verbs programs load Cnuas's libibverbs (first on the library path), which finds the
     // host's HCA through this socket.
