@@ -8,8 +8,8 @@
  * Arguments: [ITERATIONS (20) [LARGEST BYTES PER RANK (1 MiB)]].
  *
  * On an emulated fabric (docs/emulation.md §8.7), started in one host, its ranks in four:
- *   cnuas exec h0 -- mpirun --allow-run-as-root --mca pml ucx -np 4 --host h0,h1,h2,h3 \
- *                   mpi-collectives
+ *   cnuas exec h0 -- mpirun -np 4 --host h0,h1,h2,h3 mpi-collectives
+ * (cnuas exec sets Open MPI up for the emulated adapters: UCX, `cnuas rsh`, root allowed).
  */
 #include <mpi.h>
 

@@ -5,7 +5,7 @@
  * came back as it should. Arguments: [ROUNDS (50) [LARGEST SIZE IN BYTES (4 MiB)]].
  *
  * On an emulated fabric (docs/emulation.md §8.7), started in one host, its ranks in two:
- *   cnuas exec h0 -- mpirun --allow-run-as-root --mca pml ucx -np 2 --host h0,h1 mpi-pingpong
+ *   cnuas exec h0 -- mpirun -np 2 --host h0,h1 mpi-pingpong
  * Nothing in it knows the fabric: Open MPI's UCX layer finds the emulated adapter by itself.
  */
 #include <mpi.h>
