@@ -118,6 +118,12 @@ class EmuHcaService : public Object
         return m_deviceName;
     }
 
+    /// The adapter's transport engine (its retransmissions, NAKs and drops, for the status).
+    Ptr<RdmaEngine> GetEngine() const
+    {
+        return m_engine;
+    }
+
   protected:
     void DoDispose() override;
 

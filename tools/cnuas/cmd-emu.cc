@@ -567,6 +567,38 @@ CmJson(const Daemon& d, size_t i)
             {"malformed", a.malformed}};
 }
 
+/// What the adapter's transport did (its hardware counters, as mlx5's hw_counters show a
+/// real one's): packets, retransmissions and their causes, and what it dropped, by reason.
+/// Simulation thread.
+nlohmann::json
+TransportJson(const ns3::Ptr<ns3::RdmaEngine>& engine)
+{
+    if (!engine)
+    {
+        return nullptr;
+    }
+    const ns3::RdmaEngineCounters& e = engine->GetCounters();
+    nlohmann::json drops = nlohmann::json::object();
+    for (size_t r = 0; r < static_cast<size_t>(ns3::RdmaDropReason::Count); ++r)
+    {
+        const auto reason = static_cast<ns3::RdmaDropReason>(r);
+        if (const uint64_t n = engine->GetDropCount(reason))
+        {
+            drops[ns3::RdmaDropReasonName(reason)] = n;
+        }
+    }
+    return {{"packets_sent", e.packetsSent},
+            {"packets_received", e.packetsReceived},
+            {"retransmitted_packets", e.retransmittedPackets},
+            {"timeouts", e.timeouts},
+            {"naks_sent", e.naksSent},
+            {"naks_received", e.naksReceived},
+            {"rnr_naks_sent", e.rnrNaksSent},
+            {"rnr_naks_received", e.rnrNaksReceived},
+            {"refused_by_port", e.txRefused},
+            {"drops", drops}};
+}
+
 /// The verbs service of host i's adapter on one rail: contexts and how registered memory is
 /// reached. Simulation thread.
 nlohmann::json
@@ -595,7 +627,8 @@ VerbsJson(const HostRail& rail, size_t i)
             {"windows_refused", c.windowsRefused},
             {"port_events", c.portEvents},
             {"poller_wakes", c.pollerWakes},
-            {"wakes_deferred", c.wakesDeferred}};
+            {"wakes_deferred", c.wakesDeferred},
+            {"transport", TransportJson(rail.hcaServices[i]->GetEngine())}};
 }
 
 /// Host i's InfiniBand HCA: its port, IPoIB interface, umad, verbs and rdma_cm. Simulation
@@ -3384,6 +3417,25 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
                         "", v.value("device", "?").c_str(), n("contexts_open"), n("requests"),
                         n("refused"), n("send_wqes"), n("recv_wqes"), n("bad_wqes"),
                         n("shared_mrs"), n("unshared_mrs"));
+            if (v.contains("transport") && v["transport"].is_object())
+            {
+                const auto& t = v["transport"];
+                auto m = [&t](const char* k) {
+                    return static_cast<unsigned long long>(t.value(k, 0ULL));
+                };
+                std::string drops;
+                for (const auto& [reason, count] : t.value("drops", nlohmann::json::object()).items())
+                {
+                    drops += (drops.empty() ? "" : ", ") + reason + " " + count.dump();
+                }
+                std::printf("\n  %-10s transport: %llu packets sent, %llu received; %llu "
+                            "retransmitted after %llu timeouts and %llu NAKs (%llu RNR); sent "
+                            "%llu NAKs (%llu RNR); dropped: %s",
+                            "", m("packets_sent"), m("packets_received"),
+                            m("retransmitted_packets"), m("timeouts"), m("naks_received"),
+                            m("rnr_naks_received"), m("naks_sent"), m("rnr_naks_sent"),
+                            drops.empty() ? "none" : drops.c_str());
+            }
         }
         std::printf("\n");
     };
