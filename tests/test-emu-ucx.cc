@@ -229,6 +229,38 @@ TEST_P(EmuUcx, OpenMpiCollectivesAcrossFourHostsOfALeafSpineAreExact)
         EXPECT_GE(SendWqes("h" + std::to_string(i)) - before[static_cast<size_t>(i)], 50)
             << "h" << i << "\n" << r.out;
     }
+    // Nothing lost or repeated on the way (the adapters' transport counters, as a real one's
+    // hw_counters): every packet sent, retransmissions included, was received, once the last
+    // ACKs have landed.
+    nlohmann::json transports;
+    for (int tries = 0; tries < 40; ++tries)
+    {
+        transports = nlohmann::json::array();
+        int64_t sent = 0;
+        int64_t received = 0;
+        const nlohmann::json status = Status(); // kept: the loop walks into it
+        for (const auto& h : status["live"]["hosts"])
+        {
+            const auto& t = h["verbs"]["transport"];
+            transports.push_back(t);
+            sent += t.value("packets_sent", int64_t{0});
+            received += t.value("packets_received", int64_t{0});
+        }
+        if (sent > 0 && sent == received)
+        {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    int64_t sent = 0;
+    int64_t received = 0;
+    for (const auto& t : transports)
+    {
+        sent += t.value("packets_sent", int64_t{0});
+        received += t.value("packets_received", int64_t{0});
+    }
+    EXPECT_GT(sent, 1000) << transports.dump();
+    EXPECT_EQ(sent, received) << transports.dump();
 }
 
 INSTANTIATE_TEST_SUITE_P(Fabrics,
