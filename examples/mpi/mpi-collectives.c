@@ -4,7 +4,8 @@
  * checked element by element. One line per operation and size: the mean time of one call (the
  * slowest rank's) and the bus bandwidth NCCL's tests report (the algorithm bandwidth, bytes /
  * time, scaled by 2(n-1)/n for allreduce and (n-1)/n for all-to-all, so that it compares with
- * a link's rate whatever the rank count). Exit status 0 only if every element was right.
+ * a link's rate whatever the rank count). Exit status 0 only if every element was right; the
+ * first wrong ones each rank finds are named on stderr.
  * Arguments: [ITERATIONS (20) [LARGEST BYTES PER RANK (1 MiB)]].
  *
  * On an emulated fabric (docs/emulation.md §8.7), started in one host, its ranks in four:
@@ -64,7 +65,9 @@ static struct op_result allreduce(int rank, int ranks, size_t count, int iterati
             double want = 0;
             for (int k = 0; k < ranks; ++k)
                 want += contribution(k, i, iter);
-            r.bad += out[i] != want;
+            if (out[i] != want && r.bad++ < 4)
+                fprintf(stderr, "mpi-collectives: rank %d: allreduce of %zu B, call %d: "
+                        "element %zu is %g, not %g\n", rank, count * 8, iter, i, out[i], want);
         }
     }
     MPI_Allreduce(&elapsed, &r.seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
@@ -88,8 +91,14 @@ static struct op_result alltoall(int rank, int ranks, size_t words, int iteratio
                      MPI_COMM_WORLD);
         elapsed += MPI_Wtime() - t0;
         for (int from = 0; from < ranks; ++from)
-            for (size_t i = 0; i < words; ++i)
-                r.bad += out[(size_t)from * words + i] != a2a_word(from, rank, i, iter);
+            for (size_t i = 0; i < words; ++i) {
+                const uint32_t got = out[(size_t)from * words + i];
+                const uint32_t want = a2a_word(from, rank, i, iter);
+                if (got != want && r.bad++ < 4)
+                    fprintf(stderr, "mpi-collectives: rank %d: alltoall of %zu B, call %d: "
+                            "word %zu from rank %d is %#x, not %#x\n", rank,
+                            words * 4 * (size_t)ranks, iter, i, from, got, want);
+            }
     }
     MPI_Allreduce(&elapsed, &r.seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &r.bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -109,8 +118,13 @@ static struct op_result bcast(int rank, int ranks, size_t bytes, int iterations,
         const double t0 = MPI_Wtime();
         MPI_Bcast(buf, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
         elapsed += MPI_Wtime() - t0;
-        for (size_t i = 0; i < bytes; ++i)
-            r.bad += buf[i] != (unsigned char)(i * 13 + (size_t)iter * 5 + 1);
+        for (size_t i = 0; i < bytes; ++i) {
+            const unsigned char want = (unsigned char)(i * 13 + (size_t)iter * 5 + 1);
+            if (buf[i] != want && r.bad++ < 4)
+                fprintf(stderr, "mpi-collectives: rank %d: bcast of %zu B from rank %d, call "
+                        "%d: byte %zu is %#x, not %#x\n", rank, bytes, root, iter, i, buf[i],
+                        want);
+        }
     }
     MPI_Allreduce(&elapsed, &r.seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &r.bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
