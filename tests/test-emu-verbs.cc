@@ -523,6 +523,25 @@ TEST_P(EmuVerbs, WhileTheModelLagsCompletionsDoNotWakeThePollerOneByOne)
     EXPECT_LT(woken, deferred / 10) << "woken one by one: " << woken << " of " << deferred;
 }
 
+/// Cnuas's libibverbs moves a region's pages into memory shared with the daemon only where
+/// nothing else can write them during the move: not pages a registration on the /proc/PID/mem
+/// path touches (the daemon may be writing them), not while the program has another thread
+/// (unless CNUAS_SHARE_MR=1 says it may). The peer checks its own /proc/self/maps.
+TEST_P(EmuVerbs, RegionsAreMovedIntoSharedMemoryOnlyWhereNothingElseWritesTheirPages)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-verbs-share-rules";
+    if (access(bin.c_str(), X_OK) != 0)
+    {
+        GTEST_SKIP() << "built with libibverbs-dev";
+    }
+    const ShResult byDefault = Exec("h0", "env -u CNUAS_SHARE_MR " + bin);
+    EXPECT_EQ(byDefault.exit, 0) << byDefault.out;
+    EXPECT_NE(byDefault.out.find("share rules: OK"), std::string::npos) << byDefault.out;
+    const ShResult promised = Exec("h0", "env CNUAS_SHARE_MR=1 " + bin + " --threaded-ok");
+    EXPECT_EQ(promised.exit, 0) << promised.out;
+    EXPECT_NE(promised.out.find("share rules: OK"), std::string::npos) << promised.out;
+}
+
 /// Registered memory reaches the daemon through a shared mapping (or, with CNUAS_SHARE_MR=0,
 /// through /proc/PID/mem): either way ib_write_bw and ib_read_bw move their data, and the
 /// status says which way each region went.

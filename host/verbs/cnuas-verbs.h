@@ -43,6 +43,7 @@ struct cnuas_pd {
 
 struct cnuas_mr {
     struct ibv_mr mr;
+    int unshared; /* reached by the daemon through /proc/PID/mem (verbs-shared-mr.c) */
 };
 
 struct cnuas_channel {
@@ -119,7 +120,11 @@ int cnuas_call(struct cnuas_context *ctx, struct cnuas_hca_req *q, struct cnuas_
 void *cnuas_map(int fd, size_t bytes);
 /* clock_gettime of `clock` in nanoseconds. */
 uint64_t cnuas_clock_ns(clockid_t clock);
+/* Registered memory (verbs-shared-mr.c): a descriptor of the memfd holding the region's pages,
+ * or -1 when the daemon is to reach it through /proc/PID/mem; such a region is remembered (its
+ * pages are then never moved) until cnuas_forget_unshared. */
 int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t *len);
+void cnuas_forget_unshared(const void *addr, size_t length);
 /* The daemon has gone: say so once, and make every later call fail. */
 void cnuas_mark_dead(struct cnuas_context *ctx, const char *what);
 /* Whether the daemon is still there (a cheap check, done now and then while polling). */

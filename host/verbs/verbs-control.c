@@ -772,16 +772,16 @@ CNUAS_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size
     int err = cnuas_call(to_cctx(pd->context), &q, &r, share_fd, NULL);
     if (share_fd >= 0)
         close(share_fd);
-    if (err) {
-        errno = err;
-        return NULL;
-    }
-    struct cnuas_mr *mr = calloc(1, sizeof(*mr));
+    struct cnuas_mr *mr = err ? NULL : calloc(1, sizeof(*mr));
     if (!mr) {
-        simple_destroy(pd->context, CNUAS_OP_DEREG_MR, r.u.mr.handle);
-        errno = ENOMEM;
+        if (share_fd < 0)
+            cnuas_forget_unshared(addr, length);
+        if (!err)
+            simple_destroy(pd->context, CNUAS_OP_DEREG_MR, r.u.mr.handle);
+        errno = err ? err : ENOMEM;
         return NULL;
     }
+    mr->unshared = share_fd < 0;
     mr->mr.context = pd->context;
     mr->mr.pd = pd;
     mr->mr.addr = addr;
@@ -815,7 +815,10 @@ CNUAS_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
     int err = simple_destroy(mr->context, CNUAS_OP_DEREG_MR, mr->handle);
     if (err)
         return err;
-    free(container_of(mr, struct cnuas_mr, mr));
+    struct cnuas_mr *cmr = container_of(mr, struct cnuas_mr, mr);
+    if (cmr->unshared)
+        cnuas_forget_unshared(mr->addr, mr->length);
+    free(cmr);
     return 0;
 }
 

@@ -18,9 +18,19 @@
  * Two differences from private memory, and how they are handled:
  *  - fork(): MAP_SHARED pages would be shared with the child, so a pthread_atfork handler gives
  *    the child private copies (posix_spawn and vfork share the address space anyway);
- *  - another thread writing to the same pages while ibv_reg_mr copies them could lose its write;
- *    on hardware registration does not move pages. Set CNUAS_SHARE_MR=0 to keep every region on
- *    the /proc/PID/mem path (docs/emulation.md §8.1).
+ *  - anything written to the pages between the copy and the switch would be lost, and the
+ *    page-rounded range holds more than the region (malloc's neighbours of a heap buffer; UCX
+ *    rounds every registration out to whole pages itself). Writers are the daemon, delivering
+ *    into a region registered earlier on the /proc/PID/mem path that shares these pages, a
+ *    signal handler, and the program's other threads. Pages that a registration on the
+ *    /proc/PID/mem path touches are never moved; signals are blocked during the move; and by
+ *    default a program that has other threads keeps all its regions on the /proc/PID/mem path
+ *    (CNUAS_SHARE_MR unset). Open MPI over UCX (an async thread, Open MPI's own) lost a write
+ *    now and then while its ranks registered heap buffers: a UD packet's state (UCX's
+ *    assertions) or 16 bytes of an all-to-all, 16 ranks on 2 cores, 5 runs in 32.
+ *    CNUAS_SHARE_MR=1 moves a multithreaded program's regions too (it promises no other thread
+ *    writes near a buffer it registers), =0 keeps every region on the /proc/PID/mem path
+ *    (docs/emulation.md §8.1). On hardware registration does not move pages.
  */
 #define _GNU_SOURCE /* memfd_create, MREMAP_FIXED, file seals */
 #include "cnuas-verbs.h"
@@ -29,6 +39,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +61,73 @@ struct shared_range {
     ino_t ino;
 };
 
+/* The pages of a live registration the daemon reaches through /proc/PID/mem. */
+struct page_span {
+    uint64_t lo;
+    uint64_t hi;
+};
+
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct shared_range g_ranges[CNUAS_MAX_SHARED_RANGES];
 static int g_count;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
+/* Live registrations on the /proc/PID/mem path (a multiset: a buffer may be registered twice).
+ * g_untracked: one could not be remembered (out of memory), so no page is moved any more. */
+static struct page_span *g_unshared;
+static size_t g_unshared_count;
+static size_t g_unshared_cap;
+static int g_untracked;
+
+static int sharing_enabled(void);
+
+static void page_span_of(const void *addr, size_t length, uint64_t *lo, uint64_t *hi)
+{
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    const uint64_t start = (uint64_t)(uintptr_t)addr;
+    *lo = start & ~(page - 1);
+    *hi = (start + length + page - 1) & ~(page - 1);
+}
+
+/* Under g_lock. */
+static int overlaps_unshared(uint64_t lo, uint64_t hi)
+{
+    for (size_t i = 0; i < g_unshared_count; ++i)
+        if (lo < g_unshared[i].hi && g_unshared[i].lo < hi)
+            return 1;
+    return 0;
+}
+
+/* Under g_lock. */
+static void note_unshared(uint64_t lo, uint64_t hi)
+{
+    if (g_unshared_count == g_unshared_cap) {
+        const size_t cap = g_unshared_cap ? g_unshared_cap * 2 : 64;
+        struct page_span *grown = realloc(g_unshared, cap * sizeof(*grown));
+        if (!grown) {
+            g_untracked = 1;
+            return;
+        }
+        g_unshared = grown;
+        g_unshared_cap = cap;
+    }
+    g_unshared[g_unshared_count++] = (struct page_span){lo, hi};
+}
+
+void cnuas_forget_unshared(const void *addr, size_t length)
+{
+    if (length == 0 || !sharing_enabled())
+        return; /* as cnuas_share_region: never remembered */
+    uint64_t lo, hi;
+    page_span_of(addr, length, &lo, &hi);
+    pthread_mutex_lock(&g_lock);
+    for (size_t i = 0; i < g_unshared_count; ++i) {
+        if (g_unshared[i].lo == lo && g_unshared[i].hi == hi) {
+            g_unshared[i] = g_unshared[--g_unshared_count];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+}
 
 /* Moves `len` bytes between `buf` and the start of file `fd` (into the file when `to_file`).
  * Whole pages are copied, and they extend past the program's allocation on both sides. A
@@ -75,10 +149,41 @@ static int kernel_file_copy(int fd, uint8_t *buf, size_t len, int to_file)
     return 1;
 }
 
-static int sharing_enabled(void)
+enum share_mode {
+    SHARE_NEVER,         /* CNUAS_SHARE_MR=0 */
+    SHARE_ALWAYS,        /* CNUAS_SHARE_MR=1 */
+    SHARE_SINGLE_THREAD, /* unset: while the program has no other thread */
+};
+
+static enum share_mode share_mode(void)
 {
     const char *e = getenv("CNUAS_SHARE_MR");
-    return !(e && strcmp(e, "0") == 0);
+    if (e && strcmp(e, "0") == 0)
+        return SHARE_NEVER;
+    if (e && strcmp(e, "1") == 0)
+        return SHARE_ALWAYS;
+    return SHARE_SINGLE_THREAD;
+}
+
+static int sharing_enabled(void)
+{
+    return share_mode() != SHARE_NEVER;
+}
+
+/* Whether this process has threads besides the caller (the Threads: line of
+ * /proc/self/status); 1 when it cannot tell. */
+static int other_threads(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return 1;
+    char line[128];
+    long threads = 0;
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, "Threads: %ld", &threads) == 1)
+            break;
+    fclose(f);
+    return threads != 1;
 }
 
 /* Moves the mapping at `from` to `to` (MREMAP_FIXED), replacing whatever was there. A raw
@@ -233,15 +338,15 @@ fail:
 int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t *len)
 {
     if (length == 0 || !sharing_enabled())
-        return -1;
-    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+        return -1; /* nothing is ever moved: no need to remember */
     const uint64_t start = (uint64_t)(uintptr_t)addr;
-    if (start + length < start || length > CNUAS_MAX_SHARED_BYTES)
-        return -1;
-    const uint64_t lo = start & ~(page - 1);
-    const uint64_t hi = (start + length + page - 1) & ~(page - 1);
+    uint64_t lo, hi;
+    page_span_of(addr, length, &lo, &hi);
     int fd = -1;
     pthread_mutex_lock(&g_lock);
+    if (start + length < start || length > CNUAS_MAX_SHARED_BYTES || g_untracked ||
+        overlaps_unshared(lo, hi))
+        goto done; /* the daemon may be writing these pages through /proc/PID/mem */
     for (int i = 0; i < g_count; ++i) {
         struct shared_range *r = &g_ranges[i];
         if (hi <= r->base || lo >= r->base + r->len)
@@ -261,8 +366,14 @@ int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t
     }
     int prot = 0;
     if (g_count < CNUAS_MAX_SHARED_RANGES &&
+        (share_mode() == SHARE_ALWAYS || !other_threads()) &&
         check_maps(lo, hi, MAPS_PRIVATE_ANONYMOUS, 0, &prot)) {
+        /* No signal handler writes these pages between the copy and the switch. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
         fd = move_into_memfd(lo, hi, prot);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (fd >= 0) {
             struct stat st;
             fstat(fd, &st);
@@ -274,6 +385,8 @@ int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t
         }
     }
 done:
+    if (fd < 0)
+        note_unshared(lo, hi);
     pthread_mutex_unlock(&g_lock);
     return fd;
 }
