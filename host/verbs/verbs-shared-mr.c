@@ -25,12 +25,12 @@
  *    signal handler, and the program's other threads. Pages that a registration on the
  *    /proc/PID/mem path touches are never moved; signals are blocked during the move; and by
  *    default a program that has other threads keeps all its regions on the /proc/PID/mem path
- *    (CNUAS_SHARE_MR unset). Open MPI over UCX (an async thread, Open MPI's own) lost a write
- *    now and then while its ranks registered heap buffers: a UD packet's state (UCX's
- *    assertions) or 16 bytes of an all-to-all, 16 ranks on 2 cores, 5 runs in 32.
- *    CNUAS_SHARE_MR=1 moves a multithreaded program's regions too (it promises no other thread
- *    writes near a buffer it registers), =0 keeps every region on the /proc/PID/mem path
- *    (docs/emulation.md §8.1). On hardware registration does not move pages.
+ *    (CNUAS_SHARE_MR unset): Open MPI over UCX (UCX's async thread, Open MPI's own) registers
+ *    heap buffers whose pages those threads write. No lost write has been seen (the UCX
+ *    failures that prompted this were the daemon kept off the CPU, cmd-emu.cc), but one would
+ *    be silent. CNUAS_SHARE_MR=1 moves a multithreaded program's regions too (it promises no
+ *    other thread writes near a buffer it registers), =0 keeps every region on the
+ *    /proc/PID/mem path (docs/emulation.md §8.1). On hardware registration does not move pages.
  */
 #define _GNU_SOURCE /* memfd_create, MREMAP_FIXED, file seals */
 #include "cnuas-verbs.h"
