@@ -346,9 +346,8 @@ int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t
     page_span_of(addr, length, &lo, &hi);
     int fd = -1;
     pthread_mutex_lock(&g_lock);
-    if (start + length < start || length > CNUAS_MAX_SHARED_BYTES || g_untracked ||
-        overlaps_unshared(lo, hi))
-        goto done; /* the daemon may be writing these pages through /proc/PID/mem */
+    if (start + length < start || length > CNUAS_MAX_SHARED_BYTES)
+        goto done;
     for (int i = 0; i < g_count; ++i) {
         struct shared_range *r = &g_ranges[i];
         if (hi <= r->base || lo >= r->base + r->len)
@@ -367,7 +366,9 @@ int cnuas_share_region(const void *addr, size_t length, uint64_t *base, uint64_t
         goto done; /* inside a shared range, or overlapping one in part: not moved again */
     }
     int prot = 0;
-    if (g_count < CNUAS_MAX_SHARED_RANGES &&
+    /* A move: not of pages the daemon may be writing through /proc/PID/mem, nor while another
+     * thread could write them. */
+    if (g_count < CNUAS_MAX_SHARED_RANGES && !g_untracked && !overlaps_unshared(lo, hi) &&
         (share_mode() == SHARE_ALWAYS || !other_threads()) &&
         check_maps(lo, hi, MAPS_PRIVATE_ANONYMOUS, 0, &prot)) {
         /* No signal handler writes these pages between the copy and the switch. */
