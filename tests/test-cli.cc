@@ -119,7 +119,7 @@ TEST_F(Cli, HelpListsSubcommands)
 TEST_F(Cli, TheStateDirectoryIsTheEnvironmentsElseRunForRootElseTmp)
 {
     auto status = [this](const std::string& env) {
-        // `status` with nothing running names the directory it looked in.
+        // `status` names the directory it looked in, whether or not something runs there.
         const std::string cmd = "cd '" + m_dir.string() +
                                 "' && env -u CNUAS_STATE_DIR -u XDG_RUNTIME_DIR " + env +
                                 " '" CNUAS_BINARY_DIR "/bin/cnuas' status 2>&1";

@@ -3439,7 +3439,8 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
                     return static_cast<unsigned long long>(t.value(k, 0ULL));
                 };
                 std::string drops;
-                for (const auto& [reason, count] : t.value("drops", nlohmann::json::object()).items())
+                const nlohmann::json byReason = t.value("drops", nlohmann::json::object());
+                for (const auto& [reason, count] : byReason.items()) // kept: items() walks into it
                 {
                     drops += (drops.empty() ? "" : ", ") + reason + " " + count.dump();
                 }

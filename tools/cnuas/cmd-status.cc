@@ -290,6 +290,8 @@ RunStatus(const std::vector<std::string>& args)
                         s.value("addresses", "").c_str());
         }
     }
+    // Where these came from: another state directory ($CNUAS_STATE_DIR) has others.
+    std::printf("(state directory %s)\n", dir.c_str());
     return 0;
 }
 
