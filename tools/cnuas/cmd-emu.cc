@@ -131,32 +131,11 @@ FabricResolvConfPath(const std::string& dir, const std::string& name)
     return dir + "/" + name + ".resolv.conf";
 }
 
-/// The whole of text file `path`; "" if it cannot be read.
-std::string
-ReadTextFile(const std::string& path)
-{
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-/// Makes `path` hold `text`, replaced whole (a reader never sees half) and only when it differs.
+/// Makes `path` hold `text` (WriteFileAtomically), writing only when it differs.
 bool
 WriteFileIfChanged(const std::string& path, const std::string& text)
 {
-    if (ReadTextFile(path) == text)
-    {
-        return true;
-    }
-    const std::string tmp = path + "." + std::to_string(getpid());
-    if ((std::ofstream(tmp, std::ios::trunc) << text) &&
-        std::rename(tmp.c_str(), path.c_str()) == 0)
-    {
-        return true;
-    }
-    std::remove(tmp.c_str());
-    return false;
+    return ReadTextFile(path) == text || WriteFileAtomically(path, text);
 }
 
 /// The namespace of a host: its own name for the default fabric (`cnuas exec h0`, as the

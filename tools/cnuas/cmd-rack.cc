@@ -139,21 +139,6 @@ struct FaultWatch
 
 FaultWatch g_faultWatch;
 
-bool
-WriteFileAtomically(const std::string& path, const std::string& text)
-{
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::trunc);
-        out << text;
-        if (!out)
-        {
-            return false;
-        }
-    }
-    return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
-
 /// Records a device's Modbus-side fault in the state file ("dead", "chattering": addresses).
 void
 NoteFault(const std::string& action, uint8_t a)

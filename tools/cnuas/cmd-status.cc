@@ -69,39 +69,55 @@ EnsureStateDirectory(const std::string& dir, std::string* why)
     return false;
 }
 
+std::string
+ReadTextFile(const std::string& path)
+{
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
 bool
-WriteState(const std::string& path, const nlohmann::json& state, std::string* why)
+WriteFileAtomically(const std::string& path, const std::string& text, std::string* why)
 {
     const std::string tmp = path + ".tmp." + std::to_string(getpid());
     {
-        std::ofstream out(tmp);
-        out << state.dump(2) << "\n";
+        std::ofstream out(tmp, std::ios::trunc);
+        out << text;
         if (!out)
         {
-            *why = "cannot write " + tmp;
+            if (why)
+            {
+                *why = "cannot write " + tmp;
+            }
+            std::remove(tmp.c_str());
             return false;
         }
     }
     if (std::rename(tmp.c_str(), path.c_str()) != 0)
     {
-        *why = "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
+        if (why)
+        {
+            *why = "cannot rename " + tmp + " to " + path + ": " + std::strerror(errno);
+        }
         std::remove(tmp.c_str());
         return false;
     }
     return true;
 }
 
+bool
+WriteState(const std::string& path, const nlohmann::json& state, std::string* why)
+{
+    return WriteFileAtomically(path, state.dump(2) + "\n", why);
+}
+
 std::optional<nlohmann::json>
 ReadState(const std::string& path)
 {
-    std::ifstream in(path);
-    if (!in)
-    {
-        return std::nullopt;
-    }
-    std::stringstream s;
-    s << in.rdbuf();
-    nlohmann::json j = nlohmann::json::parse(s.str(), nullptr, false);
+    // A missing or unreadable file reads as "", which does not parse.
+    nlohmann::json j = nlohmann::json::parse(ReadTextFile(path), nullptr, false);
     if (j.is_discarded() || !j.is_object())
     {
         return std::nullopt;

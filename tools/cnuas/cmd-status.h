@@ -19,7 +19,13 @@ namespace cnuas
 std::string StateDirectory(const std::string& explicitDir = "");
 /// Creates the directory (mode 0700) if needed; false with the reason otherwise.
 bool EnsureStateDirectory(const std::string& dir, std::string* why);
-/// Writes `state` to `path` atomically (a temporary file renamed over it).
+/// The whole of text file `path`; "" if it cannot be read.
+std::string ReadTextFile(const std::string& path);
+/// Writes `text` to `path` atomically (a temporary file beside it renamed over it: a reader
+/// never sees half); false, with the reason when `why` is given, otherwise.
+bool WriteFileAtomically(const std::string& path, const std::string& text,
+                         std::string* why = nullptr);
+/// Writes `state` to `path` atomically (WriteFileAtomically).
 bool WriteState(const std::string& path, const nlohmann::json& state, std::string* why);
 /// The state in `path`, or nothing if it is missing or not a JSON object.
 std::optional<nlohmann::json> ReadState(const std::string& path);
