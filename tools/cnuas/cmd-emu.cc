@@ -2635,16 +2635,16 @@ SelfExecutable()
     return n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
 }
 
-/// Where Cnuas's libibverbs.so.1 is: $CNUAS_HOST_LIB_DIR, else beside this program (the build
-/// tree's host/lib, an installation's lib/cnuas/host). "" if nowhere.
+/// Where Cnuas's libibverbs.so.1 is: $CNUAS_HOST_LIB_DIR, else beside this program, `self`
+/// (the build tree's host/lib, an installation's lib/cnuas/host). "" if nowhere.
 std::string
-HostLibraryDirectory()
+HostLibraryDirectory(const std::string& self)
 {
     if (const char* e = std::getenv("CNUAS_HOST_LIB_DIR"); e != nullptr && *e != '\0')
     {
         return e;
     }
-    std::string dir = SelfExecutable();
+    std::string dir = self;
     if (dir.empty())
     {
         return "";
@@ -2812,7 +2812,7 @@ ExecInHost(const char* verb,
         {
             setenv("CNUAS_CM_SOCKET", cmSocket.c_str(), 1);
         }
-        const std::string libDir = HostLibraryDirectory();
+        const std::string libDir = HostLibraryDirectory(self);
         if (libDir.empty())
         {
             std::fprintf(stderr,
