@@ -246,6 +246,12 @@ class EmuFixture : public ::testing::Test
         {
             if (s.value("name", "") == m_name)
             {
+                // A daemon that did not answer leaves {"error": ...} where its counters would
+                // be: say so, or a test comparing counters would read zeros as a result.
+                if (s.contains("live") && s["live"].contains("error"))
+                {
+                    ADD_FAILURE() << "status --json: the daemon did not answer: " << s["live"];
+                }
                 return s;
             }
         }
