@@ -4,8 +4,13 @@
 #include "emu-test-util.h"
 
 #include <algorithm>
+#include <array>
 #include <csignal>
+#include <fstream>
+#include <map>
 #include <regex>
+
+#include <arpa/inet.h>
 
 using namespace cnuas_emu_test;
 
@@ -139,6 +144,64 @@ TEST_P(EmuVerbs, DevicesAndDevinfoShowThePlausibleHca)
     // A host without the emulator's socket has no device, as a machine without an HCA.
     ShResult none = Exec("h0", "env -u CNUAS_HCA_SOCKET ibv_devices");
     EXPECT_EQ(none.out.find("cnuas_0"), std::string::npos) << none.out;
+}
+
+/// Programs that choose a RoCE v2 GID themselves (NCCL, many benchmarks) read the kernel's
+/// sysfs GID table rather than ask libibverbs: gids/N for every entry of the table, and
+/// gid_attrs/types/N and gid_attrs/ndevs/N for each GID in use. The host's view lists what
+/// libibverbs reports (ibv_devinfo -v), entry for entry, and names the interface it has.
+TEST_P(EmuVerbs, SysfsListsTheGidTableVerbsReports)
+{
+    const bool roce = std::string(GetParam().name) == "roce";
+    std::ofstream(m_dir / "gids.sh")
+        << "d=/sys/class/infiniband/cnuas_0/ports/1\n"
+           "echo \"entries $(ls $d/gids | wc -l)\"\n"
+           "for f in $d/gid_attrs/types/*; do\n"
+           "  i=${f##*/}\n"
+           "  echo \"$i|$(cat $f)|$(cat $d/gids/$i)|$(cat $d/gid_attrs/ndevs/$i 2>/dev/null)\"\n"
+           "done\n";
+    const ShResult sysfs = Exec("h0", "sh " + (m_dir / "gids.sh").string());
+    ASSERT_EQ(sysfs.exit, 0) << sysfs.out;
+    const ShResult info = Exec("h0", "ibv_devinfo -v");
+    ASSERT_EQ(info.exit, 0) << info.out;
+    EXPECT_EQ(NumberIn(sysfs.out, "entries (\\d+)"), NumberIn(info.out, "gid_tbl_len:\\s+(\\d+)"))
+        << sysfs.out;
+    // The same address whichever way it is written (ibv_devinfo shortens a RoCE GID only).
+    auto address = [](const std::string& gid) {
+        in6_addr a{};
+        char text[INET6_ADDRSTRLEN] = "";
+        EXPECT_EQ(inet_pton(AF_INET6, gid.c_str(), &a), 1) << gid;
+        inet_ntop(AF_INET6, &a, text, sizeof(text));
+        return std::string(text);
+    };
+    // index -> (type, address, network device)
+    std::map<int, std::array<std::string, 3>> listed;
+    const std::regex line("(\\d+)\\|([^|]*)\\|([0-9a-f:]+)\\|(\\S*)");
+    for (auto it = std::sregex_iterator(sysfs.out.begin(), sysfs.out.end(), line);
+         it != std::sregex_iterator(); ++it)
+    {
+        listed[std::stoi((*it)[1])] = {(*it)[2], address((*it)[3]), (*it)[4]};
+    }
+    int reported = 0;
+    const std::regex gid("GID\\[\\s*(\\d+)\\]:\\s+([0-9a-f:.]+)");
+    for (auto it = std::sregex_iterator(info.out.begin(), info.out.end(), gid);
+         it != std::sregex_iterator(); ++it)
+    {
+        ++reported;
+        const auto at = listed.find(std::stoi((*it)[1]));
+        ASSERT_NE(at, listed.end()) << "GID " << (*it)[1] << " not in sysfs\n" << sysfs.out;
+        EXPECT_EQ(at->second[1], address((*it)[2])) << sysfs.out;
+        EXPECT_EQ(at->second[0], roce ? "RoCE v2" : "IB/RoCE v1") << sysfs.out;
+        // A RoCE GID's device is the host's interface of that fabric; an InfiniBand GID has none.
+        EXPECT_EQ(at->second[2], roce ? "eth0" : "") << sysfs.out;
+    }
+    EXPECT_GT(reported, 0) << info.out;
+    EXPECT_EQ(static_cast<size_t>(reported), listed.size()) << "types for empty entries\n"
+                                                             << sysfs.out;
+    if (roce)
+    {
+        EXPECT_EQ(Exec("h0", "ip link show eth0").exit, 0) << "the GIDs' device exists";
+    }
 }
 
 TEST_P(EmuVerbs, DebianPingpongsCompleteWithVerifiedData)

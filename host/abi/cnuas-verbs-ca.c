@@ -111,3 +111,36 @@ int cnuas_verbs_ca_info(const char *path, unsigned long len, struct cnuas_umad_c
     close(fd);
     return err;
 }
+
+int cnuas_verbs_gid_table(const char *path, unsigned long len, struct cnuas_verbs_gid_entry *table,
+                          unsigned max)
+{
+    const int fd = cnuas_seqpacket_connect(path, len);
+    if (fd < 0)
+        return fd;
+    struct cnuas_hca_resp *r = malloc(sizeof(*r));
+    if (!r) {
+        close(fd);
+        return -ENOMEM;
+    }
+    int err = ask(fd, CNUAS_OP_QUERY_PORT, 1, 0, r);
+    int n = 0;
+    if (err == 0) {
+        const int32_t tbl = r->u.port.gid_tbl_len;
+        n = tbl < 0 ? 0 : (unsigned)tbl < max ? tbl : (int)max;
+    }
+    /* One question per entry: the model's table may have holes (a RoCE port without an IPv4
+     * address has an empty entry 0 and its IPv6 GID at 1), and 128 questions to an idle
+     * daemon take about 5 ms. */
+    static const uint8_t zero[16];
+    for (int i = 0; err == 0 && i < n; ++i) {
+        err = ask(fd, CNUAS_OP_QUERY_GID, 1, (uint32_t)i, r);
+        if (err == 0) {
+            memcpy(table[i].gid, r->u.gid.gid, 16);
+            table[i].type = memcmp(r->u.gid.gid, zero, 16) == 0 ? -1 : (int32_t)r->u.gid.gid_type;
+        }
+    }
+    free(r);
+    close(fd);
+    return err ? err : n;
+}

@@ -21,6 +21,20 @@ extern "C" {
  */
 int cnuas_verbs_ca_info(const char *path, unsigned long len, struct cnuas_umad_ca_info *ca);
 
+/* One entry of a port's GID table. */
+struct cnuas_verbs_gid_entry {
+    uint8_t gid[16];
+    int32_t type; /* enum ibv_gid_type (IB 0, RoCE v1 1, RoCE v2 2); -1: the entry is empty */
+};
+
+/*
+ * Port 1's GID table, every entry up to the port's gid_tbl_len (at most `max`), as the
+ * kernel's sysfs lists it (ports/1/gids/N, gid_attrs/types/N): programs that pick a RoCE v2
+ * GID read these files rather than ask the verbs library. The table's length, or -errno.
+ */
+int cnuas_verbs_gid_table(const char *path, unsigned long len, struct cnuas_verbs_gid_entry *table,
+                          unsigned max);
+
 #ifdef __cplusplus
 }
 #endif

@@ -276,6 +276,9 @@ WriteErfRecord(std::shared_ptr<ns3::IbErfPcapWriter> w,
 /// A hybrid fabric's hosts have ib0 at 10.1.0.<i+1>/16 beside eth0's 10.0.0.<i+1>/16.
 constexpr uint32_t kHybridIbOffset = 0x00010000u;
 
+/// The interface a host's kernel sees for its RoCE NIC (and the network device of its GIDs).
+constexpr const char* kRoceInterface = "eth0";
+
 /**
  * The hosts' adapters on one fabric: an InfiniBand HCA or a RoCE NIC per host, each with the
  * interface its kernel sees (ib0, eth0), the service through which its processes' verbs reach
@@ -1463,7 +1466,7 @@ BuildRoceHosts(Daemon& d)
     // passes the NIC's own (RoCEv2 of the host's verbs) back to it.
     d.roceHcas = ns3::RoceHelper().Install(d.eth);
     HostRail& rail = d.roceRail;
-    rail.ifname = "eth0";
+    rail.ifname = kRoceInterface;
     // The model's addresses (10.0.0.<i+1>, RoCE GIDs are made from them); a hybrid fabric's
     // hosts keep 10.1/16 for IPoIB, so there eth0 has a /16 (65,534 hosts).
     rail.prefixLen = d.Hybrid() ? 16 : 8;
@@ -1524,7 +1527,7 @@ BuildRoceHosts(Daemon& d)
         });
         if (!d.opt.pcapDir.empty())
         {
-            const std::string f = PcapPath(d, i, "eth0");
+            const std::string f = PcapPath(d, i, kRoceInterface);
             auto file = ns3::EthPcapHelper::Enable(port, f);
             if (!file)
             {
@@ -2834,7 +2837,7 @@ ExecInHost(const char* verb,
     if (!umadSocket.empty() || !hcaSocket.empty())
     {
         std::string why;
-        if (!HcaSysClassFiles(umadSocket, hcaSocket, &view.sysClass, &why))
+        if (!HcaSysClassFiles(umadSocket, hcaSocket, kRoceInterface, &view.sysClass, &why))
         {
             std::fprintf(stderr, "cnuas %s: warning: no /sys/class/infiniband view: %s\n",
                          verb, why.c_str());

@@ -43,9 +43,56 @@ Hex(unsigned v, const char* fmt = "0x%x\n")
     return buf;
 }
 
-/// CA `ca`'s files (drivers/infiniband/core/sysfs.c: node_type_show, node_guid_show, ...).
+/// A GID as sysfs prints it ("%pI6": eight groups of four hex digits).
+std::string
+GidText(const uint8_t* gid)
+{
+    char buf[48];
+    std::string text;
+    for (int i = 0; i < 16; i += 2)
+    {
+        std::snprintf(buf, sizeof(buf), "%02x%02x%c", gid[i], gid[i + 1], i == 14 ? '\n' : ':');
+        text += buf;
+    }
+    return text;
+}
+
+/// A port's GID table as the kernel lists it (drivers/infiniband/core/sysfs.c): gids/N for
+/// every entry (an empty one reads as the zero GID), and for each GID in use its type
+/// (gid_attrs/types/N: "RoCE v2"; "IB/RoCE v1" for InfiniBand's) and, for a RoCE GID, its
+/// network device (gid_attrs/ndevs/N; an InfiniBand GID has none and the read fails). An empty
+/// entry's gid_attrs files fail to read on a real machine (EINVAL); here they are absent
+/// (ENOENT): either way a program that looks for a RoCE v2 GID passes over the entry.
 void
-CaFiles(const cnuas_umad_ca_info& ca, SysClassFiles* files)
+GidTableFiles(const std::string& port,
+              const std::vector<cnuas_verbs_gid_entry>& table,
+              const std::string& netdev,
+              SysClassFiles* files)
+{
+    for (size_t i = 0; i < table.size(); ++i)
+    {
+        const std::string n = std::to_string(i);
+        files->push_back({port + "gids/" + n, GidText(table[i].gid)});
+        if (table[i].type < 0)
+        {
+            continue;
+        }
+        files->push_back({port + "gid_attrs/types/" + n,
+                          table[i].type == 2 ? "RoCE v2\n" : "IB/RoCE v1\n"});
+        if (table[i].type != 0) // 0: an InfiniBand GID
+        {
+            files->push_back({port + "gid_attrs/ndevs/" + n, netdev + "\n"});
+        }
+    }
+}
+
+/// CA `ca`'s files (drivers/infiniband/core/sysfs.c: node_type_show, node_guid_show, ...), its
+/// port's GID table `gids` (null: the port's one GID, from its prefix and GUID).
+void
+CaFiles(const cnuas_umad_ca_info& ca,
+        const std::vector<cnuas_verbs_gid_entry>* gids,
+        const std::string& netdev,
+        SysClassFiles* files)
 {
     const std::string name(ca.ca_name, strnlen(ca.ca_name, sizeof(ca.ca_name)));
     const std::string dev = "infiniband/" + name + "/";
@@ -81,9 +128,16 @@ CaFiles(const cnuas_umad_ca_info& ca, SysClassFiles* files)
         files->push_back(
             {port + "link_layer",
              std::string(pi.link_layer, strnlen(pi.link_layer, sizeof(pi.link_layer))) + "\n"});
-        const std::string prefix = Guid(pi.gid_prefix);
-        files->push_back({port + "gids/0", prefix.substr(0, prefix.size() - 1) + ":" +
-                                               Guid(pi.port_guid)});
+        if (gids != nullptr && !gids->empty())
+        {
+            GidTableFiles(port, *gids, netdev, files);
+        }
+        else
+        {
+            const std::string prefix = Guid(pi.gid_prefix);
+            files->push_back({port + "gids/0", prefix.substr(0, prefix.size() - 1) + ":" +
+                                                   Guid(pi.port_guid)});
+        }
         for (uint32_t k = 0; k < pi.pkeys_size && k < CNUAS_UMAD_MAX_PKEYS; ++k)
         {
             files->push_back({port + "pkeys/" + std::to_string(k), Hex(pi.pkeys[k], "0x%04x\n")});
@@ -96,18 +150,29 @@ CaFiles(const cnuas_umad_ca_info& ca, SysClassFiles* files)
 bool
 HcaSysClassFiles(const std::string& umadSocket,
                  const std::string& hcaSockets,
+                 const std::string& roceNetdev,
                  SysClassFiles* files,
                  std::string* why)
 {
     // The RoCE adapters, from their verbs sockets (an InfiniBand HCA's is the umad service's).
     const char* list = hcaSockets.c_str();
     size_t len = 0;
+    std::vector<cnuas_verbs_gid_entry> ibGids; // the InfiniBand HCA's, for the umad CA below
     while (const char* path = cnuas_path_list_next(&list, &len))
     {
+        std::vector<cnuas_verbs_gid_entry> gids(256);
+        const int n =
+            cnuas_verbs_gid_table(path, len, gids.data(), static_cast<unsigned>(gids.size()));
+        gids.resize(n > 0 ? static_cast<size_t>(n) : 0);
         auto ca = std::make_unique<cnuas_umad_ca_info>();
-        if (cnuas_verbs_ca_info(path, len, ca.get()) == 0)
+        const int err = cnuas_verbs_ca_info(path, len, ca.get());
+        if (err == 0)
         {
-            CaFiles(*ca, files);
+            CaFiles(*ca, &gids, roceNetdev, files);
+        }
+        else if (err == -ENOENT)
+        {
+            ibGids = std::move(gids);
         }
     }
     if (umadSocket.empty())
@@ -137,7 +202,7 @@ HcaSysClassFiles(const std::string& umadSocket,
     }
     const cnuas_umad_ca_info& ca = r->u.ca;
     const std::string name(ca.ca_name, strnlen(ca.ca_name, sizeof(ca.ca_name)));
-    CaFiles(ca, files);
+    CaFiles(ca, &ibGids, "", files);
     // Its MAD interface (an Ethernet port's is not modelled).
     files->push_back({"infiniband_mad/abi_version", "5\n"});
     files->push_back({"infiniband_mad/umad0/ibdev", name + "\n"});

@@ -21,12 +21,14 @@ using SysClassFiles = std::vector<std::pair<std::string, std::string>>;
  * socket (`hcaSockets`, ':' between them, as `cnuas exec` names them to the verbs library) for
  * its own: /sys/class/infiniband/CA/{node_type, node_guid, sys_image_guid, fw_ver, hw_rev,
  * hca_type, ports/N/{lid, sm_lid, sm_sl, lid_mask_count, state, phys_state, rate, cap_mask,
- * link_layer, gids/0, pkeys/I}} and, for the InfiniBand CA, /sys/class/infiniband_mad/
- * {abi_version, umad0/{ibdev, port}}, in the kernel's formats (drivers/infiniband/core/sysfs.c).
- * False with the reason (the umad service did not answer).
+ * link_layer, gids/N, gid_attrs/{types,ndevs}/N, pkeys/I}} and, for the InfiniBand CA,
+ * /sys/class/infiniband_mad/{abi_version, umad0/{ibdev, port}}, in the kernel's formats
+ * (drivers/infiniband/core/sysfs.c). A RoCE GID's network device is `roceNetdev` (the host's
+ * interface of that fabric). False with the reason (the umad service did not answer).
  */
 bool HcaSysClassFiles(const std::string& umadSocket,
                       const std::string& hcaSockets,
+                      const std::string& roceNetdev,
                       SysClassFiles* files,
                       std::string* why);
 
