@@ -32,6 +32,8 @@ PACKAGES=(
   # rdma_cm: the headers Cnuas's librdmacm builds against, and Debian's rdma_cm programs
   # (rping, ucmatose, udaddy, rdma_server/rdma_client) the tests run on emulated hosts
   librdmacm-dev rdmacm-utils
+  # libfabric (the transport under MPICH): its verbs provider's fi_pingpong on emulated hosts
+  libfabric-bin
   # UCX (the transport under Open MPI): its ucx_perftest and ucx_info run on emulated hosts;
   # Open MPI, and its headers for examples/mpi/mpi-pingpong, which mpirun starts across hosts
   ucx-utils openmpi-bin libopenmpi-dev

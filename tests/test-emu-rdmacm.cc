@@ -275,6 +275,43 @@ TEST_P(EmuRdmacm, UdaddyUcmatoseAndRdmaClientComplete)
     EXPECT_NE(server.find("rdma_server: end 0"), std::string::npos) << server;
 }
 
+/// libfabric's verbs provider (Debian's libfabric1, the transport under MPICH and Open MPI's
+/// ofi components; fi_pingpong from libfabric-bin), with fi_pingpong checking every byte (-c):
+/// reliable datagrams (FI_EP_RDM: its ofi_rxm layer over RC connections rdma_cm makes, eager
+/// for small messages, a rendezvous by RDMA READ for large ones) and unreliable ones
+/// (FI_EP_DGRAM: UD). It asks rdma_getaddrinfo with only hints, and binds the loopback address
+/// to learn whether a device is bound before it falls back on the interfaces' addresses: the
+/// kernel's rdma_cm takes a loopback address as the wildcard (cma_any_addr), so an ID bound to
+/// it has no device, and a listener bound to it hears requests for the host's own addresses.
+TEST_P(EmuRdmacm, LibfabricsVerbsProviderPingpongsWithCheckedData)
+{
+    if (access("/usr/bin/fi_pingpong", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's libfabric-bin (scripts/setup-debian.sh installs it)";
+    }
+    RunPair("rping -s -a 127.0.0.1 -V -C 3", "rping -c -a {ip} -V -C 3", nullptr);
+    constexpr int kControlPort = 47592; // fi_pingpong's own TCP connection
+    // RDM through ofi_rxm, the layer MPI uses over verbs (verbs;ofi_rxd, over UD, may be
+    // listed first: its peer's "fin" can go unacknowledged when the peer exits, a hang of
+    // fi_pingpong's own on any machine).
+    for (const std::string args :
+         {"-p \"verbs;ofi_rxm\" -e rdm -S 64", "-p \"verbs;ofi_rxm\" -e rdm -S 262144",
+          "-p verbs -e dgram -S 1024"})
+    {
+        const std::string cmd = "fi_pingpong -c -I 50 " + args;
+        const Background server = Start("h1", cmd, 120);
+        ASSERT_TRUE(WaitListening(kControlPort, 20, "h1")) << args << "\n" << Wait(server, 0);
+        const std::string client =
+            Wait(Start("h0", cmd + " " + GetParam().peerIp, 120), 105);
+        const std::string serverOut = Wait(server, 30);
+        EXPECT_NE(client.find("pair-exit=0"), std::string::npos) << args << "\n" << client;
+        EXPECT_NE(serverOut.find("pair-exit=0"), std::string::npos) << args << "\n" << serverOut;
+        // Its result: the size, 50 sent, all 50 acknowledged.
+        EXPECT_TRUE(std::regex_search(client, std::regex("\\n\\S+\\s+50\\s+=50\\s")))
+            << args << "\n" << client;
+    }
+}
+
 TEST_P(EmuRdmacm, CmMadsAreOnTheWireAndDecode)
 {
     RunPair("rping -s -V -C 3", "rping -c -a {ip} -C 3 -V", nullptr);
@@ -324,6 +361,10 @@ TEST_P(EmuRdmacm, BadInputGetsTheKernelsEventsAndTheDaemonGoesOn)
     // Outside the subnet: -ENETUNREACH.
     r = Exec("h0", "timeout 60 rping -c -a 192.168.7.7 -C 1");
     EXPECT_NE(r.out.find("RDMA_CM_EVENT_ADDR_ERROR, error -101"), std::string::npos) << r.out;
+    // Binding an address the host does not have: EADDRNOTAVAIL.
+    r = Exec("h0", "timeout 60 rping -s -a 192.168.7.7 -C 1");
+    EXPECT_NE(r.out.find("rdma_bind_addr: Cannot assign requested address"), std::string::npos)
+        << r.out;
 
     // A server killed mid-handshake: stopped, it takes the CONNECT_REQUEST but never accepts;
     // killed, the daemon destroys its IDs as the kernel does, and the client is refused

@@ -1349,26 +1349,33 @@ CNUAS_EXPORT void rdma_freeaddrinfo(struct rdma_addrinfo *res)
     }
 }
 
+/* librdmacm's rdma_getaddrinfo: a node or service is resolved with getaddrinfo (a passive
+ * one as the source address, else as the destination); with neither, the hints' own
+ * addresses are the answer (libfabric's verbs provider asks so for an address it has). Either
+ * way a source address in the hints is kept when resolution gave none. */
 CNUAS_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
                                   const struct rdma_addrinfo *hints,
                                   struct rdma_addrinfo **res)
 {
-    if (!res || (!node && !service))
+    if (!res || (!node && !service && !hints))
         return fail(EINVAL);
-    struct addrinfo h, *ai = NULL;
-    memset(&h, 0, sizeof(h));
-    h.ai_family = AF_INET; /* the emulated fabrics are IPv4 */
-    h.ai_socktype = SOCK_STREAM;
-    int passive = hints && (hints->ai_flags & RAI_PASSIVE);
-    if (passive)
-        h.ai_flags |= AI_PASSIVE;
-    if (hints && (hints->ai_flags & RAI_NUMERICHOST))
-        h.ai_flags |= AI_NUMERICHOST;
     if (hints && hints->ai_family && hints->ai_family != AF_INET)
-        return fail(EAFNOSUPPORT);
-    int rc = getaddrinfo(node, service, &h, &ai);
-    if (rc)
-        return rc == EAI_SYSTEM ? -1 : fail(EADDRNOTAVAIL);
+        return fail(EAFNOSUPPORT); /* the emulated fabrics are IPv4 */
+    const int passive = hints && (hints->ai_flags & RAI_PASSIVE);
+    struct addrinfo *ai = NULL;
+    if (node || service) {
+        struct addrinfo h;
+        memset(&h, 0, sizeof(h));
+        h.ai_family = AF_INET;
+        h.ai_socktype = SOCK_STREAM;
+        if (passive)
+            h.ai_flags |= AI_PASSIVE;
+        if (hints && (hints->ai_flags & RAI_NUMERICHOST))
+            h.ai_flags |= AI_NUMERICHOST;
+        int rc = getaddrinfo(node, service, &h, &ai);
+        if (rc)
+            return rc == EAI_SYSTEM ? -1 : fail(EADDRNOTAVAIL);
+    }
     struct rdma_addrinfo *r = calloc(1, sizeof(*r));
     if (!r) {
         freeaddrinfo(ai);
@@ -1378,15 +1385,17 @@ CNUAS_EXPORT int rdma_getaddrinfo(const char *node, const char *service,
     r->ai_family = AF_INET;
     r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : IBV_QPT_RC;
     r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
-    int err;
-    if (passive)
+    int err = 0;
+    if (ai && passive)
         err = copy_sockaddr(&r->ai_src_addr, &r->ai_src_len, ai->ai_addr, ai->ai_addrlen);
-    else {
+    else if (ai)
         err = copy_sockaddr(&r->ai_dst_addr, &r->ai_dst_len, ai->ai_addr, ai->ai_addrlen);
-        if (!err && hints && hints->ai_src_addr)
-            err = copy_sockaddr(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr,
-                                hints->ai_src_len);
-    }
+    else if (hints->ai_dst_len)
+        err = copy_sockaddr(&r->ai_dst_addr, &r->ai_dst_len, hints->ai_dst_addr,
+                            hints->ai_dst_len);
+    if (!err && !r->ai_src_len && hints && hints->ai_src_len)
+        err = copy_sockaddr(&r->ai_src_addr, &r->ai_src_len, hints->ai_src_addr,
+                            hints->ai_src_len);
     if (!err && node) {
         r->ai_dst_canonname = passive ? NULL : strdup(node);
         if (passive)

@@ -604,6 +604,12 @@ EmuCmService::BindPort(Id& id, uint16_t port)
     return 0;
 }
 
+bool
+EmuCmService::IsLoopback(uint32_t ip)
+{
+    return (ip >> 24) == 127; // 127.0.0.0/8 (RFC 1122 3.2.1.3)
+}
+
 int
 EmuCmService::AdapterOf(uint32_t ip) const
 {
@@ -672,8 +678,13 @@ EmuCmService::DoBind(Id& id, const cnuas_cm_addr& a, cnuas_cm_resp& r)
         std::snprintf(r.why, sizeof(r.why), "address family %d: only IPv4 is modelled", family);
         return EAFNOSUPPORT;
     }
-    const int adapter = ip != 0 ? AdapterOf(ip) : -1;
-    if (ip != 0 && adapter < 0)
+    // The kernel's rdma_cm takes a loopback address as it takes the wildcard (cma_any_addr):
+    // the ID binds to no device (its verbs context stays NULL) and, listening, hears requests
+    // for every address of the host. libfabric's verbs provider binds 127.0.0.1 so, and falls
+    // back on the interfaces' addresses when no device is bound.
+    const bool wildcard = ip == 0 || IsLoopback(ip);
+    const int adapter = wildcard ? -1 : AdapterOf(ip);
+    if (!wildcard && adapter < 0)
     {
         std::snprintf(r.why, sizeof(r.why), "not an address of this host's HCA");
         return EADDRNOTAVAIL;
@@ -686,7 +697,7 @@ EmuCmService::DoBind(Id& id, const cnuas_cm_addr& a, cnuas_cm_resp& r)
     id.srcIp = ip;
     id.adapter = adapter;
     id.state = IdState::Bound;
-    if (ip != 0)
+    if (!wildcard)
     {
         FillRoute(id); // bound to the device: the ID has its port (verbs) now
     }
@@ -759,9 +770,9 @@ EmuCmService::DoResolveAddr(Id& id, const cnuas_cm_req& q)
     id.dstPort = dport;
     id.state = IdState::AddrQuery;
     const uint32_t handle = id.handle;
-    // The adapter: the bound address's, else the one the destination is reached through (the
+    // The adapter: the bound address's, else the one the destination is reached through (a
     // loopback address: the first's).
-    const bool loopback = dst == 0x7F000001;
+    const bool loopback = IsLoopback(dst);
     int adapter = id.adapter;
     if (adapter < 0)
     {
@@ -770,6 +781,10 @@ EmuCmService::DoResolveAddr(Id& id, const cnuas_cm_req& q)
     else if (!loopback && AdapterToward(dst) != adapter)
     {
         adapter = -1; // bound to an address whose subnet does not hold the destination
+    }
+    if (!loopback && IsLoopback(id.srcIp))
+    {
+        adapter = -1; // no route leaves the host from a loopback source address
     }
     if (adapter < 0)
     {

@@ -221,6 +221,8 @@ class EmuCmService : public Object
     void Post(const Id& id, uint32_t event, int32_t status);
     void FinishAddr(uint32_t handle, int32_t status);
 
+    /// Whether `ip` (host byte order) is a loopback address.
+    static bool IsLoopback(uint32_t ip);
     /// The adapter whose address `ip` is, or -1.
     int AdapterOf(uint32_t ip) const;
     /// The adapter whose subnet holds `ip`, or -1.
