@@ -32,11 +32,14 @@ PACKAGES=(
   # rdma_cm: the headers Cnuas's librdmacm builds against, and Debian's rdma_cm programs
   # (rping, ucmatose, udaddy, rdma_server/rdma_client) the tests run on emulated hosts
   librdmacm-dev rdmacm-utils
-  # libfabric (the transport under MPICH): its verbs provider's fi_pingpong on emulated hosts
+  # libfabric (the transport of OFI builds of the MPIs): its verbs provider's fi_pingpong on emulated hosts
   libfabric-bin
   # UCX (the transport under Open MPI): its ucx_perftest and ucx_info run on emulated hosts;
   # Open MPI, and its headers for examples/mpi/mpi-pingpong, which mpirun starts across hosts
   ucx-utils openmpi-bin libopenmpi-dev
+  # MPICH (over UCX in Debian), whose launcher hands mpiexec's environment to every rank;
+  # Open MPI stays the default mpirun (alternatives priority 50 against MPICH's 40)
+  mpich libmpich-dev
   # benchmarks and validation/roce/hpcc-side-by-side.sh: a process's wall, CPU time and peak
   # memory (/usr/bin/time; taskset is util-linux's)
   time

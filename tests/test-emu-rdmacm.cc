@@ -275,7 +275,7 @@ TEST_P(EmuRdmacm, UdaddyUcmatoseAndRdmaClientComplete)
     EXPECT_NE(server.find("rdma_server: end 0"), std::string::npos) << server;
 }
 
-/// libfabric's verbs provider (Debian's libfabric1, the transport under MPICH and Open MPI's
+/// libfabric's verbs provider (Debian's libfabric1, under MPICH builds for OFI and Open MPI's
 /// ofi components; fi_pingpong from libfabric-bin), with fi_pingpong checking every byte (-c):
 /// reliable datagrams (FI_EP_RDM: its ofi_rxm layer over RC connections rdma_cm makes, eager
 /// for small messages, a rendezvous by RDMA READ for large ones) and unreliable ones

@@ -196,6 +196,33 @@ TEST_P(EmuUcx, OpenMpiStartedInOneHostRunsItsRanksInTwoOverUcx)
     EXPECT_GE(SendWqes("h0") - before, 50) << r.out;
 }
 
+/// MPICH (Debian's runs over UCX too), started as a user starts it: `mpirun.mpich -np 2 -hosts
+/// h0,h1` in h0. Its launcher, hydra, reaches h1 through the cnuas-rsh link exec names to it
+/// (HYDRA_LAUNCHER_EXEC) and hands every rank mpiexec's own environment, h0's sockets
+/// included: each rank must still use the adapter of the host it runs in
+/// (host/abi/cnuas-host-env.h), not h0's.
+TEST_P(EmuUcx, MpichStartedInOneHostRunsEachRankOnItsOwnHostsAdapter)
+{
+    if (access("/usr/bin/mpicc.mpich", X_OK) != 0 || access("/usr/bin/mpirun.mpich", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's mpich and libmpich-dev (scripts/setup-debian.sh "
+                        "installs them)";
+    }
+    const std::string bin = (m_dir / "mpi-pingpong-mpich").string();
+    const ShResult cc =
+        Sh("mpicc.mpich -O2 -o " + bin + " " CNUAS_SOURCE_DIR "/examples/mpi/mpi-pingpong.c");
+    ASSERT_EQ(cc.exit, 0) << cc.out;
+    const int64_t before0 = SendWqes("h0");
+    const int64_t before1 = SendWqes("h1");
+    const ShResult r =
+        Exec("h0", "timeout 180 mpirun.mpich -np 2 -hosts h0,h1 " + bin + " 5 262144");
+    EXPECT_EQ(r.exit, 0) << r.out;
+    EXPECT_NE(r.out.find("rank 0 on h0, rank 1 on h1"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\n0 bad bytes"), std::string::npos) << r.out;
+    EXPECT_GE(SendWqes("h0") - before0, 50) << r.out;
+    EXPECT_GE(SendWqes("h1") - before1, 50) << "rank 1 did not use h1's adapter\n" << r.out;
+}
+
 /// The collectives a training job spends its network time in, across four hosts on two leaves
 /// (every exchange between the leaves crosses a spine): allreduce, all-to-all and broadcast
 /// from 8 B to 64 KiB per rank, every element checked by every rank (mpi-collectives).

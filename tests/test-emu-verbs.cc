@@ -204,6 +204,45 @@ TEST_P(EmuVerbs, SysfsListsTheGidTableVerbsReports)
     }
 }
 
+/// A launcher that hands its own environment to the processes it starts on other machines
+/// (MPICH's hydra, Slurm's srun) gives a process in h1 the variables exec set in h0, h0's
+/// sockets among them: the libraries still find h1's adapter (host/abi/cnuas-host-env.h). An
+/// explicitly unset socket variable still means no device.
+TEST_P(EmuVerbs, AnotherHostsEnvironmentDoesNotMoveAProgramToThatHostsAdapter)
+{
+    const ShResult env0 = Exec("h0", "env");
+    ASSERT_EQ(env0.exit, 0) << env0.out;
+    std::string carried; // h0's CNUAS_* variables, as `env` arguments
+    for (const std::string v :
+         {"CNUAS_HCA_SOCKET", "CNUAS_UMAD_SOCKET", "CNUAS_CM_SOCKET", "CNUAS_HOST_NETNS"})
+    {
+        std::smatch m;
+        if (std::regex_search(env0.out, m, std::regex("(^|\\n)" + v + "=([^\\n]*)")))
+        {
+            carried += " " + v + "=" + m[2].str();
+        }
+    }
+    ASSERT_NE(carried.find("CNUAS_HOST_NETNS="), std::string::npos) << env0.out;
+    auto guid = [](const std::string& out) {
+        std::smatch m;
+        return std::regex_search(out, m, std::regex("node_guid:\\s+([0-9a-f:]+)")) ? m[1].str()
+                                                                                    : "";
+    };
+    const std::string own1 = guid(Exec("h1", "ibv_devinfo").out);
+    const std::string own0 = guid(Exec("h0", "ibv_devinfo").out);
+    ASSERT_FALSE(own1.empty());
+    ASSERT_NE(own0, own1);
+    const ShResult moved = Exec("h1", "env" + carried + " ibv_devinfo");
+    EXPECT_EQ(guid(moved.out), own1) << carried << "\n" << moved.out;
+    // ibstat (libibumad) likewise.
+    const ShResult stat = Exec("h1", "env" + carried + " ibstat");
+    const ShResult ownStat = Exec("h1", "ibstat");
+    EXPECT_EQ(stat.out, ownStat.out) << carried;
+    // In its own host, a program without the variable has no device, as before.
+    const ShResult none = Exec("h1", "env -u CNUAS_HCA_SOCKET ibv_devices");
+    EXPECT_EQ(none.out.find("cnuas_0"), std::string::npos) << none.out;
+}
+
 TEST_P(EmuVerbs, DebianPingpongsCompleteWithVerifiedData)
 {
     const std::string gid = std::string(GetParam().name) == "roce" ? " -g 0" : "";

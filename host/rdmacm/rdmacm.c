@@ -18,6 +18,7 @@
  */
 #define _GNU_SOURCE
 #include "host/abi/cnuas-cm-abi.h"
+#include "host/abi/cnuas-host-env.h"
 #include "host/abi/cnuas-seqpacket.h"
 
 #include <infiniband/verbs.h>
@@ -101,7 +102,7 @@ static int open_daemon_locked(void)
 {
     if (g_sock >= 0)
         return 0;
-    const char *path = getenv(CNUAS_CM_SOCKET_ENV);
+    const char *path = cnuas_host_getenv(CNUAS_CM_SOCKET_ENV);
     if (!path || !*path) {
         debug("no %s: not on an emulated host", CNUAS_CM_SOCKET_ENV);
         return ENODEV;

@@ -12,6 +12,7 @@
 #include "cnuas-umad.h"
 
 #include "host/abi/cnuas-hca-abi.h"
+#include "host/abi/cnuas-host-env.h"
 #include "host/abi/cnuas-seqpacket.h"
 #include "host/abi/cnuas-verbs-ca.h"
 
@@ -31,7 +32,7 @@ int cnuas_umad_debug_level = 0;
 
 static const char *socket_path(void)
 {
-    const char *p = getenv(CNUAS_UMAD_SOCKET_ENV);
+    const char *p = cnuas_host_getenv(CNUAS_UMAD_SOCKET_ENV);
     return p && *p ? p : NULL;
 }
 
@@ -143,7 +144,7 @@ static int query_all(struct cnuas_umad_ca_info *cas, int max)
         err = cnuas_umad_query(&cas[0]);
         n = err == 0;
     }
-    const char *paths = getenv(CNUAS_HCA_SOCKET_ENV);
+    const char *paths = cnuas_host_getenv(CNUAS_HCA_SOCKET_ENV);
     const char *p;
     size_t len;
     while (n < max && (p = cnuas_path_list_next(&paths, &len))) {
@@ -237,7 +238,7 @@ int cnuas_umad_pick_port(const struct cnuas_umad_ca_info *ca, int wanted)
 CNUAS_EXPORT int umad_init(void)
 {
     const char *path = socket_path();
-    const char *hca = getenv(CNUAS_HCA_SOCKET_ENV);
+    const char *hca = cnuas_host_getenv(CNUAS_HCA_SOCKET_ENV);
     struct stat st;
     if ((!path || stat(path, &st) != 0) && !(hca && *hca)) {
         /* As the real library says when the kernel module is missing. */

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "cnuas-verbs.h"
 
+#include "host/abi/cnuas-host-env.h"
 #include "host/abi/cnuas-seqpacket.h"
 
 #include <arpa/inet.h>
@@ -278,7 +279,7 @@ CNUAS_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
      * ':' (a hybrid fabric's host). A device that does not answer is left out and asked again
      * at the next call, as rdma-core looks at sysfs again; one that did is kept for the
      * process's life, as rdma-core keeps the devices it found. */
-    const char *paths = getenv(CNUAS_HCA_SOCKET_ENV);
+    const char *paths = cnuas_host_getenv(CNUAS_HCA_SOCKET_ENV);
     const char *p;
     size_t len;
     while ((p = cnuas_path_list_next(&paths, &len))) {

@@ -40,6 +40,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -129,6 +130,22 @@ std::string
 FabricResolvConfPath(const std::string& dir, const std::string& name)
 {
     return dir + "/" + name + ".resolv.conf";
+}
+
+/// The link to cnuas named FABRIC.cnuas-rsh that exec names to MPICH's hydra as its remote
+/// shell (main() takes a cnuas called so for `cnuas rsh`; removed by down).
+std::string
+FabricRshLinkPath(const std::string& dir, const std::string& name)
+{
+    return dir + "/" + name + ".cnuas-rsh";
+}
+
+/// Where `cnuas exec` writes each host's own variables, by its network namespace's inode:
+/// PREFIX<inode>.env (host/abi/cnuas-host-env.h; removed by down).
+std::string
+FabricHostMapPrefix(const std::string& dir, const std::string& name)
+{
+    return dir + "/" + name + ".netns-";
 }
 
 /// Makes `path` hold `text` (WriteFileAtomically), writing only when it differs.
@@ -2624,9 +2641,10 @@ const char* const kExecUsage =
     "\n"
     "Runs CMD inside emulated host HOST: in its network namespace (eth0 is its simulated NIC)\n"
     "with a private /sys and /dev/infiniband that show the host's devices, an /etc/hosts that\n"
-    "names the fabric's hosts, and Open MPI set up as on a cluster with these adapters\n"
-    "(OMPI_MCA_pml=ucx, OMPI_MCA_plm_rsh_agent='cnuas rsh', OMPI_ALLOW_RUN_AS_ROOT: each\n"
-    "unless already set), so `mpirun -np 2 --host h0,h1 PROGRAM` runs over the fabric's RDMA.\n"
+    "names the fabric's hosts, and Open MPI and MPICH set up as on a cluster with these\n"
+    "adapters (OMPI_MCA_pml=ucx, OMPI_MCA_plm_rsh_agent='cnuas rsh', OMPI_ALLOW_RUN_AS_ROOT,\n"
+    "HYDRA_LAUNCHER_EXEC: each unless already set), so `mpirun -np 2 --host h0,h1 PROGRAM`\n"
+    "(or mpirun.mpich -hosts h0,h1) runs over the fabric's RDMA.\n"
     "The exit status is CMD's; 2 for a usage error, 1 if the fabric or the host does not exist.\n";
 
 /// This program's own path ("" if the kernel will not say).
@@ -2780,20 +2798,41 @@ ExecInHost(const char* verb,
     }
     setenv("CNUAS_HOST", host.c_str(), 1);
     setenv("CNUAS_FABRIC", fabric.c_str(), 1);
-    // Open MPI as a cluster with these adapters configures it (each unless the user set it):
-    // mpirun reaches the other hosts through `cnuas rsh` as a cluster's through ssh; ranks talk
-    // over UCX on the adapter, where Debian's configuration turns UCX off (pml = ^ucx) and
-    // leaves TCP, whose ranks spin in poll() beside the daemon (1 B round trips of 8-12 ms on
-    // 2 cores, against 35-75 us over UCX); and the user is root in a host, as every program
-    // exec runs is.
+    // The MPIs as a cluster with these adapters configures them (each unless the user set it):
+    // Open MPI's mpirun reaches the other hosts through `cnuas rsh` as a cluster's through ssh;
+    // its ranks talk over UCX on the adapter, where Debian's configuration turns UCX off
+    // (pml = ^ucx) and leaves TCP, whose ranks spin in poll() beside the daemon (1 B round
+    // trips of 8-12 ms on 2 cores, against 35-75 us over UCX); the user is root in a host, as
+    // every program exec runs is. MPICH's hydra (Debian's MPICH is over UCX too) takes its
+    // remote shell as one program: a link to this one named FABRIC.cnuas-rsh, which main()
+    // takes for `cnuas rsh`.
     const std::string self = SelfExecutable();
-    const std::pair<const char*, std::string> openMpiDefaults[] = {
+    std::string rshLink;
+    if (!self.empty())
+    {
+        rshLink = FabricRshLinkPath(dir, fabric);
+        char target[4096];
+        const ssize_t n = readlink(rshLink.c_str(), target, sizeof(target) - 1);
+        if (n < 0 || std::string(target, static_cast<size_t>(n)) != self)
+        {
+            const std::string tmp = rshLink + ".tmp." + std::to_string(getpid());
+            if (symlink(self.c_str(), tmp.c_str()) != 0 ||
+                rename(tmp.c_str(), rshLink.c_str()) != 0)
+            {
+                unlink(tmp.c_str());
+                rshLink.clear();
+            }
+        }
+    }
+    const std::pair<const char*, std::string> mpiDefaults[] = {
         {"OMPI_MCA_plm_rsh_agent", self.empty() ? "" : self + " rsh"},
         {"OMPI_MCA_pml", "ucx"},
         {"OMPI_ALLOW_RUN_AS_ROOT", "1"},
         {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+        {"HYDRA_LAUNCHER", rshLink.empty() ? "" : "rsh"},
+        {"HYDRA_LAUNCHER_EXEC", rshLink},
     };
-    for (const auto& [variable, value] : openMpiDefaults)
+    for (const auto& [variable, value] : mpiDefaults)
     {
         if (!value.empty() && std::getenv(variable) == nullptr)
         {
@@ -2830,6 +2869,19 @@ ExecInHost(const char* verb,
                 libDir + (old != nullptr && *old != '\0' ? ":" + std::string(old) : "");
             setenv("LD_LIBRARY_PATH", path.c_str(), 1);
         }
+    }
+    // The host's own variables, where its processes find them when a launcher hands them
+    // another host's environment (MPICH's hydra and Slurm's srun pass theirs on to every
+    // process they start): the libraries take the values of the network namespace they run
+    // in (host/abi/cnuas-host-env.h).
+    if (const uint64_t inode = NetnsInode(netns); inode != 0)
+    {
+        const std::string prefix = FabricHostMapPrefix(dir, fabric);
+        WriteFileIfChanged(prefix + std::to_string(inode) + ".env",
+                           "CNUAS_HCA_SOCKET=" + hcaSocket + "\nCNUAS_UMAD_SOCKET=" +
+                               umadSocket + "\nCNUAS_CM_SOCKET=" + cmSocket + "\n");
+        setenv("CNUAS_HOST_NETNS", std::to_string(inode).c_str(), 1);
+        setenv("CNUAS_HOST_MAP", prefix.c_str(), 1);
     }
     HostView view;
     // The host's adapters in its /sys/class/infiniband (umad, issue 14; a RoCE NIC's too), for
@@ -3010,6 +3062,16 @@ DownOne(const std::string& dir, const std::string& name, double timeout)
     unlink(FabricLogPath(dir, name).c_str());
     unlink(FabricEtcHostsPath(dir, name).c_str());
     unlink(FabricResolvConfPath(dir, name).c_str());
+    unlink(FabricRshLinkPath(dir, name).c_str());
+    glob_t hostMaps{};
+    if (glob((FabricHostMapPrefix(dir, name) + "*.env").c_str(), 0, nullptr, &hostMaps) == 0)
+    {
+        for (size_t i = 0; i < hostMaps.gl_pathc; ++i)
+        {
+            unlink(hostMaps.gl_pathv[i]);
+        }
+    }
+    globfree(&hostMaps);
     return rc;
 }
 

@@ -135,6 +135,13 @@ NetnsExists(const std::string& name)
     return stat(NetnsPath(name).c_str(), &st) == 0;
 }
 
+uint64_t
+NetnsInode(const std::string& name)
+{
+    struct stat st;
+    return stat(NetnsPath(name).c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
+}
+
 bool
 ValidNetnsName(const std::string& name)
 {

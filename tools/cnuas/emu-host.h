@@ -23,6 +23,9 @@ constexpr const char* kNetnsDir = "/run/netns";
 bool CreateNetns(const std::string& name, std::string* why);
 /// Whether a named network namespace exists.
 bool NetnsExists(const std::string& name);
+/// The inode of named network namespace `name` (what /proc/self/ns/net shows inside it); 0 if
+/// it does not exist.
+uint64_t NetnsInode(const std::string& name);
 
 /// Where a host's UTS and IPC namespaces are kept (as bind mounts, NETNS.uts and NETNS.ipc).
 constexpr const char* kHostSystemNsDir = "/run/cnuas-hosts";

@@ -112,6 +112,14 @@ main(int argc, char** argv)
     ns3::CnuasInit();
     std::set_terminate(&OnTerminate);
     std::vector<std::string> args(argv + 1, argv + argc);
+    // Called through a link whose name ends in "cnuas-rsh" (FABRIC.cnuas-rsh, which `cnuas
+    // exec` makes for launchers that take one program as their remote shell, as MPICH's hydra
+    // does): `cnuas rsh`.
+    const std::string self = argv[0];
+    if (self.size() >= 9 && self.compare(self.size() - 9, 9, "cnuas-rsh") == 0)
+    {
+        args.insert(args.begin(), "rsh");
+    }
     try
     {
         if (args.empty())
