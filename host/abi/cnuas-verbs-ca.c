@@ -57,16 +57,27 @@ static uint32_t rate_text(uint8_t width, uint8_t speed, char *text, size_t n)
     return (uint32_t)(rate / 10);
 }
 
-int cnuas_verbs_ca_info(const char *path, unsigned long len, struct cnuas_umad_ca_info *ca)
+/* A connection to the HCA socket at `path` (`len` bytes) and room for its answers in *r: the
+ * descriptor, or -errno (then nothing is left open). */
+static int open_session(const char *path, unsigned long len, struct cnuas_hca_resp **r)
 {
     const int fd = cnuas_seqpacket_connect(path, len);
     if (fd < 0)
         return fd;
-    struct cnuas_hca_resp *r = malloc(sizeof(*r));
-    if (!r) {
+    *r = malloc(sizeof(**r));
+    if (!*r) {
         close(fd);
         return -ENOMEM;
     }
+    return fd;
+}
+
+int cnuas_verbs_ca_info(const char *path, unsigned long len, struct cnuas_umad_ca_info *ca)
+{
+    struct cnuas_hca_resp *r;
+    const int fd = open_session(path, len, &r);
+    if (fd < 0)
+        return fd;
     int err = ask(fd, CNUAS_OP_QUERY_DEVICE, 0, 0, r);
     if (err == 0 && r->u.open.abi_version != CNUAS_HCA_ABI_VERSION)
         err = -EPROTO;
@@ -115,14 +126,10 @@ int cnuas_verbs_ca_info(const char *path, unsigned long len, struct cnuas_umad_c
 int cnuas_verbs_gid_table(const char *path, unsigned long len, struct cnuas_verbs_gid_entry *table,
                           unsigned max)
 {
-    const int fd = cnuas_seqpacket_connect(path, len);
+    struct cnuas_hca_resp *r;
+    const int fd = open_session(path, len, &r);
     if (fd < 0)
         return fd;
-    struct cnuas_hca_resp *r = malloc(sizeof(*r));
-    if (!r) {
-        close(fd);
-        return -ENOMEM;
-    }
     int err = ask(fd, CNUAS_OP_QUERY_PORT, 1, 0, r);
     int n = 0;
     if (err == 0) {
