@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # UCX and Open MPI on an emulated fabric (docs/emulation.md §8.7): the figures a user sees from
 # Debian's ucx_perftest (UCT rc_verbs and ud_verbs latency, UCP tag bandwidth) and from
-# examples/mpi/mpi-pingpong (mpirun --mca pml ucx across two hosts) and mpi-collectives
+# examples/mpi/mpi-pingpong (mpirun --mca pml ucx across two hosts; MPICH's mpirun.mpich too
+# when it is installed) and mpi-collectives
 # (allreduce, all-to-all, broadcast across four hosts of a leaf-spine, one rank each), ROUNDS
 # runs each, the median printed with the spread. Wall-clock figures of a fabric run in real time: they include
 # the emulation's own costs (docs/emulation.md §8.4). Needs root.
@@ -46,20 +47,32 @@ for spec in "rc_verbs am_lat 8 3" "rc_verbs put_lat 8 3" "ud_verbs am_lat 8 3"; 
 done
 vals=$(for r in $(seq "$rounds"); do perftest "" "-t tag_bw -s 65536 -n 2000" 7; done)
 echo "UCP tag_bw (64 KiB, UCX's own transport choice), MB/s: $(echo "$vals" | median)"
+# MPICH too when it is installed (mpich, libmpich-dev): the same program built with its mpicc,
+# started by its hydra; each round runs Open MPI then MPICH, both bound to a core a rank.
+mpich=
+if command -v mpicc.mpich >/dev/null && command -v mpirun.mpich >/dev/null; then
+  mpicc.mpich -O2 -o "$state/mpi-pingpong-mpich" examples/mpi/mpi-pingpong.c && mpich=1
+fi
 for r in $(seq "$rounds"); do
   start=$(date +%s.%N)
   x h0 timeout 120 mpirun --allow-run-as-root --mca pml ucx -np 2 --host h0,h1 \
     "$build/bin/mpi-pingpong" 100 1048576 > "$state/mpi-$r.txt"
   end=$(date +%s.%N)
   echo "$end - $start" | bc >> "$state/mpi-wall.txt"
+  if [ -n "$mpich" ]; then
+    x h0 timeout 120 mpirun.mpich -np 2 -hosts h0,h1 -bind-to core \
+      "$state/mpi-pingpong-mpich" 100 1048576 > "$state/mpich-$r.txt"
+  fi
 done
-for size in 1 4096 65536 1048576; do
-  rt=$(for r in $(seq "$rounds"); do awk -v s="$size" '$1 == s { print $2 }' "$state/mpi-$r.txt"; done | median)
-  bw=$(for r in $(seq "$rounds"); do awk -v s="$size" '$1 == s { print $3 }' "$state/mpi-$r.txt"; done | median)
-  echo "mpi-pingpong $size B: round trip us $rt, MB/s one way $bw"
+for mpi in mpi ${mpich:+mpich}; do
+  for size in 1 4096 65536 1048576; do
+    rt=$(for r in $(seq "$rounds"); do awk -v s="$size" '$1 == s { print $2 }' "$state/$mpi-$r.txt"; done | median)
+    bw=$(for r in $(seq "$rounds"); do awk -v s="$size" '$1 == s { print $3 }' "$state/$mpi-$r.txt"; done | median)
+    echo "mpi-pingpong ($([ $mpi = mpi ] && echo Open MPI || echo MPICH)) $size B: round trip us $rt, MB/s one way $bw"
+  done
 done
 echo "mpirun of mpi-pingpong (100 round trips a size, 1 B-1 MiB), wall s: $(median < "$state/mpi-wall.txt")"
-grep -h "bad bytes" "$state"/mpi-*.txt | sort | uniq -c
+grep -h "bad bytes" "$state"/mpi-*.txt "$state"/mpich-*.txt 2>/dev/null | sort | uniq -c
 
 # Collectives: four hosts, two on each leaf, so that half of every exchange crosses a spine.
 "$cnuas" down --name ucx >/dev/null

@@ -556,11 +556,11 @@ TEST_P(EmuVerbs, GarbageOnTheControlSocketIsAnsweredOrRefusedAndLeavesNothingBeh
     RunPair("ibv_rc_pingpong -n 20" + gid, "ibv_rc_pingpong -n 20" + gid, 18515);
 }
 
-/// A program that finds its CQs empty for a while sleeps until the daemon writes a completion
-/// (the daemon wakes it through a futex in the CQ's shared memory), instead of spinning against
-/// the daemon for the CPU; CNUAS_POLL_SLEEP_AFTER_US=0 keeps it spinning. Either way the
-/// latency tests complete (ib_send_lat polls a send CQ and a receive CQ in turn: a completion on
-/// one wakes a poller asleep on the other).
+/// A program that finds its CQs empty for a while (CNUAS_POLL_SLEEP_AFTER_US) sleeps until the
+/// daemon writes a completion (the daemon wakes it through a futex in the CQ's shared memory),
+/// instead of spinning against the daemon for the CPU; CNUAS_POLL_SLEEP_AFTER_US=0 keeps it
+/// spinning. Either way the latency tests complete (ib_send_lat polls a send CQ and a receive
+/// CQ in turn: a completion on one wakes a poller asleep on the other).
 TEST_P(EmuVerbs, PollersThatFindNothingSleepUntilTheDaemonWakesThem)
 {
     const SpinningTestLock spinning; // its first half spins on both cores
@@ -580,8 +580,11 @@ TEST_P(EmuVerbs, PollersThatFindNothingSleepUntilTheDaemonWakesThem)
     RunPair(spin + "ib_send_lat -s 64 -n 300", spin + "ib_send_lat -s 64 -n 300", 18515);
     RunPair(spin + pp, spin + pp, 18515);
     EXPECT_EQ(wakes(), w0) << "no poller slept";
-    RunPair("ib_send_lat -s 64 -n 300", "ib_send_lat -s 64 -n 300", 18515);
-    RunPair(pp, pp, 18515);
+    // By default a poller spins 20 us before it sleeps, about a round trip here: a faster
+    // machine's completions could come before any poller slept. 1 us makes the sleep certain.
+    const std::string sleepy = "env CNUAS_POLL_SLEEP_AFTER_US=1 ";
+    RunPair(sleepy + "ib_send_lat -s 64 -n 300", sleepy + "ib_send_lat -s 64 -n 300", 18515);
+    RunPair(sleepy + pp, sleepy + pp, 18515);
     EXPECT_GT(wakes(), w0) << "pollers slept and were woken by completions";
 }
 
