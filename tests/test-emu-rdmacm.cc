@@ -293,9 +293,10 @@ TEST_P(EmuRdmacm, LibfabricsVerbsProviderPingpongsWithCheckedData)
     constexpr int kControlPort = 47592; // fi_pingpong's own TCP connection
     // A side ended well: it exited 0, or, its pingpong over (every byte checked, its result
     // line printed), libfabric 1.17's ofi_rxm crashed closing its endpoint. That crash is
-    // libfabric's own, on hardware too (ofiwg/libfabric#11828: flushing a connection's
-    // completion queue at fi_close, rxm reposts a receive buffer to the closed MSG endpoint);
-    // here about one side in six under load, none on an idle machine in 20 runs.
+    // libfabric's own (its rxm_close_conn closes the MSG endpoint before flushing the CQ, and
+    // reposts a receive buffer whose completion was still queued to the closed endpoint;
+    // ofiwg/libfabric#11828 on hardware); here about one side in six under load, none on an
+    // idle machine in 20 runs.
     const std::regex result("\\n\\S+\\s+50\\s+=50\\s"); // the size, 50 sent, 50 acknowledged
     int teardownCrashes = 0;
     auto endedWell = [&](const std::string& out) {
