@@ -637,10 +637,14 @@ TEST_P(EmuVerbs, WhileTheModelLagsCompletionsDoNotWakeThePollerOneByOne)
     // says so plainly.
     ASSERT_GT(after.lateEvents - before.lateEvents, 1000)
         << "the model did not lag by WakeModerationLag (1 ms) during the transfer";
-    EXPECT_GT(deferred, 100) << "the poller slept through completions while the model lagged\n"
-                             << after.verbs;
-    EXPECT_LT(woken, deferred / 10) << "woken one by one: " << woken << " of " << deferred << "\n"
-                                    << after.verbs;
+    // Of 1,000 completions, how many find a poller asleep depends on the machine's load (a
+    // poller waiting for a CPU is not asleep on the CQ: 92 under two busy loops, 916 idle);
+    // without the moderation every one of them is a wake (924 woken, 0 deferred). The few
+    // wakes made are those owed when the loop caught up for a moment.
+    EXPECT_GT(deferred, 20) << "the poller slept through completions while the model lagged\n"
+                            << after.verbs;
+    EXPECT_LT(woken, deferred / 4) << "woken one by one: " << woken << " of " << deferred << "\n"
+                                   << after.verbs;
 }
 
 /// Cnuas's libibverbs moves a region's pages into memory shared with the daemon only where
