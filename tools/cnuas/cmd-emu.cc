@@ -293,8 +293,10 @@ WriteErfRecord(std::shared_ptr<ns3::IbErfPcapWriter> w,
 /// A hybrid fabric's hosts have ib0 at 10.1.0.<i+1>/16 beside eth0's 10.0.0.<i+1>/16.
 constexpr uint32_t kHybridIbOffset = 0x00010000u;
 
-/// The interface a host's kernel sees for its RoCE NIC (and the network device of its GIDs).
+/// The interfaces a host's kernel sees: its RoCE NIC (and the network device of its GIDs), and
+/// IPoIB on its InfiniBand HCA.
 constexpr const char* kRoceInterface = "eth0";
+constexpr const char* kIpoibInterface = "ib0";
 
 /**
  * The hosts' adapters on one fabric: an InfiniBand HCA or a RoCE NIC per host, each with the
@@ -1654,7 +1656,7 @@ BuildIbHosts(Daemon& d)
         d.ibPcap = std::make_unique<ns3::IbPcapHelper>();
         for (size_t i = 0; i < d.hostNames.size(); ++i)
         {
-            const std::string f = PcapPath(d, i, "ib0");
+            const std::string f = PcapPath(d, i, kIpoibInterface);
             if (!d.ibPcap->Enable(d.ib.HostPort(static_cast<uint32_t>(i)), f))
             {
                 return "cannot write " + f;
@@ -1672,7 +1674,7 @@ BuildIbHosts(Daemon& d)
     // the port's packets and passes those for the HCA's QPs back to it.
     d.ibHcas = ns3::RdmaHelper().Install(d.ib);
     HostRail& rail = d.ibRail;
-    rail.ifname = "ib0";
+    rail.ifname = kIpoibInterface;
     rail.prefixLen = 16;
     std::vector<ns3::IbIpoibBridge::Peer> peers;
     std::vector<std::string> bridgePorts;
@@ -2611,10 +2613,10 @@ RunUp(const std::vector<std::string>& args)
             }
             else if (o.fabric == "hybrid")
             {
-                second = "  ib0 " + h.value("ib_ip", "");
+                second = std::string("  ") + kIpoibInterface + " " + h.value("ib_ip", "");
             }
             std::printf("  %-10s netns %-16s %s %-12s %s%s\n", h.value("name", "").c_str(),
-                        h.value("netns", "").c_str(), ib ? "ib0" : "eth0",
+                        h.value("netns", "").c_str(), ib ? kIpoibInterface : kRoceInterface,
                         h.value("ip", "").c_str(), h.value("mac", "").c_str(), second.c_str());
         }
     }
