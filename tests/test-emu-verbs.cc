@@ -623,28 +623,47 @@ TEST_P(EmuVerbs, WhileTheModelLagsCompletionsDoNotWakeThePollerOneByOne)
         n.lateEvents = st["live"]["lag"].value("late_events", int64_t{0});
         return n;
     };
-    const Counts before = counters();
     // The pollers sleep as soon as they find their CQ empty: by default they spin 20 us first,
     // and whether a completion then finds one asleep depends on the machine's speed (CI's
     // found none asleep in one run). Asleep, each completion is a wake made or deferred.
     const std::string bw = "env CNUAS_POLL_SLEEP_AFTER_US=1 ib_write_bw -n 1000 -s 65536";
-    const std::string client = RunPair(bw, bw, 18515);
-    EXPECT_NE(client.find("65536"), std::string::npos) << client;
-    const Counts after = counters();
+    // How many of a transfer's completions find a poller asleep depends on the machine's load:
+    // a poller waiting for a CPU is not asleep on its CQ (92 of 1,000 beside two busy loops,
+    // 916 idle; 13 in one CI run of the sanitizer build beside another test). So transfers are
+    // repeated until 50 completions have found a poller asleep, or six have run.
+    const Counts before = counters();
+    Counts after = before;
+    int transfers = 0;
+    while (transfers < 6)
+    {
+        const std::string client = RunPair(bw, bw, 18515);
+        EXPECT_NE(client.find("65536"), std::string::npos) << client;
+        ++transfers;
+        after = counters();
+        if ((after.woken - before.woken) + (after.deferred - before.deferred) >= 50)
+        {
+            break;
+        }
+    }
     const int64_t woken = after.woken - before.woken;
     const int64_t deferred = after.deferred - before.deferred;
-    // The premise, checked over the transfer itself so that a machine fast enough to keep up
-    // says so plainly.
+    RecordProperty("transfers", transfers);
+    RecordProperty("woken", std::to_string(woken));
+    RecordProperty("deferred", std::to_string(deferred));
+    // The premise, checked over the transfers themselves so that a machine fast enough to keep
+    // up says so plainly.
     ASSERT_GT(after.lateEvents - before.lateEvents, 1000)
-        << "the model did not lag by WakeModerationLag (1 ms) during the transfer";
-    // Of 1,000 completions, how many find a poller asleep depends on the machine's load (a
-    // poller waiting for a CPU is not asleep on the CQ: 92 under two busy loops, 916 idle);
-    // without the moderation every one of them is a wake (924 woken, 0 deferred). The few
-    // wakes made are those owed when the loop caught up for a moment.
-    EXPECT_GT(deferred, 20) << "the poller slept through completions while the model lagged\n"
-                            << after.verbs;
-    EXPECT_LT(woken, deferred / 4) << "woken one by one: " << woken << " of " << deferred << "\n"
-                                   << after.verbs;
+        << "the model did not lag by WakeModerationLag (1 ms) during the transfers";
+    ASSERT_GE(woken + deferred, 20) << "in " << transfers
+                                    << " transfers the pollers were hardly ever asleep\n"
+                                    << after.verbs;
+    // Without the moderation every completion that finds a poller asleep is a wake (924 woken,
+    // 0 deferred in one transfer). The few wakes made are those owed when the loop caught up
+    // for a moment.
+    EXPECT_LT(woken * 5, woken + deferred)
+        << "woken one by one: " << woken << " woken, " << deferred << " deferred in " << transfers
+        << " transfers\n"
+        << after.verbs;
 }
 
 /// Cnuas's libibverbs moves a region's pages into memory shared with the daemon only where
