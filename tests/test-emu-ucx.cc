@@ -100,6 +100,57 @@ class EmuUcx : public EmuFixture, public ::testing::WithParamInterface<UcxFabric
         ADD_FAILURE() << "no host " << host << " in the status";
         return -1;
     }
+
+    /// Runs mpi-collectives (`bin`) across four hosts on two leaves, started in h0 by `mpirun`
+    /// (the launcher and its options up to the program): every rank on its own host, every element
+    /// exact, each rank's share through its own HCA, nothing lost on the way.
+    void CheckCollectivesAcrossFourHosts(const std::string& mpirun, const std::string& bin)
+    {
+        std::vector<int64_t> before;
+        for (const char* h : {"h0", "h1", "h2", "h3"})
+        {
+            before.push_back(SendWqes(h));
+        }
+        const ShResult r = Exec("h0", "timeout 300 " + mpirun + " " + bin + " 3 65536");
+        EXPECT_EQ(r.exit, 0) << r.out;
+        EXPECT_NE(r.out.find("4 ranks: 0 on h0, 1 on h1, 2 on h2, 3 on h3"), std::string::npos)
+            << r.out;
+        EXPECT_NE(r.out.find("\n0 bad elements"), std::string::npos) << r.out;
+        // 3 operations x 6 sizes x 3 iterations: each rank sent its share through its own HCA
+        // (TCP would post no work request on any).
+        for (int i = 0; i < 4; ++i)
+        {
+            EXPECT_GE(SendWqes("h" + std::to_string(i)) - before[static_cast<size_t>(i)], 50)
+                << "h" << i << "\n" << r.out;
+        }
+        // Nothing lost or repeated on the way (the adapters' transport counters, as a real one's
+        // hw_counters): every packet sent, retransmissions included, was received, once the last
+        // ACKs have landed.
+        nlohmann::json transports;
+        int64_t sent = 0;
+        int64_t received = 0;
+        for (int tries = 0; tries < 40; ++tries)
+        {
+            transports = nlohmann::json::array();
+            sent = 0;
+            received = 0;
+            const nlohmann::json status = Status(); // kept: the loop walks into it
+            for (const auto& h : status["live"]["hosts"])
+            {
+                const auto& tr = h["verbs"]["transport"];
+                transports.push_back(tr);
+                sent += tr.value("packets_sent", int64_t{0});
+                received += tr.value("packets_received", int64_t{0});
+            }
+            if (sent > 0 && sent == received)
+            {
+                break;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        EXPECT_GT(sent, 1000) << transports.dump();
+        EXPECT_EQ(sent, received) << transports.dump();
+    }
 };
 
 TEST_P(EmuUcx, UcxFindsTheHcaAndEachHostIsAMachineOfItsOwn)
@@ -237,52 +288,28 @@ TEST_P(EmuUcx, OpenMpiCollectivesAcrossFourHostsOfALeafSpineAreExact)
     Sh(Cnuas("down --name " + m_name)); // the fixture's two hosts
     const ShResult up = Up(GetParam().leafSpineArgs);
     ASSERT_EQ(up.exit, 0) << up.out;
-    std::vector<int64_t> before;
-    for (const char* h : {"h0", "h1", "h2", "h3"})
-    {
-        before.push_back(SendWqes(h));
-    }
     // mpirun as a user types it on a cluster: exec sets Open MPI up for the adapters (UCX,
-    // `cnuas rsh`, root allowed); TCP would post no work request on any HCA.
-    const ShResult r =
-        Exec("h0", "timeout 300 mpirun -np 4 --host h0,h1,h2,h3 " + collectives + " 3 65536");
-    EXPECT_EQ(r.exit, 0) << r.out;
-    EXPECT_NE(r.out.find("4 ranks: 0 on h0, 1 on h1, 2 on h2, 3 on h3"), std::string::npos)
-        << r.out;
-    EXPECT_NE(r.out.find("\n0 bad elements"), std::string::npos) << r.out;
-    // 3 operations x 6 sizes x 3 iterations: each rank sent its share through its own HCA.
-    for (int i = 0; i < 4; ++i)
+    // `cnuas rsh`, root allowed).
+    CheckCollectivesAcrossFourHosts("mpirun -np 4 --host h0,h1,h2,h3", collectives);
+}
+
+/// The same collectives under MPICH (hydra's ranks on four hosts, each rank given mpiexec's
+/// environment, each using its own host's adapter).
+TEST_P(EmuUcx, MpichCollectivesAcrossFourHostsOfALeafSpineAreExact)
+{
+    if (access("/usr/bin/mpicc.mpich", X_OK) != 0 || access("/usr/bin/mpirun.mpich", X_OK) != 0)
     {
-        EXPECT_GE(SendWqes("h" + std::to_string(i)) - before[static_cast<size_t>(i)], 50)
-            << "h" << i << "\n" << r.out;
+        GTEST_SKIP() << "needs Debian's mpich and libmpich-dev (scripts/setup-debian.sh "
+                        "installs them)";
     }
-    // Nothing lost or repeated on the way (the adapters' transport counters, as a real one's
-    // hw_counters): every packet sent, retransmissions included, was received, once the last
-    // ACKs have landed.
-    nlohmann::json transports;
-    int64_t sent = 0;
-    int64_t received = 0;
-    for (int tries = 0; tries < 40; ++tries)
-    {
-        transports = nlohmann::json::array();
-        sent = 0;
-        received = 0;
-        const nlohmann::json status = Status(); // kept: the loop walks into it
-        for (const auto& h : status["live"]["hosts"])
-        {
-            const auto& t = h["verbs"]["transport"];
-            transports.push_back(t);
-            sent += t.value("packets_sent", int64_t{0});
-            received += t.value("packets_received", int64_t{0});
-        }
-        if (sent > 0 && sent == received)
-        {
-            break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    EXPECT_GT(sent, 1000) << transports.dump();
-    EXPECT_EQ(sent, received) << transports.dump();
+    const std::string bin = (m_dir / "mpi-collectives-mpich").string();
+    const ShResult cc =
+        Sh("mpicc.mpich -O2 -o " + bin + " " CNUAS_SOURCE_DIR "/examples/mpi/mpi-collectives.c");
+    ASSERT_EQ(cc.exit, 0) << cc.out;
+    Sh(Cnuas("down --name " + m_name));
+    const ShResult up = Up(GetParam().leafSpineArgs);
+    ASSERT_EQ(up.exit, 0) << up.out;
+    CheckCollectivesAcrossFourHosts("mpirun.mpich -np 4 -hosts h0,h1,h2,h3", bin);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fabrics,
