@@ -47,6 +47,13 @@ TEST_F(EmuRoce, TwoHostsPingTcpTcpdumpAndPcapsThatDecode)
     EXPECT_TRUE(live["lag"].contains("max_lag_us"));
     ShResult text = Sh(Cnuas("status"));
     EXPECT_NE(text.out.find("lag:"), std::string::npos) << text.out;
+    // One fabric by name; a name nothing runs under is an error, not an empty answer.
+    ShResult one = Sh(Cnuas("status --name " + m_name));
+    EXPECT_EQ(one.exit, 0) << one.out;
+    EXPECT_NE(one.out.find("fabric " + m_name + ": up"), std::string::npos) << one.out;
+    ShResult none = Sh(Cnuas("status --json --name no-such-fabric"));
+    EXPECT_EQ(none.exit, 1) << none.out;
+    EXPECT_NE(none.out.find("no fabric named 'no-such-fabric'"), std::string::npos) << none.out;
     ShResult down = Sh(Cnuas("down --name " + m_name));
     ASSERT_EQ(down.exit, 0) << down.out;
     EXPECT_NE(down.out.find("over the run:"), std::string::npos) << "the lag summary: " << down.out;

@@ -180,7 +180,7 @@ StopProcess(int pid, double timeoutSeconds)
 namespace
 {
 
-const char* const kUsage = "usage: cnuas status [--json] [--state-dir DIR]\n"
+const char* const kUsage = "usage: cnuas status [--name FABRIC] [--json] [--state-dir DIR]\n"
                            "\n"
                            "Shows the Cnuas emulations running on this machine (for a rack: its\n"
                            "pid, the pty a Modbus master opens and the Redfish base URL), from\n"
@@ -188,8 +188,9 @@ const char* const kUsage = "usage: cnuas status [--json] [--state-dir DIR]\n"
                            "$XDG_RUNTIME_DIR/cnuas, else /run/cnuas for root, else\n"
                            "/tmp/cnuas-UID). A state file whose process is gone is reported as\n"
                            "stale. --json prints the states as a JSON array, each with\n"
-                           "\"alive\". Exit status 0, or 2 on a usage "
-                           "error.\n";
+                           "\"alive\". --name shows only that fabric (with --json, its\n"
+                           "state as one JSON object). Exit status 0, 1 when no fabric has\n"
+                           "that name, or 2 on a usage error.\n";
 
 std::string
 Uptime(long long started)
@@ -206,6 +207,7 @@ RunStatus(const std::vector<std::string>& args)
 {
     bool asJson = false;
     std::string dirArg;
+    std::string onlyName;
     for (std::size_t i = 0; i < args.size(); ++i)
     {
         if (args[i] == "--json")
@@ -215,6 +217,10 @@ RunStatus(const std::vector<std::string>& args)
         else if (args[i] == "--state-dir" && i + 1 < args.size())
         {
             dirArg = args[++i];
+        }
+        else if (args[i] == "--name" && i + 1 < args.size())
+        {
+            onlyName = args[++i];
         }
         else if (args[i] == "--help" || args[i] == "-h")
         {
@@ -251,6 +257,11 @@ RunStatus(const std::vector<std::string>& args)
         {
             continue;
         }
+        if (!onlyName.empty() &&
+            (s->value("kind", "") != "fabric" || s->value("name", "") != onlyName))
+        {
+            continue; // nor is its daemon asked
+        }
         (*s)["alive"] = ProcessAlive(s->value("pid", 0));
         (*s)["state_file"] = f;
         if (s->value("kind", "") == "fabric" && (*s)["alive"].get<bool>())
@@ -262,9 +273,16 @@ RunStatus(const std::vector<std::string>& args)
         }
         all.push_back(*s);
     }
+    if (!onlyName.empty() && all.empty())
+    {
+        std::fprintf(stderr,
+                     "cnuas status: no fabric named '%s' in %s ('cnuas status' lists what runs)\n",
+                     onlyName.c_str(), dir.c_str());
+        return 1;
+    }
     if (asJson)
     {
-        std::printf("%s\n", all.dump(2).c_str());
+        std::printf("%s\n", (onlyName.empty() ? all : all[0]).dump(2).c_str());
         return 0;
     }
     if (all.empty())
