@@ -278,6 +278,31 @@ TEST_P(EmuVerbs, PerftestCompletesOnBothPostSendPaths)
     }
 }
 
+/// A GID index with no GID behind it (`-x 3`, a ConnectX's IPv4 RoCE v2 entry; here a RoCE
+/// port has two GIDs and an InfiniBand port one) is refused when the QP is given its address
+/// (ibv_modify_qp to RTR fails, ENODATA, as the kernel's rdma_get_gid_attr refuses it), not
+/// accepted to send packets from the zero GID until the retries run out.
+TEST_P(EmuVerbs, AGidIndexWithNoGidBehindItIsRefusedWhenTheQpIsConnected)
+{
+    const std::string cmd = "timeout 60 ib_write_bw -x 3 -n 10";
+    ExecBackground("h1", "sh -c '" + cmd + "; echo server-exit=$?'", "gid-index-server.txt");
+    ASSERT_TRUE(WaitListening(18515)) << ReadFile(m_dir / "gid-index-server.txt");
+    const ShResult c = Exec("h0", cmd + " " + GetParam().serverIp);
+    EXPECT_NE(c.exit, 0) << c.out;
+    EXPECT_NE(c.out.find("Failed to modify QP"), std::string::npos) << c.out;
+    EXPECT_EQ(c.out.find("Completion with error"), std::string::npos) << c.out;
+    std::string server;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while ((server = ReadFile(m_dir / "gid-index-server.txt")).find("server-exit=") ==
+               std::string::npos &&
+           std::chrono::steady_clock::now() < end)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_NE(server.find("Failed to modify QP"), std::string::npos) << server;
+    EXPECT_EQ(server.find("server-exit=0"), std::string::npos) << server;
+}
+
 TEST_P(EmuVerbs, MsgstreamRunsUnmodifiedAndVerifiesItsData)
 {
     const std::string bin = CNUAS_BINARY_DIR "/bin/msgstream";

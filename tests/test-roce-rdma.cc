@@ -64,6 +64,32 @@ TEST_F(RoceRdma, RcSendWriteReadAndAtomicsArriveIntact)
     EXPECT_EQ(b.hca.port->GetDropCount(RoceDropReason::BadIcrc), 0u);
 }
 
+/// A RoCE port's GID table has gid_tbl_len slots and a GID for each address of its interface
+/// (here the IPv4-mapped one and the IPv6 one): an address vector whose sgid_index names an
+/// empty slot is refused with ENODATA, at modify_qp and create_ah alike, as the kernel refuses
+/// it (rdma_get_gid_attr). Without the check the QP came up and its packets went nowhere: a
+/// program told `-x 3` (a ConnectX's IPv4 RoCE v2 index) ran into retry exhaustion instead.
+TEST_F(RoceRdma, AnAddressVectorNamingAnEmptyGidEntryIsRefused)
+{
+    Build(MakeTwoHostsOneSwitch());
+    QpOptions o;
+    RoceSide a;
+    MakeSide(a, 0, o);
+    RdmaAhAttr av = RdmaGidAddress(GidOf(1), 64);
+    av.grh.sgid_index = 2; // inside the table (gid_tbl_len), but empty
+    int err = 0;
+    EXPECT_EQ(a.hca.device->CreateAh(a.pd, av, &err), nullptr);
+    EXPECT_EQ(err, ENODATA);
+    const std::string refused = TryConnectQp(a.qp, av, 1, QpConnectOptions(o, o.sqPsn));
+    EXPECT_NE(refused.find("RTR"), std::string::npos) << refused;
+    EXPECT_NE(refused.find("empty entry of the GID table"), std::string::npos) << refused;
+    for (uint8_t index : {0, 1}) // the two GIDs in use
+    {
+        av.grh.sgid_index = index;
+        EXPECT_NE(a.hca.device->CreateAh(a.pd, av, &err), nullptr) << +index;
+    }
+}
+
 TEST_F(RoceRdma, DataEndingInZerosArrivesExactlyAndMaterializesWithGoodIcrcs)
 {
     // A packet's trailing zero bytes are not stored in the frame (EthFrame::payload): the

@@ -840,6 +840,18 @@ RdmaDevice::CheckAhAttr(const RdmaAhAttr& a, bool connected) const
     return nullptr;
 }
 
+bool
+RdmaDevice::SourceGidPresent(const RdmaAhAttr& a) const
+{
+    return !a.is_global || m_gidLookup.IsNull() || m_gidLookup(a.port_num, a.grh.sgid_index);
+}
+
+void
+RdmaDevice::SetGidLookup(GidLookup lookup)
+{
+    m_gidLookup = lookup;
+}
+
 Ptr<RdmaAh>
 RdmaDevice::CreateAh(Ptr<RdmaPd> pd, const RdmaAhAttr& attr, int* err)
 {
@@ -850,6 +862,10 @@ RdmaDevice::CreateAh(Ptr<RdmaPd> pd, const RdmaAhAttr& attr, int* err)
     if (const char* why = CheckAhAttr(attr, false))
     {
         return Fail<RdmaAh>(err, EINVAL, why);
+    }
+    if (!SourceGidPresent(attr))
+    {
+        return Fail<RdmaAh>(err, ENODATA, "grh.sgid_index names an empty entry of the GID table");
     }
     if (m_ahs.size() >= m_maxAh)
     {

@@ -217,6 +217,18 @@ class RdmaDevice : public Object
      * Returns null when valid, else the reason.
      */
     const char* CheckAhAttr(const RdmaAhAttr& attr, bool connected) const;
+    /**
+     * Whether a global address vector's source GID exists: a GID table has gid_tbl_len slots,
+     * not all of them filled (a RoCE port holds a GID per address of its interface), and the
+     * kernel refuses an address vector whose sgid_index names an empty one with ENODATA
+     * (rdma_get_gid_attr, drivers/infiniband/core/cache.c), at ibv_modify_qp and ibv_create_ah
+     * alike. True when the address vector is not global, or no lookup is installed.
+     */
+    bool SourceGidPresent(const RdmaAhAttr& attr) const;
+    /// Whether port `portNum` has a GID at table index `index` (the transport engine installs
+    /// it: the ports are its).
+    typedef Callback<bool, uint8_t, uint8_t> GidLookup;
+    void SetGidLookup(GidLookup lookup);
 
     /// What the transport engine hears from the verbs side: a send WR was posted (the
     /// doorbell), a QP changed state (from, to), a QP is being destroyed.
@@ -337,6 +349,7 @@ class RdmaDevice : public Object
     QpCallback m_doorbell;
     QpStateCallback m_qpState;
     QpCallback m_qpDestroy;
+    GidLookup m_gidLookup;
 };
 
 } // namespace ns3

@@ -244,6 +244,7 @@ RdmaEngine::DoDispose()
         m_device->SetTransportHooks(RdmaDevice::QpCallback(),
                                     RdmaDevice::QpStateCallback(),
                                     RdmaDevice::QpCallback());
+        m_device->SetGidLookup(RdmaDevice::GidLookup());
     }
     for (auto& p : m_ports)
     {
@@ -276,6 +277,15 @@ RdmaEngine::SetDevice(Ptr<RdmaDevice> device)
     device->SetTransportHooks(MakeCallback(&RdmaEngine::OnDoorbell, this),
                               MakeCallback(&RdmaEngine::OnQpState, this),
                               MakeCallback(&RdmaEngine::OnQpDestroy, this));
+    device->SetGidLookup(MakeCallback(&RdmaEngine::HasGid, this));
+}
+
+bool
+RdmaEngine::HasGid(uint8_t portNum, uint8_t index) const
+{
+    RdmaGid gid;
+    const Ptr<RdmaLinkPort> port = PortOf(portNum);
+    return port && port->GetGid(index, gid);
 }
 
 Ptr<RdmaDevice>

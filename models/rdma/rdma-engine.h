@@ -192,6 +192,8 @@ class RdmaEngine : public Object
     void OnDoorbell(Ptr<RdmaQp> qp);
     void OnQpState(Ptr<RdmaQp> qp, RdmaQpState from, RdmaQpState to);
     void OnQpDestroy(Ptr<RdmaQp> qp);
+    /// The device's GID lookup: port `portNum` has a GID at `index`.
+    bool HasGid(uint8_t portNum, uint8_t index) const;
     void CheckSqDrained(Ptr<RdmaQp> qp);
     void DropContext(uint32_t qpn);
     void Kick(RdmaQpContext& c);

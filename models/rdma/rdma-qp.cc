@@ -306,6 +306,10 @@ RdmaQp::CheckValues(const RdmaQpAttr& attr, uint32_t mask) const
         {
             return Refuse(EINVAL, why);
         }
+        if (!m_device->SourceGidPresent(attr.ah_attr))
+        {
+            return Refuse(ENODATA, "grh.sgid_index names an empty entry of the GID table");
+        }
     }
     if (mask & RDMA_QP_PATH_MTU)
     {
@@ -345,6 +349,10 @@ RdmaQp::CheckValues(const RdmaQpAttr& attr, uint32_t mask) const
         if (const char* why = m_device->CheckAhAttr(attr.alt_ah_attr, connected))
         {
             return Refuse(EINVAL, std::string("alternate path: ") + why);
+        }
+        if (!m_device->SourceGidPresent(attr.alt_ah_attr))
+        {
+            return Refuse(ENODATA, "alternate path: grh.sgid_index names an empty GID entry");
         }
         if (attr.alt_port_num < 1 || attr.alt_port_num > dev.phys_port_cnt)
         {
