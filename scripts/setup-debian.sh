@@ -34,9 +34,10 @@ PACKAGES=(
   librdmacm-dev rdmacm-utils
   # libfabric (the transport of OFI builds of the MPIs): its verbs provider's fi_pingpong on emulated hosts
   libfabric-bin
-  # UCX (the transport under Open MPI): its ucx_perftest and ucx_info run on emulated hosts;
+  # UCX (the transport under Open MPI): its ucx_perftest and ucx_info run on emulated hosts,
+  # and the ucp_client_server example libucx-dev ships (connected through rdma_cm);
   # Open MPI, and its headers for examples/mpi/mpi-pingpong, which mpirun starts across hosts
-  ucx-utils openmpi-bin libopenmpi-dev
+  ucx-utils libucx-dev openmpi-bin libopenmpi-dev
   # MPICH (over UCX in Debian), whose launcher hands mpiexec's environment to every rank;
   # Open MPI stays the default mpirun (alternatives priority 50 against MPICH's 40)
   mpich libmpich-dev

@@ -50,7 +50,7 @@ enum cnuas_cm_op {
     CNUAS_CM_OP_REJECT,
     CNUAS_CM_OP_DISCONNECT,       /* DREQ, or DREP to a DREQ received */
     CNUAS_CM_OP_INIT_QP_ATTR,
-    CNUAS_CM_OP_ESTABLISH,        /* the consumer saw traffic before the RTU */
+    CNUAS_CM_OP_ESTABLISH,        /* rdma_notify(COMM_EST): traffic came before the RTU */
     CNUAS_CM_OP_COUNT
 };
 

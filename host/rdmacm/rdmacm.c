@@ -327,8 +327,10 @@ static void apply_route(struct cnuas_id *p, const struct cnuas_cm_route *rt)
     if (rt->link_layer != 0 && !id->verbs && open_devices() == 0) {
         id->verbs = device_of(rt->node_guid);
         id->port_num = 1;
+        /* librdmacm gives an ID bound to a device that device's PD (ucma_get_device): UCX's
+         * rdmacm transport creates its placeholder QP with ibv_create_qp(id->pd, ...). */
         if (!id->pd)
-            id->pd = NULL;
+            id->pd = default_pd(id->verbs);
     }
     if (rt->resolved >= 2) {
         struct ibv_sa_path_rec *pr = &p->path;
@@ -1039,20 +1041,33 @@ CNUAS_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
     return fail(EOPNOTSUPP);
 }
 
+/* rdma_notify(3): the consumer's QP saw IBV_EVENT_COMM_EST (a packet came before the RTU): the
+ * passive side's connection counts as established (the kernel's ib_cm_notify, cm_establish:
+ * EISCONN when it already is, EINVAL before an accept). Other events are refused (EINVAL), as
+ * ib_cm_notify refuses all but COMM_EST and PATH_MIG, and there are no alternate paths here. */
 CNUAS_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
-    (void)event;
-    return id ? 0 : fail(EINVAL);
-}
-
-CNUAS_EXPORT int rdma_establish(struct rdma_cm_id *id)
-{
-    if (!id)
+    if (!id || event != IBV_EVENT_COMM_EST)
         return fail(EINVAL);
     struct cnuas_cm_req q;
     struct cnuas_cm_resp r;
     memset(&q, 0, sizeof(q));
     q.op = CNUAS_CM_OP_ESTABLISH;
+    return id_call(to_priv(id), &q, &r) ? -1 : 0;
+}
+
+/* rdma_establish(3): the active side of a connection made without a QP on the ID (rdma_connect
+ * with conn_param->qp_num, as UCX's rdmacm transport makes them) got its CONNECT_RESPONSE and
+ * has moved its own QP to RTS: the RTU goes out (librdmacm's ucma_process_conn_resp, without
+ * the QP transitions). An ID with a QP had that done when the response came (EINVAL). */
+CNUAS_EXPORT int rdma_establish(struct rdma_cm_id *id)
+{
+    if (!id || id->qp)
+        return fail(EINVAL);
+    struct cnuas_cm_req q;
+    struct cnuas_cm_resp r;
+    memset(&q, 0, sizeof(q));
+    q.op = CNUAS_CM_OP_ACCEPT;
     return id_call(to_priv(id), &q, &r) ? -1 : 0;
 }
 
@@ -1136,7 +1151,8 @@ CNUAS_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
             copy_addr(&p->id.route.addr.src_storage, &rec.src);
             copy_addr(&p->id.route.addr.dst_storage, &rec.dst);
             apply_route(p, &rec.route);
-            p->id.pd = l->id.pd;
+            if (l->id.pd)
+                p->id.pd = l->id.pd;
             register_id(p);
             e->ev.id = &p->id;
             e->ev.listen_id = &l->id;

@@ -475,9 +475,15 @@ EmuCmService::Handle(Proc& p, const cnuas_cm_req& q)
             err = DoInitQpAttr(*id, q.u.init_qp_attr.qp_state, r.u.qp_attr);
             break;
         case CNUAS_CM_OP_ESTABLISH:
-            // The consumer saw a packet before the RTU (IBA vol. 1 §12.9.7.1, rdma_establish):
-            // the connection counts as established; the RTU that follows changes nothing.
-            if (id->state != IdState::Accepted && id->state != IdState::Established)
+            // The consumer saw a packet before the RTU (IBA vol. 1 §12.9.7.1, rdma_notify with
+            // COMM_EST): the connection counts as established; the RTU that follows changes
+            // nothing. Already established: EISCONN, as the kernel's cm_establish says.
+            if (id->state == IdState::Established)
+            {
+                err = EISCONN;
+                break;
+            }
+            if (id->state != IdState::Accepted)
             {
                 err = EINVAL;
                 break;
