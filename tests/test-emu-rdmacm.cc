@@ -273,6 +273,12 @@ TEST_P(EmuRdmacm, UdaddyUcmatoseAndRdmaClientComplete)
     const std::string ep = RunPair("rdma_server", "rdma_client -s {ip}", &server);
     EXPECT_NE(ep.find("rdma_client: end 0"), std::string::npos) << ep;
     EXPECT_NE(server.find("rdma_server: end 0"), std::string::npos) << server;
+    // rdma_xserver / rdma_xclient (their RC mode; XRC is not offered): the client's QP asks
+    // for no inline data and posts 16 bytes inline, which an adapter takes because its WQE has
+    // room for them and it reports that room as max_inline_data (ibv_create_qp(3)).
+    const std::string x = RunPair("rdma_xserver", "rdma_xclient -s {ip}", &server);
+    EXPECT_NE(x.find("rdma_xclient: end 0"), std::string::npos) << x;
+    EXPECT_NE(server.find("rdma_xserver: end 0"), std::string::npos) << server;
 }
 
 /// libfabric's verbs provider (Debian's libfabric1, under MPICH builds for OFI and Open MPI's

@@ -1359,6 +1359,12 @@ EmuHcaService::DoCreateQp(Context& c, const cnuas_hca_req& q, cnuas_hca_resp& r,
     rec.layout.sq_stride =
         Align64(sizeof(cnuas_hca_send_wqe) +
                 std::max<uint32_t>(cap.max_send_sge * sizeof(cnuas_hca_sge), cap.max_inline_data));
+    // The inline data a WQE can carry is what its slot has room for, as an adapter reports it
+    // (ibv_create_qp(3): the actual capacities may exceed the request; mlx5 and rxe count the
+    // room the SGEs leave in the WQE): rdma_xclient asks for none and posts 16 bytes inline.
+    cap.max_inline_data = std::min<uint32_t>(
+        d.max_inline_data,
+        static_cast<uint32_t>(rec.layout.sq_stride - sizeof(cnuas_hca_send_wqe)));
     rec.layout.sq_slots = cap.max_send_wr;
     rec.layout.sq_offset = kWqHeadBytes;
     rec.layout.rq_stride =
