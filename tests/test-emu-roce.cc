@@ -359,6 +359,17 @@ TEST_F(EmuRoce, MistakesAreRefusedClearly)
     ShResult none = Exec("h0", "true");
     EXPECT_EQ(none.exit, 1);
     EXPECT_NE(none.out.find("not up"), std::string::npos) << none.out;
+    // A name that is not up, while another fabric is: the message names what is up.
+    ASSERT_EQ(Up("--hosts 2").exit, 0);
+    for (const char* verb : {"exec --name nobody h0 -- true", "down --name nobody",
+                             "capture --name nobody h0 -w /dev/null"})
+    {
+        ShResult other = Sh(Cnuas(verb));
+        EXPECT_EQ(other.exit, 1) << verb << "\n" << other.out;
+        EXPECT_NE(other.out.find("fabric 'nobody' is not up; up: " + m_name), std::string::npos)
+            << verb << "\n" << other.out;
+    }
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
 
     ASSERT_EQ(Up("--hosts 2").exit, 0);
     ShResult twice = Up("--hosts 2");

@@ -234,6 +234,31 @@ ChooseFabric(const std::string& explicitName, const std::string& dir)
     return names.size() == 1 ? names[0] : kDefaultFabric;
 }
 
+/// Says that fabric `fabric` is not up, and what is: with several fabrics up and none named,
+/// the command could not guess which (the default name is not among them).
+void
+SayNotUp(const char* verb, const std::string& fabric, const std::string& dir)
+{
+    const auto names = FabricNames(dir);
+    std::string up;
+    for (const auto& n : names)
+    {
+        up += (up.empty() ? "" : ", ") + n;
+    }
+    if (names.empty())
+    {
+        std::fprintf(stderr, "cnuas %s: fabric '%s' is not up ('cnuas up' starts one)\n", verb,
+                     fabric.c_str());
+    }
+    else
+    {
+        std::fprintf(stderr,
+                     "cnuas %s: fabric '%s' is not up; up: %s (name one with --name or "
+                     "CNUAS_FABRIC)\n",
+                     verb, fabric.c_str(), up.c_str());
+    }
+}
+
 // ---- the daemon ----------------------------------------------------------------------------
 
 struct UpOptions
@@ -2758,8 +2783,7 @@ ExecInHost(const char* verb,
     auto state = ReadState(FabricStatePath(dir, fabric));
     if (!state || !ProcessAlive(state->value("pid", 0)))
     {
-        std::fprintf(stderr, "cnuas %s: fabric '%s' is not up ('cnuas up' starts one)\n",
-                     verb, fabric.c_str());
+        SayNotUp(verb, fabric, dir);
         return 1;
     }
     std::string netns;
@@ -3000,8 +3024,7 @@ DownOne(const std::string& dir, const std::string& name, double timeout)
     auto state = ReadState(statePath);
     if (!state)
     {
-        std::fprintf(stderr, "cnuas down: no fabric '%s' is up (%s)\n", name.c_str(),
-                     statePath.c_str());
+        SayNotUp("down", name, dir);
         return 1;
     }
     const int pid = state->value("pid", 0);
@@ -3245,7 +3268,7 @@ RunCapture(const std::vector<std::string>& args)
     auto state = ReadState(FabricStatePath(dir, fabric));
     if (!state || !ProcessAlive(state->value("pid", 0)))
     {
-        std::fprintf(stderr, "cnuas capture: fabric '%s' is not up\n", fabric.c_str());
+        SayNotUp("capture", fabric, dir);
         return 1;
     }
     const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -3630,7 +3653,7 @@ RunSm(const std::vector<std::string>& args)
     auto state = ReadState(FabricStatePath(dir, fabric));
     if (!state || !ProcessAlive(state->value("pid", 0)))
     {
-        std::fprintf(stderr, "cnuas sm: fabric '%s' is not up\n", fabric.c_str());
+        SayNotUp("sm", fabric, dir);
         return 1;
     }
     std::string why;
