@@ -239,13 +239,16 @@ ChooseFabric(const std::string& explicitName, const std::string& dir)
 void
 SayNotUp(const char* verb, const std::string& fabric, const std::string& dir)
 {
-    const auto names = FabricNames(dir);
-    std::string up;
-    for (const auto& n : names)
+    std::string up; // a state file whose daemon is gone is not a fabric that is up
+    for (const auto& n : FabricNames(dir))
     {
-        up += (up.empty() ? "" : ", ") + n;
+        const auto state = ReadState(FabricStatePath(dir, n));
+        if (state && ProcessAlive(state->value("pid", 0)))
+        {
+            up += (up.empty() ? "" : ", ") + n;
+        }
     }
-    if (names.empty())
+    if (up.empty())
     {
         std::fprintf(stderr, "cnuas %s: fabric '%s' is not up ('cnuas up' starts one)\n", verb,
                      fabric.c_str());
