@@ -233,10 +233,10 @@ TEST_P(EmuUcx, UcpWithItsDefaultTransportsCrossesTheFabricNotSharedMemory)
 /// REQ/REP, the RTU sent by rdma_establish), then the messages over the adapters; the example
 /// prints what its server received, checked here in full. Its tag API only: the client closes
 /// its endpoint by force as soon as its last send completes, which for the stream and
-/// active-message APIs is when the data is copied, not acknowledged; here the server's UCX then
-/// takes the disconnect before the last message out of its receive queue (every packet reached
-/// the server's adapter, by its counters) and loses it. A 100 KB tagged send is a rendezvous,
-/// complete only once the server has read it.
+/// active-message APIs is when the data is copied, not acknowledged; here the disconnect (a
+/// DREQ on QP1, in no order with the data's QP) reaches the server's UCX before it has taken
+/// the last message, and it drops it (every packet of it reached the server's adapter, by its
+/// counters). A 100 KB tagged send is a rendezvous, complete only once the server has read it.
 TEST_P(EmuUcx, UcpClientServerConnectsThroughRdmaCm)
 {
     const std::string src = "/usr/share/doc/libucx-dev/examples/ucp_client_server.c";
