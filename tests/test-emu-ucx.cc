@@ -86,20 +86,23 @@ class EmuUcx : public EmuFixture, public ::testing::WithParamInterface<UcxFabric
         return c.out;
     }
 
-    /// Work requests host `host` has posted to its HCA since the fabric came up.
-    int64_t SendWqes(const std::string& host)
+    /// Counter `key` of host `host`'s `group` in the status (-1 when absent).
+    int64_t HostCounter(const std::string& host, const char* group, const char* key)
     {
         const nlohmann::json status = Status(); // kept: the loop walks into it
         for (const auto& h : status["live"]["hosts"])
         {
             if (h.value("name", "") == host)
             {
-                return h["verbs"].value("send_wqes", int64_t{-1});
+                return h[group].value(key, int64_t{-1});
             }
         }
         ADD_FAILURE() << "no host " << host << " in the status";
         return -1;
     }
+
+    /// Work requests host `host` has posted to its HCA since the fabric came up.
+    int64_t SendWqes(const std::string& host) { return HostCounter(host, "verbs", "send_wqes"); }
 
     /// Runs mpi-collectives (`bin`) across four hosts on two leaves, started in h0 by `mpirun`
     /// (the launcher and its options up to the program): every rank on its own host, every element
@@ -249,15 +252,7 @@ TEST_P(EmuUcx, UcpClientServerConnectsThroughRdmaCm)
                            " -I/usr/share/doc/libucx-dev/examples -lucp -lucs");
     ASSERT_EQ(cc.exit, 0) << cc.out;
     auto cmMads = [this](const std::string& host) {
-        const nlohmann::json status = Status(); // kept: the loop walks into it
-        for (const auto& h : status["live"]["hosts"])
-        {
-            if (h.value("name", "") == host)
-            {
-                return h["rdma_cm"].value("mads_sent", int64_t{-1});
-            }
-        }
-        return int64_t{-1};
+        return HostCounter(host, "rdma_cm", "mads_sent");
     };
     constexpr int kSize = 100000; // beyond UCX's eager limit: the rendezvous protocol
     std::string expected(kSize - 1, 'A');

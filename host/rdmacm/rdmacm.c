@@ -361,6 +361,16 @@ static int id_call(struct cnuas_id *p, struct cnuas_cm_req *q, struct cnuas_cm_r
     return cm_call(q, r, NULL);
 }
 
+/* A request that carries nothing but its operation: 0, or -1 with errno set. */
+static int id_op(struct rdma_cm_id *id, uint32_t op)
+{
+    struct cnuas_cm_req q;
+    struct cnuas_cm_resp r;
+    memset(&q, 0, sizeof(q));
+    q.op = op;
+    return id_call(to_priv(id), &q, &r) ? -1 : 0;
+}
+
 static int query_id(struct cnuas_id *p)
 {
     struct cnuas_cm_req q;
@@ -1049,11 +1059,7 @@ CNUAS_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
     if (!id || event != IBV_EVENT_COMM_EST)
         return fail(EINVAL);
-    struct cnuas_cm_req q;
-    struct cnuas_cm_resp r;
-    memset(&q, 0, sizeof(q));
-    q.op = CNUAS_CM_OP_ESTABLISH;
-    return id_call(to_priv(id), &q, &r) ? -1 : 0;
+    return id_op(id, CNUAS_CM_OP_ESTABLISH);
 }
 
 /* rdma_establish(3): the active side of a connection made without a QP on the ID (rdma_connect
@@ -1064,11 +1070,7 @@ CNUAS_EXPORT int rdma_establish(struct rdma_cm_id *id)
 {
     if (!id || id->qp)
         return fail(EINVAL);
-    struct cnuas_cm_req q;
-    struct cnuas_cm_resp r;
-    memset(&q, 0, sizeof(q));
-    q.op = CNUAS_CM_OP_ACCEPT;
-    return id_call(to_priv(id), &q, &r) ? -1 : 0;
+    return id_op(id, CNUAS_CM_OP_ACCEPT);
 }
 
 CNUAS_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
@@ -1077,11 +1079,7 @@ CNUAS_EXPORT int rdma_disconnect(struct rdma_cm_id *id)
         return fail(EINVAL);
     /* librdmacm moves the QP to the error state first, so its work requests flush. */
     modify_err(id);
-    struct cnuas_cm_req q;
-    struct cnuas_cm_resp r;
-    memset(&q, 0, sizeof(q));
-    q.op = CNUAS_CM_OP_DISCONNECT;
-    return id_call(to_priv(id), &q, &r) ? -1 : 0;
+    return id_op(id, CNUAS_CM_OP_DISCONNECT);
 }
 
 /* ---- events ------------------------------------------------------------------------------ */
