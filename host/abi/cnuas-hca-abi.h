@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 /* Raised whenever a struct below or the meaning of a field changes. */
-#define CNUAS_HCA_ABI_VERSION 2u
+#define CNUAS_HCA_ABI_VERSION 3u
 
 /* The environment variable `cnuas exec` sets: the path of the host's HCA socket, or of each of
  * its adapters' sockets separated by ':' (a hybrid fabric's host: its InfiniBand HCA, then its
@@ -66,6 +66,8 @@ enum cnuas_hca_op {
     CNUAS_OP_DESTROY_SRQ,
     CNUAS_OP_CREATE_AH,
     CNUAS_OP_DESTROY_AH,
+    CNUAS_OP_ATTACH_MCAST,
+    CNUAS_OP_DETACH_MCAST,
     CNUAS_OP_COUNT
 };
 
@@ -108,6 +110,10 @@ struct cnuas_hca_device_attr {
     uint8_t reserved[5];
     uint64_t completion_timestamp_mask;
     uint64_t hca_core_clock;  /* kHz of the completion timestamps (simulated nanoseconds) */
+    int32_t max_mcast_grp;
+    int32_t max_mcast_qp_attach;
+    int32_t max_total_mcast_qp_attach;
+    uint32_t reserved2;
 };
 
 struct cnuas_hca_port_attr {
@@ -270,6 +276,12 @@ struct cnuas_hca_req {
             uint32_t reserved;
             struct cnuas_hca_ah_attr attr;
         } create_ah;
+        struct {
+            uint32_t qp;          /* the QP's handle */
+            uint16_t lid;         /* the group's MLID, host byte order */
+            uint16_t reserved;
+            uint8_t gid[16];      /* the group's MGID */
+        } mcast; /* ATTACH_MCAST, DETACH_MCAST */
     } u;
 };
 

@@ -462,6 +462,9 @@ static void fill_device_attr(const struct cnuas_hca_device_attr *a, struct ibv_d
     o->max_srq = a->max_srq;
     o->max_srq_wr = a->max_srq_wr;
     o->max_srq_sge = a->max_srq_sge;
+    o->max_mcast_grp = a->max_mcast_grp;
+    o->max_mcast_qp_attach = a->max_mcast_qp_attach;
+    o->max_total_mcast_qp_attach = a->max_total_mcast_qp_attach;
     o->max_pkeys = a->max_pkeys;
     o->local_ca_ack_delay = a->local_ca_ack_delay;
     o->phys_port_cnt = a->phys_port_cnt;
@@ -1438,6 +1441,34 @@ CNUAS_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
         return err;
     free(container_of(ah, struct cnuas_ah, ah));
     return 0;
+}
+
+/* ---- multicast groups --------------------------------------------------------------------- */
+
+/* The group's MGID and MLID come from an SA join (MCMemberRecord) the program made itself, by
+ * libibumad or librdmacm; the adapter only learns which of its QPs take the group's packets. */
+static int mcast_op(struct ibv_qp *qp, uint32_t op, const union ibv_gid *gid, uint16_t lid)
+{
+    if (!qp || !gid)
+        return EINVAL;
+    struct cnuas_hca_req q;
+    memset(&q, 0, sizeof(q));
+    q.op = op;
+    q.u.mcast.qp = qp->handle;
+    q.u.mcast.lid = lid;
+    memcpy(q.u.mcast.gid, gid->raw, sizeof(q.u.mcast.gid));
+    struct cnuas_hca_resp r;
+    return cnuas_call(to_cctx(qp->context), &q, &r, -1, NULL);
+}
+
+CNUAS_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+    return mcast_op(qp, CNUAS_OP_ATTACH_MCAST, gid, lid);
+}
+
+CNUAS_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+    return mcast_op(qp, CNUAS_OP_DETACH_MCAST, gid, lid);
 }
 
 CNUAS_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,

@@ -221,15 +221,6 @@ CNUAS_EXPORT int ibv_dofork_range(void *base, size_t size)
 
 /* ---- not modelled: honest errors --------------------------------------------------------- */
 
-CNUAS_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-    return EOPNOTSUPP;
-}
-
-CNUAS_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-    return EOPNOTSUPP;
-}
 
 CNUAS_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context,
                                              struct ibv_ah_attr *attr, uint8_t eth_mac[6],

@@ -964,6 +964,22 @@ EmuHcaService::Handle(Context& c, const cnuas_hca_req& q, int passedFd)
             }
             break;
         }
+        case CNUAS_OP_ATTACH_MCAST:
+        case CNUAS_OP_DETACH_MCAST: {
+            auto qp = c.qps.find(q.u.mcast.qp);
+            if (qp == c.qps.end())
+            {
+                m_device->SetLastError("no such QP");
+                err = EINVAL;
+                break;
+            }
+            RdmaGid gid;
+            std::memcpy(gid.data(), q.u.mcast.gid, gid.size());
+            err = q.op == CNUAS_OP_ATTACH_MCAST
+                      ? m_device->AttachMcast(qp->second.qp, gid, q.u.mcast.lid)
+                      : m_device->DetachMcast(qp->second.qp, gid, q.u.mcast.lid);
+            break;
+        }
         case CNUAS_OP_DEALLOC_PD:
         case CNUAS_OP_DEREG_MR:
         case CNUAS_OP_DESTROY_COMP_CHANNEL:
@@ -1114,6 +1130,9 @@ EmuHcaService::FillDeviceAttr(cnuas_hca_device_attr& a) const
     a.max_srq_wr = static_cast<int32_t>(d.max_srq_wr);
     a.max_srq_sge = static_cast<int32_t>(d.max_srq_sge);
     a.max_inline_data = d.max_inline_data;
+    a.max_mcast_grp = static_cast<int32_t>(d.max_mcast_grp);
+    a.max_mcast_qp_attach = static_cast<int32_t>(d.max_mcast_qp_attach);
+    a.max_total_mcast_qp_attach = static_cast<int32_t>(d.max_total_mcast_qp_attach);
     a.max_pkeys = d.max_pkeys;
     a.local_ca_ack_delay = d.local_ca_ack_delay;
     a.phys_port_cnt = 1;
@@ -2159,6 +2178,9 @@ EmuHcaService::DestroyAll(Context& c)
     // QPs first (they hold CQs, SRQs and PDs), then SRQs, CQs, AHs, MRs, PDs.
     for (auto& [h, q] : c.qps)
     {
+        // A process that exits leaves its multicast groups (the kernel's uverbs cleanup
+        // detaches before it destroys).
+        m_device->DetachAllMcast(q.qp);
         m_device->DestroyQp(q.qp);
         q.sq->Detach();
         q.rq->Detach();

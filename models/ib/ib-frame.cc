@@ -1,5 +1,7 @@
 #include "ib-frame.h"
 
+#include <algorithm>
+
 #include "models/common/sim-object-pool.h"
 
 namespace ns3
@@ -44,6 +46,35 @@ IbFrame::ResetForReuse()
     storedBytes = 0;
     tail.Release();
     receiver = nullptr;
+}
+
+void
+IbFrame::CopyPacketFrom(const IbFrame& other)
+{
+    // Keep in step with ResetForReuse (the same fields, but for the pool's and the event's).
+    bytes = other.bytes;
+    blocks = other.blocks;
+    dlid = other.dlid;
+    slid = other.slid;
+    sl = other.sl;
+    vl = other.vl;
+    lnh = other.lnh;
+    verifyBytes = other.verifyBytes;
+    icrcKnown = other.icrcKnown;
+    fromPeer = other.fromPeer;
+    fctbsAfter = other.fctbsAfter;
+    linkGeneration = other.linkGeneration;
+    icrc = other.icrc;
+    tailArrivalPs = other.tailArrivalPs;
+    outPort = other.outPort;
+    outVl = other.outVl;
+    uid = other.uid;
+    ccHead = other.ccHead;
+    storedBytes = other.storedBytes;
+    tail = other.tail;
+    std::copy(other.head.begin(),
+              other.head.begin() + std::min(other.storedBytes, kInlineBytes),
+              head.begin());
 }
 
 // A field added to IbFrame changes its size: add it to ResetForReuse, then update this figure.

@@ -207,6 +207,11 @@ struct IbFrame : public IbFrameArrival
      * instead of building and copying a 200-byte IbFrame for every packet-hop.
      */
     void ResetForReuse();
+    /**
+     * Every field of `other` but the event's (reference count, receiver) and the pool's, its
+     * stored bytes included: a switch's copy of a multicast packet for one more output port.
+     */
+    void CopyPacketFrom(const IbFrame& other);
 
     /// True for a packet carrying an ICRC (LNH 2 or 3).
     bool HasIcrc() const { return lnh == IbLnh::IbaLocal || lnh == IbLnh::IbaGlobal; }

@@ -663,6 +663,22 @@ void
 IbNetDevice::DiscardQueuedHead(IbFrameQueue* q, IbDropReason reason)
 {
     IbFrame* f = q->frames.front();
+    if (q->rxPort && IbSwitch::IsMulticastLid(f->dlid))
+    {
+        // A multicast packet loses only this output's copy; it stays queued for its next one.
+        if (IbFrame* copy = m_switch->SplitMulticastCopy(f, q->rxPort->GetPortNumber()))
+        {
+            m_switch->NotifyDiscard(copy);
+            IbPortCounters::Add(m_counters.portXmitDiscards, 1);
+            m_drops[static_cast<int>(reason)]++;
+            if (!m_dropTrace.IsEmpty())
+            {
+                m_dropTrace(copy->ToPacket(), static_cast<uint8_t>(reason));
+            }
+            IbFramePool::Release(copy);
+            return;
+        }
+    }
     q->frames.pop_front();
     const uint16_t blocks = f->vl == kIbManagementVl ? 0 : f->blocks; // VL15 takes no credit
     q->usedBlocks -= blocks;
@@ -1879,7 +1895,21 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, int64
 {
     NS_ASSERT(nowPs == Simulator::Now().GetPicoSeconds());
     NS_ASSERT(frame == from->frames.front());
-    from->frames.pop_front();
+    // A multicast packet with outputs after this one stays at the head of its input buffer; a
+    // copy of it leaves here (IbSwitch::SplitMulticastCopy).
+    IbFrame* const queuedHead = frame;
+    if (from->rxPort && IbSwitch::IsMulticastLid(frame->dlid))
+    {
+        if (IbFrame* copy = m_switch->SplitMulticastCopy(frame, from->rxPort->GetPortNumber()))
+        {
+            frame = copy;
+        }
+    }
+    const bool headStays = frame != queuedHead;
+    if (!headStays)
+    {
+        from->frames.pop_front();
+    }
     const bool data = vl != kIbManagementVl;
     m_lastSent = data ? &WakeBreakdown::data : &WakeBreakdown::management;
     if (data && from->rxPort)
@@ -1945,7 +1975,11 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, int64
 
     // The frame has left the queue it sat in: a switch input buffer frees its blocks (and
     // returns the credit upstream), a CA transmit queue gains room.
-    if (from->rxPort)
+    if (from->rxPort && headStays)
+    {
+        m_switch->NotifyHeadChanged(from); // on to the multicast packet's next output
+    }
+    else if (from->rxPort)
     {
         if (from->vl == kIbManagementVl)
         {
@@ -2451,8 +2485,11 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
     }
     // Channel adapter: check it is for us, hand it up, free the buffer at once.
     const uint16_t mask = static_cast<uint16_t>(~((1u << m_lmc) - 1));
+    // A multicast DLID is taken too: which of the port's QPs (if any) are members of the group
+    // is the transport's to decide (IBA vol. 1 §10.5: by the GRH's MGID).
     bool forUs = frame->dlid == IbLrhHeader::kPermissiveLid ||
-                 (m_lid != 0 && (frame->dlid & mask) == (m_lid & mask));
+                 (m_lid != 0 && (frame->dlid & mask) == (m_lid & mask)) ||
+                 (IbSwitch::IsMulticastLid(frame->dlid) && vl != kIbManagementVl);
     IbDropReason reason = IbDropReason::DlidMismatch;
     if (forUs && !m_acceptRaw && !frame->HasIcrc())
     {

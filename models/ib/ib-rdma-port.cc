@@ -15,6 +15,12 @@
 namespace ns3
 {
 
+namespace
+{
+constexpr uint16_t kMulticastLidFirst = 0xC000; // IBA vol. 1 §4.1.3
+constexpr uint16_t kPermissiveLid = 0xFFFF;
+} // namespace
+
 NS_LOG_COMPONENT_DEFINE("IbRdmaPort");
 NS_OBJECT_ENSURE_REGISTERED(IbRdmaPort);
 
@@ -119,7 +125,11 @@ IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av, ui
         n = static_cast<uint32_t>(m_txBuf.size());
     }
     const IbLnh lnh = av.is_global ? IbLnh::IbaGlobal : IbLnh::IbaLocal;
-    if (IsOwnLid(av.dlid))
+    // A multicast packet also reaches the sending port's own members: the switch never sends
+    // it back out of the port it came in by, so the adapter loops it back (as ConnectX does
+    // unless a QP is created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB).
+    const bool multicast = av.dlid >= kMulticastLidFirst && av.dlid != kPermissiveLid;
+    if (IsOwnLid(av.dlid) || multicast)
     {
         if (m_dev->GetPortState() != IbPortState::Active)
         {
@@ -135,7 +145,10 @@ IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av, ui
         rx.sl = av.sl;
         rx.lnh = lnh;
         Loopback(std::move(frame), rx);
-        return true;
+        if (!multicast)
+        {
+            return true;
+        }
     }
     return m_dev->SendIbBytes(bytes, n, n + zeroTail, av.dlid, av.sl, lnh);
 }
@@ -143,7 +156,6 @@ IbRdmaPort::Send(const std::vector<uint8_t>& transport, const RdmaAhAttr& av, ui
 bool
 IbRdmaPort::IsOwnLid(uint16_t dlid) const
 {
-    constexpr uint16_t kMulticastLidFirst = 0xC000; // IBA vol. 1 §4.1.3
     const uint16_t lid = m_dev->GetLid();
     if (lid == 0 || dlid >= kMulticastLidFirst)
     {

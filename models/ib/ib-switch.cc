@@ -24,6 +24,8 @@ namespace
 /// Linear forwarding table size (LinearFDBCap): the unicast LID space 1..0xBFFF (§4.1.3).
 constexpr uint16_t kLinearFdbCap = 0xC000;
 constexpr uint8_t kNoRoute = 255;
+/// MulticastFDBCap: MLIDs 0xC000 .. 0xCFFF, as many as a ConnectX-class switch offers.
+constexpr uint16_t kMulticastFdbCap = 0x1000;
 } // namespace
 
 TypeId
@@ -223,6 +225,141 @@ IbSwitch::SetNodeGuid(uint64_t guid)
     m_nodeGuid = guid;
 }
 
+uint16_t
+IbSwitch::GetMulticastFdbCap() const
+{
+    return kMulticastFdbCap;
+}
+
+uint16_t
+IbSwitch::GetMulticastFdbTop() const
+{
+    return m_mftTop;
+}
+
+bool
+IbSwitch::SetMulticastFdbTop(uint16_t top)
+{
+    if (top >= kMulticastLidBase + kMulticastFdbCap)
+    {
+        return false;
+    }
+    m_mftTop = top;
+    return true;
+}
+
+bool
+IbSwitch::SetMftBlock(uint16_t block, uint8_t position, const uint16_t masks[32])
+{
+    if (uint32_t(block) * 32 >= kMulticastFdbCap || position >= 16 ||
+        uint32_t(position) * 16 >= m_ports.size())
+    {
+        return false;
+    }
+    const size_t end = size_t(block) * 32 + 32;
+    if (m_mft.size() < end)
+    {
+        m_mft.resize(end, std::array<uint16_t, 16>{});
+    }
+    for (size_t i = 0; i < 32; ++i)
+    {
+        m_mft[size_t(block) * 32 + i][position] = masks[i];
+    }
+    return true;
+}
+
+bool
+IbSwitch::GetMftBlock(uint16_t block, uint8_t position, uint16_t masks[32]) const
+{
+    std::fill(masks, masks + 32, 0);
+    if (uint32_t(block) * 32 >= kMulticastFdbCap || position >= 16 ||
+        uint32_t(position) * 16 >= m_ports.size())
+    {
+        return false;
+    }
+    for (size_t i = 0; i < 32; ++i)
+    {
+        const size_t entry = size_t(block) * 32 + i;
+        masks[i] = entry < m_mft.size() ? m_mft[entry][position] : 0;
+    }
+    return true;
+}
+
+bool
+IbSwitch::IsMftMember(uint16_t mlid, uint8_t port) const
+{
+    if (!IsMulticastLid(mlid) || size_t(mlid - kMulticastLidBase) >= m_mft.size())
+    {
+        return false;
+    }
+    return (m_mft[mlid - kMulticastLidBase][port >> 4] >> (port & 0xF)) & 1;
+}
+
+uint8_t
+IbSwitch::NextMulticastOutput(const IbFrame& frame, uint8_t inPort, uint8_t after,
+                              uint8_t& outVl) const
+{
+    const size_t entry = size_t(frame.dlid) - kMulticastLidBase;
+    if (!IsMulticastLid(frame.dlid) || entry >= m_mft.size())
+    {
+        return 0;
+    }
+    const std::array<uint16_t, 16>& mask = m_mft[entry];
+    for (size_t port = size_t(after) + 1; port < m_ports.size(); ++port)
+    {
+        if (port == inPort || !((mask[port >> 4] >> (port & 0xF)) & 1))
+        {
+            continue;
+        }
+        const Ptr<IbNetDevice>& dev = m_ports[port];
+        if (dev->GetPhysState() != IbPhysState::LinkUp ||
+            dev->GetPortState() != IbPortState::Active)
+        {
+            continue; // a member port that is down gets no copy; the others still do
+        }
+        const uint8_t vl = MapSlToVl(inPort, static_cast<uint8_t>(port), frame.sl);
+        if (vl >= dev->GetOperationalVls())
+        {
+            continue;
+        }
+        outVl = vl;
+        return static_cast<uint8_t>(port);
+    }
+    return 0;
+}
+
+IbFrame*
+IbSwitch::SplitMulticastCopy(IbFrame* head, uint8_t inPort)
+{
+    uint8_t nextVl = 0;
+    const uint8_t next = NextMulticastOutput(*head, inPort, head->outPort, nextVl);
+    if (next == 0)
+    {
+        return nullptr;
+    }
+    IbFrame* copy = IbFramePool::Allocate();
+    copy->CopyPacketFrom(*head);
+    // The copy leaves now and takes the head's place in the congestion accounting of this
+    // output; the head is queued (and, at the head of its buffer, waiting) for the next one.
+    head->ccHead = false;
+    head->outPort = next;
+    head->outVl = nextVl;
+    QueuedBlocks(next, nextVl) += head->blocks;
+    ++m_multicastCopies;
+    m_forwarded++;
+    if (!m_forwardTrace.IsEmpty())
+    {
+        m_forwardTrace(head->ToPacket(), inPort, next);
+    }
+    return copy;
+}
+
+uint64_t
+IbSwitch::GetMulticastCopies() const
+{
+    return m_multicastCopies;
+}
+
 void
 IbSwitch::SetManagementCallback(ManagementCallback cb)
 {
@@ -298,6 +435,11 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
         }
         return;
     }
+    if (IsMulticastLid(dlid))
+    {
+        ForwardMulticast(in, frame);
+        return;
+    }
     uint8_t out = dlid <= m_lftTop ? m_lft[dlid] : kNoRoute;
     // IBA vol. 1 §18.2.4.3: a DLID with no valid LFT entry, or one that names a port that does
     // not exist, cannot be relayed (PortRcvSwitchRelayErrors); neither is a packet sent back out
@@ -345,6 +487,46 @@ IbSwitch::Forward(IbNetDevice* in, IbFrame* frame)
             AddHead(frame);
         }
         outDev->RegisterReadyQueue(&q);
+    }
+}
+
+void
+IbSwitch::ForwardMulticast(IbNetDevice* in, IbFrame* frame)
+{
+    const uint8_t inPort = in->GetPortNumber();
+    uint8_t outVl = 0;
+    // Subnet management never travels by multicast (VL15 packets are LID- or directed-routed,
+    // §14.2.1); a data packet goes to its MFT entry's ports but the one it came in on.
+    const uint8_t out = frame->vl == kIbManagementVl
+                            ? 0
+                            : NextMulticastOutput(*frame, inPort, 0, outVl);
+    if (out == 0)
+    {
+        if (frame->vl == kIbManagementVl)
+        {
+            in->ReleaseVl15Slot();
+        }
+        else
+        {
+            in->ReleaseReceiveBlocks(frame->vl, frame->blocks);
+        }
+        in->DropFrame(frame, IbDropReason::SwitchRelay);
+        return;
+    }
+    frame->outPort = out;
+    frame->outVl = outVl;
+    QueuedBlocks(out, outVl) += frame->blocks;
+    m_forwarded++;
+    if (!m_forwardTrace.IsEmpty())
+    {
+        m_forwardTrace(frame->ToPacket(), inPort, out);
+    }
+    IbFrameQueue& q = in->GetReceiveQueue(frame->vl);
+    q.frames.push_back(frame);
+    if (q.frames.size() == 1)
+    {
+        AddHead(frame);
+        m_ports[out]->RegisterReadyQueue(&q);
     }
 }
 

@@ -72,6 +72,49 @@ class IbSwitch : public Object
     uint64_t GetNodeGuid() const;
     void SetNodeGuid(uint64_t guid);
 
+    // ---- multicast: MulticastForwardingTable (§14.2.5.12), replication (§18.2.4.3) --------
+    /// The first multicast LID (§4.1.1: 0xC000 .. 0xFFFE; 0xFFFF is the permissive LID).
+    static constexpr uint16_t kMulticastLidBase = 0xC000;
+    /// True for a LID in the multicast range.
+    static bool IsMulticastLid(uint16_t lid)
+    {
+        return lid >= kMulticastLidBase && lid != IbLrhHeader::kPermissiveLid;
+    }
+    /// MLIDs the MFT holds (SwitchInfo.MulticastFDBCap): 0xC000 .. 0xC000 + cap - 1.
+    uint16_t GetMulticastFdbCap() const;
+    uint16_t GetMulticastFdbTop() const;
+    /// False (nothing changed) for a top beyond the table; 0xBFFF says no entry is in use.
+    bool SetMulticastFdbTop(uint16_t top);
+    /**
+     * Sets MFT block `block` (MLIDs 0xC000 + 32 * block ..) at port-mask `position` (ports
+     * 16 * position .. 16 * position + 15) as a SubnSet(MulticastForwardingTable) does; bit i of
+     * an entry is port 16 * position + i. False if out of range (block beyond the cap, position
+     * beyond the ports).
+     */
+    bool SetMftBlock(uint16_t block, uint8_t position, const uint16_t masks[32]);
+    /// False if out of range (`masks` then all zeros).
+    bool GetMftBlock(uint16_t block, uint8_t position, uint16_t masks[32]) const;
+    /// True if port `port` is in the MFT entry of `mlid`.
+    bool IsMftMember(uint16_t mlid, uint8_t port) const;
+    /**
+     * Where a multicast frame that came in on `inPort` goes after output `after` (0: its first
+     * output): the next port of its MFT entry, in port order, that is not `inPort`, is up and
+     * Active and runs the VL the frame's SL maps to there (set in `outVl`); 0 when none is left.
+     */
+    uint8_t NextMulticastOutput(const IbFrame& frame, uint8_t inPort, uint8_t after,
+                                uint8_t& outVl) const;
+    /**
+     * IbNetDevice, as the head of `inPort`'s receive queue leaves by its output: if the
+     * multicast packet has another output after this one, a copy for this output (returned, to
+     * be sent in its place) while the head stays queued, retargeted at the next output; null
+     * when this output is its last, and the head itself goes. Replication is serial: the
+     * packet holds its input buffer until its last copy has left (the order of the copies is
+     * the switch's to choose).
+     */
+    IbFrame* SplitMulticastCopy(IbFrame* head, uint8_t inPort);
+    /// Copies of multicast packets made (one per output beyond the first).
+    uint64_t GetMulticastCopies() const;
+
     /// Packets for the switch itself (DLID = its LID, or directed-route SMPs) go here: the
     /// subnet management agent of a later layer, once the packet's last byte is in. The frame
     /// is valid during the call only (the switch frees it after): the agent reads its bytes
@@ -131,9 +174,15 @@ class IbSwitch : public Object
     /// Hands a packet for the switch itself to the management callback (at its tail), then
     /// frees its frame.
     void DeliverToManagement(Ptr<IbNetDevice> in, IbFrame* frame);
+    /// Forward() for a multicast DLID: queued for the first output of its MFT entry.
+    void ForwardMulticast(IbNetDevice* in, IbFrame* frame);
 
     std::vector<Ptr<IbNetDevice>> m_ports; ///< index 0 unused (management port)
     std::vector<uint8_t> m_lft;
+    /// MFT entries from 0xC000 up, 16 port-mask positions each, grown as far as set.
+    std::vector<std::array<uint16_t, 16>> m_mft;
+    uint16_t m_mftTop = 0xBFFF;
+    uint64_t m_multicastCopies = 0;
     uint16_t m_lftTop = 0;
     uint16_t m_lid = 0;
     uint8_t m_lmc = 0;

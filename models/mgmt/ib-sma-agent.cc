@@ -526,6 +526,8 @@ IbSmaAgent::Attribute(const IbReceivedMad& req, IbSmp& smp, bool set)
         return DoGuidInfo(req, smp, set);
     case IbSmAttr::LinearForwardingTable:
         return sw ? DoLft(smp, set) : IbMadStatus::UnsupportedMethodAttr;
+    case IbSmAttr::MulticastForwardingTable:
+        return sw ? DoMft(smp, set) : IbMadStatus::UnsupportedMethodAttr;
     case IbSmAttr::SlToVlMappingTable:
         return DoSlToVl(req, smp, set);
     case IbSmAttr::VlArbitrationTable:
@@ -568,6 +570,11 @@ IbSmaAgent::DoSwitchInfo(IbSmp& smp, bool set)
         {
             return IbMadStatus::InvalidField;
         }
+        // MulticastFDBTop 0 is what an SM that does not know the field writes: no change.
+        if (in.multicastFdbTop != 0 && !sw->SetMulticastFdbTop(in.multicastFdbTop))
+        {
+            return IbMadStatus::InvalidField;
+        }
         sw->SetLinearFdbTop(in.linearFdbTop);
         m_lifeTime = in.lifeTimeValue;
         if (in.portStateChange)
@@ -579,6 +586,8 @@ IbSmaAgent::DoSwitchInfo(IbSmp& smp, bool set)
     IbSwitchInfo s;
     s.linearFdbCap = sw->GetLinearFdbCap();
     s.linearFdbTop = sw->GetLinearFdbTop();
+    s.multicastFdbCap = sw->GetMulticastFdbCap();
+    s.multicastFdbTop = sw->GetMulticastFdbTop();
     s.defaultMulticastPrimaryPort = 0xFF;
     s.defaultMulticastNotPrimaryPort = 0xFF;
     s.lifeTimeValue = m_lifeTime;
@@ -952,6 +961,34 @@ IbSmaAgent::DoLft(IbSmp& smp, bool set)
                    : IbMadStatus::InvalidField;
     }
     sw->GetLftBlock(static_cast<uint16_t>(block), b.port.data());
+    b.WriteTo(smp.Data());
+    return IbMadStatus::Ok;
+}
+
+uint16_t
+IbSmaAgent::DoMft(IbSmp& smp, bool set)
+{
+    // AttributeModifier (§14.2.5.12): port-mask position in bits 31:28 (16 ports each), block
+    // of 32 MLIDs in bits 8:0, within MulticastFDBCap and the switch's ports.
+    Ptr<IbSwitch> sw = m_disp->GetSwitch();
+    const uint32_t mod = smp.Mad().GetAttributeModifier();
+    const auto block = static_cast<uint16_t>(mod & 0x1FF);
+    const auto position = static_cast<uint8_t>(mod >> 28);
+    if ((mod & 0x0FFFFE00) != 0 || uint32_t(block) * IbMftBlock::kEntries >= sw->GetMulticastFdbCap() ||
+        uint32_t(position) * 16 > sw->GetNPorts())
+    {
+        return IbMadStatus::InvalidField;
+    }
+    IbMftBlock b;
+    if (set)
+    {
+        b.ReadFrom(smp.Data());
+        if (!sw->SetMftBlock(block, position, b.mask.data()))
+        {
+            return IbMadStatus::InvalidField;
+        }
+    }
+    sw->GetMftBlock(block, position, b.mask.data());
     b.WriteTo(smp.Data());
     return IbMadStatus::Ok;
 }

@@ -141,6 +141,7 @@ class IbSmaAgent : public Object
     uint16_t DoPKeyTable(const IbReceivedMad& req, IbSmp& smp, bool set);
     uint16_t DoGuidInfo(const IbReceivedMad& req, IbSmp& smp, bool set);
     uint16_t DoLft(IbSmp& smp, bool set);
+    uint16_t DoMft(IbSmp& smp, bool set);
     uint16_t DoSlToVl(const IbReceivedMad& req, IbSmp& smp, bool set);
     uint16_t DoVlArb(const IbReceivedMad& req, IbSmp& smp, bool set);
     uint16_t DoSmInfo(IbSmp& smp, bool set);

@@ -249,6 +249,24 @@ IbLftBlock::ReadFrom(const uint8_t* in)
 }
 
 void
+IbMftBlock::WriteTo(uint8_t* out) const
+{
+    for (uint32_t i = 0; i < kEntries; ++i)
+    {
+        IbMadStore16(out + 2 * i, mask[i]);
+    }
+}
+
+void
+IbMftBlock::ReadFrom(const uint8_t* in)
+{
+    for (uint32_t i = 0; i < kEntries; ++i)
+    {
+        mask[i] = IbMadLoad16(in + 2 * i);
+    }
+}
+
+void
 IbSlToVlTable::WriteTo(uint8_t* out) const
 {
     for (uint32_t i = 0; i < 8; ++i)

@@ -169,6 +169,25 @@ struct IbLftBlock
     void ReadFrom(const uint8_t* in);
 };
 
+/**
+ * MulticastForwardingTable (0x001B), IBA vol. 1 §14.2.5.12: for 32 consecutive MLIDs (block
+ * n: 0xC000 + 32n ..), a 16-bit PortMask each, big-endian; bit i is port 16 * position + i,
+ * where AttributeModifier bits 31:28 give the position and bits 8:0 the block.
+ */
+struct IbMftBlock
+{
+    static constexpr uint32_t kSize = 64;
+    static constexpr uint32_t kEntries = 32;
+    std::array<uint16_t, kEntries> mask{};
+    void WriteTo(uint8_t* out) const;
+    void ReadFrom(const uint8_t* in);
+    /// The AttributeModifier for `block` at port-mask `position`.
+    static uint32_t Modifier(uint16_t block, uint8_t position)
+    {
+        return (uint32_t(position & 0xF) << 28) | (block & 0x1FF);
+    }
+};
+
 /// SLtoVLMappingTable (0x0017): 16 four-bit VLs, SL0 in the high nibble of byte 0, §14.2.5.8.
 struct IbSlToVlTable
 {

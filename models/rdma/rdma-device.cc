@@ -5,7 +5,10 @@
 #include "ns3/trace-source-accessor.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <iterator>
 #include <vector>
 
 namespace ns3
@@ -117,6 +120,17 @@ RdmaDevice::GetTypeId()
                           "Most address handles alive at once (max_ah).",
                           UintegerValue(65536),
                           MakeUintegerAccessor(&RdmaDevice::m_maxAh),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("MaxMcastGroups",
+                          "Most multicast groups with a QP attached at once (max_mcast_grp).",
+                          UintegerValue(131072),
+                          MakeUintegerAccessor(&RdmaDevice::m_maxMcastGroups),
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("MaxMcastQpAttach",
+                          "Most QPs attached to one multicast group (max_mcast_qp_attach; "
+                          "ConnectX reports 240).",
+                          UintegerValue(240),
+                          MakeUintegerAccessor(&RdmaDevice::m_maxMcastQpAttach),
                           MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("MaxInlineData",
                           "Largest cap.max_inline_data a QP may ask for, bytes.",
@@ -302,6 +316,10 @@ RdmaDevice::QueryDevice() const
     a.max_pkeys = m_pkeyTableLength;
     a.phys_port_cnt = m_physPortCnt;
     a.max_inline_data = m_maxInlineData;
+    a.max_mcast_grp = m_maxMcastGroups;
+    a.max_mcast_qp_attach = m_maxMcastQpAttach;
+    a.max_total_mcast_qp_attach = static_cast<uint32_t>(
+        std::min<uint64_t>(uint64_t(m_maxMcastGroups) * m_maxMcastQpAttach, INT32_MAX));
     return a;
 }
 
@@ -749,6 +767,11 @@ RdmaDevice::DestroyQp(Ptr<RdmaQp> qp)
         m_lastError = "QP is not alive on this device";
         return EINVAL;
     }
+    if (GetMcastAttachments(qp) > 0)
+    {
+        m_lastError = "QP is still attached to a multicast group";
+        return EBUSY;
+    }
     if (!m_qpDestroy.IsNull())
     {
         m_qpDestroy(qp);
@@ -765,6 +788,112 @@ RdmaDevice::DestroyQp(Ptr<RdmaQp> qp)
     }
     qp->m_device = nullptr;
     return 0;
+}
+
+int
+RdmaDevice::AttachMcast(Ptr<RdmaQp> qp, const RdmaGid& gid, uint16_t lid)
+{
+    if (!qp || qp->m_device != this)
+    {
+        m_lastError = "QP is not alive on this device";
+        return EINVAL;
+    }
+    if (qp->GetType() != RdmaQpType::UD)
+    {
+        m_lastError = "only a UD QP can join a multicast group";
+        return EINVAL;
+    }
+    if (gid[0] != 0xFF)
+    {
+        m_lastError = "not a multicast GID (its first byte is not 0xFF)";
+        return EINVAL;
+    }
+    if (m_mcast.count({qp->m_qpn, gid, lid}))
+    {
+        return 0;
+    }
+    // max_mcast_qp_attach and max_mcast_grp: the kernel answers ENOMEM past them.
+    uint32_t inGroup = 0;
+    std::set<std::pair<RdmaGid, uint16_t>> groups;
+    for (const McastAttachment& a : m_mcast)
+    {
+        groups.insert({a.gid, a.lid});
+        inGroup += (a.gid == gid && a.lid == lid) ? 1 : 0;
+    }
+    if (inGroup >= m_maxMcastQpAttach)
+    {
+        m_lastError = "the group has max_mcast_qp_attach QPs attached";
+        return ENOMEM;
+    }
+    if (inGroup == 0 && groups.size() >= m_maxMcastGroups)
+    {
+        m_lastError = "max_mcast_grp groups have QPs attached";
+        return ENOMEM;
+    }
+    m_mcast.insert({qp->m_qpn, gid, lid});
+    return 0;
+}
+
+int
+RdmaDevice::DetachMcast(Ptr<RdmaQp> qp, const RdmaGid& gid, uint16_t lid)
+{
+    if (!qp || qp->m_device != this)
+    {
+        m_lastError = "QP is not alive on this device";
+        return EINVAL;
+    }
+    if (m_mcast.erase({qp->m_qpn, gid, lid}) == 0)
+    {
+        m_lastError = "QP is not attached to that multicast group";
+        return EINVAL;
+    }
+    return 0;
+}
+
+void
+RdmaDevice::DetachAllMcast(Ptr<RdmaQp> qp)
+{
+    if (!qp)
+    {
+        return;
+    }
+    const uint32_t qpn = qp->m_qpn;
+    m_mcast.erase(m_mcast.lower_bound({qpn, RdmaGid{}, 0}),
+                  m_mcast.lower_bound({qpn + 1, RdmaGid{}, 0}));
+}
+
+uint32_t
+RdmaDevice::GetMcastAttachments(Ptr<RdmaQp> qp) const
+{
+    if (!qp)
+    {
+        return 0;
+    }
+    const uint32_t qpn = qp->m_qpn;
+    return static_cast<uint32_t>(std::distance(m_mcast.lower_bound({qpn, RdmaGid{}, 0}),
+                                               m_mcast.lower_bound({qpn + 1, RdmaGid{}, 0})));
+}
+
+void
+RdmaDevice::McastMembers(uint8_t port, bool global, const RdmaGid& dgid, uint16_t dlid,
+                         std::vector<Ptr<RdmaQp>>& out) const
+{
+    out.clear();
+    uint32_t last = 0xFFFFFFFF;
+    for (const McastAttachment& a : m_mcast)
+    {
+        if (a.qpn == last || (global ? a.gid != dgid : a.lid != dlid))
+        {
+            continue;
+        }
+        Ptr<RdmaQp> qp = LookupQp(a.qpn);
+        const uint8_t qpPort = qp ? (qp->GetAttr().port_num ? qp->GetAttr().port_num : 1) : 0;
+        if (qp && qpPort == port)
+        {
+            out.push_back(qp);
+            last = a.qpn;
+        }
+    }
 }
 
 void

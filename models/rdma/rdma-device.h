@@ -20,7 +20,9 @@
 #include "ns3/traced-callback.h"
 
 #include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -58,6 +60,9 @@ struct RdmaDeviceAttr
     uint8_t local_ca_ack_delay = 0;
     uint8_t phys_port_cnt = 0;
     uint32_t max_inline_data = 0; ///< not in ibv_device_attr: the largest cap.max_inline_data
+    uint32_t max_mcast_grp = 0;       ///< multicast groups QPs may be attached to at once
+    uint32_t max_mcast_qp_attach = 0; ///< QPs attached to one group
+    uint32_t max_total_mcast_qp_attach = 0; ///< attachments in all
 };
 
 /// Port attributes the object model uses (a subset of struct ibv_port_attr; state, LID and
@@ -170,8 +175,30 @@ class RdmaDevice : public Object
      * RESET.
      */
     Ptr<RdmaQp> CreateQp(Ptr<RdmaPd> pd, RdmaQpInitAttr& initAttr, int* err = nullptr);
-    /// ibv_destroy_qp(3): outstanding WQEs are discarded without completions.
+    /// ibv_destroy_qp(3): outstanding WQEs are discarded without completions. EBUSY while the
+    /// QP is attached to a multicast group (ib_destroy_qp counts attachments as users).
     int DestroyQp(Ptr<RdmaQp> qp);
+
+    /**
+     * ibv_attach_mcast(3): the UD QP receives what is sent to multicast group `gid` (a
+     * multicast GID, first byte 0xFF, IBA vol. 1 §4.1.1) with MLID `lid` on its port (§10.5).
+     * EINVAL for a QP that is not UD or not alive, or a GID that is not multicast; attaching
+     * again to the same (GID, LID) changes nothing (0), as the kernel's ib_uverbs_attach_mcast.
+     */
+    int AttachMcast(Ptr<RdmaQp> qp, const RdmaGid& gid, uint16_t lid);
+    /// ibv_detach_mcast(3): EINVAL if the QP is not attached to (gid, lid).
+    int DetachMcast(Ptr<RdmaQp> qp, const RdmaGid& gid, uint16_t lid);
+    /// Detaches the QP from every group (what the kernel does for a process that exits).
+    void DetachAllMcast(Ptr<RdmaQp> qp);
+    /// Groups the QP is attached to.
+    uint32_t GetMcastAttachments(Ptr<RdmaQp> qp) const;
+    /**
+     * The QPs of port `port` attached to the group a received multicast packet is for: by the
+     * GRH's destination GID when it had one (`global`), else by the DLID (a packet
+     * without GRH is matched by MLID), in QP-number order.
+     */
+    void McastMembers(uint8_t port, bool global, const RdmaGid& dgid, uint16_t dlid,
+                      std::vector<Ptr<RdmaQp>>& out) const;
 
     /// ibv_create_ah(3): the address vector is checked as for IBV_QP_AV (see CheckAhAttr),
     /// except that a multicast DLID is allowed. ENOMEM beyond max_ah.
@@ -313,6 +340,8 @@ class RdmaDevice : public Object
     uint32_t m_maxSrqWr;
     uint32_t m_maxSrqSge;
     uint32_t m_maxAh;
+    uint32_t m_maxMcastGroups;
+    uint32_t m_maxMcastQpAttach;
     uint32_t m_maxInlineData;
     uint32_t m_maxMsgSize;
     uint8_t m_physPortCnt;
@@ -341,6 +370,18 @@ class RdmaDevice : public Object
     /// lookup of every received packet (LookupQp).
     RdmaQpnTable<RdmaQp> m_qpByNumber;
     std::map<uint32_t, Ptr<RdmaAh>> m_ahs;
+    /// Multicast attachments: (QP number, MGID, MLID), ordered so members come in QPN order.
+    struct McastAttachment
+    {
+        uint32_t qpn;
+        RdmaGid gid;
+        uint16_t lid;
+        bool operator<(const McastAttachment& o) const
+        {
+            return std::tie(qpn, gid, lid) < std::tie(o.qpn, o.gid, o.lid);
+        }
+    };
+    std::set<McastAttachment> m_mcast;
     std::unordered_map<uint32_t, Ptr<RdmaMr>> m_byLkey;
     std::unordered_map<uint32_t, Ptr<RdmaMr>> m_byRkey;
 

@@ -1009,12 +1009,63 @@ RdmaEngine::Dispatch(Ptr<RdmaLinkPort> port,
         return;
     }
     const uint32_t qpn = h.bth.GetDestQp();
+    if (qpn == kRdmaMulticastQpn && m_device)
+    {
+        DispatchMulticast(port, h, data, length, info);
+        return;
+    }
     Ptr<RdmaQp> qp = (qpn <= 1 || !m_device) ? nullptr : m_device->LookupQp(qpn);
     if (!qp)
     {
         Drop(qpn, RdmaDropReason::UnknownQp);
         return;
     }
+    DispatchToQp(port, h, qp, qpn, data, length, info, sackPsn);
+}
+
+void
+RdmaEngine::DispatchMulticast(Ptr<RdmaLinkPort> port, const IbTransportHeaders& h,
+                              const uint8_t* data, uint32_t length, const RdmaRxInfo& info)
+{
+    // IBA vol. 1 §10.5 (multicast): a packet for the multicast QPN goes to every QP of the
+    // receiving port attached to its group; only UD sends travel so (a UD service).
+    m_mcastScratch.clear();
+    uint8_t portNum = 0;
+    for (size_t i = 0; i < m_ports.size(); ++i)
+    {
+        portNum = m_ports[i] == port ? static_cast<uint8_t>(i + 1) : portNum;
+    }
+    m_device->McastMembers(portNum, info.global, info.dgid, info.dlid, m_mcastScratch);
+    if (!h.info->AllowedFor(IbQpType::Ud))
+    {
+        Drop(kRdmaMulticastQpn, RdmaDropReason::BadOpcode);
+        return;
+    }
+    if (m_mcastScratch.empty())
+    {
+        // No QP here is in the group (the sender's own port gets its packets back; a CA
+        // discards what no QP wants): counted, not a drop.
+        m_counters.multicastNoMember++;
+        return;
+    }
+    m_counters.multicastReceived++;
+    // Each member takes its own copy from the same bytes; the list is copied first, as a
+    // completion handler may attach or detach QPs.
+    const std::vector<Ptr<RdmaQp>> members = m_mcastScratch;
+    for (const Ptr<RdmaQp>& qp : members)
+    {
+        if (qp->IsAlive())
+        {
+            DispatchToQp(port, h, qp, qp->GetQpNum(), data, length, info, 0xFFFFFFFF);
+        }
+    }
+}
+
+void
+RdmaEngine::DispatchToQp(Ptr<RdmaLinkPort> port, const IbTransportHeaders& h, Ptr<RdmaQp> qp,
+                         uint32_t qpn, const uint8_t* data, uint32_t length,
+                         const RdmaRxInfo& info, uint32_t sackPsn)
+{
     m_counters.packetsReceived++;
     m_rxTrace(qpn, h.bth.GetOpCode(), h.bth.GetPsn(), length);
     const bool cnp = h.info->Has(IbOpFlag::kCnp);

@@ -75,6 +75,8 @@ struct RdmaEngineCounters
     uint64_t sacksIgnored = 0;   ///< requester: SACKs out of window or for unsent PSNs
     uint64_t heldOutOfOrder = 0; ///< responder: requests kept after a gap
     uint64_t rtoExtensions = 0;  ///< RTO_low ran out with more than RtoLowPackets in flight
+    uint64_t multicastReceived = 0; ///< multicast packets taken by at least one member QP
+    uint64_t multicastNoMember = 0; ///< multicast packets no QP of the port was attached for
 };
 
 /**
@@ -228,6 +230,13 @@ class RdmaEngine : public Object
                   const uint8_t* data,
                   uint32_t length,
                   const RdmaRxInfo& info);
+    /// Dispatch for the multicast QPN: to every member QP of the receiving port.
+    void DispatchMulticast(Ptr<RdmaLinkPort> port, const IbTransportHeaders& h,
+                           const uint8_t* data, uint32_t length, const RdmaRxInfo& info);
+    /// Dispatch once the destination QP is known.
+    void DispatchToQp(Ptr<RdmaLinkPort> port, const IbTransportHeaders& h, Ptr<RdmaQp> qp,
+                      uint32_t qpn, const uint8_t* data, uint32_t length,
+                      const RdmaRxInfo& info, uint32_t sackPsn);
     uint16_t QpPkey(const RdmaQp& qp) const;
     void PushSendWc(RdmaQpContext& c, const RdmaWc& wc, bool signaled);
     void PushRecvWc(RdmaQpContext& c, const RdmaWc& wc, bool solicited);
@@ -350,6 +359,7 @@ class RdmaEngine : public Object
 
     Ptr<RdmaDevice> m_device;
     std::vector<Ptr<RdmaLinkPort>> m_ports;
+    std::vector<Ptr<RdmaQp>> m_mcastScratch; ///< DispatchMulticast's member list
     Ptr<RdmaCongestionControl> m_cc;
     /// The INT stack of the packet being dispatched (null: none), for the responder's ACK to
     /// echo and the completer to hand to the congestion control.

@@ -471,6 +471,9 @@ const char* RdmaQpAttrMaskBitName(uint32_t bit);
 
 /// Largest 24-bit value (QP numbers, PSNs), IBA vol. 1 §9.2.
 constexpr uint32_t kRdmaMax24 = 0xFFFFFF;
+/// The destination QPN of a multicast packet (IBA vol. 1 §10.5: 0xFFFFFF) and the
+/// remote_qpn a UD work request to a multicast group names.
+constexpr uint32_t kRdmaMulticastQpn = 0xFFFFFF;
 
 } // namespace ns3
 

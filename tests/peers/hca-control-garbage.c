@@ -240,6 +240,15 @@ static void make_request(struct cnuas_hca_req *q, uint32_t op, int *fd)
     case CNUAS_OP_DESTROY_QP: q->u.destroy.handle = handle_of(QP); break;
     case CNUAS_OP_DESTROY_SRQ: q->u.destroy.handle = handle_of(SRQ); break;
     case CNUAS_OP_DESTROY_AH: q->u.destroy.handle = handle_of(AH); break;
+    case CNUAS_OP_ATTACH_MCAST:
+    case CNUAS_OP_DETACH_MCAST:
+        q->u.mcast.qp = handle_of(QP);
+        q->u.mcast.lid = (uint16_t)(below(2) ? 0xC000 + below(4) : edgy32());
+        for (unsigned i = 0; i < sizeof(q->u.mcast.gid); ++i)
+            q->u.mcast.gid[i] = (uint8_t)below(256);
+        if (below(2))
+            q->u.mcast.gid[0] = 0xFF; /* a multicast GID, half the time */
+        break;
     case CNUAS_OP_REG_MR: {
         q->u.reg_mr.pd = handle_of(PD);
         q->u.reg_mr.access = below(2) ? below(16) : edgy32();
