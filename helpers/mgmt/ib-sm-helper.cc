@@ -77,7 +77,15 @@ void
 ServeSa(Ptr<IbSubnetManager> sm, Ptr<IbMadDispatcher> disp, const IbReceivedMad& m)
 {
     // A table larger than one MAD goes as RMPP segments, in order, as the port can take them.
-    disp->SendGmpResponses(m, sm->AnswerSaSegments(m.view.mad.data()));
+    // A multicast join or leave is answered once the MFTs it changed are written (the SM calls
+    // back); the request is kept for the address to answer to.
+    IbMadDispatcher* raw = PeekPointer(disp);
+    disp->SendGmpResponses(
+        m,
+        sm->AnswerSaSegments(m.view.mad.data(),
+                             [raw, m](std::vector<std::array<uint8_t, kIbMadBytes>> mads) {
+                                 raw->SendGmpResponses(m, std::move(mads));
+                             }));
 }
 
 /// What follows whether an SM runs: its CA port's PortInfo.CapabilityMask.IsSM (as the

@@ -44,9 +44,11 @@ constexpr uint8_t Trap = 0x05;
 constexpr uint8_t Report = 0x06;
 constexpr uint8_t TrapRepress = 0x07;
 constexpr uint8_t GetTable = 0x12;
+constexpr uint8_t Delete = 0x15; ///< SubnAdmDelete, an SA method (IBA vol. 1 §15.2)
 constexpr uint8_t GetResp = 0x81;
 constexpr uint8_t ReportResp = 0x86;
 constexpr uint8_t GetTableResp = 0x92;
+constexpr uint8_t DeleteResp = 0x95;
 constexpr uint8_t ResponseBit = 0x80;
 } // namespace IbMadMethod
 

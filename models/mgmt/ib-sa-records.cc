@@ -74,6 +74,48 @@ IbPathRecord::ReadFrom(const uint8_t* in)
     preference = in[57];
 }
 
+void
+IbMcMemberRecord::WriteTo(uint8_t* out) const
+{
+    std::memset(out, 0, kSize);
+    std::memcpy(out, mgid.data(), 16);
+    std::memcpy(out + 16, portGid.data(), 16);
+    IbWireStore32(out + 32, qkey);
+    IbMadStore16(out + 36, mlid);
+    out[38] = static_cast<uint8_t>(((mtuSelector & 3) << 6) | (mtu & 0x3F));
+    out[39] = tClass;
+    IbMadStore16(out + 40, pkey);
+    out[42] = static_cast<uint8_t>(((rateSelector & 3) << 6) | (rate & 0x3F));
+    out[43] = static_cast<uint8_t>(((packetLifeTimeSelector & 3) << 6) | (packetLifeTime & 0x3F));
+    IbWireStore32(out + 44, (uint32_t(sl & 0x0F) << 28) | ((flowLabel & 0xFFFFF) << 8) | hopLimit);
+    out[48] = static_cast<uint8_t>(((scope & 0x0F) << 4) | (joinState & 0x0F));
+    out[49] = proxyJoin ? 0x80 : 0;
+}
+
+void
+IbMcMemberRecord::ReadFrom(const uint8_t* in)
+{
+    std::memcpy(mgid.data(), in, 16);
+    std::memcpy(portGid.data(), in + 16, 16);
+    qkey = IbWireLoad32(in + 32);
+    mlid = IbMadLoad16(in + 36);
+    mtuSelector = in[38] >> 6;
+    mtu = in[38] & 0x3F;
+    tClass = in[39];
+    pkey = IbMadLoad16(in + 40);
+    rateSelector = in[42] >> 6;
+    rate = in[42] & 0x3F;
+    packetLifeTimeSelector = in[43] >> 6;
+    packetLifeTime = in[43] & 0x3F;
+    const uint32_t w = IbWireLoad32(in + 44);
+    sl = static_cast<uint8_t>(w >> 28);
+    flowLabel = (w >> 8) & 0xFFFFF;
+    hopLimit = static_cast<uint8_t>(w);
+    scope = in[48] >> 4;
+    joinState = in[48] & 0x0F;
+    proxyJoin = (in[49] & 0x80) != 0;
+}
+
 namespace IbSaLayout
 {
 
@@ -129,6 +171,14 @@ const std::vector<IbSaField> kPKeyTableRecord = {{0, 16}, {16, 16}, {32, 8}, {40
 
 const std::vector<IbSaField> kSmInfoRecord = {{0, 16},   {16, 16},  {32, 64}, {96, 64},
                                               {160, 32}, {192, 4},  {196, 4}};
+
+const std::vector<IbSaField> kMcMemberRecord = {
+    {0, 128},  {128, 128}, {256, 32}, {288, 16}, {304, 2},  {306, 6},  {312, 8},
+    {320, 16}, {336, 2},   {338, 6},  {344, 2},  {346, 6},  {352, 4},  {356, 20},
+    {376, 8},  {384, 4},   {388, 4},  {392, 1},  {393, 23}};
+
+const std::vector<IbSaField> kMftRecord = {{0, 16}, {16, 4}, {20, 3}, {23, 9}, {32, 32},
+                                           {64, 512}};
 
 } // namespace IbSaLayout
 
@@ -186,6 +236,41 @@ uint64_t
 IbGidPortGuid(const std::array<uint8_t, 16>& gid)
 {
     return IbWireLoad64(gid.data()) == 0xFE80000000000000ULL ? IbWireLoad64(gid.data() + 8) : 0;
+}
+
+double
+IbSaPortGbps(const IbPortInfo& pi)
+{
+    double lanes = 0;
+    switch (pi.linkWidthActive)
+    {
+    case 1:
+        lanes = 1;
+        break;
+    case 2:
+        lanes = 4;
+        break;
+    case 4:
+        lanes = 8;
+        break;
+    case 8:
+        lanes = 12;
+        break;
+    case 16:
+        lanes = 2;
+        break;
+    default:
+        return 0;
+    }
+    const double lane = pi.linkSpeedExtActive == 1   ? 14
+                        : pi.linkSpeedExtActive == 2 ? 25
+                        : pi.linkSpeedExtActive == 4 ? 50
+                        : pi.linkSpeedExtActive == 8 ? 100
+                        : pi.linkSpeedActive == 1    ? 2.5
+                        : pi.linkSpeedActive == 2    ? 5
+                        : pi.linkSpeedActive == 4    ? 10
+                                                     : 0;
+    return lanes * lane;
 }
 
 namespace

@@ -19,6 +19,7 @@ constexpr uint16_t NoResources = 0x0100;       ///< ERR_NO_RESOURCES
 constexpr uint16_t ReqInvalid = 0x0200;        ///< ERR_REQ_INVALID
 constexpr uint16_t NoRecords = 0x0300;         ///< ERR_NO_RECORDS
 constexpr uint16_t TooManyRecords = 0x0400;    ///< ERR_TOO_MANY_RECORDS
+constexpr uint16_t InvalidGid = 0x0500;        ///< ERR_REQ_INVALID_GID
 constexpr uint16_t InsufficientComponents = 0x0600; ///< ERR_REQ_INSUFFICIENT_COMPONENTS
 } // namespace IbSaStatus
 
@@ -85,6 +86,62 @@ struct IbPathRecord
 };
 
 /**
+ * MCMemberRecord (attribute 0x0038), 52 bytes, IBA vol. 1 §15.2.5.17: MGID (16, byte 0),
+ * PortGID (16, byte 16), Q_Key (4, byte 32), MLID (2, byte 36), MTUSelector(2) MTU(6) (byte 38),
+ * TClass (byte 39), P_Key (2, byte 40), RateSelector(2) Rate(6) (byte 42),
+ * PacketLifeTimeSelector(2) PacketLifeTime(6) (byte 43), SL(4) FlowLabel(20) HopLimit(8)
+ * (byte 44), Scope(4) JoinState(4) (byte 48), ProxyJoin(1) reserved(23) (byte 49). The layout
+ * and the ComponentMask bits are those of opensm's ib_member_rec_t and IB_MCR_COMPMASK_* and of
+ * libibmad's IB_SA_MCM_* field offsets. JoinState bits: 0 FullMember, 1 NonMember, 2
+ * SendOnlyNonMember (bit 3, SendOnlyFullMember, in later releases).
+ */
+struct IbMcMemberRecord
+{
+    static constexpr uint32_t kSize = 52;
+    // ComponentMask bits, one per field in layout order (§15.2.4.1).
+    static constexpr uint64_t kCompMgid = 1u << 0;
+    static constexpr uint64_t kCompPortGid = 1u << 1;
+    static constexpr uint64_t kCompQkey = 1u << 2;
+    static constexpr uint64_t kCompMlid = 1u << 3;
+    static constexpr uint64_t kCompMtuSelector = 1u << 4;
+    static constexpr uint64_t kCompMtu = 1u << 5;
+    static constexpr uint64_t kCompTClass = 1u << 6;
+    static constexpr uint64_t kCompPkey = 1u << 7;
+    static constexpr uint64_t kCompRateSelector = 1u << 8;
+    static constexpr uint64_t kCompRate = 1u << 9;
+    static constexpr uint64_t kCompPacketLifeTimeSelector = 1u << 10;
+    static constexpr uint64_t kCompPacketLifeTime = 1u << 11;
+    static constexpr uint64_t kCompSl = 1u << 12;
+    static constexpr uint64_t kCompFlowLabel = 1u << 13;
+    static constexpr uint64_t kCompHopLimit = 1u << 14;
+    static constexpr uint64_t kCompScope = 1u << 15;
+    static constexpr uint64_t kCompJoinState = 1u << 16;
+    static constexpr uint64_t kCompProxyJoin = 1u << 17;
+    /// JoinState.FullMember: only a full member may create a group.
+    static constexpr uint8_t kFullMember = 0x1;
+    std::array<uint8_t, 16> mgid{};
+    std::array<uint8_t, 16> portGid{};
+    uint32_t qkey = 0;
+    uint16_t mlid = 0;
+    uint8_t mtuSelector = 0;
+    uint8_t mtu = 0;  ///< 6 bits: 1 = 256 .. 5 = 4096
+    uint8_t tClass = 0;
+    uint16_t pkey = 0;
+    uint8_t rateSelector = 0;
+    uint8_t rate = 0; ///< 6 bits, PathRecord's encoding
+    uint8_t packetLifeTimeSelector = 0;
+    uint8_t packetLifeTime = 0;
+    uint8_t sl = 0;         ///< 4 bits
+    uint32_t flowLabel = 0; ///< 20 bits
+    uint8_t hopLimit = 0;
+    uint8_t scope = 0;      ///< 4 bits
+    uint8_t joinState = 0;  ///< 4 bits
+    bool proxyJoin = false;
+    void WriteTo(uint8_t* out) const;
+    void ReadFrom(const uint8_t* in);
+};
+
+/**
  * One field of an SA record: its first bit counted from the record's start (most significant
  * bit of byte 0 first, as the tables of IBA vol. 1 §15.2.5 give offsets) and its width.
  * ComponentMask bit i selects field i of a record's list: every field, reserved ones included,
@@ -118,6 +175,13 @@ extern const std::vector<IbSaField> kPKeyTableRecord;
 /// SMInfoRecord, §15.2.5.9: LID, reserved, GUID, SM_Key, ActCount, Priority, SMState (32 bytes
 /// with padding).
 extern const std::vector<IbSaField> kSmInfoRecord;
+/// MCMemberRecord, §15.2.5.17: MGID, PortGID, Q_Key, MLID, MTUSelector, MTU, TClass, P_Key,
+/// RateSelector, Rate, PacketLifeTimeSelector, PacketLifeTime, SL, FlowLabel, HopLimit, Scope,
+/// JoinState, ProxyJoin, reserved (52 bytes).
+extern const std::vector<IbSaField> kMcMemberRecord;
+/// MulticastForwardingTableRecord, §15.2.5.8: LID, Position, reserved, BlockNum, reserved, the
+/// 32 port masks of the block (72 bytes).
+extern const std::vector<IbSaField> kMftRecord;
 } // namespace IbSaLayout
 
 /// Record sizes in bytes (the SA lays records out at 8-byte-word strides, §15.2.1.1).
@@ -131,6 +195,8 @@ constexpr uint32_t LftRecord = 72;
 constexpr uint32_t GuidInfoRecord = 72;
 constexpr uint32_t PKeyTableRecord = 72;
 constexpr uint32_t SmInfoRecord = 32;
+constexpr uint32_t McMemberRecord = IbMcMemberRecord::kSize;
+constexpr uint32_t MftRecord = 72;
 } // namespace IbSaRecordBytes
 
 /// Bits [f.bit, f.bit + f.width) of `record` as an unsigned integer (f.width <= 64).
@@ -151,6 +217,9 @@ bool IbSaComponentsMatch(const uint8_t* candidate, const uint8_t* query, uint64_
 std::array<uint8_t, 16> IbPortGid(uint64_t portGuid);
 /// The port GUID of a GID with the default subnet prefix, 0 for any other prefix.
 uint64_t IbGidPortGuid(const std::array<uint8_t, 16>& gid);
+/// Nominal data rate in Gb/s of a port's active link, from its PortInfo (LinkWidthActive,
+/// LinkSpeedActive, LinkSpeedExtActive, §14.2.5.6); 0 if not known.
+double IbSaPortGbps(const IbPortInfo& info);
 /// PathRecord.Rate encoding of a link's data rate in Gb/s (nominal, as ibstat shows it); 0 if
 /// the value has no code.
 uint8_t IbSaRateCode(double gbps);

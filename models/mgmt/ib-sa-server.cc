@@ -2,6 +2,7 @@
 
 #include "ib-gmp.h"
 #include "ib-mad-header.h"
+#include "ib-sm-multicast.h"
 
 #include "models/rdma/ib-wire-bytes.h"
 
@@ -16,42 +17,6 @@ namespace ns3
 
 namespace
 {
-
-/// Nominal data rate of a port's active link in Gb/s, from PortInfo (0: not known).
-double
-PortGbps(const IbPortInfo& pi)
-{
-    double lanes = 0;
-    switch (pi.linkWidthActive)
-    {
-    case 1:
-        lanes = 1;
-        break;
-    case 2:
-        lanes = 4;
-        break;
-    case 4:
-        lanes = 8;
-        break;
-    case 8:
-        lanes = 12;
-        break;
-    case 16:
-        lanes = 2;
-        break;
-    default:
-        return 0;
-    }
-    double lane = pi.linkSpeedExtActive == 1   ? 14
-                  : pi.linkSpeedExtActive == 2 ? 25
-                  : pi.linkSpeedExtActive == 4 ? 50
-                  : pi.linkSpeedExtActive == 8 ? 100
-                  : pi.linkSpeedActive == 1    ? 2.5
-                  : pi.linkSpeedActive == 2    ? 5
-                  : pi.linkSpeedActive == 4    ? 10
-                                               : 0;
-    return lanes * lane;
-}
 
 /// The (node, port) a LID or a GID names; node -1 if none.
 IbSmLidTarget
@@ -94,7 +59,7 @@ WalkPath(const IbSmSubnet& s, const IbRoutingTables& t, IbSmLidTarget src, IbSmL
     *gbps = 1e9;
     *mtu = 5;
     auto cross = [&](const IbSmPort& out) {
-        *gbps = std::min(*gbps, PortGbps(out.info));
+        *gbps = std::min(*gbps, IbSaPortGbps(out.info));
         *mtu = std::min<uint8_t>(*mtu, out.info.neighborMtu == 0 ? 5 : out.info.neighborMtu);
     };
     int32_t cur = src.node;
@@ -160,6 +125,7 @@ struct IbSaView
     const IbRoutingTables& tables;
     const IbVlLayers* layers;
     const std::vector<IbSaSmEntry>* sms;
+    const IbSmMulticast* multicast;
 };
 
 using RecordSink = std::function<void(std::vector<uint8_t>)>;
@@ -355,6 +321,43 @@ SmInfoRecords(const IbSaView& v, const RecordSink& sink)
     }
 }
 
+/// Every switch's MFT blocks up to the highest one its groups use, each port-mask position its
+/// ports have (§15.2.5.8: Position in bits 15:12 and BlockNum in bits 8:0 of the second field).
+void
+MftRecords(const IbSaView& v, const RecordSink& sink)
+{
+    if (!v.multicast)
+    {
+        return;
+    }
+    for (const auto& [node, entries] : v.multicast->ComputeMfts(v.subnet))
+    {
+        const IbSmNode& n = v.subnet.Node(node);
+        if (n.lid == 0)
+        {
+            continue;
+        }
+        for (size_t block = 0; block * IbMftBlock::kEntries < entries.size(); ++block)
+        {
+            for (uint8_t position = 0; position * 16u <= n.numPorts; ++position)
+            {
+                std::vector<uint8_t> bytes(IbSaRecordBytes::MftRecord, 0);
+                IbMadStore16(bytes.data(), n.lid);
+                IbMadStore16(bytes.data() + 2,
+                             static_cast<uint16_t>((position << 12) | (block & 0x1FF)));
+                IbMftBlock b;
+                for (size_t e = 0; e < IbMftBlock::kEntries; ++e)
+                {
+                    const size_t at = block * IbMftBlock::kEntries + e;
+                    b.mask[e] = at < entries.size() ? entries[at][position] : 0;
+                }
+                b.WriteTo(bytes.data() + 8);
+                sink(std::move(bytes));
+            }
+        }
+    }
+}
+
 /// Whether `have` passes a PathRecord selector against `want` (§15.2.5.16: 0 greater than,
 /// 1 less than, 2 exactly, 3 the largest available, which any value is here: one path).
 bool
@@ -435,7 +438,7 @@ PathRecords(const IbSaView& v, const IbPathRecord& q, uint64_t mask,
                 {
                     if (n.ports[p].peerNode >= 0)
                     {
-                        gbps = std::max(gbps, PortGbps(n.ports[p].info));
+                        gbps = std::max(gbps, IbSaPortGbps(n.ports[p].info));
                         mtu = std::max<uint8_t>(mtu, n.ports[p].info.neighborMtu);
                     }
                 }
@@ -489,8 +492,8 @@ namespace
 /// RMPP DATA segments in `out`; without, it is answered ERR_NO_RESOURCES. False: no answer.
 bool
 Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
-      const IbVlLayers* layers, const std::vector<IbSaSmEntry>* sms, bool multi,
-      std::vector<std::array<uint8_t, kIbMadBytes>>& out)
+      const IbVlLayers* layers, const std::vector<IbSaSmEntry>* sms, IbSmMulticast* multicast,
+      uint64_t smKey, bool multi, std::vector<std::array<uint8_t, kIbMadBytes>>& out)
 {
     out.clear();
     out.emplace_back();
@@ -504,7 +507,12 @@ Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* re
     }
     IbSaMad resp = req;
     const bool table = h.GetMethod() == IbMadMethod::GetTable;
-    resp.Mad().SetMethod(table ? IbMadMethod::GetTableResp : IbMadMethod::GetResp);
+    const bool set = h.GetMethod() == IbMadMethod::Set;
+    const bool del = h.GetMethod() == IbMadMethod::Delete;
+    // A Set is answered GetResp, a Delete DeleteResp (§13.4.5, §15.2).
+    resp.Mad().SetMethod(table ? IbMadMethod::GetTableResp
+                         : del ? IbMadMethod::DeleteResp
+                               : IbMadMethod::GetResp);
     resp.SetRmppVersion(0);
     resp.SetRmppType(0);
     resp.SetRmppTimeFlags(0);
@@ -521,12 +529,16 @@ Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* re
     {
         return answer(IbMadStatus::BadVersion);
     }
-    if (h.GetMethod() != IbMadMethod::Get && !table)
+    if (h.GetMethod() != IbMadMethod::Get && !table && !set && !del)
     {
         return answer(IbMadStatus::UnsupportedMethod);
     }
+    if ((set || del) && h.GetAttributeId() != IbSaAttr::McMemberRecord)
+    {
+        return answer(IbMadStatus::UnsupportedMethodAttr); // no other record is written here
+    }
     const uint64_t mask = req.GetComponentMask();
-    const IbSaView view{subnet, tables, layers, sms};
+    const IbSaView view{subnet, tables, layers, sms, multicast};
     std::vector<std::vector<uint8_t>> records;
     uint32_t recordBytes = 0;
     // Every candidate record of the attribute, kept when the components the request selects
@@ -599,16 +611,61 @@ Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* re
         }
         break;
     }
-    case IbSaAttr::ServiceRecord:
-    case IbSaAttr::McMemberRecord:
+    case IbSaAttr::McMemberRecord: {
+        recordBytes = IbSaRecordBytes::McMemberRecord;
+        IbMcMemberRecord q;
+        q.ReadFrom(req.Data());
+        IbMcMemberRecord a;
+        if (set || del)
+        {
+            if (!multicast)
+            {
+                return answer(IbSaStatus::NoResources); // nowhere to keep a group
+            }
+            const uint16_t status = set ? multicast->Join(subnet, q, mask, a)
+                                        : multicast->Leave(q, mask, a);
+            if (status != IbMadStatus::Ok)
+            {
+                return answer(status);
+            }
+            std::vector<uint8_t> bytes(IbMcMemberRecord::kSize);
+            a.WriteTo(bytes.data());
+            records.push_back(std::move(bytes));
+            break;
+        }
+        // opensm refuses a query whose MTU or Rate has no code as it refuses such a join.
+        const bool mtuGiven = (mask & IbMcMemberRecord::kCompMtu) &&
+                              (mask & IbMcMemberRecord::kCompMtuSelector);
+        const bool rateGiven = (mask & IbMcMemberRecord::kCompRate) &&
+                               (mask & IbMcMemberRecord::kCompRateSelector);
+        if ((mtuGiven && (q.mtu < 1 || q.mtu > 5)) || (rateGiven && IbSaRateGbps(q.rate) == 0))
+        {
+            return answer(IbSaStatus::ReqInvalid);
+        }
+        if (multicast)
+        {
+            // Trusted: a requester that shows this SM's SM_Key (§15.4.3).
+            const bool trusted = smKey != 0 && req.GetSmKey() == smKey;
+            std::vector<IbMcMemberRecord> found;
+            multicast->Query(q, mask, trusted, found);
+            for (const IbMcMemberRecord& r : found)
+            {
+                std::vector<uint8_t> bytes(IbMcMemberRecord::kSize);
+                r.WriteTo(bytes.data());
+                records.push_back(std::move(bytes));
+            }
+        }
+        break;
+    }
     case IbSaAttr::MftRecord:
+        recordBytes = IbSaRecordBytes::MftRecord;
+        MftRecords(view, select(IbSaLayout::kMftRecord));
+        break;
+    case IbSaAttr::ServiceRecord:
     case IbSaAttr::InformInfoRecord:
-        // Records this SA knows but holds none of: no service registers with it, the built-in
-        // SM makes no multicast groups (so programs no MFTs) and takes no subscriptions.
-        recordBytes = h.GetAttributeId() == IbSaAttr::ServiceRecord    ? 176
-                      : h.GetAttributeId() == IbSaAttr::McMemberRecord ? 52
-                      : h.GetAttributeId() == IbSaAttr::MftRecord      ? 72
-                                                                       : 64;
+        // Records this SA knows but holds none of: no service registers with it and it takes
+        // no subscriptions.
+        recordBytes = h.GetAttributeId() == IbSaAttr::ServiceRecord ? 176 : 64;
         break;
     default:
         return answer(IbMadStatus::UnsupportedMethodAttr);
@@ -693,10 +750,11 @@ Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* re
 
 bool
 IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
-          uint8_t* response, const IbVlLayers* layers, const std::vector<IbSaSmEntry>* sms)
+          uint8_t* response, const IbVlLayers* layers, const std::vector<IbSaSmEntry>* sms,
+          IbSmMulticast* multicast, uint64_t smKey)
 {
     std::vector<std::array<uint8_t, kIbMadBytes>> out;
-    if (!Serve(subnet, tables, request, layers, sms, false, out))
+    if (!Serve(subnet, tables, request, layers, sms, multicast, smKey, false, out))
     {
         return false;
     }
@@ -707,10 +765,10 @@ IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t
 std::vector<std::array<uint8_t, kIbMadBytes>>
 IbSaServeSegments(const IbSmSubnet& subnet, const IbRoutingTables& tables,
                   const uint8_t* request, const IbVlLayers* layers,
-                  const std::vector<IbSaSmEntry>* sms)
+                  const std::vector<IbSaSmEntry>* sms, IbSmMulticast* multicast, uint64_t smKey)
 {
     std::vector<std::array<uint8_t, kIbMadBytes>> out;
-    if (!Serve(subnet, tables, request, layers, sms, true, out))
+    if (!Serve(subnet, tables, request, layers, sms, multicast, smKey, true, out))
     {
         out.clear();
     }

@@ -16,6 +16,8 @@
 namespace ns3
 {
 
+class IbSmMulticast;
+
 /// An SM the SA reports in SMInfoRecords: the LID of its port and its SMInfo.
 struct IbSaSmEntry
 {
@@ -36,9 +38,16 @@ struct IbSaSmEntry
  * whole-world queries, GetTable); LMC 0: one path a pair; the route the LFTs give, checked to
  * arrive; MTU and rate the smallest along it; SL the route's virtual layer when `layers` has
  * one (else 0); P_Key 0xFFFF; reversible; P_Key, SL, MTU and Rate components narrow it.
- * ServiceRecord, MCMemberRecord, MFTRecord and InformInfoRecord: this SA holds none (an empty
- * table, or ERR_NO_RECORDS to a Get). Errors are statuses, never silence: bad versions (code
- * 1), methods other than Get/GetTable (2), other attributes (3), a PathRecord Get naming no
+ * MCMemberRecord (§15.2.5.17) from `multicast`'s groups: Get and GetTable (IbSmMulticast::
+ * Query; a requester whose SM_Key is `smKey`, not 0, is trusted and sees every member),
+ * SubnAdmSet (a join, answered GetResp with the member's record) and SubnAdmDelete (a leave,
+ * answered DeleteResp), which change `multicast`; MulticastForwardingTableRecord (§15.2.5.8,
+ * Get and GetTable): every switch's MFT blocks in use, as `multicast`'s trees make them. Without
+ * `multicast` no group exists and a join is refused (ERR_NO_RESOURCES). ServiceRecord and
+ * InformInfoRecord: this SA holds none (an empty table, or ERR_NO_RECORDS to a Get). Errors are
+ * statuses, never silence: bad versions (code 1), methods other than Get/GetTable/Set/Delete
+ * (2), Set and Delete of anything but MCMemberRecord and other attributes (3), a join or leave
+ * refused (IbSmMulticast's status), a PathRecord Get naming no
  * end (ERR_REQ_INSUFFICIENT_COMPONENTS), nothing found or no route to a Get (ERR_NO_RECORDS),
  * several matches to a Get (ERR_TOO_MANY_RECORDS), a table over 4 MiB (ERR_NO_RESOURCES). A
  * GetTable answer is one RMPP segment (flags Active, First, Last); a table that needs more
@@ -46,7 +55,8 @@ struct IbSaSmEntry
  */
 bool IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
                uint8_t* response, const IbVlLayers* layers = nullptr,
-               const std::vector<IbSaSmEntry>* sms = nullptr);
+               const std::vector<IbSaSmEntry>* sms = nullptr,
+               IbSmMulticast* multicast = nullptr, uint64_t smKey = 0);
 
 /**
  * The same answer, where a GetTable larger than one MAD becomes several RMPP DATA segments
@@ -59,7 +69,9 @@ std::vector<std::array<uint8_t, kIbMadBytes>> IbSaServeSegments(const IbSmSubnet
                                                                const IbRoutingTables& tables,
                                                                const uint8_t* request,
                                                                const IbVlLayers* layers = nullptr,
-                                                               const std::vector<IbSaSmEntry>* sms = nullptr);
+                                                               const std::vector<IbSaSmEntry>* sms = nullptr,
+                                                               IbSmMulticast* multicast = nullptr,
+                                                               uint64_t smKey = 0);
 
 } // namespace ns3
 

@@ -195,6 +195,8 @@ IbSubnetManager::DoDispose()
     m_requests.clear();
     m_queue.clear();
     m_outstanding = 0;
+    m_mftInFlight = 0;
+    m_heldSa.clear();
     m_sender = SmpSender();
     m_lidSender = LidRoutedSender();
     Object::DoDispose();
@@ -261,6 +263,8 @@ IbSubnetManager::Stop()
     m_requests.clear();
     m_queue.clear();
     m_outstanding = 0;
+    m_mftInFlight = 0;
+    m_heldSa.clear(); // a stopped SM answers nothing, held answers included
     m_remoteSms.clear();
     m_masterPath.clear();
     m_masterGuid = 0;
@@ -551,6 +555,9 @@ IbSubnetManager::Answered(Request& req, const IbSmp& smp)
     case Purpose::SetLft:
     case Purpose::SetSlToVl:
         break;
+    case Purpose::SetMft:
+        MftSetDone();
+        break;
     case Purpose::LightSwitchInfo: {
         IbSwitchInfo si;
         si.ReadFrom(smp.Data());
@@ -589,6 +596,27 @@ IbSubnetManager::Failed(Request& req)
         }
         m_rediscover = true;
         break;
+    case Purpose::SetMft: {
+        // Unknown block now: it reads 0xFFFF, which no tree gives a switch, so the next
+        // ProgramMfts (after the next light sweep, or sooner) writes it again.
+        auto it = m_mftProgrammed.find(req.guid);
+        if (it != m_mftProgrammed.end())
+        {
+            std::vector<IbMftEntry>& prog = it->second;
+            const size_t end = (size_t(req.block) + 1) * IbMftBlock::kEntries;
+            if (prog.size() < end)
+            {
+                prog.resize(end, IbMftEntry{});
+            }
+            for (size_t e = end - IbMftBlock::kEntries; e < end; ++e)
+            {
+                prog[e][req.port] = 0xFFFF;
+            }
+        }
+        m_mftRetry = true;
+        MftSetDone();
+        break;
+    }
     case Purpose::LightSwitchInfo:
     case Purpose::SetPortInfo:
     case Purpose::SetSwitchInfo:
@@ -659,6 +687,10 @@ IbSubnetManager::MaybeAdvance()
         else
         {
             SetPhase(IbSweepPhase::Up);
+            if (m_mftRetry)
+            {
+                ProgramMfts();
+            }
             ScheduleNext();
         }
         return;
@@ -1328,6 +1360,19 @@ IbSubnetManager::FinishHeavySweep()
     m_lastLayers = m_layers;
     m_lastUp = Simulator::Now();
     m_actCount++;
+    // Multicast: the MLIDs every switch can hold; members whose ports are gone leave; the trees
+    // of the subnet as it is now.
+    uint32_t mlids = IbSmMulticast::kDefaultMlidCount;
+    for (const IbSmNode& n : m_lastSubnet.Nodes())
+    {
+        if (n.IsSwitch())
+        {
+            mlids = std::min<uint32_t>(mlids, n.switchInfo.multicastFdbCap);
+        }
+    }
+    m_multicast.SetMlidCount(static_cast<uint16_t>(mlids));
+    m_multicast.DropAbsentPorts(m_lastSubnet);
+    ProgramMfts();
     m_sweepFinishedTrace(true, static_cast<uint32_t>(m_subnet.NodeCount()),
                          Simulator::Now() - m_sweepStart);
     if (m_rediscover)
@@ -1534,17 +1579,29 @@ IbSubnetManager::KnownSms() const
 }
 
 std::vector<std::array<uint8_t, kIbMadBytes>>
-IbSubnetManager::AnswerSaSegments(const uint8_t* request)
+IbSubnetManager::AnswerSaSegments(const uint8_t* request, SaResponder later)
 {
     if (!m_running || m_smState != IbSmState::Master || m_lastUp < Seconds(0))
     {
         return {};
     }
     const std::vector<IbSaSmEntry> sms = KnownSms();
-    auto out = IbSaServeSegments(m_lastSubnet, m_lastTables, request, &m_lastLayers, &sms);
+    const uint64_t changes = m_multicast.GetChanges();
+    auto out = IbSaServeSegments(m_lastSubnet, m_lastTables, request, &m_lastLayers, &sms,
+                                 &m_multicast, m_smKey);
     if (!out.empty())
     {
         m_saAnswered++;
+    }
+    if (m_multicast.GetChanges() != changes)
+    {
+        // A join or leave changed a group: its tree, and the MFTs, may have changed with it.
+        ProgramMfts();
+        if (later && m_mftInFlight > 0 && !out.empty())
+        {
+            m_heldSa.push_back([later, out]() { later(out); });
+            return {};
+        }
     }
     return out;
 }
@@ -1557,12 +1614,93 @@ IbSubnetManager::AnswerSa(const uint8_t* request, uint8_t* response)
         return false;
     }
     const std::vector<IbSaSmEntry> sms = KnownSms();
-    if (!IbSaServe(m_lastSubnet, m_lastTables, request, response, &m_lastLayers, &sms))
+    const uint64_t changes = m_multicast.GetChanges();
+    if (!IbSaServe(m_lastSubnet, m_lastTables, request, response, &m_lastLayers, &sms,
+                   &m_multicast, m_smKey))
     {
         return false;
     }
     m_saAnswered++;
+    if (m_multicast.GetChanges() != changes)
+    {
+        ProgramMfts(); // the answer goes at once here: there is no way to send it later
+    }
     return true;
+}
+
+void
+IbSubnetManager::ProgramMfts()
+{
+    m_mftRetry = false;
+    const IbMftTables want = m_multicast.ComputeMfts(m_lastSubnet);
+    for (const auto& [node, entries] : want)
+    {
+        const IbSmNode& n = m_lastSubnet.Node(node);
+        std::vector<IbMftEntry>& prog = m_mftProgrammed[n.nodeGuid];
+        const size_t entriesInUse = std::max(entries.size(), prog.size());
+        const size_t blocks = (entriesInUse + IbMftBlock::kEntries - 1) / IbMftBlock::kEntries;
+        for (size_t b = 0; b < blocks; ++b)
+        {
+            // Only the port-mask positions the switch has (ports 0..NumPorts, §14.2.5.12).
+            for (uint8_t position = 0; position * 16u <= n.numPorts; ++position)
+            {
+                IbMftBlock block;
+                bool differs = false;
+                for (size_t e = 0; e < IbMftBlock::kEntries; ++e)
+                {
+                    const size_t at = b * IbMftBlock::kEntries + e;
+                    block.mask[e] = at < entries.size() ? entries[at][position] : 0;
+                    const uint16_t had = at < prog.size() ? prog[at][position] : 0;
+                    differs = differs || had != block.mask[e];
+                }
+                if (!differs)
+                {
+                    continue;
+                }
+                uint8_t data[IbSmp::kDataBytes] = {};
+                block.WriteTo(data);
+                const uint64_t tid =
+                    Enqueue(Purpose::SetMft, IbMadMethod::Set, IbSmAttr::MulticastForwardingTable,
+                            IbMftBlock::Modifier(static_cast<uint16_t>(b), position), n.path, -1,
+                            position, data);
+                if (tid != 0)
+                {
+                    Request& r = m_requests.at(tid);
+                    r.guid = n.nodeGuid;
+                    r.block = static_cast<uint16_t>(b);
+                    ++m_mftInFlight;
+                    ++m_mftBlocksWritten;
+                }
+            }
+        }
+        prog = entries;
+    }
+    Pump();
+}
+
+void
+IbSubnetManager::MftSetDone()
+{
+    if (m_mftInFlight > 0 && --m_mftInFlight == 0 && !m_heldSa.empty())
+    {
+        // In an event of its own: this runs inside the SMP receive path.
+        Simulator::ScheduleNow(&IbSubnetManager::SendHeldSaAnswers, this);
+    }
+}
+
+void
+IbSubnetManager::SendHeldSaAnswers()
+{
+    if (!m_running || m_mftInFlight != 0)
+    {
+        return; // stopped, or more MFT SMPs went out since: wait for those too
+    }
+    std::vector<std::function<void()>> held;
+    held.swap(m_heldSa);
+    for (const auto& send : held)
+    {
+        send();
+    }
 }
 
 } // namespace ns3

@@ -7,6 +7,7 @@
 #include "ib-sa-server.h"
 #include "ib-routing-engine.h"
 #include "ib-sm-info.h"
+#include "ib-sm-multicast.h"
 #include "ib-sm-subnet.h"
 #include "ib-smp.h"
 
@@ -18,6 +19,7 @@
 
 #include <array>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 #include <vector>
@@ -68,6 +70,15 @@ struct IbKnownSm
  * Every request is one outstanding transaction with its own timeout and retries; at most
  * MaxOutstandingSmps are in flight. Answers with an unknown transaction ID, the wrong
  * attribute or a bad status are counted and dropped, never trusted.
+ *
+ * Multicast (§15.2.5.17, §14.2.5.12): the SA's joins and leaves change the groups this SM keeps
+ * (IbSmMulticast); after one that changed a group's membership, and after every heavy sweep
+ * (members whose ports are gone leave first), the SM computes every group's spanning tree over
+ * the switches and writes the MulticastForwardingTable blocks that differ from what it last
+ * wrote, with SubnSet(MulticastForwardingTable) SMPs (only port-mask positions the switch has).
+ * The answer to the join or leave that caused them waits until they are all answered (or
+ * failed): a member that hears back can send to the group at once. A failed block is written
+ * again after the next light sweep.
  *
  * Election (§14.4.1): a CA port whose PortInfo.CapabilityMask has IsSM is asked for its SMInfo;
  * an SM whose SM_Key differs from this one's (when this one's is not 0) is not of this subnet's
@@ -121,10 +132,23 @@ class IbSubnetManager : public Object
      * the subnet up (a standby's SA stays silent).
      */
     bool AnswerSa(const uint8_t* request, uint8_t* response);
-    /// The same, a table larger than one MAD as several RMPP segments (IbSaServeSegments);
-    /// empty for no answer.
-    std::vector<std::array<uint8_t, kIbMadBytes>> AnswerSaSegments(const uint8_t* request);
+    /// Sends the MADs of an SA answer that was held back.
+    using SaResponder = std::function<void(std::vector<std::array<uint8_t, kIbMadBytes>>)>;
+    /**
+     * The same, a table larger than one MAD as several RMPP segments (IbSaServeSegments);
+     * empty for no answer. With `later`, the answer to a multicast join or leave that made the
+     * SM write MFT blocks is held until those SMPs are answered, then sent through `later`
+     * (this returns empty); without, or when no SMP was needed, it is returned at once.
+     */
+    std::vector<std::array<uint8_t, kIbMadBytes>> AnswerSaSegments(const uint8_t* request,
+                                                                   SaResponder later = {});
     uint64_t GetSaAnswered() const { return m_saAnswered; }
+    /// The multicast groups the SA's joins made.
+    const IbSmMulticast& GetMulticast() const { return m_multicast; }
+    /// SubnSet(MulticastForwardingTable) SMPs queued (one per block and port-mask position).
+    uint64_t GetMftBlocksWritten() const { return m_mftBlocksWritten; }
+    /// SA answers held back until the MFT SMPs they wait for are answered.
+    size_t GetHeldSaAnswers() const { return m_heldSa.size(); }
     // ---- observation ----------------------------------------------------------------------
     IbSmState GetSmState() const { return m_smState; }
     uint8_t GetPriority() const { return m_priority; }
@@ -190,6 +214,7 @@ class IbSubnetManager : public Object
         SetSwitchInfo,
         SetLft,
         SetSlToVl,
+        SetMft,
         LightSwitchInfo,
         LightSmInfo,
         PollMaster,
@@ -209,11 +234,13 @@ class IbSubnetManager : public Object
         IbSmp smp;
         Purpose purpose;
         int32_t node = -1;       ///< subnet node the request is about
-        uint8_t port = 0;        ///< port (PortInfo) or block (LFT)
+        uint8_t port = 0;        ///< port (PortInfo), block (LFT) or port-mask position (MFT)
         int32_t parent = -1;     ///< NodeInfo: the node whose port led here
         uint8_t parentPort = 0;
         std::vector<uint8_t> path;
         uint32_t attempt = 0;
+        uint64_t guid = 0;       ///< MFT: the switch's node GUID
+        uint16_t block = 0;      ///< MFT: the block
     };
     /// When a sent SMP times out if unanswered: the SMP as it was sent that time (its TID and
     /// attempt); stale once the request is answered, failed or sent again.
@@ -276,6 +303,14 @@ class IbSubnetManager : public Object
     void ConfigureSlToVl();
     void SetPortStates(uint8_t from, uint8_t to);
     void FinishHeavySweep();
+    /// Writes the MFT blocks the groups' trees need that differ from what each switch of the
+    /// last swept subnet was last given.
+    void ProgramMfts();
+    /// A SubnSet(MulticastForwardingTable) is done (answered or failed): the held SA answers go
+    /// once none is left.
+    void MftSetDone();
+    /// Sends the held SA answers if no MFT SMP is in flight any more.
+    void SendHeldSaAnswers();
     /// PortInfo Set for one port: the last read PortInfo with `lid`, the SM LID, OperationalVLs
     /// and `state` (0 = no change), every "no change" field zero.
     void SetPortInfo(int32_t node, uint8_t port, uint8_t state);
@@ -318,6 +353,14 @@ class IbSubnetManager : public Object
     std::map<uint64_t, std::vector<uint8_t>> m_programmed;
     /// Layers each SL-to-VL table was last written for, by (node or CA port GUID, modifier).
     std::map<std::pair<uint64_t, uint32_t>, uint8_t> m_slVlProgrammed;
+    IbSmMulticast m_multicast;
+    /// What each switch's MFT was last written to, by node GUID (entry i: MLID 0xC000 + i);
+    /// a block whose write failed reads 0xFFFF, so that it is written again.
+    std::map<uint64_t, std::vector<IbMftEntry>> m_mftProgrammed;
+    uint32_t m_mftInFlight = 0; ///< SubnSet(MulticastForwardingTable) queued or unanswered
+    bool m_mftRetry = false;    ///< an MFT write failed: write again after the next light sweep
+    uint64_t m_mftBlocksWritten = 0;
+    std::vector<std::function<void()>> m_heldSa; ///< SA answers waiting for the MFT SMPs
     uint16_t m_smLid = 0;
     int32_t m_root = -1;
     bool m_rediscover = false; ///< something changed: the next sweep is a heavy one
