@@ -561,6 +561,121 @@ TEST_F(EmuUmad, OpensmBringsTheFabricUpAndVerbsRunOverItsRoutes)
     EXPECT_EQ(CapMask(after) & 0x2, 0u) << after;
 }
 
+// ---- multicast: groups joined through the SA, trees in the switches' MFTs --------------------
+
+/// librdmacm-utils' mckey under opensm: the receivers' rdma_cm joins reach opensm's SA as
+/// MCMemberRecord Sets over the wire, opensm writes the switches' MulticastForwardingTables
+/// with SMPs (ibroute -M reads them back the same way), and the sender's UD packets are copied
+/// by the first switch to a receiver beside it and across to the second switch.
+TEST_F(EmuUmad, OpensmWritesTheMulticastTreeMckeysReceiversUse)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0 || access("/usr/bin/mckey", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm and rdmacm-utils";
+    }
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    IbstatUntil("h2", "Physical state: LinkUp");
+    ASSERT_NE(StartOpensmUntilSubnetUp("h0", 90).find("SUBNET UP"), std::string::npos);
+    ActiveLidsOfTheDumbbell();
+    // Receivers on h1 (beside h0 on swL) and h2 (on swR), five messages each.
+    const std::map<std::string, std::string> ips = {
+        {"h0", "10.0.0.1"}, {"h1", "10.0.0.2"}, {"h2", "10.0.0.3"}};
+    for (const std::string h : {"h1", "h2"})
+    {
+        ExecBackground(h,
+                       "sh -c 'timeout 90 stdbuf -oL mckey -m 224.1.2.3 -b " + ips.at(h) +
+                           " -C 5; echo exit=$?'",
+                       "mckey-" + h + ".txt");
+    }
+    std::string mlid;
+    for (const std::string h : {"h1", "h2"})
+    {
+        std::string out;
+        for (int i = 0; i < 300 && out.find("joined dgid") == std::string::npos &&
+                        out.find("exit=") == std::string::npos;
+             ++i)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            out = ReadFile(m_dir / ("mckey-" + h + ".txt"));
+        }
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(out, m, std::regex("joined dgid: ff12:4001:ffff::e001:203 "
+                                                         "mlid (0xc[0-9a-f]{3})")))
+            << h << ": " << out;
+        mlid = m[1];
+    }
+    // swL's MFT as opensm wrote it: the group on port 2 (h1) and port 3 (toward swR), not on
+    // port 1 (h0, not yet a member); read by directed route from h0.
+    ShResult mft = Exec("h0", "ibroute -M -D 0,1");
+    EXPECT_EQ(mft.exit, 0) << mft.out;
+    EXPECT_TRUE(std::regex_search(mft.out, std::regex("\n" + mlid + " +x x *\n"))) << mft.out;
+    // The SA lists the group (opensm answers saquery's MCMemberRecord query).
+    ShResult groups = Exec("h2", "saquery -g");
+    EXPECT_NE(groups.out.find("ff12:4001:ffff::e001:203"), std::string::npos) << groups.out;
+    ShResult sender = Exec("h0", "timeout 90 mckey -m 224.1.2.3 -b 10.0.0.1 -s -C 5");
+    EXPECT_NE(sender.out.find("return status 0"), std::string::npos) << sender.out;
+    for (const std::string h : {"h1", "h2"})
+    {
+        std::string out;
+        for (int i = 0; i < 300 && out.find("exit=") == std::string::npos; ++i)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            out = ReadFile(m_dir / ("mckey-" + h + ".txt"));
+        }
+        EXPECT_NE(out.find("exit=0"), std::string::npos) << h << ": " << out; // all 5 came
+    }
+    // swL copied each of the five: one to h1, one toward swR.
+    EXPECT_GE(Status().at("live").value("ib_multicast_copies", 0), 5);
+    kill(OpensmPid(), SIGTERM);
+}
+
+/// perftest's multicast mode joins by itself, with an MCMemberRecord Set through libibumad to
+/// the SM LID (its multicast_resources.c), here the built-in SM's SA, which writes the MFTs
+/// before it answers; the client sends to the group's MLID and QPN 0xFFFFFF.
+TEST_F(EmuUmad, PerftestsMulticastSendJoinsThroughTheBuiltInSa)
+{
+    if (access("/usr/bin/ib_send_bw", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's perftest";
+    }
+    ShResult up = Up(std::string(kIbUp) + "--topology dumbbell:left=2,right=1");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    ActiveLidsOfTheDumbbell();
+    ExecBackground("h2", "sh -c 'timeout 120 ib_send_bw -c UD -g -n 200; echo exit=$?'",
+                   "send-bw-server.txt");
+    ShResult client;
+    for (int attempt = 0; attempt < 20; ++attempt)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        client = Exec("h0", "timeout 120 ib_send_bw -c UD -g -n 200 10.255.0.3");
+        if (client.out.find("Couldn't connect") == std::string::npos)
+        {
+            break; // the server was listening on its control port
+        }
+    }
+    EXPECT_EQ(client.exit, 0) << client.out;
+    EXPECT_NE(client.out.find("Send BW Multicast Test"), std::string::npos) << client.out;
+    EXPECT_NE(client.out.find("remote address: LID 0xc000 QPN 0xffffff"), std::string::npos)
+        << client.out;
+    EXPECT_TRUE(std::regex_search(client.out, std::regex(R"(\n\s*4096\s+200\s+[0-9.]+)")))
+        << client.out;
+    std::string server;
+    for (int i = 0; i < 300 && server.find("exit=") == std::string::npos; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        server = ReadFile(m_dir / "send-bw-server.txt");
+    }
+    EXPECT_NE(server.find("exit=0"), std::string::npos) << server;
+    EXPECT_TRUE(std::regex_search(server, std::regex(R"(\n\s*4096\s+200\s+[0-9.]+)")))
+        << server;
+    // perftest left the group at its end: the SA deleted it; the SM wrote its MFT entries
+    // (and cleared them) with SMPs.
+    const nlohmann::json sm = Status().at("live").at("sm");
+    EXPECT_EQ(sm.value("multicast_groups", -1), 0) << sm.dump();
+    EXPECT_GT(sm.value("mft_blocks_written", 0), 0) << sm.dump();
+}
+
 // ---- the built-in SM beside opensm (issue 14's third point) ---------------------------------
 // The built-in SM runs on h0, opensm on h1; h2 is across the second switch. They find each other
 // through PortInfo.CapabilityMask.IsSM and SMInfo (IBA vol. 1 §14.4.1), share opensm's default

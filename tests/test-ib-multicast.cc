@@ -180,6 +180,11 @@ TEST_F(IbMulticast, ASendReachesEveryAttachedQpOnceAndNoOtherPort)
     EXPECT_EQ(Switch(6)->GetMulticastCopies(), 0u);
     EXPECT_EQ(Switch(7)->GetForwardedPackets(), 0u); // spine1 is not in the tree
     ExpectSwitchBuffersEmpty();
+    // The PMA's PortCountersExtended tell multicast from unicast (IBA vol. 1 §16.1.4.11).
+    EXPECT_EQ(fabric.HostPort(0)->GetCounters().extMulticastXmitPkts, 1u);
+    EXPECT_EQ(fabric.HostPort(1)->GetCounters().extMulticastRcvPkts, 1u);
+    EXPECT_EQ(fabric.HostPort(3)->GetCounters().extMulticastRcvPkts, 0u);
+    EXPECT_EQ(fabric.Port(4, 3)->GetCounters().extMulticastXmitPkts, 1u); // leaf0 to spine0
 
     // Detached, h1 takes no more copies (its port still does: the engine counts it); the QP
     // cannot be destroyed while attached.

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define CNUAS_CM_ABI_VERSION 2u
+#define CNUAS_CM_ABI_VERSION 3u
 #define CNUAS_CM_SOCKET_ENV "CNUAS_CM_SOCKET"
 /* Largest private data of any CM message (RTU, DREP). */
 #define CNUAS_CM_MAX_PRIVATE 224u
@@ -51,6 +51,8 @@ enum cnuas_cm_op {
     CNUAS_CM_OP_DISCONNECT,       /* DREQ, or DREP to a DREQ received */
     CNUAS_CM_OP_INIT_QP_ATTR,
     CNUAS_CM_OP_ESTABLISH,        /* rdma_notify(COMM_EST): traffic came before the RTU */
+    CNUAS_CM_OP_JOIN_MCAST,       /* event: MULTICAST_JOIN or MULTICAST_ERROR (dst: the group) */
+    CNUAS_CM_OP_LEAVE_MCAST,
     CNUAS_CM_OP_COUNT
 };
 
@@ -166,6 +168,12 @@ struct cnuas_cm_req {
         struct {
             uint32_t qp_state;
         } init_qp_attr;
+        struct {
+            struct cnuas_cm_addr addr; /* the group's IPv4 multicast address */
+            uint8_t join_state;        /* MCMemberRecord.JoinState: 1 full member, 8 send-only
+                                          full member */
+            uint8_t reserved[3];
+        } mcast; /* JOIN_MCAST, LEAVE_MCAST */
     } u;
 };
 
@@ -201,7 +209,8 @@ struct cnuas_cm_event {
     struct cnuas_cm_addr dst;
     struct cnuas_cm_route route;
     struct cnuas_cm_conn_param param;
-    /* UD: where the peer's QP is (ESTABLISHED of a SIDR lookup), for ibv_create_ah */
+    /* UD: where the peer's QP is (ESTABLISHED of a SIDR lookup; MULTICAST_JOIN: the group, with
+     * param.qp_num 0xFFFFFF and param.qkey the group's Q_Key), for ibv_create_ah */
     struct cnuas_cm_qp_attr ah;
 };
 

@@ -14,7 +14,9 @@
  * without a channel are synchronous (each call waits for its event), as in librdmacm.
  * rsockets are not provided (rsocket() fails with EOPNOTSUPP); rpoll and rselect fall back to
  * poll and select for ordinary descriptors, which is what rping and the other rdmacm-utils
- * need. Multicast joins and ECE fail with EOPNOTSUPP.
+ * need. Multicast joins work on InfiniBand (the daemon asks the SA for an MCMemberRecord; this
+ * library attaches the ID's QP to the group, as librdmacm's ucma_process_join does); on RoCE
+ * they fail with EOPNOTSUPP, as ECE does.
  */
 #define _GNU_SOURCE
 #include "host/abi/cnuas-cm-abi.h"
@@ -45,8 +47,19 @@ struct cnuas_channel {
     uint32_t handle;
 };
 
+/* A multicast group an ID joined or is joining (librdmacm's struct cma_multicast). */
+struct cnuas_mc {
+    struct sockaddr_in addr;
+    void *context;
+    union ibv_gid mgid;
+    uint16_t mlid;
+    int attached;                     /* the ID's QP is attached to the group */
+    struct cnuas_mc *next;
+};
+
 struct cnuas_id {
     struct rdma_cm_id id;
+    struct cnuas_mc *mcs;
     uint32_t handle;
     int sync;                         /* made without a channel: calls wait for their event */
     struct ibv_sa_path_rec path;
@@ -265,6 +278,32 @@ static struct cnuas_id *to_priv(struct rdma_cm_id *id)
 }
 
 /* ---- event channels ---------------------------------------------------------------------- */
+
+/* The ID's group with the address `a` (IPv4, port ignored), or NULL. */
+static struct cnuas_mc *find_mc(struct cnuas_id *p, const struct cnuas_cm_addr *a)
+{
+    struct sockaddr_in s;
+    memcpy(&s, a->bytes, sizeof(s));
+    pthread_mutex_lock(&g_lock);
+    struct cnuas_mc *mc = p->mcs;
+    while (mc && mc->addr.sin_addr.s_addr != s.sin_addr.s_addr)
+        mc = mc->next;
+    pthread_mutex_unlock(&g_lock);
+    return mc;
+}
+
+static void unlink_mc(struct cnuas_id *p, struct cnuas_mc *mc)
+{
+    pthread_mutex_lock(&g_lock);
+    for (struct cnuas_mc **at = &p->mcs; *at; at = &(*at)->next) {
+        if (*at == mc) {
+            *at = mc->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    free(mc);
+}
 
 CNUAS_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 {
@@ -491,6 +530,13 @@ CNUAS_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
     q.op = CNUAS_CM_OP_DESTROY_ID;
     id_call(p, &q, &r);
     unregister_id(p);
+    while (p->mcs) { /* the daemon leaves the groups with the ID */
+        struct cnuas_mc *mc = p->mcs;
+        p->mcs = mc->next;
+        if (mc->attached && id->qp)
+            ibv_detach_mcast(id->qp, &mc->mgid, mc->mlid);
+        free(mc);
+    }
     if (p->sync)
         rdma_destroy_event_channel(id->channel);
     free(p->qp_init);
@@ -1209,6 +1255,34 @@ CNUAS_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel,
             else
                 fill_conn_event(e, &rec);
             break;
+        case RDMA_CM_EVENT_MULTICAST_JOIN:
+        case RDMA_CM_EVENT_MULTICAST_ERROR: {
+            struct cnuas_mc *mc = find_mc(p, &rec.dst);
+            if (!mc) {
+                free(e);
+                continue; /* left meanwhile */
+            }
+            fill_ud_event(e, &rec);
+            /* librdmacm gives the join's context in private_data (ucma_process_join). */
+            e->ev.param.ud.private_data = mc->context;
+            e->ev.param.ud.private_data_len = 0;
+            if (rec.event == RDMA_CM_EVENT_MULTICAST_ERROR) {
+                unlink_mc(p, mc);
+                break;
+            }
+            mc->mgid = e->ev.param.ud.ah_attr.grh.dgid;
+            mc->mlid = e->ev.param.ud.ah_attr.dlid;
+            if (id->qp) {
+                int err = ibv_attach_mcast(id->qp, &mc->mgid, mc->mlid);
+                if (err) {
+                    e->ev.event = RDMA_CM_EVENT_MULTICAST_ERROR;
+                    e->ev.status = -err;
+                } else {
+                    mc->attached = 1;
+                }
+            }
+            break;
+        }
         case RDMA_CM_EVENT_REJECTED:
         case RDMA_CM_EVENT_DISCONNECTED:
             if (rec.event == RDMA_CM_EVENT_DISCONNECTED && p->connect_error) {
@@ -1311,29 +1385,89 @@ CNUAS_EXPORT __be16 rdma_get_dst_port(struct rdma_cm_id *id)
     return port_of(&id->route.addr.dst_addr);
 }
 
+/* JoinState of MCMemberRecord (IBA vol. 1 15.2.5.17): full member, send-only full member. */
+#define CNUAS_JOIN_FULL_MEMBER 1
+#define CNUAS_JOIN_SENDONLY_FULL_MEMBER 8
+
+static int join(struct rdma_cm_id *id, struct sockaddr *addr, uint8_t join_state, void *context)
+{
+    if (!id || !addr)
+        return fail(EINVAL);
+    if (addr->sa_family != AF_INET)
+        return fail(addr->sa_family == AF_INET6 || addr->sa_family == AF_IB ? EAFNOSUPPORT
+                                                                             : EINVAL);
+    struct cnuas_id *p = to_priv(id);
+    struct cnuas_mc *mc = calloc(1, sizeof(*mc));
+    if (!mc)
+        return fail(ENOMEM);
+    memcpy(&mc->addr, addr, sizeof(mc->addr));
+    mc->context = context;
+    struct cnuas_cm_req q;
+    struct cnuas_cm_resp r;
+    memset(&q, 0, sizeof(q));
+    q.op = CNUAS_CM_OP_JOIN_MCAST;
+    put_addr(&q.u.mcast.addr, addr);
+    q.u.mcast.join_state = join_state;
+    pthread_mutex_lock(&g_lock);
+    mc->next = p->mcs;
+    p->mcs = mc;
+    pthread_mutex_unlock(&g_lock);
+    if (id_call(p, &q, &r)) {
+        int e = errno;
+        unlink_mc(p, mc);
+        return fail(e);
+    }
+    return complete_sync(p);
+}
+
 CNUAS_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
 {
-    (void)id;
-    (void)addr;
-    (void)context;
-    return fail(EOPNOTSUPP); /* multicast groups are not modelled */
+    return join(id, addr, CNUAS_JOIN_FULL_MEMBER, context);
 }
 
 CNUAS_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id,
                                         struct rdma_cm_join_mc_attr_ex *mc_join_attr,
                                         void *context)
 {
-    (void)id;
-    (void)mc_join_attr;
-    (void)context;
-    return fail(EOPNOTSUPP);
+    if (!mc_join_attr)
+        return fail(EINVAL);
+    /* librdmacm: both fields are required; the flags are full member or send-only full
+     * member (RDMA_MC_JOIN_FLAG_FULLMEMBER 0, _SENDONLY_FULLMEMBER 1). */
+    const uint32_t need = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+    if ((mc_join_attr->comp_mask & need) != need || mc_join_attr->comp_mask & ~need)
+        return fail(EINVAL);
+    uint8_t state;
+    if (mc_join_attr->join_flags == RDMA_MC_JOIN_FLAG_FULLMEMBER)
+        state = CNUAS_JOIN_FULL_MEMBER;
+    else if (mc_join_attr->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
+        state = CNUAS_JOIN_SENDONLY_FULL_MEMBER;
+    else
+        return fail(EINVAL);
+    return join(id, mc_join_attr->addr, state, context);
 }
 
 CNUAS_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
-    (void)id;
-    (void)addr;
-    return fail(EADDRNOTAVAIL); /* never joined */
+    if (!id || !addr)
+        return fail(EINVAL);
+    struct cnuas_id *p = to_priv(id);
+    struct cnuas_cm_addr a;
+    if (put_addr(&a, addr))
+        return fail(EADDRNOTAVAIL);
+    struct cnuas_mc *mc = find_mc(p, &a);
+    if (!mc)
+        return fail(EADDRNOTAVAIL); /* never joined */
+    /* librdmacm detaches the QP first, then has the kernel leave the group. */
+    if (mc->attached && id->qp)
+        ibv_detach_mcast(id->qp, &mc->mgid, mc->mlid);
+    struct cnuas_cm_req q;
+    struct cnuas_cm_resp r;
+    memset(&q, 0, sizeof(q));
+    q.op = CNUAS_CM_OP_LEAVE_MCAST;
+    q.u.mcast.addr = a;
+    int err = id_call(p, &q, &r) ? errno : 0;
+    unlink_mc(p, mc);
+    return err ? fail(err) : 0;
 }
 
 /* ---- rdma_getaddrinfo and endpoints ------------------------------------------------------ */

@@ -3,7 +3,9 @@
 #include "emu-realtime-simulator-impl.h"
 #include "unix-seqpacket.h"
 
+#include "models/mgmt/ib-gmp.h"
 #include "models/mgmt/ib-mad-dispatcher.h"
+#include "models/mgmt/ib-sa-records.h"
 #include "models/roce/roce-rdma-port.h"
 
 #include "ns3/log.h"
@@ -18,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -40,6 +43,18 @@ constexpr uint32_t kEvUnreachable = 7;
 constexpr uint32_t kEvRejected = 8;
 constexpr uint32_t kEvEstablished = 9;
 constexpr uint32_t kEvDisconnected = 10;
+constexpr uint32_t kEvMulticastJoin = 12;
+constexpr uint32_t kEvMulticastError = 13;
+/// The high half of the transaction IDs of this service's SA requests ("RCMA"): the node's
+/// other managers (the umad service's agents) answer to theirs.
+constexpr uint32_t kSaTidHigh = 0x52434D41;
+
+/// Whether `ip` (host order) is an IPv4 multicast address (224.0.0.0/4, RFC 5771).
+bool
+IsMulticastIp(uint32_t ip)
+{
+    return (ip >> 28) == 0xE;
+}
 // enum rdma_port_space: the second byte of the service ID (the kernel's rdma_get_service_id).
 constexpr uint32_t kPsIpoib = 0x0002;
 constexpr uint32_t kPsTcp = 0x0106;
@@ -203,7 +218,19 @@ EmuCmService::GetTypeId()
                           "Processes that may use the host's rdma_cm at once.",
                           UintegerValue(256),
                           MakeUintegerAccessor(&EmuCmService::m_maxProcesses),
-                          MakeUintegerChecker<uint32_t>(1));
+                          MakeUintegerChecker<uint32_t>(1))
+            .AddAttribute("SaTimeout",
+                          "How long a multicast join waits for the SA's answer before it asks "
+                          "again (the kernel's ib_sa_join_multicast retries too).",
+                          TimeValue(MilliSeconds(200)),
+                          MakeTimeAccessor(&EmuCmService::m_saTimeout),
+                          MakeTimeChecker(MicroSeconds(1)))
+            .AddAttribute("SaRetries",
+                          "Requests sent again before a join fails with MULTICAST_ERROR "
+                          "(-ETIMEDOUT).",
+                          UintegerValue(3),
+                          MakeUintegerAccessor(&EmuCmService::m_saRetries),
+                          MakeUintegerChecker<uint32_t>(0, 100));
     return tid;
 }
 
@@ -473,6 +500,12 @@ EmuCmService::Handle(Proc& p, const cnuas_cm_req& q)
             break;
         case CNUAS_CM_OP_INIT_QP_ATTR:
             err = DoInitQpAttr(*id, q.u.init_qp_attr.qp_state, r.u.qp_attr);
+            break;
+        case CNUAS_CM_OP_JOIN_MCAST:
+            err = DoJoinMcast(*id, q);
+            break;
+        case CNUAS_CM_OP_LEAVE_MCAST:
+            err = DoLeaveMcast(*id, q);
             break;
         case CNUAS_CM_OP_ESTABLISH:
             // The consumer saw a packet before the RTU (IBA vol. 1 §12.9.7.1, rdma_notify with
@@ -777,14 +810,15 @@ EmuCmService::DoResolveAddr(Id& id, const cnuas_cm_req& q)
     id.state = IdState::AddrQuery;
     const uint32_t handle = id.handle;
     // The adapter: the bound address's, else the one the destination is reached through (a
-    // loopback address: the first's).
+    // loopback address: the first's; a multicast group: the first's too, the default route).
     const bool loopback = IsLoopback(dst);
+    const bool multicast = IsMulticastIp(dst);
     int adapter = id.adapter;
     if (adapter < 0)
     {
-        adapter = loopback ? 0 : AdapterToward(dst);
+        adapter = loopback || multicast ? 0 : AdapterToward(dst);
     }
-    else if (!loopback && AdapterToward(dst) != adapter)
+    else if (!loopback && !multicast && AdapterToward(dst) != adapter)
     {
         adapter = -1; // bound to an address whose subnet does not hold the destination
     }
@@ -800,7 +834,10 @@ EmuCmService::DoResolveAddr(Id& id, const cnuas_cm_req& q)
         return 0;
     }
     const Adapter& a = m_adapters[static_cast<size_t>(adapter)];
-    const bool self = loopback || dst == a.ip;
+    // A multicast group is "reached" through the adapter itself: there is no peer to find
+    // (the kernel maps the address to a multicast hardware address, with no ARP); the join
+    // (rdma_join_multicast) then asks the SA.
+    const bool self = loopback || dst == a.ip || IsMulticastIp(dst);
     const Peer* peer = self ? nullptr : FindPeer(a, dst);
     if (!self && !peer)
     {
@@ -859,6 +896,273 @@ EmuCmService::DoResolveRoute(Id& id)
     id.state = IdState::RouteResolved;
     Post(id, kEvRouteResolved, 0);
     return 0;
+}
+
+// ---- multicast groups (rdma_join_multicast) ------------------------------------------------
+
+namespace
+{
+/// The MGID the kernel's rdma_cm joins for IPv4 group `ip` on InfiniBand (cma_set_mgid with
+/// ip_ib_mc_map): the IPoIB multicast mapping of the default broadcast group, link-local scope
+/// (ff12), signature 0x401b, P_Key 0xffff, the address in the last four bytes; RDMA_PS_UDP
+/// puts 0x01 in the signature's second byte, so rdma_cm groups are not IPoIB's.
+std::array<uint8_t, 16>
+IbMgidOfIpv4(uint32_t ip, uint32_t ps)
+{
+    std::array<uint8_t, 16> g{};
+    g[0] = 0xFF;
+    g[1] = 0x12;
+    g[2] = 0x40;
+    g[3] = ps == kPsIpoib ? 0x1B : 0x01;
+    g[4] = 0xFF;
+    g[5] = 0xFF;
+    g[12] = static_cast<uint8_t>(ip >> 24);
+    g[13] = static_cast<uint8_t>(ip >> 16);
+    g[14] = static_cast<uint8_t>(ip >> 8);
+    g[15] = static_cast<uint8_t>(ip);
+    return g;
+}
+} // namespace
+
+int
+EmuCmService::DoJoinMcast(Id& id, const cnuas_cm_req& q)
+{
+    uint32_t ip = 0;
+    uint16_t port = 0;
+    if (GetSockaddrIn(q.u.mcast.addr, ip, port) != AF_INET)
+    {
+        return EAFNOSUPPORT;
+    }
+    // The kernel's rdma_join_multicast: an ID on a device (bound or address resolved), UD.
+    if (!IsMulticastIp(ip) || id.adapter < 0 ||
+        (id.state != IdState::Bound && id.state != IdState::AddrResolved &&
+         id.state != IdState::RouteResolved) ||
+        (id.ps != kPsUdp && id.ps != kPsIpoib && id.qpType != kQptUd))
+    {
+        return EINVAL;
+    }
+    const uint8_t joinState = q.u.mcast.join_state;
+    if (joinState != 1 && joinState != 8)
+    {
+        return EINVAL; // full member, or send-only full member (rdma_join_multicast_ex)
+    }
+    if (m_adapters[static_cast<size_t>(id.adapter)].sendSa.IsNull())
+    {
+        // RoCE joins are IGMP and Ethernet multicast, which the model does not carry yet.
+        return EOPNOTSUPP;
+    }
+    for (const Id::Join& j : id.joins)
+    {
+        if (j.ip == ip)
+        {
+            return EADDRINUSE; // the kernel: this ID has joined that address already
+        }
+    }
+    Id::Join j;
+    j.ip = ip;
+    j.mgid = IbMgidOfIpv4(ip, id.ps);
+    j.joinState = joinState;
+    id.joins.push_back(j);
+    Simulator::ScheduleNow(&EmuCmService::SendJoin, this, id.handle, ip);
+    return 0;
+}
+
+int
+EmuCmService::DoLeaveMcast(Id& id, const cnuas_cm_req& q)
+{
+    uint32_t ip = 0;
+    uint16_t port = 0;
+    if (GetSockaddrIn(q.u.mcast.addr, ip, port) != AF_INET)
+    {
+        return EAFNOSUPPORT;
+    }
+    for (auto it = id.joins.begin(); it != id.joins.end(); ++it)
+    {
+        if (it->ip != ip)
+        {
+            continue;
+        }
+        if (it->tid != 0)
+        {
+            m_saPending.erase(it->tid);
+        }
+        if (it->joined)
+        {
+            SendLeave(id, *it);
+        }
+        id.joins.erase(it);
+        return 0;
+    }
+    return EADDRNOTAVAIL;
+}
+
+bool
+EmuCmService::SendMcMemberRecord(const Id& id, const Id::Join& j, uint8_t method, uint64_t tid)
+{
+    const Adapter& a = m_adapters[static_cast<size_t>(id.adapter)];
+    // The record the kernel's cma_join_ib_multicast sends: the group, this port, its Q_Key,
+    // P_Key 0xffff, SL 0, flow label 0, traffic class 0 and the join state (the components
+    // an SA needs to create a group, IBA vol. 1 §15.2.5.17; opensm refuses fewer).
+    IbMcMemberRecord rec;
+    rec.mgid = j.mgid;
+    RdmaGid gid{};
+    a.port->GetGid(0, gid);
+    std::copy(gid.begin(), gid.end(), rec.portGid.begin());
+    rec.qkey = id.qkey != 0 ? id.qkey : kUdpQkey;
+    rec.pkey = 0xFFFF;
+    rec.joinState = j.joinState;
+    IbSaMad m = IbSaMad::Make(method, IbSaAttr::McMemberRecord, 0, tid);
+    m.SetComponentMask(IbMcMemberRecord::kCompMgid | IbMcMemberRecord::kCompPortGid |
+                       IbMcMemberRecord::kCompQkey | IbMcMemberRecord::kCompPkey |
+                       IbMcMemberRecord::kCompSl | IbMcMemberRecord::kCompFlowLabel |
+                       IbMcMemberRecord::kCompTClass | IbMcMemberRecord::kCompJoinState);
+    rec.WriteTo(m.Data());
+    std::array<uint8_t, kIbMadBytes> bytes{};
+    m.WriteTo(bytes.data());
+    ++m_counters.saRequests;
+    return a.sendSa(bytes.data());
+}
+
+void
+EmuCmService::SendJoin(uint32_t handle, uint32_t ip)
+{
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end())
+    {
+        return;
+    }
+    Id& id = it->second;
+    for (Id::Join& j : id.joins)
+    {
+        if (j.ip != ip || j.joined)
+        {
+            continue;
+        }
+        if (j.tid != 0)
+        {
+            m_saPending.erase(j.tid);
+        }
+        j.tid = (uint64_t{kSaTidHigh} << 32) | m_nextSaTid++;
+        ++j.attempts;
+        m_saPending[j.tid] = {handle, ip};
+        // A port with no SM yet cannot send to the SM LID: the timeout retries it.
+        SendMcMemberRecord(id, j, IbMadMethod::Set, j.tid);
+        Simulator::Schedule(m_saTimeout, &EmuCmService::JoinTimedOut, this, j.tid);
+        return;
+    }
+}
+
+void
+EmuCmService::JoinTimedOut(uint64_t tid)
+{
+    auto p = m_saPending.find(tid);
+    if (p == m_saPending.end())
+    {
+        return; // answered, left or destroyed meanwhile
+    }
+    const auto [handle, ip] = p->second;
+    m_saPending.erase(p);
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end())
+    {
+        return;
+    }
+    Id& id = it->second;
+    for (auto j = id.joins.begin(); j != id.joins.end(); ++j)
+    {
+        if (j->ip != ip)
+        {
+            continue;
+        }
+        j->tid = 0;
+        if (j->attempts <= m_saRetries)
+        {
+            SendJoin(handle, ip);
+            return;
+        }
+        ++m_counters.saTimeouts;
+        ++m_counters.multicastErrors;
+        cnuas_cm_event ev;
+        std::memset(&ev, 0, sizeof(ev));
+        PutSockaddrIn(ev.src, id.srcIp, id.srcPort);
+        PutSockaddrIn(ev.dst, ip, 0);
+        ev.route = id.route;
+        id.joins.erase(j);
+        Post(id, kEvMulticastError, -ETIMEDOUT, ev);
+        return;
+    }
+}
+
+void
+EmuCmService::SendLeave(const Id& id, const Id::Join& j)
+{
+    SendMcMemberRecord(id, j, IbMadMethod::Delete, (uint64_t{kSaTidHigh} << 32) | m_nextSaTid++);
+}
+
+bool
+EmuCmService::TakeSaResponse(size_t adapter, const uint8_t* mad)
+{
+    IbSaMad resp;
+    resp.ReadFrom(mad);
+    const uint64_t tid = resp.Mad().GetTransactionId();
+    if (static_cast<uint32_t>(tid >> 32) != kSaTidHigh ||
+        resp.Mad().GetMgmtClass() != IbMgmtClass::SubnAdm || !resp.Mad().IsResponse())
+    {
+        return false;
+    }
+    auto p = m_saPending.find(tid);
+    if (p == m_saPending.end())
+    {
+        return true; // a leave's answer, or one that came after a retry: ours, and done
+    }
+    const auto [handle, ip] = p->second;
+    m_saPending.erase(p);
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end() || static_cast<int>(adapter) != it->second.adapter)
+    {
+        return true;
+    }
+    Id& id = it->second;
+    auto j = std::find_if(id.joins.begin(), id.joins.end(),
+                          [ip = ip](const Id::Join& x) { return x.ip == ip; });
+    if (j == id.joins.end())
+    {
+        return true;
+    }
+    j->tid = 0;
+    cnuas_cm_event ev;
+    std::memset(&ev, 0, sizeof(ev));
+    PutSockaddrIn(ev.src, id.srcIp, id.srcPort);
+    PutSockaddrIn(ev.dst, ip, 0);
+    ev.route = id.route;
+    const uint16_t status = resp.Mad().GetStatus();
+    if (status != IbMadStatus::Ok)
+    {
+        // The SA refused (IBA vol. 1 §15.2.1.2): the kernel reports -EINVAL for a refusal.
+        ++m_counters.multicastErrors;
+        id.joins.erase(j);
+        Post(id, kEvMulticastError, -EINVAL, ev);
+        return true;
+    }
+    IbMcMemberRecord rec;
+    rec.ReadFrom(resp.Data());
+    j->joined = true;
+    j->mgid = rec.mgid;
+    // The address vector of the group (the kernel's ib_init_ah_from_mcmember): its MLID, its
+    // MGID in a GRH, its SL, flow label, hop limit and traffic class.
+    ev.ah.dlid = rec.mlid;
+    ev.ah.is_global = 1;
+    std::copy(rec.mgid.begin(), rec.mgid.end(), ev.ah.dgid);
+    ev.ah.sl = rec.sl;
+    ev.ah.flow_label = rec.flowLabel;
+    ev.ah.hop_limit = rec.hopLimit;
+    ev.ah.traffic_class = rec.tClass;
+    ev.ah.sgid_index = 0;
+    ev.param.qp_num = 0xFFFFFF; // IBA vol. 1 §10.5: the multicast QPN
+    ev.param.qkey = rec.qkey;
+    ++m_counters.multicastJoins;
+    Post(id, kEvMulticastJoin, 0, ev);
+    return true;
 }
 
 void
@@ -1494,6 +1798,18 @@ EmuCmService::DestroyId(uint32_t handle, bool processGone)
     if (id.commId != 0)
     {
         AgentOf(id)->Destroy(id.commId);
+    }
+    // rdma_destroy_id leaves the ID's groups (the kernel's cma_leave_mc_groups).
+    for (const Id::Join& j : id.joins)
+    {
+        if (j.tid != 0)
+        {
+            m_saPending.erase(j.tid);
+        }
+        if (j.joined)
+        {
+            SendLeave(id, j);
+        }
     }
     if (id.state == IdState::Listening)
     {

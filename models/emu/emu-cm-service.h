@@ -10,6 +10,8 @@
 #include "models/mgmt/ib-cm-agent.h"
 #include "models/rdma/rdma-link-port.h"
 
+#include "ns3/callback.h"
+#include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/ptr.h"
 
@@ -44,6 +46,10 @@ struct EmuCmCounters
     uint64_t eventsDropped = 0;  ///< events a full or closed channel could not take
     uint64_t addrErrors = 0;     ///< address resolutions that found no port
     uint64_t idsDestroyedWithProcess = 0; ///< IDs a process left behind when it ended
+    uint64_t saRequests = 0;     ///< SA MCMemberRecord requests sent (joins, retries, leaves)
+    uint64_t saTimeouts = 0;     ///< joins that got no SA answer after every retry
+    uint64_t multicastJoins = 0; ///< MULTICAST_JOIN events
+    uint64_t multicastErrors = 0; ///< MULTICAST_ERROR events
 };
 
 /**
@@ -98,6 +104,10 @@ class EmuCmService : public Object
         uint8_t prefixLen = 8;
         uint64_t nodeGuid = 0;
         std::vector<Peer> peers;
+        /// Sends a 256-byte SA MAD from the adapter's port to its subnet manager (the SM LID
+        /// the port holds, QP1); false if it could not leave. Null: no SA (RoCE), so no
+        /// multicast joins. Answers come back through TakeSaResponse.
+        Callback<bool, const uint8_t*> sendSa;
     };
 
     /**
@@ -110,6 +120,11 @@ class EmuCmService : public Object
     /// The hosts whose addresses resolve on adapter `adapter` (this one included or not).
     void SetPeers(size_t adapter, const std::vector<Peer>& peers);
     void Stop();
+    /**
+     * An SA response that reached adapter `adapter`'s node: true if it answers one of this
+     * service's requests (and is taken), false to leave it to another manager of the node.
+     */
+    bool TakeSaResponse(size_t adapter, const uint8_t* mad);
 
     const EmuCmCounters& GetCounters() const
     {
@@ -185,6 +200,17 @@ class EmuCmService : public Object
         uint8_t rnrRetryCount = 7;
         uint16_t remoteLid = 0;
         std::array<uint8_t, 16> remoteGid{};
+        /// Multicast groups joined or being joined (rdma_join_multicast).
+        struct Join
+        {
+            uint32_t ip = 0;                ///< the group's address, host order
+            std::array<uint8_t, 16> mgid{}; ///< the MGID the address maps to
+            uint8_t joinState = 1;
+            bool joined = false;
+            uint64_t tid = 0;               ///< the SA request in flight (0: none)
+            uint32_t attempts = 0;
+        };
+        std::vector<Join> joins;
     };
     struct Proc
     {
@@ -212,6 +238,15 @@ class EmuCmService : public Object
     int DoReject(Id& id, const cnuas_cm_req& q);
     int DoDisconnect(Id& id);
     int DoInitQpAttr(Id& id, uint32_t state, cnuas_cm_qp_attr& a);
+    int DoJoinMcast(Id& id, const cnuas_cm_req& q);
+    int DoLeaveMcast(Id& id, const cnuas_cm_req& q);
+    /// Sends (again) the SA join of group `ip` of ID `handle`, arming its timeout.
+    void SendJoin(uint32_t handle, uint32_t ip);
+    void JoinTimedOut(uint64_t tid);
+    /// SubnAdmDelete(MCMemberRecord) of a joined group: the SA's answer is not waited for.
+    void SendLeave(const Id& id, const Id::Join& j);
+    /// The MCMemberRecord request of group `j` for `id` (method Set or Delete).
+    bool SendMcMemberRecord(const Id& id, const Id::Join& j, uint8_t method, uint64_t tid);
     void FillQuery(const Id& id, cnuas_cm_resp& r) const;
     void DestroyId(uint32_t handle, bool processGone);
 
@@ -254,12 +289,17 @@ class EmuCmService : public Object
     std::map<uint16_t, uint32_t> m_ipoibPorts;
     uint16_t m_nextEphemeral = 0;
     uint32_t m_psnSeed = 0;
+    /// SA joins in flight: transaction ID -> (ID handle, group address).
+    std::map<uint64_t, std::pair<uint32_t, uint32_t>> m_saPending;
+    uint32_t m_nextSaTid = 1;
     EmuCmCounters m_counters;
     // Attributes.
     Time m_unresolvedDelay;
     uint8_t m_localAckTimeout;
     uint8_t m_hopLimit;
     uint32_t m_maxProcesses;
+    Time m_saTimeout;
+    uint32_t m_saRetries;
 };
 
 } // namespace ns3

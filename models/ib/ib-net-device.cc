@@ -1949,7 +1949,7 @@ IbNetDevice::TransmitFrame(IbFrame* frame, IbFrameQueue* from, uint8_t vl, int64
         m_tx[vl].fctbs = static_cast<uint16_t>((m_tx[vl].fctbs + frame->blocks) & kFcMask);
         NoteCreditsChanged(vl);
     }
-    m_counters.CountXmit(frame->bytes - kIbVcrcBytes, false);
+    m_counters.CountXmit(frame->bytes - kIbVcrcBytes, IbSwitch::IsMulticastLid(frame->dlid));
     if (!m_txTrace.IsEmpty())
     {
         m_txTrace(frame->ToPacket(), vl); // only observers pay for a Packet
@@ -2468,7 +2468,7 @@ IbNetDevice::ReceiveFrameEvent(IbFrame* frame)
         rx.maxUsed = std::max(rx.maxUsed, rx.queue.usedBlocks);
         m_bufferTrace(vl, rx.queue.usedBlocks);
     }
-    m_counters.CountRcv(frame->bytes - kIbVcrcBytes, false);
+    m_counters.CountRcv(frame->bytes - kIbVcrcBytes, IbSwitch::IsMulticastLid(frame->dlid));
     if (!m_rxTrace.IsEmpty())
     {
         m_rxTrace(frame->ToPacket(), vl); // only observers pay for a Packet

@@ -240,7 +240,7 @@ IbSwitch::GetMulticastFdbTop() const
 bool
 IbSwitch::SetMulticastFdbTop(uint16_t top)
 {
-    if (top >= kMulticastLidBase + kMulticastFdbCap)
+    if (top != 0 && (top < kMulticastLidBase - 1 || top >= kMulticastLidBase + kMulticastFdbCap))
     {
         return false;
     }

@@ -83,7 +83,8 @@ class IbSwitch : public Object
     /// MLIDs the MFT holds (SwitchInfo.MulticastFDBCap): 0xC000 .. 0xC000 + cap - 1.
     uint16_t GetMulticastFdbCap() const;
     uint16_t GetMulticastFdbTop() const;
-    /// False (nothing changed) for a top beyond the table; 0xBFFF says no entry is in use.
+    /// False (nothing changed) for a top beyond the table or below 0xBFFF (which says no entry
+    /// is in use); 0 is taken too (the field not in use).
     bool SetMulticastFdbTop(uint16_t top);
     /**
      * Sets MFT block `block` (MLIDs 0xC000 + 32 * block ..) at port-mask `position` (ports
@@ -181,7 +182,9 @@ class IbSwitch : public Object
     std::vector<uint8_t> m_lft;
     /// MFT entries from 0xC000 up, 16 port-mask positions each, grown as far as set.
     std::vector<std::array<uint16_t, 16>> m_mft;
-    uint16_t m_mftTop = 0xBFFF;
+    /// SwitchInfo.MulticastFDBTop: 0, as a switch reports it that does not claim
+    /// IsMulticastFDBTopSupported (so an SM leaves it alone, and ibroute -M reads up to the cap).
+    uint16_t m_mftTop = 0;
     uint64_t m_multicastCopies = 0;
     uint16_t m_lftTop = 0;
     uint16_t m_lid = 0;

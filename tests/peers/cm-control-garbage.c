@@ -91,8 +91,9 @@ static void address(struct cnuas_cm_addr *a)
         memcpy(a->bytes, &s6, sizeof(s6) < sizeof(a->bytes) ? sizeof(s6) : sizeof(a->bytes));
         return;
     }
-    static const char *hosts[] = {"10.0.0.1", "10.0.0.2", "10.0.0.99", "10.255.0.1",
-                                  "127.0.0.1", "0.0.0.0", "255.255.255.255"};
+    static const char *hosts[] = {"10.0.0.1",  "10.0.0.2", "10.0.0.99",       "10.255.0.1",
+                                  "127.0.0.1", "0.0.0.0",  "255.255.255.255", "224.1.2.3",
+                                  "239.255.255.250"};
     struct sockaddr_in s4 = {.sin_family = r == 2 ? (sa_family_t)edgy32() : AF_INET};
     const uint32_t port = below(3) ? 20000 + below(8) : edgy32();
     s4.sin_port = htons((uint16_t)port);
@@ -164,6 +165,11 @@ static void make_request(struct cnuas_cm_req *q, uint32_t op)
         break;
     case CNUAS_CM_OP_INIT_QP_ATTR:
         q->u.init_qp_attr.qp_state = below(2) ? below(8) : edgy32();
+        break;
+    case CNUAS_CM_OP_JOIN_MCAST:
+    case CNUAS_CM_OP_LEAVE_MCAST:
+        address(&q->u.mcast.addr);
+        q->u.mcast.join_state = (uint8_t)(below(2) ? (below(2) ? 1 : 8) : edgy32());
         break;
     default: /* DESTROY_ID, QUERY, DISCONNECT, ESTABLISH, CREATE_CHANNEL, unknown ops */
         if (below(4) == 0)

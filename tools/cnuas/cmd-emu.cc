@@ -29,6 +29,7 @@
 #include "models/emu/eth-tap-bridge.h"
 #include "models/emu/ib-ipoib-bridge.h"
 #include "models/ib/ib-net-device.h"
+#include "models/ib/ib-switch.h"
 #include "models/ib/ib-vl-counts.h"
 
 #include "ns3/config.h"
@@ -342,6 +343,8 @@ struct HostRail
     std::vector<std::string> hcaSockets;
     /// Host i's adapter as its rdma_cm sees it (the host's one rdma_cm serves all its rails).
     std::vector<ns3::EmuCmService::Adapter> cmAdapters;
+    /// InfiniBand: host i's management dispatcher, where SA answers to its rdma_cm arrive.
+    std::vector<ns3::Ptr<ns3::IbMadDispatcher>> madDispatchers;
 };
 
 /// Everything the daemon runs. The simulation thread owns it; other threads reach it only
@@ -521,6 +524,8 @@ SmJson(const Daemon& d)
             {"acknowledges_sent", sm.GetAcknowledgesSent()},
             {"acknowledges_received", sm.GetAcknowledgesReceived()},
             {"sm_key_mismatches", sm.GetSmKeyMismatches()},
+            {"multicast_groups", sm.GetMulticast().Groups().size()},
+            {"mft_blocks_written", sm.GetMftBlocksWritten()},
             {"other_sms", others}};
 }
 
@@ -593,7 +598,11 @@ CmJson(const Daemon& d, size_t i)
             {"retransmitted", a.retransmitted},
             {"no_listener", a.noListener},
             {"timeouts", a.timeouts},
-            {"malformed", a.malformed}};
+            {"malformed", a.malformed},
+            {"sa_requests", c.saRequests},
+            {"sa_timeouts", c.saTimeouts},
+            {"multicast_joins", c.multicastJoins},
+            {"multicast_errors", c.multicastErrors}};
 }
 
 /// What the adapter's transport did (its hardware counters, as mlx5's hw_counters show a
@@ -625,6 +634,8 @@ TransportJson(const ns3::Ptr<ns3::RdmaEngine>& engine)
             {"rnr_naks_sent", e.rnrNaksSent},
             {"rnr_naks_received", e.rnrNaksReceived},
             {"refused_by_port", e.txRefused},
+            {"multicast_received", e.multicastReceived},
+            {"multicast_no_member", e.multicastNoMember},
             {"drops", drops}};
 }
 
@@ -795,6 +806,17 @@ StatusJson(const Daemon& d)
     {
         j["sm"] = d.sm ? SmJson(d) : nlohmann::json(nullptr);
         j["sma_refusals"] = SmaRefusalsJson(d);
+        // Copies the InfiniBand switches made of multicast packets (beyond each one's first
+        // output), whichever SM wrote their MFTs.
+        uint64_t copies = 0;
+        for (uint32_t n = 0; n < d.ib.switches.GetN(); ++n)
+        {
+            if (auto sw = d.ib.switches.Get(n)->GetObject<ns3::IbSwitch>())
+            {
+                copies += sw->GetMulticastCopies();
+            }
+        }
+        j["ib_multicast_copies"] = copies;
     }
     if (!d.HasRoce())
     {
@@ -1479,6 +1501,20 @@ StartCmServices(Daemon& d)
         for (size_t k = 0; k < rails.size(); ++k)
         {
             svc->SetPeers(k, peers[k]);
+            if (i < rails[k]->madDispatchers.size())
+            {
+                // In front of the node's other managers (the umad service): SA answers to this
+                // rdma_cm's joins are its own, everything else passes on.
+                ns3::Ptr<ns3::IbMadDispatcher> disp = rails[k]->madDispatchers[i];
+                const ns3::IbMadDispatcher::MadHandler next = disp->GetManagerHandler();
+                disp->SetManagerHandler(ns3::IbMadDispatcher::MadHandler(
+                    [svc, k, next](const ns3::IbReceivedMad& m) {
+                        if (!svc->TakeSaResponse(k, m.view.mad.data()) && !next.IsNull())
+                        {
+                            next(m);
+                        }
+                    }));
+            }
         }
         d.cmServices.push_back(svc);
         d.cmSockets.push_back(path);
@@ -1761,6 +1797,14 @@ BuildIbHosts(Daemon& d)
                          [disp, portNumber](ns3::Ptr<ns3::IbCmAgent> a) {
                              ns3::EmuCmAttachToIbPort(a, disp, portNumber);
                          });
+            // The rdma_cm's multicast joins ask the SA (MCMemberRecord) at the SM LID the
+            // port holds now, as the kernel's ib_sa does.
+            rail.cmAdapters.back().sendSa =
+                ns3::Callback<bool, const uint8_t*>([disp, ibPort, portNumber](const uint8_t* mad) {
+                    const uint16_t smLid = ibPort->GetSmLid();
+                    return smLid != 0 && disp->SendGmp(portNumber, mad, smLid, 1, 0);
+                });
+            rail.madDispatchers.push_back(disp);
         }
         if (!StartUmadService(d, i, &why)) // umad (issue 14)
         {
