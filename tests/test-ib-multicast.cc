@@ -295,6 +295,17 @@ TEST_F(IbMulticast, AttachIsForUdQpsAndMulticastGidsOnly)
     unicast[0] = 0xFE;
     unicast[1] = 0x80;
     EXPECT_EQ(sides[0].hca.device->AttachMcast(sides[0].qp, unicast, kMlid), EINVAL);
+    // RoCE v2's names for IPv4 addresses (::ffff:a.b.c.d): a group (224.0.0.0/4) is multicast,
+    // a host address is not.
+    RdmaGid v4{};
+    v4[10] = 0xFF;
+    v4[11] = 0xFF;
+    v4[12] = 10;
+    EXPECT_EQ(sides[0].hca.device->AttachMcast(sides[0].qp, v4, kMlid), EINVAL);
+    v4[12] = 224;
+    v4[15] = 7;
+    EXPECT_EQ(sides[0].hca.device->AttachMcast(sides[0].qp, v4, 0xFFFF), 0);
+    EXPECT_EQ(sides[0].hca.device->DetachMcast(sides[0].qp, v4, 0xFFFF), 0);
     EXPECT_EQ(sides[0].hca.device->AttachMcast(sides[0].qp, Mgid(), kMlid), 0);
     EXPECT_EQ(sides[0].hca.device->AttachMcast(sides[0].qp, Mgid(), kMlid), 0); // again: no-op
     EXPECT_EQ(sides[0].hca.device->GetMcastAttachments(sides[0].qp), 1u);

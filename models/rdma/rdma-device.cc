@@ -803,9 +803,14 @@ RdmaDevice::AttachMcast(Ptr<RdmaQp> qp, const RdmaGid& gid, uint16_t lid)
         m_lastError = "only a UD QP can join a multicast group";
         return EINVAL;
     }
-    if (gid[0] != 0xFF)
+    // The kernel's rdma_is_multicast_addr: an IPv6 multicast address (ff00::/8), or an
+    // IPv4-mapped one (::ffff:224.0.0.0/4) as RoCE v2 names an IPv4 group.
+    const bool v4Mapped =
+        std::all_of(gid.begin(), gid.begin() + 10, [](uint8_t b) { return b == 0; }) &&
+        gid[10] == 0xFF && gid[11] == 0xFF;
+    if (gid[0] != 0xFF && !(v4Mapped && (gid[12] >> 4) == 0xE))
     {
-        m_lastError = "not a multicast GID (its first byte is not 0xFF)";
+        m_lastError = "not a multicast GID (neither ff00::/8 nor an IPv4-mapped 224.0.0.0/4)";
         return EINVAL;
     }
     if (m_mcast.count({qp->m_qpn, gid, lid}))

@@ -181,7 +181,8 @@ class RdmaDevice : public Object
 
     /**
      * ibv_attach_mcast(3): the UD QP receives what is sent to multicast group `gid` (a
-     * multicast GID, first byte 0xFF, IBA vol. 1 §4.1.1) with MLID `lid` on its port (§10.5).
+     * multicast GID, first byte 0xFF, IBA vol. 1 §4.1.1, or on RoCE v2 an IPv4-mapped
+     * 224.0.0.0/4 address) with MLID `lid` on its port (§10.5).
      * EINVAL for a QP that is not UD or not alive, or a GID that is not multicast; attaching
      * again to the same (GID, LID) changes nothing (0), as the kernel's ib_uverbs_attach_mcast.
      */
