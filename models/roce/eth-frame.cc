@@ -612,6 +612,25 @@ EthFramePool::Release(EthFrame* frame)
     }
 }
 
+EthFrame*
+EthFramePool::Copy(const EthFrame& frame)
+{
+    EthFrame* copy = Allocate();
+    *copy = frame; // the fields; the reference count stays the fresh frame's
+    copy->inPool = false;
+    copy->receiver = nullptr;
+    copy->mmuBucket = 0;
+    copy->intRec = nullptr;
+    if (frame.intRec)
+    {
+        EthIntRecord* rec = EthIntPool::Allocate();
+        rec->maxHops = frame.intRec->maxHops;
+        rec->stack.CopyHopsFrom(frame.intRec->stack);
+        copy->intRec = rec;
+    }
+    return copy;
+}
+
 namespace
 {
 SimObjectPool<EthIntRecord>&

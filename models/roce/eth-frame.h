@@ -73,6 +73,35 @@ constexpr uint8_t kEcnCe = 3;
 /// An IPv6 address, network byte order.
 using Ipv6Bytes = std::array<uint8_t, 16>;
 
+/// The individual/group bit of a MAC address (802.3 §3.2.3: the first bit on the wire, the
+/// least significant bit of the first octet), as a bit of a 48-bit MAC held in a uint64_t.
+constexpr uint64_t kEthMacGroupBit = 0x010000000000ULL;
+/// Whether an IPv4 address (host order) is a multicast group: 224.0.0.0/4 (RFC 5771).
+constexpr bool
+EthIsIpv4Multicast(uint32_t ip)
+{
+    return (ip >> 28) == 0xE;
+}
+/// Whether an IPv6 address is a multicast group: ff00::/8 (RFC 4291 §2.7).
+inline bool
+EthIsIpv6Multicast(const Ipv6Bytes& ip)
+{
+    return ip[0] == 0xFF;
+}
+/// The MAC an IPv4 group is sent to: 01-00-5E and the group's low 23 bits (RFC 1112 §6.4).
+constexpr uint64_t
+EthMulticastMac(uint32_t group)
+{
+    return 0x01005E000000ULL | (group & 0x7FFFFF);
+}
+/// The MAC an IPv6 group is sent to: 33-33 and the group's last four octets (RFC 2464 §7).
+inline uint64_t
+EthMulticastMac6(const Ipv6Bytes& group)
+{
+    return 0x333300000000ULL | uint64_t(group[12]) << 24 | uint64_t(group[13]) << 16 |
+           uint64_t(group[14]) << 8 | group[15];
+}
+
 enum class EthFrameKind : uint8_t
 {
     Udp, ///< Ethernet [802.1Q] IPv4 or IPv6, UDP, payload
@@ -283,6 +312,19 @@ struct alignas(64) EthFrame : public EthFrameArrival
      */
     static EthParseError ParseFromHost(const uint8_t* data, uint32_t len, EthFrame& out);
 
+    /// Whether the frame is an IP datagram to a multicast group (IPv4 224.0.0.0/4, IPv6
+    /// ff00::/8); never a PFC frame. An ARP frame's dstIp is its target's unicast address.
+    bool IsMulticast() const
+    {
+        return kind != EthFrameKind::Pfc &&
+               (ipv6 ? EthIsIpv6Multicast(dstIp6) : EthIsIpv4Multicast(dstIp));
+    }
+    /// The MAC of the frame's multicast group (RFC 1112 §6.4, RFC 2464 §7); IsMulticast frames.
+    uint64_t GroupMac() const
+    {
+        return ipv6 ? EthMulticastMac6(dstIp6) : EthMulticastMac(dstIp);
+    }
+
   private:
     /// Materialize's Verbatim part: the stored network-layer bytes at `l3`, with the fields the
     /// fabric changes written back.
@@ -310,6 +352,14 @@ class EthFramePool
   public:
     static EthFrame* Allocate();
     static void Release(EthFrame* frame);
+    /**
+     * A second frame with the same fields as `frame` (a switch's copy of a multicast frame):
+     * its own INT record when `frame` has one (each copy's path pushes its own hops), the stored
+     * payload shared (a Packet is immutable), no MMU charge yet (mmuBucket 0), no receiver, and
+     * the pool's and the event's bookkeeping its own (a copy's reference count starts as a new
+     * frame's: SimpleRefCount's assignment does not copy it).
+     */
+    static EthFrame* Copy(const EthFrame& frame);
     /// Frames made so far (for memory accounting).
     static size_t Created();
 };

@@ -815,7 +815,15 @@ EthNetDevice::SendUdpFrame(const EthUdpFlow& flow,
     f->kind = EthFrameKind::Udp;
     f->srcMac = m_mac;
     Ptr<EthNetDevice> peer = GetPeer();
-    f->dstMac = peer ? peer->GetMac() : 0;
+    if (flow.ipv6 ? EthIsIpv6Multicast(flow.dstIp6) : EthIsIpv4Multicast(flow.dstIp))
+    {
+        // A datagram to a group goes to the group's MAC (RFC 1112 §6.4, RFC 2464 §7).
+        f->dstMac = flow.ipv6 ? EthMulticastMac6(flow.dstIp6) : EthMulticastMac(flow.dstIp);
+    }
+    else
+    {
+        f->dstMac = peer ? peer->GetMac() : 0;
+    }
     f->vlanTagged = m_vlanTag;
     f->pcp = flow.priority;
     f->vid = m_vlanId;
@@ -1180,9 +1188,16 @@ EthNetDevice::Transmit(EthFrame* f, int64_t nowPs)
         if (m_switch)
         {
             m_switch->NotifyDequeue(this, f);
-            // An L3 switch rewrites the MAC addresses on the way out.
+            // An L3 switch rewrites the MAC addresses on the way out; a copy of a multicast
+            // datagram keeps its group's MAC (RFC 1112 §6.4, RFC 2464 §7; EthSwitch wrote it).
+            // A unicast frame's destination is the switch's own MAC, never a group address, so
+            // it costs the one test of a line written here anyway. (A frame from a real host's
+            // stack may carry a group MAC to a unicast IP, as ARP's broadcast does: rewritten.)
             f->srcMac = m_mac;
-            f->dstMac = peer->GetMac();
+            if (!(f->dstMac & kEthMacGroupBit) || !f->IsMulticast())
+            {
+                f->dstMac = peer->GetMac();
+            }
         }
         else if (!m_txReady.IsNull())
         {
@@ -1533,7 +1548,9 @@ EthNetDevice::ReceiveFrame(EthFrame* f)
         m_switch->Receive(this, f);
         return;
     }
-    if (f->ipv6 ? f->dstIp6 != m_ip6 : f->dstIp != m_ip)
+    // A datagram to a multicast group is taken like one to this port's own address: the
+    // consumer (RoceRdmaPort: the QPs attached to the group) decides whether it wants it.
+    if ((f->ipv6 ? f->dstIp6 != m_ip6 : f->dstIp != m_ip) && !f->IsMulticast())
     {
         CountDrop(f, EthDropReason::NotForUs);
         Release(f);

@@ -40,7 +40,7 @@ enum class EthDropReason : uint8_t
     LinkDown,         ///< on the cable or queued when the link went down
     TxQueueFull,      ///< a host's transmit queue for the priority was full
     RxBufferFull,     ///< a host's receive buffer overflowed (no PFC, or PFC too late)
-    NotForUs,         ///< at a host: destination IP is not this port's
+    NotForUs,         ///< at a host: destination IP is neither this port's nor a group
     NoRoute,          ///< at a switch: no forwarding entry for the destination IP
     TtlExpired,       ///< at a switch: IPv4 TTL reached zero (RFC 791)
     BufferFull,       ///< at a switch: lossy priority over its shared-buffer threshold
@@ -232,9 +232,10 @@ class EthNetDevice : public NetDevice
     /**
      * Sends a UDP datagram of `payloadBytes` (opaque bytes `payload` followed by zeros up to
      * `payloadBytes`; all zeros if null) to
-     * flow.dstIp (or flow.dstIp6 when flow.ipv6) with traffic class flow.priority. Returns
-     * false, counted, if the queue for that priority is full (TxQueueFull), the link is down
-     * (LinkDown) or the datagram exceeds the MTU (Oversize).
+     * flow.dstIp (or flow.dstIp6 when flow.ipv6) with traffic class flow.priority; to the
+     * peer's MAC, or for a multicast group to the group's MAC (RFC 1112 §6.4, RFC 2464 §7).
+     * Returns false, counted, if the queue for that priority is full (TxQueueFull), the link is
+     * down (LinkDown) or the datagram exceeds the MTU (Oversize).
      */
     bool SendUdp(const EthUdpFlow& flow,
                  uint32_t payloadBytes,
@@ -272,7 +273,8 @@ class EthNetDevice : public NetDevice
     /// The IPv4 identification the next SendUdp will use (RoCEv2's ICRC covers it).
     uint16_t PeekNextIpId() const { return m_ipId; }
     typedef Callback<void, Ptr<EthNetDevice>, const EthFrame&> EthReceiveCallback;
-    /// Every good frame addressed to this host port (after the receive buffer, if modelled).
+    /// Every good frame addressed to this host port or to an IP multicast group (the consumer
+    /// picks the groups it wants), after the receive buffer, if modelled.
     void SetEthReceiveCallback(EthReceiveCallback cb);
     /// Called each time a frame of a priority leaves a host's transmit queue (room again).
     void SetTxReadyCallback(Callback<void, Ptr<EthNetDevice>, uint8_t> cb);

@@ -10,6 +10,7 @@
 #include "ns3/trace-source-accessor.h"
 #include "ns3/uinteger.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <vector>
@@ -80,6 +81,7 @@ void
 EthSwitch::DoDispose()
 {
     m_ports.clear();
+    m_mcastOut.clear();
     m_mmu = nullptr;
     Object::DoDispose();
 }
@@ -109,6 +111,9 @@ void
 EthSwitch::AddRoute(uint32_t dstIp, uint16_t port)
 {
     NS_ABORT_MSG_IF(port < 1 || port > m_ports.size(), "EthSwitch::AddRoute: no port " << port);
+    // A group's frames find no unicast route and so take the multicast path (Receive).
+    NS_ABORT_MSG_IF(EthIsIpv4Multicast(dstIp),
+                    "EthSwitch::AddRoute: a multicast group (use SetMulticastRoute)");
     auto& hops = m_routes[dstIp];
     for (uint16_t h : hops)
     {
@@ -177,6 +182,8 @@ void
 EthSwitch::AddRoute6(const Ipv6Bytes& dstIp6, uint16_t port)
 {
     NS_ABORT_MSG_IF(port < 1 || port > m_ports.size(), "EthSwitch::AddRoute6: no port " << port);
+    NS_ABORT_MSG_IF(EthIsIpv6Multicast(dstIp6),
+                    "EthSwitch::AddRoute6: a multicast group (use SetMulticastRoute6)");
     auto& hops = m_routes6[dstIp6];
     for (uint16_t h : hops)
     {
@@ -200,6 +207,94 @@ EthSwitch::GetRoutes(uint32_t dstIp) const
 {
     auto it = m_routes.find(dstIp);
     return it == m_routes.end() ? nullptr : &it->second;
+}
+
+bool
+EthSwitch::ValidMulticastPorts(const std::vector<uint16_t>& ports) const
+{
+    for (uint16_t p : ports)
+    {
+        if (p < 1 || p > m_ports.size())
+        {
+            return false;
+        }
+    }
+    return true;
+}
+
+namespace
+{
+/// Writes `ports` (sorted, without repeats) as `group`'s entry of `table`, or removes the entry
+/// when there are none.
+template <typename Table, typename Key>
+void
+WriteMulticastEntry(Table& table, const Key& group, std::vector<uint16_t> ports)
+{
+    std::sort(ports.begin(), ports.end());
+    ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
+    if (ports.empty())
+    {
+        table.erase(group);
+    }
+    else
+    {
+        table[group] = std::move(ports);
+    }
+}
+} // namespace
+
+bool
+EthSwitch::SetMulticastRoute(uint32_t group, const std::vector<uint16_t>& ports)
+{
+    if (!EthIsIpv4Multicast(group) || !ValidMulticastPorts(ports))
+    {
+        return false;
+    }
+    WriteMulticastEntry(m_mcastRoutes, group, ports);
+    return true;
+}
+
+bool
+EthSwitch::SetMulticastRoute6(const Ipv6Bytes& group, const std::vector<uint16_t>& ports)
+{
+    if (!EthIsIpv6Multicast(group) || !ValidMulticastPorts(ports))
+    {
+        return false;
+    }
+    WriteMulticastEntry(m_mcastRoutes6, group, ports);
+    return true;
+}
+
+bool
+EthSwitch::ClearMulticastRoute(uint32_t group)
+{
+    return m_mcastRoutes.erase(group) > 0;
+}
+
+bool
+EthSwitch::ClearMulticastRoute6(const Ipv6Bytes& group)
+{
+    return m_mcastRoutes6.erase(group) > 0;
+}
+
+const std::vector<uint16_t>*
+EthSwitch::GetMulticastRoute(uint32_t group) const
+{
+    auto it = m_mcastRoutes.find(group);
+    return it == m_mcastRoutes.end() ? nullptr : &it->second;
+}
+
+const std::vector<uint16_t>*
+EthSwitch::GetMulticastRoute6(const Ipv6Bytes& group) const
+{
+    auto it = m_mcastRoutes6.find(group);
+    return it == m_mcastRoutes6.end() ? nullptr : &it->second;
+}
+
+uint32_t
+EthSwitch::GetNMulticastRoutes() const
+{
+    return static_cast<uint32_t>(m_mcastRoutes.size() + m_mcastRoutes6.size());
 }
 
 void
@@ -372,6 +467,13 @@ EthSwitch::Receive(EthNetDevice* in, EthFrame* f)
     const uint16_t outNo = EgressPort(*f);
     if (outNo == 0)
     {
+        // A group never has a unicast route (AddRoute refuses one), so its frames come here:
+        // unicast forwarding pays nothing for multicast.
+        if (f->IsMulticast())
+        {
+            ForwardMulticast(in, f);
+            return;
+        }
         Drop(in, f, EthDropReason::NoRoute);
         return;
     }
@@ -400,6 +502,90 @@ EthSwitch::Receive(EthNetDevice* in, EthFrame* f)
     }
     m_forwarded++;
     out->EnqueueEgress(f);
+}
+
+void
+EthSwitch::ForwardMulticast(EthNetDevice* in, EthFrame* f)
+{
+    const std::vector<uint16_t>* ports =
+        f->ipv6 ? GetMulticastRoute6(f->dstIp6) : GetMulticastRoute(f->dstIp);
+    // Every port of the group's entry but the one the frame came in by (as a multicast
+    // router's outgoing list excludes the incoming interface), and whose link is up; a port
+    // that is down costs its own copy only.
+    m_mcastOut.clear();
+    bool anyOther = false;
+    if (ports)
+    {
+        for (uint16_t p : *ports)
+        {
+            if (p == f->inPort)
+            {
+                continue;
+            }
+            anyOther = true;
+            EthNetDevice* out = PeekPointer(m_ports[p - 1]);
+            if (out->LinkUp())
+            {
+                m_mcastOut.push_back(out);
+            }
+            else
+            {
+                in->CountDrop(f, EthDropReason::LinkDown);
+            }
+        }
+    }
+    if (!anyOther)
+    {
+        Drop(in, f, EthDropReason::NoRoute); // no entry, or only the way it came
+        return;
+    }
+    if (m_mcastOut.empty())
+    {
+        EthFramePool::Release(f); // every copy counted LinkDown already
+        return;
+    }
+    // The copies keep the group's MAC as their destination (RFC 1112 §6.4, RFC 2464 §7;
+    // EthNetDevice's egress rewrites only unicast destinations), whatever the sender wrote.
+    f->dstMac = f->GroupMac();
+    // Each copy is a frame of its own to the MMU: admitted (or refused and counted) on its own
+    // against the ingress (port, priority), released when it starts on the wire. The frame
+    // itself is the last copy: queued, it may be on the wire at once (EnqueueEgress starts
+    // an idle port), so it is copied from before that.
+    const size_t n = m_mcastOut.size();
+    for (size_t i = 0; i < n; ++i)
+    {
+        EthFrame* copy = i + 1 < n ? EthFramePool::Copy(*f) : f;
+        if (AdmitAndEnqueue(in, m_mcastOut[i], copy))
+        {
+            m_mcastCopies++;
+        }
+    }
+}
+
+bool
+EthSwitch::AdmitAndEnqueue(EthNetDevice* in, EthNetDevice* out, EthFrame* f)
+{
+    // Receive's admission of a unicast frame, for one copy of a multicast frame.
+    const uint16_t inIdx = static_cast<uint16_t>(f->inPort - 1);
+    const uint8_t prio = f->priority;
+    const bool lossless = in->IsPfcEnabled(prio);
+    bool headroomDrop = false;
+    if (!m_mmu->Admit(inIdx, prio, f->bytes, lossless, &f->mmuBucket, &headroomDrop))
+    {
+        Drop(in, f, headroomDrop ? EthDropReason::HeadroomOverflow : EthDropReason::BufferFull);
+        return false;
+    }
+    if (lossless && !in->IsPauseAsserted(prio) && m_mmu->ShouldPause(inIdx, prio))
+    {
+        in->AssertPause(prio);
+    }
+    if (m_mmu->EcnEnabled() && !m_mmu->EcnAtDequeue())
+    {
+        MaybeMark(out, f, out->GetQueueBytes(prio));
+    }
+    m_forwarded++;
+    out->EnqueueEgress(f);
+    return true;
 }
 
 void

@@ -29,6 +29,11 @@ class EthNetDevice;
  * admitted by the MMU against its ingress (port, priority), possibly ECN-marked, and queued on
  * the egress port's class. It leaves the MMU's accounting when it starts transmission. TTL is
  * decremented and MAC addresses rewritten, as an L3 hop does.
+ *
+ * A frame to an IP multicast group (which has no unicast route) is copied to every port of the
+ * group's multicast route (SetMulticastRoute) but the one it came in by; each copy is admitted
+ * by the MMU, marked and queued on its own, and keeps the group's MAC as its destination. A
+ * group without an entry, or whose entry holds only the ingress port, is dropped as NoRoute.
  */
 class EthSwitch : public Object
 {
@@ -42,12 +47,31 @@ class EthSwitch : public Object
     uint16_t GetNPorts() const;
     Ptr<EthNetDevice> GetPort(uint16_t number) const;
     Ptr<SharedBufferMmu> GetMmu() const { return m_mmu; }
-    /// Adds `port` as a next hop towards host address `dstIp` (equal-cost hops accumulate).
+    /// Adds `port` as a next hop towards host address `dstIp` (equal-cost hops accumulate); not
+    /// for a multicast group (SetMulticastRoute).
     void AddRoute(uint32_t dstIp, uint16_t port);
     const std::vector<uint16_t>* GetRoutes(uint32_t dstIp) const;
     /// As AddRoute, for an IPv6 host address.
     void AddRoute6(const Ipv6Bytes& dstIp6, uint16_t port);
     const std::vector<uint16_t>* GetRoutes6(const Ipv6Bytes& dstIp6) const;
+    /**
+     * The outgoing ports of an IPv4 multicast group (224.0.0.0/4, RFC 5771), as the (*,G)
+     * outgoing-interface list that IGMP snooping and PIM build on a router (here written by
+     * EthMulticastRouter, or directly). A frame to the group leaves by every port of the list
+     * but the one it came in by. An empty list removes the entry. Returns false, changing
+     * nothing, for an address that is not a group or a port number this switch does not have.
+     */
+    bool SetMulticastRoute(uint32_t group, const std::vector<uint16_t>& ports);
+    /// As SetMulticastRoute, for an IPv6 group (ff00::/8, RFC 4291 §2.7).
+    bool SetMulticastRoute6(const Ipv6Bytes& group, const std::vector<uint16_t>& ports);
+    /// Removes a group's entry (SetMulticastRoute with no ports); false if it had none.
+    bool ClearMulticastRoute(uint32_t group);
+    bool ClearMulticastRoute6(const Ipv6Bytes& group);
+    /// The group's ports, ascending; null when it has no entry.
+    const std::vector<uint16_t>* GetMulticastRoute(uint32_t group) const;
+    const std::vector<uint16_t>* GetMulticastRoute6(const Ipv6Bytes& group) const;
+    /// Groups with an entry, IPv4 and IPv6.
+    uint32_t GetNMulticastRoutes() const;
     void SetDscpToPriority(uint8_t dscp, uint8_t priority);
     uint8_t MapDscp(uint8_t dscp) const { return m_dscpToPrio[dscp & 63]; }
     /// The priority this switch gives a frame: its PCP if TrustPcp and tagged, else by DSCP.
@@ -72,7 +96,10 @@ class EthSwitch : public Object
     /// A queued frame was discarded (link down).
     void NotifyDiscardQueued(EthNetDevice* out, EthFrame* frame);
 
+    /// Frames forwarded (a multicast frame counts once per copy that was queued).
     uint64_t GetForwarded() const { return m_forwarded; }
+    /// Copies of multicast frames queued on an egress port (each counted in GetForwarded too).
+    uint64_t GetMulticastCopies() const { return m_mcastCopies; }
     uint64_t GetEcnMarked() const { return m_ecnMarked; }
     uint32_t GetEcmpSeed() const { return m_seed; }
     /// INT hop records pushed, and frames that passed with their stack already full.
@@ -91,6 +118,12 @@ class EthSwitch : public Object
     void Drop(EthNetDevice* in, EthFrame* frame, EthDropReason reason);
     void MaybeMark(EthNetDevice* out, EthFrame* frame, uint64_t queueBytes);
     void PushIntHop(EthNetDevice* out, EthFrame* frame);
+    /// Receive's path for a frame to a multicast group: a copy to each port of its entry.
+    void ForwardMulticast(EthNetDevice* in, EthFrame* frame);
+    /// Admits `frame` (arrived on `in`) to the MMU and queues it on `out`; false, the frame
+    /// dropped and counted, if the MMU refuses it.
+    bool AdmitAndEnqueue(EthNetDevice* in, EthNetDevice* out, EthFrame* frame);
+    bool ValidMulticastPorts(const std::vector<uint16_t>& ports) const;
 
     std::vector<Ptr<EthNetDevice>> m_ports;
     Ptr<SharedBufferMmu> m_mmu;
@@ -100,6 +133,11 @@ class EthSwitch : public Object
         size_t operator()(const Ipv6Bytes& a) const;
     };
     std::unordered_map<Ipv6Bytes, std::vector<uint16_t>, Ipv6Hash> m_routes6;
+    /// Multicast groups' outgoing ports (SetMulticastRoute): looked up only for frames that
+    /// found no unicast route, so unicast forwarding never reads them.
+    std::unordered_map<uint32_t, std::vector<uint16_t>> m_mcastRoutes;
+    std::unordered_map<Ipv6Bytes, std::vector<uint16_t>, Ipv6Hash> m_mcastRoutes6;
+    std::vector<EthNetDevice*> m_mcastOut; ///< ForwardMulticast's scratch: the ports to copy to
     /// The same routes as a table indexed by (address - m_denseBase) when the addresses are
     /// dense (as the fabric helper assigns them): one array access per frame, no hashing.
     struct DenseRoute
@@ -120,6 +158,7 @@ class EthSwitch : public Object
     bool m_trustPcp = false;
     uint64_t m_forwarded = 0;
     uint64_t m_ecnMarked = 0;
+    uint64_t m_mcastCopies = 0;
     bool m_intEnabled = true;
     uint64_t m_intPushed = 0;
     uint64_t m_intOverflow = 0;

@@ -6,12 +6,15 @@
 
 #include "ns3/boolean.h"
 #include "ns3/log.h"
+#include "ns3/nstime.h"
 #include "ns3/packet.h"
+#include "ns3/simulator.h"
 #include "ns3/trace-source-accessor.h"
 #include "ns3/uinteger.h"
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 namespace ns3
 {
@@ -210,6 +213,13 @@ RoceRdmaPort::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&RoceRdmaPort::m_lazyIcrc),
                           MakeBooleanChecker())
+            .AddAttribute("LoopbackDelay",
+                          "How long a multicast packet this port sends takes to turn round "
+                          "inside the adapter to the port's own members (QPs attached to the "
+                          "group on this host), besides going to the fabric.",
+                          TimeValue(MicroSeconds(1)),
+                          MakeTimeAccessor(&RoceRdmaPort::m_loopbackDelay),
+                          MakeTimeChecker())
             .AddTraceSource("Tx",
                             "A RoCEv2 packet was queued: (bytes BTH..ICRC, BTH opcode).",
                             MakeTraceSourceAccessor(&RoceRdmaPort::m_txTrace),
@@ -369,10 +379,12 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
     EthUdpFlow flow;
     uint32_t ip4 = 0;
     RdmaGid sgid{};
+    bool multicast = false;
     if (RoceGidToIpv4(av.grh.dgid, ip4))
     {
         flow.dstIp = ip4;
         sgid = RoceGidFromIpv4(m_dev->GetIpv4());
+        multicast = EthIsIpv4Multicast(ip4); // ::ffff:224.0.0.0/4 names an IPv4 group
     }
     else
     {
@@ -381,6 +393,7 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
         flow.flowLabel = av.grh.flow_label;
         const Ipv6Bytes src = m_dev->GetIpv6();
         std::copy(src.begin(), src.end(), sgid.begin());
+        multicast = EthIsIpv6Multicast(flow.dstIp6);
     }
     const uint32_t destQp = (uint32_t(transport[kBthDestQpOffset]) << 16) |
                             (uint32_t(transport[kBthDestQpOffset + 1]) << 8) |
@@ -424,9 +437,14 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
         // bytes, zeros follow, and a header-only packet stays in the frame record
         // (EthFrame::StorePayload). Same bytes, no ns-3 Packet and no kilobyte per packet.
         flow.icrcPending = true;
-        if (!m_dev->SendUdp(flow, payloadBytes, transport.data(), StoredLength(transport)))
+        const uint32_t stored = StoredLength(transport);
+        if (!m_dev->SendUdp(flow, payloadBytes, transport.data(), stored))
         {
             return false;
+        }
+        if (multicast)
+        {
+            LoopBackMulticast(flow, payloadBytes, transport.data(), stored, nullptr);
         }
     }
     else
@@ -458,9 +476,14 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
         const uint32_t icrcAt = hdr + static_cast<uint32_t>(transport.size()) + zeroTail;
         std::fill(m_buf.begin() + hdr + transport.size(), m_buf.begin() + icrcAt, 0);
         IbStoreIcrc(m_buf.data() + icrcAt, IbComputeRoceIcrc(m_buf.data(), icrcAt));
-        if (!m_dev->SendUdp(flow, payloadBytes, Create<Packet>(m_buf.data() + hdr, payloadBytes)))
+        Ptr<const Packet> payload = Create<Packet>(m_buf.data() + hdr, payloadBytes);
+        if (!m_dev->SendUdp(flow, payloadBytes, payload))
         {
             return false;
+        }
+        if (multicast)
+        {
+            LoopBackMulticast(flow, payloadBytes, nullptr, 0, payload);
         }
     }
     ++m_sent;
@@ -470,6 +493,59 @@ RoceRdmaPort::SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr&
     }
     m_txTrace(payloadBytes, transport[0]);
     return true;
+}
+
+void
+RoceRdmaPort::LoopBackMulticast(const EthUdpFlow& flow,
+                                uint32_t payloadBytes,
+                                const uint8_t* leading,
+                                uint32_t stored,
+                                Ptr<const Packet> payload)
+{
+    // The fabric never sends a multicast datagram back out of the port it came in by, so the
+    // adapter hands its own members their copy itself, as ConnectX does unless a QP asks for
+    // IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (IbRdmaPort does the same). The copy is the datagram
+    // as received: the fields OnReceive reads, the same IP identification (the ICRC, when it
+    // was computed, covers it).
+    auto frame = std::make_shared<EthFrame>();
+    frame->kind = EthFrameKind::Udp;
+    frame->ipv6 = flow.ipv6;
+    if (flow.ipv6)
+    {
+        frame->srcIp6 = m_dev->GetIpv6();
+        frame->dstIp6 = flow.dstIp6;
+        frame->flowLabel = flow.flowLabel & 0xFFFFF;
+    }
+    else
+    {
+        frame->srcIp = m_dev->GetIpv4();
+        frame->dstIp = flow.dstIp;
+    }
+    frame->srcPort = flow.srcPort;
+    frame->dstPort = flow.dstPort;
+    frame->priority = flow.priority;
+    frame->dscp = flow.dscp & 0x3F;
+    frame->ecn = flow.ecn & 3;
+    frame->ipId = static_cast<uint16_t>(m_dev->PeekNextIpId() - 1); // the one SendUdp used
+    frame->payloadBytes = payloadBytes;
+    if (leading)
+    {
+        frame->StorePayload(leading, stored);
+    }
+    else
+    {
+        frame->payload = payload;
+    }
+    frame->icrcPending = flow.icrcPending && frame->StoredPayloadBytes() > 0;
+    frame->ComputeSize();
+    ++m_loopedBack;
+    Ptr<RoceRdmaPort> self(this);
+    Simulator::Schedule(m_loopbackDelay, [self, frame]() {
+        if (self->m_dev)
+        {
+            self->OnReceive(self->m_dev, *frame);
+        }
+    });
 }
 
 bool

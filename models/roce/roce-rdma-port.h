@@ -8,6 +8,7 @@
 
 #include "models/rdma/rdma-link-port.h"
 
+#include "ns3/nstime.h"
 #include "ns3/traced-callback.h"
 
 #include <array>
@@ -66,6 +67,12 @@ uint16_t RoceUdpSourcePort(uint32_t flowLabel, const RdmaGid& sgid, const RdmaGi
  * INT (HPCC): with IntMaxHops > 0 every ECN-capable request carries an INT stack of that many
  * slots for the switches to fill (EthSwitch IntEnabled); a received stack reaches the engine in
  * RdmaRxInfo::intStack, and SendWithIntEcho sends an ACK carrying the echo back.
+ *
+ * Multicast: an address vector whose GID is a group (IPv4-mapped 224.0.0.0/4, or ff00::/8)
+ * sends to the group's IP and MAC, and the port also hands the packet to its own receive path
+ * after LoopbackDelay (the fabric never returns it), where the engine gives it to this host's
+ * QPs attached to the group. A received group datagram reaches the engine with the group as
+ * RdmaRxInfo::dgid, as any other.
  *
  * GID table: index 0 is the IPv4-mapped GID of the port's IPv4 address; index 1 its IPv6
  * address when one is set.
@@ -129,6 +136,11 @@ class RoceRdmaPort : public RdmaLinkPort
     {
         return m_cnpsSent;
     }
+    /// Multicast packets this port sent that it also handed to its own members (loopback).
+    uint64_t GetMulticastLoopedBack() const
+    {
+        return m_loopedBack;
+    }
     /// Packets delivered to the engine that arrived with IP ECN CE.
     uint64_t GetEcnMarkedReceived() const
     {
@@ -162,6 +174,13 @@ class RoceRdmaPort : public RdmaLinkPort
     bool SendFrame(const std::vector<uint8_t>& transport, const RdmaAhAttr& av,
                    const IntStack* echo, uint32_t zeroTail);
     void OnReceive(Ptr<EthNetDevice> dev, const EthFrame& frame);
+    /// The sent multicast datagram (its payload as `stored` leading bytes or as `payload`)
+    /// handed to this port's own receive path after LoopbackDelay.
+    void LoopBackMulticast(const EthUdpFlow& flow,
+                           uint32_t payloadBytes,
+                           const uint8_t* leading,
+                           uint32_t stored,
+                           Ptr<const Packet> payload);
     void OnTxReady(Ptr<EthNetDevice> dev, uint8_t priority);
     void Drop(RoceDropReason r);
     /// Writes the IP and UDP headers `frame` has (or will have) on the wire into `out`; returns
@@ -180,6 +199,8 @@ class RoceRdmaPort : public RdmaLinkPort
     uint8_t m_intMaxHops = 0;
     bool m_lazyIcrc = true;
     uint32_t m_pipelineFrames = 2;
+    Time m_loopbackDelay; ///< LoopbackDelay
+    uint64_t m_loopedBack = 0;
     ReceiveCallback m_rx;
     GsiReceiveCallback m_gsiRx;
     uint32_t m_gsiPsn = 0;
