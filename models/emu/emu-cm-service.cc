@@ -946,9 +946,9 @@ EmuCmService::DoJoinMcast(Id& id, const cnuas_cm_req& q)
     {
         return EINVAL; // full member, or send-only full member (rdma_join_multicast_ex)
     }
-    if (m_adapters[static_cast<size_t>(id.adapter)].sendSa.IsNull())
+    const Adapter& a = m_adapters[static_cast<size_t>(id.adapter)];
+    if (a.sendSa.IsNull() && a.ethMembership.IsNull())
     {
-        // RoCE joins are IGMP and Ethernet multicast, which the model does not carry yet.
         return EOPNOTSUPP;
     }
     for (const Id::Join& j : id.joins)
@@ -960,8 +960,47 @@ EmuCmService::DoJoinMcast(Id& id, const cnuas_cm_req& q)
     }
     Id::Join j;
     j.ip = ip;
-    j.mgid = IbMgidOfIpv4(ip, id.ps);
     j.joinState = joinState;
+    if (a.sendSa.IsNull())
+    {
+        // RoCE v2 (the kernel's cma_iboe_join_multicast): no SA; the group's GID is the
+        // IPv4-mapped address, the port joins at once (its IGMP report), and the event follows.
+        j.mgid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, static_cast<uint8_t>(ip >> 24),
+                  static_cast<uint8_t>(ip >> 16), static_cast<uint8_t>(ip >> 8),
+                  static_cast<uint8_t>(ip)};
+        GroupUse& use = m_groups[{id.adapter, j.mgid}];
+        if (use.ids == 0 && !a.ethMembership(j.mgid, true))
+        {
+            m_groups.erase({id.adapter, j.mgid});
+            return EINVAL;
+        }
+        ++use.ids;
+        use.joined = true;
+        j.joined = true;
+        id.joins.push_back(j);
+        cnuas_cm_event ev;
+        std::memset(&ev, 0, sizeof(ev));
+        PutSockaddrIn(ev.src, id.srcIp, id.srcPort);
+        PutSockaddrIn(ev.dst, ip, 0);
+        ev.route = id.route;
+        ev.ah.is_global = 1;
+        std::copy(j.mgid.begin(), j.mgid.end(), ev.ah.dgid);
+        ev.ah.hop_limit = m_hopLimit;
+        ev.param.qp_num = 0xFFFFFF;
+        ev.param.qkey = id.qkey != 0 ? id.qkey : kUdpQkey;
+        ++m_counters.multicastJoins;
+        const uint32_t handle = id.handle;
+        Simulator::ScheduleNow([this, handle, ev]() mutable {
+            auto it = m_ids.find(handle);
+            if (it != m_ids.end())
+            {
+                Post(it->second, kEvMulticastJoin, 0, ev);
+            }
+        });
+        return 0;
+    }
+    j.mgid = IbMgidOfIpv4(ip, id.ps);
+    ++m_groups[{id.adapter, j.mgid}].ids;
     id.joins.push_back(j);
     Simulator::ScheduleNow(&EmuCmService::SendJoin, this, id.handle, ip);
     return 0;
@@ -986,10 +1025,7 @@ EmuCmService::DoLeaveMcast(Id& id, const cnuas_cm_req& q)
         {
             m_saPending.erase(it->tid);
         }
-        if (it->joined)
-        {
-            SendLeave(id, *it);
-        }
+        ReleaseGroup(id, *it);
         id.joins.erase(it);
         return 0;
     }
@@ -1082,6 +1118,7 @@ EmuCmService::JoinTimedOut(uint64_t tid)
         }
         ++m_counters.saTimeouts;
         ++m_counters.multicastErrors;
+        ReleaseGroup(id, *j);
         cnuas_cm_event ev;
         std::memset(&ev, 0, sizeof(ev));
         PutSockaddrIn(ev.src, id.srcIp, id.srcPort);
@@ -1091,6 +1128,34 @@ EmuCmService::JoinTimedOut(uint64_t tid)
         Post(id, kEvMulticastError, -ETIMEDOUT, ev);
         return;
     }
+}
+
+void
+EmuCmService::ReleaseGroup(const Id& id, const Id::Join& j)
+{
+    auto it = m_groups.find({id.adapter, j.mgid});
+    if (it == m_groups.end())
+    {
+        return;
+    }
+    if (it->second.ids > 1)
+    {
+        --it->second.ids; // another ID of the host still holds the group
+        return;
+    }
+    const bool joined = it->second.joined;
+    m_groups.erase(it);
+    if (!joined)
+    {
+        return; // the port never became a member
+    }
+    const Adapter& a = m_adapters[static_cast<size_t>(id.adapter)];
+    if (!a.ethMembership.IsNull())
+    {
+        a.ethMembership(j.mgid, false);
+        return;
+    }
+    SendLeave(id, j);
 }
 
 void
@@ -1140,6 +1205,7 @@ EmuCmService::TakeSaResponse(size_t adapter, const uint8_t* mad)
     {
         // The SA refused (IBA vol. 1 §15.2.1.2): the kernel reports -EINVAL for a refusal.
         ++m_counters.multicastErrors;
+        ReleaseGroup(id, *j);
         id.joins.erase(j);
         Post(id, kEvMulticastError, -EINVAL, ev);
         return true;
@@ -1147,6 +1213,7 @@ EmuCmService::TakeSaResponse(size_t adapter, const uint8_t* mad)
     IbMcMemberRecord rec;
     rec.ReadFrom(resp.Data());
     j->joined = true;
+    m_groups[{id.adapter, j->mgid}].joined = true;
     j->mgid = rec.mgid;
     // The address vector of the group (the kernel's ib_init_ah_from_mcmember): its MLID, its
     // MGID in a GRH, its SL, flow label, hop limit and traffic class.
@@ -1806,10 +1873,7 @@ EmuCmService::DestroyId(uint32_t handle, bool processGone)
         {
             m_saPending.erase(j.tid);
         }
-        if (j.joined)
-        {
-            SendLeave(id, j);
-        }
+        ReleaseGroup(id, j);
     }
     if (id.state == IdState::Listening)
     {

@@ -15,6 +15,7 @@
 #include "ns3/object.h"
 #include "ns3/ptr.h"
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -104,10 +105,14 @@ class EmuCmService : public Object
         uint8_t prefixLen = 8;
         uint64_t nodeGuid = 0;
         std::vector<Peer> peers;
-        /// Sends a 256-byte SA MAD from the adapter's port to its subnet manager (the SM LID
-        /// the port holds, QP1); false if it could not leave. Null: no SA (RoCE), so no
-        /// multicast joins. Answers come back through TakeSaResponse.
+        /// InfiniBand: sends a 256-byte SA MAD from the adapter's port to its subnet manager
+        /// (the SM LID the port holds, QP1); false if it could not leave. Answers come back
+        /// through TakeSaResponse.
         Callback<bool, const uint8_t*> sendSa;
+        /// RoCE: the port joins (true) or leaves (false) a multicast group (its GID: an
+        /// IPv4-mapped address), what the kernel's IGMP report does for it; false if refused.
+        /// With neither callback the adapter takes no multicast joins.
+        Callback<bool, const std::array<uint8_t, 16>&, bool> ethMembership;
     };
 
     /**
@@ -245,6 +250,10 @@ class EmuCmService : public Object
     void JoinTimedOut(uint64_t tid);
     /// SubnAdmDelete(MCMemberRecord) of a joined group: the SA's answer is not waited for.
     void SendLeave(const Id& id, const Id::Join& j);
+    /// A join of `id` to group `j` ends (left, refused, timed out, the ID destroyed): the
+    /// host's port leaves the group when no other ID of the host holds it, as the kernel's
+    /// multicast module and IGMP count local members.
+    void ReleaseGroup(const Id& id, const Id::Join& j);
     /// The MCMemberRecord request of group `j` for `id` (method Set or Delete).
     bool SendMcMemberRecord(const Id& id, const Id::Join& j, uint8_t method, uint64_t tid);
     void FillQuery(const Id& id, cnuas_cm_resp& r) const;
@@ -291,6 +300,14 @@ class EmuCmService : public Object
     uint32_t m_psnSeed = 0;
     /// SA joins in flight: transaction ID -> (ID handle, group address).
     std::map<uint64_t, std::pair<uint32_t, uint32_t>> m_saPending;
+    /// The host's joins of each group, by (adapter, MGID): IDs holding it, and whether any was
+    /// granted (so the port is a member and must leave when the last goes).
+    struct GroupUse
+    {
+        uint32_t ids = 0;
+        bool joined = false;
+    };
+    std::map<std::pair<int, std::array<uint8_t, 16>>, GroupUse> m_groups;
     uint32_t m_nextSaTid = 1;
     EmuCmCounters m_counters;
     // Attributes.

@@ -973,14 +973,6 @@ EmuHcaService::Handle(Context& c, const cnuas_hca_req& q, int passedFd)
                 err = EINVAL;
                 break;
             }
-            if (m_ethPort && q.op == CNUAS_OP_ATTACH_MCAST)
-            {
-                // RoCE multicast (an Ethernet multicast address, IGMP) is not on the model's
-                // wire: refused rather than accepted and never delivered.
-                m_device->SetLastError("multicast on a RoCE port is not modelled");
-                err = EOPNOTSUPP;
-                break;
-            }
             RdmaGid gid;
             std::memcpy(gid.data(), q.u.mcast.gid, gid.size());
             err = q.op == CNUAS_OP_ATTACH_MCAST

@@ -31,6 +31,7 @@
 #include "models/ib/ib-net-device.h"
 #include "models/ib/ib-switch.h"
 #include "models/ib/ib-vl-counts.h"
+#include "models/roce/eth-multicast-router.h"
 
 #include "ns3/config.h"
 #include "ns3/double.h"
@@ -356,6 +357,9 @@ struct Daemon
     ns3::Topology topology;
     ns3::Topology ethTopology; ///< the RoCE fabric's: `topology`, or a hybrid's --roce-topology
     ns3::EthFabric eth;
+    /// The RoCE fabric's multicast routing (what IGMP snooping and PIM would build): the
+    /// hosts' rdma_cm joins program the switches' group routes through it.
+    ns3::Ptr<ns3::EthMulticastRouter> ethMulticast;
     std::vector<std::string> hostNames;
     std::vector<std::string> netns;
     HostRail roceRail; ///< RoCE and hybrid fabrics: the hosts' RoCE NICs (eth0)
@@ -844,9 +848,18 @@ StatusJson(const Daemon& d)
         }
         j["switches"].push_back({{"name", d.ethTopology.nodes[n].name},
                                  {"forwarded", sw->GetForwarded()},
+                                 {"multicast_copies", sw->GetMulticastCopies()},
                                  {"ecn_marked", sw->GetEcnMarked()},
                                  {"pfc_sent", pfcSent},
                                  {"drops", drops}});
+    }
+    if (d.ethMulticast)
+    {
+        // The fabric's multicast routes, as the hosts' rdma_cm joins made them.
+        j["roce_multicast"] = {{"groups", d.ethMulticast->GetNGroups()},
+                               {"joins", d.ethMulticast->GetJoins()},
+                               {"leaves", d.ethMulticast->GetLeaves()},
+                               {"routes_written", d.ethMulticast->GetRoutesWritten()}};
     }
     j["captures"] = d.captures.size();
     return j;
@@ -1601,6 +1614,17 @@ BuildRoceHosts(Daemon& d)
                          [rocePort](ns3::Ptr<ns3::IbCmAgent> a) {
                              ns3::EmuCmAttachToRocePort(a, rocePort);
                          });
+            // A join's IGMP report, in effect: the fabric's multicast routes take the port.
+            if (!d.ethMulticast)
+            {
+                d.ethMulticast = ns3::CreateObject<ns3::EthMulticastRouter>();
+            }
+            ns3::Ptr<ns3::EthMulticastRouter> router = d.ethMulticast;
+            rail.cmAdapters.back().ethMembership =
+                ns3::Callback<bool, const std::array<uint8_t, 16>&, bool>(
+                    [router, port](const std::array<uint8_t, 16>& group, bool join) {
+                        return join ? router->Join(port, group) : router->Leave(port, group);
+                    });
         }
         ns3::EmuRealtimeSimulatorImpl::Current()->WatchFd(sink, ns3::Simulator::NO_CONTEXT, [sink]() {
             char buf[64];
