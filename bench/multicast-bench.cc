@@ -83,14 +83,8 @@ IbMulticastFanOut(benchmark::State& state)
             rec.qkey = kQkey;
             rec.pkey = 0xFFFF;
             rec.joinState = IbMcMemberRecord::kFullMember;
-            IbSaMad m = IbSaMad::Make(IbMadMethod::Set, IbSaAttr::McMemberRecord, 0, 0x4D430000 + h);
-            m.SetComponentMask(IbMcMemberRecord::kCompMgid | IbMcMemberRecord::kCompPortGid |
-                               IbMcMemberRecord::kCompQkey | IbMcMemberRecord::kCompPkey |
-                               IbMcMemberRecord::kCompSl | IbMcMemberRecord::kCompFlowLabel |
-                               IbMcMemberRecord::kCompTClass | IbMcMemberRecord::kCompJoinState);
-            rec.WriteTo(m.Data());
-            std::array<uint8_t, kIbMadBytes> bytes{};
-            m.WriteTo(bytes.data());
+            const auto bytes =
+                rec.Request(IbMadMethod::Set, IbMcMemberRecord::kCreateMask, 0x4D430000 + h);
             IbMgmtHelper::GetDispatcher(f.hosts.Get(h))
                 ->SendGmp(port->GetPortNumber(), bytes.data(), port->GetSmLid(), 1, 0);
         }

@@ -29,9 +29,7 @@ namespace
 using Mcmr = IbMcMemberRecord;
 
 /// What creating a group needs (opensm's REQUIRED_MC_CREATE_COMP_MASK).
-constexpr uint64_t kCreateMask = Mcmr::kCompMgid | Mcmr::kCompPortGid | Mcmr::kCompJoinState |
-                                 Mcmr::kCompQkey | Mcmr::kCompTClass | Mcmr::kCompPkey |
-                                 Mcmr::kCompFlowLabel | Mcmr::kCompSl;
+constexpr uint64_t kCreateMask = Mcmr::kCreateMask;
 constexpr uint64_t kJoinMask = Mcmr::kCompMgid | Mcmr::kCompPortGid | Mcmr::kCompJoinState;
 
 /// The switch a host's port is cabled to, and that switch's port to it.

@@ -1047,16 +1047,8 @@ EmuCmService::SendMcMemberRecord(const Id& id, const Id::Join& j, uint8_t method
     rec.qkey = id.qkey != 0 ? id.qkey : kUdpQkey;
     rec.pkey = 0xFFFF;
     rec.joinState = j.joinState;
-    IbSaMad m = IbSaMad::Make(method, IbSaAttr::McMemberRecord, 0, tid);
-    m.SetComponentMask(IbMcMemberRecord::kCompMgid | IbMcMemberRecord::kCompPortGid |
-                       IbMcMemberRecord::kCompQkey | IbMcMemberRecord::kCompPkey |
-                       IbMcMemberRecord::kCompSl | IbMcMemberRecord::kCompFlowLabel |
-                       IbMcMemberRecord::kCompTClass | IbMcMemberRecord::kCompJoinState);
-    rec.WriteTo(m.Data());
-    std::array<uint8_t, kIbMadBytes> bytes{};
-    m.WriteTo(bytes.data());
     ++m_counters.saRequests;
-    return a.sendSa(bytes.data());
+    return a.sendSa(rec.Request(method, IbMcMemberRecord::kCreateMask, tid).data());
 }
 
 void

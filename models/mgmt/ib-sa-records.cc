@@ -1,5 +1,6 @@
 #include "ib-sa-records.h"
 
+#include "ib-gmp.h"
 #include "ib-mad-header.h"
 
 #include "models/rdma/ib-wire-bytes.h"
@@ -114,6 +115,17 @@ IbMcMemberRecord::ReadFrom(const uint8_t* in)
     scope = in[48] >> 4;
     joinState = in[48] & 0x0F;
     proxyJoin = (in[49] & 0x80) != 0;
+}
+
+std::array<uint8_t, kIbMadBytes>
+IbMcMemberRecord::Request(uint8_t method, uint64_t mask, uint64_t tid) const
+{
+    IbSaMad m = IbSaMad::Make(method, IbSaAttr::McMemberRecord, 0, tid);
+    m.SetComponentMask(mask);
+    WriteTo(m.Data());
+    std::array<uint8_t, kIbMadBytes> bytes{};
+    m.WriteTo(bytes.data());
+    return bytes;
 }
 
 namespace IbSaLayout

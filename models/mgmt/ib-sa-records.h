@@ -3,6 +3,7 @@
 #ifndef CNUAS_IB_SA_RECORDS_H
 #define CNUAS_IB_SA_RECORDS_H
 
+#include "ib-mad-header.h"
 #include "ib-smp-attributes.h"
 
 #include <array>
@@ -117,6 +118,12 @@ struct IbMcMemberRecord
     static constexpr uint64_t kCompScope = 1u << 15;
     static constexpr uint64_t kCompJoinState = 1u << 16;
     static constexpr uint64_t kCompProxyJoin = 1u << 17;
+    /// What a join that may create a group gives (opensm's REQUIRED_MC_CREATE_COMP_MASK; the
+    /// kernel's rdma_cm sends these): MGID, PortGID, Q_Key, P_Key, SL, FlowLabel, TClass and
+    /// JoinState.
+    static constexpr uint64_t kCreateMask = kCompMgid | kCompPortGid | kCompQkey | kCompPkey |
+                                            kCompSl | kCompFlowLabel | kCompTClass |
+                                            kCompJoinState;
     /// JoinState.FullMember: only a full member may create a group.
     static constexpr uint8_t kFullMember = 0x1;
     std::array<uint8_t, 16> mgid{};
@@ -139,6 +146,9 @@ struct IbMcMemberRecord
     bool proxyJoin = false;
     void WriteTo(uint8_t* out) const;
     void ReadFrom(const uint8_t* in);
+    /// The 256-byte SA MAD of a request about this record: SubnAdmSet (join), Delete (leave)
+    /// or Get, with ComponentMask `mask` and transaction ID `tid`.
+    std::array<uint8_t, kIbMadBytes> Request(uint8_t method, uint64_t mask, uint64_t tid) const;
 };
 
 /**

@@ -19,8 +19,7 @@ using Mcmr = IbMcMemberRecord;
 constexpr uint64_t kJoinComponents = Mcmr::kCompMgid | Mcmr::kCompPortGid | Mcmr::kCompJoinState;
 /// And what creating a group needs besides (opensm's REQUIRED_MC_CREATE_COMP_MASK): the
 /// parameters every member's QP and address handle are set up with.
-constexpr uint64_t kCreateComponents = kJoinComponents | Mcmr::kCompQkey | Mcmr::kCompTClass |
-                                       Mcmr::kCompPkey | Mcmr::kCompFlowLabel | Mcmr::kCompSl;
+constexpr uint64_t kCreateComponents = Mcmr::kCreateMask;
 /// The default subnet prefix (the SA's port GIDs, IbPortGid).
 constexpr uint64_t kSubnetPrefix = 0xFE80000000000000ULL;
 /// Multicast scope values, IBA vol. 1 §4.1.1: 2 is link-local.
