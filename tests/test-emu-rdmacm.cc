@@ -412,6 +412,37 @@ TEST_P(EmuRdmacm, MckeyMulticastsToReceiversOnBothFabrics)
     EXPECT_EQ(bad.out.find("Malformed"), std::string::npos) << bad.out;
 }
 
+/// Two programs of one host in a group: one leaves (mckey with no message to wait for joins and
+/// leaves at once) while the other still waits; the host's port must stay in the group (the
+/// kernel counts a port's local members before it sends the SA its Delete or drops its IGMP
+/// membership), so the one that stays still gets the sender's messages across the fabric.
+TEST_P(EmuRdmacm, AHostStaysInAGroupWhileAnyOfItsProgramsIs)
+{
+    if (access("/usr/bin/mckey", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's rdmacm-utils (scripts/setup-debian.sh installs it)";
+    }
+    const std::string h1Ip = GetParam().peerIp;
+    const std::string h0Ip = h1Ip.substr(0, h1Ip.rfind('.')) + ".1";
+    const std::string group = "224.1.2.4";
+    const Background stays = Start("h1", "mckey -m " + group + " -b " + h1Ip + " -C 3", 90);
+    for (int i = 0; i < 600 && ReadFile(stays.out).find("joined dgid") == std::string::npos &&
+                    ReadFile(stays.out).find("pair-exit=") == std::string::npos;
+         ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const std::string leaves =
+        Wait(Start("h1", "mckey -m " + group + " -b " + h1Ip + " -C 0", 60), 60);
+    EXPECT_NE(leaves.find("joined dgid"), std::string::npos) << leaves;
+    EXPECT_NE(leaves.find("pair-exit=0"), std::string::npos) << leaves;
+    const std::string sender =
+        Wait(Start("h0", "mckey -m " + group + " -b " + h0Ip + " -s -C 8", 60), 60);
+    EXPECT_NE(sender.find("pair-exit=0"), std::string::npos) << sender;
+    const std::string out = Wait(stays, 60);
+    EXPECT_NE(out.find("pair-exit=0"), std::string::npos) << out; // its 3 came
+}
+
 /// libfabric's verbs provider (Debian's libfabric1, under MPICH builds for OFI and Open MPI's
 /// ofi components; fi_pingpong from libfabric-bin), with fi_pingpong checking every byte (-c):
 /// reliable datagrams (FI_EP_RDM: its ofi_rxm layer over RC connections rdma_cm makes, eager
