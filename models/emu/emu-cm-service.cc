@@ -965,9 +965,7 @@ EmuCmService::DoJoinMcast(Id& id, const cnuas_cm_req& q)
     {
         // RoCE v2 (the kernel's cma_iboe_join_multicast): no SA; the group's GID is the
         // IPv4-mapped address, the port joins at once (its IGMP report), and the event follows.
-        j.mgid = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, static_cast<uint8_t>(ip >> 24),
-                  static_cast<uint8_t>(ip >> 16), static_cast<uint8_t>(ip >> 8),
-                  static_cast<uint8_t>(ip)};
+        j.mgid = RoceGidFromIpv4(ip);
         GroupUse& use = m_groups[{id.adapter, j.mgid}];
         if (use.ids == 0 && !a.ethMembership(j.mgid, true))
         {
