@@ -691,6 +691,101 @@ TEST_P(EmuVerbs, WhileTheModelLagsCompletionsDoNotWakeThePollerOneByOne)
         << after.verbs;
 }
 
+/// A program that destroys its QP right after posting sends, without waiting for a completion
+/// (rdma-core's mckey does), still gets them on the wire: an adapter takes the destroy command
+/// long after the doorbell. The daemon is stopped (SIGSTOP) while the program posts and asks
+/// for the destroy, so that the model reads the doorbell and the destroy in the same turn, as a
+/// lagging model does; with the HCA service's DestroyDrainLimit 0 (the old behaviour) the
+/// destroy then takes the sends with it, which is checked too.
+TEST_P(EmuVerbs, ADestroyRightAfterPostingLetsThePostedSendsGoFirst)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-verbs-destroy-after-post";
+    if (access(bin.c_str(), X_OK) != 0)
+    {
+        GTEST_SKIP() << "the peer is built with libibverbs-dev";
+    }
+    const bool roce = std::string(GetParam().name) == "roce";
+    constexpr int kSends = 32;
+    struct Counts
+    {
+        int64_t sent = 0;      // h0's transport: packets sent
+        int64_t deferred = 0;  // h0's verbs: destroys that waited for sends
+        std::string text;
+    };
+    auto counts = [this]() {
+        Counts n;
+        const nlohmann::json st = Status();
+        const auto& h0 = st["live"]["hosts"][0]["verbs"];
+        n.sent = h0["transport"].value("packets_sent", int64_t{0});
+        n.deferred = h0.value("destroys_deferred", int64_t{0});
+        n.text = h0.dump();
+        return n;
+    };
+    // Posts kSends while the daemon is stopped, asks for the destroy, lets the daemon go on;
+    // returns how many of the sends h0's adapter put on the wire.
+    int round = 0;
+    auto postAndDestroy = [&](Counts* before, Counts* after) {
+        const std::string stateFile =
+            (m_dir / "state" / ("fabric-" + m_name + ".json")).string();
+        const int daemon = nlohmann::json::parse(Sh("cat " + stateFile).out).value("pid", 0);
+        EXPECT_GT(daemon, 0);
+        std::string dest = GetParam().serverIp;
+        if (!roce)
+        {
+            dest = std::to_string(Status()["live"]["hosts"][1].value("lid", 0));
+        }
+        const std::string tag = std::to_string(++round);
+        const std::filesystem::path go = m_dir / ("go-" + tag);
+        const std::string out = "destroy-after-post-" + tag + ".txt";
+        ExecBackground("h0",
+                       "timeout 120 " + bin + " " + dest + " " + std::to_string(kSends) + " " +
+                           go.string(),
+                       out);
+        std::string text = WaitForLines(out, 1, 60);
+        ASSERT_NE(text.find("ready"), std::string::npos) << text;
+        *before = counts();
+        ASSERT_EQ(kill(daemon, SIGSTOP), 0);
+        struct Resume
+        {
+            int pid;
+            ~Resume() { kill(pid, SIGCONT); }
+        } resume{daemon};
+        std::ofstream(go.string()) << "go\n";
+        text = WaitForLines(out, 2, 30);
+        ASSERT_NE(text.find("posted"), std::string::npos) << text;
+        // The destroy is asked for right after "posted"; give the request time to be written.
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        kill(daemon, SIGCONT);
+        text = WaitForLines(out, 3, 60);
+        ASSERT_NE(text.find("destroyed"), std::string::npos) << text;
+        *after = counts();
+    };
+
+    Counts before, after;
+    postAndDestroy(&before, &after);
+    if (HasFatalFailure())
+    {
+        return;
+    }
+    EXPECT_GE(after.sent - before.sent, kSends) << after.text;
+    EXPECT_EQ(after.deferred - before.deferred, 1) << after.text;
+
+    // The premise: with the destroy taken at once, the same sequence loses the sends.
+    Sh(Cnuas("down --name " + m_name));
+    ShResult up = Sh("NS_ATTRIBUTE_DEFAULT=ns3::EmuHcaService::DestroyDrainLimit=0s " +
+                     Cnuas("up --name " + m_name + " " + GetParam().upArgs));
+    ASSERT_EQ(up.exit, 0) << up.out;
+    postAndDestroy(&before, &after);
+    if (HasFatalFailure())
+    {
+        return;
+    }
+    EXPECT_EQ(after.deferred - before.deferred, 0) << after.text;
+    EXPECT_LT(after.sent - before.sent, kSends / 2)
+        << "the premise does not hold: the sends went before the destroy without waiting\n"
+        << after.text;
+}
+
 /// Cnuas's libibverbs moves a region's pages into memory shared with the daemon only where
 /// nothing else can write them during the move: not pages a registration on the /proc/PID/mem
 /// path touches (the daemon may be writing them), not while the program has another thread

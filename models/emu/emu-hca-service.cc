@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -590,6 +591,9 @@ struct EmuHcaService::Context
     std::map<uint32_t, QpRec> qps;
     std::map<uint32_t, SrqRec> srqs;
     std::map<uint32_t, Ptr<RdmaAh>> ahs;
+    /// A request is waiting for its answer (a deferred DESTROY_QP): no other is read meanwhile.
+    bool answerPending = false;
+    EventId drainCheck;
 };
 
 // ---- the service ---------------------------------------------------------------------------
@@ -632,6 +636,15 @@ EmuHcaService::GetTypeId()
                           "interrupts under load; 0: always at once.",
                           TimeValue(MilliSeconds(1)),
                           MakeTimeAccessor(&EmuHcaService::m_wakeModerationLag),
+                          MakeTimeChecker(Time(0)))
+            .AddAttribute("DestroyDrainLimit",
+                          "How long (simulated) ibv_destroy_qp may wait for the sends posted "
+                          "before it to go on the wire: an adapter takes the destroy command "
+                          "long after the doorbell, but a model that lags reads both at once "
+                          "(docs/emulation.md §8.1); sends still unsent then are dropped with "
+                          "the QP. 0: destroy at once.",
+                          TimeValue(MilliSeconds(1)),
+                          MakeTimeAccessor(&EmuHcaService::m_destroyDrainLimit),
                           MakeTimeChecker(Time(0)));
     return tid;
 }
@@ -776,6 +789,18 @@ EmuHcaService::OnReadable(uint32_t id)
             return;
         }
         Context& c = *it->second;
+        if (c.answerPending)
+        {
+            // The next request is read once this one is answered (its descriptor is paused);
+            // what wakes us meanwhile is a hang-up, which epoll reports even so: the process
+            // went while it waited, and its context goes now.
+            pollfd p = {c.fd, POLLIN, 0};
+            if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)) != 0)
+            {
+                Close(id, "the process went while its QP was being destroyed");
+            }
+            return;
+        }
         cnuas_hca_req q;
         int passed = -1;
         const SeqpacketRecv got = RecvRequest(c.fd, &q, sizeof(q), &passed);
@@ -980,11 +1005,21 @@ EmuHcaService::Handle(Context& c, const cnuas_hca_req& q, int passedFd)
                       : m_device->DetachMcast(qp->second.qp, gid, q.u.mcast.lid);
             break;
         }
+        case CNUAS_OP_DESTROY_QP:
+            if (DeferDestroyQp(c, q.u.destroy.handle))
+            {
+                if (passedFd >= 0)
+                {
+                    close(passedFd);
+                }
+                return; // answered by CheckDestroyDrained
+            }
+            err = DoDestroy(c, q.op, q.u.destroy.handle);
+            break;
         case CNUAS_OP_DEALLOC_PD:
         case CNUAS_OP_DEREG_MR:
         case CNUAS_OP_DESTROY_COMP_CHANNEL:
         case CNUAS_OP_DESTROY_CQ:
-        case CNUAS_OP_DESTROY_QP:
         case CNUAS_OP_DESTROY_SRQ:
         case CNUAS_OP_DESTROY_AH:
             err = DoDestroy(c, q.op, q.u.destroy.handle);
@@ -998,6 +1033,12 @@ EmuHcaService::Handle(Context& c, const cnuas_hca_req& q, int passedFd)
     {
         close(passedFd);
     }
+    Answer(c, r, err, outFd);
+}
+
+void
+EmuHcaService::Answer(Context& c, cnuas_hca_resp& r, int err, int outFd)
+{
     r.err = err;
     if (err != 0)
     {
@@ -1665,6 +1706,93 @@ EmuHcaService::DoDestroy(Context& c, uint32_t op, uint32_t h)
     }
 }
 
+namespace
+{
+/// How often a deferred destroy looks whether its QP's sends have gone: a few packets' time.
+const Time kDrainCheckInterval = MicroSeconds(1);
+} // namespace
+
+bool
+EmuHcaService::DeferDestroyQp(Context& c, uint32_t h)
+{
+    auto it = c.qps.find(h);
+    if (it == c.qps.end())
+    {
+        return false;
+    }
+    QpRec& rec = it->second;
+    // Work the process posted before this call is taken first, as an adapter sees the doorbell
+    // before a later command.
+    PullSends(c, rec);
+    // The kernel's destroy is a firmware command that reaches the adapter tens of microseconds
+    // after the doorbell of the last post, and the adapter has sent a short queue by then
+    // (mckey posts its messages and destroys its QP without waiting for a completion). Here
+    // the doorbell and the destroy can be read in the same turn of a lagging loop, both at the
+    // model's present: the destroy would drop sends that hardware had long put on the wire.
+    // So it waits for them, as long as the requester sends by itself (not for a peer's
+    // answer), and never past DestroyDrainLimit. A QP still attached to a group is refused at
+    // once (EBUSY), as before.
+    if (m_destroyDrainLimit.IsZero() || rec.broken || !m_engine ||
+        m_device->GetMcastAttachments(rec.qp) > 0 ||
+        !m_engine->HasUnsentRequests(rec.qp->GetQpNum()))
+    {
+        return false;
+    }
+    ++m_counters.destroysDeferred;
+    c.answerPending = true;
+    if (m_loop)
+    {
+        m_loop->PauseFd(c.fd, true);
+    }
+    c.drainCheck = Simulator::Schedule(kDrainCheckInterval,
+                                       &EmuHcaService::CheckDestroyDrained,
+                                       this,
+                                       c.id,
+                                       h,
+                                       Simulator::Now() + m_destroyDrainLimit);
+    return true;
+}
+
+void
+EmuHcaService::CheckDestroyDrained(uint32_t id, uint32_t h, Time deadline)
+{
+    auto ci = m_contexts.find(id);
+    if (ci == m_contexts.end())
+    {
+        return; // the process went: its QPs went with its context
+    }
+    Context& c = *ci->second;
+    auto qi = c.qps.find(h);
+    const bool unsent = qi != c.qps.end() && !qi->second.broken &&
+                        m_engine->HasUnsentRequests(qi->second.qp->GetQpNum());
+    if (unsent && Simulator::Now() < deadline)
+    {
+        c.drainCheck = Simulator::Schedule(std::min(kDrainCheckInterval,
+                                                    deadline - Simulator::Now()),
+                                           &EmuHcaService::CheckDestroyDrained,
+                                           this,
+                                           id,
+                                           h,
+                                           deadline);
+        return;
+    }
+    if (unsent)
+    {
+        ++m_counters.destroysCut;
+    }
+    c.answerPending = false;
+    if (m_loop)
+    {
+        m_loop->PauseFd(c.fd, false);
+    }
+    cnuas_hca_resp r;
+    std::memset(&r, 0, sizeof(r));
+    r.op = CNUAS_OP_DESTROY_QP;
+    m_device->SetLastError("");
+    const int err = DoDestroy(c, CNUAS_OP_DESTROY_QP, h);
+    Answer(c, r, err, -1);
+}
+
 // ---- data path -----------------------------------------------------------------------------
 
 void
@@ -2233,6 +2361,7 @@ EmuHcaService::Close(uint32_t id, const char* why)
     }
     std::unique_ptr<Context> c = std::move(it->second);
     m_contexts.erase(it);
+    c->drainCheck.Cancel();
     NS_LOG_INFO("HCA " << m_path << ": context " << id << " of pid " << c->pid
                        << " ends: " << why);
     auto rt = EmuRealtimeSimulatorImpl::Current();

@@ -47,6 +47,8 @@ struct EmuHcaCounters
     uint64_t portEvents = 0;      ///< port events (PORT_ACTIVE, PORT_ERR, ...) sent to contexts
     uint64_t pollerWakes = 0;     ///< futex wakes of pollers asleep on an empty CQ
     uint64_t wakesDeferred = 0;   ///< completions whose wake waited (WakeModerationLag)
+    uint64_t destroysDeferred = 0; ///< DESTROY_QP answered once the QP's posted sends had gone
+    uint64_t destroysCut = 0;      ///< of those, destroyed at DestroyDrainLimit with sends left
 };
 
 /**
@@ -155,6 +157,16 @@ class EmuHcaService : public Object
     int DoCreateSrq(Context& c, const struct cnuas_hca_req& q, struct cnuas_hca_resp& r,
                     int* outFd);
     int DoDestroy(Context& c, uint32_t op, uint32_t handle);
+    /**
+     * DESTROY_QP of a QP with posted sends not yet on the wire: the answer (and the destroy)
+     * wait until they have gone, at most DestroyDrainLimit. True when deferred (the answer is
+     * then CheckDestroyDrained's); the sends posted before the call are taken either way.
+     */
+    bool DeferDestroyQp(Context& c, uint32_t handle);
+    void CheckDestroyDrained(uint32_t contextId, uint32_t handle, Time deadline);
+    /// Sends the answer `r` with `err` (and `outFd` on success); a process that does not read
+    /// its answers loses its context.
+    void Answer(Context& c, struct cnuas_hca_resp& r, int err, int outFd);
 
     /// Take the send WQEs posted since the last look (the doorbell).
     void PullSends(Context& c, QpRec& q);
@@ -202,6 +214,7 @@ class EmuHcaService : public Object
     uint32_t m_maxContexts;
     bool m_shareMemory = true;
     Time m_wakeModerationLag;
+    Time m_destroyDrainLimit;
 
     /// The event loop (null outside the emulation) and its idle hook that wakes the pollers of
     /// m_owedWakes' contexts.

@@ -344,6 +344,37 @@ RdmaEngine::GetResponderState(uint32_t qpn) const
     return it == m_ctx.end() ? RdmaRespState::Idle : it->second->respState;
 }
 
+bool
+RdmaEngine::HasUnsentRequests(uint32_t qpn) const
+{
+    auto it = m_ctx.find(qpn);
+    if (it == m_ctx.end() || it->second->dead || !it->second->qp)
+    {
+        return false;
+    }
+    const RdmaQpContext& c = *it->second;
+    switch (c.reqState)
+    {
+    case RdmaReqState::RnrWait:
+    case RdmaReqState::WaitCredit:
+    case RdmaReqState::Error:
+        return false;
+    default:
+        break;
+    }
+    const RdmaQpState s = c.qp->GetState();
+    if (s != RdmaQpState::RTS && s != RdmaQpState::SQD)
+    {
+        return false;
+    }
+    if (c.sendOp < c.sendOps.size())
+    {
+        return true; // a started WQE (or one rewound for a resend) has packets to go
+    }
+    // IBA vol. 1 §10.3.1: in SQD no new WQE starts.
+    return s == RdmaQpState::RTS && c.sendOp < c.qp->GetSendQueue()->GetSize();
+}
+
 // ---- contexts and verbs hooks ----------------------------------------------------------------
 
 RdmaQpContext*

@@ -147,6 +147,14 @@ class RdmaEngine : public Object
     RdmaReqState GetRequesterState(uint32_t qpn) const;
     /// The responder state of a QP (Idle if it has no context).
     RdmaRespState GetResponderState(uint32_t qpn) const;
+    /**
+     * Whether the QP has send work posted that has not yet been on the wire once and that the
+     * requester will go on sending by itself: a WQE not started (in RTS), or a started one
+     * with packets still to send. False in every other state, and while the requester waits
+     * on the peer rather than on the wire (an RNR NAK's timer, end-to-end credits) or has
+     * stopped on an error: a wait that may not end.
+     */
+    bool HasUnsentRequests(uint32_t qpn) const;
 
     /// Hand received transport bytes to the engine (what a port's receive callback does).
     void Receive(Ptr<RdmaLinkPort> port,

@@ -672,6 +672,8 @@ VerbsJson(const HostRail& rail, size_t i)
             {"port_events", c.portEvents},
             {"poller_wakes", c.pollerWakes},
             {"wakes_deferred", c.wakesDeferred},
+            {"destroys_deferred", c.destroysDeferred},
+            {"destroys_cut", c.destroysCut},
             {"transport", TransportJson(rail.hcaServices[i]->GetEngine())}};
 }
 
