@@ -278,6 +278,38 @@ TEST_P(EmuVerbs, PerftestCompletesOnBothPostSendPaths)
     }
 }
 
+/// perftest's multicast (`ib_send_bw -c UD -g`): the server attaches its UD QP to perftest's
+/// group with ibv_attach_mcast, the client sends 200 messages to it. On InfiniBand perftest
+/// joins through the SA itself (libibumad) and the SM writes the switches' tables; on RoCE it
+/// joins nothing (no IGMP from a verbs attach), and the attached QP's port becomes a member of
+/// the fabric's routes for the group, as a switch floods a group nobody reported to every port
+/// (docs/emulation.md §8.8), while the client, no member, sends through the route toward the
+/// group. On RoCE the GID must be the IPv6 one (`-x 1`): perftest's group is an IPv6 GID, and
+/// it refuses an IPv4 one beside it.
+TEST_P(EmuVerbs, PerftestMulticastReachesTheAttachedServer)
+{
+    const bool roce = std::string(GetParam().name) == "roce";
+    auto received = [this]() {
+        return Status()["live"]["hosts"][1]["verbs"]["transport"].value("multicast_received",
+                                                                         int64_t{0});
+    };
+    const int64_t before = received();
+    const std::string cmd = std::string("ib_send_bw -c UD -g -n 200") + (roce ? " -x 1" : "");
+    std::string server;
+    const std::string client = RunPair(cmd, cmd, 18515, &server);
+    EXPECT_TRUE(std::regex_search(client, std::regex("#bytes.*\\n\\s*\\d+\\s+200\\s+[0-9.]+")))
+        << client;
+    EXPECT_NE(server.find("Send BW Multicast Test"), std::string::npos) << server;
+    EXPECT_EQ(received() - before, 200) << server;
+    if (roce)
+    {
+        // Attached and detached again: the group held the server's port while it ran.
+        const nlohmann::json mc = Status()["live"]["roce_multicast"];
+        EXPECT_GE(mc.value("joins", 0), 1) << mc.dump();
+        EXPECT_EQ(mc.value("groups", -1), 0) << mc.dump();
+    }
+}
+
 /// A GID index with no GID behind it (`-x 3`, a ConnectX's IPv4 RoCE v2 entry; here a RoCE
 /// port has two GIDs and an InfiniBand port one) is refused when the QP is given its address
 /// (ibv_modify_qp to RTR fails, ENODATA, as the kernel's rdma_get_gid_attr refuses it), not

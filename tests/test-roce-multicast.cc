@@ -8,6 +8,7 @@
 
 #include "models/roce/eth-multicast-router.h"
 
+#include "ns3/boolean.h"
 #include "ns3/enum.h"
 
 #include <gtest/gtest.h>
@@ -196,13 +197,15 @@ TEST_F(RoceMulticast, TheRouterWritesAPrunedTreeThroughOneSpine)
         ASSERT_TRUE(router->Join(fabric.HostPort(h), group));
     }
     // The root is the first spine found (both are one hop from every member switch); the
-    // tree is leaf0 (h0, h1, spine0), spine0 (leaf0, leaf1), leaf1 (h2, spine0); spine1 is out.
+    // tree is leaf0 (h0, h1, spine0), spine0 (leaf0, leaf1), leaf1 (h2, spine0); spine1 is out
+    // of it, with one route toward it (for senders that are not members): its port to leaf0.
     EXPECT_EQ(router->GetRoot(group), Sw(6));
     EXPECT_EQ(Route(4, group), (std::vector<uint16_t>{1, 2, 3}));
     EXPECT_EQ(Route(5, group), (std::vector<uint16_t>{1, 3}));
     EXPECT_EQ(Route(6, group), (std::vector<uint16_t>{1, 2}));
-    EXPECT_TRUE(Route(7, group).empty());
+    EXPECT_EQ(Route(7, group), (std::vector<uint16_t>{1}));
     EXPECT_EQ(router->GetTreeSwitches(group).size(), 3u);
+    EXPECT_EQ(router->GetRouteSwitches(group).size(), 4u);
     EXPECT_EQ(router->GetNGroups(), 1u);
     EXPECT_EQ(router->GetJoins(), 3u);
 
@@ -404,11 +407,14 @@ TEST_F(RoceMulticast, ALeavePrunesTheTreeAndTheLastLeaveClearsIt)
         JoinAndAttach(h, group);
     }
     ASSERT_TRUE(router->Leave(fabric.HostPort(2), group));
-    // Only leaf0 is left: it is the root, with its two member ports and no uplink.
+    // Only leaf0 is left in the tree: it is the root, with its two member ports and no
+    // uplink; the spines and leaf1 hold only their one port toward it (for non-members).
     EXPECT_EQ(router->GetRoot(group), Sw(4));
     EXPECT_EQ(Route(4, group), (std::vector<uint16_t>{1, 2}));
-    EXPECT_TRUE(Route(5, group).empty());
-    EXPECT_TRUE(Route(6, group).empty());
+    EXPECT_EQ(router->GetTreeSwitches(group).size(), 1u);
+    EXPECT_EQ(Route(5, group).size(), 1u);
+    EXPECT_EQ(Route(6, group).size(), 1u);
+    EXPECT_EQ(Route(7, group).size(), 1u);
     EXPECT_EQ(router->GetLeaves(), 1u);
     EXPECT_FALSE(router->Leave(fabric.HostPort(2), group)); // again: nothing to do
 
@@ -458,14 +464,62 @@ TEST_F(RoceMulticast, AGroupWithoutARouteIsACountedDrop)
         EXPECT_EQ(RxFrames(fabric.HostPort(h)), 0u) << "host " << h;
     }
     // h0 alone in the group: leaf0's entry is only the port the frame comes in by, which it
-    // never sends back out of; h0's own QP gets its copy by loopback.
+    // never sends back out of (counted as pruned, not as a drop: no other member exists);
+    // h0's own QP gets its copy by loopback.
     JoinAndAttach(0, group);
     EXPECT_EQ(Route(4, group), (std::vector<uint16_t>{1}));
     SendToGroup(0, group, 300, 2);
     RunFor(MicroSeconds(100));
-    EXPECT_EQ(fabric.Port(4, 1)->GetDropCount(EthDropReason::NoRoute), 2u);
+    EXPECT_EQ(fabric.Port(4, 1)->GetDropCount(EthDropReason::NoRoute), 1u);
+    EXPECT_EQ(Sw(4)->GetMulticastPruned(), 1u);
     EXPECT_EQ(sides[0].recvCq->Poll(10).size(), 1u);
     EXPECT_EQ(Sw(4)->GetMulticastCopies(), 0u);
+    ExpectBuffersEmpty();
+}
+
+/// IP multicast lets a host send to a group it is not in (RFC 1112 §4): h0, under a leaf that
+/// is not in the group's tree (the members are both under leaf1), sends; leaf0's route toward
+/// the tree takes the frame up to a spine and on to leaf1, which copies it to both members.
+/// Without the routes toward the tree (SenderRoutes false) it dies at leaf0, counted.
+TEST_F(RoceMulticast, AHostOutsideTheGroupSendsToItFromOffTheTree)
+{
+    for (uint32_t h : {2u, 3u})
+    {
+        JoinAndAttach(h, group);
+    }
+    EXPECT_EQ(router->GetTreeSwitches(group).size(), 1u); // leaf1 alone
+    EXPECT_EQ(Route(4, group).size(), 1u);                // leaf0: toward the tree
+    for (uint32_t h = 0; h < 4; ++h)
+    {
+        ASSERT_EQ(sides[h].PostRecv(h, 65536, 4096), 0);
+    }
+    const auto payload = TestBytes(600, 5);
+    sides[0].Write(0, payload);
+    SendToGroup(0, group, 600, 1);
+    RunFor(MicroSeconds(100));
+    for (uint32_t h : {2u, 3u})
+    {
+        auto got = sides[h].recvCq->Poll(10);
+        ASSERT_EQ(got.size(), 1u) << "host " << h;
+        EXPECT_EQ(sides[h].Read(65536 + 40, 600), payload) << "host " << h;
+    }
+    EXPECT_TRUE(sides[1].recvCq->Poll(10).empty());
+    EXPECT_EQ(RxFrames(fabric.HostPort(1)), 0u);
+    EXPECT_EQ(TotalDrops(), 0u);
+    EXPECT_EQ(Sw(5)->GetMulticastCopies(), 2u);
+
+    // Member-only trees: leaf0 holds no entry, and the next frame is a counted drop there.
+    router->SetAttribute("SenderRoutes", BooleanValue(false));
+    router->Recompute();
+    EXPECT_TRUE(Route(4, group).empty());
+    EXPECT_EQ(router->GetRouteSwitches(group).size(), 1u);
+    SendToGroup(0, group, 600, 2);
+    RunFor(MicroSeconds(100));
+    EXPECT_EQ(fabric.Port(4, 1)->GetDropCount(EthDropReason::NoRoute), 1u);
+    for (uint32_t h : {2u, 3u})
+    {
+        EXPECT_TRUE(sides[h].recvCq->Poll(10).empty()) << "host " << h;
+    }
     ExpectBuffersEmpty();
 }
 
@@ -508,8 +562,8 @@ TEST_F(RoceMulticast, AnIpv6GroupTravelsTheSameWayTo3333Macs)
 }
 
 /// On a k=4 fat-tree (20 switches, 16 hosts), following the routes the router writes from any
-/// member's switch reaches every other member exactly once, no non-member, and never comes back
-/// to a (switch, port) it left by: a tree, whatever the members.
+/// host's switch reaches every member but the sender exactly once, no non-member, and never
+/// comes back to a (switch, port) it left by: a tree, whatever the members and the sender.
 TEST(RoceMulticastTree, EveryMemberGetsEachFrameOnceOnAFatTree)
 {
     EthFabricHelper fh;
@@ -530,7 +584,9 @@ TEST(RoceMulticastTree, EveryMemberGetsEachFrameOnceOnAFatTree)
             ASSERT_TRUE(router->Join(fabric.HostPort(h), g));
         }
         uint32_t ip4 = 0xEF000100 + n - 1;
-        for (uint32_t sender : set)
+        // Every host sends: the members along the tree, the others through the routes
+        // toward it.
+        for (uint32_t sender = 0; sender < 16; ++sender)
         {
             // Flood the frame along the routes, as the switches copy it.
             std::map<uint32_t, uint32_t> arrivals; // host index -> copies

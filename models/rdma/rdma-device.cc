@@ -210,7 +210,13 @@ RdmaDevice::GetTypeId()
                             "An asynchronous event (ibv_get_async_event): CQ overrun, QP "
                             "fatal, SQ drained, SRQ limit, last WQE reached, ...",
                             MakeTraceSourceAccessor(&RdmaDevice::m_asyncEvent),
-                            "ns3::RdmaDevice::AsyncEventCallback");
+                            "ns3::RdmaDevice::AsyncEventCallback")
+            .AddTraceSource("McastAttach",
+                            "A QP was attached to a multicast group, or detached from one "
+                            "(ibv_attach_mcast, ibv_detach_mcast, or a QP's attachments undone "
+                            "when its process goes): (GID, MLID, attached).",
+                            MakeTraceSourceAccessor(&RdmaDevice::m_mcastAttach),
+                            "ns3::RdmaDevice::McastAttachCallback");
     return tid;
 }
 
@@ -836,6 +842,7 @@ RdmaDevice::AttachMcast(Ptr<RdmaQp> qp, const RdmaGid& gid, uint16_t lid)
         return ENOMEM;
     }
     m_mcast.insert({qp->m_qpn, gid, lid});
+    m_mcastAttach(gid, lid, true);
     return 0;
 }
 
@@ -852,6 +859,7 @@ RdmaDevice::DetachMcast(Ptr<RdmaQp> qp, const RdmaGid& gid, uint16_t lid)
         m_lastError = "QP is not attached to that multicast group";
         return EINVAL;
     }
+    m_mcastAttach(gid, lid, false);
     return 0;
 }
 
@@ -863,8 +871,14 @@ RdmaDevice::DetachAllMcast(Ptr<RdmaQp> qp)
         return;
     }
     const uint32_t qpn = qp->m_qpn;
-    m_mcast.erase(m_mcast.lower_bound({qpn, RdmaGid{}, 0}),
-                  m_mcast.lower_bound({qpn + 1, RdmaGid{}, 0}));
+    auto first = m_mcast.lower_bound({qpn, RdmaGid{}, 0});
+    auto last = m_mcast.lower_bound({qpn + 1, RdmaGid{}, 0});
+    std::vector<McastAttachment> gone(first, last);
+    m_mcast.erase(first, last);
+    for (const McastAttachment& a : gone)
+    {
+        m_mcastAttach(a.gid, a.lid, false);
+    }
 }
 
 uint32_t

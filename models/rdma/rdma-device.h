@@ -108,6 +108,8 @@ class RdmaDevice : public Object
 
     /// Signature of the "AsyncEvent" trace source.
     typedef void (*AsyncEventCallback)(const RdmaAsyncEvent& event);
+    /// Signature of the "McastAttach" trace source: (group GID, MLID, attached; false: detached).
+    typedef void (*McastAttachCallback)(const RdmaGid& gid, uint16_t lid, bool attached);
 
     /// Use `stream` for key generation; returns the number of streams used (1).
     int64_t AssignStreams(int64_t stream);
@@ -388,6 +390,7 @@ class RdmaDevice : public Object
 
     mutable std::string m_lastError;
     TracedCallback<const RdmaAsyncEvent&> m_asyncEvent;
+    TracedCallback<const RdmaGid&, uint16_t, bool> m_mcastAttach;
     QpCallback m_doorbell;
     QpStateCallback m_qpState;
     QpCallback m_qpDestroy;

@@ -78,6 +78,14 @@ EthMulticastRouter::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&EthMulticastRouter::m_avoidDownLinks),
                           MakeBooleanChecker())
+            .AddAttribute("SenderRoutes",
+                          "Give every switch off a group's tree one route toward the tree, so "
+                          "that a host that is not a member can send to the group (IP "
+                          "multicast lets any host send, RFC 1112 §4); false: only switches of "
+                          "the tree hold the group, and a non-member's frame dies at any other.",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&EthMulticastRouter::m_senderRoutes),
+                          MakeBooleanChecker())
             .AddTraceSource("Join",
                             "A host port joined a group: (group, host port).",
                             MakeTraceSourceAccessor(&EthMulticastRouter::m_joinTrace),
@@ -241,6 +249,13 @@ std::vector<Ptr<EthSwitch>>
 EthMulticastRouter::GetTreeSwitches(const Ipv6Bytes& group) const
 {
     auto it = m_groups.find(group);
+    return it == m_groups.end() ? std::vector<Ptr<EthSwitch>>() : it->second.tree;
+}
+
+std::vector<Ptr<EthSwitch>>
+EthMulticastRouter::GetRouteSwitches(const Ipv6Bytes& group) const
+{
+    auto it = m_groups.find(group);
     return it == m_groups.end() ? std::vector<Ptr<EthSwitch>>() : it->second.programmed;
 }
 
@@ -380,15 +395,55 @@ EthMulticastRouter::Program(const Ipv6Bytes& group, Group& g)
         }
     }
 
+    // Senders that are not members: each switch off the tree gets one port, its first shortest
+    // way toward the tree (breadth first from every tree switch at once), so that a frame a
+    // non-member sends climbs to the tree and spreads along it from the first tree switch, as
+    // PIM's (*,G) state toward the rendezvous point carries a source's packets (RFC 7761
+    // §4.2). No tree switch sends the group's frames to a switch off the tree (its route holds
+    // tree links and member ports only), and each step off the tree comes nearer to it, so
+    // nothing loops and no member gets a frame twice.
+    std::vector<bool> towardTree(n, false);
+    if (m_senderRoutes)
+    {
+        std::vector<uint32_t> queue;
+        std::vector<bool> seen(inTree);
+        for (uint32_t v = 0; v < n; ++v)
+        {
+            if (inTree[v])
+            {
+                queue.push_back(v);
+            }
+        }
+        for (size_t q = 0; q < queue.size(); ++q)
+        {
+            const uint32_t u = queue[q];
+            for (const SwitchLink& l : adj[u])
+            {
+                if (!seen[l.to])
+                {
+                    seen[l.to] = true;
+                    towardTree[l.to] = true;
+                    routes[l.to] = {l.peerPort};
+                    queue.push_back(l.to);
+                }
+            }
+        }
+    }
+
     std::vector<Ptr<EthSwitch>> programmed;
+    std::vector<Ptr<EthSwitch>> tree;
     for (uint32_t v = 0; v < n; ++v)
     {
-        if (inTree[v])
+        if (inTree[v] || towardTree[v])
         {
             std::sort(routes[v].begin(), routes[v].end());
             routes[v].erase(std::unique(routes[v].begin(), routes[v].end()), routes[v].end());
             programmed.push_back(Ptr<EthSwitch>(switches[v]));
             WriteRoute(programmed.back(), group, routes[v]);
+            if (inTree[v])
+            {
+                tree.push_back(programmed.back());
+            }
         }
     }
     for (const Ptr<EthSwitch>& old : g.programmed)
@@ -399,6 +454,7 @@ EthMulticastRouter::Program(const Ipv6Bytes& group, Group& g)
         }
     }
     g.programmed = std::move(programmed);
+    g.tree = std::move(tree);
 }
 
 void

@@ -32,8 +32,9 @@ namespace ns3
  * and its ports to member hosts. A switch that was in the group's tree and is no longer has its
  * entry cleared. The tree is shared by all senders (a bidirectional (*,G) tree): a frame sent
  * by a member reaches every other member once and never loops, since each switch copies it to
- * every tree port but the one it came in by. A host that is not a member sends to a group
- * through a switch of its tree only (as a send-only member, it must join).
+ * every tree port but the one it came in by. A host that is not a member may send to a group
+ * too (SenderRoutes): every switch off the tree gets one route toward the tree, so a
+ * non-member's frame climbs to the tree and spreads from there.
  *
  * Between switches, only cables whose link is up are used when AvoidDownLinks is set; after a
  * link changes state, Recompute writes every group's tree again.
@@ -72,8 +73,10 @@ class EthMulticastRouter : public Object
     /// The root of the group's tree (of its first tree when the members' switches are not all
     /// connected); null when its members sit on no switch.
     Ptr<EthSwitch> GetRoot(const Ipv6Bytes& group) const;
-    /// The switches whose multicast route for the group the router has written (the tree).
+    /// The switches of the group's tree.
     std::vector<Ptr<EthSwitch>> GetTreeSwitches(const Ipv6Bytes& group) const;
+    /// Every switch holding a route for the group: the tree's and those toward it.
+    std::vector<Ptr<EthSwitch>> GetRouteSwitches(const Ipv6Bytes& group) const;
 
     uint32_t GetNGroups() const { return static_cast<uint32_t>(m_groups.size()); }
     /// Successful Join and Leave calls (LeaveAll counts each group left).
@@ -98,6 +101,7 @@ class EthMulticastRouter : public Object
     {
         std::vector<Ptr<EthNetDevice>> members; ///< sorted by MAC, then join order
         std::vector<Ptr<EthSwitch>> programmed; ///< switches holding an entry for the group
+        std::vector<Ptr<EthSwitch>> tree;       ///< of those, the tree's
         Ptr<EthSwitch> root;
     };
     /// Computes the group's tree and writes it; clears the entries of switches that left it.
@@ -107,6 +111,7 @@ class EthMulticastRouter : public Object
 
     std::map<Ipv6Bytes, Group> m_groups;
     bool m_avoidDownLinks = true;
+    bool m_senderRoutes = true;
     uint64_t m_joins = 0;
     uint64_t m_leaves = 0;
     uint64_t m_routesWritten = 0;

@@ -534,9 +534,18 @@ EthSwitch::ForwardMulticast(EthNetDevice* in, EthFrame* f)
             }
         }
     }
+    if (!ports)
+    {
+        Drop(in, f, EthDropReason::NoRoute); // the group is not routed here
+        return;
+    }
     if (!anyOther)
     {
-        Drop(in, f, EthDropReason::NoRoute); // no entry, or only the way it came
+        // Only the way it came: no other member is reached through this switch (a group's
+        // only member sending), as a router's outgoing list minus the incoming interface may
+        // be empty. Not a loss.
+        m_mcastPruned++;
+        EthFramePool::Release(f);
         return;
     }
     if (m_mcastOut.empty())

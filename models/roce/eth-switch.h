@@ -100,6 +100,9 @@ class EthSwitch : public Object
     uint64_t GetForwarded() const { return m_forwarded; }
     /// Copies of multicast frames queued on an egress port (each counted in GetForwarded too).
     uint64_t GetMulticastCopies() const { return m_mcastCopies; }
+    /// Multicast frames whose group's route here holds no port but the one they came in by
+    /// (a group whose only member on this side sent it): nothing to copy, nothing lost.
+    uint64_t GetMulticastPruned() const { return m_mcastPruned; }
     uint64_t GetEcnMarked() const { return m_ecnMarked; }
     uint32_t GetEcmpSeed() const { return m_seed; }
     /// INT hop records pushed, and frames that passed with their stack already full.
@@ -159,6 +162,7 @@ class EthSwitch : public Object
     uint64_t m_forwarded = 0;
     uint64_t m_ecnMarked = 0;
     uint64_t m_mcastCopies = 0;
+    uint64_t m_mcastPruned = 0;
     bool m_intEnabled = true;
     uint64_t m_intPushed = 0;
     uint64_t m_intOverflow = 0;

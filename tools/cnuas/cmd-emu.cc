@@ -851,6 +851,7 @@ StatusJson(const Daemon& d)
         j["switches"].push_back({{"name", d.ethTopology.nodes[n].name},
                                  {"forwarded", sw->GetForwarded()},
                                  {"multicast_copies", sw->GetMulticastCopies()},
+                                 {"multicast_pruned", sw->GetMulticastPruned()},
                                  {"ecn_marked", sw->GetEcnMarked()},
                                  {"pfc_sent", pfcSent},
                                  {"drops", drops}});
@@ -1616,17 +1617,53 @@ BuildRoceHosts(Daemon& d)
                          [rocePort](ns3::Ptr<ns3::IbCmAgent> a) {
                              ns3::EmuCmAttachToRocePort(a, rocePort);
                          });
-            // A join's IGMP report, in effect: the fabric's multicast routes take the port.
+            // The port's groups, counted: the rdma_cm's joins (their IGMP reports, in effect)
+            // and the QPs attached to a group on the port (ibv_attach_mcast sends no IGMP; the
+            // NIC steers the group to them, and a switch floods unregistered groups to every
+            // port of the VLAN: here the routes take the port instead, docs/emulation.md §8.8)
+            // keep the port in the group's routes until the last of them goes.
             if (!d.ethMulticast)
             {
                 d.ethMulticast = ns3::CreateObject<ns3::EthMulticastRouter>();
             }
             ns3::Ptr<ns3::EthMulticastRouter> router = d.ethMulticast;
+            auto held = std::make_shared<std::map<std::array<uint8_t, 16>, uint32_t>>();
+            auto membership = [router, port, held](const std::array<uint8_t, 16>& group,
+                                                   bool join) {
+                auto it = held->find(group);
+                if (join)
+                {
+                    if (it != held->end())
+                    {
+                        ++it->second;
+                        return true;
+                    }
+                    if (!router->Join(port, group))
+                    {
+                        return false;
+                    }
+                    (*held)[group] = 1;
+                    return true;
+                }
+                if (it == held->end())
+                {
+                    return false;
+                }
+                if (--it->second == 0)
+                {
+                    held->erase(it);
+                    return router->Leave(port, group);
+                }
+                return true;
+            };
             rail.cmAdapters.back().ethMembership =
-                ns3::Callback<bool, const std::array<uint8_t, 16>&, bool>(
-                    [router, port](const std::array<uint8_t, 16>& group, bool join) {
-                        return join ? router->Join(port, group) : router->Leave(port, group);
-                    });
+                ns3::Callback<bool, const std::array<uint8_t, 16>&, bool>(membership);
+            hca.device->TraceConnectWithoutContext(
+                "McastAttach",
+                ns3::Callback<void, const ns3::RdmaGid&, uint16_t, bool>(
+                    [membership](const ns3::RdmaGid& gid, uint16_t, bool attached) {
+                        membership(gid, attached);
+                    }));
         }
         ns3::EmuRealtimeSimulatorImpl::Current()->WatchFd(sink, ns3::Simulator::NO_CONTEXT, [sink]() {
             char buf[64];
