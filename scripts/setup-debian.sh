@@ -34,6 +34,8 @@ PACKAGES=(
   librdmacm-dev rdmacm-utils
   # libfabric (the transport of OFI builds of the MPIs): its verbs provider's fi_pingpong on emulated hosts
   libfabric-bin
+  # qperf: its RC, UC and UD tests (event-driven waits that a signal ends) on emulated hosts
+  qperf
   # UCX (the transport under Open MPI): its ucx_perftest and ucx_info run on emulated hosts,
   # and the ucp_client_server example libucx-dev ships (connected through rdma_cm);
   # Open MPI, and its headers for examples/mpi/mpi-pingpong, which mpirun starts across hosts

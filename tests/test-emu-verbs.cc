@@ -310,6 +310,59 @@ TEST_P(EmuVerbs, PerftestMulticastReachesTheAttachedServer)
     }
 }
 
+/// A signal ends a wait in ibv_get_cq_event or ibv_get_async_event with EINTR, as rdma-core's
+/// read of the uverbs descriptors does: a library that retried the read would keep a program
+/// that waits for an event that never comes (qperf's event-driven tests after their SIGALRM)
+/// there for ever.
+TEST_P(EmuVerbs, ASignalEndsAWaitForACompletionOrAnAsyncEvent)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-verbs-signal-interrupts";
+    if (access(bin.c_str(), X_OK) != 0)
+    {
+        GTEST_SKIP() << "the peer is built with libibverbs-dev";
+    }
+    const ShResult r = Exec("h0", "timeout 20 " + bin);
+    EXPECT_EQ(r.exit, 0) << r.out;
+    EXPECT_NE(r.out.find("signals: OK"), std::string::npos) << r.out;
+}
+
+/// Debian's qperf: its RC tests, and on InfiniBand its UC and UD ones (they connect by LID
+/// only, which a RoCE port has not: on RoCE qperf needs its rdma_cm mode, -cm1, which only its
+/// RC tests have, as on a real RoCE NIC). Its event-driven tests end their wait with SIGALRM
+/// (ASignalEndsAWaitForACompletionOrAnAsyncEvent): uc_rdma_write_lat hung in one run of two
+/// before the library let the signal through.
+TEST_P(EmuVerbs, QperfRunsItsTests)
+{
+    if (access("/usr/bin/qperf", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's qperf (scripts/setup-debian.sh installs it)";
+    }
+    const bool roce = std::string(GetParam().name) == "roce";
+    ExecBackground("h1", "timeout 120 qperf", "qperf-server.txt");
+    ASSERT_TRUE(WaitListening(19765)) << ReadFile(m_dir / "qperf-server.txt");
+    const std::vector<std::string> tests =
+        roce ? std::vector<std::string>{"rc_bw", "rc_lat", "rc_rdma_write_lat", "rc_rdma_read_lat",
+                                        "rc_compare_swap_mr"}
+             : std::vector<std::string>{"rc_bw", "rc_lat", "rc_rdma_write_lat", "uc_rdma_write_lat",
+                                        "uc_rdma_write_lat", "uc_lat", "ud_lat", "ud_bw"};
+    std::string cmd = std::string("timeout 90 qperf -t 1 ") + (roce ? "-cm1 " : "") +
+                      GetParam().serverIp;
+    for (const std::string& t : tests)
+    {
+        cmd += " " + t;
+    }
+    const ShResult c = Exec("h0", cmd);
+    Exec("h1", "pkill -x qperf");
+    EXPECT_EQ(c.exit, 0) << c.out;
+    EXPECT_EQ(c.out.find("failed"), std::string::npos) << c.out;
+    // One result block per test: its name, then its first figure (latency, bw, send_bw or
+    // msg_rate).
+    const std::regex block("(^|\\n)[a-z_]+:\\s*\\n\\s+(latency|bw|send_bw|msg_rate)\\s+=");
+    const auto blocks = std::distance(std::sregex_iterator(c.out.begin(), c.out.end(), block),
+                                      std::sregex_iterator());
+    EXPECT_EQ(blocks, static_cast<long>(tests.size())) << c.out;
+}
+
 /// A GID index with no GID behind it (`-x 3`, a ConnectX's IPv4 RoCE v2 entry; here a RoCE
 /// port has two GIDs and an InfiniBand port one) is refused when the QP is given its address
 /// (ibv_modify_qp to RTR fails, ENODATA, as the kernel's rdma_get_gid_attr refuses it), not

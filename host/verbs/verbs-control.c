@@ -982,10 +982,10 @@ CNUAS_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_c
                                   void **cq_context)
 {
     struct cnuas_hca_comp_event e;
-    ssize_t got;
-    do {
-        got = read(channel->fd, &e, sizeof(e));
-    } while (got < 0 && errno == EINTR);
+    /* One read, not retried: a signal ends the wait with -1 and errno EINTR, as rdma-core's
+     * read of the uverbs channel does, and programs rely on it (qperf ends an event-driven
+     * test's wait with SIGALRM). */
+    const ssize_t got = read(channel->fd, &e, sizeof(e));
     if (got != (ssize_t)sizeof(e)) {
         if (got == 0) {
             cnuas_mark_dead(to_cctx(channel->context), "completion channel closed");
@@ -1520,10 +1520,8 @@ CNUAS_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_
 CNUAS_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
     struct cnuas_hca_async_event e;
-    ssize_t got;
-    do {
-        got = read(context->async_fd, &e, sizeof(e));
-    } while (got < 0 && errno == EINTR);
+    /* Not retried after a signal either (ibv_get_cq_event). */
+    const ssize_t got = read(context->async_fd, &e, sizeof(e));
     if (got != (ssize_t)sizeof(e)) {
         if (got == 0) {
             cnuas_mark_dead(to_cctx(context), "event channel closed");
