@@ -338,7 +338,11 @@ TEST_P(EmuVerbs, QperfRunsItsTests)
         GTEST_SKIP() << "needs Debian's qperf (scripts/setup-debian.sh installs it)";
     }
     const bool roce = std::string(GetParam().name) == "roce";
-    ExecBackground("h1", "timeout 120 qperf", "qperf-server.txt");
+    // The server runs until stopped: stopped by its pid (a pkill by name would also stop the
+    // qperf of a test running beside this one).
+    const std::string pid = (m_dir / "qperf-server.pid").string();
+    ExecBackground("h1", "sh -c 'echo $$ > " + pid + "; exec timeout 120 qperf'",
+                   "qperf-server.txt");
     ASSERT_TRUE(WaitListening(19765)) << ReadFile(m_dir / "qperf-server.txt");
     const std::vector<std::string> tests =
         roce ? std::vector<std::string>{"rc_bw", "rc_lat", "rc_rdma_write_lat", "rc_rdma_read_lat",
@@ -352,7 +356,7 @@ TEST_P(EmuVerbs, QperfRunsItsTests)
         cmd += " " + t;
     }
     const ShResult c = Exec("h0", cmd);
-    Exec("h1", "pkill -x qperf");
+    Sh("kill $(cat " + pid + ")");
     EXPECT_EQ(c.exit, 0) << c.out;
     EXPECT_EQ(c.out.find("failed"), std::string::npos) << c.out;
     // One result block per test: its name, then its first figure (latency, bw, send_bw or
