@@ -1281,6 +1281,7 @@ EmuCmService::DoListen(Id& id)
         }
     }
     id.state = IdState::Listening;
+    NS_LOG_INFO("rdma_cm ID " << handle << " listens on port " << id.srcPort);
     return 0;
 }
 

@@ -502,6 +502,8 @@ IbCmAgent::Receive(const uint8_t* mad, const IbCmAddress& from)
         if (l == m_listeners.end())
         {
             ++m_counters.noListener;
+            NS_LOG_INFO("CM REQ for service ID 0x" << std::hex << m.serviceId << std::dec
+                                                   << ": nobody listens");
             m_rxTrace(m.attrId, 0, mad);
             if (sidr)
             {
