@@ -90,13 +90,15 @@ TEST_F(EmuRoce, OffloadsCarryVerifiedTcpWhileTheWireSeesOnlyWireSizeFrames)
     EXPECT_GT(o0["segments_from_gso"].get<uint64_t>(), 4 * o0["gso_from_host"].get<uint64_t>())
         << o0.dump();
     EXPECT_EQ(o0["refused"].get<uint64_t>(), 0u);
-    EXPECT_GT(o1["coalesced_writes"].get<uint64_t>(), 50u) << "segments merged for h1";
+    // How many writes merge segments, and how many segments share a write, depends on how the
+    // daemon's timing meets the sender's (hundreds of merged writes on a quiet machine, 22 in
+    // one run of the sanitizer build beside another test; half as many writes as frames quiet,
+    // 70 % under ASan on a loaded machine), so only that merging happened is asserted: without
+    // coalescing there is no merged write and every frame is its own write.
+    EXPECT_GT(o1["coalesced_writes"].get<uint64_t>(), 0u) << "segments merged for h1";
     EXPECT_GT(o1["coalesced_segments"].get<uint64_t>(),
               2 * o1["coalesced_writes"].get<uint64_t>())
         << o1.dump();
-    // How many segments share a write depends on how the daemon's timing meets the sender's
-    // (half as many writes as frames on a quiet machine; 70 % under ASan on a loaded one), so
-    // only "fewer" is asserted: without coalescing every frame is its own write.
     EXPECT_LT(o1["writes_to_host"].get<uint64_t>(), h1["to_host_frames"].get<uint64_t>())
         << "fewer writes than frames: " << h1.dump();
     // Every wire frame read is accounted for.
