@@ -753,7 +753,8 @@ TEST_P(EmuVerbs, WhileTheModelLagsCompletionsDoNotWakeThePollerOneByOne)
     // How many of a transfer's completions find a poller asleep depends on the machine's load:
     // a poller waiting for a CPU is not asleep on its CQ (92 of 1,000 beside two busy loops,
     // 916 idle; 13 in one CI run of the sanitizer build beside another test). So transfers are
-    // repeated until 50 completions have found a poller asleep, or six have run.
+    // repeated until 20 completions have found a poller asleep while the loop lagged, or six
+    // have run.
     const Counts before = counters();
     Counts after = before;
     int transfers = 0;
@@ -763,7 +764,7 @@ TEST_P(EmuVerbs, WhileTheModelLagsCompletionsDoNotWakeThePollerOneByOne)
         EXPECT_NE(client.find("65536"), std::string::npos) << client;
         ++transfers;
         after = counters();
-        if ((after.woken - before.woken) + (after.deferred - before.deferred) >= 50)
+        if (after.deferred - before.deferred >= 20)
         {
             break;
         }
@@ -777,16 +778,17 @@ TEST_P(EmuVerbs, WhileTheModelLagsCompletionsDoNotWakeThePollerOneByOne)
     // up says so plainly.
     ASSERT_GT(after.lateEvents - before.lateEvents, 1000)
         << "the model did not lag by WakeModerationLag (1 ms) during the transfers";
-    ASSERT_GE(woken + deferred, 20) << "in " << transfers
-                                    << " transfers the pollers were hardly ever asleep\n"
-                                    << after.verbs;
     // Without the moderation every completion that finds a poller asleep is a wake (924 woken,
-    // 0 deferred in one transfer). The few wakes made are those owed when the loop caught up
-    // for a moment.
-    EXPECT_LT(woken * 5, woken + deferred)
-        << "woken one by one: " << woken << " woken, " << deferred << " deferred in " << transfers
-        << " transfers\n"
-        << after.verbs;
+    // 0 deferred in one transfer; with WakeModerationLag 0 this fails). What share of the wakes
+    // is moderated is not asserted: it depends on how often the loop catches up between bursts
+    // (where a wake at once is right), which is the machine's speed and load. Idle here: 0-7
+    // woken against 869-890 deferred per transfer; beside a busy loop 0 against 175-241; in
+    // one CI run beside another test 22 against 30. The transfers completing shows that the
+    // deferred completions were all taken (the pollers' own timeout).
+    EXPECT_GE(deferred, 20) << "completions woke the poller while the model lagged: " << woken
+                            << " woken, " << deferred << " deferred in " << transfers
+                            << " transfers\n"
+                            << after.verbs;
 }
 
 /// A program that destroys its QP right after posting sends, without waiting for a completion
