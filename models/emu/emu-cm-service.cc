@@ -535,6 +535,8 @@ EmuCmService::Handle(Proc& p, const cnuas_cm_req& q)
     {
         ++m_counters.refused;
     }
+    NS_LOG_LOGIC("rdma_cm pid " << p.pid << " request " << q.op << " ID " << q.id << ": "
+                                << (err == 0 ? "done" : std::strerror(err)));
     const uint32_t procId = p.id;
     const bool sent = SendDatagramWithFd(p.fd, &r, sizeof(r), outFd);
     if (outFd >= 0)
