@@ -6,6 +6,7 @@
 // UD QP attached to the group's GID. The InfiniBand twin is test-ib-multicast.cc.
 #include "test-roce-rdma-fixture.h"
 
+#include "models/common/ip-address-bytes.h"
 #include "models/roce/eth-multicast-router.h"
 
 #include "ns3/boolean.h"
@@ -187,6 +188,40 @@ class RoceMulticast : public RocePairTest
     std::vector<Ptr<RdmaAh>> ahs;
     Ipv6Bytes group{};
 };
+
+/// What names a group, asked alike by ibv_attach_mcast, the RoCE port and the router (the
+/// kernel's rdma_is_multicast_addr): ff00::/8, or IPv4-mapped 224.0.0.0/4; an IPv4-mapped
+/// unicast address or an IPv6 unicast one that merely looks mapped is not.
+TEST(MulticastAddress, AGroupIsAnIpv6OneOrAnIpv4MappedOne)
+{
+    auto v4 = [](uint32_t ip) {
+        std::array<uint8_t, 16> a{};
+        a[10] = a[11] = 0xFF;
+        a[12] = static_cast<uint8_t>(ip >> 24);
+        a[13] = static_cast<uint8_t>(ip >> 16);
+        a[14] = static_cast<uint8_t>(ip >> 8);
+        a[15] = static_cast<uint8_t>(ip);
+        return a;
+    };
+    EXPECT_TRUE(IsMulticastAddress(v4(kGroupIp)));
+    EXPECT_TRUE(IsMulticastAddress(v4(0xE0000001)));  // 224.0.0.1
+    EXPECT_FALSE(IsMulticastAddress(v4(0xDFFFFFFF))); // 223.255.255.255
+    EXPECT_FALSE(IsMulticastAddress(v4(0xF0000001))); // 240.0.0.1, reserved (RFC 1112 §4)
+    EXPECT_FALSE(IsMulticastAddress(v4(0x0A000001))); // 10.0.0.1
+    std::array<uint8_t, 16> ff02{0xFF, 0x02};
+    ff02[15] = 1;
+    EXPECT_TRUE(IsMulticastAddress(ff02));
+    std::array<uint8_t, 16> fe80{0xFE, 0x80};
+    EXPECT_FALSE(IsMulticastAddress(fe80));
+    // ::ffff with a non-zero prefix is not IPv4-mapped: the IPv6 rule decides.
+    std::array<uint8_t, 16> notMapped = v4(kGroupIp);
+    notMapped[0] = 0x20;
+    uint32_t ip = 0;
+    EXPECT_FALSE(Ipv4FromMapped(notMapped, ip));
+    EXPECT_FALSE(IsMulticastAddress(notMapped));
+    ASSERT_TRUE(Ipv4FromMapped(v4(kGroupIp), ip));
+    EXPECT_EQ(ip, kGroupIp);
+}
 
 TEST_F(RoceMulticast, TheRouterWritesAPrunedTreeThroughOneSpine)
 {

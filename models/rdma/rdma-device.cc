@@ -1,5 +1,7 @@
 #include "rdma-device.h"
 
+#include "models/common/ip-address-bytes.h"
+
 #include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/trace-source-accessor.h"
@@ -809,12 +811,8 @@ RdmaDevice::AttachMcast(Ptr<RdmaQp> qp, const RdmaGid& gid, uint16_t lid)
         m_lastError = "only a UD QP can join a multicast group";
         return EINVAL;
     }
-    // The kernel's rdma_is_multicast_addr: an IPv6 multicast address (ff00::/8), or an
-    // IPv4-mapped one (::ffff:224.0.0.0/4) as RoCE v2 names an IPv4 group.
-    const bool v4Mapped =
-        std::all_of(gid.begin(), gid.begin() + 10, [](uint8_t b) { return b == 0; }) &&
-        gid[10] == 0xFF && gid[11] == 0xFF;
-    if (gid[0] != 0xFF && !(v4Mapped && (gid[12] >> 4) == 0xE))
+    // An IPv6 group, or an IPv4-mapped one as RoCE v2 names an IPv4 group.
+    if (!IsMulticastAddress(gid))
     {
         m_lastError = "not a multicast GID (neither ff00::/8 nor an IPv4-mapped 224.0.0.0/4)";
         return EINVAL;

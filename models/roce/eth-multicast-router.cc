@@ -1,5 +1,7 @@
 #include "eth-multicast-router.h"
 
+#include "models/common/ip-address-bytes.h"
+
 #include "ns3/boolean.h"
 #include "ns3/log.h"
 #include "ns3/trace-source-accessor.h"
@@ -16,19 +18,6 @@ NS_OBJECT_ENSURE_REGISTERED(EthMulticastRouter);
 
 namespace
 {
-/// Whether `a` is IPv4-mapped (::ffff:a.b.c.d, RFC 4291 §2.5.5.2); if so `ip` gets the address.
-bool
-Ipv4Mapped(const Ipv6Bytes& a, uint32_t& ip)
-{
-    if (!std::all_of(a.begin(), a.begin() + 10, [](uint8_t b) { return b == 0; }) ||
-        a[10] != 0xFF || a[11] != 0xFF)
-    {
-        return false;
-    }
-    ip = uint32_t(a[12]) << 24 | uint32_t(a[13]) << 16 | uint32_t(a[14]) << 8 | a[15];
-    return true;
-}
-
 /// A cable between two switches, seen from one end: the far switch (by discovery index), the
 /// port at this end and the port at the far end.
 struct SwitchLink
@@ -115,8 +104,7 @@ EthMulticastRouter::DoDispose()
 bool
 EthMulticastRouter::IsGroup(const Ipv6Bytes& group)
 {
-    uint32_t ip4 = 0;
-    return Ipv4Mapped(group, ip4) ? EthIsIpv4Multicast(ip4) : EthIsIpv6Multicast(group);
+    return IsMulticastAddress(group);
 }
 
 Ipv6Bytes
@@ -463,7 +451,7 @@ EthMulticastRouter::WriteRoute(Ptr<EthSwitch> sw,
                                const std::vector<uint16_t>& ports)
 {
     uint32_t ip4 = 0;
-    const bool v4 = Ipv4Mapped(group, ip4);
+    const bool v4 = Ipv4FromMapped(group, ip4);
     const std::vector<uint16_t>* now =
         v4 ? sw->GetMulticastRoute(ip4) : sw->GetMulticastRoute6(group);
     if (now ? *now == ports : ports.empty())

@@ -1,6 +1,7 @@
 #include "roce-rdma-port.h"
 
 #include "models/common/big-endian.h"
+#include "models/common/ip-address-bytes.h"
 #include "models/ib/ib-crc.h"
 #include "models/rdma/ib-opcode.h"
 
@@ -93,20 +94,7 @@ RoceGidFromIpv4(uint32_t ip)
 bool
 RoceGidToIpv4(const RdmaGid& gid, uint32_t& ip)
 {
-    for (int i = 0; i < 10; ++i)
-    {
-        if (gid[i] != 0)
-        {
-            return false;
-        }
-    }
-    if (gid[10] != 0xFF || gid[11] != 0xFF)
-    {
-        return false;
-    }
-    ip = (uint32_t(gid[12]) << 24) | (uint32_t(gid[13]) << 16) | (uint32_t(gid[14]) << 8) |
-         gid[15];
-    return true;
+    return Ipv4FromMapped(gid, ip);
 }
 
 uint16_t
