@@ -638,9 +638,10 @@ EmuHcaService::GetTypeId()
                           MakeTimeAccessor(&EmuHcaService::m_wakeModerationLag),
                           MakeTimeChecker(Time(0)))
             .AddAttribute("DestroyDrainLimit",
-                          "How long (simulated) ibv_destroy_qp may wait for the sends posted "
-                          "before it to go on the wire: an adapter takes the destroy command "
-                          "long after the doorbell, but a model that lags reads both at once "
+                          "How long (simulated) ibv_destroy_qp, or the teardown of a context "
+                          "whose process exited, may wait for the sends posted before it to go "
+                          "on the wire: an adapter takes the destroy command long after the "
+                          "doorbell, but a model that lags reads both at once "
                           "(docs/emulation.md §8.1); sends still unsent then are dropped with "
                           "the QP. 0: destroy at once.",
                           TimeValue(MilliSeconds(1)),
@@ -737,6 +738,12 @@ EmuHcaService::Stop()
     {
         Close(m_contexts.begin()->first, "the service stops");
     }
+    for (auto& [id, c] : m_closing)
+    {
+        c->drainCheck.Cancel();
+        DestroyAll(*c);
+    }
+    m_closing.clear();
     CloseListener(m_listenFd, m_path);
     if (m_loop)
     {
@@ -2373,7 +2380,6 @@ EmuHcaService::Close(uint32_t id, const char* why)
             rt->UnwatchFd(c->doorbell);
         }
     }
-    DestroyAll(*c);
     close(c->fd);
     if (c->doorbell >= 0)
     {
@@ -2383,7 +2389,98 @@ EmuHcaService::Close(uint32_t id, const char* why)
     {
         close(c->asyncWrite);
     }
+    c->fd = c->doorbell = c->asyncWrite = -1;
     ++m_counters.contextsClosed;
+    if (m_loop && DrainBeforeTeardown(c))
+    {
+        return;
+    }
+    DestroyAll(*c);
+}
+
+bool
+EmuHcaService::HasUnsentSends(const Context& c) const
+{
+    for (const auto& [h, q] : c.qps)
+    {
+        if (!q.broken && m_engine->HasUnsentRequests(q.qp->GetQpNum()))
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+EmuHcaService::DrainBeforeTeardown(std::unique_ptr<Context>& c)
+{
+    // A process that exits right after posting (or is killed) leaves sends that an adapter has
+    // already fetched with the doorbell and puts on the wire while the kernel is still tearing
+    // the process's resources down; a lagging model may read the doorbell and the hang-up in
+    // one turn. So the sends posted go first, as for ibv_destroy_qp (DeferDestroyQp), never
+    // longer than DestroyDrainLimit. The process is gone: no answer, no event, no wake reaches
+    // it; its groups are left at once (the kernel detaches before it destroys), and its memory
+    // is reached only through the pages it shared (pinned, on hardware), not through /proc.
+    if (m_destroyDrainLimit.IsZero() || !m_engine || c->qps.empty())
+    {
+        return false;
+    }
+    c->memory->SetGone();
+    for (auto& [h, fd] : c->channels)
+    {
+        close(fd);
+    }
+    c->channels.clear();
+    for (auto& [h, q] : c->qps)
+    {
+        m_device->DetachAllMcast(q.qp);
+        if (!q.broken)
+        {
+            PullSends(*c, q);
+        }
+    }
+    if (!HasUnsentSends(*c))
+    {
+        return false;
+    }
+    ++m_counters.closesDeferred;
+    const uint32_t id = c->id;
+    c->drainCheck = Simulator::Schedule(kDrainCheckInterval,
+                                        &EmuHcaService::CheckCloseDrained,
+                                        this,
+                                        id,
+                                        Simulator::Now() + m_destroyDrainLimit);
+    m_closing[id] = std::move(c);
+    return true;
+}
+
+void
+EmuHcaService::CheckCloseDrained(uint32_t id, Time deadline)
+{
+    auto it = m_closing.find(id);
+    if (it == m_closing.end())
+    {
+        return;
+    }
+    Context& c = *it->second;
+    const bool unsent = HasUnsentSends(c);
+    if (unsent && Simulator::Now() < deadline)
+    {
+        c.drainCheck = Simulator::Schedule(std::min(kDrainCheckInterval, deadline - Simulator::Now()),
+                                           &EmuHcaService::CheckCloseDrained,
+                                           this,
+                                           id,
+                                           deadline);
+        return;
+    }
+    if (unsent)
+    {
+        ++m_counters.closesCut;
+    }
+    NS_LOG_INFO("HCA " << m_path << ": context " << id << " of pid " << c.pid
+                       << " torn down after its sends" << (unsent ? " (some cut)" : ""));
+    DestroyAll(c);
+    m_closing.erase(it);
 }
 
 } // namespace ns3

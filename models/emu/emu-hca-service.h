@@ -49,6 +49,8 @@ struct EmuHcaCounters
     uint64_t wakesDeferred = 0;   ///< completions whose wake waited (WakeModerationLag)
     uint64_t destroysDeferred = 0; ///< DESTROY_QP answered once the QP's posted sends had gone
     uint64_t destroysCut = 0;      ///< of those, destroyed at DestroyDrainLimit with sends left
+    uint64_t closesDeferred = 0;   ///< contexts of a gone process kept until their sends had gone
+    uint64_t closesCut = 0;        ///< of those, torn down at DestroyDrainLimit with sends left
 };
 
 /**
@@ -164,6 +166,16 @@ class EmuHcaService : public Object
      */
     bool DeferDestroyQp(Context& c, uint32_t handle);
     void CheckDestroyDrained(uint32_t contextId, uint32_t handle, Time deadline);
+    /**
+     * The process of a closing context is gone, but its posted sends are the adapter's: takes
+     * what is still in the send queues, and if any QP has sends not yet on the wire keeps the
+     * context (its QPs, CQs and regions; no longer reachable by the process) in m_closing until
+     * they have gone, at most DestroyDrainLimit. False: nothing to wait for.
+     */
+    bool DrainBeforeTeardown(std::unique_ptr<Context>& c);
+    void CheckCloseDrained(uint32_t contextId, Time deadline);
+    /// Whether a QP of `c` still has posted sends not yet on the wire.
+    bool HasUnsentSends(const Context& c) const;
     /// Sends the answer `r` with `err` (and `outFd` on success); a process that does not read
     /// its answers loses its context.
     void Answer(Context& c, struct cnuas_hca_resp& r, int err, int outFd);
@@ -204,6 +216,8 @@ class EmuHcaService : public Object
     Ptr<IbNetDevice> m_ibPort;
     Ptr<EthNetDevice> m_ethPort;
     std::map<uint32_t, std::unique_ptr<Context>> m_contexts;
+    /// Contexts whose process went, kept while their QPs send what was posted.
+    std::map<uint32_t, std::unique_ptr<Context>> m_closing;
     uint32_t m_nextContext = 1;
     EmuHcaCounters m_counters;
     bool m_traceConnected = false;

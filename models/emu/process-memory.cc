@@ -220,6 +220,15 @@ ProcessMemory::Transfer(bool write, uint64_t addr, uint8_t* buf, uint64_t len) c
         }
         return true;
     }
+    if (m_gone)
+    {
+        if (write)
+        {
+            return true;
+        }
+        ++m_faults;
+        return false;
+    }
     ++m_processAccesses;
     const int fd = MemFd();
     uint64_t done = 0;
@@ -278,7 +287,7 @@ ProcessMemory::IsMapped(uint64_t addr, uint64_t len) const
 bool
 ProcessMemory::IsMappedWith(uint64_t addr, uint64_t len, bool writable) const
 {
-    if (len == 0 || Wraps(addr, len) || m_pid <= 0)
+    if (len == 0 || Wraps(addr, len) || m_pid <= 0 || m_gone)
     {
         return false;
     }

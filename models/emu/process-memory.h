@@ -54,10 +54,21 @@ class ProcessMemory : public RdmaMemory
         return m_faults;
     }
 
-    /// The process exited (a write found it gone).
+    /// The process exited (a write found it gone, or SetGone said so).
     bool IsGone() const
     {
         return m_gone;
+    }
+
+    /**
+     * The process has exited: from now on only its shared windows are reached (the pages it
+     * pinned, as an adapter's DMA still reaches them), never /proc/PID/mem or process_vm_*,
+     * whose PID may by then be another process's. Reads outside a window fault; writes succeed
+     * without effect, as they do once a write has found the process gone.
+     */
+    void SetGone()
+    {
+        m_gone = true;
     }
 
     /**

@@ -3,13 +3,15 @@
  * rdma-core's mckey does: on an adapter the sends are on the wire long before the destroy
  * command reaches it.
  *
- *   verbs-destroy-after-post DEST COUNT GO_FILE
+ *   verbs-destroy-after-post DEST COUNT GO_FILE [exit]
  *
  * DEST is the receiving port: a LID on an InfiniBand port, an IPv4 address on a RoCE port (its
  * IPv4-mapped GID); the sends go to QP 0x123456 there, which nobody has (the receiver drops
  * them, counted). Prints "ready" once the QP is in RTS, waits until GO_FILE exists, posts
  * COUNT 1 KiB sends in one list, prints "posted", destroys the QP and prints "destroyed" with
- * the time ibv_destroy_qp took. Exit 0, or 1 with the failing call.
+ * the time ibv_destroy_qp took. Exit 0, or 1 with the failing call. With "exit" it ends the
+ * process right after "posted" instead (_exit: no destroy, no close), as a program that exits
+ * or is killed with work posted: the kernel tears its QP down then.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -40,10 +42,11 @@ static double now_ms(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s DEST COUNT GO_FILE\n", argv[0]);
+    if (argc != 4 && !(argc == 5 && strcmp(argv[4], "exit") == 0)) {
+        fprintf(stderr, "usage: %s DEST COUNT GO_FILE [exit]\n", argv[0]);
         return 2;
     }
+    const int exit_after_post = argc == 5;
     const int count = atoi(argv[2]);
     if (count <= 0 || count > 256) {
         fprintf(stderr, "COUNT must be 1..256\n");
@@ -63,8 +66,12 @@ int main(int argc, char **argv)
     struct ibv_cq *cq = pd ? ibv_create_cq(ctx, count + 1, NULL, NULL, 0) : NULL;
     if (!cq)
         die("ibv_alloc_pd/ibv_create_cq");
-    char *buf = calloc((size_t)count, MESSAGE_BYTES);
-    struct ibv_mr *mr = buf ? ibv_reg_mr(pd, buf, (size_t)count * MESSAGE_BYTES, 0) : NULL;
+    /* Whole pages, so that the library can share every byte of the region with the daemon. */
+    const size_t bytes = ((size_t)count * MESSAGE_BYTES + 4095) / 4096 * 4096;
+    char *buf = aligned_alloc(4096, bytes);
+    if (buf)
+        memset(buf, 0, bytes);
+    struct ibv_mr *mr = buf ? ibv_reg_mr(pd, buf, bytes, 0) : NULL;
     if (!mr)
         die("ibv_reg_mr");
     struct ibv_qp_init_attr init = {.send_cq = cq,
@@ -133,6 +140,8 @@ int main(int argc, char **argv)
         die("ibv_post_send");
     printf("posted %d\n", count);
     fflush(stdout);
+    if (exit_after_post)
+        _exit(0);
     const double t0 = now_ms();
     if (ibv_destroy_qp(qp))
         die("ibv_destroy_qp");

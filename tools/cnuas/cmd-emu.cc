@@ -674,6 +674,8 @@ VerbsJson(const HostRail& rail, size_t i)
             {"wakes_deferred", c.wakesDeferred},
             {"destroys_deferred", c.destroysDeferred},
             {"destroys_cut", c.destroysCut},
+            {"closes_deferred", c.closesDeferred},
+            {"closes_cut", c.closesCut},
             {"transport", TransportJson(rail.hcaServices[i]->GetEngine())}};
 }
 
