@@ -212,12 +212,18 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
     /// A counter of h1's rdma_cm from `cnuas status --json` (-1 if it is not there).
     int64_t H1Cm(const std::string& key)
     {
+        return HostCm("h1", key);
+    }
+
+    /// A counter of `host`'s rdma_cm from `cnuas status --json` (-1 if it is not there).
+    int64_t HostCm(const std::string& host, const std::string& key)
+    {
         const nlohmann::json fabric = Status();
         try
         {
             for (const auto& h : fabric.at("live").at("hosts"))
             {
-                if (h.value("name", "") == "h1")
+                if (h.value("name", "") == host)
                 {
                     return h.at("rdma_cm").at(key).get<int64_t>();
                 }
@@ -540,6 +546,104 @@ TEST_P(EmuRdmacm, CmMadsAreOnTheWireAndDecode)
         EXPECT_EQ(bad.exit, 0) << bad.out;
         EXPECT_EQ(bad.out.find("Malformed"), std::string::npos) << host << "\n" << bad.out;
     }
+}
+
+/// rdma_resolve_route asks the SA for a PathRecord on InfiniBand, as the kernel's rdma_cm does:
+/// the query and its answer are on the wire (h1's, to the SM on h0) and Wireshark decodes them,
+/// and the connection then runs. On RoCE nothing is asked (Ethernet has no SA).
+TEST_P(EmuRdmacm, RouteResolutionAsksTheSubnetAdministratorOnInfiniBand)
+{
+    const bool ib = std::string(GetParam().pcapSuffix) != "-eth0" &&
+                    std::string(GetParam().name) != "roce";
+    // h0's address on the fabric: h1's with host number 1.
+    std::string h0Ip = GetParam().peerIp;
+    h0Ip.back() = '1';
+    const Background server = Start("h0", "rping -s -V -C 3", 120);
+    for (int i = 0; i < 400 && HostCm("h0", "listening") < 1; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const std::string client = Wait(Start("h1", "rping -c -a " + h0Ip + " -C 3 -V", 120), 105);
+    EXPECT_NE(client.find("pair-exit=0"), std::string::npos) << client;
+    EXPECT_NE(Wait(server, 60).find("pair-exit=0"), std::string::npos);
+    const int64_t queries = HostCm("h1", "path_queries");
+    EXPECT_EQ(HostCm("h1", "route_errors"), 0);
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    const std::string pcap =
+        (m_dir / "pcap" / (std::string("h1") + GetParam().pcapSuffix + ".pcap")).string();
+    const ShResult sa = Sh("tshark -r " + pcap + " -Y 'infiniband.mad.mgmtclass == 3' -V 2>/dev/null");
+    if (!ib)
+    {
+        EXPECT_EQ(queries, 0);
+        EXPECT_EQ(sa.out.find("PathRecord"), std::string::npos) << sa.out;
+        return;
+    }
+    EXPECT_EQ(queries, 1);
+    EXPECT_NE(sa.out.find("SubnAdmGet(PathRecord)"), std::string::npos) << sa.out;
+    EXPECT_NE(sa.out.find("SubnAdmGetResp(PathRecord)"), std::string::npos) << sa.out;
+    // The answer names h1 as the source (LID 2 or more; h0, the SM's host, has LID 1) and h0 as
+    // the destination, one reversible path.
+    EXPECT_NE(sa.out.find("DLID: 0x0001"), std::string::npos) << sa.out;
+    EXPECT_NE(sa.out.find("NumbPath: 0x01"), std::string::npos) << sa.out;
+}
+
+/// rdma-core's cmtime: one process opens 100 connections at once (each ID resolved, given a
+/// QP, connected, disconnected and destroyed, the steps overlapping), the server accepting them
+/// on a thread of its own. Every step completes for every connection, and no event is lost.
+TEST_P(EmuRdmacm, CmtimeOpensAndClosesAHundredConnectionsAtOnce)
+{
+    if (access("/usr/bin/cmtime", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's rdmacm-utils";
+    }
+    const Background server = Start("h1", "cmtime", 120);
+    for (int i = 0; i < 400 && H1Cm("listening") < 1; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const std::string client =
+        Wait(Start("h0", std::string("cmtime -c 100 -s ") + GetParam().peerIp, 100), 90);
+    Wait(server, 0); // cmtime's server runs until stopped
+    EXPECT_NE(client.find("pair-exit=0"), std::string::npos) << client;
+    // Its table: one line per step with the total, the slowest, the fastest and the mean.
+    for (const char* step : {"create id", "resolve addr", "resolve route", "create qp",
+                             "connect", "disconnect", "destroy"})
+    {
+        EXPECT_TRUE(std::regex_search(client, std::regex(std::string("\\n") + step +
+                                                          R"(\s*:\s+[0-9.]+\s+[0-9.]+)")))
+            << step << "\n" << client;
+    }
+    EXPECT_EQ(client.find("error"), std::string::npos) << client;
+    EXPECT_EQ(HostCm("h0", "events_dropped"), 0);
+    EXPECT_EQ(HostCm("h1", "events_dropped"), 0);
+}
+
+/// With no SM answering (the built-in one stopped after it configured the subnet: every port
+/// keeps its LID and the SM's LID), a route cannot be resolved on InfiniBand: the PathRecord
+/// query is sent again SaRetries times within the caller's timeout and then the kernel's
+/// ROUTE_ERROR with -ETIMEDOUT comes, as when a fabric's opensm has died. (Run on a fabric in
+/// real time: rping's 2 s timeout is simulated time.)
+TEST_P(EmuRdmacm, WithoutAnSaAnsweringARouteTimesOut)
+{
+    if (std::string(GetParam().name) != "ib")
+    {
+        GTEST_SKIP() << "one InfiniBand case is enough";
+    }
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    ShResult up = Up("--fabric ib --hosts 2");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    ASSERT_EQ(Sh(Cnuas("sm stop --name " + m_name)).exit, 0);
+    const Background server = Start("h0", "rping -s -C 1", 30);
+    for (int i = 0; i < 400 && HostCm("h0", "listening") < 1; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const std::string client = Wait(Start("h1", "rping -c -a 10.0.0.1 -C 1", 30), 25);
+    Wait(server, 0);
+    EXPECT_NE(client.find("RDMA_CM_EVENT_ROUTE_ERROR, error -110"), std::string::npos) << client;
+    EXPECT_EQ(HostCm("h1", "path_queries"), 4) << "one query and SaRetries (3) more";
+    EXPECT_EQ(HostCm("h1", "route_errors"), 1);
+    EXPECT_EQ(HostCm("h1", "sa_timeouts"), 1);
 }
 
 TEST_P(EmuRdmacm, BadInputGetsTheKernelsEventsAndTheDaemonGoesOn)

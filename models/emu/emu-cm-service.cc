@@ -478,7 +478,7 @@ EmuCmService::Handle(Proc& p, const cnuas_cm_req& q)
             err = DoResolveAddr(*id, q);
             break;
         case CNUAS_CM_OP_RESOLVE_ROUTE:
-            err = DoResolveRoute(*id);
+            err = DoResolveRoute(*id, q.u.resolve_route.timeout_ms);
             break;
         case CNUAS_CM_OP_QUERY:
             FillQuery(*id, r);
@@ -880,24 +880,137 @@ EmuCmService::FinishAddr(uint32_t handle, int32_t status)
 }
 
 int
-EmuCmService::DoResolveRoute(Id& id)
+EmuCmService::DoResolveRoute(Id& id, uint32_t timeoutMs)
 {
     if (id.state != IdState::AddrResolved && id.state != IdState::RouteResolved)
     {
         return EINVAL;
     }
-    // The path a PathRecord query would give (IBA vol. 1 §15.2.5.16): both ports' LIDs as
-    // the SM assigned them now, SL 0, the port's MTU, no GRH on InfiniBand (one subnet).
     FillRoute(id);
     if (id.route.link_layer == 1 && (id.route.slid == 0 || id.route.dlid == 0))
     {
-        Post(id, kEvRouteError, -EHOSTUNREACH); // no LID yet: no subnet manager has run
+        FailRoute(id, -EHOSTUNREACH); // no LID yet: no subnet manager has run
+        return 0;
+    }
+    // On InfiniBand the kernel's rdma_resolve_route asks the SA for a PathRecord (cma_query_ib_
+    // route: SGID, DGID, P_Key, NumbPath 1, Reversible; IBA vol. 1 §15.2.5.16), on the wire
+    // to the SM's LID, and takes the DLID, SL, MTU and rate of its answer: whichever SM runs
+    // (the built-in one, opensm) decides the path. On RoCE the route is the address's
+    // (Ethernet has no SA), and so is a multicast destination's (a join asks the SA instead).
+    const Adapter& a = AdapterFor(id);
+    if (id.route.link_layer == 1 && !a.sendSa.IsNull() && !IsMulticastIp(id.dstIp))
+    {
+        id.state = IdState::RouteQuery;
+        id.routeAttempts = 0;
+        // The caller's timeout bounds the whole query: each of the 1 + SaRetries tries waits
+        // its share (SaTimeout when the caller gave none).
+        const Time whole = timeoutMs > 0 ? MilliSeconds(timeoutMs) : m_saTimeout;
+        id.routeWait = std::max(NanoSeconds(1000), whole / int64_t(m_saRetries + 1));
+        SendPathQuery(id.handle);
         return 0;
     }
     id.route.resolved = 2;
     id.state = IdState::RouteResolved;
     Post(id, kEvRouteResolved, 0);
     return 0;
+}
+
+void
+EmuCmService::FailRoute(Id& id, int32_t status)
+{
+    ++m_counters.routeErrors;
+    id.state = IdState::AddrResolved;
+    Post(id, kEvRouteError, status);
+}
+
+void
+EmuCmService::SendPathQuery(uint32_t handle)
+{
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end() || it->second.state != IdState::RouteQuery)
+    {
+        return;
+    }
+    Id& id = it->second;
+    if (id.routeTid != 0)
+    {
+        m_pathPending.erase(id.routeTid);
+    }
+    id.routeTid = (uint64_t{kSaTidHigh} << 32) | m_nextSaTid++;
+    ++id.routeAttempts;
+    m_pathPending[id.routeTid] = handle;
+    IbPathRecord rec;
+    std::copy(std::begin(id.route.sgid), std::end(id.route.sgid), rec.sgid.begin());
+    std::copy(std::begin(id.route.dgid), std::end(id.route.dgid), rec.dgid.begin());
+    rec.pkey = 0xFFFF;
+    rec.numbPath = 1;
+    rec.reversible = true;
+    const uint64_t mask = IbPathRecord::kCompSgid | IbPathRecord::kCompDgid |
+                          IbPathRecord::kCompPkey | IbPathRecord::kCompNumbPath |
+                          IbPathRecord::kCompReversible;
+    ++m_counters.pathQueries;
+    // A port whose SM LID is not known yet cannot send: the timeout tries again.
+    AdapterFor(id).sendSa(rec.Request(IbMadMethod::Get, mask, id.routeTid).data());
+    Simulator::Schedule(id.routeWait, &EmuCmService::PathQueryTimedOut, this, id.routeTid);
+}
+
+void
+EmuCmService::PathQueryTimedOut(uint64_t tid)
+{
+    auto p = m_pathPending.find(tid);
+    if (p == m_pathPending.end())
+    {
+        return; // answered, or the ID went
+    }
+    const uint32_t handle = p->second;
+    m_pathPending.erase(p);
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end() || it->second.routeTid != tid)
+    {
+        return;
+    }
+    Id& id = it->second;
+    id.routeTid = 0;
+    if (id.routeAttempts <= m_saRetries)
+    {
+        SendPathQuery(handle);
+        return;
+    }
+    ++m_counters.saTimeouts;
+    FailRoute(id, -ETIMEDOUT);
+}
+
+void
+EmuCmService::TakePathRecord(uint32_t handle, uint64_t tid, const IbSaMad& resp)
+{
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end() || it->second.routeTid != tid || it->second.state != IdState::RouteQuery)
+    {
+        return;
+    }
+    Id& id = it->second;
+    id.routeTid = 0;
+    if (resp.Mad().GetStatus() != IbMadStatus::Ok)
+    {
+        // The kernel's SA client gives -EINVAL for any MAD status (no path, bad request).
+        FailRoute(id, -EINVAL);
+        return;
+    }
+    IbPathRecord rec;
+    rec.ReadFrom(resp.Data());
+    id.route.dlid = rec.dlid;
+    id.route.slid = rec.slid;
+    id.route.sl = rec.sl;
+    id.route.pkey = rec.pkey;
+    id.route.traffic_class = rec.tClass;
+    if (rec.mtu != 0)
+    {
+        id.route.mtu = rec.mtu; // the encodings of §15.2.5.16 and enum ibv_mtu agree
+    }
+    id.route.rate = rec.rate;   // as do those of PathRecord.Rate and enum ibv_rate
+    id.route.resolved = 2;
+    id.state = IdState::RouteResolved;
+    Post(id, kEvRouteResolved, 0);
 }
 
 // ---- multicast groups (rdma_join_multicast) ------------------------------------------------
@@ -1166,6 +1279,13 @@ EmuCmService::TakeSaResponse(size_t adapter, const uint8_t* mad)
         resp.Mad().GetMgmtClass() != IbMgmtClass::SubnAdm || !resp.Mad().IsResponse())
     {
         return false;
+    }
+    if (auto q = m_pathPending.find(tid); q != m_pathPending.end())
+    {
+        const uint32_t handle = q->second;
+        m_pathPending.erase(q);
+        TakePathRecord(handle, tid, resp);
+        return true;
     }
     auto p = m_saPending.find(tid);
     if (p == m_saPending.end())
@@ -1858,6 +1978,10 @@ EmuCmService::DestroyId(uint32_t handle, bool processGone)
     if (id.commId != 0)
     {
         AgentOf(id)->Destroy(id.commId);
+    }
+    if (id.routeTid != 0)
+    {
+        m_pathPending.erase(id.routeTid);
     }
     // rdma_destroy_id leaves the ID's groups (the kernel's cma_leave_mc_groups).
     for (const Id::Join& j : id.joins)

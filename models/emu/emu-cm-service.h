@@ -26,6 +26,7 @@ namespace ns3
 {
 
 class IbMadDispatcher;
+class IbSaMad;
 class RoceRdmaPort;
 
 /**
@@ -48,7 +49,9 @@ struct EmuCmCounters
     uint64_t addrErrors = 0;     ///< address resolutions that found no port
     uint64_t idsDestroyedWithProcess = 0; ///< IDs a process left behind when it ended
     uint64_t saRequests = 0;     ///< SA MCMemberRecord requests sent (joins, retries, leaves)
-    uint64_t saTimeouts = 0;     ///< joins that got no SA answer after every retry
+    uint64_t saTimeouts = 0;     ///< joins and route queries that got no SA answer after every retry
+    uint64_t pathQueries = 0;    ///< SA PathRecord queries sent (rdma_resolve_route, retries)
+    uint64_t routeErrors = 0;    ///< ROUTE_ERROR events (no LID, SA refusal, no SA answer)
     uint64_t multicastJoins = 0; ///< MULTICAST_JOIN events
     uint64_t multicastErrors = 0; ///< MULTICAST_ERROR events
 };
@@ -164,6 +167,7 @@ class EmuCmService : public Object
         Bound,
         AddrQuery,
         AddrResolved,
+        RouteQuery,   ///< InfiniBand: the SA PathRecord query is out
         RouteResolved,
         Listening,
         Connecting,   ///< REQ / SIDR_REQ sent
@@ -216,6 +220,9 @@ class EmuCmService : public Object
             uint32_t attempts = 0;
         };
         std::vector<Join> joins;
+        uint64_t routeTid = 0;      ///< the PathRecord query out, 0: none
+        uint32_t routeAttempts = 0; ///< PathRecord queries sent for this resolution
+        Time routeWait;             ///< how long each of them waits for the SA
     };
     struct Proc
     {
@@ -236,7 +243,13 @@ class EmuCmService : public Object
     int DoCreateId(Proc& p, const cnuas_cm_req& q, cnuas_cm_resp& r);
     int DoBind(Id& id, const cnuas_cm_addr& a, cnuas_cm_resp& r);
     int DoResolveAddr(Id& id, const cnuas_cm_req& q);
-    int DoResolveRoute(Id& id);
+    int DoResolveRoute(Id& id, uint32_t timeoutMs);
+    /// Sends (again) the SA PathRecord query of an ID in RouteQuery, and its timeout.
+    void SendPathQuery(uint32_t handle);
+    void PathQueryTimedOut(uint64_t tid);
+    /// The SA's answer to an ID's PathRecord query: the route, or ROUTE_ERROR.
+    void TakePathRecord(uint32_t handle, uint64_t tid, const IbSaMad& resp);
+    void FailRoute(Id& id, int32_t status);
     int DoListen(Id& id);
     int DoConnect(Id& id, const cnuas_cm_conn_param& c);
     int DoAccept(Id& id, const cnuas_cm_conn_param& c);
@@ -300,6 +313,7 @@ class EmuCmService : public Object
     uint32_t m_psnSeed = 0;
     /// SA joins in flight: transaction ID -> (ID handle, group address).
     std::map<uint64_t, std::pair<uint32_t, uint32_t>> m_saPending;
+    std::map<uint64_t, uint32_t> m_pathPending; ///< PathRecord query TID -> ID handle
     /// The host's joins of each group, by (adapter, MGID): IDs holding it, and whether any was
     /// granted (so the port is a member and must leave when the last goes).
     struct GroupUse

@@ -118,6 +118,17 @@ IbMcMemberRecord::ReadFrom(const uint8_t* in)
 }
 
 std::array<uint8_t, kIbMadBytes>
+IbPathRecord::Request(uint8_t method, uint64_t mask, uint64_t tid) const
+{
+    IbSaMad m = IbSaMad::Make(method, IbSaAttr::PathRecord, 0, tid);
+    m.SetComponentMask(mask);
+    WriteTo(m.Data());
+    std::array<uint8_t, kIbMadBytes> bytes{};
+    m.WriteTo(bytes.data());
+    return bytes;
+}
+
+std::array<uint8_t, kIbMadBytes>
 IbMcMemberRecord::Request(uint8_t method, uint64_t mask, uint64_t tid) const
 {
     IbSaMad m = IbSaMad::Make(method, IbSaAttr::McMemberRecord, 0, tid);

@@ -56,6 +56,8 @@ struct IbPathRecord
     static constexpr uint64_t kCompSgid = 1u << 3;
     static constexpr uint64_t kCompDlid = 1u << 4;
     static constexpr uint64_t kCompSlid = 1u << 5;
+    static constexpr uint64_t kCompReversible = 1u << 11;
+    static constexpr uint64_t kCompNumbPath = 1u << 12;
     static constexpr uint64_t kCompPkey = 1u << 13;
     static constexpr uint64_t kCompSl = 1u << 15;
     static constexpr uint64_t kCompMtuSelector = 1u << 16;
@@ -84,6 +86,8 @@ struct IbPathRecord
     uint8_t preference = 0;
     void WriteTo(uint8_t* out) const;
     void ReadFrom(const uint8_t* in);
+    /// A SubnAdm MAD carrying this record with `method` and component `mask`.
+    std::array<uint8_t, kIbMadBytes> Request(uint8_t method, uint64_t mask, uint64_t tid) const;
 };
 
 /**

@@ -605,6 +605,8 @@ CmJson(const Daemon& d, size_t i)
             {"malformed", a.malformed},
             {"sa_requests", c.saRequests},
             {"sa_timeouts", c.saTimeouts},
+            {"path_queries", c.pathQueries},
+            {"route_errors", c.routeErrors},
             {"multicast_joins", c.multicastJoins},
             {"multicast_errors", c.multicastErrors}};
 }
