@@ -221,13 +221,15 @@ EmuCmService::GetTypeId()
                           MakeUintegerChecker<uint32_t>(1))
             .AddAttribute("SaTimeout",
                           "How long a multicast join waits for the SA's answer before it asks "
-                          "again (the kernel's ib_sa_join_multicast retries too).",
+                          "again (the kernel's ib_sa_join_multicast retries too); also the whole "
+                          "of a PathRecord query's time (rdma_resolve_route) when the caller "
+                          "gives no timeout.",
                           TimeValue(MilliSeconds(200)),
                           MakeTimeAccessor(&EmuCmService::m_saTimeout),
                           MakeTimeChecker(MicroSeconds(1)))
             .AddAttribute("SaRetries",
-                          "Requests sent again before a join fails with MULTICAST_ERROR "
-                          "(-ETIMEDOUT).",
+                          "Requests sent again before a join fails with MULTICAST_ERROR, or a "
+                          "route resolution with ROUTE_ERROR (-ETIMEDOUT).",
                           UintegerValue(3),
                           MakeUintegerAccessor(&EmuCmService::m_saRetries),
                           MakeUintegerChecker<uint32_t>(0, 100));
