@@ -585,6 +585,13 @@ TEST_P(EmuRdmacm, RouteResolutionAsksTheSubnetAdministratorOnInfiniBand)
     // the destination, one reversible path.
     EXPECT_NE(sa.out.find("DLID: 0x0001"), std::string::npos) << sa.out;
     EXPECT_NE(sa.out.find("NumbPath: 0x01"), std::string::npos) << sa.out;
+    // The query names the connection's service: RDMA_PS_TCP and rping's port 7174 (Wireshark
+    // 4.0 still calls the ServiceID field of release 1.2.1 "Reserved"), and the answer echoes it.
+    const std::regex service("Reserved: 0000000001061c06");
+    EXPECT_EQ(std::distance(std::sregex_iterator(sa.out.begin(), sa.out.end(), service),
+                            std::sregex_iterator()),
+              2)
+        << sa.out;
 }
 
 /// rdma-core's cmtime: one process opens 100 connections at once (each ID resolved, given a

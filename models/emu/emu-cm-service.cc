@@ -947,9 +947,14 @@ EmuCmService::SendPathQuery(uint32_t handle)
     rec.pkey = 0xFFFF;
     rec.numbPath = 1;
     rec.reversible = true;
-    const uint64_t mask = IbPathRecord::kCompSgid | IbPathRecord::kCompDgid |
-                          IbPathRecord::kCompPkey | IbPathRecord::kCompNumbPath |
-                          IbPathRecord::kCompReversible;
+    // The connection's service ID (an SM's QoS policy may pick the SL by it) and, for an IPv4
+    // ID, its type of service as the QoS class (0: rdma_set_option's TOS is not modelled).
+    rec.serviceId = ServiceId(id.ps, id.dstPort);
+    rec.qosClass = 0;
+    const uint64_t mask = IbPathRecord::kCompServiceId | IbPathRecord::kCompSgid |
+                          IbPathRecord::kCompDgid | IbPathRecord::kCompPkey |
+                          IbPathRecord::kCompNumbPath | IbPathRecord::kCompReversible |
+                          IbPathRecord::kCompQosClass;
     ++m_counters.pathQueries;
     // A port whose SM LID is not known yet cannot send: the timeout tries again.
     AdapterFor(id).sendSa(rec.Request(IbMadMethod::Get, mask, id.routeTid).data());

@@ -32,6 +32,8 @@ void
 IbPathRecord::WriteTo(uint8_t* out) const
 {
     std::memset(out, 0, kSize);
+    IbWireStore32(out, static_cast<uint32_t>(serviceId >> 32));
+    IbWireStore32(out + 4, static_cast<uint32_t>(serviceId));
     std::memcpy(out + 8, dgid.data(), 16);
     std::memcpy(out + 24, sgid.data(), 16);
     IbMadStore16(out + 40, dlid);
@@ -51,6 +53,7 @@ IbPathRecord::WriteTo(uint8_t* out) const
 void
 IbPathRecord::ReadFrom(const uint8_t* in)
 {
+    serviceId = uint64_t{IbWireLoad32(in)} << 32 | IbWireLoad32(in + 4);
     std::memcpy(dgid.data(), in + 8, 16);
     std::memcpy(sgid.data(), in + 24, 16);
     dlid = IbMadLoad16(in + 40);

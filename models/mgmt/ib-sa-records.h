@@ -41,8 +41,8 @@ struct IbNodeRecord
 };
 
 /**
- * PathRecord (attribute 0x0035), 64 bytes, IBA vol. 1 §15.2.5.16 (Table 201): reserved (8),
- * DGID (16, byte 8), SGID (16, byte 24), DLID (2, byte 40), SLID (2, byte 42), RawTraffic(1)
+ * PathRecord (attribute 0x0035), 64 bytes, IBA vol. 1 §15.2.5.16 (Table 201): ServiceID (8; reserved
+ * before release 1.2.1, whose two ComponentMask bits name its halves), DGID (16, byte 8), SGID (16, byte 24), DLID (2, byte 40), SLID (2, byte 42), RawTraffic(1)
  * reserved(3) FlowLabel(20) HopLimit(8) (byte 44), TClass (byte 48), Reversible(1) NumbPath(7)
  * (byte 49), P_Key (byte 50), QoSClass(12) SL(4) (byte 52), MTUSelector(2) MTU(6) (byte 54),
  * RateSelector(2) Rate(6) (byte 55), PacketLifeTimeSelector(2) PacketLifeTime(6) (byte 56),
@@ -52,6 +52,7 @@ struct IbPathRecord
 {
     static constexpr uint32_t kSize = 64;
     // ComponentMask bits (§15.2.5.16).
+    static constexpr uint64_t kCompServiceId = (1u << 0) | (1u << 1);
     static constexpr uint64_t kCompDgid = 1u << 2;
     static constexpr uint64_t kCompSgid = 1u << 3;
     static constexpr uint64_t kCompDlid = 1u << 4;
@@ -59,11 +60,13 @@ struct IbPathRecord
     static constexpr uint64_t kCompReversible = 1u << 11;
     static constexpr uint64_t kCompNumbPath = 1u << 12;
     static constexpr uint64_t kCompPkey = 1u << 13;
+    static constexpr uint64_t kCompQosClass = 1u << 14;
     static constexpr uint64_t kCompSl = 1u << 15;
     static constexpr uint64_t kCompMtuSelector = 1u << 16;
     static constexpr uint64_t kCompMtu = 1u << 17;
     static constexpr uint64_t kCompRateSelector = 1u << 18;
     static constexpr uint64_t kCompRate = 1u << 19;
+    uint64_t serviceId = 0;
     std::array<uint8_t, 16> dgid{};
     std::array<uint8_t, 16> sgid{};
     uint16_t dlid = 0;

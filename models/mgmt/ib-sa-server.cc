@@ -451,6 +451,10 @@ PathRecords(const IbSaView& v, const IbPathRecord& q, uint64_t mask,
             r.reversible = true;
             r.numbPath = 1;
             r.pkey = 0xFFFF;
+            if (mask & IbPathRecord::kCompServiceId)
+            {
+                r.serviceId = q.serviceId; // the path is the same for every service here
+            }
             // The route's virtual layer is its SL (SL n -> VL n, the switches' default map).
             r.sl = v.layers ? v.layers->Of(r.slid, r.dlid) : 0;
             r.mtuSelector = 2; // exactly
