@@ -120,26 +120,33 @@ IbMcMemberRecord::ReadFrom(const uint8_t* in)
     proxyJoin = (in[49] & 0x80) != 0;
 }
 
-std::array<uint8_t, kIbMadBytes>
-IbPathRecord::Request(uint8_t method, uint64_t mask, uint64_t tid) const
+namespace
 {
-    IbSaMad m = IbSaMad::Make(method, IbSaAttr::PathRecord, 0, tid);
+/// A SubnAdm MAD (IBA vol. 1 §15.2.1) of `method` for attribute `attrId`, carrying `record`
+/// with the component `mask` that says which of its fields the request sets.
+template <typename Record>
+std::array<uint8_t, kIbMadBytes>
+SaRequestBytes(const Record& record, uint8_t method, uint16_t attrId, uint64_t mask, uint64_t tid)
+{
+    IbSaMad m = IbSaMad::Make(method, attrId, 0, tid);
     m.SetComponentMask(mask);
-    WriteTo(m.Data());
+    record.WriteTo(m.Data());
     std::array<uint8_t, kIbMadBytes> bytes{};
     m.WriteTo(bytes.data());
     return bytes;
+}
+} // namespace
+
+std::array<uint8_t, kIbMadBytes>
+IbPathRecord::Request(uint8_t method, uint64_t mask, uint64_t tid) const
+{
+    return SaRequestBytes(*this, method, IbSaAttr::PathRecord, mask, tid);
 }
 
 std::array<uint8_t, kIbMadBytes>
 IbMcMemberRecord::Request(uint8_t method, uint64_t mask, uint64_t tid) const
 {
-    IbSaMad m = IbSaMad::Make(method, IbSaAttr::McMemberRecord, 0, tid);
-    m.SetComponentMask(mask);
-    WriteTo(m.Data());
-    std::array<uint8_t, kIbMadBytes> bytes{};
-    m.WriteTo(bytes.data());
-    return bytes;
+    return SaRequestBytes(*this, method, IbSaAttr::McMemberRecord, mask, tid);
 }
 
 namespace IbSaLayout
