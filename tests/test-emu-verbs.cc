@@ -72,6 +72,36 @@ class EmuVerbs : public EmuFixture, public ::testing::WithParamInterface<FabricC
         return n;
     }
 
+    /// The PID the peer printed on its "ready PID" line (0 if none).
+    static int PeerPid(const std::string& text)
+    {
+        std::smatch m;
+        return std::regex_search(text, m, std::regex("ready ([0-9]+)")) ? std::stoi(m[1]) : 0;
+    }
+
+    /// Waits until process `pid` is in an interruptible sleep (state S in /proc/PID/stat),
+    /// that is blocked in a call, for at most `seconds`.
+    static bool WaitUntilSleeping(int pid, double seconds)
+    {
+        const auto until = std::chrono::steady_clock::now() +
+                           std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+        while (pid > 0 && std::chrono::steady_clock::now() < until)
+        {
+            std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+            std::string line;
+            std::getline(stat, line);
+            // The state follows the command name, which is in parentheses and may hold any
+            // character: look after the last ')'.
+            const auto close = line.rfind(')');
+            if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S')
+            {
+                return true;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        return false;
+    }
+
     /// A program posts 32 UD sends while the daemon is stopped (SIGSTOP) and then, still while
     /// it is stopped, destroys its QP (`end` "destroy") or exits ("exit"), so that the model
     /// reads the doorbell and the end in the same turn, as a lagging model does: all 32 must
@@ -118,14 +148,24 @@ class EmuVerbs : public EmuFixture, public ::testing::WithParamInterface<FabricC
             std::ofstream(go.string()) << "go\n";
             text = WaitForLines(out, 2, 30);
             ASSERT_NE(text.find("posted"), std::string::npos) << text;
-            // The destroy is asked for (or the process ends) right after "posted"; give it
-            // time to happen.
-            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            // The daemon is resumed only once the end has reached it: the process gone (its
+            // sockets hung up), or blocked on the destroy's answer (the request written). A
+            // fixed wait here let a loaded machine resume the daemon first, which then sent
+            // the 32 before the end came and had nothing to defer (stop 43).
+            if (end == "exit")
+            {
+                text = WaitForLines(out, 3, 30);
+                ASSERT_NE(text.find("exit=0"), std::string::npos) << text;
+            }
+            else
+            {
+                ASSERT_TRUE(WaitUntilSleeping(PeerPid(text), 30))
+                    << "the program never blocked on its destroy\n" << text;
+            }
             kill(daemon, SIGCONT);
             text = WaitForLines(out, 3, 60);
             if (end == "exit")
             {
-                ASSERT_NE(text.find("exit=0"), std::string::npos) << text;
                 const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
                 do
                 {

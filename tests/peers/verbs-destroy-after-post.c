@@ -7,7 +7,7 @@
  *
  * DEST is the receiving port: a LID on an InfiniBand port, an IPv4 address on a RoCE port (its
  * IPv4-mapped GID); the sends go to QP 0x123456 there, which nobody has (the receiver drops
- * them, counted). Prints "ready" once the QP is in RTS, waits until GO_FILE exists, posts
+ * them, counted). Prints "ready PID" once the QP is in RTS, waits until GO_FILE exists, posts
  * COUNT 1 KiB sends in one list, prints "posted", destroys the QP and prints "destroyed" with
  * the time ibv_destroy_qp took. Exit 0, or 1 with the failing call. With "exit" it ends the
  * process right after "posted" instead (_exit: no destroy, no close), as a program that exits
@@ -115,7 +115,7 @@ int main(int argc, char **argv)
     if (!ah)
         die("ibv_create_ah");
 
-    printf("ready\n");
+    printf("ready %d\n", (int)getpid());
     fflush(stdout);
     while (access(argv[3], F_OK) != 0)
         usleep(1000);
