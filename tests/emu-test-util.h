@@ -254,6 +254,62 @@ class EmuFixture : public ::testing::Test
         }
         return s;
     }
+    /// Waits until the output file `out` of a tcpdump started with ExecBackground says it is
+    /// capturing ("listening on", written once its capture is open), for at most 30 s.
+    void WaitForTcpdump(const std::string& out)
+    {
+        std::string text;
+        for (int lines = 1; lines <= 2 && text.find("listening on") == std::string::npos; ++lines)
+        {
+            text = WaitForLines(out, lines, 30);
+        }
+        EXPECT_NE(text.find("listening on"), std::string::npos) << text;
+    }
+    /// Starts `cnuas capture WHAT -w m_dir/TAG.pcap` in the background, running until
+    /// CaptureStop (SIGINT), and waits until it captures; returns the pcap's path. Not
+    /// `--duration`: a fixed window of wall time may close before a loaded machine has
+    /// carried the traffic a test sends into it.
+    std::string CaptureStart(const std::string& what, const std::string& tag)
+    {
+        const std::string pcap = (m_dir / (tag + ".pcap")).string();
+        Sh("(" + Cnuas("capture --name " + m_name + " " + what + " -w " + pcap) + " > " +
+           (m_dir / (tag + ".log")).string() + " 2>&1 & echo $! > " +
+           (m_dir / (tag + ".pid")).string() + ")");
+        EXPECT_NE(WaitForLines(tag + ".log", 1, 30).find("capturing"), std::string::npos)
+            << ReadFile(m_dir / (tag + ".log"));
+        return pcap;
+    }
+    /// Ends CaptureStart's capture `tag` and waits until its pcap is written.
+    void CaptureStop(const std::string& tag)
+    {
+        Sh("kill -INT " + ReadFile(m_dir / (tag + ".pid")));
+        EXPECT_NE(WaitForLines(tag + ".log", 2, 30).find("wrote"), std::string::npos)
+            << ReadFile(m_dir / (tag + ".log"));
+    }
+    /// Waits until every InfiniBand host port of the fabric is Active with a LID (the SM's
+    /// sweep done: `up` returns before it), for at most `seconds`.
+    bool WaitForIbPortsActive(double seconds = 60)
+    {
+        const auto end = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+        while (std::chrono::steady_clock::now() < end)
+        {
+            const nlohmann::json s = Status();
+            bool all = s.contains("live") && s["live"].contains("hosts") &&
+                       !s["live"]["hosts"].empty();
+            for (const auto& h : all ? s["live"]["hosts"] : nlohmann::json::array())
+            {
+                const auto& ib = h.contains("ib") ? h["ib"] : h; // a hybrid host's HCA
+                all = all && ib.value("port_state", "") == "Active" && ib.value("lid", 0) != 0;
+            }
+            if (all)
+            {
+                return true;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        return false;
+    }
     std::string Ns(const std::string& host) const { return m_name + "-" + host; }
     /// Waits until `host` listens on TCP `port` (a server program is ready for its client).
     bool WaitListening(int port, double seconds = 20, const std::string& host = "h1")

@@ -34,11 +34,11 @@ TEST_F(EmuIb, WithoutASubnetManagerPortsStayInitializingAndNoDataFlows)
         EXPECT_EQ(h.value("port_state", ""), "Initializing") << h.dump();
         EXPECT_EQ(h.value("lid", -1), 0) << h.dump();
     }
-    // IP over the fabric goes nowhere: no LIDs, so IPoIB has no path.
+    // IP over the fabric goes nowhere: no LIDs and no SA to ask, so IPoIB has no path.
     ShResult ping = Exec("h0", "ping -c 2 -i 0.2 -W 1 10.0.0.2");
     EXPECT_NE(ping.exit, 0) << ping.out;
     const auto hosts = Hosts();
-    EXPECT_GT(hosts[0].value("dropped_no_lid", 0), 0) << hosts[0].dump();
+    EXPECT_GT(hosts[0].value("dropped_no_path", 0), 0) << hosts[0].dump();
     EXPECT_EQ(hosts[1].value("ipoib_received", 1), 0) << hosts[1].dump();
     // The management network beside the fabric works regardless: the TCP bootstrap. IPv4
     // only, on it as on ib0 (no router solicitation or MLD flooded to every host by the
@@ -85,11 +85,30 @@ TEST_F(EmuIb, TheBuiltInSmBringsPortsActiveAndIpoibCarriesTcp)
     TcpTransfer("h0", "h1", "10.255.0.2", 5003, 300000); // and over the management network
     const auto hosts = Hosts();
     EXPECT_GT(hosts[1].value("ipoib_sent", 0), 200) << hosts[1].dump();
-    EXPECT_EQ(hosts[0].value("dropped_no_lid", 1), 0) << hosts[0].dump();
+    EXPECT_EQ(hosts[0].value("dropped_no_path", 1), 0) << hosts[0].dump();
+    // Each host asked the SA once for the path to the other (ARP's first packet waited for
+    // it), and used the answer from then on.
+    for (const auto& h : hosts)
+    {
+        EXPECT_EQ(h.value("path_queries", 0), 1) << h.dump();
+        EXPECT_EQ(h.value("path_errors", 1), 0) << h.dump();
+        EXPECT_GE(h.value("waited_for_path", 0), 1) << h.dump();
+    }
     ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
     // The capture starts at time zero: the SM's directed-route SMPs (class 0x81), then IPoIB.
     const std::string f = pcaps + "/h0.pcap";
     EXPECT_GT(CountLines(Tshark(f, "infiniband.mad.mgmtclass == 0x81")), 4) << f;
+    // IPoIB's path query on the wire, as the kernel's path_rec_start: SubnAdmGet(PathRecord)
+    // with DGID, SGID, TClass, NumbPath and P_Key (ComponentMask 0x340c), and the SA's answer.
+    EXPECT_EQ(CountLines(Tshark(f, "infiniband.mad.attributeid == 0x0035 && "
+                                   "infiniband.mad.method == 0x01 && "
+                                   "infiniband.sa.componentmask == 0x340c")),
+              1)
+        << f;
+    EXPECT_GE(CountLines(Tshark(f, "infiniband.mad.attributeid == 0x0035 && "
+                                   "infiniband.mad.method == 0x81")),
+              1)
+        << f;
     EXPECT_GE(CountLines(Tshark(f, "icmp")), 6) << f;
     // Every data segment of the 500 KB transfer is on the wire (at most 2,004 payload bytes each
     // at IPoIB's MTU of 2044); how many ACKs join them depends on timing (a loaded machine's
@@ -157,6 +176,31 @@ TEST_F(EmuIb, IpoibAtFullSpeedWaitsForTheHcaQueueInsteadOfDropping)
 /// wall time (a light sweep: SwitchInfo of every switch), not at the simulation's default of
 /// every 10 ms of simulated time, which in real time was 100 sweeps a second (on an idle k=8
 /// fat-tree, 8,040 SMPs a second).
+TEST_F(EmuIb, KnownPathsOutliveTheSubnetManagerAndANewOneWaitsForIt)
+{
+    // As with the kernel's IPoIB: a path the SA gave stays in use when the SM goes, a new one
+    // cannot be found without it (the query times out after PathQueryTimeout, 1 s, and what
+    // waited for it is dropped), and is found once an SM answers again.
+    ASSERT_EQ(Up("--fabric ib --hosts 3").exit, 0);
+    ASSERT_TRUE(WaitForIbPortsActive());
+    ASSERT_EQ(Exec("h0", "ping -c 2 -i 0.2 -W 3 10.0.0.2").exit, 0);
+    ASSERT_EQ(Sh(Cnuas("sm stop --name " + m_name)).exit, 0);
+    EXPECT_EQ(Exec("h0", "ping -c 2 -i 0.2 -W 3 10.0.0.2").exit, 0) << "the known path";
+    ShResult lost = Exec("h0", "ping -c 2 -i 0.5 -W 2 10.0.0.3");
+    EXPECT_NE(lost.exit, 0) << lost.out;
+    nlohmann::json h0 = Hosts()[0];
+    EXPECT_GE(h0.value("path_errors", 0), 1) << h0.dump();
+    EXPECT_GE(h0.value("dropped_no_path", 0), 1) << h0.dump();
+    EXPECT_EQ(Hosts()[2].value("ipoib_received", 1), 0) << "nothing reached h2";
+    ASSERT_EQ(Sh(Cnuas("sm start --name " + m_name)).exit, 0);
+    bool reached = false;
+    for (int tries = 0; tries < 20 && !reached; ++tries)
+    {
+        reached = Exec("h0", "ping -c 1 -W 2 10.0.0.3").exit == 0;
+    }
+    EXPECT_TRUE(reached) << Hosts().dump();
+}
+
 TEST_F(EmuIb, TheBuiltInSmSweepsOnceASecondOfWallTime)
 {
     ShResult up = Up("--fabric ib --topology dumbbell:left=2,right=1");
@@ -172,23 +216,29 @@ TEST_F(EmuIb, TheBuiltInSmSweepsOnceASecondOfWallTime)
     }
     ASSERT_EQ(sm().value("phase", ""), "up") << sm().dump();
     const int64_t before = sm().value("smps_sent", int64_t{-1});
-    std::this_thread::sleep_for(std::chrono::seconds(3));
-    const int64_t sent = sm().value("smps_sent", int64_t{-1}) - before;
-    // Two switches: two SwitchInfo Gets a sweep, about six in 3 s (fewer if the daemon lags);
-    // the old default sent about 600.
+    // Two switches: two SwitchInfo Gets a sweep, about six in 3 s; the old default sent about
+    // 600. The interval is simulated time, which a loaded machine's daemon may keep behind the
+    // wall clock: watch for at least 3 s, longer (up to 30 s) until a sweep has come.
+    const auto start = std::chrono::steady_clock::now();
+    double seconds = 0;
+    int64_t sent = 0;
+    do
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        sent = sm().value("smps_sent", int64_t{-1}) - before;
+        seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    } while ((seconds < 3 || sent < 1) && seconds < 30);
     EXPECT_GE(sent, 1);
-    EXPECT_LE(sent, 60);
+    EXPECT_LE(sent, 20 * seconds) << "in " << seconds << " s";
 }
 
 TEST_F(EmuIb, CaptureOfARunningFabricHoldsTheIpoibPackets)
 {
     ASSERT_EQ(Up("--fabric ib --hosts 2").exit, 0);
-    const std::string f = (m_dir / "sw0-1.pcap").string();
-    Sh("(" + Cnuas("capture --name " + m_name + " sw0:1 -w " + f + " --duration 3") + " > " +
-       (m_dir / "cap.out").string() + " 2>&1 &)");
-    ASSERT_NE(WaitForLines("cap.out", 1, 10).find("capturing"), std::string::npos);
+    ASSERT_TRUE(WaitForIbPortsActive()); // the first ping's packets would find no path
+    const std::string f = CaptureStart("sw0:1", "sw0-1");
     EXPECT_EQ(Exec("h1", "ping -c 3 -i 0.2 -W 3 10.0.0.1").exit, 0);
-    EXPECT_NE(WaitForLines("cap.out", 2, 15).find("wrote"), std::string::npos);
+    CaptureStop("sw0-1");
     EXPECT_EQ(CountLines(Tshark(f, "icmp")), 6) << "sw0 port 1 faces h0: requests and replies";
     EXPECT_EQ(Tshark(f, "_ws.malformed"), "");
     EXPECT_EQ(Sh(CNUAS_BINARY_DIR "/bin/cnuas pcap check " + f).exit, 0) << "CRCs and lengths";

@@ -4,6 +4,9 @@
 
 #include "models/common/big-endian.h"
 #include "models/ib/ib-crc.h"
+#include "models/ib/ib-gid.h"
+#include "models/mgmt/ib-gmp.h"
+#include "models/mgmt/ib-sa-records.h"
 #include "models/rdma/ib-bth-header.h"
 #include "models/rdma/ib-deth-header.h"
 #include "models/rdma/ib-opcode.h"
@@ -12,6 +15,7 @@
 #include "ns3/node.h"
 #include "ns3/packet.h"
 #include "ns3/simulator.h"
+#include "ns3/uinteger.h"
 
 namespace ns3
 {
@@ -28,6 +32,10 @@ constexpr uint32_t kGrhBytes = 40;
 constexpr uint32_t kBthBytes = 12;
 constexpr uint32_t kDethBytes = 8;
 constexpr uint32_t kIpoibHeaderBytes = 4; ///< RFC 4391 §6: EtherType, reserved
+/// The high half of the transaction IDs of this bridge's SA queries ("IPoI"): the answers
+/// are told from those to the host's other managers (rdma_cm's, umad's) by it.
+constexpr uint32_t kSaTidHigh = 0x49504F49;
+constexpr uint16_t kDefaultPkey = 0xFFFF;
 
 void
 PutMac(uint8_t* p, uint64_t mac)
@@ -45,7 +53,26 @@ IbIpoibBridge::GetTypeId()
     static TypeId tid = TypeId("ns3::IbIpoibBridge")
                             .SetParent<Object>()
                             .SetGroupName("Cnuas")
-                            .AddConstructor<IbIpoibBridge>();
+                            .AddConstructor<IbIpoibBridge>()
+                            .AddAttribute("PathQueryTimeout",
+                                          "How long a PathRecord query waits for the SA's "
+                                          "answer (the kernel's IPoIB: 1000 ms, no retry; "
+                                          "the next packet asks again)",
+                                          TimeValue(Seconds(1)),
+                                          MakeTimeAccessor(&IbIpoibBridge::m_pathQueryTimeout),
+                                          MakeTimeChecker(NanoSeconds(1)))
+                            .AddAttribute("PathQueueLength",
+                                          "How many packets to one destination wait for its "
+                                          "path; more are dropped (IPOIB_MAX_PATH_REC_QUEUE)",
+                                          UintegerValue(3),
+                                          MakeUintegerAccessor(&IbIpoibBridge::m_pathQueueLength),
+                                          MakeUintegerChecker<uint32_t>(1, 1024))
+                            .AddAttribute("SubnetPrefix",
+                                          "The GID prefix of the fabric's ports (PathRecord's "
+                                          "SGID and DGID), the link-local one by default",
+                                          UintegerValue(kIbDefaultSubnetPrefix),
+                                          MakeUintegerAccessor(&IbIpoibBridge::m_subnetPrefix),
+                                          MakeUintegerChecker<uint64_t>());
     return tid;
 }
 
@@ -65,6 +92,9 @@ IbIpoibBridge::DoDispose()
         m_peers[m_self].port->SetIbFrameReceiveCallback(IbNetDevice::IbFrameReceiveCallback());
     }
     m_peers.clear();
+    m_paths.clear();
+    m_byTid.clear();
+    m_sendSa = Callback<bool, const uint8_t*>();
     Object::DoDispose();
 }
 
@@ -72,6 +102,8 @@ void
 IbIpoibBridge::SetPeers(const std::vector<Peer>& peers)
 {
     m_peers = peers;
+    m_paths.assign(peers.size(), Path());
+    m_byTid.clear();
     m_byIp.clear();
     for (uint32_t i = 0; i < peers.size(); ++i)
     {
@@ -178,12 +210,48 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
         m_counters.noPeer++;
         return 0;
     }
-    const uint16_t dlid = m_peers[it->second].port->GetLid();
-    if (dlid == 0)
+    const uint32_t to = it->second;
+    Ptr<IbNetDevice> port = m_peers[m_self].port;
+    const uint16_t ownLid = port->GetLid();
+    const uint16_t smLid = port->GetSmLid();
+    if (ownLid == 0 || smLid == 0)
     {
-        m_counters.noLid++;
+        m_counters.noPath++; // no SM has run: no LID, and no SA to ask for a path
         return 0;
     }
+    Path& path = m_paths[to];
+    if (path.valid && (path.ownLid != ownLid || path.smLid != smLid))
+    {
+        // The kernel's IPoIB flushes its paths when the port's LID or SM changes (the
+        // LID_CHANGE and SM_CHANGE events): whatever it knew may be another SM's.
+        path.valid = false;
+    }
+    if (path.valid)
+    {
+        return SendDatagram(to, type, l3, carried, f, len);
+    }
+    if (path.waiting.size() >= m_pathQueueLength)
+    {
+        m_counters.noPath++;
+        return 0;
+    }
+    path.waiting.emplace_back(f, f + len);
+    if (path.tid == 0)
+    {
+        StartPathQuery(to);
+    }
+    return 0;
+}
+
+uint32_t
+IbIpoibBridge::SendDatagram(uint32_t to,
+                            uint16_t type,
+                            const uint8_t* l3,
+                            uint32_t carried,
+                            const uint8_t* f,
+                            uint32_t len)
+{
+    const Path& path = m_paths[to];
     // IBA vol. 1 §9.2: the payload is padded to a multiple of 4 bytes, PadCnt says how much.
     const uint32_t payload = kIpoibHeaderBytes + carried;
     const uint32_t pad = (4 - payload % 4) % 4;
@@ -199,12 +267,12 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
     IbBthHeader bth;
     bth.SetOpCode(IbOpcode::kUdSendOnly);
     bth.SetPadCnt(static_cast<uint8_t>(pad));
-    bth.SetPkey(0xFFFF);
+    bth.SetPkey(kDefaultPkey);
     bth.SetDestQp(kQpn);
     bth.SetPsn(m_psn++);
     p->AddHeader(bth);
     Ptr<IbNetDevice> port = m_peers[m_self].port;
-    if (port->SendIb(p, dlid, 0))
+    if (port->SendIb(p, path.dlid, path.sl))
     {
         m_counters.sentToFabric++;
         return 1;
@@ -213,7 +281,7 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
     {
         m_counters.notActive++;
     }
-    else if (!port->CanSend(0) && m_idleHook != 0 && m_tap.IsPolled())
+    else if (!port->CanSend(path.sl) && m_idleHook != 0 && m_tap.IsPolled() && m_held.empty())
     {
         // A full send queue: as an IPoIB driver stops its netdev queue when the HCA's send
         // queue fills, the frame waits here and the TAP is not read until the port has room,
@@ -232,6 +300,110 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
         m_counters.refused++;
     }
     return 0;
+}
+
+void
+IbIpoibBridge::StartPathQuery(uint32_t to)
+{
+    Path& path = m_paths[to];
+    Ptr<IbNetDevice> port = m_peers[m_self].port;
+    path.tid = (uint64_t{kSaTidHigh} << 32) | m_nextTid++;
+    if (m_nextTid == 0)
+    {
+        m_nextTid = 1; // 0 means "no query out"
+    }
+    m_byTid[path.tid] = to;
+    // As the kernel's path_rec_start: DGID, SGID, NumbPath 1, TClass (the broadcast group's,
+    // 0) and P_Key, one path asked for; whatever SM answers picks DLID and SL.
+    IbPathRecord rec;
+    rec.sgid = IbMakeGid(m_subnetPrefix, port->GetPortGuid());
+    rec.dgid = IbMakeGid(m_subnetPrefix, m_peers[to].port->GetPortGuid());
+    rec.numbPath = 1;
+    rec.tClass = 0;
+    rec.pkey = kDefaultPkey;
+    const uint64_t mask = IbPathRecord::kCompDgid | IbPathRecord::kCompSgid |
+                          IbPathRecord::kCompNumbPath | IbPathRecord::kCompTClass |
+                          IbPathRecord::kCompPkey;
+    m_counters.pathQueries++;
+    // One that cannot be sent (no SM LID yet) ends as a timeout, as an unanswered one.
+    if (!m_sendSa.IsNull())
+    {
+        m_sendSa(rec.Request(IbMadMethod::Get, mask, path.tid).data());
+    }
+    Simulator::Schedule(m_pathQueryTimeout, &IbIpoibBridge::PathQueryTimedOut, this, to, path.tid);
+}
+
+void
+IbIpoibBridge::PathQueryTimedOut(uint32_t to, uint64_t tid)
+{
+    if (to >= m_paths.size() || m_paths[to].tid != tid)
+    {
+        return; // answered
+    }
+    m_counters.pathErrors++;
+    EndPathQuery(to, false);
+}
+
+bool
+IbIpoibBridge::TakeSaResponse(const uint8_t* mad)
+{
+    IbSaMad resp;
+    resp.ReadFrom(mad);
+    const uint64_t tid = resp.Mad().GetTransactionId();
+    if (static_cast<uint32_t>(tid >> 32) != kSaTidHigh ||
+        resp.Mad().GetMgmtClass() != IbMgmtClass::SubnAdm || !resp.Mad().IsResponse())
+    {
+        return false;
+    }
+    auto it = m_byTid.find(tid);
+    if (it == m_byTid.end())
+    {
+        return true; // ours, but late: its query timed out
+    }
+    const uint32_t to = it->second;
+    Path& path = m_paths[to];
+    if (resp.Mad().GetStatus() != IbMadStatus::Ok)
+    {
+        m_counters.pathErrors++;
+        EndPathQuery(to, false);
+        return true;
+    }
+    IbPathRecord rec;
+    rec.ReadFrom(resp.Data());
+    Ptr<IbNetDevice> port = m_peers[m_self].port;
+    path.dlid = rec.dlid;
+    path.sl = rec.sl;
+    path.ownLid = port->GetLid();
+    path.smLid = port->GetSmLid();
+    path.valid = rec.dlid != 0;
+    if (!path.valid)
+    {
+        m_counters.pathErrors++;
+    }
+    EndPathQuery(to, path.valid);
+    return true;
+}
+
+void
+IbIpoibBridge::EndPathQuery(uint32_t to, bool ok)
+{
+    Path& path = m_paths[to];
+    m_byTid.erase(path.tid);
+    path.tid = 0;
+    std::vector<std::vector<uint8_t>> waiting;
+    waiting.swap(path.waiting);
+    if (!ok)
+    {
+        // The kernel keeps them for the next query; dropped here, counted: a path the SA did
+        // not give is asked for again by the next packet.
+        m_counters.noPath += waiting.size();
+        return;
+    }
+    for (const auto& frame : waiting)
+    {
+        m_counters.waitedForPath++;
+        FromHost(frame.data(), static_cast<uint32_t>(frame.size()));
+    }
 }
 
 int

@@ -8,6 +8,8 @@
 
 #include "models/ib/ib-net-device.h"
 
+#include "ns3/callback.h"
+#include "ns3/nstime.h"
 #include "ns3/object.h"
 
 #include <cstdint>
@@ -22,7 +24,11 @@ namespace ns3
 struct IbIpoibBridgeCounters : TapPortCounters
 {
     uint64_t sentToFabric = 0; ///< datagrams queued on the HCA port
-    uint64_t noLid = 0;        ///< dropped: the destination has no LID (no subnet manager ran)
+    uint64_t noPath = 0;       ///< dropped: no path (no LID or SM to ask, the SA found none,
+                               ///< or more than PathQueueLength frames waited for it)
+    uint64_t pathQueries = 0;  ///< SA PathRecord queries sent
+    uint64_t pathErrors = 0;   ///< path queries that timed out or that the SA refused
+    uint64_t waitedForPath = 0; ///< frames that waited for their path's query, then went
     uint64_t notActive = 0;    ///< dropped: this port is not Active
     uint64_t heldBack = 0;     ///< datagrams the port's full queue made wait, the TAP not read
     uint64_t refused = 0;      ///< dropped: the port refused a datagram it had room for
@@ -40,11 +46,15 @@ struct IbIpoibBridgeCounters : TapPortCounters
  * To the fabric: an IPv4 packet or an ARP packet the kernel sends becomes one UD SEND Only
  * (IBA vol. 1 §9.8) on SL 0 with P_Key 0xFFFF, Q_Key kQkey, to QP kQpn of the host that owns the
  * destination (for ARP: the target) address, carrying the IPoIB encapsulation header (RFC 4391
- * §6: EtherType, 2 reserved bytes) and the packet. The destination LID is the one the subnet
- * manager gave that host's port, read when the packet is sent: IPoIB's path query answered from
- * the SM's assignment (the wire carries no SA PathRecord query, a simplification). Without a
- * LID (no SM ran) or with a port that is not Active, nothing is sent and the drop is counted,
- * as the seed's port story requires: no data flows until a subnet manager has run.
+ * §6: EtherType, 2 reserved bytes) and the packet. The destination LID and the SL come from a
+ * path the SA gave, as in the kernel's IPoIB (ipoib_main.c, path_rec_start): the first packet to
+ * a destination sends SubnAdmGet(PathRecord) (DGID, SGID, NumbPath 1, TClass 0, P_Key;
+ * IBA vol. 1 §15.2.5.16) to the SM's LID over QP1, up to PathQueueLength packets wait for the
+ * answer (IPOIB_MAX_PATH_REC_QUEUE, 3), and later ones use the path it gave until this port's
+ * LID or SM changes (the kernel flushes its paths on those events). Whichever SM runs (the
+ * built-in one, opensm) decides the path. Without a LID or an SM to ask (no SM ran), or with a
+ * port that is not Active, nothing is sent and the drop is counted, as the seed's port story
+ * requires: no data flows until a subnet manager has run.
  *
  * To the host: an IPoIB datagram for kQpn becomes an Ethernet frame for the TAP, from the MAC
  * the sending host's interface has (found by the packet's source LID) to this host's (or to
@@ -73,6 +83,15 @@ class IbIpoibBridge : public Object
 
     /// Every host of the fabric (this one included), to resolve addresses.
     void SetPeers(const std::vector<Peer>& peers);
+    /// How a SubnAdm MAD (256 bytes) reaches the SA: sent from this host's port over QP1 to
+    /// the SM's LID; false if it could not be sent. Unset, no path is ever found.
+    void SetSaSender(Callback<bool, const uint8_t*> send)
+    {
+        m_sendSa = send;
+    }
+    /// A MAD this host's port received for its managers: true if it was the SA's answer to
+    /// one of this bridge's path queries (taken), false to pass it on.
+    bool TakeSaResponse(const uint8_t* mad);
     /// Takes `tapFd` and starts bridging it to peer `self`'s port. Simulation thread.
     bool Start(uint32_t self, int tapFd, std::string* why);
     void Stop();
@@ -96,9 +115,38 @@ class IbIpoibBridge : public Object
     void FromFabric(Ptr<IbNetDevice> port, const IbFrame& frame, const IbRxInfo& info);
     /// The peer whose port has `lid` now, or -1.
     int PeerByLid(uint16_t lid) const;
+    /// Sends one IPoIB datagram to peer `to` on `path`; returns the datagrams made (0 or 1),
+    /// holding the host's frame `f` for a full queue when it can.
+    uint32_t SendDatagram(uint32_t to, uint16_t type, const uint8_t* l3, uint32_t carried,
+                          const uint8_t* f, uint32_t len);
+    /// Sends (again) the PathRecord query for peer `to`.
+    void StartPathQuery(uint32_t to);
+    void PathQueryTimedOut(uint32_t to, uint64_t tid);
+    /// Ends peer `to`'s query: the path found (`ok`) sends the frames that waited, else they
+    /// are dropped.
+    void EndPathQuery(uint32_t to, bool ok);
+
+    /// What this host knows of the path to one peer (the kernel's struct ipoib_path).
+    struct Path
+    {
+        bool valid = false;
+        uint16_t dlid = 0;
+        uint8_t sl = 0;
+        uint16_t ownLid = 0; ///< this port's LID when the path was found
+        uint16_t smLid = 0;  ///< and its SM's LID
+        uint64_t tid = 0;    ///< the query out, 0: none
+        std::vector<std::vector<uint8_t>> waiting; ///< host frames waiting for the answer
+    };
 
     std::vector<Peer> m_peers;
     std::unordered_map<uint32_t, uint32_t> m_byIp;
+    std::vector<Path> m_paths;                      ///< by peer index
+    std::unordered_map<uint64_t, uint32_t> m_byTid; ///< a query out -> its peer
+    Callback<bool, const uint8_t*> m_sendSa;
+    uint32_t m_nextTid = 1;
+    Time m_pathQueryTimeout;
+    uint32_t m_pathQueueLength = 3;
+    uint64_t m_subnetPrefix = 0;
     uint32_t m_self = 0;
     uint32_t m_psn = 0;
     TapPort m_tap;

@@ -57,6 +57,7 @@ struct IbPathRecord
     static constexpr uint64_t kCompSgid = 1u << 3;
     static constexpr uint64_t kCompDlid = 1u << 4;
     static constexpr uint64_t kCompSlid = 1u << 5;
+    static constexpr uint64_t kCompTClass = 1u << 10;
     static constexpr uint64_t kCompReversible = 1u << 11;
     static constexpr uint64_t kCompNumbPath = 1u << 12;
     static constexpr uint64_t kCompPkey = 1u << 13;

@@ -700,7 +700,10 @@ IbHostJson(const Daemon& d, size_t i)
                         {"to_host_ring_full", c.toHostRingFull},
                         {"ipoib_sent", c.sentToFabric},
                         {"ipoib_received", c.received},
-                        {"dropped_no_lid", c.noLid},
+                        {"dropped_no_path", c.noPath},
+                        {"path_queries", c.pathQueries},
+                        {"path_errors", c.pathErrors},
+                        {"waited_for_path", c.waitedForPath},
                         {"dropped_port_not_active", c.notActive},
                         {"dropped_refused", c.refused},
                         {"held_queue_full", c.heldBack},
@@ -1871,6 +1874,17 @@ BuildIbHosts(Daemon& d)
                     const uint16_t smLid = ibPort->GetSmLid();
                     return smLid != 0 && disp->SendGmp(portNumber, mad, smLid, 1, 0);
                 });
+            // IPoIB asks the same SA for its paths, and takes its answers before the host's
+            // other managers (umad's, rdma_cm's, chained in front later) see them.
+            bridge->SetSaSender(rail.cmAdapters.back().sendSa);
+            const ns3::IbMadDispatcher::MadHandler next = disp->GetManagerHandler();
+            disp->SetManagerHandler(ns3::IbMadDispatcher::MadHandler(
+                [bridge, next](const ns3::IbReceivedMad& m) {
+                    if (!bridge->TakeSaResponse(m.view.mad.data()) && !next.IsNull())
+                    {
+                        next(m);
+                    }
+                }));
             rail.madDispatchers.push_back(disp);
         }
         if (!StartUmadService(d, i, &why)) // umad (issue 14)
@@ -3564,12 +3578,12 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
         }
         if (h.contains("port_state"))
         {
-            std::printf("  port %s, LID %d; IPoIB sent %llu, received %llu, dropped (no LID) "
+            std::printf("  port %s, LID %d; IPoIB sent %llu, received %llu, dropped (no path) "
                         "%llu, (port not Active) %llu; held for a full queue %llu",
                         h.value("port_state", "").c_str(), h.value("lid", 0),
                         static_cast<unsigned long long>(h.value("ipoib_sent", 0ULL)),
                         static_cast<unsigned long long>(h.value("ipoib_received", 0ULL)),
-                        static_cast<unsigned long long>(h.value("dropped_no_lid", 0ULL)),
+                        static_cast<unsigned long long>(h.value("dropped_no_path", 0ULL)),
                         static_cast<unsigned long long>(h.value("dropped_port_not_active", 0ULL)),
                         static_cast<unsigned long long>(h.value("held_queue_full", 0ULL)));
         }
