@@ -57,23 +57,11 @@ class EmuHybrid : public EmuFixture
     /// written; returns the pcap's path.
     std::string StartCapture(const std::string& fabric, const std::string& tag)
     {
-        const std::string pcap = (m_dir / (tag + "-" + fabric + ".pcap")).string();
-        Sh("(" + Cnuas("capture --name " + m_name + " --fabric " + fabric + " h0 -w " + pcap +
-                       " --duration 600") +
-           " > " + (m_dir / (tag + "-" + fabric + ".log")).string() + " 2>&1 & echo $! > " +
-           (m_dir / (tag + "-" + fabric + ".pid")).string() + ")");
-        const std::string log = tag + "-" + fabric + ".log";
-        EXPECT_NE(WaitForLines(log, 1, 10).find("capturing"), std::string::npos)
-            << ReadFile(m_dir / log);
-        return pcap;
+        return CaptureStart("--fabric " + fabric + " h0", tag + "-" + fabric);
     }
     void StopCapture(const std::string& fabric, const std::string& tag)
     {
-        const std::string pid = ReadFile(m_dir / (tag + "-" + fabric + ".pid"));
-        Sh("kill -INT " + pid);
-        const std::string log = tag + "-" + fabric + ".log";
-        EXPECT_NE(WaitForLines(log, 2, 10).find("wrote"), std::string::npos)
-            << ReadFile(m_dir / log);
+        CaptureStop(tag + "-" + fabric);
     }
     int Frames(const std::string& pcap, const std::string& filter)
     {

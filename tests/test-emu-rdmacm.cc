@@ -639,6 +639,8 @@ TEST_P(EmuRdmacmInfiniBand, WithoutAnSaAnsweringARouteTimesOut)
     ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
     ShResult up = Up("--fabric ib --hosts 2");
     ASSERT_EQ(up.exit, 0) << up.out;
+    // `up` returns before the SM's sweep: stop it only once it has configured the subnet.
+    ASSERT_TRUE(WaitForIbPortsActive());
     ASSERT_EQ(Sh(Cnuas("sm stop --name " + m_name)).exit, 0);
     const Background server = Start("h0", "rping -s -C 1", 30);
     for (int i = 0; i < 400 && HostCm("h0", "listening") < 1; ++i)

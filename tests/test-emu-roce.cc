@@ -28,7 +28,7 @@ TEST_F(EmuRoce, TwoHostsPingTcpTcpdumpAndPcapsThatDecode)
     EXPECT_NE(addr.out.find("10.0.0.1/8"), std::string::npos) << addr.out;
     // tcpdump inside h1 sees the echo requests that crossed the simulated switch.
     ExecBackground("h1", "timeout 20 tcpdump -i eth0 -nn -l -c 2 icmp", "tcpdump.out");
-    std::this_thread::sleep_for(std::chrono::milliseconds(800)); // tcpdump attaches
+    WaitForTcpdump("tcpdump.out");
     ShResult ping = Exec("h0", "ping -c 3 -i 0.2 -W 2 10.0.0.2");
     EXPECT_EQ(ping.exit, 0) << ping.out;
     EXPECT_NE(ping.out.find("3 received"), std::string::npos) << ping.out;
@@ -153,21 +153,20 @@ TEST_F(EmuRoce, OffloadsCanBeSwitchedOff)
 TEST_F(EmuRoce, CaptureWritesAnyPortWhileTheFabricRuns)
 {
     ASSERT_EQ(Up("--hosts 2").exit, 0);
-    const std::string sw = (m_dir / "sw0-2.pcap").string();
-    const std::string host = (m_dir / "h0.pcap").string();
-    // A switch port (sw0:2 faces h1) and a host's NIC, each for a bounded time.
-    Sh("(" + Cnuas("capture --name " + m_name + " sw0:2 -w " + sw + " --duration 3") +
-       " > " + (m_dir / "cap1.out").string() + " 2>&1 &)");
-    Sh("(" + Cnuas("capture --name " + m_name + " h0 -w " + host + " --duration 3") + " > " +
-       (m_dir / "cap2.out").string() + " 2>&1 &)");
-    ASSERT_NE(WaitForLines("cap1.out", 1, 10).find("capturing"), std::string::npos);
-    ASSERT_NE(WaitForLines("cap2.out", 1, 10).find("capturing"), std::string::npos);
+    // A switch port (sw0:2 faces h1) and a host's NIC, until stopped.
+    const std::string sw = CaptureStart("sw0:2", "sw0-2");
+    const std::string host = CaptureStart("h0", "h0");
     EXPECT_EQ(Exec("h0", "ping -c 4 -i 0.2 -W 2 10.0.0.2").exit, 0);
-    EXPECT_NE(WaitForLines("cap1.out", 2, 15).find("wrote"), std::string::npos);
-    EXPECT_NE(WaitForLines("cap2.out", 2, 15).find("wrote"), std::string::npos);
+    CaptureStop("sw0-2");
+    CaptureStop("h0");
     EXPECT_EQ(CountLines(Tshark(sw, "icmp.type == 8")), 4) << "requests leaving sw0 for h1";
     EXPECT_EQ(CountLines(Tshark(host, "icmp")), 8) << "h0's NIC: requests and replies";
     EXPECT_EQ(Tshark(sw, "_ws.malformed"), "");
+    // A bounded capture ends by itself.
+    ShResult bounded = Sh(Cnuas("capture --name " + m_name + " h0 -w " +
+                                (m_dir / "bounded.pcap").string() + " --duration 1"));
+    EXPECT_EQ(bounded.exit, 0) << bounded.out;
+    EXPECT_NE(bounded.out.find("wrote"), std::string::npos) << bounded.out;
     // Mistakes: an unknown port, and a capture of a fabric that is not up.
     ShResult bad = Sh(Cnuas("capture --name " + m_name + " sw9:1 -w " + sw + " --duration 1"));
     EXPECT_EQ(bad.exit, 1);

@@ -166,13 +166,21 @@ class EmuVerbs : public EmuFixture, public ::testing::WithParamInterface<FabricC
             text = WaitForLines(out, 3, 60);
             if (end == "exit")
             {
-                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+                // The resumed daemon may be far behind (a sanitizer build on a loaded
+                // machine): up to 30 s for the hang-up to be taken, then 2 s for the sends a
+                // drain lets go (1 ms of simulated time).
+                auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
                 do
                 {
                     std::this_thread::sleep_for(std::chrono::milliseconds(50));
                     *after = CountEnds(end);
-                } while ((after->closed == before->closed || after->sent - before->sent < kSends) &&
-                         std::chrono::steady_clock::now() < until);
+                } while (after->closed == before->closed && std::chrono::steady_clock::now() < until);
+                until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+                while (after->sent - before->sent < kSends && std::chrono::steady_clock::now() < until)
+                {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                    *after = CountEnds(end);
+                }
             }
             else
             {
@@ -592,20 +600,17 @@ TEST_P(EmuVerbs, MsgstreamRunsUnmodifiedAndVerifiesItsData)
     const std::string count = " -n " + std::to_string(GetParam().iterations);
     // Watching: tcpdump inside the server's host (RoCE: the seed's picture), and the daemon's
     // capture of the client's port (every packet, with its CRCs).
-    const std::string pcap = (m_dir / "h0.pcap").string();
-    Sh(Cnuas("capture --name " + m_name + " h0 -w " + pcap + " --duration 40") + " > " +
-       (m_dir / "capture.txt").string() + " 2>&1 &");
+    const std::string pcap = CaptureStart("h0", "h0");
     if (roce)
     {
-        ExecBackground("h1", "timeout 40 tcpdump -i eth0 -nn -l 'udp port 4791'", "tcpdump.txt");
+        ExecBackground("h1", "timeout 120 tcpdump -i eth0 -nn -l 'udp port 4791'", "tcpdump.txt");
+        WaitForTcpdump("tcpdump.txt");
     }
-    std::this_thread::sleep_for(std::chrono::seconds(1));
     std::string server;
     const std::string client = RunPair(bin + count, bin + count, 18520, &server);
     EXPECT_NE(client.find("msgstream: OK"), std::string::npos) << client;
     EXPECT_NE(server.find("msgstream: OK"), std::string::npos) << server;
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    Sh("pkill -INT -f 'capture --name " + m_name + "'");
+    CaptureStop("h0");
     if (roce)
     {
         Sh("for p in $(ip netns pids " + m_name + "-h1); do [ \"$(cat /proc/$p/comm)\" = tcpdump ] "
@@ -617,7 +622,6 @@ TEST_P(EmuVerbs, MsgstreamRunsUnmodifiedAndVerifiesItsData)
         EXPECT_NE(td.find(" > 10.0.0.1.4791: UDP, length 20"), std::string::npos) << td;
     }
     // The daemon's capture decodes cleanly and every CRC in it is right.
-    std::this_thread::sleep_for(std::chrono::seconds(1));
     ShResult check = Sh(CNUAS_BINARY_DIR "/bin/cnuas pcap check " + pcap);
     EXPECT_EQ(check.exit, 0) << check.out;
     const std::string decoded =
@@ -872,7 +876,10 @@ TEST_P(EmuVerbs, PollersThatFindNothingSleepUntilTheDaemonWakesThem)
         int64_t n = 0;
         for (const auto& h : st["live"]["hosts"])
         {
-            n += h["verbs"].value("poller_wakes", int64_t{0});
+            // A completion that finds a poller asleep wakes it, or, while the model lags (a
+            // loaded machine), defers the wake to the poller's own timeout: both count.
+            n += h["verbs"].value("poller_wakes", int64_t{0}) +
+                 h["verbs"].value("wakes_deferred", int64_t{0});
         }
         return n;
     };
