@@ -254,6 +254,33 @@ class EmuFixture : public ::testing::Test
         }
         return s;
     }
+    /// Waits until each host in `hosts` (indices) has posted at least `wqes` work requests
+    /// (sends and receives) on its HCA: verbs programs are under way there. At most `seconds`.
+    bool WaitForPostedWqes(const std::vector<int>& hosts, int64_t wqes, double seconds = 60)
+    {
+        const auto end = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+        while (std::chrono::steady_clock::now() < end)
+        {
+            const nlohmann::json s = Status();
+            bool all = s.contains("live") && s["live"].contains("hosts");
+            for (int i : hosts)
+            {
+                const nlohmann::json v =
+                    all && static_cast<size_t>(i) < s["live"]["hosts"].size()
+                        ? s["live"]["hosts"][i].value("verbs", nlohmann::json::object())
+                        : nlohmann::json::object();
+                all = all && v.value("send_wqes", int64_t{0}) + v.value("recv_wqes", int64_t{0}) >=
+                                 wqes;
+            }
+            if (all)
+            {
+                return true;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        return false;
+    }
     /// Waits until the output file `out` of a tcpdump started with ExecBackground says it is
     /// capturing ("listening on", written once its capture is open), for at most 30 s.
     void WaitForTcpdump(const std::string& out)

@@ -307,8 +307,11 @@ class RawClient
     /**
      * Reads until `want` bytes came or the line has been quiet for `quietMs` after the last
      * byte (or `firstMs` before the first one), as a master's response and byte timeouts do.
+     * The defaults are generous (a read ends as soon as `want` bytes came): the bridge writes
+     * an answer byte by byte in simulated time, which a loaded machine may stall mid-frame.
+     * A test that expects silence passes its own short `firstMs`.
      */
-    std::vector<uint8_t> Read(size_t want, int firstMs = 500, int quietMs = 100)
+    std::vector<uint8_t> Read(size_t want, int firstMs = 2000, int quietMs = 1000)
     {
         std::vector<uint8_t> out;
         while (out.size() < want)
