@@ -48,6 +48,7 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
         }
         ShResult up = Up(std::string(GetParam().upArgs) + " --pcap " + (m_dir / "pcap").string());
         ASSERT_EQ(up.exit, 0) << up.out;
+        ASSERT_TRUE(WaitForIbPortsActive()) << "the SM's sweep (`up` returns before it)";
     }
 
     /// A program started in a host in the background: its output file (ending with
@@ -743,7 +744,7 @@ TEST_P(EmuRdmacm, GarbageOnTheControlSocketIsAnsweredOrRefusedAndTheDaemonGoesOn
     }
     EXPECT_GT(malformed, 0);
     EXPECT_EQ(h0("malformed_requests") - malformedBefore, malformed);
-    EXPECT_EQ(h0("processes_open"), 0);
+    EXPECT_EQ(Eventually([&]() { return h0("processes_open"); }, 0), 0);
     const std::string again = RunPair("rping -s -V -C 3", "rping -c -a {ip} -C 3 -V", nullptr);
     (void)again;
 }

@@ -502,15 +502,25 @@ TEST_F(EmuRoce, DownAfterTheDaemonIsKilledLeavesNothingBehind)
     ExecBackground("h1", py + " recv 5001", "rx");
     ASSERT_NE(WaitForLines("rx", 1, 10).find("listening"), std::string::npos);
     ExecBackground("h0", py + " send 10.0.0.2 5001 2000000000 0", "tx");
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    // The transfer is under way (frames from h0's kernel reach the daemon), not a fixed wait.
+    EXPECT_TRUE(Eventually(
+        [this]() {
+            return Status()["live"]["hosts"][0].value("from_host_frames", int64_t{0}) > 100;
+        },
+        true));
     EXPECT_GT(CountLines(Sh("ip netns pids " + Ns("h0")).out), 0);
     ASSERT_EQ(kill(pid, SIGKILL), 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Gone (and its TAPs closed with it) before the hosts' NICs are looked at.
+    Eventually([pid]() { return kill(pid, 0) == 0 || errno != ESRCH; }, false);
     // The hosts' NICs lost their far end with the daemon (their TAPs are persistent and go
     // with the namespaces, emu-host.h): no carrier, routes through them ignored, and a new send
     // fails at once instead of hanging.
-    EXPECT_NE(Sh("ip -n " + Ns("h0") + " -o link show eth0").out.find("NO-CARRIER"),
-              std::string::npos);
+    EXPECT_TRUE(Eventually(
+        [this]() {
+            return Sh("ip -n " + Ns("h0") + " -o link show eth0").out.find("NO-CARRIER") !=
+                   std::string::npos;
+        },
+        true));
     ShResult ping = Sh("timeout 5 ip netns exec " + Ns("h0") + " ping -c 1 -W 1 10.0.0.2");
     EXPECT_NE(ping.exit, 0);
     EXPECT_NE(ping.exit, 124) << "ping hung";

@@ -49,6 +49,7 @@ class EmuVerbs : public EmuFixture, public ::testing::WithParamInterface<FabricC
         }
         ShResult up = Up(GetParam().upArgs);
         ASSERT_EQ(up.exit, 0) << up.out;
+        ASSERT_TRUE(WaitForIbPortsActive()) << "the SM's sweep (`up` returns before it)";
     }
 
     /// What h0's adapter counted that PostWithTheDaemonStopped looks at.
@@ -854,7 +855,13 @@ TEST_P(EmuVerbs, GarbageOnTheControlSocketIsAnsweredOrRefusedAndLeavesNothingBeh
     const auto& verbs = after["live"]["hosts"][0]["verbs"];
     EXPECT_GE(static_cast<int64_t>(verbs.value("requests", 0ull) - requestsBefore), answered)
         << verbs.dump();
-    EXPECT_EQ(verbs.value("contexts_open", -1), 0) << verbs.dump();
+    EXPECT_EQ(Eventually(
+                  [this]() {
+                      return Status()["live"]["hosts"][0]["verbs"].value("contexts_open", -1);
+                  },
+                  0),
+              0)
+        << verbs.dump();
     EXPECT_GT(verbs.value("doorbells", 0ull), doorbellsBefore) << verbs.dump();
     // Each datagram of the wrong size is counted where a user can see it.
     EXPECT_GT(malformed, 0);

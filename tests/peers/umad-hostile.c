@@ -228,7 +228,7 @@ int main(int argc, char **argv)
         const double waited = now_s() - t0;
         CHECK("nonexistent-path-times-out",
               r == 0 && got == smi && umad_status(umad) == ETIMEDOUT && len == 24 &&
-                  waited > 0.55 && waited < 3,
+                  waited > 0.55 && waited < 4.9, /* 3 x 200 ms, however late a loaded daemon is */
               "send %d recv %d status %d len %d after %.3f s", r, got, umad_status(umad), len,
               waited);
     }
