@@ -598,6 +598,60 @@ TEST_P(EmuRdmacm, RouteResolutionAsksTheSubnetAdministratorOnInfiniBand)
 /// rdma-core's cmtime: one process opens 100 connections at once (each ID resolved, given a
 /// QP, connected, disconnected and destroyed, the steps overlapping), the server accepting them
 /// on a thread of its own. Every step completes for every connection, and no event is lost.
+/// rdma_set_option(RDMA_OPTION_ID_TOS), here ucmatose's -t: on RoCE the route's traffic class,
+/// so the connection's packets carry it as their IP TOS both ways (the passive side answers in
+/// the class of the REQ's path), while other connections keep the default; on InfiniBand the
+/// PathRecord query's QoS class (kernel's cma_resolve_iboe_route and cma_query_ib_route).
+TEST_P(EmuRdmacm, TheTypeOfServiceAnIdIsGivenReachesTheWire)
+{
+    const bool ib = std::string(GetParam().pcapSuffix) != "-eth0" &&
+                    std::string(GetParam().name) != "roce";
+    std::string h0Ip = GetParam().peerIp;
+    h0Ip.back() = '1';
+    // TOS 0x88: DSCP 34, where the fabric's default marking is DSCP 26 (TOS 0x68 with the ECN
+    // bits, which the NIC sets itself: ECT(0)).
+    const Background server = Start("h0", "ucmatose -t 136 -C 10", 120);
+    for (int i = 0; i < 400 && HostCm("h0", "listening") < 1; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const std::string client =
+        Wait(Start("h1", "ucmatose -t 136 -C 10 -s " + h0Ip, 120), 105);
+    EXPECT_NE(client.find("pair-exit=0"), std::string::npos) << client;
+    EXPECT_NE(Wait(server, 60).find("pair-exit=0"), std::string::npos);
+    // And a connection without a TOS, for the default: rping.
+    const Background plain = Start("h0", "rping -s -C 3", 120);
+    for (int i = 0; i < 400 && HostCm("h0", "listening") < 1; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_NE(Wait(Start("h1", "rping -c -a " + h0Ip + " -C 3", 120), 105).find("pair-exit=0"),
+              std::string::npos);
+    Wait(plain, 60);
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    const std::string pcap =
+        (m_dir / "pcap" / (std::string("h1") + GetParam().pcapSuffix + ".pcap")).string();
+    if (ib)
+    {
+        // PathRecord's QoSClass(12) SL(4) is the record's byte 52, the frame's byte 136 after
+        // LRH, BTH, DETH, the MAD and SA headers (Wireshark 4.0 shows the SL only): 0x088 and
+        // SL 0 for ucmatose's query, 0 for rping's.
+        const std::string query = "infiniband.mad.attributeid == 0x0035 && "
+                                  "infiniband.mad.method == 0x01";
+        EXPECT_EQ(CountLines(Tshark(pcap, query + " && frame[136:2] == 08:80")), 1) << pcap;
+        EXPECT_EQ(CountLines(Tshark(pcap, query + " && frame[136:2] == 00:00")), 1) << pcap;
+        return;
+    }
+    // RoCEv2 packets but the CM's MADs (UD SEND Only, opcode 100, on QP1's own marking).
+    const std::string roce = "udp.dstport == 4791 && infiniband.bth.opcode != 100";
+    EXPECT_GE(CountLines(Tshark(pcap, roce + " && ip.dsfield == 0x8a && ip.dst == " + h0Ip)), 10)
+        << "ucmatose's sends from h1";
+    EXPECT_GE(CountLines(Tshark(pcap, roce + " && ip.dsfield == 0x8a && ip.src == " + h0Ip)), 10)
+        << "and h0's, the passive side's";
+    EXPECT_GE(CountLines(Tshark(pcap, roce + " && ip.dsfield == 0x6a && ip.dst == " + h0Ip)), 3)
+        << "rping's, without a TOS: the fabric's default";
+}
+
 TEST_P(EmuRdmacm, CmtimeOpensAndClosesAHundredConnectionsAtOnce)
 {
     if (access("/usr/bin/cmtime", X_OK) != 0)

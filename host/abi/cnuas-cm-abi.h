@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define CNUAS_CM_ABI_VERSION 3u
+#define CNUAS_CM_ABI_VERSION 4u
 #define CNUAS_CM_SOCKET_ENV "CNUAS_CM_SOCKET"
 /* Largest private data of any CM message (RTU, DREP). */
 #define CNUAS_CM_MAX_PRIVATE 224u
@@ -53,6 +53,7 @@ enum cnuas_cm_op {
     CNUAS_CM_OP_ESTABLISH,        /* rdma_notify(COMM_EST): traffic came before the RTU */
     CNUAS_CM_OP_JOIN_MCAST,       /* event: MULTICAST_JOIN or MULTICAST_ERROR (dst: the group) */
     CNUAS_CM_OP_LEAVE_MCAST,
+    CNUAS_CM_OP_SET_OPTION,       /* rdma_set_option: RDMA_OPTION_ID_TOS, _ACK_TIMEOUT */
     CNUAS_CM_OP_COUNT
 };
 
@@ -174,6 +175,12 @@ struct cnuas_cm_req {
                                           full member */
             uint8_t reserved[3];
         } mcast; /* JOIN_MCAST, LEAVE_MCAST */
+        struct {
+            uint32_t level;            /* RDMA_OPTION_ID */
+            uint32_t optname;          /* RDMA_OPTION_ID_TOS or RDMA_OPTION_ID_ACK_TIMEOUT */
+            uint8_t value;             /* both are one byte (the kernel's u8) */
+            uint8_t reserved[3];
+        } option; /* SET_OPTION */
     } u;
 };
 

@@ -1341,9 +1341,24 @@ CNUAS_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, 
     if (!id || (!optval && optlen))
         return fail(EINVAL);
     if (level == RDMA_OPTION_ID &&
-        (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_REUSEADDR ||
-         optname == RDMA_OPTION_ID_AFONLY || optname == RDMA_OPTION_ID_ACK_TIMEOUT))
-        return 0; /* accepted; the emulated CM uses its own TOS and timeouts */
+        (optname == RDMA_OPTION_ID_TOS || optname == RDMA_OPTION_ID_ACK_TIMEOUT)) {
+        /* The type of service (the route's traffic class on RoCE, the PathRecord query's QoS
+         * class on InfiniBand) and the local ACK timeout of the ID's QP, kept by the daemon
+         * as the kernel keeps them in the ID; both are one byte there (else EINVAL). */
+        if (optlen != sizeof(uint8_t))
+            return fail(EINVAL);
+        struct cnuas_cm_req q;
+        struct cnuas_cm_resp r;
+        memset(&q, 0, sizeof(q));
+        q.op = CNUAS_CM_OP_SET_OPTION;
+        q.u.option.level = (uint32_t)level;
+        q.u.option.optname = (uint32_t)optname;
+        q.u.option.value = *(const uint8_t *)optval;
+        return id_call(to_priv(id), &q, &r) ? -1 : 0;
+    }
+    if (level == RDMA_OPTION_ID &&
+        (optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY))
+        return 0; /* accepted: the emulated CM's ports are its own, IPv4 only */
     return fail(optname == RDMA_OPTION_IB_PATH && level == RDMA_OPTION_IB ? EOPNOTSUPP : EINVAL);
 }
 

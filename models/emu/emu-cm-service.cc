@@ -509,6 +509,9 @@ EmuCmService::Handle(Proc& p, const cnuas_cm_req& q)
         case CNUAS_CM_OP_LEAVE_MCAST:
             err = DoLeaveMcast(*id, q);
             break;
+        case CNUAS_CM_OP_SET_OPTION:
+            err = DoSetOption(*id, q);
+            break;
         case CNUAS_CM_OP_ESTABLISH:
             // The consumer saw a packet before the RTU (IBA vol. 1 §12.9.7.1, rdma_notify with
             // COMM_EST): the connection counts as established; the RTU that follows changes
@@ -911,10 +914,48 @@ EmuCmService::DoResolveRoute(Id& id, uint32_t timeoutMs)
         SendPathQuery(id.handle);
         return 0;
     }
+    if (id.route.link_layer == 2)
+    {
+        // cma_resolve_iboe_route: the route's traffic class is the ID's type of service (the
+        // connection's packets carry it as their IP TOS: DSCP and ECN).
+        id.route.traffic_class = id.tos;
+    }
     id.route.resolved = 2;
     id.state = IdState::RouteResolved;
     Post(id, kEvRouteResolved, 0);
     return 0;
+}
+
+int
+EmuCmService::DoSetOption(Id& id, const cnuas_cm_req& q)
+{
+    // <rdma/rdma_cma.h>: level RDMA_OPTION_ID (0); RDMA_OPTION_ID_TOS (0), _ACK_TIMEOUT (3).
+    constexpr uint32_t kOptionLevelId = 0;
+    constexpr uint32_t kOptionTos = 0;
+    constexpr uint32_t kOptionAckTimeout = 3;
+    if (q.u.option.level != kOptionLevelId)
+    {
+        return EINVAL;
+    }
+    switch (q.u.option.optname)
+    {
+    case kOptionTos:
+        // As the kernel's rdma_set_service_type: kept in the ID, used when its route is
+        // resolved (the RoCE route's traffic class, the IB PathRecord query's QoS class).
+        id.tos = q.u.option.value;
+        return 0;
+    case kOptionAckTimeout:
+        // rdma_set_ack_timeout: RC (and XRC initiator) IDs only; the QP's timeout at RTS.
+        if (id.qpType != kQptRc)
+        {
+            return EINVAL;
+        }
+        id.ackTimeout = q.u.option.value;
+        id.ackTimeoutSet = true;
+        return 0;
+    default:
+        return EINVAL;
+    }
 }
 
 void
@@ -948,9 +989,10 @@ EmuCmService::SendPathQuery(uint32_t handle)
     rec.numbPath = 1;
     rec.reversible = true;
     // The connection's service ID (an SM's QoS policy may pick the SL by it) and, for an IPv4
-    // ID, its type of service as the QoS class (0: rdma_set_option's TOS is not modelled).
+    // ID, its type of service as the QoS class (rdma_set_option's TOS; 0 unless set), as
+    // the kernel's cma_query_ib_route.
     rec.serviceId = ServiceId(id.ps, id.dstPort);
-    rec.qosClass = 0;
+    rec.qosClass = id.tos;
     const uint64_t mask = IbPathRecord::kCompServiceId | IbPathRecord::kCompSgid |
                           IbPathRecord::kCompDgid | IbPathRecord::kCompPkey |
                           IbPathRecord::kCompNumbPath | IbPathRecord::kCompReversible |
@@ -1737,7 +1779,7 @@ EmuCmService::DoInitQpAttr(Id& id, uint32_t state, cnuas_cm_qp_attr& a)
         if (id.qpType != kQptUc)
         {
             a.attr_mask |= kMaskTimeout | kMaskRetryCnt | kMaskRnrRetry | kMaskMaxQpRdAtomic;
-            a.timeout = m_localAckTimeout;
+            a.timeout = id.ackTimeoutSet ? id.ackTimeout : m_localAckTimeout;
             a.retry_cnt = id.retryCount;
             a.rnr_retry = id.rnrRetryCount;
             a.max_rd_atomic = id.initiatorDepth;
@@ -1841,6 +1883,9 @@ EmuCmService::OnListenEvent(uint32_t listenHandle, uint32_t adapter, const IbCmE
         std::copy(m.primary.localGid.begin(), m.primary.localGid.end(), n.route.dgid);
         n.route.mtu = std::min<uint8_t>(n.route.mtu, m.pathMtu ? m.pathMtu : n.route.mtu);
         n.route.sl = m.primary.sl;
+        // The passive side answers in the class the REQ's path names (the kernel builds its
+        // address vector from the REQ's primary path): an active side's TOS holds both ways.
+        n.route.traffic_class = m.primary.trafficClass;
     }
     n.route.resolved = 2;
     m_ids[n.handle] = n;

@@ -207,6 +207,9 @@ class EmuCmService : public Object
         uint8_t initiatorDepth = 0;
         uint8_t retryCount = 7;
         uint8_t rnrRetryCount = 7;
+        uint8_t tos = 0;          ///< rdma_set_option(RDMA_OPTION_ID_TOS); 0 by default
+        bool ackTimeoutSet = false; ///< rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT) was called
+        uint8_t ackTimeout = 0;
         uint16_t remoteLid = 0;
         std::array<uint8_t, 16> remoteGid{};
         /// Multicast groups joined or being joined (rdma_join_multicast).
@@ -258,6 +261,8 @@ class EmuCmService : public Object
     int DoInitQpAttr(Id& id, uint32_t state, cnuas_cm_qp_attr& a);
     int DoJoinMcast(Id& id, const cnuas_cm_req& q);
     int DoLeaveMcast(Id& id, const cnuas_cm_req& q);
+    /// rdma_set_option on the ID: its type of service, or its QP's local ACK timeout.
+    int DoSetOption(Id& id, const cnuas_cm_req& q);
     /// Sends (again) the SA join of group `ip` of ID `handle`, arming its timeout.
     void SendJoin(uint32_t handle, uint32_t ip);
     void JoinTimedOut(uint64_t tid);
