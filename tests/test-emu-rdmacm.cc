@@ -652,6 +652,25 @@ TEST_P(EmuRdmacm, TheTypeOfServiceAnIdIsGivenReachesTheWire)
         << "rping's, without a TOS: the fabric's default";
 }
 
+/// The option's other half and its refusals, from a program that checks them
+/// (tests/peers/cm-options.c): an ACK timeout set on an RC ID is its QP's at RTS (ibv_query_qp),
+/// another connection keeps the default; a TOS of the wrong size, an ACK timeout on a UD ID and
+/// an unknown level are refused as by the kernel.
+TEST_P(EmuRdmacm, AnAckTimeoutSetOnAnIdIsItsQps)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-cm-options";
+    if (access(bin.c_str(), X_OK) != 0)
+    {
+        GTEST_SKIP() << "the peer is built with librdmacm-dev";
+    }
+    const std::string out = RunPair("ucmatose -c 2 -C 0", bin + " {ip} 7471", nullptr);
+    for (const char* c : {"tos-of-the-wrong-size", "tos", "ack-timeout-on-ud", "unknown-level",
+                          "ack-timeout-reaches-the-qp", "default-ack-timeout"})
+    {
+        EXPECT_NE(out.find(std::string("ok ") + c + "\n"), std::string::npos) << c << "\n" << out;
+    }
+}
+
 TEST_P(EmuRdmacm, CmtimeOpensAndClosesAHundredConnectionsAtOnce)
 {
     if (access("/usr/bin/cmtime", X_OK) != 0)

@@ -1359,7 +1359,9 @@ CNUAS_EXPORT int rdma_set_option(struct rdma_cm_id *id, int level, int optname, 
     if (level == RDMA_OPTION_ID &&
         (optname == RDMA_OPTION_ID_REUSEADDR || optname == RDMA_OPTION_ID_AFONLY))
         return 0; /* accepted: the emulated CM's ports are its own, IPv4 only */
-    return fail(optname == RDMA_OPTION_IB_PATH && level == RDMA_OPTION_IB ? EOPNOTSUPP : EINVAL);
+    if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+        return fail(EOPNOTSUPP); /* AF_IB path records: not offered */
+    return fail(ENOSYS); /* the kernel's ucma_set_option for a level or name it does not know */
 }
 
 CNUAS_EXPORT struct ibv_context **rdma_get_devices(int *num_devices)
