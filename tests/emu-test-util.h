@@ -254,14 +254,27 @@ class EmuFixture : public ::testing::Test
         }
         return s;
     }
+    /// Calls `value()` until it returns `want` or `seconds` pass; returns what it last
+    /// returned. For what the daemon does after a program has gone (a hang-up taken in its
+    /// next turn), which a test would otherwise read a moment too early.
+    template <class F>
+    static auto Eventually(F value, decltype(value()) want, double seconds = 30)
+    {
+        const auto end = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+        auto got = value();
+        while (got != want && std::chrono::steady_clock::now() < end)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            got = value();
+        }
+        return got;
+    }
     /// Waits until each host in `hosts` (indices) has posted at least `wqes` work requests
     /// (sends and receives) on its HCA: verbs programs are under way there. At most `seconds`.
     bool WaitForPostedWqes(const std::vector<int>& hosts, int64_t wqes, double seconds = 60)
     {
-        const auto end = std::chrono::steady_clock::now() +
-                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-        while (std::chrono::steady_clock::now() < end)
-        {
+        auto posted = [&]() {
             const nlohmann::json s = Status();
             bool all = s.contains("live") && s["live"].contains("hosts");
             for (int i : hosts)
@@ -273,13 +286,9 @@ class EmuFixture : public ::testing::Test
                 all = all && v.value("send_wqes", int64_t{0}) + v.value("recv_wqes", int64_t{0}) >=
                                  wqes;
             }
-            if (all)
-            {
-                return true;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        return false;
+            return all;
+        };
+        return Eventually(posted, true, seconds);
     }
     /// Waits until the output file `out` of a tcpdump started with ExecBackground says it is
     /// capturing ("listening on", written once its capture is open), for at most 30 s.
@@ -313,31 +322,12 @@ class EmuFixture : public ::testing::Test
         EXPECT_NE(WaitForLines(tag + ".log", 2, 30).find("wrote"), std::string::npos)
             << ReadFile(m_dir / (tag + ".log"));
     }
-    /// Calls `value()` until it returns `want` or `seconds` pass; returns what it last
-    /// returned. For what the daemon does after a program has gone (a hang-up taken in its
-    /// next turn), which a test would otherwise read a moment too early.
-    template <class F>
-    static auto Eventually(F value, decltype(value()) want, double seconds = 30)
-    {
-        const auto end = std::chrono::steady_clock::now() +
-                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-        auto got = value();
-        while (got != want && std::chrono::steady_clock::now() < end)
-        {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            got = value();
-        }
-        return got;
-    }
     /// Waits until every InfiniBand host port of the fabric is Active with a LID (the SM's
     /// sweep done: `up` returns before it), for at most `seconds`. True at once for a RoCE
     /// fabric (no InfiniBand port).
     bool WaitForIbPortsActive(double seconds = 60)
     {
-        const auto end = std::chrono::steady_clock::now() +
-                         std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-        while (std::chrono::steady_clock::now() < end)
-        {
+        auto active = [this]() {
             const nlohmann::json s = Status();
             bool all = s.contains("live") && s["live"].contains("hosts") &&
                        !s["live"]["hosts"].empty();
@@ -349,13 +339,9 @@ class EmuFixture : public ::testing::Test
                     all = all && ib.value("port_state", "") == "Active" && ib.value("lid", 0) != 0;
                 }
             }
-            if (all)
-            {
-                return true;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        }
-        return false;
+            return all;
+        };
+        return Eventually(active, true, seconds);
     }
     std::string Ns(const std::string& host) const { return m_name + "-" + host; }
     /// Waits until `host` listens on TCP `port` (a server program is ready for its client).

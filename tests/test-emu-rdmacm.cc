@@ -171,10 +171,7 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
             }
             const Background s = Start("h1", server, seconds);
             // An rdma_cm server prints nothing when it listens: h1's rdma_cm says when it does.
-            for (int i = 0; i < 400 && H1Cm("listening") < 1; ++i)
-            {
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            }
+            WaitCmListening("h1");
             bool race = false;
             for (int attempt = 0; attempt < 100; ++attempt)
             {
@@ -208,6 +205,28 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
             *serverOut = all;
         }
         return clientOut;
+    }
+
+    /// Waits (up to 20 s) until `host`'s rdma_cm has a listener: an rdma_cm server prints
+    /// nothing when it listens.
+    void WaitCmListening(const std::string& host)
+    {
+        Eventually([&]() { return HostCm(host, "listening") >= 1; }, true, 20);
+    }
+
+    /// h0's address on the fabric the case's programs use: h1's with host number 1.
+    std::string H0Ip() const
+    {
+        const std::string h1Ip = GetParam().peerIp;
+        return h1Ip.substr(0, h1Ip.rfind('.')) + ".1";
+    }
+
+    /// Whether the case's programs run over an InfiniBand HCA (an IB fabric, or a hybrid
+    /// host's HCA), not a RoCE NIC.
+    bool OverHca() const
+    {
+        return std::string(GetParam().pcapSuffix) != "-eth0" &&
+               std::string(GetParam().name) != "roce";
     }
 
     /// A counter of h1's rdma_cm from `cnuas status --json` (-1 if it is not there).
@@ -329,7 +348,7 @@ TEST_P(EmuRdmacm, MckeyMulticastsToReceiversOnBothFabrics)
         GTEST_SKIP() << "needs Debian's rdmacm-utils (scripts/setup-debian.sh installs it)";
     }
     const std::string h1Ip = GetParam().peerIp;
-    const std::string h0Ip = h1Ip.substr(0, h1Ip.rfind('.')) + ".1";
+    const std::string h0Ip = H0Ip();
     const std::string group = "224.1.2.3";
     const bool ib = std::string(GetParam().name).find("ib") != std::string::npos;
     // Two receivers (one beside the sender), joined before the sender sends 8, each waiting
@@ -430,7 +449,7 @@ TEST_P(EmuRdmacm, AHostStaysInAGroupWhileAnyOfItsProgramsIs)
         GTEST_SKIP() << "needs Debian's rdmacm-utils (scripts/setup-debian.sh installs it)";
     }
     const std::string h1Ip = GetParam().peerIp;
-    const std::string h0Ip = h1Ip.substr(0, h1Ip.rfind('.')) + ".1";
+    const std::string h0Ip = H0Ip();
     const std::string group = "224.1.2.4";
     const Background stays = Start("h1", "mckey -m " + group + " -b " + h1Ip + " -C 8", 90);
     for (int i = 0; i < 600 && ReadFile(stays.out).find("joined dgid") == std::string::npos &&
@@ -554,16 +573,10 @@ TEST_P(EmuRdmacm, CmMadsAreOnTheWireAndDecode)
 /// and the connection then runs. On RoCE nothing is asked (Ethernet has no SA).
 TEST_P(EmuRdmacm, RouteResolutionAsksTheSubnetAdministratorOnInfiniBand)
 {
-    const bool ib = std::string(GetParam().pcapSuffix) != "-eth0" &&
-                    std::string(GetParam().name) != "roce";
-    // h0's address on the fabric: h1's with host number 1.
-    std::string h0Ip = GetParam().peerIp;
-    h0Ip.back() = '1';
+    const bool ib = OverHca();
+    const std::string h0Ip = H0Ip();
     const Background server = Start("h0", "rping -s -V -C 3", 120);
-    for (int i = 0; i < 400 && HostCm("h0", "listening") < 1; ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitCmListening("h0");
     const std::string client = Wait(Start("h1", "rping -c -a " + h0Ip + " -C 3 -V", 120), 105);
     EXPECT_NE(client.find("pair-exit=0"), std::string::npos) << client;
     EXPECT_NE(Wait(server, 60).find("pair-exit=0"), std::string::npos);
@@ -604,27 +617,19 @@ TEST_P(EmuRdmacm, RouteResolutionAsksTheSubnetAdministratorOnInfiniBand)
 /// PathRecord query's QoS class (kernel's cma_resolve_iboe_route and cma_query_ib_route).
 TEST_P(EmuRdmacm, TheTypeOfServiceAnIdIsGivenReachesTheWire)
 {
-    const bool ib = std::string(GetParam().pcapSuffix) != "-eth0" &&
-                    std::string(GetParam().name) != "roce";
-    std::string h0Ip = GetParam().peerIp;
-    h0Ip.back() = '1';
+    const bool ib = OverHca();
+    const std::string h0Ip = H0Ip();
     // TOS 0x88: DSCP 34, where the fabric's default marking is DSCP 26 (TOS 0x68 with the ECN
     // bits, which the NIC sets itself: ECT(0)).
     const Background server = Start("h0", "ucmatose -t 136 -C 10", 120);
-    for (int i = 0; i < 400 && HostCm("h0", "listening") < 1; ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitCmListening("h0");
     const std::string client =
         Wait(Start("h1", "ucmatose -t 136 -C 10 -s " + h0Ip, 120), 105);
     EXPECT_NE(client.find("pair-exit=0"), std::string::npos) << client;
     EXPECT_NE(Wait(server, 60).find("pair-exit=0"), std::string::npos);
     // And a connection without a TOS, for the default: rping.
     const Background plain = Start("h0", "rping -s -C 3", 120);
-    for (int i = 0; i < 400 && HostCm("h0", "listening") < 1; ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitCmListening("h0");
     EXPECT_NE(Wait(Start("h1", "rping -c -a " + h0Ip + " -C 3", 120), 105).find("pair-exit=0"),
               std::string::npos);
     Wait(plain, 60);
@@ -681,10 +686,7 @@ TEST_P(EmuRdmacm, CmtimeOpensAndClosesAHundredConnectionsAtOnce)
         GTEST_SKIP() << "needs Debian's rdmacm-utils";
     }
     const Background server = Start("h1", "cmtime", 120);
-    for (int i = 0; i < 400 && H1Cm("listening") < 1; ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitCmListening("h1");
     const std::string client =
         Wait(Start("h0", std::string("cmtime -c 100 -s ") + GetParam().peerIp, 100), 90);
     Wait(server, 0); // cmtime's server runs until stopped
@@ -720,10 +722,7 @@ TEST_P(EmuRdmacmInfiniBand, WithoutAnSaAnsweringARouteTimesOut)
     ASSERT_TRUE(WaitForIbPortsActive());
     ASSERT_EQ(Sh(Cnuas("sm stop --name " + m_name)).exit, 0);
     const Background server = Start("h0", "rping -s -C 1", 30);
-    for (int i = 0; i < 400 && HostCm("h0", "listening") < 1; ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitCmListening("h0");
     const std::string client = Wait(Start("h1", "rping -c -a 10.0.0.1 -C 1", 30), 25);
     Wait(server, 0);
     EXPECT_NE(client.find("RDMA_CM_EVENT_ROUTE_ERROR, error -110"), std::string::npos) << client;
@@ -765,10 +764,7 @@ TEST_P(EmuRdmacm, BadInputGetsTheKernelsEventsAndTheDaemonGoesOn)
         pid.erase(std::remove(pid.begin(), pid.end(), '\n'), pid.end());
     }
     ASSERT_FALSE(pid.empty());
-    for (int i = 0; i < 400 && H1Cm("listening") < 1; ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitCmListening("h1");
     ASSERT_EQ(H1Cm("listening"), 1);
     Sh("kill -STOP " + pid);
     const std::string clientOut = "client-killed.txt";

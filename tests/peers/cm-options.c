@@ -20,20 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(name, cond, ...)                                                                 \
-    do {                                                                                       \
-        if (cond) {                                                                            \
-            printf("ok %s\n", name);                                                           \
-        } else {                                                                               \
-            printf("FAIL %s: ", name);                                                         \
-            printf(__VA_ARGS__);                                                               \
-            printf("\n");                                                                      \
-            ++failures;                                                                        \
-        }                                                                                      \
-        fflush(stdout);                                                                        \
-    } while (0)
+#include "peer-check.h"
 
 /* Waits for the next event on `ch`; returns its type, or -1. */
 static int next_event(struct rdma_event_channel *ch, int *status)

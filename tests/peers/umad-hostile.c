@@ -19,20 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(name, cond, ...)                                                                  \
-    do {                                                                                        \
-        if (cond) {                                                                             \
-            printf("ok %s\n", name);                                                            \
-        } else {                                                                                \
-            printf("FAIL %s: ", name);                                                          \
-            printf(__VA_ARGS__);                                                                \
-            printf("\n");                                                                       \
-            failures++;                                                                         \
-        }                                                                                       \
-        fflush(stdout);                                                                         \
-    } while (0)
+#include "peer-check.h"
 
 enum { MAD = 256 };
 
