@@ -162,6 +162,10 @@ class EmuVerbs : public EmuFixture, public ::testing::WithParamInterface<FabricC
             {
                 ASSERT_TRUE(WaitUntilSleeping(PeerPid(text), 30))
                     << "the program never blocked on its destroy\n" << text;
+                // And the margin the test had before: a clean check here once saw the premise
+                // half send all 32 right after the wait, as if the destroy had come in a later
+                // turn than the doorbell (not understood yet; the session's note says so).
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
             }
             kill(daemon, SIGCONT);
             text = WaitForLines(out, 3, 60);
