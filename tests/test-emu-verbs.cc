@@ -610,7 +610,12 @@ TEST_P(EmuVerbs, MsgstreamRunsUnmodifiedAndVerifiesItsData)
     const std::string pcap = CaptureStart("h0", "h0");
     if (roce)
     {
-        ExecBackground("h1", "timeout 120 tcpdump -i eth0 -nn -l 'udp port 4791'", "tcpdump.txt");
+        // --immediate-mode: without it the kernel holds packets in its ring until a block fills
+        // or a second passes, and a SIGINT in that time loses them (CI saw "812 packets
+        // received by filter, 0 packets captured").
+        ExecBackground("h1",
+                       "timeout 120 tcpdump --immediate-mode -i eth0 -nn -l 'udp port 4791'",
+                       "tcpdump.txt");
         WaitForTcpdump("tcpdump.txt");
     }
     std::string server;
@@ -620,9 +625,11 @@ TEST_P(EmuVerbs, MsgstreamRunsUnmodifiedAndVerifiesItsData)
     CaptureStop("h0");
     if (roce)
     {
+        // Stopped only once it has printed the stream (its two header lines, then a line a
+        // packet), so that the stop cannot cut what the assertions below look for.
+        const std::string td = WaitForLines("tcpdump.txt", 2 + GetParam().iterations, 30);
         Sh("for p in $(ip netns pids " + m_name + "-h1); do [ \"$(cat /proc/$p/comm)\" = tcpdump ] "
            "&& kill -INT $p; done");
-        const std::string td = WaitForLines("tcpdump.txt", GetParam().iterations, 10);
         // The seed's lines: 112-byte messages make 128-byte UDP payloads, ACKs 20.
         EXPECT_NE(td.find("10.0.0.1."), std::string::npos) << td;
         EXPECT_NE(td.find(" > 10.0.0.2.4791: UDP, length 128"), std::string::npos) << td;
