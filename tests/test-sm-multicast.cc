@@ -13,6 +13,8 @@
 #include "models/mgmt/ib-sm-multicast.h"
 #include "models/rdma/ib-wire-bytes.h"
 
+#include "ns3/boolean.h"
+#include "ns3/config.h"
 #include "ns3/simulator.h"
 
 #include <gtest/gtest.h>
@@ -107,10 +109,14 @@ struct McFabric
     std::vector<Answer> got;
     uint64_t tid = 0x3C00;
 
-    McFabric()
+    /// `ipoibGroup`: whether the SM makes IPoIB's broadcast group (its default); the tests of
+    /// groups in general leave it out so that theirs are the only ones.
+    explicit McFabric(bool ipoibGroup = false)
     {
         f = IbFabricHelper().Build(BuildTopologyFromSpec("fat-tree:k=4"));
+        Config::SetDefault("ns3::IbSubnetManager::IpoibBroadcastGroup", BooleanValue(ipoibGroup));
         sm = IbBringUpWithSm(f, 1).sm;
+        Config::SetDefault("ns3::IbSubnetManager::IpoibBroadcastGroup", BooleanValue(true));
         for (uint32_t h = 1; h < f.hosts.GetN(); ++h)
         {
             IbMgmtHelper::GetDispatcher(f.hosts.Get(h))
@@ -469,6 +475,76 @@ TEST_F(SmMulticast, LeavesPruneTheTreeAndTheLastOneFreesTheMlid)
     auto [edge9, port9] = EdgeOf(s.Port(9));
     EXPECT_TRUE(edge9->IsMftMember(mlid, port9));
     EXPECT_EQ(s.SwitchesWithEntry(mlid), 1u) << "one member: its own switch only";
+}
+
+/// As opensm with its default partition policy (`Default=0x7fff, ipoib`), the SM makes IPoIB's
+/// IPv4 broadcast group when it starts; interfaces join it as the kernel's ipoib_mcast_join does
+/// (MGID, PortGID, P_Key, JoinState: no parameters, no creating), and it stays when they leave.
+TEST_F(SmMulticast, TheSmMakesIpoibsBroadcastGroupAndKeepsItWhenItsMembersLeave)
+{
+    McFabric s(true);
+    const Mcmr want = IbIpoibBroadcastGroup();
+    uint16_t status = 0;
+    std::vector<Mcmr> groups = s.Table(2, 0, Mcmr{}, 0, &status);
+    ASSERT_EQ(groups.size(), 1u);
+    // What `saquery MCMR` reads from opensm: MLID 0xc000, Q_Key 0xb1b, MTU 0x84, rate 0x83,
+    // pkt_life 0x92, P_Key 0xffff, SL 0, scope 2.
+    const Mcmr& g = groups[0];
+    EXPECT_EQ(g.mgid, want.mgid);
+    EXPECT_EQ(g.mgid[0], 0xFF);
+    EXPECT_EQ(g.mgid[1], 0x12);
+    EXPECT_EQ(g.mgid[2], 0x40);
+    EXPECT_EQ(g.mgid[3], 0x1B);
+    EXPECT_EQ(g.mlid, 0xC000);
+    EXPECT_EQ(g.qkey, 0x0B1Bu);
+    EXPECT_EQ((g.mtuSelector << 6) | g.mtu, 0x84);
+    EXPECT_EQ((g.rateSelector << 6) | g.rate, 0x83);
+    EXPECT_EQ((g.packetLifeTimeSelector << 6) | g.packetLifeTime, 0x92);
+    EXPECT_EQ(g.pkey, 0xFFFF);
+    EXPECT_EQ(g.scope, 2);
+    EXPECT_EQ(s.SwitchesWithEntry(0xC000), 0u) << "no member, no tree";
+
+    // Three interfaces join with the kernel's components and get the group's parameters.
+    const uint64_t kernelMask = kJoinMask | Mcmr::kCompPkey;
+    for (uint32_t h : {3u, 6u, 13u})
+    {
+        Mcmr r;
+        r.mgid = want.mgid;
+        r.portGid = s.Gid(h);
+        r.pkey = 0xFFFF;
+        r.joinState = Mcmr::kFullMember;
+        const McFabric::Answer* a = s.Send(h, IbMadMethod::Set, kernelMask, r);
+        ASSERT_NE(a, nullptr);
+        ASSERT_EQ(a->mad.Mad().GetStatus(), IbMadStatus::Ok) << "host " << h;
+        Mcmr joined;
+        joined.ReadFrom(a->mad.Data());
+        EXPECT_EQ(joined.mlid, 0xC000);
+        EXPECT_EQ(joined.qkey, 0x0B1Bu);
+        EXPECT_TRUE(a->ownPortProgrammed) << "the MFTs are written before the answer";
+    }
+    s.ExpectTreeReaches(0xC000, {3, 6, 13});
+    // A group made by a join takes the next MLID.
+    const McFabric::Answer* other = s.Join(9, IbGid{}, true);
+    ASSERT_NE(other, nullptr);
+    Mcmr made;
+    made.ReadFrom(other->mad.Data());
+    EXPECT_EQ(made.mlid, 0xC001);
+
+    // All three leave: the tree goes, the group stays with its MLID.
+    for (uint32_t h : {3u, 6u, 13u})
+    {
+        ASSERT_EQ(s.Leave(h, want.mgid)->mad.Mad().GetStatus(), IbMadStatus::Ok);
+    }
+    EXPECT_EQ(s.SwitchesWithEntry(0xC000), 0u);
+    Mcmr byMgid;
+    byMgid.mgid = want.mgid;
+    groups = s.Table(2, Mcmr::kCompMgid, byMgid, 0, &status);
+    ASSERT_EQ(groups.size(), 1u);
+    EXPECT_EQ(groups[0].mlid, 0xC000);
+    // The SM's own group cannot be made twice.
+    IbSmMulticast m;
+    EXPECT_EQ(m.AddWellKnown(want), 0xC000);
+    EXPECT_EQ(m.AddWellKnown(want), 0);
 }
 
 TEST_F(SmMulticast, BadJoinsAndLeavesGetSaStatusesAndChangeNothing)

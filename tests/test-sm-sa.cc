@@ -884,7 +884,14 @@ TEST_F(SmSa, PortInfoLinkAndSwitchRecordsDescribeTheFabricTheSmSwept)
                       &status);
     EXPECT_EQ(status, IbMadStatus::Ok);
     EXPECT_EQ(recs.size(), 0u);
-    a = s.Ask(IbSaMad::Make(IbMadMethod::Get, IbSaAttr::McMemberRecord, 0, 0));
+    // (An MCMemberRecord of a group nobody made: the SM's one group is IPoIB's broadcast group.)
+    IbSaMad mcmr = IbSaMad::Make(IbMadMethod::Get, IbSaAttr::McMemberRecord, 0, 0);
+    IbMcMemberRecord noGroup;
+    noGroup.mgid = IbIpoibBroadcastGroup().mgid;
+    noGroup.mgid[15] = 0xFE;
+    noGroup.WriteTo(mcmr.Data());
+    mcmr.SetComponentMask(IbMcMemberRecord::kCompMgid);
+    a = s.Ask(mcmr);
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(a->Mad().GetStatus(), IbSaStatus::NoRecords);
     // A record selected by a LID nobody has.

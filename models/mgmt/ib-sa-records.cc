@@ -343,4 +343,24 @@ IbSaRateCode(double gbps)
     return 0;
 }
 
+IbMcMemberRecord
+IbIpoibBroadcastGroup(uint16_t pkey)
+{
+    IbMcMemberRecord g;
+    const uint16_t full = static_cast<uint16_t>(pkey | 0x8000);
+    g.mgid = {0xFF, 0x12, 0x40, 0x1B, static_cast<uint8_t>(full >> 8), static_cast<uint8_t>(full),
+              0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF};
+    g.qkey = 0x0B1B;
+    g.mlid = 0xC000;
+    g.mtuSelector = 2; // "exactly" (§15.2.5.16's selector encoding)
+    g.mtu = 4;         // 2048
+    g.pkey = full;
+    g.rateSelector = 2;
+    g.rate = 3; // 10 Gb/s
+    g.packetLifeTimeSelector = 2;
+    g.packetLifeTime = 0x12;
+    g.scope = 2; // link-local
+    return g;
+}
+
 } // namespace ns3

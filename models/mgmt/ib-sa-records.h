@@ -160,6 +160,17 @@ struct IbMcMemberRecord
 };
 
 /**
+ * The IPv4 broadcast group of IP over InfiniBand in partition `pkey` (RFC 4391 §4: MGID
+ * ff12:401b:<P_Key>:0:0:0:ffff:ffff, link-local scope, the IPv4 signature 0x401B; the P_Key
+ * with its full-member bit set), with the parameters opensm gives it when its partition policy
+ * says `ipoib` and names none (osm_prtn_config.c; read from a running opensm with `saquery
+ * MCMR`): Q_Key 0x0B1B, MTU exactly 2048, rate exactly 10 Gb/s, packet lifetime exactly 18, SL,
+ * TClass, FlowLabel and HopLimit 0, MLID 0xC000 asked for. Every IPoIB interface joins it
+ * before it sends (its Q_Key is the interface's) and sends ARP and IP broadcasts to it.
+ */
+IbMcMemberRecord IbIpoibBroadcastGroup(uint16_t pkey = 0xFFFF);
+
+/**
  * One field of an SA record: its first bit counted from the record's start (most significant
  * bit of byte 0 first, as the tables of IBA vol. 1 §15.2.5 give offsets) and its width.
  * ComponentMask bit i selects field i of a record's list: every field, reserved ones included,

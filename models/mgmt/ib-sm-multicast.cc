@@ -210,9 +210,38 @@ IbSmMulticast::NewMgid(uint8_t scope)
     return IbGid{};
 }
 
+uint16_t
+IbSmMulticast::AddWellKnown(const IbMcMemberRecord& group)
+{
+    if (m_groups.count(group.mgid) != 0)
+    {
+        return 0;
+    }
+    const uint16_t mlid = FreeMlid(group.mlid);
+    if (mlid == 0)
+    {
+        return 0;
+    }
+    IbMcGroup g;
+    g.record = group;
+    g.record.mlid = mlid;
+    g.record.portGid = IbGid{};
+    g.record.joinState = 0;
+    g.record.proxyJoin = false;
+    g.wellKnown = true;
+    m_groups.emplace(group.mgid, std::move(g));
+    m_mgidByMlid[mlid] = group.mgid;
+    ++m_changes;
+    return mlid;
+}
+
 void
 IbSmMulticast::Delete(std::map<IbGid, IbMcGroup>::iterator it)
 {
+    if (it->second.wellKnown)
+    {
+        return; // the SM's own: it outlives its members
+    }
     m_mgidByMlid.erase(it->second.record.mlid);
     m_groups.erase(it);
 }
@@ -485,6 +514,10 @@ IbSmMulticast::Query(const IbMcMemberRecord& q,
             {
                 add(group, m.portGid, m.joinState);
             }
+            if (group.members.empty())
+            {
+                add(group, IbGid{}, 0); // a well-known group nobody joined (opensm's answer)
+            }
             continue;
         }
         uint8_t any = 0;
@@ -596,24 +629,33 @@ IbSmMulticast::ComputeMfts(const IbSmSubnet& subnet) const
             }
         }
     }
-    // Hop distances between switches over switch-to-switch links (one BFS per switch, shared by
-    // every group's choice of root).
+    // Hop distances between switches over switch-to-switch links: one BFS per switch, shared by
+    // every group's choice of root. They depend on the cabling only, not on the members, so they
+    // are kept for the next call while the switch graph is the same (a fingerprint of every
+    // switch's ports tells): after a sweep the SM calls this for every join and leave, and a
+    // k=16 fat-tree's 1,024 IPoIB joins would otherwise redo 320 BFS each.
     constexpr uint32_t kFar = std::numeric_limits<uint32_t>::max();
     std::map<int32_t, size_t> slot;
+    uint64_t key = 1469598103934665603ULL; // FNV-1a over the switch graph
+    auto mix = [&key](uint64_t v) {
+        key ^= v;
+        key *= 1099511628211ULL;
+    };
+    mix(static_cast<uint64_t>(subnet.NodeCount()));
     for (size_t k = 0; k < switches.size(); ++k)
     {
         slot[switches[k]] = k;
+        const IbSmNode& n = subnet.Node(switches[k]);
+        mix(static_cast<uint64_t>(switches[k]));
+        for (uint8_t p = 1; p <= n.numPorts; ++p)
+        {
+            mix((static_cast<uint64_t>(static_cast<uint32_t>(n.ports[p].peerNode)) << 8) |
+                n.ports[p].peerPort);
+        }
     }
     // Breadth-first from `root`: per switch slot the hop count, and how the tree reaches it (the
     // parent switch, the parent's port and this switch's port); ports in ascending order, so
     // the first link found between two switches is the one the tree uses.
-    struct Reach
-    {
-        uint32_t hops = kFar;
-        int32_t parent = -1;
-        uint8_t parentPort = 0;
-        uint8_t ownPort = 0;
-    };
     auto bfs = [&](int32_t root) {
         std::vector<Reach> r(switches.size());
         std::deque<int32_t> queue{root};
@@ -636,11 +678,19 @@ IbSmMulticast::ComputeMfts(const IbSmSubnet& subnet) const
         }
         return r;
     };
-    std::vector<std::vector<Reach>> from(switches.size());
-    for (size_t k = 0; k < switches.size(); ++k)
-    {
-        from[k] = bfs(switches[k]);
-    }
+    std::vector<std::vector<Reach>>& from = m_reach;
+    auto distances = [&]() {
+        if (m_reachKey == key && from.size() == switches.size())
+        {
+            return;
+        }
+        from.assign(switches.size(), {});
+        for (size_t k = 0; k < switches.size(); ++k)
+        {
+            from[k] = bfs(switches[k]);
+        }
+        m_reachKey = key;
+    };
     for (const auto& [mgid, group] : m_groups)
     {
         std::vector<std::pair<int32_t, uint8_t>> ends;
@@ -656,8 +706,9 @@ IbSmMulticast::ComputeMfts(const IbSmSubnet& subnet) const
         }
         if (ends.empty())
         {
-            continue;
+            continue; // a well-known group nobody has joined: no BFS for it
         }
+        distances();
         // The root: the switch closest to its farthest member switch, then to all of them.
         size_t root = 0;
         std::pair<uint64_t, uint64_t> best{kFar, kFar};

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct IbMcGroup
 {
     IbMcMemberRecord record;
     std::map<uint64_t, IbMcMember> members;
+    /// Made by the SM itself (AddWellKnown), not by a join: kept when its last member leaves,
+    /// as opensm keeps the groups its partition policy makes.
+    bool wellKnown = false;
 };
 
 /// One MFT entry: 16 PortMask positions, bit j of position p is port 16p + j (§14.2.5.12).
@@ -82,6 +86,14 @@ class IbSmMulticast
     void SetMlidCount(uint16_t count) { m_mlidCount = count; }
     uint16_t GetMlidCount() const { return m_mlidCount; }
 
+    /**
+     * Makes a group no port has joined, as opensm makes the IPv4 broadcast group of every
+     * partition its policy marks `ipoib` when it starts (osm_prtn_config.c): `group` gives every
+     * parameter; its MLID is taken if free, else the lowest free one. The group stays when its
+     * last member leaves. Returns the MLID (0: the MGID has a group already, or no MLID is free).
+     */
+    uint16_t AddWellKnown(const IbMcMemberRecord& group);
+
     /// SubnAdmSet(MCMemberRecord): returns the SA status (0: joined) and, if 0, the record to
     /// answer with (the group's parameters, the PortGID and the member's JoinState).
     uint16_t Join(const IbSmSubnet& subnet,
@@ -89,7 +101,8 @@ class IbSmMulticast
                   uint64_t mask,
                   IbMcMemberRecord& answer);
     /// SubnAdmDelete(MCMemberRecord): returns the SA status (0: left) and, if 0, the record to
-    /// answer with (the group's parameters, the PortGID and the JoinState bits still held).
+    /// answer with (the group's parameters, the PortGID and the JoinState bits still held). A
+    /// group left empty is deleted unless it is well known.
     uint16_t Leave(const IbMcMemberRecord& request, uint64_t mask, IbMcMemberRecord& answer);
     /**
      * SubnAdmGet/GetTable(MCMemberRecord), as opensm answers them: every group the components
@@ -143,6 +156,19 @@ class IbSmMulticast
     uint16_t FreeMlid(uint16_t wanted) const;
     /// A new SA-assigned MGID with `scope` (all zeros if none is left).
     IbGid NewMgid(uint8_t scope);
+
+    /// How a breadth-first tree from one switch reaches another (ComputeMfts).
+    struct Reach
+    {
+        uint32_t hops = std::numeric_limits<uint32_t>::max();
+        int32_t parent = -1;
+        uint8_t parentPort = 0;
+        uint8_t ownPort = 0;
+    };
+    /// ComputeMfts's trees from every switch, kept while the switch graph (m_reachKey, its
+    /// fingerprint) is the same.
+    mutable std::vector<std::vector<Reach>> m_reach;
+    mutable uint64_t m_reachKey = 0;
 
     std::map<IbGid, IbMcGroup> m_groups;
     std::map<uint16_t, IbGid> m_mgidByMlid;

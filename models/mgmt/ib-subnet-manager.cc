@@ -142,6 +142,15 @@ IbSubnetManager::GetTypeId()
                           UintegerValue(1),
                           MakeUintegerAccessor(&IbSubnetManager::m_smKey),
                           MakeUintegerChecker<uint64_t>())
+            .AddAttribute("IpoibBroadcastGroup",
+                          "Make the IPv4 broadcast group of IP over InfiniBand (partition "
+                          "0xFFFF: MGID ff12:401b:ffff::ffff:ffff, Q_Key 0x0B1B, MTU 2048, "
+                          "10 Gb/s) when the SM starts, as opensm does with its default "
+                          "partition policy (`Default=0x7fff, ipoib`): IPoIB interfaces join "
+                          "it and do not create it.",
+                          BooleanValue(true),
+                          MakeBooleanAccessor(&IbSubnetManager::m_ipoibBroadcast),
+                          MakeBooleanChecker())
             .AddTraceSource("SweepStarted",
                             "A sweep started: (heavy).",
                             MakeTraceSourceAccessor(&IbSubnetManager::m_sweepStartedTrace),
@@ -197,6 +206,7 @@ IbSubnetManager::DoDispose()
     m_outstanding = 0;
     m_mftInFlight = 0;
     m_heldSa.clear();
+    m_saBeforeUp.clear();
     m_sender = SmpSender();
     m_lidSender = LidRoutedSender();
     Object::DoDispose();
@@ -250,6 +260,12 @@ IbSubnetManager::Start()
         return;
     }
     m_running = true;
+    if (m_ipoibBroadcast)
+    {
+        // opensm makes its partitions' IPoIB groups before its first sweep; a restarted SM
+        // finds its group still there.
+        m_multicast.AddWellKnown(IbIpoibBroadcastGroup());
+    }
     SetSmState(IbSmState::Discovering);
     StartHeavySweep();
 }
@@ -265,6 +281,7 @@ IbSubnetManager::Stop()
     m_outstanding = 0;
     m_mftInFlight = 0;
     m_heldSa.clear(); // a stopped SM answers nothing, held answers included
+    m_saBeforeUp.clear();
     m_remoteSms.clear();
     m_masterPath.clear();
     m_masterGuid = 0;
@@ -1373,6 +1390,10 @@ IbSubnetManager::FinishHeavySweep()
     m_multicast.SetMlidCount(static_cast<uint16_t>(mlids));
     m_multicast.DropAbsentPorts(m_lastSubnet);
     ProgramMfts();
+    if (!m_saBeforeUp.empty())
+    {
+        Simulator::ScheduleNow(&IbSubnetManager::AnswerSaHeldBeforeUp, this);
+    }
     m_sweepFinishedTrace(true, static_cast<uint32_t>(m_subnet.NodeCount()),
                          Simulator::Now() - m_sweepStart);
     if (m_rediscover)
@@ -1581,6 +1602,20 @@ IbSubnetManager::KnownSms() const
 std::vector<std::array<uint8_t, kIbMadBytes>>
 IbSubnetManager::AnswerSaSegments(const uint8_t* request, SaResponder later)
 {
+    if (m_running && m_smState == IbSmState::Master && m_lastUp < Seconds(0) && later)
+    {
+        // The first sweep is not done: ports it made Active already ask (the kernel's IPoIB
+        // joins its broadcast group on PORT_ACTIVE), and opensm, whose port table the
+        // discovery has filled, answers them. Held here until the subnet is up, as many as a
+        // large fabric's hosts ask at once; beyond that they go unanswered (the asker retries).
+        if (m_saBeforeUp.size() < kMaxSaBeforeUp)
+        {
+            std::array<uint8_t, kIbMadBytes> copy;
+            std::copy(request, request + kIbMadBytes, copy.begin());
+            m_saBeforeUp.push_back({copy, std::move(later)});
+        }
+        return {};
+    }
     if (!m_running || m_smState != IbSmState::Master || m_lastUp < Seconds(0))
     {
         return {};
@@ -1676,6 +1711,21 @@ IbSubnetManager::ProgramMfts()
         prog = entries;
     }
     Pump();
+}
+
+void
+IbSubnetManager::AnswerSaHeldBeforeUp()
+{
+    std::vector<std::pair<std::array<uint8_t, kIbMadBytes>, SaResponder>> held;
+    held.swap(m_saBeforeUp);
+    for (auto& [request, later] : held)
+    {
+        auto out = AnswerSaSegments(request.data(), later);
+        if (!out.empty())
+        {
+            later(std::move(out));
+        }
+    }
 }
 
 void

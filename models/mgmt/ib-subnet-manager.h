@@ -311,6 +311,8 @@ class IbSubnetManager : public Object
     void MftSetDone();
     /// Sends the held SA answers if no MFT SMP is in flight any more.
     void SendHeldSaAnswers();
+    /// Answers the SA requests held while the first sweep ran.
+    void AnswerSaHeldBeforeUp();
     /// PortInfo Set for one port: the last read PortInfo with `lid`, the SM LID, OperationalVLs
     /// and `state` (0 = no change), every "no change" field zero.
     void SetPortInfo(int32_t node, uint8_t port, uint8_t state);
@@ -328,6 +330,7 @@ class IbSubnetManager : public Object
     uint8_t m_port = 1;
     uint32_t m_masterPollRetries = 3;
     uint64_t m_smKey = 1;
+    bool m_ipoibBroadcast = true; ///< make IPoIB's broadcast group when starting
 
     SmpSender m_sender;
     LidRoutedSender m_lidSender;
@@ -361,6 +364,9 @@ class IbSubnetManager : public Object
     bool m_mftRetry = false;    ///< an MFT write failed: write again after the next light sweep
     uint64_t m_mftBlocksWritten = 0;
     std::vector<std::function<void()>> m_heldSa; ///< SA answers waiting for the MFT SMPs
+    /// SA requests that came before the first sweep was done, answered when it is.
+    std::vector<std::pair<std::array<uint8_t, kIbMadBytes>, SaResponder>> m_saBeforeUp;
+    static constexpr size_t kMaxSaBeforeUp = 65536;
     uint16_t m_smLid = 0;
     int32_t m_root = -1;
     bool m_rediscover = false; ///< something changed: the next sweep is a heavy one
