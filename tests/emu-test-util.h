@@ -343,6 +343,31 @@ class EmuFixture : public ::testing::Test
         };
         return Eventually(active, true, seconds);
     }
+    /// Waits until every InfiniBand host's IPoIB has joined its broadcast group from its
+    /// port's LID through its SM, the one at `smLid` if not 0 (after an SM change the hosts
+    /// join the new SM's group), for at most `seconds`. True at once for a RoCE fabric.
+    bool WaitForIpoibJoined(int smLid = 0, double seconds = 60)
+    {
+        auto joined = [this, smLid]() {
+            const nlohmann::json st = Status();
+            if (!st.contains("live") || !st["live"].contains("hosts"))
+            {
+                return false;
+            }
+            bool all = true;
+            for (const auto& h : st["live"]["hosts"])
+            {
+                const auto& ib = h.contains("ib") ? h["ib"] : h; // a hybrid host's HCA
+                if (ib.contains("broadcast_mlid"))
+                {
+                    all = all && ib.value("broadcast_mlid", 0) != 0 &&
+                          (smLid == 0 || ib.value("sm_lid", 0) == smLid);
+                }
+            }
+            return all;
+        };
+        return Eventually(joined, true, seconds);
+    }
     std::string Ns(const std::string& host) const { return m_name + "-" + host; }
     /// Waits until `host` listens on TCP `port` (a server program is ready for its client).
     bool WaitListening(int port, double seconds = 20, const std::string& host = "h1")

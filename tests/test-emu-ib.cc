@@ -34,11 +34,14 @@ TEST_F(EmuIb, WithoutASubnetManagerPortsStayInitializingAndNoDataFlows)
         EXPECT_EQ(h.value("port_state", ""), "Initializing") << h.dump();
         EXPECT_EQ(h.value("lid", -1), 0) << h.dump();
     }
-    // IP over the fabric goes nowhere: no LIDs and no SA to ask, so IPoIB has no path.
+    // IP over the fabric goes nowhere: no SM made the broadcast group or gave a LID, so IPoIB
+    // has not joined (as the kernel's interface has no carrier until it has) and sends nothing.
     ShResult ping = Exec("h0", "ping -c 2 -i 0.2 -W 1 10.0.0.2");
     EXPECT_NE(ping.exit, 0) << ping.out;
     const auto hosts = Hosts();
-    EXPECT_GT(hosts[0].value("dropped_no_path", 0), 0) << hosts[0].dump();
+    EXPECT_GT(hosts[0].value("dropped_not_joined", 0), 0) << hosts[0].dump();
+    EXPECT_EQ(hosts[0].value("broadcast_joins", 1), 0) << "no SM to ask: " << hosts[0].dump();
+    EXPECT_EQ(hosts[0].value("broadcast_mlid", 1), 0) << hosts[0].dump();
     EXPECT_EQ(hosts[1].value("ipoib_received", 1), 0) << hosts[1].dump();
     // The management network beside the fabric works regardless: the TCP bootstrap. IPv4
     // only, on it as on ib0 (no router solicitation or MLD flooded to every host by the
@@ -109,6 +112,46 @@ TEST_F(EmuIb, TheBuiltInSmBringsPortsActiveAndIpoibCarriesTcp)
                                    "infiniband.mad.method == 0x81")),
               1)
         << f;
+    // IPoIB's broadcast group, as the kernel's ipoib_mcast_join: one SubnAdmSet(MCMemberRecord)
+    // per host with MGID, PortGID, P_Key and JoinState (ComponentMask 0x10083), answered with
+    // the group the SM made (MLID 0xc000, Q_Key 0x0B1B); a host's first join may come before
+    // the SM's sweep is done, and is answered once it is.
+    for (const auto& h : hosts)
+    {
+        EXPECT_EQ(h.value("broadcast_mlid", 0), 0xC000) << h.dump();
+        EXPECT_EQ(h.value("broadcast_joins", 0), 1) << h.dump();
+        EXPECT_EQ(h.value("broadcast_join_errors", 1), 0) << h.dump();
+    }
+    EXPECT_EQ(CountLines(Tshark(f, "infiniband.mad.attributeid == 0x0038 && "
+                                   "infiniband.mad.method == 0x02 && "
+                                   "infiniband.sa.componentmask == 0x10083 && "
+                                   "infiniband.mcmemberrecord.mgid == ff12:401b:ffff::ffff:ffff")),
+              1)
+        << f;
+    EXPECT_EQ(CountLines(Tshark(f, "infiniband.mad.attributeid == 0x0038 && "
+                                   "infiniband.mad.method == 0x81 && infiniband.mad.status == 0 "
+                                   "&& infiniband.mcmemberrecord.mlid == 0xc000 && "
+                                   "infiniband.mcmemberrecord.q_key == 0x0b1b")),
+              1)
+        << f;
+    // ARP in IPoIB's form (RFC 4391 §9.1: hardware type 32, 20-byte link addresses): h0's
+    // request to the broadcast group (its MLID, a GRH to its MGID, QPN 0xFFFFFF, the group's
+    // Q_Key) and h1's unicast reply to h0's QPN, carrying h1's QPN and GID.
+    EXPECT_GE(CountLines(Tshark(f, "arp.opcode == 1 && arp.hw.type == 32 && arp.hw.size == 20 "
+                                   "&& infiniband.lrh.dlid == 0xc000 && "
+                                   "infiniband.grh.dgid == ff12:401b:ffff::ffff:ffff && "
+                                   "infiniband.bth.destqp == 0xffffff && "
+                                   "infiniband.deth.q_key == 0x0b1b")),
+              1)
+        << f;
+    const std::string reply =
+        Sh("tshark -r " + f + " -n -T fields -e arp.src.hw -Y 'arp.opcode == 2 && "
+           "arp.hw.type == 32 && infiniband.bth.destqp == 0xff && infiniband.lrh.lnh == 2' "
+           "2>/dev/null")
+            .out;
+    EXPECT_NE(reply.find("000000fffe80000000000000"), std::string::npos)
+        << "h1's QPN 0xff and a link-local GID, unicast without a GRH: " << reply;
+    EXPECT_EQ(CountLines(Tshark(f, "arp.hw.type == 1")), 0) << "no Ethernet-form ARP on IB";
     EXPECT_GE(CountLines(Tshark(f, "icmp")), 6) << f;
     // Every data segment of the 500 KB transfer is on the wire (at most 2,004 payload bytes each
     // at IPoIB's MTU of 2044); how many ACKs join them depends on timing (a loaded machine's
@@ -181,12 +224,15 @@ TEST_F(EmuIb, KnownPathsOutliveTheSubnetManagerAndANewOneWaitsForIt)
     ASSERT_EQ(Exec("h0", "ping -c 2 -i 0.2 -W 3 10.0.0.2").exit, 0);
     ASSERT_EQ(Sh(Cnuas("sm stop --name " + m_name)).exit, 0);
     EXPECT_EQ(Exec("h0", "ping -c 2 -i 0.2 -W 3 10.0.0.2").exit, 0) << "the known path";
+    // h0's ARP request still reaches h2 through the broadcast group (the switches keep their
+    // MFTs), but h2 has no path back to h0 to answer with.
     ShResult lost = Exec("h0", "ping -c 2 -i 0.5 -W 2 10.0.0.3");
     EXPECT_NE(lost.exit, 0) << lost.out;
-    nlohmann::json h0 = Hosts()[0];
-    EXPECT_GE(h0.value("path_errors", 0), 1) << h0.dump();
-    EXPECT_GE(h0.value("dropped_no_path", 0), 1) << h0.dump();
-    EXPECT_EQ(Hosts()[2].value("ipoib_received", 1), 0) << "nothing reached h2";
+    nlohmann::json h2 = Hosts()[2];
+    EXPECT_GE(h2.value("ipoib_received", 0), 1) << "the ARP request: " << h2.dump();
+    EXPECT_GE(h2.value("path_errors", 0), 1) << h2.dump();
+    EXPECT_GE(h2.value("dropped_no_path", 0), 1) << h2.dump();
+    EXPECT_EQ(Hosts()[0].value("path_queries", 0), 1) << "h0 got no answer to ask a path for";
     ASSERT_EQ(Sh(Cnuas("sm start --name " + m_name)).exit, 0);
     bool reached = false;
     for (int tries = 0; tries < 20 && !reached; ++tries)

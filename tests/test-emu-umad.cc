@@ -21,7 +21,13 @@ namespace
 // InfiniBand runs dilated, as in the verbs tests: an idle fabric keeps up in real time
 // (docs/emulation.md §3), but a sweep or a transfer on a loaded 2-core CI machine may not, and
 // dilation keeps everything the hosts see exact, only slower.
-const char* const kIbUp = "--fabric ib --dilation 10 ";
+// IPoIB's broadcast join waits 3 s and then 1 s before trying again (the kernel's), and opensm
+// ignores the SA's requests until its first sweep as master is done (osm_sa_mad_ctrl.c,
+// C15-0.1.3): a host's join at PORT_ACTIVE, or at an SM change, is such a request. Dilated ten
+// times that is 40 s of wall time before IPoIB carries anything under a new opensm, so these
+// tests shorten both; the tests of IPoIB itself keep the kernel's.
+const char* const kIbUp = "--fabric ib --dilation 10 --set ns3::IbIpoibBridge::JoinTimeout=100ms "
+                          "--set ns3::IbIpoibBridge::JoinBackoff=100ms ";
 
 class EmuUmad : public EmuFixture
 {
@@ -742,6 +748,8 @@ TEST_F(EmuUmad, OpensmWithALowerPriorityStandsByBesideTheBuiltInMasterAndTakesOv
         EXPECT_EQ(Field(out, "Base lid"), lids[h]) << h;
         EXPECT_EQ(Field(out, "SM lid"), lids["h0"]) << h;
     }
+    // IPoIB joined through the SM there is now.
+    ASSERT_TRUE(WaitForIpoibJoined(std::stoi(lids["h0"]))) << Status().dump();
     TcpTransfer("h0", "h2", "10.0.0.3", 5001, 300000); // IPoIB across both switches
 
     // The built-in master stops (as if its host died): the standby opensm no longer gets its
@@ -757,6 +765,8 @@ TEST_F(EmuUmad, OpensmWithALowerPriorityStandsByBesideTheBuiltInMasterAndTakesOv
     ShResult si2 = Exec("h2", "sminfo");
     EXPECT_NE(si2.out.find("sm lid " + lids["h1"] + " "), std::string::npos) << si2.out;
     EXPECT_NE(si2.out.find("SMINFO_MASTER"), std::string::npos) << si2.out;
+    // IPoIB joined through the SM there is now.
+    ASSERT_TRUE(WaitForIpoibJoined(std::stoi(lids["h1"]))) << Status().dump();
     TcpTransfer("h0", "h2", "10.0.0.3", 5002, 300000);
     const int pid = OpensmPid();
     ASSERT_GT(pid, 0);
@@ -802,6 +812,8 @@ TEST_F(EmuUmad, OpensmWithAHigherPriorityIsHandedTheMastership)
     // as opensm does): none of its PortInfo Sets was refused.
     EXPECT_EQ(SmaRefusals().value("0x001c", 0), 0) << SmaRefusals().dump();
     EXPECT_EQ(text.find("ERR 0F10"), std::string::npos) << text;
+    // IPoIB joined through the SM there is now.
+    ASSERT_TRUE(WaitForIpoibJoined(std::stoi(lids["h1"]))) << Status().dump();
     TcpTransfer("h2", "h0", "10.0.0.1", 5002, 300000);
     // The standby keeps polling a live master and stays standby.
     std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -873,6 +885,8 @@ TEST_F(EmuUmad, TheBuiltInSmStartedBesideOpensmStandsByAndTakesOverWhenItDies)
         EXPECT_EQ(Field(out, "Base lid"), lids[h]) << h;
         EXPECT_EQ(Field(out, "SM lid"), lids["h0"]) << h << ": " << out;
     }
+    // IPoIB joined through the SM there is now.
+    ASSERT_TRUE(WaitForIpoibJoined(std::stoi(lids["h0"]))) << Status().dump();
     TcpTransfer("h2", "h1", "10.0.0.2", 5003, 300000);
     ShResult off = Sh(Cnuas("sm stop --name " + m_name));
     EXPECT_EQ(off.exit, 0) << off.out;
@@ -910,6 +924,8 @@ TEST_F(EmuUmad, TheBuiltInSmStartedWithAHigherPriorityIsHandedTheMastershipByOpe
     }
     ShResult si = Exec("h2", "sminfo");
     EXPECT_NE(si.out.find("priority 9 state 3 SMINFO_MASTER"), std::string::npos) << si.out;
+    // IPoIB joined through the SM there is now.
+    ASSERT_TRUE(WaitForIpoibJoined(std::stoi(lids["h0"]))) << Status().dump();
     TcpTransfer("h1", "h2", "10.0.0.3", 5004, 300000);
     const int pid = OpensmPid();
     ASSERT_GT(pid, 0);

@@ -6,6 +6,7 @@
 #include "models/ib/ib-crc.h"
 #include "models/ib/ib-gid.h"
 #include "models/mgmt/ib-gmp.h"
+#include "models/ib/ib-grh-header.h"
 #include "models/mgmt/ib-sa-records.h"
 #include "models/rdma/ib-bth-header.h"
 #include "models/rdma/ib-deth-header.h"
@@ -36,6 +37,18 @@ constexpr uint32_t kIpoibHeaderBytes = 4; ///< RFC 4391 §6: EtherType, reserved
 /// are told from those to the host's other managers (rdma_cm's, umad's) by it.
 constexpr uint32_t kSaTidHigh = 0x49504F49;
 constexpr uint16_t kDefaultPkey = 0xFFFF;
+constexpr uint32_t kMulticastQpn = 0xFFFFFF; ///< IBA vol. 1 §10.5.2.2: the QPN of a multicast
+constexpr uint64_t kBroadcastMac = 0xFFFFFFFFFFFFULL;
+// ARP (RFC 826) in Ethernet form and in IPoIB form (RFC 4391 §9.1: hardware type 32, 20-byte
+// link addresses: a flags byte, the QPN, the port GID).
+constexpr uint32_t kEthArpBytes = 28;
+constexpr uint32_t kIbArpBytes = 56;
+constexpr uint16_t kArpHwEthernet = 1;
+constexpr uint16_t kArpHwInfiniband = 32;
+constexpr uint32_t kIbLinkAddressBytes = 20;
+/// Link addresses one bridge keeps (its kernel's neighbours); the kernel's ARP table has a
+/// bound of its own (gc_thresh3, 1,024 by default), this one only keeps memory bounded.
+constexpr size_t kMaxNeighbours = 65536;
 
 void
 PutMac(uint8_t* p, uint64_t mac)
@@ -44,6 +57,22 @@ PutMac(uint8_t* p, uint64_t mac)
     {
         p[i] = static_cast<uint8_t>(mac >> (8 * (5 - i)));
     }
+}
+uint64_t
+LoadMac(const uint8_t* p)
+{
+    uint64_t mac = 0;
+    for (int i = 0; i < 6; ++i)
+    {
+        mac = (mac << 8) | p[i];
+    }
+    return mac;
+}
+
+uint32_t
+Load24(const uint8_t* p)
+{
+    return (uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2];
 }
 } // namespace
 
@@ -61,6 +90,21 @@ IbIpoibBridge::GetTypeId()
                                           TimeValue(Seconds(1)),
                                           MakeTimeAccessor(&IbIpoibBridge::m_pathQueryTimeout),
                                           MakeTimeChecker(NanoSeconds(1)))
+                            .AddAttribute("JoinTimeout",
+                                          "How long a join of the broadcast group waits for the "
+                                          "SA's answer before it counts as failed and is tried "
+                                          "again after the backoff (the kernel's SA multicast "
+                                          "queries: 3000 ms)",
+                                          TimeValue(Seconds(3)),
+                                          MakeTimeAccessor(&IbIpoibBridge::m_joinTimeout),
+                                          MakeTimeChecker(NanoSeconds(1)))
+                            .AddAttribute("JoinBackoff",
+                                          "How long after its first failed join the bridge "
+                                          "joins again; each further failure doubles it, up "
+                                          "to 16 s (the kernel's IPoIB: 1 s)",
+                                          TimeValue(Seconds(1)),
+                                          MakeTimeAccessor(&IbIpoibBridge::m_joinBackoff),
+                                          MakeTimeChecker(NanoSeconds(1), Seconds(16)))
                             .AddAttribute("PathQueueLength",
                                           "How many packets to one destination wait for its "
                                           "path; more are dropped (IPOIB_MAX_PATH_REC_QUEUE)",
@@ -87,36 +131,23 @@ void
 IbIpoibBridge::DoDispose()
 {
     Stop();
-    if (m_self < m_peers.size() && m_peers[m_self].port)
+    if (m_port)
     {
-        m_peers[m_self].port->SetIbFrameReceiveCallback(IbNetDevice::IbFrameReceiveCallback());
+        m_port->SetIbFrameReceiveCallback(IbNetDevice::IbFrameReceiveCallback());
     }
-    m_peers.clear();
+    m_port = nullptr;
     m_paths.clear();
-    m_byTid.clear();
+    m_pathByTid.clear();
     m_sendSa = Callback<bool, const uint8_t*>();
     Object::DoDispose();
 }
 
-void
-IbIpoibBridge::SetPeers(const std::vector<Peer>& peers)
-{
-    m_peers = peers;
-    m_paths.assign(peers.size(), Path());
-    m_byTid.clear();
-    m_byIp.clear();
-    for (uint32_t i = 0; i < peers.size(); ++i)
-    {
-        m_byIp[peers[i].ip] = i;
-    }
-}
-
 bool
-IbIpoibBridge::Start(uint32_t self, int tapFd, std::string* why)
+IbIpoibBridge::Start(Ptr<IbNetDevice> port, uint64_t mac, int tapFd, std::string* why)
 {
-    NS_ABORT_MSG_IF(self >= m_peers.size(), "IbIpoibBridge::Start: no peer " << self);
-    m_self = self;
-    Ptr<IbNetDevice> port = m_peers[self].port;
+    NS_ABORT_MSG_IF(!port, "IbIpoibBridge::Start: no port");
+    m_port = port;
+    m_mac = mac;
     // The device's frame consumer, not its Packet one: the HCA's RDMA traffic, which is nearly
     // all a busy port carries, passes through here to the HCA model without an ns-3 Packet
     // built and copied out again for every packet (15 % of a bulk transfer's daemon time).
@@ -130,11 +161,18 @@ IbIpoibBridge::Start(uint32_t self, int tapFd, std::string* why)
     {
         return false;
     }
+    // The kernel's IPoIB joins on PORT_ACTIVE and again on LID_CHANGE and SM_CHANGE.
+    port->TraceConnectWithoutContext("PortState", MakeCallback(&IbIpoibBridge::OnPortState, this));
+    port->TraceConnectWithoutContext("Lid", MakeCallback(&IbIpoibBridge::OnLidChange, this));
+    port->TraceConnectWithoutContext("SmLid", MakeCallback(&IbIpoibBridge::OnLidChange, this));
+    m_traced = true;
+    m_group.backoff = m_joinBackoff;
     // The hook that sends a datagram held for a full queue (only the emulation's loop has one).
     if (auto emu = EmuRealtimeSimulatorImpl::Current(); emu && m_idleHook == 0)
     {
         m_idleHook = emu->AddIdleHook([this](int64_t) { return OnIdle(); });
     }
+    MaybeJoin(); // an SM may have run already
     return true;
 }
 
@@ -149,8 +187,154 @@ IbIpoibBridge::Stop()
         }
         m_idleHook = 0;
     }
+    if (m_traced && m_port)
+    {
+        m_port->TraceDisconnectWithoutContext("PortState",
+                                              MakeCallback(&IbIpoibBridge::OnPortState, this));
+        m_port->TraceDisconnectWithoutContext("Lid", MakeCallback(&IbIpoibBridge::OnLidChange, this));
+        m_port->TraceDisconnectWithoutContext("SmLid",
+                                              MakeCallback(&IbIpoibBridge::OnLidChange, this));
+        m_traced = false;
+    }
+    m_group.retry.Cancel();
     m_held.clear();
     m_tap.Stop();
+}
+
+IbIpoibBridge::LinkAddress
+IbIpoibBridge::OwnAddress() const
+{
+    return LinkAddress{kQpn, IbMakeGid(m_subnetPrefix, m_port->GetPortGuid())};
+}
+
+uint64_t
+IbIpoibBridge::MacFor(const LinkAddress& a)
+{
+    const auto key = std::make_pair(a.qpn, a.gid);
+    if (auto it = m_macOf.find(key); it != m_macOf.end())
+    {
+        return it->second;
+    }
+    if (m_macOf.size() >= kMaxNeighbours)
+    {
+        return 0; // full: a program flooding made-up link addresses does not grow it further
+    }
+    // Locally administered, the GUID's low 40 bits: a user reading `ip neigh` can tell the port.
+    // Another address with the same low bits (another QPN of the port) takes the next free one.
+    uint64_t mac = 0x020000000000ULL | (IbGidGuid(a.gid) & 0xFFFFFFFFFFULL);
+    while (m_byMac.count(mac) != 0 || mac == m_mac)
+    {
+        mac = 0x020000000000ULL | ((mac + 1) & 0xFFFFFFFFFFULL);
+    }
+    m_macOf[key] = mac;
+    m_byMac[mac] = a;
+    return mac;
+}
+
+uint64_t
+IbIpoibBridge::NextTid()
+{
+    const uint64_t tid = (uint64_t{kSaTidHigh} << 32) | m_nextTid++;
+    if (m_nextTid == 0)
+    {
+        m_nextTid = 1; // 0 means "no query out"
+    }
+    return tid;
+}
+
+void
+IbIpoibBridge::OnPortState(uint8_t, uint8_t newState)
+{
+    if (newState != static_cast<uint8_t>(IbPortState::Active))
+    {
+        m_group.joined = false; // the kernel's carrier goes with the port
+        return;
+    }
+    MaybeJoin();
+}
+
+void
+IbIpoibBridge::OnLidChange(uint16_t oldLid, uint16_t newLid)
+{
+    if (oldLid != newLid && (m_group.tid != 0 || m_group.retry.IsRunning()))
+    {
+        // LID_CHANGE and SM_CHANGE flush the kernel's multicast state: a join still out (to an
+        // SM that may be gone, from a LID that is not ours now) is abandoned, any backoff
+        // forgotten, and the group joined again at once. Its answer, if it comes, is late.
+        m_group.tid = 0;
+        m_group.retry.Cancel();
+        m_group.backoff = m_joinBackoff;
+    }
+    MaybeJoin();
+}
+
+void
+IbIpoibBridge::MaybeJoin()
+{
+    if (!m_port || m_sendSa.IsNull() || m_port->GetPortState() != IbPortState::Active)
+    {
+        return;
+    }
+    const uint16_t lid = m_port->GetLid();
+    const uint16_t smLid = m_port->GetSmLid();
+    if (lid == 0 || smLid == 0)
+    {
+        return;
+    }
+    if (m_group.joined && m_group.ownLid == lid && m_group.smLid == smLid)
+    {
+        return;
+    }
+    m_group.joined = false; // another LID or SM: joined again, as the kernel's flush does
+    if (m_group.tid != 0 || m_group.retry.IsRunning())
+    {
+        return; // a join is out, or waits for its backoff
+    }
+    // As ipoib_mcast_join for the broadcast group: the SM made it, the interface joins as a
+    // full member giving MGID, PortGID, P_Key and JoinState, and takes the rest from the answer.
+    IbMcMemberRecord rec;
+    rec.mgid = IbIpoibBroadcastGroup(kDefaultPkey).mgid;
+    rec.portGid = OwnAddress().gid;
+    rec.pkey = kDefaultPkey;
+    rec.joinState = IbMcMemberRecord::kFullMember;
+    const uint64_t mask = IbMcMemberRecord::kCompMgid | IbMcMemberRecord::kCompPortGid |
+                          IbMcMemberRecord::kCompPkey | IbMcMemberRecord::kCompJoinState;
+    m_group.tid = NextTid();
+    m_counters.joins++;
+    m_sendSa(rec.Request(IbMadMethod::Set, mask, m_group.tid).data());
+    Simulator::Schedule(m_joinTimeout, &IbIpoibBridge::JoinTimedOut, this, m_group.tid);
+}
+
+void
+IbIpoibBridge::JoinTimedOut(uint64_t tid)
+{
+    if (m_group.tid != tid)
+    {
+        return; // answered
+    }
+    m_counters.joinErrors++;
+    JoinFailed();
+}
+
+void
+IbIpoibBridge::JoinFailed()
+{
+    m_group.tid = 0;
+    // ipoib_multicast.c: the next try after 1, 2, 4 .. 16 s (IPOIB_MAX_BACKOFF_SECONDS).
+    m_group.retry = Simulator::Schedule(m_group.backoff, &IbIpoibBridge::MaybeJoin, this);
+    m_group.backoff = std::min(m_group.backoff * 2, Seconds(16));
+}
+
+void
+IbIpoibBridge::PathQueryTimedOut(IbGid dgid, uint64_t tid)
+{
+    auto it = m_paths.find(dgid);
+    if (it == m_paths.end() || it->second.tid != tid)
+    {
+        return; // answered
+    }
+    m_counters.pathErrors++;
+    EndPathQuery(dgid, false);
 }
 
 bool
@@ -160,8 +344,7 @@ IbIpoibBridge::OnIdle()
     {
         return false;
     }
-    Ptr<IbNetDevice> port = m_peers[m_self].port;
-    if (port->GetPortState() == IbPortState::Active && !port->CanSend(0))
+    if (m_port->GetPortState() == IbPortState::Active && !m_port->CanSend(0))
     {
         return true; // still full: stay armed
     }
@@ -184,42 +367,87 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
         m_counters.notIp++;
         return 0;
     }
+    const uint64_t dstMac = LoadMac(f);
     const uint16_t type = LoadBe16(f + 12);
     const uint8_t* l3 = f + 14;
     const uint32_t l3Len = len - 14;
-    uint32_t dst = 0;
     uint32_t carried = l3Len;
     if (type == kEtherIpv4 && l3Len >= 20 && (l3[0] >> 4) == 4)
     {
-        dst = LoadBe32(l3 + 16);
         carried = std::min<uint32_t>(l3Len, LoadBe16(l3 + 2)); // no Ethernet padding on the wire
     }
-    else if (type == kEtherArp && l3Len >= 28)
+    else if (type == kEtherArp && l3Len >= kEthArpBytes && LoadBe16(l3) == kArpHwEthernet &&
+             LoadBe16(l3 + 2) == kEtherIpv4 && l3[4] == 6 && l3[5] == 4)
     {
-        dst = LoadBe32(l3 + 24); // the target protocol address
-        carried = 28;
+        carried = kIbArpBytes;
     }
     else
     {
         m_counters.notIp++;
         return 0;
     }
-    auto it = m_byIp.find(dst);
-    if (it == m_byIp.end())
+    const bool toGroup = dstMac == kBroadcastMac;
+    if (!toGroup && (f[0] & 1) != 0)
     {
-        m_counters.noPeer++;
+        m_counters.noGroup++; // IP multicast: the kernel would join its group first
         return 0;
     }
-    const uint32_t to = it->second;
-    Ptr<IbNetDevice> port = m_peers[m_self].port;
-    const uint16_t ownLid = port->GetLid();
-    const uint16_t smLid = port->GetSmLid();
-    if (ownLid == 0 || smLid == 0)
+    const uint16_t ownLid = m_port->GetLid();
+    const uint16_t smLid = m_port->GetSmLid();
+    if (!m_group.joined || m_group.ownLid != ownLid || m_group.smLid != smLid)
     {
-        m_counters.noPath++; // no SM has run: no LID, and no SA to ask for a path
+        m_counters.notJoined++; // no SM has run, or the join is not answered yet
+        MaybeJoin();
         return 0;
     }
-    Path& path = m_paths[to];
+    if (type == kEtherArp)
+    {
+        // The kernel's ARP in IPoIB form: this interface's link address as the sender's, the
+        // target's if the kernel names one (a unicast probe) and it is a neighbour, else zeros.
+        m_arp.assign(kIbArpBytes, 0);
+        StoreBe16(m_arp.data(), kArpHwInfiniband);
+        StoreBe16(m_arp.data() + 2, kEtherIpv4);
+        m_arp[4] = kIbLinkAddressBytes;
+        m_arp[5] = 4;
+        std::copy(l3 + 6, l3 + 8, m_arp.begin() + 6); // the operation
+        const LinkAddress own = OwnAddress();
+        StoreBe32(m_arp.data() + 8, own.qpn); // flags byte 0: datagram mode, no connected mode
+        std::copy(own.gid.begin(), own.gid.end(), m_arp.begin() + 12);
+        std::copy(l3 + 14, l3 + 18, m_arp.begin() + 28); // sender IP
+        if (auto t = m_byMac.find(LoadMac(l3 + 18)); t != m_byMac.end())
+        {
+            StoreBe32(m_arp.data() + 32, t->second.qpn);
+            std::copy(t->second.gid.begin(), t->second.gid.end(), m_arp.begin() + 36);
+        }
+        std::copy(l3 + 24, l3 + 28, m_arp.begin() + 52); // target IP
+        l3 = m_arp.data();
+    }
+    if (toGroup)
+    {
+        Destination d;
+        d.broadcast = true;
+        return SendDatagram(d, type, l3, carried, f, len);
+    }
+    auto n = m_byMac.find(dstMac);
+    if (n == m_byMac.end())
+    {
+        m_counters.noPeer++; // a MAC no IPoIB ARP gave: no neighbour has it
+        return 0;
+    }
+    return SendToNeighbour(n->second, type, l3, carried, f, len);
+}
+
+uint32_t
+IbIpoibBridge::SendToNeighbour(const LinkAddress& to,
+                               uint16_t type,
+                               const uint8_t* l3,
+                               uint32_t carried,
+                               const uint8_t* f,
+                               uint32_t len)
+{
+    Path& path = m_paths[to.gid];
+    const uint16_t ownLid = m_port->GetLid();
+    const uint16_t smLid = m_port->GetSmLid();
     if (path.valid && (path.ownLid != ownLid || path.smLid != smLid))
     {
         // The kernel's IPoIB flushes its paths when the port's LID or SM changes (the
@@ -228,7 +456,11 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
     }
     if (path.valid)
     {
-        return SendDatagram(to, type, l3, carried, f, len);
+        Destination d;
+        d.dlid = path.dlid;
+        d.sl = path.sl;
+        d.qpn = to.qpn;
+        return SendDatagram(d, type, l3, carried, f, len);
     }
     if (path.waiting.size() >= m_pathQueueLength)
     {
@@ -238,20 +470,20 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
     path.waiting.emplace_back(f, f + len);
     if (path.tid == 0)
     {
-        StartPathQuery(to);
+        StartPathQuery(to.gid);
     }
     return 0;
 }
 
 uint32_t
-IbIpoibBridge::SendDatagram(uint32_t to,
+IbIpoibBridge::SendDatagram(const Destination& to,
                             uint16_t type,
                             const uint8_t* l3,
                             uint32_t carried,
                             const uint8_t* f,
                             uint32_t len)
 {
-    const Path& path = m_paths[to];
+    const IbMcMemberRecord& g = m_group.rec;
     // IBA vol. 1 §9.2: the payload is padded to a multiple of 4 bytes, PadCnt says how much.
     const uint32_t payload = kIpoibHeaderBytes + carried;
     const uint32_t pad = (4 - payload % 4) % 4;
@@ -261,27 +493,47 @@ IbIpoibBridge::SendDatagram(uint32_t to,
     std::copy(l3, l3 + carried, m_scratch.begin() + kIpoibHeaderBytes);
     Ptr<Packet> p = Create<Packet>(m_scratch.data(), static_cast<uint32_t>(m_scratch.size()));
     IbDethHeader deth;
-    deth.SetQkey(kQkey);
+    deth.SetQkey(g.qkey); // the broadcast group's Q_Key is the interface's (ipoib_mcast_join_finish)
     deth.SetSrcQp(kQpn);
     p->AddHeader(deth);
     IbBthHeader bth;
     bth.SetOpCode(IbOpcode::kUdSendOnly);
     bth.SetPadCnt(static_cast<uint8_t>(pad));
     bth.SetPkey(kDefaultPkey);
-    bth.SetDestQp(kQpn);
+    bth.SetDestQp(to.broadcast ? kMulticastQpn : to.qpn);
     bth.SetPsn(m_psn++);
     p->AddHeader(bth);
-    Ptr<IbNetDevice> port = m_peers[m_self].port;
-    if (port->SendIb(p, path.dlid, path.sl))
+    uint16_t dlid = to.dlid;
+    uint8_t sl = to.sl;
+    IbLnh lnh = IbLnh::IbaLocal;
+    if (to.broadcast)
+    {
+        // IBA vol. 1 §8.3: a multicast packet carries a GRH to its MGID; the group's SL, TClass,
+        // FlowLabel and HopLimit (ipoib_mcast_join_finish's address handle).
+        IbGrhHeader grh;
+        grh.SetTClass(g.tClass);
+        grh.SetFlowLabel(g.flowLabel);
+        grh.SetPayLen(static_cast<uint16_t>(p->GetSize() + kIbIcrcSize));
+        grh.SetNxtHdr(IbGrhHeader::kNxtHdrIba);
+        grh.SetHopLmt(g.hopLimit);
+        grh.SetSgid(OwnAddress().gid);
+        grh.SetDgid(g.mgid);
+        p->AddHeader(grh);
+        dlid = g.mlid;
+        sl = g.sl;
+        lnh = IbLnh::IbaGlobal;
+    }
+    if (m_port->SendIb(p, dlid, sl, lnh))
     {
         m_counters.sentToFabric++;
+        m_counters.broadcastSent += to.broadcast ? 1 : 0;
         return 1;
     }
-    if (port->GetPortState() != IbPortState::Active)
+    if (m_port->GetPortState() != IbPortState::Active)
     {
         m_counters.notActive++;
     }
-    else if (!port->CanSend(path.sl) && m_idleHook != 0 && m_tap.IsPolled() && m_held.empty())
+    else if (!m_port->CanSend(sl) && m_idleHook != 0 && m_tap.IsPolled() && m_held.empty())
     {
         // A full send queue: as an IPoIB driver stops its netdev queue when the HCA's send
         // queue fills, the frame waits here and the TAP is not read until the port has room,
@@ -303,23 +555,18 @@ IbIpoibBridge::SendDatagram(uint32_t to,
 }
 
 void
-IbIpoibBridge::StartPathQuery(uint32_t to)
+IbIpoibBridge::StartPathQuery(const IbGid& dgid)
 {
-    Path& path = m_paths[to];
-    Ptr<IbNetDevice> port = m_peers[m_self].port;
-    path.tid = (uint64_t{kSaTidHigh} << 32) | m_nextTid++;
-    if (m_nextTid == 0)
-    {
-        m_nextTid = 1; // 0 means "no query out"
-    }
-    m_byTid[path.tid] = to;
+    Path& path = m_paths[dgid];
+    path.tid = NextTid();
+    m_pathByTid[path.tid] = dgid;
     // As the kernel's path_rec_start: DGID, SGID, NumbPath 1, TClass (the broadcast group's,
     // 0) and P_Key, one path asked for; whatever SM answers picks DLID and SL.
     IbPathRecord rec;
-    rec.sgid = IbMakeGid(m_subnetPrefix, port->GetPortGuid());
-    rec.dgid = IbMakeGid(m_subnetPrefix, m_peers[to].port->GetPortGuid());
+    rec.sgid = OwnAddress().gid;
+    rec.dgid = dgid;
     rec.numbPath = 1;
-    rec.tClass = 0;
+    rec.tClass = m_group.rec.tClass;
     rec.pkey = kDefaultPkey;
     const uint64_t mask = IbPathRecord::kCompDgid | IbPathRecord::kCompSgid |
                           IbPathRecord::kCompNumbPath | IbPathRecord::kCompTClass |
@@ -330,18 +577,8 @@ IbIpoibBridge::StartPathQuery(uint32_t to)
     {
         m_sendSa(rec.Request(IbMadMethod::Get, mask, path.tid).data());
     }
-    Simulator::Schedule(m_pathQueryTimeout, &IbIpoibBridge::PathQueryTimedOut, this, to, path.tid);
-}
-
-void
-IbIpoibBridge::PathQueryTimedOut(uint32_t to, uint64_t tid)
-{
-    if (to >= m_paths.size() || m_paths[to].tid != tid)
-    {
-        return; // answered
-    }
-    m_counters.pathErrors++;
-    EndPathQuery(to, false);
+    Simulator::Schedule(m_pathQueryTimeout, &IbIpoibBridge::PathQueryTimedOut, this, dgid,
+                        path.tid);
 }
 
 bool
@@ -355,40 +592,58 @@ IbIpoibBridge::TakeSaResponse(const uint8_t* mad)
     {
         return false;
     }
-    auto it = m_byTid.find(tid);
-    if (it == m_byTid.end())
+    if (tid != 0 && tid == m_group.tid)
+    {
+        IbMcMemberRecord rec;
+        rec.ReadFrom(resp.Data());
+        if (resp.Mad().GetStatus() != IbMadStatus::Ok ||
+            rec.mgid != IbIpoibBroadcastGroup(kDefaultPkey).mgid || rec.mlid == 0)
+        {
+            m_counters.joinErrors++;
+            JoinFailed();
+            return true;
+        }
+        m_group.tid = 0;
+        m_group.rec = rec;
+        m_group.joined = true;
+        m_group.ownLid = m_port->GetLid();
+        m_group.smLid = m_port->GetSmLid();
+        m_group.backoff = m_joinBackoff;
+        return true;
+    }
+    auto it = m_pathByTid.find(tid);
+    if (it == m_pathByTid.end())
     {
         return true; // ours, but late: its query timed out
     }
-    const uint32_t to = it->second;
-    Path& path = m_paths[to];
+    const IbGid dgid = it->second;
+    Path& path = m_paths[dgid];
     if (resp.Mad().GetStatus() != IbMadStatus::Ok)
     {
         m_counters.pathErrors++;
-        EndPathQuery(to, false);
+        EndPathQuery(dgid, false);
         return true;
     }
     IbPathRecord rec;
     rec.ReadFrom(resp.Data());
-    Ptr<IbNetDevice> port = m_peers[m_self].port;
     path.dlid = rec.dlid;
     path.sl = rec.sl;
-    path.ownLid = port->GetLid();
-    path.smLid = port->GetSmLid();
+    path.ownLid = m_port->GetLid();
+    path.smLid = m_port->GetSmLid();
     path.valid = rec.dlid != 0;
     if (!path.valid)
     {
         m_counters.pathErrors++;
     }
-    EndPathQuery(to, path.valid);
+    EndPathQuery(dgid, path.valid);
     return true;
 }
 
 void
-IbIpoibBridge::EndPathQuery(uint32_t to, bool ok)
+IbIpoibBridge::EndPathQuery(const IbGid& dgid, bool ok)
 {
-    Path& path = m_paths[to];
-    m_byTid.erase(path.tid);
+    Path& path = m_paths[dgid];
+    m_pathByTid.erase(path.tid);
     path.tid = 0;
     std::vector<std::vector<uint8_t>> waiting;
     waiting.swap(path.waiting);
@@ -406,51 +661,50 @@ IbIpoibBridge::EndPathQuery(uint32_t to, bool ok)
     }
 }
 
-int
-IbIpoibBridge::PeerByLid(uint16_t lid) const
-{
-    for (uint32_t i = 0; i < m_peers.size(); ++i)
-    {
-        if (m_peers[i].port->GetLid() == lid)
-        {
-            return static_cast<int>(i);
-        }
-    }
-    return -1;
-}
-
 void
 IbIpoibBridge::FromFabric(Ptr<IbNetDevice> dev, const IbFrame& frame, const IbRxInfo& info)
 {
     const uint32_t n = frame.bytes;
+    const bool global = info.lnh == IbLnh::IbaGlobal;
+    const uint32_t bthOff = kLrhBytes + (global ? kGrhBytes : 0);
     {
-        // Only QP kQpn is IPoIB's; anything else on this port (the HCA's own RDMA traffic)
-        // goes to the HCA model, judged by the BTH alone.
-        const uint32_t bth = kLrhBytes + (info.lnh == IbLnh::IbaGlobal ? kGrhBytes : 0);
+        // IPoIB's are QP kQpn's packets and the broadcast group's (QPN 0xFFFFFF to its MLID and
+        // MGID); anything else on this port (the HCA's own RDMA traffic, its multicast groups)
+        // goes to the HCA model, judged by the headers alone.
+        bool ipoib = false;
         uint8_t head[kLrhBytes + kGrhBytes + kBthBytes];
-        if (!m_other.IsNull() &&
-            (info.lnh == IbLnh::IbaLocal || info.lnh == IbLnh::IbaGlobal) && n >= bth + kBthBytes)
+        if ((info.lnh == IbLnh::IbaLocal || global) && n >= bthOff + kBthBytes)
         {
-            frame.CopyHead(head, bth + kBthBytes);
-            if ((LoadBe32(head + bth + 4) & 0xFFFFFF) != kQpn)
-            {
-                m_counters.toHca++;
-                m_other(dev, frame, info);
-                return;
-            }
+            frame.CopyHead(head, bthOff + kBthBytes);
+            const uint32_t destQp = LoadBe32(head + bthOff + 4) & 0xFFFFFF;
+            const IbGid& mgid = m_group.rec.mgid;
+            ipoib = destQp == kQpn ||
+                    (destQp == kMulticastQpn && global && m_group.joined &&
+                     info.dlid == m_group.rec.mlid &&
+                     std::equal(mgid.begin(), mgid.end(), head + kLrhBytes + 24));
+        }
+        if (!ipoib && !m_other.IsNull())
+        {
+            m_counters.toHca++;
+            m_other(dev, frame, info);
+            return;
         }
     }
     m_scratch.resize(n);
     frame.CopyBytes(m_scratch.data());
     const uint8_t* b = m_scratch.data();
-    uint32_t off = kLrhBytes + (info.lnh == IbLnh::IbaGlobal ? kGrhBytes : 0);
+    uint32_t off = bthOff;
     const uint32_t crcs = static_cast<uint32_t>(kIbIcrcSize + kIbVcrcSize);
-    if (off + kBthBytes + kDethBytes + kIpoibHeaderBytes + crcs > n || b[off] != IbOpcode::kUdSendOnly ||
-        (LoadBe32(b + off + 4) & 0xFFFFFF) != kQpn || LoadBe32(b + off + kBthBytes) != kQkey)
+    // A UD SEND Only with the interface's Q_Key (IBA vol. 1 §10.2.4: a datagram whose Q_Key
+    // differs from the QP's is dropped).
+    if (!m_group.joined || off + kBthBytes + kDethBytes + kIpoibHeaderBytes + crcs > n ||
+        b[off] != IbOpcode::kUdSendOnly || LoadBe32(b + off + kBthBytes) != m_group.rec.qkey)
     {
         m_counters.notIpoib++;
         return;
     }
+    const bool toGroup = (LoadBe32(b + off + 4) & 0xFFFFFF) == kMulticastQpn;
+    const uint32_t srcQp = LoadBe32(b + off + kBthBytes + 4) & 0xFFFFFF;
     const uint32_t pad = (b[off + 1] >> 4) & 3;
     off += kBthBytes + kDethBytes;
     if (off + kIpoibHeaderBytes + pad + crcs > n)
@@ -461,19 +715,81 @@ IbIpoibBridge::FromFabric(Ptr<IbNetDevice> dev, const IbFrame& frame, const IbRx
     const uint16_t type = LoadBe16(b + off);
     const uint8_t* l3 = b + off + kIpoibHeaderBytes;
     const uint32_t l3Len = n - off - kIpoibHeaderBytes - pad - crcs;
-    const int from = PeerByLid(info.slid);
-    if (from < 0 || (type != kEtherIpv4 && type != kEtherArp))
+    if (type == kEtherArp)
+    {
+        ArpFromFabric(l3, l3Len, info.slid, toGroup);
+        return;
+    }
+    if (type != kEtherIpv4)
     {
         m_counters.notIpoib++;
         return;
     }
+    // The sender's MAC: the one its ARP was given (by its LID), else one made from the LID
+    // and QPN (an IP packet from a host this one never exchanged ARP with).
+    uint64_t src = 0x02FE00000000ULL | (uint64_t{srcQp & 0xFF} << 16) | info.slid;
+    if (auto it = m_macByLid.find(info.slid); it != m_macByLid.end())
+    {
+        src = it->second;
+    }
     m_frame.resize(14 + l3Len); // reused: no allocation per packet
-    const bool arpRequest = type == kEtherArp && l3Len >= 8 && LoadBe16(l3 + 6) == 1;
-    PutMac(m_frame.data(), arpRequest ? 0xFFFFFFFFFFFFULL : m_peers[m_self].mac);
-    PutMac(m_frame.data() + 6, m_peers[from].mac);
+    PutMac(m_frame.data(), toGroup ? kBroadcastMac : m_mac);
+    PutMac(m_frame.data() + 6, src);
     m_frame[12] = static_cast<uint8_t>(type >> 8);
     m_frame[13] = static_cast<uint8_t>(type);
     std::copy(l3, l3 + l3Len, m_frame.begin() + 14);
+    m_counters.received++;
+    m_tap.Write(m_frame.data(), m_frame.size());
+}
+
+void
+IbIpoibBridge::ArpFromFabric(const uint8_t* a, uint32_t length, uint16_t slid, bool toGroup)
+{
+    if (length < kIbArpBytes || LoadBe16(a) != kArpHwInfiniband || LoadBe16(a + 2) != kEtherIpv4 ||
+        a[4] != kIbLinkAddressBytes || a[5] != 4)
+    {
+        m_counters.notIpoib++; // not IPoIB's ARP (an Ethernet-form one is not either)
+        return;
+    }
+    auto address = [](const uint8_t* p) {
+        LinkAddress l;
+        l.qpn = Load24(p + 1);
+        std::copy(p + 4, p + 4 + 16, l.gid.begin());
+        return l;
+    };
+    const LinkAddress sender = address(a + 8);
+    const LinkAddress target = address(a + 32);
+    // The kernel learns the sender's link address from its ARP; here the MAC that stands for it.
+    const uint64_t senderMac = MacFor(sender);
+    if (senderMac == 0)
+    {
+        m_counters.notIpoib++; // the neighbour table is full
+        return;
+    }
+    m_macByLid[slid] = senderMac;
+    uint64_t targetMac = 0;
+    if (target == OwnAddress())
+    {
+        targetMac = m_mac;
+    }
+    else if (target.qpn != 0 || target.gid != IbGid{})
+    {
+        targetMac = MacFor(target); // 0 (as unknown) if the table is full
+    }
+    m_frame.assign(14 + kEthArpBytes, 0);
+    PutMac(m_frame.data(), toGroup ? kBroadcastMac : m_mac);
+    PutMac(m_frame.data() + 6, senderMac);
+    StoreBe16(m_frame.data() + 12, kEtherArp);
+    uint8_t* e = m_frame.data() + 14;
+    StoreBe16(e, kArpHwEthernet);
+    StoreBe16(e + 2, kEtherIpv4);
+    e[4] = 6;
+    e[5] = 4;
+    std::copy(a + 6, a + 8, e + 6); // the operation
+    PutMac(e + 8, senderMac);
+    std::copy(a + 28, a + 32, e + 14);
+    PutMac(e + 18, targetMac);
+    std::copy(a + 52, a + 56, e + 24);
     m_counters.received++;
     m_tap.Write(m_frame.data(), m_frame.size());
 }

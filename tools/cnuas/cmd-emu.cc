@@ -694,12 +694,20 @@ IbHostJson(const Daemon& d, size_t i)
                         {"mac", d.ibRail.macs[i]},
                         {"port_state", ns3::IbPortStateName(port->GetPortState())},
                         {"lid", port->GetLid()},
+                        {"sm_lid", port->GetSmLid()},
                         {"from_host_frames", c.framesFromHost},
                         {"to_host_frames", c.framesToHost},
                         {"to_host_errors", c.toHostErrors},
                         {"to_host_ring_full", c.toHostRingFull},
                         {"ipoib_sent", c.sentToFabric},
+                        {"ipoib_broadcast_sent", c.broadcastSent},
                         {"ipoib_received", c.received},
+                        {"broadcast_mlid", d.ipoib[i]->GetBroadcastMlid()},
+                        {"broadcast_joins", c.joins},
+                        {"broadcast_join_errors", c.joinErrors},
+                        {"dropped_not_joined", c.notJoined},
+                        {"dropped_no_group", c.noGroup},
+                        {"dropped_not_ipoib", c.notIpoib},
                         {"dropped_no_path", c.noPath},
                         {"path_queries", c.pathQueries},
                         {"path_errors", c.pathErrors},
@@ -1810,22 +1818,21 @@ BuildIbHosts(Daemon& d)
     HostRail& rail = d.ibRail;
     rail.ifname = kIpoibInterface;
     rail.prefixLen = 16;
-    std::vector<ns3::IbIpoibBridge::Peer> peers;
     std::vector<std::string> bridgePorts;
+    // A locally administered MAC per host for the kernel's view of its IPoIB interface (IPoIB
+    // has none; the bridge gives each neighbour one made from its port GUID, 02:<low 40 bits>).
+    auto ipoibMac = [](size_t i) { return 0x021B00000000ULL + i + 1; };
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
         // 10.0.0.<i+1>/16; 10.1.0.<i+1>/16 on a hybrid fabric, whose eth0 has 10.0/16.
         const uint32_t ip = ns3::EthFabricHelper::HostAddress(static_cast<uint32_t>(i)) +
                             (d.Hybrid() ? kHybridIbOffset : 0u);
-        // A locally administered MAC per host for the kernel's view of its IPoIB interface.
-        const uint64_t mac = 0x021B00000000ULL + i + 1;
         rail.ips.push_back(ip);
-        rail.macs.push_back(MacText(mac));
+        rail.macs.push_back(MacText(ipoibMac(i)));
         if (management)
         {
             d.mgmtIps.push_back(Ipv4Text(0x0AFF0000u + static_cast<uint32_t>(i) + 1));
         }
-        peers.push_back({ip, mac, d.ib.HostPort(static_cast<uint32_t>(i))});
     }
     for (size_t i = 0; i < d.hostNames.size(); ++i)
     {
@@ -1845,10 +1852,9 @@ BuildIbHosts(Daemon& d)
             }
         }
         auto bridge = ns3::CreateObject<ns3::IbIpoibBridge>();
-        bridge->SetPeers(peers);
         const ns3::RdmaHca& hca = d.ibHcas[i];
         bridge->SetOtherFrameCallback(ns3::MakeCallback(&ns3::IbRdmaPort::Deliver, hca.port));
-        if (!bridge->Start(static_cast<uint32_t>(i), fd, &why))
+        if (!bridge->Start(d.ib.HostPort(static_cast<uint32_t>(i)), ipoibMac(i), fd, &why))
         {
             return "host " + d.hostNames[i] + ": " + why;
         }
@@ -3578,11 +3584,19 @@ PrintFabricStatus(const nlohmann::json& state, const nlohmann::json* live)
         }
         if (h.contains("port_state"))
         {
-            std::printf("  port %s, LID %d; IPoIB sent %llu, received %llu, dropped (no path) "
-                        "%llu, (port not Active) %llu; held for a full queue %llu",
+            char joined[24] = "not joined";
+            if (const int mlid = h.value("broadcast_mlid", 0); mlid != 0)
+            {
+                std::snprintf(joined, sizeof joined, "joined 0x%04x", mlid);
+            }
+            std::printf("  port %s, LID %d; IPoIB %s, sent %llu, received %llu, dropped (not "
+                        "joined) %llu, (no path) %llu, (port not Active) %llu; held for a full "
+                        "queue %llu",
                         h.value("port_state", "").c_str(), h.value("lid", 0),
+                        joined,
                         static_cast<unsigned long long>(h.value("ipoib_sent", 0ULL)),
                         static_cast<unsigned long long>(h.value("ipoib_received", 0ULL)),
+                        static_cast<unsigned long long>(h.value("dropped_not_joined", 0ULL)),
                         static_cast<unsigned long long>(h.value("dropped_no_path", 0ULL)),
                         static_cast<unsigned long long>(h.value("dropped_port_not_active", 0ULL)),
                         static_cast<unsigned long long>(h.value("held_queue_full", 0ULL)));
