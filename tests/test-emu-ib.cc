@@ -242,6 +242,41 @@ TEST_F(EmuIb, KnownPathsOutliveTheSubnetManagerAndANewOneWaitsForIt)
     EXPECT_TRUE(reached) << Hosts().dump();
 }
 
+/// A verbs program on one host sends another's IPoIB what no kernel would (a wrong Q_Key, cut
+/// and malformed ARP, Ethernet-form ARP, other EtherTypes, thousands of made-up neighbours,
+/// random bytes to the broadcast group): every one is a counted drop or an ARP the kernel
+/// ignores, and IPoIB goes on working.
+TEST_F(EmuIb, MalformedIpoibFromAVerbsProgramIsCountedAndHarmsNothing)
+{
+    const std::string bin = CNUAS_BINARY_DIR "/bin/cnuas-peer-ipoib-garbage";
+    if (access(bin.c_str(), X_OK) != 0)
+    {
+        GTEST_SKIP() << "the peer is built with libibverbs-dev";
+    }
+    ASSERT_EQ(Up("--fabric ib --hosts 3").exit, 0);
+    ASSERT_TRUE(WaitForIbPortsActive());
+    ASSERT_TRUE(WaitForIpoibJoined()) << Status().dump();
+    ASSERT_EQ(Exec("h0", "ping -c 2 -i 0.2 -W 3 10.0.0.2").exit, 0);
+    const int h1Lid = Hosts()[1].value("lid", 0);
+    const uint64_t before = Hosts()[1].value("dropped_not_ipoib", uint64_t{0});
+    ShResult run = Exec("h2", "timeout 120 " + bin + " " + std::to_string(h1Lid) + " 7");
+    ASSERT_EQ(run.exit, 0) << run.out;
+    EXPECT_NE(run.out.find("sent 2227"), std::string::npos) << run.out;
+    // At least the ones no reading can take: 2 wrong Q_Keys, 4 short, 3 EtherTypes, 2 Ethernet
+    // ARPs, 12 cut ARPs, 4 bad ARPs, and the 150 of 200 random group datagrams with the
+    // group's Q_Key whose EtherType is neither IPv4 nor ARP (all but a few in 65,536).
+    auto counted = [&]() {
+        return Hosts()[1].value("dropped_not_ipoib", uint64_t{0}) - before >= 27 + 140;
+    };
+    EXPECT_TRUE(Eventually(counted, true, 30)) << Hosts()[1].dump();
+    // The 2,000 ARP requests from made-up neighbours reached the kernel, which ignores them
+    // (nobody has 10.0.255.254); IPoIB works on, both ways and from the sender's host.
+    EXPECT_GE(Hosts()[1].value("ipoib_received", 0), 2000) << Hosts()[1].dump();
+    EXPECT_EQ(Exec("h0", "ping -c 2 -i 0.2 -W 3 10.0.0.2").exit, 0);
+    EXPECT_EQ(Exec("h1", "ping -c 2 -i 0.2 -W 3 10.0.0.3").exit, 0);
+    EXPECT_EQ(Exec("h1", "ip neigh show 10.0.255.253").out, "");
+}
+
 TEST_F(EmuIb, TheBuiltInSmSweepsOnceASecondOfWallTime)
 {
     ShResult up = Up("--fabric ib --topology dumbbell:left=2,right=1");
