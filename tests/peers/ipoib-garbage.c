@@ -223,5 +223,14 @@ int main(int argc, char** argv)
             return 1;
     }
     printf("sent %ld\n", s.sent);
+    ibv_destroy_ah(s.group);
+    ibv_destroy_ah(s.unicast);
+    ibv_destroy_qp(s.qp);
+    ibv_dereg_mr(s.mr);
+    ibv_destroy_cq(s.cq);
+    ibv_dealloc_pd(s.pd);
+    ibv_close_device(s.ctx);
+    ibv_free_device_list(list);
+    free(s.buf);
     return 0;
 }
