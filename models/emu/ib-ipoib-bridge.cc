@@ -11,6 +11,7 @@
 #include "models/rdma/ib-bth-header.h"
 #include "models/rdma/ib-deth-header.h"
 #include "models/rdma/ib-opcode.h"
+#include "models/rdma/ib-wire-bytes.h"
 
 #include "ns3/log.h"
 #include "ns3/node.h"
@@ -50,30 +51,6 @@ constexpr uint32_t kIbLinkAddressBytes = 20;
 /// bound of its own (gc_thresh3, 1,024 by default), this one only keeps memory bounded.
 constexpr size_t kMaxNeighbours = 65536;
 
-void
-PutMac(uint8_t* p, uint64_t mac)
-{
-    for (int i = 0; i < 6; ++i)
-    {
-        p[i] = static_cast<uint8_t>(mac >> (8 * (5 - i)));
-    }
-}
-uint64_t
-LoadMac(const uint8_t* p)
-{
-    uint64_t mac = 0;
-    for (int i = 0; i < 6; ++i)
-    {
-        mac = (mac << 8) | p[i];
-    }
-    return mac;
-}
-
-uint32_t
-Load24(const uint8_t* p)
-{
-    return (uint32_t{p[0]} << 16) | (uint32_t{p[1]} << 8) | p[2];
-}
 } // namespace
 
 TypeId
@@ -367,7 +344,7 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
         m_counters.notIp++;
         return 0;
     }
-    const uint64_t dstMac = LoadMac(f);
+    const uint64_t dstMac = LoadBe48(f);
     const uint16_t type = LoadBe16(f + 12);
     const uint8_t* l3 = f + 14;
     const uint32_t l3Len = len - 14;
@@ -414,7 +391,7 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
         StoreBe32(m_arp.data() + 8, own.qpn); // flags byte 0: datagram mode, no connected mode
         std::copy(own.gid.begin(), own.gid.end(), m_arp.begin() + 12);
         std::copy(l3 + 14, l3 + 18, m_arp.begin() + 28); // sender IP
-        if (auto t = m_byMac.find(LoadMac(l3 + 18)); t != m_byMac.end())
+        if (auto t = m_byMac.find(LoadBe48(l3 + 18)); t != m_byMac.end())
         {
             StoreBe32(m_arp.data() + 32, t->second.qpn);
             std::copy(t->second.gid.begin(), t->second.gid.end(), m_arp.begin() + 36);
@@ -733,8 +710,8 @@ IbIpoibBridge::FromFabric(Ptr<IbNetDevice> dev, const IbFrame& frame, const IbRx
         src = it->second;
     }
     m_frame.resize(14 + l3Len); // reused: no allocation per packet
-    PutMac(m_frame.data(), toGroup ? kBroadcastMac : m_mac);
-    PutMac(m_frame.data() + 6, src);
+    StoreBe48(m_frame.data(), toGroup ? kBroadcastMac : m_mac);
+    StoreBe48(m_frame.data() + 6, src);
     m_frame[12] = static_cast<uint8_t>(type >> 8);
     m_frame[13] = static_cast<uint8_t>(type);
     std::copy(l3, l3 + l3Len, m_frame.begin() + 14);
@@ -753,7 +730,7 @@ IbIpoibBridge::ArpFromFabric(const uint8_t* a, uint32_t length, uint16_t slid, b
     }
     auto address = [](const uint8_t* p) {
         LinkAddress l;
-        l.qpn = Load24(p + 1);
+        l.qpn = IbWireLoad24(p + 1);
         std::copy(p + 4, p + 4 + 16, l.gid.begin());
         return l;
     };
@@ -777,8 +754,8 @@ IbIpoibBridge::ArpFromFabric(const uint8_t* a, uint32_t length, uint16_t slid, b
         targetMac = MacFor(target); // 0 (as unknown) if the table is full
     }
     m_frame.assign(14 + kEthArpBytes, 0);
-    PutMac(m_frame.data(), toGroup ? kBroadcastMac : m_mac);
-    PutMac(m_frame.data() + 6, senderMac);
+    StoreBe48(m_frame.data(), toGroup ? kBroadcastMac : m_mac);
+    StoreBe48(m_frame.data() + 6, senderMac);
     StoreBe16(m_frame.data() + 12, kEtherArp);
     uint8_t* e = m_frame.data() + 14;
     StoreBe16(e, kArpHwEthernet);
@@ -786,9 +763,9 @@ IbIpoibBridge::ArpFromFabric(const uint8_t* a, uint32_t length, uint16_t slid, b
     e[4] = 6;
     e[5] = 4;
     std::copy(a + 6, a + 8, e + 6); // the operation
-    PutMac(e + 8, senderMac);
+    StoreBe48(e + 8, senderMac);
     std::copy(a + 28, a + 32, e + 14);
-    PutMac(e + 18, targetMac);
+    StoreBe48(e + 18, targetMac);
     std::copy(a + 52, a + 56, e + 24);
     m_counters.received++;
     m_tap.Write(m_frame.data(), m_frame.size());

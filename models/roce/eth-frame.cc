@@ -56,25 +56,6 @@ struct Crc32Table
     }
 };
 
-void
-PutMac(uint8_t* p, uint64_t mac)
-{
-    for (int i = 0; i < 6; ++i)
-    {
-        p[i] = static_cast<uint8_t>(mac >> (8 * (5 - i)));
-    }
-}
-
-uint64_t
-GetMac(const uint8_t* p)
-{
-    uint64_t m = 0;
-    for (int i = 0; i < 6; ++i)
-    {
-        m = m << 8 | p[i];
-    }
-    return m;
-}
 /// One's-complement sum of 16-bit words, not yet folded or inverted (RFC 1071).
 uint32_t
 SumWords(const uint8_t* data, size_t len, uint32_t sum)
@@ -210,8 +191,8 @@ EthFrame::Materialize(std::vector<uint8_t>& out, bool withFcs) const
     }
     out.assign(bytes, 0); // zeros are also the padding (802.3 §3.2.8)
     uint8_t* p = out.data();
-    PutMac(p, dstMac);
-    PutMac(p + 6, srcMac);
+    StoreBe48(p, dstMac);
+    StoreBe48(p + 6, srcMac);
     uint32_t off = 12;
     if (vlanTagged)
     {
@@ -293,8 +274,8 @@ void
 EthFrame::ParseMacHeader(const uint8_t* data, EthFrame& f, uint32_t* off, uint16_t* type)
 {
     // 802.3 §3.1.1 and 802.1Q §9.5: addresses, an optional C-tag, the EtherType.
-    f.dstMac = GetMac(data);
-    f.srcMac = GetMac(data + 6);
+    f.dstMac = LoadBe48(data);
+    f.srcMac = LoadBe48(data + 6);
     uint32_t o = 12;
     uint16_t t = LoadBe16(data + o);
     f.vlanTagged = false;
