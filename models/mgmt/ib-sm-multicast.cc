@@ -649,8 +649,10 @@ IbSmMulticast::ComputeMfts(const IbSmSubnet& subnet) const
         mix(static_cast<uint64_t>(switches[k]));
         for (uint8_t p = 1; p <= n.numPorts; ++p)
         {
-            mix((static_cast<uint64_t>(static_cast<uint32_t>(n.ports[p].peerNode)) << 8) |
-                n.ports[p].peerPort);
+            const int32_t peer = n.ports[p].peerNode;
+            const bool toSwitch = peer >= 0 && subnet.Node(peer).IsSwitch();
+            mix((static_cast<uint64_t>(static_cast<uint32_t>(peer)) << 16) |
+                (static_cast<uint64_t>(n.ports[p].peerPort) << 8) | (toSwitch ? 1 : 0));
         }
     }
     // Breadth-first from `root`: per switch slot the hop count, and how the tree reaches it (the
