@@ -154,6 +154,15 @@ class SpinningTestLock
     int m_fd;
 };
 
+/// `cnuas up` options that shorten IPoIB's broadcast join timers (the kernel's 3 s timeout and
+/// 1 s backoff) to 100 ms, for the tests that start opensm and then use IPoIB: opensm ignores the
+/// SA requests it gets in its first sweep as master (osm_sa_mad_ctrl.c, C15-0.1.3), and a host's
+/// join at PORT_ACTIVE or at an SM change is one, so with the kernel's timers IPoIB would carry
+/// nothing for 4 s of simulated time (40 s of wall time at dilation 10). The tests of IPoIB
+/// itself keep the kernel's.
+inline const char* const kShortIpoibJoins = " --set ns3::IbIpoibBridge::JoinTimeout=100ms "
+                                            "--set ns3::IbIpoibBridge::JoinBackoff=100ms ";
+
 class EmuFixture : public ::testing::Test
 {
   protected:
@@ -322,51 +331,49 @@ class EmuFixture : public ::testing::Test
         EXPECT_NE(WaitForLines(tag + ".log", 2, 30).find("wrote"), std::string::npos)
             << ReadFile(m_dir / (tag + ".log"));
     }
-    /// Waits until every InfiniBand host port of the fabric is Active with a LID (the SM's
-    /// sweep done: `up` returns before it), for at most `seconds`. True at once for a RoCE
-    /// fabric (no InfiniBand port).
-    bool WaitForIbPortsActive(double seconds = 60)
+    /// Waits until `ok` holds for every InfiniBand host port of the fabric (the status object
+    /// of an InfiniBand host, or of a hybrid host's HCA, as told by its `port_state`), for at
+    /// most `seconds`. True at once for a RoCE fabric (no InfiniBand port) once it is up.
+    template <typename F>
+    bool WaitForEveryIbHost(F ok, double seconds)
     {
-        auto active = [this]() {
+        auto all = [this, &ok]() {
             const nlohmann::json s = Status();
-            bool all = s.contains("live") && s["live"].contains("hosts") &&
-                       !s["live"]["hosts"].empty();
-            for (const auto& h : all ? s["live"]["hosts"] : nlohmann::json::array())
+            bool every = s.contains("live") && s["live"].contains("hosts") &&
+                         !s["live"]["hosts"].empty();
+            for (const auto& h : every ? s["live"]["hosts"] : nlohmann::json::array())
             {
                 const auto& ib = h.contains("ib") ? h["ib"] : h; // a hybrid host's HCA
                 if (ib.contains("port_state"))
                 {
-                    all = all && ib.value("port_state", "") == "Active" && ib.value("lid", 0) != 0;
+                    every = every && ok(ib);
                 }
             }
-            return all;
+            return every;
         };
-        return Eventually(active, true, seconds);
+        return Eventually(all, true, seconds);
+    }
+    /// Waits until every InfiniBand host port of the fabric is Active with a LID (the SM's
+    /// sweep done: `up` returns before it), for at most `seconds`.
+    bool WaitForIbPortsActive(double seconds = 60)
+    {
+        return WaitForEveryIbHost(
+            [](const nlohmann::json& ib) {
+                return ib.value("port_state", "") == "Active" && ib.value("lid", 0) != 0;
+            },
+            seconds);
     }
     /// Waits until every InfiniBand host's IPoIB has joined its broadcast group from its
     /// port's LID through its SM, the one at `smLid` if not 0 (after an SM change the hosts
-    /// join the new SM's group), for at most `seconds`. True at once for a RoCE fabric.
+    /// join the new SM's group), for at most `seconds`.
     bool WaitForIpoibJoined(int smLid = 0, double seconds = 60)
     {
-        auto joined = [this, smLid]() {
-            const nlohmann::json st = Status();
-            if (!st.contains("live") || !st["live"].contains("hosts"))
-            {
-                return false;
-            }
-            bool all = true;
-            for (const auto& h : st["live"]["hosts"])
-            {
-                const auto& ib = h.contains("ib") ? h["ib"] : h; // a hybrid host's HCA
-                if (ib.contains("broadcast_mlid"))
-                {
-                    all = all && ib.value("broadcast_mlid", 0) != 0 &&
-                          (smLid == 0 || ib.value("sm_lid", 0) == smLid);
-                }
-            }
-            return all;
-        };
-        return Eventually(joined, true, seconds);
+        return WaitForEveryIbHost(
+            [smLid](const nlohmann::json& ib) {
+                return ib.value("broadcast_mlid", 0) != 0 &&
+                       (smLid == 0 || ib.value("sm_lid", 0) == smLid);
+            },
+            seconds);
     }
     std::string Ns(const std::string& host) const { return m_name + "-" + host; }
     /// Waits until `host` listens on TCP `port` (a server program is ready for its client).

@@ -185,11 +185,9 @@ TEST_F(EmuHybrid, EveryHostHasAnHcaAndARoceNicAndOneVerbsProgramRunsOnEither)
 // the RoCE NIC works; once an SM runs, the HCA is Active with a LID and carries traffic too.
 TEST_F(EmuHybrid, WithoutASubnetManagerTheHcaWaitsWhileTheRoceNicWorks)
 {
-    // IPoIB's joins wait 3 s, then 1 s, and opensm ignores those it gets in its first sweep
-    // (as the kernel's, and as opensm does): shortened here, the test is not about them.
-    const ShResult up = Up("--fabric hybrid --hosts 2 --sm none --dilation 5 --set "
-                           "ns3::IbIpoibBridge::JoinTimeout=100ms --set "
-                           "ns3::IbIpoibBridge::JoinBackoff=100ms");
+    // opensm, then IPoIB: its join timers shortened (kShortIpoibJoins).
+    const ShResult up = Up(std::string("--fabric hybrid --hosts 2 --sm none --dilation 5") +
+                           kShortIpoibJoins);
     ASSERT_EQ(up.exit, 0) << up.out;
     const std::string ibstat = Exec("h0", "ibstat cnuas_0").out;
     EXPECT_NE(ibstat.find("State: Initializing"), std::string::npos) << ibstat;
@@ -220,11 +218,9 @@ TEST_F(EmuHybrid, OpensmOnAHostBindsItsHcaAndBringsTheInfinibandSideUp)
     {
         GTEST_SKIP() << "needs Debian's opensm";
     }
-    // IPoIB's joins wait 3 s, then 1 s, and opensm ignores those it gets in its first sweep
-    // (as the kernel's, and as opensm does): shortened here, the test is not about them.
-    const ShResult up = Up("--fabric hybrid --hosts 2 --sm none --dilation 5 --set "
-                           "ns3::IbIpoibBridge::JoinTimeout=100ms --set "
-                           "ns3::IbIpoibBridge::JoinBackoff=100ms");
+    // opensm, then IPoIB: its join timers shortened (kShortIpoibJoins).
+    const ShResult up = Up(std::string("--fabric hybrid --hosts 2 --sm none --dilation 5") +
+                           kShortIpoibJoins);
     ASSERT_EQ(up.exit, 0) << up.out;
     const std::string before = Exec("h1", "ibstat").out;
     EXPECT_NE(before.find("CA 'cnuas_1'"), std::string::npos) << before;

@@ -1,5 +1,6 @@
 // Rs485PtyBridge with raw termios clients: transactions through a real pty, the client's baud
 // rate and parity reaching the bus, open/close/reopen and the pty parity trap, bad input.
+#include "ib-test-packets.h"
 #include "test-emu-pty-util.h"
 
 #include "ns3/boolean.h"
@@ -276,23 +277,6 @@ TEST_F(PtyBridgeTest, ExceptionForAMissingRegisterAndSilenceForAMissingAddress)
     EXPECT_EQ(seg.slaves[0]->GetDiagnostics().serverMessageCount, 2u);
 }
 
-namespace
-{
-/// Bytes as hex, for failure messages.
-std::string
-HexBytes(const std::vector<uint8_t>& b)
-{
-    std::string out;
-    char x[4];
-    for (uint8_t v : b)
-    {
-        std::snprintf(x, sizeof x, "%02x ", v);
-        out += x;
-    }
-    return out;
-}
-} // namespace
-
 TEST_F(PtyBridgeTest, LocalEchoGivesTheClientItsOwnBytesFirst)
 {
     PtySegment seg;
@@ -312,7 +296,7 @@ TEST_F(PtyBridgeTest, LocalEchoGivesTheClientItsOwnBytesFirst)
     // where the missing one went if it happens again.)
     const Rs485PtyBridgeCounters k = seg.bridge->GetCounters();
     ASSERT_EQ(got.size(), req.size() + 9)
-        << "got " << HexBytes(got) << "; bridge: from client " << k.bytesFromClient
+        << "got " << ToHex(got.data(), got.size()) << "; bridge: from client " << k.bytesFromClient
         << " in " << k.chunksFromClient << " chunks, tx overruns " << k.txOverruns
         << ", stale dropped " << k.txStaleDropped << ", held for silence " << k.heldForSilence
         << ", to client " << k.bytesToClient << " (echo " << k.echoToClient << "), rx errors "

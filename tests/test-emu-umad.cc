@@ -21,13 +21,8 @@ namespace
 // InfiniBand runs dilated, as in the verbs tests: an idle fabric keeps up in real time
 // (docs/emulation.md §3), but a sweep or a transfer on a loaded 2-core CI machine may not, and
 // dilation keeps everything the hosts see exact, only slower.
-// IPoIB's broadcast join waits 3 s and then 1 s before trying again (the kernel's), and opensm
-// ignores the SA's requests until its first sweep as master is done (osm_sa_mad_ctrl.c,
-// C15-0.1.3): a host's join at PORT_ACTIVE, or at an SM change, is such a request. Dilated ten
-// times that is 40 s of wall time before IPoIB carries anything under a new opensm, so these
-// tests shorten both; the tests of IPoIB itself keep the kernel's.
-const char* const kIbUp = "--fabric ib --dilation 10 --set ns3::IbIpoibBridge::JoinTimeout=100ms "
-                          "--set ns3::IbIpoibBridge::JoinBackoff=100ms ";
+// These tests start opensm and then use IPoIB: its join timers are shortened (kShortIpoibJoins).
+const std::string kIbUp = std::string("--fabric ib --dilation 10") + kShortIpoibJoins;
 
 class EmuUmad : public EmuFixture
 {

@@ -252,13 +252,7 @@ IbIpoibBridge::MaybeJoin()
     {
         return;
     }
-    const uint16_t lid = m_port->GetLid();
-    const uint16_t smLid = m_port->GetSmLid();
-    if (lid == 0 || smLid == 0)
-    {
-        return;
-    }
-    if (m_group.joined && m_group.ownLid == lid && m_group.smLid == smLid)
+    if (m_port->GetLid() == 0 || m_port->GetSmLid() == 0 || IsJoinedNow())
     {
         return;
     }
@@ -369,9 +363,7 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
         m_counters.noGroup++; // IP multicast: the kernel would join its group first
         return 0;
     }
-    const uint16_t ownLid = m_port->GetLid();
-    const uint16_t smLid = m_port->GetSmLid();
-    if (!m_group.joined || m_group.ownLid != ownLid || m_group.smLid != smLid)
+    if (!IsJoinedNow())
     {
         m_counters.notJoined++; // no SM has run, or the join is not answered yet
         MaybeJoin();
@@ -709,12 +701,23 @@ IbIpoibBridge::FromFabric(Ptr<IbNetDevice> dev, const IbFrame& frame, const IbRx
     {
         src = it->second;
     }
-    m_frame.resize(14 + l3Len); // reused: no allocation per packet
+    std::copy(l3, l3 + l3Len, FrameForHost(toGroup, src, type, l3Len));
+    WriteFrameForHost();
+}
+
+uint8_t*
+IbIpoibBridge::FrameForHost(bool toGroup, uint64_t src, uint16_t type, uint32_t bodyBytes)
+{
+    m_frame.resize(14 + bodyBytes); // reused: no allocation per packet
     StoreBe48(m_frame.data(), toGroup ? kBroadcastMac : m_mac);
     StoreBe48(m_frame.data() + 6, src);
-    m_frame[12] = static_cast<uint8_t>(type >> 8);
-    m_frame[13] = static_cast<uint8_t>(type);
-    std::copy(l3, l3 + l3Len, m_frame.begin() + 14);
+    StoreBe16(m_frame.data() + 12, type);
+    return m_frame.data() + 14;
+}
+
+void
+IbIpoibBridge::WriteFrameForHost()
+{
     m_counters.received++;
     m_tap.Write(m_frame.data(), m_frame.size());
 }
@@ -753,11 +756,7 @@ IbIpoibBridge::ArpFromFabric(const uint8_t* a, uint32_t length, uint16_t slid, b
     {
         targetMac = MacFor(target); // 0 (as unknown) if the table is full
     }
-    m_frame.assign(14 + kEthArpBytes, 0);
-    StoreBe48(m_frame.data(), toGroup ? kBroadcastMac : m_mac);
-    StoreBe48(m_frame.data() + 6, senderMac);
-    StoreBe16(m_frame.data() + 12, kEtherArp);
-    uint8_t* e = m_frame.data() + 14;
+    uint8_t* e = FrameForHost(toGroup, senderMac, kEtherArp, kEthArpBytes); // all 28 written
     StoreBe16(e, kArpHwEthernet);
     StoreBe16(e + 2, kEtherIpv4);
     e[4] = 6;
@@ -767,8 +766,7 @@ IbIpoibBridge::ArpFromFabric(const uint8_t* a, uint32_t length, uint16_t slid, b
     std::copy(a + 28, a + 32, e + 14);
     StoreBe48(e + 18, targetMac);
     std::copy(a + 52, a + 56, e + 24);
-    m_counters.received++;
-    m_tap.Write(m_frame.data(), m_frame.size());
+    WriteFrameForHost();
 }
 
 IbIpoibBridgeCounters

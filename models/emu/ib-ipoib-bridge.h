@@ -112,9 +112,7 @@ class IbIpoibBridge : public Object
     /// The broadcast group's MLID once joined from the port's LID through its SM, else 0.
     uint16_t GetBroadcastMlid() const
     {
-        const bool current = m_group.joined && m_port && m_group.ownLid == m_port->GetLid() &&
-                             m_group.smLid == m_port->GetSmLid();
-        return current ? m_group.rec.mlid : 0;
+        return IsJoinedNow() ? m_group.rec.mlid : 0;
     }
     /// Receives the packets for QPs other than kQpn (the HCA model's traffic: the verbs of the
     /// host's processes), as the device's frames: no ns-3 Packet is made for them. Unset, they
@@ -149,6 +147,11 @@ class IbIpoibBridge : public Object
     /// The loop's idle turn: sends the held datagram once the port has room again.
     bool OnIdle();
     void FromFabric(Ptr<IbNetDevice> port, const IbFrame& frame, const IbRxInfo& info);
+    /// Starts the Ethernet frame for the kernel (m_frame): to this host's MAC, or to broadcast
+    /// for what came to the group, from `src`; returns where its `bodyBytes` bytes go.
+    uint8_t* FrameForHost(bool toGroup, uint64_t src, uint16_t type, uint32_t bodyBytes);
+    /// Writes the frame FrameForHost began to the TAP, counted as received.
+    void WriteFrameForHost();
     /// An IPoIB ARP packet from the fabric, for the kernel in Ethernet form.
     void ArpFromFabric(const uint8_t* arp, uint32_t length, uint16_t slid, bool toGroup);
     /// Sends one IPoIB datagram (`type`, then `carried` bytes of `l3`) to `to`; returns the
@@ -162,6 +165,13 @@ class IbIpoibBridge : public Object
     /// neighbours is full).
     uint64_t MacFor(const LinkAddress& a);
     LinkAddress OwnAddress() const;
+    /// Whether the broadcast group was joined from the port's present LID through its present
+    /// SM (a join from another LID or through another SM is the kernel's flushed one).
+    bool IsJoinedNow() const
+    {
+        return m_group.joined && m_port && m_group.ownLid == m_port->GetLid() &&
+               m_group.smLid == m_port->GetSmLid();
+    }
     /// Joins the broadcast group if the port can and has not (trace sinks and retries call it).
     void MaybeJoin();
     void JoinTimedOut(uint64_t tid);

@@ -464,7 +464,7 @@ IbSmMulticast::Leave(const IbMcMemberRecord& req, uint64_t mask, IbMcMemberRecor
         it->second.members.erase(member);
         if (it->second.members.empty())
         {
-            Delete(it); // the last member left: the group and its MLID go
+            Delete(it); // the last member left: the group and its MLID go (unless well known)
         }
     }
     return 0;
