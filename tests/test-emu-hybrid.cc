@@ -322,6 +322,8 @@ TEST_F(EmuHybrid, RdmaCmConnectsOverTheAdapterTheAddressIsOn)
     }
     const ShResult up = Up("--fabric hybrid --hosts 2 --dilation 5");
     ASSERT_EQ(up.exit, 0) << up.out;
+    // The HCA's addresses resolve by IPoIB's ARP, which needs the SM's sweep and the join.
+    ASSERT_TRUE(WaitForIpoibJoined());
     auto host = [this](int i) { return Status()["live"]["hosts"][i]; };
     auto sendWqes = [&host](bool ib) {
         const nlohmann::json h = host(0);

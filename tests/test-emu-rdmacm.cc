@@ -49,6 +49,9 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
         ShResult up = Up(std::string(GetParam().upArgs) + " --pcap " + (m_dir / "pcap").string());
         ASSERT_EQ(up.exit, 0) << up.out;
         ASSERT_TRUE(WaitForIbPortsActive()) << "the SM's sweep (`up` returns before it)";
+        // rdma_cm resolves InfiniBand addresses by IPoIB's ARP, which needs the broadcast group
+        // (joined when the sweep ends, answered by the built-in SA at once).
+        ASSERT_TRUE(WaitForIpoibJoined());
     }
 
     /// A program started in a host in the background: its output file (ending with
@@ -570,9 +573,11 @@ TEST_P(EmuRdmacm, CmMadsAreOnTheWireAndDecode)
     }
 }
 
-/// rdma_resolve_route asks the SA for a PathRecord on InfiniBand, as the kernel's rdma_cm does:
-/// the query and its answer are on the wire (h1's, to the SM on h0) and Wireshark decodes them,
-/// and the connection then runs. On RoCE nothing is asked (Ethernet has no SA).
+/// On InfiniBand, as the kernel's rdma_cm: rdma_resolve_addr finds the destination's GID in the
+/// IPoIB interface's neighbour table, and with no entry has IPoIB send an ARP request to the
+/// broadcast group, whose answer ends the resolution; rdma_resolve_route then asks the SA for a
+/// PathRecord. Both are on the wire (h1's, to h0 and to the SM on h0), in that order, Wireshark
+/// decodes them, and the connection then runs. On RoCE the SA is not asked (Ethernet has none).
 TEST_P(EmuRdmacm, RouteResolutionAsksTheSubnetAdministratorOnInfiniBand)
 {
     const bool ib = OverHca();
@@ -583,6 +588,7 @@ TEST_P(EmuRdmacm, RouteResolutionAsksTheSubnetAdministratorOnInfiniBand)
     EXPECT_NE(client.find("pair-exit=0"), std::string::npos) << client;
     EXPECT_NE(Wait(server, 60).find("pair-exit=0"), std::string::npos);
     const int64_t queries = HostCm("h1", "path_queries");
+    const int64_t probes = HostCm("h1", "neighbour_probes");
     EXPECT_EQ(HostCm("h1", "route_errors"), 0);
     ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
     const std::string pcap =
@@ -591,10 +597,30 @@ TEST_P(EmuRdmacm, RouteResolutionAsksTheSubnetAdministratorOnInfiniBand)
     if (!ib)
     {
         EXPECT_EQ(queries, 0);
+        EXPECT_EQ(probes, 0);
         EXPECT_EQ(sa.out.find("PathRecord"), std::string::npos) << sa.out;
         return;
     }
     EXPECT_EQ(queries, 1);
+    // h1's kernel had sent nothing to h0 before: one ARP request (IPoIB's form, to the group)
+    // from h1's address for h0's, h0's reply, and only then the PathRecord query.
+    EXPECT_EQ(probes, 1);
+    const std::string h1Ip = GetParam().peerIp;
+    auto first = [&pcap](const std::string& filter) {
+        const std::string n = Sh("tshark -r " + pcap + " -T fields -e frame.number -Y '" +
+                                 filter + "' 2>/dev/null | head -1")
+                                  .out;
+        return n.empty() ? -1L : std::stol(n);
+    };
+    const long request = first("arp.opcode == 1 && arp.hw.type == 32 && "
+                               "infiniband.bth.destqp == 0xffffff && arp.src.proto_ipv4 == " +
+                               h1Ip + " && arp.dst.proto_ipv4 == " + h0Ip);
+    const long reply = first("arp.opcode == 2 && arp.hw.type == 32 && arp.src.proto_ipv4 == " +
+                             h0Ip + " && arp.dst.proto_ipv4 == " + h1Ip);
+    const long query = first("infiniband.mad.attributeid == 0x0035 && infiniband.mad.method == 0x01");
+    EXPECT_GT(request, 0) << pcap;
+    EXPECT_GT(reply, request) << pcap;
+    EXPECT_GT(query, reply) << pcap;
     EXPECT_NE(sa.out.find("SubnAdmGet(PathRecord)"), std::string::npos) << sa.out;
     EXPECT_NE(sa.out.find("SubnAdmGetResp(PathRecord)"), std::string::npos) << sa.out;
     // The answer names h1 as the source (LID 2 or more; h0, the SM's host, has LID 1) and h0 as
@@ -709,8 +735,11 @@ TEST_P(EmuRdmacm, CmtimeOpensAndClosesAHundredConnectionsAtOnce)
 /// With no SM answering (the built-in one stopped after it configured the subnet: every port
 /// keeps its LID and the SM's LID), a route cannot be resolved on InfiniBand: the PathRecord
 /// query is sent again SaRetries times within the caller's timeout and then the kernel's
-/// ROUTE_ERROR with -ETIMEDOUT comes, as when a fabric's opensm has died. (Run on a fabric in
-/// real time: rping's 2 s timeout is simulated time.)
+/// ROUTE_ERROR with -ETIMEDOUT comes, as when a fabric's opensm has died. The two hosts talked
+/// before it died (a ping), so the address still resolves from IPoIB's neighbours: a host that
+/// had never talked to h0 could not even do that, h0's ARP reply waiting for a path the SA no
+/// longer gives (EmuIb.KnownPathsOutliveTheSubnetManagerAndANewOneWaitsForIt). (Run on a fabric
+/// in real time: rping's 2 s timeout is simulated time.)
 class EmuRdmacmInfiniBand : public EmuRdmacm
 {
 };
@@ -720,14 +749,19 @@ TEST_P(EmuRdmacmInfiniBand, WithoutAnSaAnsweringARouteTimesOut)
     ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
     ShResult up = Up("--fabric ib --hosts 2");
     ASSERT_EQ(up.exit, 0) << up.out;
-    // `up` returns before the SM's sweep: stop it only once it has configured the subnet.
+    // `up` returns before the SM's sweep: stop it only once it has configured the subnet and
+    // answered IPoIB's joins (rdma_cm resolves the address by IPoIB's ARP).
     ASSERT_TRUE(WaitForIbPortsActive());
+    ASSERT_TRUE(WaitForIpoibJoined());
+    const ShResult ping = Exec("h1", "ping -c 1 -W 5 10.0.0.1");
+    ASSERT_EQ(ping.exit, 0) << ping.out;
     ASSERT_EQ(Sh(Cnuas("sm stop --name " + m_name)).exit, 0);
     const Background server = Start("h0", "rping -s -C 1", 30);
     WaitCmListening("h0");
     const std::string client = Wait(Start("h1", "rping -c -a 10.0.0.1 -C 1", 30), 25);
     Wait(server, 0);
     EXPECT_NE(client.find("RDMA_CM_EVENT_ROUTE_ERROR, error -110"), std::string::npos) << client;
+    EXPECT_EQ(HostCm("h1", "neighbour_probes"), 0) << "h0's address known from the ping";
     EXPECT_EQ(HostCm("h1", "path_queries"), 4) << "one query and SaRetries (3) more";
     EXPECT_EQ(HostCm("h1", "route_errors"), 1);
     EXPECT_EQ(HostCm("h1", "sa_timeouts"), 1);
@@ -739,10 +773,14 @@ TEST_P(EmuRdmacm, BadInputGetsTheKernelsEventsAndTheDaemonGoesOn)
     ShResult r = Exec("h0", "timeout 60 rping -c -a " + std::string(GetParam().peerIp) + " -C 1");
     EXPECT_NE(r.exit, 0);
     EXPECT_NE(r.out.find("RDMA_CM_EVENT_REJECTED, error 8"), std::string::npos) << r.out;
-    // An address in the subnet that no host has: ADDR_ERROR, -ETIMEDOUT (ARP gave up).
+    // An address in the subnet that no host has: ADDR_ERROR, -ETIMEDOUT (ARP gave up). On
+    // InfiniBand IPoIB asked for it at once and a second later; rping's 2 s timeout came
+    // before a third request.
     const std::string peer = GetParam().peerIp;
+    const int64_t probesBefore = HostCm("h0", "neighbour_probes");
     r = Exec("h0", "timeout 60 rping -c -a " + peer.substr(0, peer.rfind('.')) + ".99 -C 1");
     EXPECT_NE(r.out.find("RDMA_CM_EVENT_ADDR_ERROR, error -110"), std::string::npos) << r.out;
+    EXPECT_EQ(HostCm("h0", "neighbour_probes") - probesBefore, OverHca() ? 2 : 0);
     // Outside the subnet: -ENETUNREACH.
     r = Exec("h0", "timeout 60 rping -c -a 192.168.7.7 -C 1");
     EXPECT_NE(r.out.find("RDMA_CM_EVENT_ADDR_ERROR, error -101"), std::string::npos) << r.out;

@@ -53,6 +53,7 @@ class EmuUcx : public EmuFixture, public ::testing::WithParamInterface<UcxFabric
         ShResult up = Up(GetParam().upArgs);
         ASSERT_EQ(up.exit, 0) << up.out;
         ASSERT_TRUE(WaitForIbPortsActive()) << "the SM's sweep (`up` returns before it)";
+        ASSERT_TRUE(WaitForIpoibJoined()) << "rdma_cm resolves by IPoIB's ARP";
     }
 
     /// ucx_perftest between h1 (the server, `serverArgs`) and h0 (the client, `clientArgs`,

@@ -197,12 +197,26 @@ EmuCmService::GetTypeId()
             .SetGroupName("Cnuas")
             .AddConstructor<EmuCmService>()
             .AddAttribute("UnresolvedAddressDelay",
-                          "How long resolving an address in the host's subnet that no host of "
-                          "the fabric has takes before ADDR_ERROR (-ETIMEDOUT): the kernel waits "
-                          "for ARP to give up; the daemon knows at once, so the default is 0.",
+                          "On an adapter without a neighbour table (RoCE): how long resolving "
+                          "an address in the host's subnet that no host of the fabric has takes "
+                          "before ADDR_ERROR (-ETIMEDOUT). The kernel waits for ARP to give up; "
+                          "the daemon knows at once, so the default is 0.",
                           TimeValue(Seconds(0)),
                           MakeTimeAccessor(&EmuCmService::m_unresolvedDelay),
                           MakeTimeChecker())
+            .AddAttribute("NeighbourRetransmit",
+                          "InfiniBand: the time between the ARP requests IPoIB sends for an "
+                          "address being resolved (the kernel's neighbour retrans_time_ms, "
+                          "1000 ms).",
+                          TimeValue(Seconds(1)),
+                          MakeTimeAccessor(&EmuCmService::m_neighbourRetransmit),
+                          MakeTimeChecker(NanoSeconds(1)))
+            .AddAttribute("NeighbourProbes",
+                          "InfiniBand: ARP requests sent for one address resolution at most (the "
+                          "kernel's mcast_solicit, 3); the caller's timeout ends it.",
+                          UintegerValue(3),
+                          MakeUintegerAccessor(&EmuCmService::m_neighbourProbes),
+                          MakeUintegerChecker<uint32_t>(1, 100))
             .AddAttribute("LocalAckTimeout",
                           "The QP's Local ACK Timeout the CM gives RC QPs (4.096 us x 2^value, "
                           "the REQ's primary path field).",
@@ -273,6 +287,31 @@ EmuCmService::Start(const std::string& socketPath,
     m_psnSeed =
         static_cast<uint32_t>(adapters[0].agent->GetCaGuid() * 0x9E3779B97F4A7C15ULL >> 32);
     return true;
+}
+
+void
+EmuCmService::NeighbourLearnt(size_t adapter, uint32_t ip)
+{
+    std::vector<uint32_t> done;
+    for (auto& [handle, id] : m_ids)
+    {
+        if (id.state == IdState::AddrQuery && id.addrAdapter == static_cast<int>(adapter) &&
+            id.dstIp == ip && !id.remote && !id.byNeighbour)
+        {
+            done.push_back(handle);
+        }
+    }
+    const Adapter& a = m_adapters.at(adapter);
+    for (uint32_t handle : done)
+    {
+        Id& id = m_ids[handle];
+        if (a.lookupNeighbour && a.lookupNeighbour(ip, id.neighbourGid))
+        {
+            id.byNeighbour = true;
+            id.adapter = static_cast<int>(adapter);
+            FinishAddr(handle, 0);
+        }
+    }
 }
 
 void
@@ -773,6 +812,11 @@ EmuCmService::FillRoute(Id& id) const
         std::copy(d.begin(), d.end(), rt.dgid);
         rt.dlid = id.remote->GetLid();
     }
+    else if (id.byNeighbour)
+    {
+        // ARP gave the GID; the DLID is the SA's answer to rdma_resolve_route's query.
+        std::copy(id.neighbourGid.begin(), id.neighbourGid.end(), rt.dgid);
+    }
 }
 
 int
@@ -845,6 +889,33 @@ EmuCmService::DoResolveAddr(Id& id, const cnuas_cm_req& q)
     // (the kernel maps the address to a multicast hardware address, with no ARP); the join
     // (rdma_join_multicast) then asks the SA.
     const bool self = loopback || dst == a.ip || IsMulticastIp(dst);
+    id.remote = nullptr;
+    id.byNeighbour = false;
+    id.neighbourProbes = 0;
+    ++id.addrAttempt;
+    if (!self && a.lookupNeighbour)
+    {
+        // InfiniBand: the IPoIB neighbour entry's link address gives the destination GID
+        // (addr.c); without one, ARP is asked for and the resolution waits for its answer
+        // until the caller's timeout (addr.c: -ETIMEDOUT). The route's source address is
+        // the ID's from now on, its device only once resolved (cma's addr_handler).
+        if (id.srcIp == 0)
+        {
+            id.srcIp = a.ip;
+        }
+        id.addrAdapter = adapter;
+        if (a.lookupNeighbour(dst, id.neighbourGid))
+        {
+            id.byNeighbour = true;
+            id.adapter = adapter;
+            Simulator::ScheduleNow(&EmuCmService::FinishAddr, this, handle, 0);
+            return 0;
+        }
+        ProbeNeighbour(handle, id.addrAttempt);
+        Simulator::Schedule(MilliSeconds(q.u.resolve_addr.timeout_ms),
+                            &EmuCmService::NeighbourTimedOut, this, handle, id.addrAttempt);
+        return 0;
+    }
     const Peer* peer = self ? nullptr : FindPeer(a, dst);
     if (!self && !peer)
     {
@@ -864,6 +935,45 @@ EmuCmService::DoResolveAddr(Id& id, const cnuas_cm_req& q)
 }
 
 void
+EmuCmService::ProbeNeighbour(uint32_t handle, uint32_t attempt)
+{
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end() || it->second.state != IdState::AddrQuery ||
+        it->second.addrAttempt != attempt || it->second.byNeighbour)
+    {
+        return;
+    }
+    Id& id = it->second;
+    const Adapter& a = m_adapters[static_cast<size_t>(id.addrAdapter)];
+    ++id.neighbourProbes;
+    ++m_counters.neighbourProbes;
+    // One that cannot leave (no broadcast group joined: no SM has run) is a probe all the
+    // same, as the kernel's neighbour timer counts one on an interface without carrier.
+    if (a.solicitNeighbour)
+    {
+        a.solicitNeighbour(id.dstIp, id.srcIp);
+    }
+    if (id.neighbourProbes < m_neighbourProbes)
+    {
+        Simulator::Schedule(m_neighbourRetransmit, &EmuCmService::ProbeNeighbour, this, handle,
+                            attempt);
+    }
+}
+
+void
+EmuCmService::NeighbourTimedOut(uint32_t handle, uint32_t attempt)
+{
+    auto it = m_ids.find(handle);
+    if (it == m_ids.end() || it->second.state != IdState::AddrQuery ||
+        it->second.addrAttempt != attempt || it->second.byNeighbour)
+    {
+        return;
+    }
+    ++m_counters.addrErrors;
+    FinishAddr(handle, -ETIMEDOUT);
+}
+
+void
 EmuCmService::FinishAddr(uint32_t handle, int32_t status)
 {
     auto it = m_ids.find(handle);
@@ -878,6 +988,7 @@ EmuCmService::FinishAddr(uint32_t handle, int32_t status)
         Post(id, kEvAddrError, status);
         return;
     }
+    id.route.dlid = 0; // a new destination: none until its route says (or its port, below)
     FillRoute(id);
     id.route.resolved = 1;
     id.state = IdState::AddrResolved;
@@ -892,7 +1003,10 @@ EmuCmService::DoResolveRoute(Id& id, uint32_t timeoutMs)
         return EINVAL;
     }
     FillRoute(id);
-    if (id.route.link_layer == 1 && (id.route.slid == 0 || id.route.dlid == 0))
+    const Adapter& a = AdapterFor(id);
+    const bool askSa =
+        id.route.link_layer == 1 && !a.sendSa.IsNull() && !IsMulticastIp(id.dstIp);
+    if (id.route.link_layer == 1 && (id.route.slid == 0 || (!askSa && id.route.dlid == 0)))
     {
         FailRoute(id, -EHOSTUNREACH); // no LID yet: no subnet manager has run
         return 0;
@@ -902,8 +1016,7 @@ EmuCmService::DoResolveRoute(Id& id, uint32_t timeoutMs)
     // to the SM's LID, and takes the DLID, SL, MTU and rate of its answer: whichever SM runs
     // (the built-in one, opensm) decides the path. On RoCE the route is the address's
     // (Ethernet has no SA), and so is a multicast destination's (a join asks the SA instead).
-    const Adapter& a = AdapterFor(id);
-    if (id.route.link_layer == 1 && !a.sendSa.IsNull() && !IsMulticastIp(id.dstIp))
+    if (askSa)
     {
         id.state = IdState::RouteQuery;
         id.routeAttempts = 0;

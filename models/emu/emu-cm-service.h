@@ -11,12 +11,14 @@
 #include "models/rdma/rdma-link-port.h"
 
 #include "ns3/callback.h"
+#include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
 #include "ns3/ptr.h"
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,7 +48,8 @@ struct EmuCmCounters
     uint64_t malformed = 0;      ///< requests that were not one (connection dropped)
     uint64_t events = 0;         ///< events written to channels
     uint64_t eventsDropped = 0;  ///< events a full or closed channel could not take
-    uint64_t addrErrors = 0;     ///< address resolutions that found no port
+    uint64_t addrErrors = 0;     ///< address resolutions that failed (no route, no answer)
+    uint64_t neighbourProbes = 0; ///< InfiniBand: ARP requests asked of IPoIB for resolutions
     uint64_t idsDestroyedWithProcess = 0; ///< IDs a process left behind when it ended
     uint64_t saRequests = 0;     ///< SA MCMemberRecord requests sent (joins, retries, leaves)
     uint64_t saTimeouts = 0;     ///< joins and route queries that got no SA answer after every retry
@@ -69,12 +72,16 @@ struct EmuCmCounters
  * the ID that device's verbs context.
  *
  * Addresses: each adapter's IPv4 address (RoCE: eth0's; InfiniBand: ib0's, its IPoIB
- * address) and those of the other hosts of its fabric (SetPeers), each with its port:
- * resolving an address gives that port's GID (RoCE: ::ffff:IP, GID index 0) and, on
- * InfiniBand, its LID as the subnet manager assigned it at that moment, what IPoIB ARP and an SA
- * PathRecord query give the kernel. An address in the host's subnet that no host has fails
- * with ADDR_ERROR (-ETIMEDOUT, after UnresolvedAddressDelay, as ARP gives up), one outside it
- * at once (-ENETUNREACH).
+ * address). On InfiniBand an address resolves as the kernel's rdma_resolve_addr resolves it
+ * (drivers/infiniband/core/addr.c): from the IPoIB interface's neighbour table, the GID of the
+ * link address its ARP gave (Adapter::lookupNeighbour); with no entry, the interface sends ARP
+ * requests to the broadcast group (solicitNeighbour: at once and every NeighbourRetransmit,
+ * NeighbourProbes in all) and the resolution ends when the answer comes (NeighbourLearnt) or
+ * with ADDR_ERROR (-ETIMEDOUT) when the caller's timeout passes. The DLID is not known then:
+ * rdma_resolve_route asks the SA for it. On RoCE the addresses are those of the other hosts of
+ * its fabric (SetPeers) and resolve to their GID (::ffff:IP, GID index 0); one no host has fails
+ * with ADDR_ERROR (-ETIMEDOUT) after UnresolvedAddressDelay. An address outside the adapter's
+ * subnet fails at once (-ENETUNREACH).
  *
  * Port spaces (RDMA_PS_TCP, RDMA_PS_UDP, RDMA_PS_IPOIB): a bound port is the ID's; service ID
  * 0x0000000001PPpppp (PP the space, pppp the port) as the kernel's rdma_cm forms it, and the
@@ -116,6 +123,13 @@ class EmuCmService : public Object
         /// IPv4-mapped address), what the kernel's IGMP report does for it; false if refused.
         /// With neither callback the adapter takes no multicast joins.
         Callback<bool, const std::array<uint8_t, 16>&, bool> ethMembership;
+        /// InfiniBand: the IPoIB interface's neighbour table (IbIpoibBridge::LookupNeighbour):
+        /// true with the GID of the link address IPv4 address `ip` (host order) has. With it
+        /// the adapter's addresses resolve by IPoIB ARP, without it from SetPeers' hosts.
+        std::function<bool(uint32_t ip, std::array<uint8_t, 16>& gid)> lookupNeighbour;
+        /// Sends an ARP request for `ip` from `ownIp` (IbIpoibBridge::SolicitNeighbour);
+        /// false if it could not leave (the interface has not joined its broadcast group).
+        std::function<bool(uint32_t ip, uint32_t ownIp)> solicitNeighbour;
     };
 
     /**
@@ -125,8 +139,12 @@ class EmuCmService : public Object
     bool Start(const std::string& socketPath,
                const std::vector<Adapter>& adapters,
                std::string* why);
-    /// The hosts whose addresses resolve on adapter `adapter` (this one included or not).
+    /// The hosts whose addresses resolve on adapter `adapter` (this one included or not), for
+    /// an adapter without a neighbour table (RoCE).
     void SetPeers(size_t adapter, const std::vector<Peer>& peers);
+    /// Adapter `adapter`'s neighbour table learnt `ip`'s link address (host order): address
+    /// resolutions waiting for it end.
+    void NeighbourLearnt(size_t adapter, uint32_t ip);
     void Stop();
     /**
      * An SA response that reached adapter `adapter`'s node: true if it answers one of this
@@ -195,7 +213,12 @@ class EmuCmService : public Object
         uint32_t dstIp = 0;
         uint16_t dstPort = 0;
         bool boundPort = false;
-        Ptr<RdmaLinkPort> remote; ///< the resolved peer's port
+        Ptr<RdmaLinkPort> remote; ///< the resolved peer's port (RoCE; this host's own)
+        bool byNeighbour = false; ///< InfiniBand: resolved by the IPoIB neighbour table to
+        std::array<uint8_t, 16> neighbourGid{}; ///< this GID (the DLID from the SA, later)
+        uint32_t addrAttempt = 0;  ///< which resolve_addr this is (its timers carry it)
+        int addrAdapter = -1;      ///< the adapter a resolution by ARP waits on
+        uint32_t neighbourProbes = 0; ///< ARP requests asked for this resolution
         cnuas_cm_route route{};
         uint32_t commId = 0;      ///< the agent's connection, 0: none
         uint32_t localQpn = 0;
@@ -282,6 +305,10 @@ class EmuCmService : public Object
     void Post(const Id& id, uint32_t event, int32_t status, cnuas_cm_event& ev);
     void Post(const Id& id, uint32_t event, int32_t status);
     void FinishAddr(uint32_t handle, int32_t status);
+    /// Asks IPoIB for another ARP request for a resolution still waiting (attempt `attempt`).
+    void ProbeNeighbour(uint32_t handle, uint32_t attempt);
+    /// The caller's timeout of resolution `attempt`: ADDR_ERROR (-ETIMEDOUT) if it still waits.
+    void NeighbourTimedOut(uint32_t handle, uint32_t attempt);
 
     /// Whether `ip` (host byte order) is a loopback address.
     static bool IsLoopback(uint32_t ip);
@@ -331,6 +358,8 @@ class EmuCmService : public Object
     EmuCmCounters m_counters;
     // Attributes.
     Time m_unresolvedDelay;
+    Time m_neighbourRetransmit;
+    uint32_t m_neighbourProbes;
     uint8_t m_localAckTimeout;
     uint8_t m_hopLimit;
     uint32_t m_maxProcesses;

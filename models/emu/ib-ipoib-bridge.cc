@@ -93,7 +93,14 @@ IbIpoibBridge::GetTypeId()
                                           "SGID and DGID), the link-local one by default",
                                           UintegerValue(kIbDefaultSubnetPrefix),
                                           MakeUintegerAccessor(&IbIpoibBridge::m_subnetPrefix),
-                                          MakeUintegerChecker<uint64_t>());
+                                          MakeUintegerChecker<uint64_t>())
+                            .AddTraceSource("NeighbourLearnt",
+                                            "An IPv4 address's IPoIB link address learnt or "
+                                            "changed from an ARP packet: the address (host "
+                                            "order) and the link address's port GID",
+                                            MakeTraceSourceAccessor(
+                                                &IbIpoibBridge::m_neighbourLearnt),
+                                            "ns3::IbIpoibBridge::NeighbourLearntCallback");
     return tid;
 }
 
@@ -115,6 +122,7 @@ IbIpoibBridge::DoDispose()
     m_port = nullptr;
     m_paths.clear();
     m_pathByTid.clear();
+    m_byIp.clear();
     m_sendSa = Callback<bool, const uint8_t*>();
     Object::DoDispose();
 }
@@ -182,6 +190,54 @@ IbIpoibBridge::LinkAddress
 IbIpoibBridge::OwnAddress() const
 {
     return LinkAddress{kQpn, IbMakeGid(m_subnetPrefix, m_port->GetPortGuid())};
+}
+
+bool
+IbIpoibBridge::LookupNeighbour(uint32_t ip, IbGid& gid) const
+{
+    auto it = m_byIp.find(ip);
+    if (it == m_byIp.end())
+    {
+        return false;
+    }
+    gid = it->second.gid;
+    return true;
+}
+
+bool
+IbIpoibBridge::SolicitNeighbour(uint32_t ip, uint32_t ownIp)
+{
+    if (!m_port)
+    {
+        return false;
+    }
+    if (!IsJoinedNow())
+    {
+        m_counters.notJoined++;
+        MaybeJoin();
+        return false;
+    }
+    // The request the kernel's arp_solicit sends over IPoIB: this interface's link address
+    // and address as the sender's, the target's link address unknown (zeros), its address.
+    m_arp.assign(kIbArpBytes, 0);
+    StoreBe16(m_arp.data(), kArpHwInfiniband);
+    StoreBe16(m_arp.data() + 2, kEtherIpv4);
+    m_arp[4] = kIbLinkAddressBytes;
+    m_arp[5] = 4;
+    StoreBe16(m_arp.data() + 6, 1); // ARP request (RFC 826)
+    const LinkAddress own = OwnAddress();
+    StoreBe32(m_arp.data() + 8, own.qpn);
+    std::copy(own.gid.begin(), own.gid.end(), m_arp.begin() + 12);
+    StoreBe32(m_arp.data() + 28, ownIp);
+    StoreBe32(m_arp.data() + 52, ip);
+    Destination group;
+    group.broadcast = true;
+    if (SendDatagram(group, kEtherArp, m_arp.data(), kIbArpBytes, nullptr, 0) == 0)
+    {
+        return false;
+    }
+    m_counters.solicited++;
+    return true;
 }
 
 uint64_t
@@ -502,7 +558,8 @@ IbIpoibBridge::SendDatagram(const Destination& to,
     {
         m_counters.notActive++;
     }
-    else if (!m_port->CanSend(sl) && m_idleHook != 0 && m_tap.IsPolled() && m_held.empty())
+    else if (f != nullptr && !m_port->CanSend(sl) && m_idleHook != 0 && m_tap.IsPolled() &&
+             m_held.empty())
     {
         // A full send queue: as an IPoIB driver stops its netdev queue when the HCA's send
         // queue fills, the frame waits here and the TAP is not read until the port has room,
@@ -747,6 +804,16 @@ IbIpoibBridge::ArpFromFabric(const uint8_t* a, uint32_t length, uint16_t slid, b
         return;
     }
     m_macByLid[slid] = senderMac;
+    // And the sender's address with it (the neighbour entry the kernel's rdma_cm reads).
+    if (const uint32_t senderIp = LoadBe32(a + 28); senderIp != 0)
+    {
+        auto known = m_byIp.find(senderIp);
+        if (known == m_byIp.end() ? m_byIp.size() < kMaxNeighbours : !(known->second == sender))
+        {
+            m_byIp[senderIp] = sender;
+            m_neighbourLearnt(senderIp, sender.gid);
+        }
+    }
     uint64_t targetMac = 0;
     if (target == OwnAddress())
     {

@@ -15,6 +15,7 @@
 #include "ns3/event-id.h"
 #include "ns3/nstime.h"
 #include "ns3/object.h"
+#include "ns3/traced-callback.h"
 
 #include <cstdint>
 #include <map>
@@ -50,6 +51,7 @@ struct IbIpoibBridgeCounters : TapPortCounters
     uint64_t notIpoib = 0;     ///< IPoIB-addressed packets dropped: not a UD SEND, a wrong Q_Key,
                                ///< a bad ARP, or neither IPv4 nor ARP
     uint64_t toHca = 0;        ///< packets for other QPs, passed to the HCA model
+    uint64_t solicited = 0;    ///< ARP requests sent for the host's rdma_cm (SolicitNeighbour)
 };
 
 /**
@@ -83,6 +85,10 @@ struct IbIpoibBridgeCounters : TapPortCounters
  * To the host: an IPoIB datagram for kQpn (or for the broadcast group) becomes an Ethernet
  * frame for the TAP: ARP back in its Ethernet form with the neighbours' MACs; IPv4 from the
  * sender's MAC (known by its LID from its ARP or its path) to this host's, or to broadcast.
+ *
+ * For the host's rdma_cm: every IPoIB ARP packet received also tells which link address its
+ * sender's IPv4 address has (LookupNeighbour, the NeighbourLearnt trace), and SolicitNeighbour
+ * sends the request the kernel's neighbour code sends when rdma_resolve_addr finds no entry.
  */
 class IbIpoibBridge : public Object
 {
@@ -91,6 +97,8 @@ class IbIpoibBridge : public Object
     static constexpr uint32_t kQpn = 0x0000FF;
 
     static TypeId GetTypeId();
+    /// The NeighbourLearnt trace's signature: the IPv4 address (host order), its link address's GID.
+    typedef void (*NeighbourLearntCallback)(uint32_t ip, const IbGid& gid);
     IbIpoibBridge();
     ~IbIpoibBridge() override;
 
@@ -114,6 +122,21 @@ class IbIpoibBridge : public Object
     {
         return IsJoinedNow() ? m_group.rec.mlid : 0;
     }
+    /**
+     * The neighbour table as the kernel's rdma_cm reads it (addr.c: the IPoIB interface's
+     * neighbour entry gives the destination's link address, RFC 4391 §9.1.1): the GID of the
+     * link address that IPv4 address `ip` (host order) was last seen with in an IPoIB ARP
+     * packet, request or reply. False if no ARP has told it.
+     */
+    bool LookupNeighbour(uint32_t ip, IbGid& gid) const;
+    /**
+     * Asks the fabric who has `ip`, as the kernel's neighbour code does when rdma_cm finds no
+     * entry: an IPoIB ARP request to the broadcast group from this interface's link address
+     * and `ownIp` (host order). The answer, a reply from the host that has it, reaches
+     * LookupNeighbour and fires NeighbourLearnt. False (counted as notJoined) before the group
+     * is joined: the kernel's interface has no carrier then.
+     */
+    bool SolicitNeighbour(uint32_t ip, uint32_t ownIp);
     /// Receives the packets for QPs other than kQpn (the HCA model's traffic: the verbs of the
     /// host's processes), as the device's frames: no ns-3 Packet is made for them. Unset, they
     /// are counted as notIpoib and dropped.
@@ -155,7 +178,8 @@ class IbIpoibBridge : public Object
     /// An IPoIB ARP packet from the fabric, for the kernel in Ethernet form.
     void ArpFromFabric(const uint8_t* arp, uint32_t length, uint16_t slid, bool toGroup);
     /// Sends one IPoIB datagram (`type`, then `carried` bytes of `l3`) to `to`; returns the
-    /// datagrams made (0 or 1), holding the host's frame `f` for a full queue when it can.
+    /// datagrams made (0 or 1), holding the host's frame `f` (if any: the bridge's own ARP
+    /// requests have none) for a full queue when it can.
     uint32_t SendDatagram(const Destination& to, uint16_t type, const uint8_t* l3,
                           uint32_t carried, const uint8_t* f, uint32_t len);
     /// Sends to neighbour `to` once its path is known (else queues `f` and asks the SA).
@@ -217,6 +241,10 @@ class IbIpoibBridge : public Object
     std::unordered_map<uint64_t, LinkAddress> m_byMac;
     std::map<std::pair<uint32_t, IbGid>, uint64_t> m_macOf;
     std::unordered_map<uint16_t, uint64_t> m_macByLid; ///< a neighbour's LID -> its MAC
+    std::unordered_map<uint32_t, LinkAddress> m_byIp; ///< IPv4 -> link address, from ARP
+    /// An IPv4 address's link address learnt or changed (from an ARP packet): the address
+    /// (host order) and the link address's GID.
+    TracedCallback<uint32_t, const IbGid&> m_neighbourLearnt;
     Callback<bool, const uint8_t*> m_sendSa;
     uint32_t m_nextTid = 1;
     Time m_pathQueryTimeout;

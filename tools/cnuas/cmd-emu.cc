@@ -592,6 +592,7 @@ CmJson(const Daemon& d, size_t i)
             {"refused", c.refused},
             {"malformed_requests", c.malformed},
             {"addr_errors", c.addrErrors},
+            {"neighbour_probes", c.neighbourProbes},
             {"events", c.events},
             {"events_dropped", c.eventsDropped},
             {"ids_left_by_processes", c.idsDestroyedWithProcess},
@@ -701,6 +702,7 @@ IbHostJson(const Daemon& d, size_t i)
                         {"to_host_ring_full", c.toHostRingFull},
                         {"ipoib_sent", c.sentToFabric},
                         {"ipoib_broadcast_sent", c.broadcastSent},
+                        {"arp_solicited", c.solicited},
                         {"ipoib_received", c.received},
                         {"broadcast_mlid", d.ipoib[i]->GetBroadcastMlid()},
                         {"broadcast_joins", c.joins},
@@ -1510,6 +1512,10 @@ StartCmServices(Daemon& d)
     std::vector<std::vector<ns3::EmuCmService::Peer>> peers(rails.size());
     for (size_t k = 0; k < rails.size(); ++k)
     {
+        if (rails[k] == &d.ibRail)
+        {
+            continue; // InfiniBand resolves by IPoIB's ARP, not from a list of hosts
+        }
         for (size_t i = 0; i < rails[k]->cmAdapters.size(); ++i)
         {
             peers[k].push_back({rails[k]->ips[i], rails[k]->cmAdapters[i].port});
@@ -1531,7 +1537,18 @@ StartCmServices(Daemon& d)
         }
         for (size_t k = 0; k < rails.size(); ++k)
         {
-            svc->SetPeers(k, peers[k]);
+            if (rails[k] == &d.ibRail)
+            {
+                // InfiniBand: addresses resolve by IPoIB's ARP (the adapter's neighbour table).
+                d.ipoib.at(i)->TraceConnectWithoutContext(
+                    "NeighbourLearnt",
+                    ns3::Callback<void, uint32_t, const ns3::IbGid&>(
+                        [svc, k](uint32_t ip, const ns3::IbGid&) { svc->NeighbourLearnt(k, ip); }));
+            }
+            else
+            {
+                svc->SetPeers(k, peers[k]);
+            }
             if (i < rails[k]->madDispatchers.size())
             {
                 // In front of the node's other managers (the umad service): SA answers to this
@@ -1883,6 +1900,14 @@ BuildIbHosts(Daemon& d)
             // IPoIB asks the same SA for its paths, and takes its answers before the host's
             // other managers (umad's, rdma_cm's, chained in front later) see them.
             bridge->SetSaSender(rail.cmAdapters.back().sendSa);
+            // rdma_cm resolves addresses from IPoIB's neighbours and has it ARP for the rest,
+            // as the kernel's rdma_resolve_addr does; StartCmServices hears what it learns.
+            rail.cmAdapters.back().lookupNeighbour = [bridge](uint32_t ip, ns3::IbGid& gid) {
+                return bridge->LookupNeighbour(ip, gid);
+            };
+            rail.cmAdapters.back().solicitNeighbour = [bridge](uint32_t ip, uint32_t ownIp) {
+                return bridge->SolicitNeighbour(ip, ownIp);
+            };
             const ns3::IbMadDispatcher::MadHandler next = disp->GetManagerHandler();
             disp->SetManagerHandler(ns3::IbMadDispatcher::MadHandler(
                 [bridge, next](const ns3::IbReceivedMad& m) {
