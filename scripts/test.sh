@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds Cnuas and runs the whole test suite with ctest, twice: a Release build, then a Debug
-# build with AddressSanitizer and UndefinedBehaviorSanitizer (which also turns on NS_ASSERT and
+# build (-O1) with AddressSanitizer and UndefinedBehaviorSanitizer (which also turns on NS_ASSERT and
 # NS_LOG in Cnuas's own code), leaving out the long simulated runs the Release pass ran. Used by
 # README and .ci/run. Set CNUAS_SKIP_SANITIZERS=1 to run only the Release pass.
 set -euo pipefail
@@ -18,6 +18,6 @@ if [ "${CNUAS_SKIP_SANITIZERS:-0}" != "1" ]; then
   cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug >/dev/null
   cmake --build build-debug -j"$jobs"
   # Without the long simulated runs (label long-run, tests/CMakeLists.txt): the Release pass
-  # has run them, and under the sanitizers at -O0 they would double this pass.
+  # has run them, and under the sanitizers they would double this pass.
   (cd build-debug && ctest --output-on-failure -j"$jobs" -LE long-run)
 fi
