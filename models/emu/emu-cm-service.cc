@@ -934,16 +934,27 @@ EmuCmService::DoResolveAddr(Id& id, const cnuas_cm_req& q)
     return 0;
 }
 
-void
-EmuCmService::ProbeNeighbour(uint32_t handle, uint32_t attempt)
+EmuCmService::Id*
+EmuCmService::WaitingForNeighbour(uint32_t handle, uint32_t attempt)
 {
     auto it = m_ids.find(handle);
     if (it == m_ids.end() || it->second.state != IdState::AddrQuery ||
         it->second.addrAttempt != attempt || it->second.byNeighbour)
     {
+        return nullptr; // gone, resolved, or a later resolution of the same ID
+    }
+    return &it->second;
+}
+
+void
+EmuCmService::ProbeNeighbour(uint32_t handle, uint32_t attempt)
+{
+    Id* waiting = WaitingForNeighbour(handle, attempt);
+    if (!waiting)
+    {
         return;
     }
-    Id& id = it->second;
+    Id& id = *waiting;
     const Adapter& a = m_adapters[static_cast<size_t>(id.addrAdapter)];
     ++id.neighbourProbes;
     ++m_counters.neighbourProbes;
@@ -963,9 +974,7 @@ EmuCmService::ProbeNeighbour(uint32_t handle, uint32_t attempt)
 void
 EmuCmService::NeighbourTimedOut(uint32_t handle, uint32_t attempt)
 {
-    auto it = m_ids.find(handle);
-    if (it == m_ids.end() || it->second.state != IdState::AddrQuery ||
-        it->second.addrAttempt != attempt || it->second.byNeighbour)
+    if (!WaitingForNeighbour(handle, attempt))
     {
         return;
     }

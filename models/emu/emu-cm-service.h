@@ -305,6 +305,8 @@ class EmuCmService : public Object
     void Post(const Id& id, uint32_t event, int32_t status, cnuas_cm_event& ev);
     void Post(const Id& id, uint32_t event, int32_t status);
     void FinishAddr(uint32_t handle, int32_t status);
+    /// The ID `handle` if resolution `attempt` of its address still waits for ARP, else null.
+    Id* WaitingForNeighbour(uint32_t handle, uint32_t attempt);
     /// Asks IPoIB for another ARP request for a resolution still waiting (attempt `attempt`).
     void ProbeNeighbour(uint32_t handle, uint32_t attempt);
     /// The caller's timeout of resolution `attempt`: ADDR_ERROR (-ETIMEDOUT) if it still waits.
