@@ -47,6 +47,7 @@ constexpr uint32_t kIbArpBytes = 56;
 constexpr uint16_t kArpHwEthernet = 1;
 constexpr uint16_t kArpHwInfiniband = 32;
 constexpr uint32_t kIbLinkAddressBytes = 20;
+constexpr uint16_t kArpRequest = 1; ///< RFC 826's operation code of a request
 /// Link addresses one bridge keeps (its kernel's neighbours); the kernel's ARP table has a
 /// bound of its own (gc_thresh3, 1,024 by default), this one only keeps memory bounded.
 constexpr size_t kMaxNeighbours = 65536;
@@ -204,6 +205,24 @@ IbIpoibBridge::LookupNeighbour(uint32_t ip, IbGid& gid) const
     return true;
 }
 
+void
+IbIpoibBridge::StartOwnArp(uint16_t operation, uint32_t senderIp)
+{
+    // RFC 4391 §4: an IPoIB ARP packet is RFC 826's with hardware type 32 and 20-byte link
+    // addresses. This interface's link address and `senderIp` are the sender's; the target's
+    // fields stay zero for the caller to fill.
+    m_arp.assign(kIbArpBytes, 0);
+    StoreBe16(m_arp.data(), kArpHwInfiniband);
+    StoreBe16(m_arp.data() + 2, kEtherIpv4);
+    m_arp[4] = kIbLinkAddressBytes;
+    m_arp[5] = 4;
+    StoreBe16(m_arp.data() + 6, operation);
+    const LinkAddress own = OwnAddress();
+    StoreBe32(m_arp.data() + 8, own.qpn); // flags byte 0: datagram mode, no connected mode
+    std::copy(own.gid.begin(), own.gid.end(), m_arp.begin() + 12);
+    StoreBe32(m_arp.data() + 28, senderIp);
+}
+
 bool
 IbIpoibBridge::SolicitNeighbour(uint32_t ip, uint32_t ownIp)
 {
@@ -217,18 +236,9 @@ IbIpoibBridge::SolicitNeighbour(uint32_t ip, uint32_t ownIp)
         MaybeJoin();
         return false;
     }
-    // The request the kernel's arp_solicit sends over IPoIB: this interface's link address
-    // and address as the sender's, the target's link address unknown (zeros), its address.
-    m_arp.assign(kIbArpBytes, 0);
-    StoreBe16(m_arp.data(), kArpHwInfiniband);
-    StoreBe16(m_arp.data() + 2, kEtherIpv4);
-    m_arp[4] = kIbLinkAddressBytes;
-    m_arp[5] = 4;
-    StoreBe16(m_arp.data() + 6, 1); // ARP request (RFC 826)
-    const LinkAddress own = OwnAddress();
-    StoreBe32(m_arp.data() + 8, own.qpn);
-    std::copy(own.gid.begin(), own.gid.end(), m_arp.begin() + 12);
-    StoreBe32(m_arp.data() + 28, ownIp);
+    // The request the kernel's arp_solicit sends over IPoIB: the target's link address
+    // unknown (zeros), its address.
+    StartOwnArp(kArpRequest, ownIp);
     StoreBe32(m_arp.data() + 52, ip);
     Destination group;
     group.broadcast = true;
@@ -429,16 +439,7 @@ IbIpoibBridge::FromHost(const uint8_t* f, uint32_t len)
     {
         // The kernel's ARP in IPoIB form: this interface's link address as the sender's, the
         // target's if the kernel names one (a unicast probe) and it is a neighbour, else zeros.
-        m_arp.assign(kIbArpBytes, 0);
-        StoreBe16(m_arp.data(), kArpHwInfiniband);
-        StoreBe16(m_arp.data() + 2, kEtherIpv4);
-        m_arp[4] = kIbLinkAddressBytes;
-        m_arp[5] = 4;
-        std::copy(l3 + 6, l3 + 8, m_arp.begin() + 6); // the operation
-        const LinkAddress own = OwnAddress();
-        StoreBe32(m_arp.data() + 8, own.qpn); // flags byte 0: datagram mode, no connected mode
-        std::copy(own.gid.begin(), own.gid.end(), m_arp.begin() + 12);
-        std::copy(l3 + 14, l3 + 18, m_arp.begin() + 28); // sender IP
+        StartOwnArp(LoadBe16(l3 + 6), LoadBe32(l3 + 14)); // the operation, the sender IP
         if (auto t = m_byMac.find(LoadBe48(l3 + 18)); t != m_byMac.end())
         {
             StoreBe32(m_arp.data() + 32, t->second.qpn);

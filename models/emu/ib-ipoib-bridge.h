@@ -167,6 +167,9 @@ class IbIpoibBridge : public Object
 
     /// A frame from the host's kernel; returns the datagrams it made (0: refused or held).
     uint32_t FromHost(const uint8_t* bytes, uint32_t length);
+    /// Starts an IPoIB ARP packet in m_arp sent by this interface from `senderIp`: the target's
+    /// link address and IP are left zero for the caller.
+    void StartOwnArp(uint16_t operation, uint32_t senderIp);
     /// The loop's idle turn: sends the held datagram once the port has room again.
     bool OnIdle();
     void FromFabric(Ptr<IbNetDevice> port, const IbFrame& frame, const IbRxInfo& info);
