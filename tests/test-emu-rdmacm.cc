@@ -573,6 +573,87 @@ TEST_P(EmuRdmacm, CmMadsAreOnTheWireAndDecode)
     }
 }
 
+/// rsockets (host/rdmacm/rsocket.c), with Debian's rstream and riostream checking every byte they
+/// receive (-T v): blocking calls (-T b), then non-blocking ones woken by rpoll (-T a -T n); receive buffers
+/// so small (-B 16384: 32 KiB) that each 1 MiB transfer needs the reader's credit updates some
+/// sixty times; small transfers that go inline; riostream's riomap/riowrite, RDMA WRITEs into a
+/// region the peer mapped. A client that is not an rsocket (rping, at rstream's port) is refused
+/// and the server goes on to serve the next one. On the wire: librdmacm's rsocket protocol, data
+/// and credit updates as RDMA WRITE with Immediate.
+TEST_P(EmuRdmacm, RstreamAndRiostreamMoveVerifiedDataOverRsockets)
+{
+    const std::regex line(R"(custom\s+1m\s+4\s+2\s+16m\s+[0-9.]+s\s+[0-9.]+\s+[0-9.]+)");
+    std::string server;
+    std::string out = RunPair("rstream -T b -T v -S 1048576 -C 4 -I 2 -B 16384",
+                              "rstream -s {ip} -T b -T v -S 1048576 -C 4 -I 2 -B 16384", &server);
+    EXPECT_TRUE(std::regex_search(out, line)) << out;
+    EXPECT_TRUE(std::regex_search(server, line)) << server;
+    out = RunPair("rstream -T a -T n -T v -S 1048576 -C 4 -I 2 -B 16384",
+                  "rstream -s {ip} -T a -T n -T v -S 1048576 -C 4 -I 2 -B 16384", &server);
+    EXPECT_TRUE(std::regex_search(out, line)) << out;
+    out = RunPair("rstream -T v -S 40 -C 500", "rstream -s {ip} -T v -S 40 -C 500", nullptr);
+    EXPECT_TRUE(std::regex_search(out, std::regex(R"(custom\s+40\s+500\s+1\s+39k)"))) << out;
+    out = RunPair("riostream -T v -S 1048576 -C 4 -I 2",
+                  "riostream -s {ip} -T v -S 1048576 -C 4 -I 2", &server);
+    EXPECT_TRUE(std::regex_search(out, line)) << out;
+
+    // An unmodified TCP program under librdmacm's own librspreload (Debian's librdmacm1), which
+    // turns its sockets into rsockets: iperf3's server listens on :: (an AF_INET6 rsocket taking
+    // IPv4 clients, as a dual-stack socket does), and its 8 MiB cross the fabric as RDMA writes
+    // (h0's adapter sends at least a packet per MTU of them), not through the kernel's TCP.
+    const std::string preload = "/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so";
+    if (access(preload.c_str(), R_OK) == 0)
+    {
+        const bool ib = OverHca();
+        const int64_t sentBefore = HostCounter(Status(), "h0", "transport", "packets_sent", ib);
+        out = RunPair("env LD_PRELOAD=" + preload + " iperf3 -s -1",
+                      "env LD_PRELOAD=" + preload + " iperf3 -c {ip} -n 8M -J", &server);
+        // All of it sent; the receiver's report leaves out what it had not read when the test
+        // ended (as over TCP).
+        std::smatch m;
+        ASSERT_TRUE(std::regex_search(
+            out, m, std::regex(R"("sum_sent":\s*\{[^}]*"bytes":\s*([0-9]+))")))
+            << out;
+        EXPECT_EQ(std::stoll(m[1]), 8 << 20) << out;
+        EXPECT_NE(server.find("Accepted connection from " + H0Ip()), std::string::npos)
+            << server;
+        const int64_t sent =
+            HostCounter(Status(), "h0", "transport", "packets_sent", ib) - sentBefore;
+        EXPECT_GE(sent, (8 << 20) / 4096) << "iperf3's bytes did not go over the adapter";
+    }
+
+    // Not an rsocket: rping's REQ carries no rsocket connection data. Refused (consumer reject),
+    // and the same server then serves an rstream client.
+    for (int i = 0; i < 400 && H1Cm("listening") != 0; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const Background s = Start("h1", "rstream -T v -S 1000 -C 10", 60);
+    WaitCmListening("h1");
+    const std::string refused =
+        Wait(Start("h0", std::string("rping -c -a ") + GetParam().peerIp + " -p 7471 -C 1", 30), 25);
+    EXPECT_NE(refused.find("RDMA_CM_EVENT_REJECTED"), std::string::npos) << refused;
+    const std::string served =
+        Wait(Start("h0", std::string("rstream -s ") + GetParam().peerIp + " -T v -S 1000 -C 10",
+                   60),
+             45);
+    EXPECT_NE(served.find("pair-exit=0"), std::string::npos) << served;
+    const std::string serverOut = Wait(s, 30);
+    EXPECT_NE(serverOut.find("pair-exit=0"), std::string::npos) << serverOut;
+
+    ASSERT_EQ(Sh(Cnuas("down --name " + m_name)).exit, 0);
+    const std::string pcap =
+        (m_dir / "pcap" / (std::string("h0") + GetParam().pcapSuffix + ".pcap")).string();
+    // RC RDMA WRITE Only with Immediate (opcode 11): rstream's data and credit updates.
+    const ShResult writes = Sh("tshark -r " + pcap +
+                               " -Y 'infiniband.bth.opcode == 11' 2>/dev/null | wc -l");
+    EXPECT_GT(std::stoi("0" + writes.out), 100) << writes.out;
+    const ShResult bad =
+        Sh("tshark --disable-heuristic rpcrdma_infiniband -r " + pcap +
+           " -Y '_ws.malformed || _ws.expert.severity == \"Error\"' 2>&1");
+    EXPECT_EQ(bad.out.find("Malformed"), std::string::npos) << bad.out;
+}
+
 /// On InfiniBand, as the kernel's rdma_cm: rdma_resolve_addr finds the destination's GID in the
 /// IPoIB interface's neighbour table, and with no entry has IPoIB send an ARP request to the
 /// broadcast group, whose answer ends the resolution; rdma_resolve_route then asks the SA for a

@@ -12,11 +12,11 @@
  *
  * Event channels are pipes the daemon writes: channel->fd works with poll/epoll/select. IDs made
  * without a channel are synchronous (each call waits for its event), as in librdmacm.
- * rsockets are not provided (rsocket() fails with EOPNOTSUPP); rpoll and rselect fall back to
- * poll and select for ordinary descriptors, which is what rping and the other rdmacm-utils
- * need. Multicast joins work on InfiniBand (the daemon asks the SA for an MCMemberRecord; this
- * library attaches the ID's QP to the group, as librdmacm's ucma_process_join does); on RoCE
- * they fail with EOPNOTSUPP, as ECE does.
+ * rsockets are rsocket.c's, on top of this library and libibverbs as librdmacm's are. Multicast
+ * joins work on InfiniBand (the daemon asks the SA for an MCMemberRecord; this library attaches
+ * the ID's QP to the group, as librdmacm's ucma_process_join does) and on RoCE (the group's GID
+ * is the IPv4-mapped address and the port joins the fabric's multicast routes, as the kernel's
+ * cma_iboe_join_multicast has no SA to ask); ECE fails with EOPNOTSUPP.
  */
 #define _GNU_SOURCE
 #include "host/abi/cnuas-cm-abi.h"
