@@ -1192,18 +1192,59 @@ static int rs_ready_to_transfer(struct rsocket *rs)
     return r;
 }
 
+/* Waits (rs->lock held) until the socket may post another write: a send queue entry, room in the
+ * staging ring and, for data, the peer's credit. */
+static int rs_wait_send_room(struct rsocket *rs, int flags)
+{
+    if (rs_can_send(rs))
+        return 0;
+    if (rs_wait(rs, rs_nonblocking(rs, flags), rs_conn_can_send))
+        return -1;
+    return (rs->state & RS_WRITABLE) ? 0 : fail(ECONNRESET);
+}
+
+/* The size of the next write of a transfer with `left` bytes to go, at most `limit`: 2 KiB first,
+ * doubling up to 64 KiB (*olen), so the first bytes leave early, as librdmacm sends. */
+static uint32_t rs_next_xfer(uint32_t *olen, size_t left, uint32_t limit)
+{
+    uint32_t xfer;
+    if (*olen < left) {
+        xfer = *olen;
+        if (*olen < RS_MAX_TRANSFER)
+            *olen <<= 1;
+    } else {
+        xfer = (uint32_t)left;
+    }
+    return xfer < limit ? xfer : limit;
+}
+
+/* The gather list for `len` bytes at `buf`: inline when the queue pair takes that much inline
+ * (*flags then IBV_SEND_INLINE), else staged through the ring. */
+static int rs_sgl_for(struct rsocket *rs, const void *buf, uint32_t len, struct ibv_sge *sgl,
+                      int *flags)
+{
+    if (len <= rs->sq_inline) {
+        sgl[0].addr = (uintptr_t)buf;
+        sgl[0].length = len;
+        sgl[0].lkey = 0;
+        *flags = IBV_SEND_INLINE;
+        return 1;
+    }
+    *flags = 0;
+    return rs_stage(rs, buf, len, sgl);
+}
+
+/* What every writer checks first (rs->lock held): connected, and the peer told of our mappings. */
+static int rs_ready_to_write(struct rsocket *rs, int flags);
+
 /* Sends pending mappings (rs->lock held). */
 static int rs_send_iomaps(struct rsocket *rs, int flags)
 {
     for (struct rs_mapping *m = rs->mappings; m; m = m->next) {
         if (m->slot < 0 || m->announced)
             continue;
-        if (!rs_can_send(rs)) {
-            if (rs_wait(rs, rs_nonblocking(rs, flags), rs_conn_can_send))
-                return -1;
-            if (!(rs->state & RS_WRITABLE))
-                return fail(ECONNRESET);
-        }
+        if (rs_wait_send_room(rs, flags))
+            return -1;
         struct rs_iomap iom;
         iom.offset = m->offset;
         iom.sge.addr = (uintptr_t)m->mr->addr;
@@ -1216,16 +1257,8 @@ static int rs_send_iomaps(struct rsocket *rs, int flags)
             iom.sge.key = bswap_32(iom.sge.key);
         }
         struct ibv_sge sgl[2];
-        int nsge, sflags = 0;
-        if (rs->sq_inline >= sizeof(iom)) {
-            sgl[0].addr = (uintptr_t)&iom;
-            sgl[0].length = sizeof(iom);
-            sgl[0].lkey = 0;
-            nsge = 1;
-            sflags = IBV_SEND_INLINE;
-        } else {
-            nsge = rs_stage(rs, &iom, sizeof(iom), sgl);
-        }
+        int sflags;
+        int nsge = rs_sgl_for(rs, &iom, sizeof(iom), sgl, &sflags);
         rs->sseq_no++;
         rs->sqe_avail--;
         rs->sbuf_bytes_avail -= sizeof(iom);
@@ -1237,6 +1270,13 @@ static int rs_send_iomaps(struct rsocket *rs, int flags)
     }
     rs->iomap_pending = 0;
     return 0;
+}
+
+static int rs_ready_to_write(struct rsocket *rs, int flags)
+{
+    if (!(rs->state & RS_CONNECTED))
+        return fail(rs->state & (RS_DISCONNECTED | RS_ERROR) ? EPIPE : ENOTCONN);
+    return rs->iomap_pending ? rs_send_iomaps(rs, flags) : 0;
 }
 
 /* Gathers `len` bytes from the iovec cursor (*iov, *off) into `dst`. */
@@ -1258,16 +1298,32 @@ static void iov_take(const struct iovec **iov, size_t *off, void *dst, size_t le
     }
 }
 
-static ssize_t rs_sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
+/* The socket behind a descriptor a program sends or receives on, driven through its
+ * connection first; NULL with errno set. */
+static struct rsocket *rs_for_transfer(int socket)
 {
     struct rsocket *rs = rs_lookup(socket);
-    if (!rs)
-        return fail(EBADF);
-    if (rs_ready_to_transfer(rs))
-        return -1;
+    if (!rs) {
+        errno = EBADF;
+        return NULL;
+    }
+    return rs_ready_to_transfer(rs) ? NULL : rs;
+}
+
+static size_t iov_total(const struct iovec *iov, int iovcnt)
+{
     size_t len = 0;
     for (int i = 0; i < iovcnt; i++)
         len += iov[i].iov_len;
+    return len;
+}
+
+static ssize_t rs_sendv(int socket, const struct iovec *iov, int iovcnt, int flags)
+{
+    struct rsocket *rs = rs_for_transfer(socket);
+    if (!rs)
+        return -1;
+    const size_t len = iov_total(iov, iovcnt);
     /* Skip leading empty entries so the cursor always points at bytes. */
     while (iovcnt > 0 && iov->iov_len == 0) {
         iov++;
@@ -1278,68 +1334,41 @@ static ssize_t rs_sendv(int socket, const struct iovec *iov, int iovcnt, int fla
     int ret = 0;
     size_t left = len, off = 0;
     uint32_t olen = RS_OLAP_START_SIZE;
-    if (!(rs->state & RS_CONNECTED)) {
-        ret = fail(rs->state & (RS_DISCONNECTED | RS_ERROR) ? EPIPE : ENOTCONN);
-        goto out;
-    }
-    if (rs->iomap_pending && rs_send_iomaps(rs, flags)) {
+    if (rs_ready_to_write(rs, flags)) {
         ret = -1;
         goto out;
     }
     while (left) {
-        if (!rs_can_send(rs)) {
-            if (rs_wait(rs, rs_nonblocking(rs, flags), rs_conn_can_send)) {
-                ret = -1;
-                break;
-            }
-            if (!(rs->state & RS_WRITABLE)) {
-                ret = fail(ECONNRESET);
-                break;
-            }
+        if (rs_wait_send_room(rs, flags)) {
+            ret = -1;
+            break;
         }
-        uint32_t xfer;
-        if (olen < left) {
-            xfer = olen;
-            if (olen < RS_MAX_TRANSFER)
-                olen <<= 1;
-        } else {
-            xfer = (uint32_t)left;
-        }
-        if (xfer > rs->sbuf_bytes_avail)
-            xfer = rs->sbuf_bytes_avail;
-        if (xfer > rs->target_sgl[rs->target_sge].length)
-            xfer = rs->target_sgl[rs->target_sge].length;
-
+        uint32_t room = rs->target_sgl[rs->target_sge].length;
+        uint32_t xfer = rs_next_xfer(&olen, left,
+                                     rs->sbuf_bytes_avail < room ? rs->sbuf_bytes_avail : room);
         struct ibv_sge sgl[2];
-        int nsge, sflags = 0;
+        int nsge, sflags;
         uint8_t inl[256];
+        uint8_t *tmp = NULL; /* a write that spans the program's vectors, gathered */
         if (xfer <= rs->sq_inline && xfer <= sizeof(inl)) {
             iov_take(&iov, &off, inl, xfer);
-            sgl[0].addr = (uintptr_t)inl;
-            sgl[0].length = xfer;
-            sgl[0].lkey = 0;
-            nsge = 1;
-            sflags = IBV_SEND_INLINE;
-        } else {
-            /* Staged through the ring so the program may reuse its buffer at once. */
-            uint8_t *tmp = NULL;
-            if (iov->iov_len - off >= xfer) {
-                nsge = rs_stage(rs, (const uint8_t *)iov->iov_base + off, xfer, sgl);
-                off += xfer;
-                if (off == iov->iov_len) {
-                    iov++;
-                    off = 0;
-                }
-            } else {
-                tmp = malloc(xfer);
-                if (!tmp) {
-                    ret = fail(ENOMEM);
-                    break;
-                }
-                iov_take(&iov, &off, tmp, xfer);
-                nsge = rs_stage(rs, tmp, xfer, sgl);
-                free(tmp);
+            nsge = rs_sgl_for(rs, inl, xfer, sgl, &sflags);
+        } else if (iov->iov_len - off >= xfer) {
+            /* Staged through the ring, so the program may reuse its buffer at once. */
+            nsge = rs_sgl_for(rs, (const uint8_t *)iov->iov_base + off, xfer, sgl, &sflags);
+            off += xfer;
+            if (off == iov->iov_len) {
+                iov++;
+                off = 0;
             }
+        } else {
+            tmp = malloc(xfer);
+            if (!tmp) {
+                ret = fail(ENOMEM);
+                break;
+            }
+            iov_take(&iov, &off, tmp, xfer);
+            nsge = rs_sgl_for(rs, tmp, xfer, sgl, &sflags);
         }
         /* Where this write goes: the peer's current half, moved on before posting so the peer's
          * next offer cannot be overwritten by this one (librdmacm's order). */
@@ -1352,7 +1381,9 @@ static ssize_t rs_sendv(int socket, const struct iovec *iov, int iovcnt, int fla
         rs->sseq_no++;
         rs->sqe_avail--;
         rs->sbuf_bytes_avail -= xfer;
-        if (rs_post_write(rs, sgl, nsge, RS_MSG(RS_OP_DATA, xfer), 1, sflags, raddr, rkey)) {
+        int posted = rs_post_write(rs, sgl, nsge, RS_MSG(RS_OP_DATA, xfer), 1, sflags, raddr, rkey);
+        free(tmp); /* inline data is copied at the post */
+        if (posted) {
             ret = -1;
             break;
         }
@@ -1368,14 +1399,10 @@ out:
 
 static ssize_t rs_recvv(int socket, const struct iovec *iov, int iovcnt, int flags)
 {
-    struct rsocket *rs = rs_lookup(socket);
+    struct rsocket *rs = rs_for_transfer(socket);
     if (!rs)
-        return fail(EBADF);
-    if (rs_ready_to_transfer(rs))
         return -1;
-    size_t len = 0;
-    for (int i = 0; i < iovcnt; i++)
-        len += iov[i].iov_len;
+    const size_t len = iov_total(iov, iovcnt);
     pthread_mutex_lock(&rs->rlock);
     pthread_mutex_lock(&rs->lock);
     int ret = 0;
@@ -1977,10 +2004,8 @@ static int rs_find_iomap(const struct rsocket *rs, uint64_t offset, struct rs_io
 
 CNUAS_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags)
 {
-    struct rsocket *rs = rs_lookup(socket);
+    struct rsocket *rs = rs_for_transfer(socket);
     if (!rs)
-        return (size_t)fail(EBADF);
-    if (rs_ready_to_transfer(rs))
         return (size_t)-1;
     pthread_mutex_lock(&rs->slock);
     pthread_mutex_lock(&rs->lock);
@@ -1991,11 +2016,7 @@ CNUAS_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t of
     uint64_t off = (uint64_t)offset;
     struct rs_iomap iom;
     int have = 0;
-    if (!(rs->state & RS_CONNECTED)) {
-        ret = fail(ENOTCONN);
-        goto out;
-    }
-    if (rs->iomap_pending && rs_send_iomaps(rs, flags)) {
+    if (rs_ready_to_write(rs, flags)) {
         ret = -1;
         goto out;
     }
@@ -2007,39 +2028,17 @@ CNUAS_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t of
                 break;
             }
         }
-        if (!rs_can_send(rs)) {
-            if (rs_wait(rs, rs_nonblocking(rs, flags), rs_conn_can_send)) {
-                ret = -1;
-                break;
-            }
-            if (!(rs->state & RS_WRITABLE)) {
-                ret = fail(ECONNRESET);
-                break;
-            }
+        if (rs_wait_send_room(rs, flags)) {
+            ret = -1;
+            break;
         }
-        uint32_t xfer;
-        if (olen < left) {
-            xfer = olen;
-            if (olen < RS_MAX_TRANSFER)
-                olen <<= 1;
-        } else {
-            xfer = left > UINT32_MAX ? UINT32_MAX : (uint32_t)left;
-        }
-        if (xfer > rs->sbuf_bytes_avail)
-            xfer = rs->sbuf_bytes_avail;
-        if (xfer > iom.offset + iom.sge.length - off)
-            xfer = (uint32_t)(iom.offset + iom.sge.length - off);
+        uint64_t mapped = iom.offset + iom.sge.length - off;
+        uint32_t xfer = rs_next_xfer(&olen, left,
+                                     mapped < rs->sbuf_bytes_avail ? (uint32_t)mapped
+                                                                   : rs->sbuf_bytes_avail);
         struct ibv_sge sgl[2];
-        int nsge, sflags = 0;
-        if (xfer <= rs->sq_inline) {
-            sgl[0].addr = (uintptr_t)src;
-            sgl[0].length = xfer;
-            sgl[0].lkey = 0;
-            nsge = 1;
-            sflags = IBV_SEND_INLINE;
-        } else {
-            nsge = rs_stage(rs, src, xfer, sgl);
-        }
+        int sflags;
+        int nsge = rs_sgl_for(rs, src, xfer, sgl, &sflags);
         rs->sqe_avail--;
         rs->sbuf_bytes_avail -= xfer;
         if (rs_post_write(rs, sgl, nsge, RS_MSG(RS_OP_WRITE, xfer), 0, sflags,
