@@ -4,6 +4,7 @@
 #ifndef CNUAS_TESTS_RACK_CLI_PROCESS_H
 #define CNUAS_TESTS_RACK_CLI_PROCESS_H
 
+#include "cli-run.h"
 #include "ib-test-packets.h"
 #include "test-text-files.h"
 
@@ -27,8 +28,6 @@ extern char** environ;
 
 namespace cnuas_test
 {
-
-inline const std::string kCnuas = CNUAS_BINARY_DIR "/bin/cnuas";
 
 inline std::string
 TempDir()

@@ -3,6 +3,7 @@
 // run failed, 2 a usage error on the command line, 3 an input error in a file the user gave.
 #include "helpers/formats/parse-util.h"
 #include "helpers/formats/roce-hpcc-compat.h"
+#include "cli-run.h"
 #include "test-text-files.h"
 
 #include <gtest/gtest.h>
@@ -20,40 +21,6 @@ using namespace ns3;
 
 namespace
 {
-
-struct CliResult
-{
-    int status;
-    std::string out;
-    std::string err;
-};
-
-/// Runs `cnuas ARGS` (shell words) in `cwd`; a signal shows as 128 + its number.
-CliResult
-RunCli(const std::string& args, const std::filesystem::path& cwd)
-{
-    const std::filesystem::path errFile = cwd / ".stderr";
-    const std::string cmd = "cd '" + cwd.string() + "' && '" CNUAS_BINARY_DIR "/bin/cnuas' " +
-                            args + " 2>'" + errFile.string() + "'";
-    CliResult r{-1, "", ""};
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr)
-    {
-        ADD_FAILURE() << "popen failed for " << cmd;
-        return r;
-    }
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    {
-        r.out.append(buf, n);
-    }
-    const int st = pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.err = ReadFile(errFile);
-    std::filesystem::remove(errFile);
-    return r;
-}
 
 /// A clear refusal: the status, a message with `what`, and none of the runtime's own words.
 ::testing::AssertionResult

@@ -1,6 +1,7 @@
 // Wire captures end to end (issue 15): every scenario honours `cnuas run --pcap`, the traces
 // pass `cnuas pcap check` and decode in tshark, InfiniBand traces start at time zero (the subnet
 // manager's sweep is in them), and `cnuas rack up --pcap` writes the RS-485 bus as Modbus RTU.
+#include "cli-run.h"
 #include "ib-test-packets.h"
 
 #include <gtest/gtest.h>
@@ -17,7 +18,6 @@ using namespace cnuas_test;
 namespace
 {
 
-const std::string kCnuas = std::string(CNUAS_BINARY_DIR) + "/bin/cnuas";
 
 std::string
 FreshDir(const std::string& name)

@@ -1,5 +1,6 @@
 // The `cnuas` command end to end (run as a child process), and the scenario file parser.
 #include "helpers/scenario/scenario-file.h"
+#include "cli-run.h"
 #include "test-text-files.h"
 
 #include <gtest/gtest.h>
@@ -18,13 +19,6 @@ using namespace ns3;
 namespace
 {
 
-struct CliResult
-{
-    int status;
-    std::string out;
-    std::string err;
-};
-
 std::filesystem::path
 TestDir()
 {
@@ -35,33 +29,6 @@ TestDir()
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;
-}
-
-/// Runs `cnuas ARGS` (ARGS as shell words) in `cwd`, capturing stdout, stderr and the status.
-CliResult
-RunCli(const std::string& args, const std::filesystem::path& cwd)
-{
-    std::filesystem::path errFile = cwd / ".stderr";
-    std::string cmd = "cd '" + cwd.string() + "' && '" CNUAS_BINARY_DIR "/bin/cnuas' " + args +
-                      " 2>'" + errFile.string() + "'";
-    CliResult r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr)
-    {
-        ADD_FAILURE() << "popen failed for " << cmd;
-        return {-1, "", ""};
-    }
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    {
-        r.out.append(buf, n);
-    }
-    int st = pclose(p);
-    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    r.err = ReadFile(errFile);
-    std::filesystem::remove(errFile);
-    return r;
 }
 
 /// The value of summary line `key: value`, "" if absent.

@@ -2,6 +2,7 @@
 // spec, the CRCs against independent computations, and the ERF-in-pcap writer.
 #include "header-test-util.h"
 #include "ib-test-packets.h"
+#include "test-text-files.h"
 
 #include "helpers/trace/ib-pcap-writer.h"
 #include "models/ib/ib-crc.h"
@@ -71,13 +72,6 @@ TempPath(const std::string& name)
 {
     return std::string(CNUAS_BINARY_DIR) + "/test-ib-wire-" + std::to_string(getpid()) + "-" +
            name;
-}
-
-Bytes
-ReadFile(const std::string& path)
-{
-    std::ifstream f(path, std::ios::binary);
-    return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 } // namespace
@@ -664,7 +658,7 @@ TEST(IbErfPcapWriter, FileLayoutIsExact)
         EXPECT_FALSE(w.IsOpen());
         w.Write(Seconds(2), pkt.data(), static_cast<uint32_t>(pkt.size())); // ignored
     }
-    const Bytes f = ReadFile(path);
+    const Bytes f = ReadBytes(path);
     ASSERT_EQ(f.size(), 24u + 16u + 16u + pkt.size());
     // pcap file header: nanosecond magic a1b23c4d (little-endian host), v2.4, link type 197.
     EXPECT_EQ(Bytes(f.begin(), f.begin() + 4), (Bytes{0x4d, 0x3c, 0xb2, 0xa1}));
@@ -750,8 +744,8 @@ TEST(IbErfPcapWriter, DeterministicOutput)
     const std::string b = TempPath("det-b.pcap");
     writeRun(a);
     writeRun(b);
-    const Bytes fa = ReadFile(a);
-    const Bytes fb = ReadFile(b);
+    const Bytes fa = ReadBytes(a);
+    const Bytes fb = ReadBytes(b);
     EXPECT_GT(fa.size(), 24u);
     EXPECT_EQ(fa, fb);
     std::remove(a.c_str());

@@ -1,6 +1,7 @@
 // Modbus RTU pcap (link type 252, "mbrtu"): record layout, what the capture records, and what
 // tshark 4.0 makes of it.
 #include "ib-test-packets.h"
+#include "test-text-files.h"
 
 #include "helpers/rack/modbus-helper.h"
 #include "helpers/rack/rs485-bus-helper.h"
@@ -48,13 +49,6 @@ ShellOutput(const std::string& cmd, int* status)
     const int rc = pclose(p);
     *status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
     return out;
-}
-
-std::vector<uint8_t>
-ReadFile(const std::string& path)
-{
-    std::ifstream in(path, std::ios::binary);
-    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
 }
 
 std::vector<std::vector<std::string>>
@@ -195,8 +189,8 @@ TEST(ModbusPcap, OneRecordPerFrameAtItsFirstCharacter)
     const auto t = CaptureExchange(a, 19200);
     CaptureExchange(b, 19200);
     ASSERT_EQ(t.size(), 11u);
-    const std::vector<uint8_t> bytes = ReadFile(a);
-    EXPECT_EQ(bytes, ReadFile(b)) << "deterministic";
+    const std::vector<uint8_t> bytes = ReadBytes(a);
+    EXPECT_EQ(bytes, ReadBytes(b)) << "deterministic";
     ASSERT_GT(bytes.size(), 24u);
     // Nanosecond magic a1b23c4d (written in host order), link type 252.
     uint32_t magic;

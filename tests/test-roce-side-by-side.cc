@@ -4,6 +4,7 @@
 // file an absolute path that exists), runs Cnuas on that config and writes the FCT file where the
 // config says. The report must then find no difference at all between the two, which a script
 // that fed the two simulators different inputs, or compared the wrong files, would not.
+#include "cli-run.h"
 #include "emu-test-util.h"
 
 #include <gtest/gtest.h>
@@ -20,7 +21,6 @@ using cnuas_emu_test::ShResult;
 const std::string kData = std::string(CNUAS_SOURCE_DIR) + "/../shared/data/hpcc-compat";
 const std::string kScript =
     std::string(CNUAS_SOURCE_DIR) + "/validation/roce/hpcc-side-by-side.sh";
-const std::string kCnuas = std::string(CNUAS_BINARY_DIR) + "/bin/cnuas";
 
 class RoceSideBySide : public ::testing::Test
 {

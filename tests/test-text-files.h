@@ -1,12 +1,15 @@
-// Small file and text helpers the command-line tests share: read a whole file, write one, look
-// for a substring in a program's output.
+// Small file and text helpers the tests share: read a whole file (as text or bytes), write one,
+// look for a substring in a program's output.
 #ifndef CNUAS_TEST_TEXT_FILES_H
 #define CNUAS_TEST_TEXT_FILES_H
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
+#include <vector>
 
 /// The whole file, or "" when it cannot be read.
 inline std::string
@@ -16,6 +19,14 @@ ReadFile(const std::filesystem::path& p)
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+/// The whole file as bytes, or none when it cannot be read.
+inline std::vector<uint8_t>
+ReadBytes(const std::filesystem::path& p)
+{
+    std::ifstream in(p, std::ios::binary);
+    return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
 }
 
 inline void

@@ -1,6 +1,7 @@
 // The trace checker (helpers/trace/trace-check), `cnuas pcap check`, and tshark's view of the traces
 // the ERF-in-pcap writer produces.
 #include "ib-test-packets.h"
+#include "test-text-files.h"
 
 #include "helpers/trace/ib-pcap-writer.h"
 #include "helpers/trace/modbus-pcap-writer.h"
@@ -42,13 +43,6 @@ TempPath(const std::string& name)
 {
     return std::string(CNUAS_BINARY_DIR) + "/test-trace-check-" + std::to_string(getpid()) + "-" +
            name;
-}
-
-Bytes
-ReadFile(const std::string& path)
-{
-    std::ifstream f(path, std::ios::binary);
-    return Bytes(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
 }
 
 void
@@ -345,7 +339,7 @@ TEST(TraceCheck, TruncatedFile)
 {
     const auto pkts = MixedPackets(3);
     const std::string path = WriteTrace("trunc.pcap", pkts);
-    Bytes f = ReadFile(path);
+    Bytes f = ReadBytes(path);
     f.resize(f.size() - 7);
     WriteFile(path, f);
     const TraceCheckReport r = CheckTrace(path);
@@ -360,7 +354,7 @@ TEST(TraceCheck, EveryTruncationPointIsHandled)
     // Cutting the file anywhere is an error unless the cut falls on a record boundary.
     const auto pkts = MixedPackets(3);
     const std::string src = WriteTrace("cut-src.pcap", pkts);
-    const Bytes full = ReadFile(src);
+    const Bytes full = ReadBytes(src);
     std::vector<size_t> boundaries = {24};
     for (const auto& p : pkts)
     {
@@ -754,7 +748,7 @@ TEST(TraceCheck, MutatedTracesNeverCrash)
     // mutation inside a packet's CRC coverage must be reported.
     std::mt19937 rng(7);
     const std::string src = WriteTrace("mut-src.pcap", MixedPackets(6));
-    const Bytes good = ReadFile(src);
+    const Bytes good = ReadBytes(src);
     const std::string path = TempPath("mut.pcap");
     for (int round = 0; round < 300; ++round)
     {
