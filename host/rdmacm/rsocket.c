@@ -1234,9 +1234,6 @@ static int rs_sgl_for(struct rsocket *rs, const void *buf, uint32_t len, struct 
     return rs_stage(rs, buf, len, sgl);
 }
 
-/* What every writer checks first (rs->lock held): connected, and the peer told of our mappings. */
-static int rs_ready_to_write(struct rsocket *rs, int flags);
-
 /* Sends pending mappings (rs->lock held). */
 static int rs_send_iomaps(struct rsocket *rs, int flags)
 {
@@ -1272,6 +1269,7 @@ static int rs_send_iomaps(struct rsocket *rs, int flags)
     return 0;
 }
 
+/* What every writer checks first (rs->lock held): connected, and the peer told of our mappings. */
 static int rs_ready_to_write(struct rsocket *rs, int flags)
 {
     if (!(rs->state & RS_CONNECTED))
