@@ -577,7 +577,7 @@ TEST_P(EmuRdmacm, CmMadsAreOnTheWireAndDecode)
 /// receive (-T v): blocking calls (-T b), then non-blocking ones woken by rpoll (-T a -T n); receive buffers
 /// so small (-B 16384: 32 KiB) that each 1 MiB transfer needs the reader's credit updates some
 /// sixty times; small transfers that go inline; riostream's riomap/riowrite, RDMA WRITEs into a
-/// region the peer mapped. A client that is not an rsocket (rping, at rstream's port) is refused
+/// region the peer mapped; rcopy's file copy; iperf3 under librspreload. A client that is not an rsocket (rping, at rstream's port) is refused
 /// and the server goes on to serve the next one. On the wire: librdmacm's rsocket protocol, data
 /// and credit updates as RDMA WRITE with Immediate.
 TEST_P(EmuRdmacm, RstreamAndRiostreamMoveVerifiedDataOverRsockets)
@@ -596,6 +596,27 @@ TEST_P(EmuRdmacm, RstreamAndRiostreamMoveVerifiedDataOverRsockets)
     out = RunPair("riostream -T v -S 1048576 -C 4 -I 2",
                   "riostream -s {ip} -T v -S 1048576 -C 4 -I 2", &server);
     EXPECT_TRUE(std::regex_search(out, line)) << out;
+
+    // rcopy: a 3 MB file of random bytes copied to h1 (its server serves on until stopped), the
+    // copy compared byte for byte. The hosts share this machine's /tmp.
+    {
+        for (int i = 0; i < 400 && H1Cm("listening") != 0; ++i)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        const std::filesystem::path src = m_dir / "rcopy-src.bin";
+        const std::filesystem::path dst = m_dir / "rcopy-dst.bin";
+        ASSERT_EQ(Sh("head -c 3000000 /dev/urandom > " + src.string()).exit, 0);
+        const Background srv = Start("h1", "rcopy", 60);
+        WaitCmListening("h1");
+        const std::string copy = Wait(
+            Start("h0", "rcopy " + src.string() + " " + GetParam().peerIp + ":" + dst.string(), 60),
+            45);
+        EXPECT_NE(copy.find("pair-exit=0"), std::string::npos) << copy;
+        EXPECT_NE(copy.find("3000000 bytes"), std::string::npos) << copy;
+        EXPECT_EQ(Sh("cmp " + src.string() + " " + dst.string()).exit, 0) << copy;
+        Wait(srv, 0); // stopped: rcopy's server waits for the next client
+    }
 
     // An unmodified TCP program under librdmacm's own librspreload (Debian's librdmacm1), which
     // turns its sockets into rsockets: iperf3's server listens on :: (an AF_INET6 rsocket taking
