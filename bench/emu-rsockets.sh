@@ -61,7 +61,12 @@ iperf() { # env-prefix -> receiver Gb/s of a 3 s run
   fi
   x h0 timeout 30 $1 iperf3 -c 10.0.0.2 -t 3 -J > "$state/iperf.json" 2>/dev/null || true
   wait $srv || true
-  python3 -c "import json, sys; d = json.load(open('$state/iperf.json')); print(round(d['end']['sum_received']['bits_per_second'] / 1e9, 3)) if 'sum_received' in d['end'] else sys.exit('iperf3: ' + str(d.get('error')))"
+  python3 -c "
+import json, sys
+d = json.load(open('$state/iperf.json'))
+if 'sum_received' not in d['end']:
+    sys.exit('iperf3: ' + str(d.get('error')))
+print(round(d['end']['sum_received']['bits_per_second'] / 1e9, 3))"
 }
 
 echo "# $fabric fabric, 2 hosts, $rounds runs each; $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -80,5 +85,7 @@ for r in $(seq "$rounds"); do
   rs+=("$(iperf "env LD_PRELOAD=$preload")")
   tcp+=("$(iperf "")")
 done
-echo "iperf3 -t 3 under librspreload (rsockets over the adapter), Gb/s: $(printf '%s\n' "${rs[@]}" | median)"
-echo "iperf3 -t 3 over the kernel's TCP ($([ "$fabric" = ib ] && echo IPoIB || echo eth0)), Gb/s: $(printf '%s\n' "${tcp[@]}" | median)"
+kernel=$([ "$fabric" = ib ] && echo IPoIB || echo eth0)
+echo "iperf3 -t 3 under librspreload (rsockets over the adapter), Gb/s:" \
+  "$(printf '%s\n' "${rs[@]}" | median)"
+echo "iperf3 -t 3 over the kernel's TCP ($kernel), Gb/s: $(printf '%s\n' "${tcp[@]}" | median)"

@@ -574,12 +574,13 @@ TEST_P(EmuRdmacm, CmMadsAreOnTheWireAndDecode)
 }
 
 /// rsockets (host/rdmacm/rsocket.c), with Debian's rstream and riostream checking every byte they
-/// receive (-T v): blocking calls (-T b), then non-blocking ones woken by rpoll (-T a -T n); receive buffers
-/// so small (-B 16384: 32 KiB) that each 1 MiB transfer needs the reader's credit updates some
-/// sixty times; small transfers that go inline; riostream's riomap/riowrite, RDMA WRITEs into a
-/// region the peer mapped; rcopy's file copy; iperf3 under librspreload. A client that is not an rsocket (rping, at rstream's port) is refused
-/// and the server goes on to serve the next one. On the wire: librdmacm's rsocket protocol, data
-/// and credit updates as RDMA WRITE with Immediate.
+/// receive (-T v): blocking calls (-T b), then non-blocking ones woken by rpoll (-T a -T n);
+/// receive buffers so small (-B 16384: 32 KiB) that each 1 MiB transfer needs the reader's credit
+/// updates some sixty times; small transfers that go inline; riostream's riomap/riowrite, RDMA
+/// WRITEs into a region the peer mapped; rcopy's file copy; iperf3 under librspreload. A client
+/// that is not an rsocket (rping, at rstream's port) is refused and the server goes on to serve
+/// the next one. On the wire: librdmacm's rsocket protocol, data and credit updates as RDMA WRITE
+/// with Immediate.
 TEST_P(EmuRdmacm, RstreamAndRiostreamMoveVerifiedDataOverRsockets)
 {
     const std::regex line(R"(custom\s+1m\s+4\s+2\s+16m\s+[0-9.]+s\s+[0-9.]+\s+[0-9.]+)");
@@ -655,7 +656,8 @@ TEST_P(EmuRdmacm, RstreamAndRiostreamMoveVerifiedDataOverRsockets)
     const Background s = Start("h1", "rstream -T v -S 1000 -C 10", 60);
     WaitCmListening("h1");
     const std::string refused =
-        Wait(Start("h0", std::string("rping -c -a ") + GetParam().peerIp + " -p 7471 -C 1", 30), 25);
+        Wait(Start("h0", std::string("rping -c -a ") + GetParam().peerIp + " -p 7471 -C 1", 30),
+             25);
     EXPECT_NE(refused.find("RDMA_CM_EVENT_REJECTED"), std::string::npos) << refused;
     const std::string served =
         Wait(Start("h0", std::string("rstream -s ") + GetParam().peerIp + " -T v -S 1000 -C 10",
