@@ -35,13 +35,15 @@
  * socket beside them; rsocket() fails with EOPNOTSUPP, and librspreload then gives the program a
  * kernel UDP socket), AF_IB addresses (EAFNOSUPPORT), keepalive messages (SO_KEEPALIVE and
  * TCP_KEEPIDLE are kept and read back; a reliable connection sees its peer go through rdma_cm's
- * DISCONNECTED instead), RDMA_ROUTE (EOPNOTSUPP), fork support (RDMAV_FORK_SAFE's copies).
+ * DISCONNECTED instead), RDMA_ROUTE (EOPNOTSUPP), fork support (RDMAV_FORK_SAFE's copies), and
+ * librdmacm's progress threads (a non-blocking connect or accept goes on when the program next
+ * polls or uses the socket).
  *
- * Where this differs from librdmacm, on purpose: a connected rsocket also watches its rdma_cm ID
- * (librdmacm learns of a peer that vanished only from a failed send), so the reader of a crashed
- * peer gets end of file instead of waiting for ever; poll says POLLHUP only once what the peer
- * sent has been read (below, rs_poll_rs); a second rconnect on a connected socket is 0, as
- * librdmacm's.
+ * A connected rsocket watches its rdma_cm ID, as librdmacm's connection service thread does (here
+ * without a thread: whenever the socket is used or polled), so the reader of a crashed peer (its
+ * DREQ) gets end of file and a writer ECONNRESET. Where this differs from librdmacm, on purpose:
+ * poll says POLLHUP only once what the peer sent has been read (below, rs_poll_rs). As in
+ * librdmacm, a second rconnect on a connected socket is 0.
  */
 #define _GNU_SOURCE
 #include <rdma/rdma_cma.h>
