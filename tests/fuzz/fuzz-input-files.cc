@@ -26,12 +26,21 @@ using namespace ns3;
 namespace
 {
 
+std::string g_inputDir;
+
+/// The private directory goes when the process ends (each test run made one before and left it).
+void
+RemoveInputDir()
+{
+    std::remove((g_inputDir + "/input").c_str());
+    rmdir(g_inputDir.c_str());
+}
+
 /// A private file the readers that take paths read the input from.
 std::string
 InputPath()
 {
-    static std::string path;
-    if (path.empty())
+    if (g_inputDir.empty())
     {
         char dir[] = "/tmp/cnuas-fuzz-XXXXXX";
         if (!mkdtemp(dir))
@@ -39,9 +48,10 @@ InputPath()
             std::perror("fuzz-input-files: mkdtemp");
             std::abort();
         }
-        path = std::string(dir) + "/input";
+        g_inputDir = dir;
+        std::atexit(RemoveInputDir);
     }
-    return path;
+    return g_inputDir + "/input";
 }
 
 void
