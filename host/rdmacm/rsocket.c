@@ -893,10 +893,10 @@ static int rs_do_connect(struct rsocket *rs)
                     rs->state = RS_CONNECT_RDWR;
             } else if (type == RDMA_CM_EVENT_REJECTED) {
                 err = ECONNREFUSED;
-            } else if (type == RDMA_CM_EVENT_UNREACHABLE || type == RDMA_CM_EVENT_CONNECT_ERROR) {
+            } else if (type == RDMA_CM_EVENT_UNREACHABLE) {
+                err = ETIMEDOUT; /* the REQ's retries ran out */
+            } else if (type == RDMA_CM_EVENT_CONNECT_ERROR) {
                 err = errno_of_status(status, ETIMEDOUT);
-                if (type == RDMA_CM_EVENT_UNREACHABLE)
-                    err = ETIMEDOUT;
             }
             break;
         case RS_ACCEPTING:
@@ -2095,21 +2095,14 @@ static short rs_poll_rs(struct rsocket *rs, short events)
     return 0;
 }
 
-static int any_rsocket(const struct pollfd *fds, nfds_t nfds)
-{
-    for (nfds_t i = 0; i < nfds; i++)
-        if (rs_lookup(fds[i].fd))
-            return 1;
-    return 0;
-}
-
-static int rs_check_all(struct pollfd *fds, nfds_t nfds)
+/* What each of `fds` is ready for now: an rsocket's (rss[i]) as rs_poll_rs says, another
+ * descriptor's as poll says without waiting. */
+static int rs_check_all(struct pollfd *fds, struct rsocket *const *rss, nfds_t nfds)
 {
     int cnt = 0;
     for (nfds_t i = 0; i < nfds; i++) {
-        struct rsocket *rs = rs_lookup(fds[i].fd);
-        if (rs) {
-            fds[i].revents = rs_poll_rs(rs, fds[i].events);
+        if (rss[i]) {
+            fds[i].revents = rs_poll_rs(rss[i], fds[i].events);
         } else {
             fds[i].revents = 0;
             poll(&fds[i], 1, 0);
@@ -2129,26 +2122,41 @@ static int64_t now_ms(void)
 
 CNUAS_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
-    if (!any_rsocket(fds, nfds))
+    /* Each descriptor's socket, looked up once: `rss` (NULL where it is not an rsocket); then
+     * what rpoll sleeps on, up to two descriptors a socket (its completion channel, whose
+     * socket `owner` names, and its rdma_cm channel) and the others as given. */
+    struct rsocket **rss = calloc(nfds + 1, sizeof(*rss));
+    if (!rss)
+        return fail(ENOMEM);
+    int any = 0;
+    for (nfds_t i = 0; i < nfds; i++)
+        any |= (rss[i] = rs_lookup(fds[i].fd)) != NULL;
+    if (!any) {
+        free(rss);
         return poll(fds, nfds, timeout); /* rping, ucmatose, udaddy: their event channels */
+    }
     const int64_t deadline = timeout >= 0 ? now_ms() + timeout : -1;
     struct pollfd *wait = calloc(2 * nfds + 1, sizeof(*wait));
-    if (!wait)
-        return fail(ENOMEM);
-    int ret;
+    struct rsocket **owner = calloc(2 * nfds + 1, sizeof(*owner));
+    int ret = -1;
+    if (!wait || !owner) {
+        errno = ENOMEM;
+        goto out;
+    }
     for (;;) {
-        ret = rs_check_all(fds, nfds);
+        ret = rs_check_all(fds, rss, nfds);
         if (ret || timeout == 0)
             break;
         /* Arm every socket's completion queue, then look again before sleeping: a completion
          * between the look and the arming would otherwise not wake this poll. */
         nfds_t n = 0;
         for (nfds_t i = 0; i < nfds; i++) {
-            struct rsocket *rs = rs_lookup(fds[i].fd);
+            struct rsocket *rs = rss[i];
             if (!rs) {
                 wait[n].fd = fds[i].fd;
                 wait[n].events = fds[i].events;
-                wait[n++].revents = 0;
+                wait[n].revents = 0;
+                owner[n++] = NULL;
                 continue;
             }
             pthread_mutex_lock(&rs->lock);
@@ -2159,48 +2167,47 @@ CNUAS_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
             if (rs->comp) {
                 wait[n].fd = rs->comp->fd;
                 wait[n].events = POLLIN;
-                wait[n++].revents = 0;
+                wait[n].revents = 0;
+                owner[n++] = rs;
             }
             if (!rs->cm_gone) {
                 wait[n].fd = rs->index;
                 wait[n].events = POLLIN;
-                wait[n++].revents = 0;
+                wait[n].revents = 0;
+                owner[n++] = NULL; /* its events are taken by rs_poll_rs */
             }
             pthread_mutex_unlock(&rs->lock);
         }
-        ret = rs_check_all(fds, nfds);
+        ret = rs_check_all(fds, rss, nfds);
         if (ret)
             break;
-        int left = -1;
+        /* At most a second at a time: a socket whose events another thread's wait took. */
+        int left = 1000;
         if (deadline >= 0) {
             int64_t l = deadline - now_ms();
             if (l <= 0) {
                 ret = 0;
                 break;
             }
-            left = l > 1000 ? 1000 : (int)l;
-        } else {
-            left = 1000; /* a socket whose events came through another thread's wait */
+            if (l < left)
+                left = (int)l;
         }
-        int r = poll(wait, n, left);
-        if (r < 0) {
+        if (poll(wait, n, left) < 0) {
             ret = -1;
             break;
         }
         for (nfds_t i = 0; i < n; i++) {
-            if (!(wait[i].revents & POLLIN))
-                continue;
-            for (nfds_t j = 0; j < nfds; j++) {
-                struct rsocket *rs = rs_lookup(fds[j].fd);
-                if (rs && rs->comp && rs->comp->fd == wait[i].fd) {
-                    pthread_mutex_lock(&rs->lock);
-                    rs_take_cq_event(rs);
-                    pthread_mutex_unlock(&rs->lock);
-                }
+            if (owner[i] && (wait[i].revents & POLLIN)) {
+                pthread_mutex_lock(&owner[i]->lock);
+                rs_take_cq_event(owner[i]);
+                pthread_mutex_unlock(&owner[i]->lock);
             }
         }
     }
+out:
+    free(owner);
     free(wait);
+    free(rss);
     return ret;
 }
 
