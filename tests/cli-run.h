@@ -8,7 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <sys/wait.h>
@@ -31,19 +30,12 @@ RunCli(const std::string& args, const std::filesystem::path& cwd)
     const std::string cmd = "cd '" + cwd.string() + "' && '" + kCnuas + "' " + args + " 2>'" +
                             errFile.string() + "'";
     CliResult r{-1, "", ""};
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr)
+    int st;
+    if (!ShellRun(cmd, r.out, st))
     {
         ADD_FAILURE() << "popen failed for " << cmd;
         return r;
     }
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    {
-        r.out.append(buf, n);
-    }
-    const int st = pclose(p);
     r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     r.err = ReadFile(errFile);
     std::filesystem::remove(errFile);

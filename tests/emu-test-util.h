@@ -41,19 +41,12 @@ Sh(const std::string& cmd)
     ShResult r;
     // Error output with the rest, unless the command sends it elsewhere itself.
     const bool ownStderr = cmd.find("2>") != std::string::npos;
-    FILE* p = popen((ownStderr ? cmd : cmd + " 2>&1").c_str(), "r");
-    if (!p)
+    int status;
+    if (!ShellRun(ownStderr ? cmd : cmd + " 2>&1", r.out, status))
     {
         ADD_FAILURE() << "popen failed: " << cmd;
         return r;
     }
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    {
-        r.out.append(buf, n);
-    }
-    const int status = pclose(p);
     r.exit = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return r;
 }

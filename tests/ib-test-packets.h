@@ -8,6 +8,7 @@
 #include "models/ib/ib-lrh-header.h"
 #include "models/rdma/ib-bth-header.h"
 #include "models/rdma/ib-deth-header.h"
+#include "test-text-files.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -174,22 +175,8 @@ inline std::string
 RunCommand(const std::string& cmd, int* exitStatus = nullptr)
 {
     std::string out;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (p == nullptr)
-    {
-        if (exitStatus)
-        {
-            *exitStatus = -1;
-        }
-        return out;
-    }
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    {
-        out.append(buf, n);
-    }
-    const int st = pclose(p);
+    int st;
+    ShellRun(cmd, out, st);
     if (exitStatus)
     {
         *exitStatus = (st >= 0 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;

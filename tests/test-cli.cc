@@ -90,18 +90,9 @@ TEST_F(Cli, TheStateDirectoryIsTheEnvironmentsElseRunForRootElseTmp)
         const std::string cmd = "cd '" + m_dir.string() +
                                 "' && env -u CNUAS_STATE_DIR -u XDG_RUNTIME_DIR " + env +
                                 " '" CNUAS_BINARY_DIR "/bin/cnuas' status 2>&1";
-        FILE* p = popen(cmd.c_str(), "r");
         std::string out;
-        char buf[512];
-        size_t n;
-        while (p && (n = fread(buf, 1, sizeof(buf), p)) > 0)
-        {
-            out.append(buf, n);
-        }
-        if (p)
-        {
-            pclose(p);
-        }
+        int status;
+        ShellRun(cmd, out, status);
         std::smatch m;
         return std::regex_search(out, m, std::regex(R"(state directory ([^)]+)\))"))
                    ? m[1].str()

@@ -166,12 +166,7 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
         std::string all;
         for (int round = 0; round < 10; ++round)
         {
-            // The last pair's server is gone, but h1's rdma_cm may not have seen it go yet:
-            // its listener, still counted, must not be taken for the new server's.
-            for (int i = 0; i < 400 && H1Cm("listening") != 0; ++i)
-            {
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            }
+            WaitH1ListenerGone();
             const Background s = Start("h1", server, seconds);
             // An rdma_cm server prints nothing when it listens: h1's rdma_cm says when it does.
             WaitCmListening("h1");
@@ -208,6 +203,17 @@ class EmuRdmacm : public EmuFixture, public ::testing::WithParamInterface<CmFabr
             *serverOut = all;
         }
         return clientOut;
+    }
+
+    /// Waits (up to 20 s) until h1's rdma_cm has no listener: the last server is gone, but h1's
+    /// rdma_cm may not have seen it go yet, and its listener, still counted, must not be taken
+    /// for the next server's.
+    void WaitH1ListenerGone()
+    {
+        for (int i = 0; i < 400 && H1Cm("listening") != 0; ++i)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
     }
 
     /// Waits (up to 20 s) until `host`'s rdma_cm has a listener: an rdma_cm server prints
@@ -601,10 +607,7 @@ TEST_P(EmuRdmacm, RstreamAndRiostreamMoveVerifiedDataOverRsockets)
     // rcopy: a 3 MB file of random bytes copied to h1 (its server serves on until stopped), the
     // copy compared byte for byte. The hosts share this machine's /tmp.
     {
-        for (int i = 0; i < 400 && H1Cm("listening") != 0; ++i)
-        {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
+        WaitH1ListenerGone();
         const std::filesystem::path src = m_dir / "rcopy-src.bin";
         const std::filesystem::path dst = m_dir / "rcopy-dst.bin";
         ASSERT_EQ(Sh("head -c 3000000 /dev/urandom > " + src.string()).exit, 0);
@@ -649,10 +652,7 @@ TEST_P(EmuRdmacm, RstreamAndRiostreamMoveVerifiedDataOverRsockets)
 
     // Not an rsocket: rping's REQ carries no rsocket connection data. Refused (consumer reject),
     // and the same server then serves an rstream client.
-    for (int i = 0; i < 400 && H1Cm("listening") != 0; ++i)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    WaitH1ListenerGone();
     const Background s = Start("h1", "rstream -T v -S 1000 -C 10", 60);
     WaitCmListening("h1");
     const std::string refused =

@@ -1,9 +1,10 @@
 // Small file and text helpers the tests share: read a whole file (as text or bytes), write one,
-// look for a substring in a program's output.
+// run a shell command for its output, look for a substring in a program's output.
 #ifndef CNUAS_TEST_TEXT_FILES_H
 #define CNUAS_TEST_TEXT_FILES_H
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -33,6 +34,28 @@ inline void
 WriteFile(const std::filesystem::path& p, const std::string& text)
 {
     std::ofstream(p) << text;
+}
+
+/// Runs `cmd` with the shell, its standard output into `out` and pclose's wait status into
+/// `waitStatus`; false (and -1) when the shell could not be started.
+inline bool
+ShellRun(const std::string& cmd, std::string& out, int& waitStatus)
+{
+    out.clear();
+    waitStatus = -1;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr)
+    {
+        return false;
+    }
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+    {
+        out.append(buf, n);
+    }
+    waitStatus = pclose(p);
+    return true;
 }
 
 inline bool
