@@ -7,6 +7,6 @@ namespace ns3
 const char*
 CnuasVersion()
 {
-    return "0.1.0";
+    return CNUAS_VERSION;
 }
 } // namespace ns3

@@ -83,6 +83,43 @@ TEST_F(Cli, HelpListsSubcommands)
     EXPECT_TRUE(Contains(version.out, "cnuas 0.1.0 (ns-3 3.37)")) << version.out;
 }
 
+/// The program links neither libcnuas nor ns-3 (tools/cnuas/sim-module.h): `cnuas exec` and
+/// `cnuas status`, called hundreds of times by scripts and launchers, start without them, and
+/// the simulator's subcommands come from the module beside it.
+TEST_F(Cli, TheProgramLoadsTheSimulatorOnlyForItsSubcommands)
+{
+    int st = -1;
+    std::string needed;
+    ASSERT_TRUE(ShellRun("readelf -d '" + kCnuas + "' | grep NEEDED", needed, st)) << needed;
+    EXPECT_NE(needed.find("libc.so"), std::string::npos) << needed;
+    EXPECT_EQ(needed.find("libcnuas"), std::string::npos) << needed;
+    EXPECT_EQ(needed.find("libns3"), std::string::npos) << needed;
+
+    // A copy of the program without the module: what needs no simulator works, the rest says
+    // what is missing (exit 1), and the help still lists what there is.
+    const std::filesystem::path bin = m_dir / "bin";
+    std::filesystem::create_directories(bin);
+    std::filesystem::copy_file(kCnuas, bin / "cnuas");
+    const std::string lone = "'" + (bin / "cnuas").string() + "'";
+    std::string out;
+    ASSERT_TRUE(ShellRun(lone + " status --state-dir '" + m_dir.string() + "' 2>&1", out, st));
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+    EXPECT_TRUE(Contains(out, "nothing is running")) << out;
+    ASSERT_TRUE(ShellRun(lone + " run --list 2>&1", out, st));
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 1) << out;
+    EXPECT_TRUE(Contains(out, "cannot run 'run': the simulator's subcommands are missing: "))
+        << out;
+    EXPECT_TRUE(Contains(out, "cnuas-sim-commands.so")) << out;
+    ASSERT_TRUE(ShellRun(lone + " --help 2>&1", out, st));
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << out;
+    EXPECT_TRUE(std::regex_search(out, std::regex("\n  exec +run a command inside"))) << out;
+    EXPECT_FALSE(std::regex_search(out, std::regex("\n  run +run a built-in scenario"))) << out;
+    // An unknown subcommand is still a usage error when the module is there.
+    CliResult r = Run("frobnicate");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(Contains(r.err, "unknown subcommand 'frobnicate'")) << r.err;
+}
+
 TEST_F(Cli, TheStateDirectoryIsTheEnvironmentsElseRunForRootElseTmp)
 {
     auto status = [this](const std::string& env) {

@@ -2,7 +2,7 @@
 // rackmon-like BMC) in real time, with a pty on its RS-485 bus for a real Modbus master and the
 // BMC's Redfish service on loopback; `cnuas status` shows both; pauses and resumes its BMC.
 #include "command.h"
-#include "cmd-status.h"
+#include "state-files.h"
 
 #include "helpers/formats/parse-util.h"
 #include "helpers/formats/rack-file.h"

@@ -1,5 +1,7 @@
 #include "command.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -47,6 +49,14 @@ Commands()
         return a.name < b.name;
     });
     return sorted;
+}
+
+std::string
+SelfExecutable()
+{
+    char exe[4096];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    return n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string();
 }
 
 } // namespace cnuas

@@ -34,8 +34,12 @@ struct Command
 
 /// Registers a subcommand (call from a static initializer, see CNUAS_COMMAND).
 bool RegisterCommand(const Command& command);
-/// All registered subcommands, sorted by name.
+/// The subcommands registered in this program, or in the simulator's module for the module's
+/// own copy (sim-module.h), sorted by name.
 std::vector<Command> Commands();
+
+/// This program's own path ("" if the kernel will not say).
+std::string SelfExecutable();
 
 } // namespace cnuas
 

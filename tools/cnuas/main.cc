@@ -1,13 +1,19 @@
 // `cnuas SUBCOMMAND ...`: the command-line front end of Cnuas. Subcommands live in their own
-// files under tools/cnuas and register themselves (see command.h).
+// files under tools/cnuas and register themselves (see command.h). The ones that reach a
+// running emulation from outside are part of this program; the simulator's own are in a module
+// loaded when one of them is asked for (sim-module.h), so that `cnuas exec` and `cnuas status`
+// start without loading libcnuas and ns-3.
 #include "command.h"
+#include "sim-module.h"
 
 #include "helpers/formats/parse-util.h"
-#include "models/common/cnuas-init.h"
-#include "ns3-module/cnuas-module.h"
 
 #include "ns3/version-defines.h"
 
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -16,6 +22,70 @@
 
 namespace
 {
+
+/// The simulator's module, loaded on first use: its subcommands, or why there are none.
+struct LoadedSimModule
+{
+    std::vector<cnuas::Command> commands;
+    std::string error;
+};
+
+const LoadedSimModule&
+SimModule()
+{
+    static const LoadedSimModule loaded = []() {
+        LoadedSimModule m;
+        const std::string self = cnuas::SelfExecutable();
+        const std::string bin = self.substr(0, self.rfind('/'));
+        // The build tree's lib/cnuas, then the installation's (bin/../LIBDIR/cnuas).
+        std::string path;
+        for (const std::string& dir :
+             {bin + "/../lib/cnuas", bin + "/../" CNUAS_INSTALL_LIBDIR "/cnuas"})
+        {
+            path = dir + "/" + cnuas::kSimModuleFile;
+            if (access(path.c_str(), R_OK) == 0)
+            {
+                break;
+            }
+        }
+        void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (handle == nullptr)
+        {
+            m.error = dlerror();
+            return m;
+        }
+        using Entry = const cnuas::SimModule* (*)();
+        const auto entry = reinterpret_cast<Entry>(dlsym(handle, cnuas::kSimModuleEntry));
+        const cnuas::SimModule* module = entry != nullptr ? entry() : nullptr;
+        if (module == nullptr || module->abi != cnuas::kSimModuleAbi)
+        {
+            m.error = path + " is not the module of this build of cnuas";
+            return m;
+        }
+        m.commands = module->commands();
+        return m;
+    }();
+    return loaded;
+}
+
+/// Every subcommand, this program's and the module's, sorted by name; says on stderr when the
+/// module's are missing.
+std::vector<cnuas::Command>
+AllCommands()
+{
+    std::vector<cnuas::Command> all = cnuas::Commands();
+    const LoadedSimModule& sim = SimModule();
+    if (!sim.error.empty())
+    {
+        std::fprintf(stderr, "cnuas: the simulator's subcommands are missing: %s\n",
+                     sim.error.c_str());
+    }
+    all.insert(all.end(), sim.commands.begin(), sim.commands.end());
+    std::sort(all.begin(), all.end(), [](const cnuas::Command& a, const cnuas::Command& b) {
+        return a.name < b.name;
+    });
+    return all;
+}
 
 void
 PrintHelp(std::FILE* out)
@@ -27,12 +97,13 @@ PrintHelp(std::FILE* out)
                  "Cnuas: packet-accurate emulation of InfiniBand/RoCE cluster fabrics on ns-3.\n"
                  "\n"
                  "subcommands:\n");
+    const std::vector<cnuas::Command> commands = AllCommands();
     size_t width = 0;
-    for (const cnuas::Command& c : cnuas::Commands())
+    for (const cnuas::Command& c : commands)
     {
         width = std::max(width, c.name.size());
     }
-    for (const cnuas::Command& c : cnuas::Commands())
+    for (const cnuas::Command& c : commands)
     {
         std::fprintf(out, "  %-*s  %s\n", static_cast<int>(width), c.name.c_str(),
                      c.summary.c_str());
@@ -91,8 +162,21 @@ FindCommand(const std::vector<cnuas::Command>& commands, const std::string& name
 int
 Dispatch(const std::string& name, const std::vector<std::string>& args)
 {
+    // This program's own first: they do not need the module.
     std::vector<cnuas::Command> commands = cnuas::Commands();
     const cnuas::Command* command = FindCommand(commands, name);
+    if (command == nullptr)
+    {
+        const LoadedSimModule& sim = SimModule();
+        command = FindCommand(sim.commands, name);
+        if (command == nullptr && !sim.error.empty())
+        {
+            std::fprintf(stderr,
+                         "cnuas: cannot run '%s': the simulator's subcommands are missing: %s\n",
+                         name.c_str(), sim.error.c_str());
+            return cnuas::kExitFailed;
+        }
+    }
     if (command == nullptr)
     {
         std::fprintf(stderr,
@@ -108,8 +192,6 @@ Dispatch(const std::string& name, const std::vector<std::string>& args)
 int
 main(int argc, char** argv)
 {
-    // Before anything creates a Time: fixes the picosecond resolution.
-    ns3::CnuasInit();
     std::set_terminate(&OnTerminate);
     std::vector<std::string> args(argv + 1, argv + argc);
     // Called through a link whose name ends in "cnuas-rsh" (FABRIC.cnuas-rsh, which `cnuas
@@ -139,7 +221,7 @@ main(int argc, char** argv)
         }
         if (first == "--version")
         {
-            std::printf("cnuas %s (ns-3 %d.%d)\n", ns3::CnuasVersion(), NS3_VERSION_MAJOR,
+            std::printf("cnuas %s (ns-3 %d.%d)\n", CNUAS_VERSION, NS3_VERSION_MAJOR,
                         NS3_VERSION_MINOR);
             return 0;
         }

@@ -1,7 +1,7 @@
 // The state directory of running Cnuas emulations (`cnuas rack up` writes rack.json there;
 // `cnuas status` reads every *.json in it).
-#ifndef CNUAS_TOOLS_CMD_STATUS_H
-#define CNUAS_TOOLS_CMD_STATUS_H
+#ifndef CNUAS_TOOLS_STATE_FILES_H
+#define CNUAS_TOOLS_STATE_FILES_H
 
 #include <nlohmann/json.hpp>
 
