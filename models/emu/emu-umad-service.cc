@@ -6,6 +6,7 @@
 #include "models/ib/ib-lrh-header.h"
 #include "models/ib/ib-net-device.h"
 #include "models/mgmt/ib-smp-attributes.h"
+#include "models/rdma/ib-wire-bytes.h"
 
 #include "ns3/log.h"
 #include "ns3/node.h"
@@ -60,17 +61,6 @@ ResponseLike(const uint8_t* mad)
 
 /// Requests delivered to processes kept for their responses.
 constexpr size_t kMaxIncoming = 4096;
-
-uint64_t
-Load64(const uint8_t* p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i)
-    {
-        v = (v << 8) | p[i];
-    }
-    return v;
-}
 
 void
 Store32(uint8_t* p, uint32_t v)
@@ -781,7 +771,7 @@ EmuUmadService::SendFromProcess(Conn& c, const cnuas_umad_mad& msg)
     {
         // The answer to a request this service handed to the process (SMInfo): back the way
         // the request came, as the SMA's own answers go.
-        auto req = m_incoming.find(Load64(mad + 8));
+        auto req = m_incoming.find(IbWireLoad64(mad + 8));
         if (req == m_incoming.end() || req->second.view.mad[1] != cls)
         {
             return refuse("a response to no request");
@@ -828,7 +818,7 @@ EmuUmadService::OnManagerMad(const IbReceivedMad& m)
 {
     const uint8_t method = m.view.mad[3];
     const uint8_t cls = m.view.mad[1];
-    const uint64_t tid = Load64(&m.view.mad[8]);
+    const uint64_t tid = IbWireLoad64(&m.view.mad[8]);
     if ((method & IbMadMethod::ResponseBit) != 0)
     {
         const uint32_t hi = static_cast<uint32_t>(tid >> 32);
