@@ -2,9 +2,10 @@
 // `cnuas` program loads only when one of them is asked for (main.cc): they need libcnuas and
 // ns-3, while `exec`, `rsh`, `down`, `capture`, `sm` and `status`, which scripts and MPI
 // launchers run hundreds of times, need neither. Loading libcnuas costs 0.03 s in a Release
-// build and 0.35 s of CPU in the sanitizer build (its 128 MB of UBSan check records and their
-// ASan redzones are relocated and registered at every start): most of the sanitizer pass's
-// time went there, in `cnuas exec` and `cnuas status` calls (docs/performance.md).
+// build and about 0.3 s of CPU in the sanitizer build (its 128 MB of UBSan check records and
+// their ASan redzones are relocated and registered at every start): a fifth of the sanitizer
+// test pass went there, in the tests' `cnuas exec` and `cnuas status` calls
+// (docs/performance.md, the test suite, session 40).
 #ifndef CNUAS_TOOLS_SIM_MODULE_H
 #define CNUAS_TOOLS_SIM_MODULE_H
 
