@@ -12,35 +12,20 @@
 
 #include "helpers/formats/parse-util.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <glob.h>
 #include <poll.h>
-#include <pthread.h>
-#include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <fstream>
-#include <functional>
-#include <future>
-#include <map>
-#include <memory>
 #include <optional>
-#include <sstream>
-#include <thread>
 
 namespace cnuas
 {

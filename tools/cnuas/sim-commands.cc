@@ -5,23 +5,12 @@
 
 #include "models/common/cnuas-init.h"
 
-namespace
-{
-
-std::vector<cnuas::Command>
-SimCommands()
-{
-    return cnuas::Commands();
-}
-
-} // namespace
-
 extern "C" __attribute__((visibility("default"))) const cnuas::SimModule*
 cnuas_sim_module()
 {
     // Before any subcommand creates a Time: fixes the picosecond resolution.
     static const bool initialised = (ns3::CnuasInit(), true);
     (void)initialised;
-    static const cnuas::SimModule module{cnuas::kSimModuleAbi, &SimCommands};
+    static const cnuas::SimModule module{cnuas::kSimModuleAbi, &cnuas::Commands};
     return &module;
 }
