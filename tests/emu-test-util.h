@@ -64,6 +64,41 @@ CountLines(const std::string& s)
     return n;
 }
 
+/// Waits until every thread of process `pid` is stopped (state T or t in
+/// /proc/PID/task/*/stat), for at most `seconds`. kill(SIGSTOP) returns once the signal is
+/// queued: the thread chosen to take it, on a loaded machine, may run only milliseconds
+/// later, and the other threads keep running until it has begun the group stop.
+inline bool
+WaitUntilStopped(int pid, double seconds)
+{
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(static_cast<int>(seconds * 1000));
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+    while (pid > 0 && std::chrono::steady_clock::now() < until)
+    {
+        bool all = true;
+        int seen = 0;
+        std::error_code ec;
+        for (const auto& t : std::filesystem::directory_iterator(tasks, ec))
+        {
+            std::ifstream stat(t.path() / "stat");
+            std::string line;
+            std::getline(stat, line);
+            const auto close = line.rfind(')');
+            const char state =
+                close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+            ++seen;
+            all = all && (state == 'T' || state == 't');
+        }
+        if (!ec && seen > 0 && all)
+        {
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+}
+
 /// A TCP receiver and sender in Python (Debian's python3): the receiver prints the byte count
 /// and SHA-256 of what it got; the sender sends seeded pseudo-random bytes and prints theirs.
 const char* const kTcpScript = R"PY(

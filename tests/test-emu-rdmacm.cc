@@ -914,6 +914,8 @@ TEST_P(EmuRdmacm, BadInputGetsTheKernelsEventsAndTheDaemonGoesOn)
     WaitCmListening("h1");
     ASSERT_EQ(H1Cm("listening"), 1);
     Sh("kill -STOP " + pid);
+    // Stopped before the REQ comes, or rping may take it and accept.
+    ASSERT_TRUE(WaitUntilStopped(std::stoi(pid), 30)) << "rping did not stop";
     const std::string clientOut = "client-killed.txt";
     ExecBackground("h0", "timeout 60 rping -c -a " + std::string(GetParam().peerIp) + " -C 1",
                    clientOut);

@@ -104,40 +104,6 @@ class EmuVerbs : public EmuFixture, public ::testing::WithParamInterface<FabricC
         return false;
     }
 
-    /// Waits until every thread of process `pid` is stopped (state T or t in
-    /// /proc/PID/task/*/stat), for at most `seconds`. kill(SIGSTOP) returns once the signal is
-    /// queued: the thread chosen to take it, on a loaded machine, may run only milliseconds
-    /// later, and the other threads keep running until it has begun the group stop.
-    static bool WaitUntilStopped(int pid, double seconds)
-    {
-        const auto until = std::chrono::steady_clock::now() +
-                           std::chrono::milliseconds(static_cast<int>(seconds * 1000));
-        const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
-        while (pid > 0 && std::chrono::steady_clock::now() < until)
-        {
-            bool all = true;
-            int seen = 0;
-            std::error_code ec;
-            for (const auto& t : std::filesystem::directory_iterator(tasks, ec))
-            {
-                std::ifstream stat(t.path() / "stat");
-                std::string line;
-                std::getline(stat, line);
-                const auto close = line.rfind(')');
-                const char state =
-                    close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
-                ++seen;
-                all = all && (state == 'T' || state == 't');
-            }
-            if (!ec && seen > 0 && all)
-            {
-                return true;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(2));
-        }
-        return false;
-    }
-
     /// A program posts 32 UD sends while the daemon is stopped (SIGSTOP) and then, still while
     /// it is stopped, destroys its QP (`end` "destroy") or exits ("exit"), so that the model
     /// reads the doorbell and the end in the same turn, as a lagging model does: all 32 must
