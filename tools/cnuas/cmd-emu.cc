@@ -47,7 +47,7 @@ const char* const kExecUsage =
     "The exit status is CMD's; 2 for a usage error, 1 if the fabric or the host does not exist.\n";
 
 /// Where Cnuas's libibverbs.so.1 is: $CNUAS_HOST_LIB_DIR, else beside this program, `self`
-/// (the build tree's host/lib, an installation's lib/cnuas/host). "" if nowhere.
+/// (the build tree's host/lib, an installation's LIBDIR/cnuas/host). "" if nowhere.
 std::string
 HostLibraryDirectory(const std::string& self)
 {
@@ -61,7 +61,8 @@ HostLibraryDirectory(const std::string& self)
         return "";
     }
     dir = dir.substr(0, dir.rfind('/'));
-    for (const std::string& cand : {dir + "/../host/lib", dir + "/../lib/cnuas/host"})
+    for (const std::string& cand :
+         {dir + "/../host/lib", dir + "/../" CNUAS_INSTALL_LIBDIR "/cnuas/host"})
     {
         if (access((cand + "/libibverbs.so.1").c_str(), R_OK) == 0)
         {

@@ -39,14 +39,25 @@ SimModule()
         const std::string bin = self.substr(0, self.rfind('/'));
         // The build tree's lib/cnuas, then the installation's (bin/../LIBDIR/cnuas).
         std::string path;
+        std::string looked;
         for (const std::string& dir :
              {bin + "/../lib/cnuas", bin + "/../" CNUAS_INSTALL_LIBDIR "/cnuas"})
         {
-            path = dir + "/" + cnuas::kSimModuleFile;
-            if (access(path.c_str(), R_OK) == 0)
+            const std::string cand = dir + "/" + cnuas::kSimModuleFile;
+            if (access(cand.c_str(), R_OK) == 0)
             {
+                path = cand;
                 break;
             }
+            if (looked.find(cand) == std::string::npos) // LIBDIR may be lib: one place
+            {
+                looked += (looked.empty() ? "" : " nor ") + cand;
+            }
+        }
+        if (path.empty())
+        {
+            m.error = "there is no " + looked;
+            return m;
         }
         void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (handle == nullptr)
