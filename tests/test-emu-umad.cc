@@ -562,6 +562,103 @@ TEST_F(EmuUmad, OpensmBringsTheFabricUpAndVerbsRunOverItsRoutes)
     EXPECT_EQ(CapMask(after) & 0x2, 0u) << after;
 }
 
+/// opensm's partitions (its partitions.conf) are what the emulated adapters enforce: opensm
+/// writes each port's P_Key table with SMPs, which programs see (sysfs pkeys/N, as the kernel
+/// shows them; IBV_EVENT_PKEY_CHANGE on their async event channel); two members of a partition
+/// run perftest in it (--pkey_index=1); the packets of a host outside it are refused by the
+/// receiving adapter, which counts them (bad_pkey_cntr, PortInfo.P_KeyViolations) and reports
+/// them to opensm in Trap 257, whose fields opensm's log spells out. The SMA wrote P_Key tables
+/// the transport never read before: every packet inside the partition was dropped.
+TEST_F(EmuUmad, OpensmPartitionsAreWhatTheAdaptersEnforce)
+{
+    if (access("/usr/sbin/opensm", X_OK) != 0 || access("/usr/bin/ib_send_bw", X_OK) != 0 ||
+        access("/usr/bin/ibv_asyncwatch", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's opensm, perftest and ibverbs-utils";
+    }
+    ShResult up = Up(std::string(kIbUp) + "--hosts 3 --sm none");
+    ASSERT_EQ(up.exit, 0) << up.out;
+    std::map<std::string, std::string> guid;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        guid[h] = Field(IbstatUntil(h, "Physical state: LinkUp"), "Port GUID");
+        ASSERT_EQ(guid[h].rfind("0x", 0), 0u) << h << ": " << guid[h];
+    }
+    const std::string conf = (m_dir / "partitions.conf").string();
+    std::ofstream(conf) << "Default=0x7fff, ipoib : ALL=full ;\n"
+                        << "TenantA=0x0001 : " << guid["h0"] << "=full, " << guid["h1"]
+                        << "=full ;\n";
+    ExecBackground("h1", "timeout 120 ibv_asyncwatch", "async.txt");
+    StartOpensm("h0", "-P " + conf);
+    const std::string text = OpensmLogUntil("SUBNET UP", 90);
+    ASSERT_NE(text.find("SUBNET UP"), std::string::npos);
+    // The tables as the hosts' programs read them (a view taken as each starts).
+    auto pkey1 = [this](const std::string& h) {
+        return Exec(h, "cat /sys/class/infiniband/cnuas_0/ports/1/pkeys/1").out;
+    };
+    std::string h1Key;
+    for (int i = 0; i < 100 && h1Key != "0x8001\n"; ++i)
+    {
+        h1Key = pkey1("h1");
+        if (h1Key != "0x8001\n")
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+    }
+    EXPECT_EQ(h1Key, "0x8001\n");
+    EXPECT_EQ(pkey1("h0"), "0x8001\n");
+    EXPECT_EQ(pkey1("h2"), "0x0000\n");
+    EXPECT_EQ(Exec("h2", "cat /sys/class/infiniband/cnuas_0/ports/1/pkeys/0").out, "0xffff\n");
+    EXPECT_NE(WaitForLines("async.txt", 2, 10).find("IBV_EVENT_PKEY_CHANGE"), std::string::npos)
+        << ReadFile(m_dir / "async.txt");
+
+    // Inside the partition: h0 to h1 on P_Key index 1.
+    ExecBackground("h1", "timeout 60 ib_send_bw --pkey_index=1 -n 20", "inside-server.txt");
+    ShResult client;
+    for (int attempt = 0; attempt < 20; ++attempt)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        client = Exec("h0", "timeout 60 ib_send_bw --pkey_index=1 -n 20 h1");
+        if (client.out.find("Couldn't connect") == std::string::npos)
+        {
+            break;
+        }
+    }
+    EXPECT_EQ(client.exit, 0) << client.out;
+    EXPECT_TRUE(std::regex_search(client.out, std::regex(R"(\n\s*65536\s+20\s+[0-9.]+)")))
+        << client.out;
+
+    // From outside: h2's UD packets, in the default partition, reach h1's QP in partition 1.
+    ExecBackground("h1", "timeout 20 ib_send_bw -c UD --pkey_index=1 -n 5", "outside-server.txt");
+    for (int attempt = 0; attempt < 20; ++attempt)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        client = Exec("h2", "timeout 30 ib_send_bw -c UD -n 5 h1");
+        if (client.out.find("Couldn't connect") == std::string::npos)
+        {
+            break;
+        }
+    }
+    const nlohmann::json st = Status();
+    const int64_t refused = st["live"]["hosts"][1]["verbs"]["transport"]["drops"].value(
+        "P_Key mismatch", int64_t{0});
+    EXPECT_GE(refused, 5) << st["live"]["hosts"][1].dump();
+    const std::string devinfo = Exec("h1", "ibv_devinfo -v").out;
+    std::smatch bad;
+    ASSERT_TRUE(std::regex_search(devinfo, bad, std::regex(R"(bad_pkey_cntr:\s+(0x[0-9a-f]+))")))
+        << devinfo;
+    EXPECT_EQ(std::stoll(bad[1].str(), nullptr, 16), std::min<int64_t>(refused, 0xFFFF))
+        << devinfo;
+    const std::string h1Lid = Field(Exec("h1", "ibstat").out, "Base lid");
+    const std::string h2Lid = Field(Exec("h2", "ibstat").out, "Base lid");
+    const std::string log = OpensmLogUntil("Bad P_Key:0xffff", 30);
+    EXPECT_NE(log.find("num:257 (Bad P_Key) Producer:1 (Channel Adapter) from LID:" + h1Lid),
+              std::string::npos)
+        << log.substr(log.size() > 4000 ? log.size() - 4000 : 0);
+    EXPECT_NE(log.find("from LID1:" + h2Lid), std::string::npos);
+    EXPECT_NE(log.find("to LID2:" + h1Lid), std::string::npos);
+}
+
 // ---- multicast: groups joined through the SA, trees in the switches' MFTs --------------------
 
 /// librdmacm-utils' mckey under opensm: the receivers' rdma_cm joins reach opensm's SA as

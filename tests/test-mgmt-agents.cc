@@ -619,6 +619,9 @@ TEST(MgmtAgents, ChannelAdapterTablesAndLoopbackToOwnSma)
     ASSERT_EQ(l.got.size(), 4u);
     pk.ReadFrom(l.got[1].smp.Data());
     EXPECT_EQ(pk.pkey[1], 0x8001);
+    // Written to the port itself: the table its transport checks packets against.
+    ASSERT_GE(l.H1Port()->GetPkeyTable().size(), 2u);
+    EXPECT_EQ(l.H1Port()->GetPkeyTable()[1], 0x8001);
     g.ReadFrom(l.got[2].smp.Data());
     EXPECT_EQ(g.guid[0], l.H1Port()->GetPortGuid());
     EXPECT_EQ(g.guid[1], 0xA11A5u);

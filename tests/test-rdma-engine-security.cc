@@ -8,7 +8,10 @@
 #include "ib-test-packets.h"
 #include "rdma-engine-fixture.h"
 
+#include "helpers/mgmt/mgmt-helper.h"
 #include "models/ib/ib-net-device.h"
+#include "models/mgmt/ib-mad-dispatcher.h"
+#include "models/mgmt/ib-smp-attributes.h"
 #include "models/rdma/ib-opcode.h"
 #include "models/rdma/ib-reth-header.h"
 
@@ -258,6 +261,106 @@ TEST_F(RdmaEngineSecurity, AWrongPkeyIsDroppedCountedAndChangesNothing)
     EXPECT_EQ(b.hca.engine->GetCounters().pkeyViolations, 4u);
     EXPECT_EQ(b.hca.engine->GetDropCount(RdmaDropReason::PkeyMismatch), 4u);
     EXPECT_EQ(b.qp->GetState(), RdmaQpState::RTS); // silently dropped, the QP unaffected
+}
+
+/// The partitions an SM writes are the ones the transport enforces: a SubnSet(P_KeyTable)
+/// through the node's SMA changes the table the HCA checks packets against (they were two
+/// tables, and opensm's partitions never reached the data path), a packet from outside the
+/// receiver's partition is counted in its PortInfo.P_KeyViolations and reported to the SM in
+/// Trap 257 (one trap for a burst), and once the sender's port is in the partition too the same
+/// send arrives.
+TEST_F(RdmaEngineSecurity, ThePartitionTheSmWritesIsTheOneTheTransportEnforces)
+{
+    QpOptions o;
+    o.type = RdmaQpType::UD;
+    Setup(o);
+    ASSERT_GE(IbMgmtHelper().Install(fabric), 3u);
+    // h0 plays the SM: its manager gets the answers and the traps; h1's port reports to it.
+    Ptr<IbMadDispatcher> sm = IbMgmtHelper::GetDispatcher(fabric.hosts.Get(0));
+    std::vector<IbReceivedMad> got;
+    sm->SetManagerHandler(
+        Callback<void, const IbReceivedMad&>([&got](const IbReceivedMad& m) { got.push_back(m); }));
+    fabric.HostPort(1)->SetSmLid(a.lid);
+    uint64_t tid = 1;
+    // Entry 0 of a port's table: h1's LID-routed, h0's own over a directed route of no hops.
+    auto setPkey0 = [&](uint16_t dlid, uint16_t pkey) {
+        IbPKeyTableBlock block;
+        block.pkey[0] = pkey;
+        IbSmp set = dlid == a.lid ? IbSmp::MakeDirected(IbMadMethod::Set, IbSmAttr::PKeyTable, 0,
+                                                        tid++, nullptr, 0)
+                                  : IbSmp::MakeLidRouted(IbMadMethod::Set, IbSmAttr::PKeyTable, 0,
+                                                         tid++);
+        block.WriteTo(set.Data());
+        const size_t answers = got.size();
+        ASSERT_TRUE(dlid == a.lid ? sm->SendDirectedSmp(set) : sm->SendLidRoutedSmp(1, set, dlid));
+        RunFor(MicroSeconds(50));
+        ASSERT_EQ(got.size(), answers + 1);
+        ASSERT_EQ(got.back().smp.GetSmpStatus(), 0);
+    };
+    // h1 only in partition 0x0001, as a full member; h0 keeps the default partition 0xFFFF.
+    setPkey0(b.lid, 0x8001);
+    uint16_t key = 0;
+    ASSERT_TRUE(b.hca.port->GetPkey(0, key));
+    EXPECT_EQ(key, 0x8001);
+    EXPECT_EQ(fabric.HostPort(1)->GetPkeyTable().size(), 128u); // PartitionCap, a ConnectX's
+
+    RdmaAhAttr av;
+    av.dlid = b.lid;
+    av.port_num = 1;
+    Ptr<RdmaAh> ah = a.hca.device->CreateAh(a.pd, av);
+    ASSERT_TRUE(ah);
+    auto send = [&](uint64_t id) {
+        RdmaSendWr w = Wr(id, RdmaWrOpcode::SEND, {a.Sge(0, 64)});
+        w.ud.ah = PeekPointer(ah);
+        w.ud.remote_qpn = b.qp->GetQpNum();
+        w.ud.remote_qkey = o.qkey;
+        return a.qp->PostSend(w);
+    };
+    for (uint64_t id = 1; id <= 3; ++id)
+    {
+        ASSERT_EQ(b.PostRecv(id, 4096 * id, 4096), 0);
+        ASSERT_EQ(send(id), 0);
+    }
+    const size_t beforeTrap = got.size();
+    RunFor(MilliSeconds(1));
+    EXPECT_TRUE(b.PollRecv().empty());
+    EXPECT_EQ(b.hca.port->GetPkeyViolations(), 3u);
+    EXPECT_EQ(b.hca.engine->GetDropCount(RdmaDropReason::PkeyMismatch), 3u);
+    // One trap for the three (the first is still repeated, not repressed).
+    ASSERT_EQ(got.size(), beforeTrap + 1);
+    const IbReceivedMad& trap = got.back();
+    EXPECT_EQ(trap.smp.Mad().GetMethod(), IbMadMethod::Trap);
+    EXPECT_EQ(trap.view.lrh.GetSlid(), b.lid);
+    IbNotice n;
+    n.ReadFrom(trap.smp.Data());
+    EXPECT_EQ(n.trapNumber, 257);
+    EXPECT_EQ(n.type, 2); // security
+    EXPECT_EQ(n.producerType, 1u);
+    EXPECT_EQ(n.issuerLid, b.lid);
+    const uint8_t* d = n.dataDetails.data();
+    EXPECT_EQ((d[2] << 8) | d[3], a.lid); // LIDADDR1: the sender
+    EXPECT_EQ((d[4] << 8) | d[5], b.lid); // LIDADDR2: where it was sent
+    EXPECT_EQ((d[8] << 8) | d[9], 0xFFFF); // the P_Key it carried
+    EXPECT_EQ(static_cast<uint32_t>((d[11] << 16) | (d[12] << 8) | d[13]), a.qp->GetQpNum());
+    EXPECT_EQ(static_cast<uint32_t>((d[15] << 16) | (d[16] << 8) | d[17]), b.qp->GetQpNum());
+    // PortInfo.P_KeyViolations says as much.
+    IbSmp get = IbSmp::MakeLidRouted(IbMadMethod::Get, IbSmAttr::PortInfo, 0, tid++);
+    ASSERT_TRUE(sm->SendLidRoutedSmp(1, get, b.lid));
+    RunFor(MicroSeconds(50));
+    IbPortInfo pi;
+    pi.ReadFrom(got.back().smp.Data());
+    EXPECT_EQ(got.back().smp.Mad().GetAttributeId(), IbSmAttr::PortInfo);
+    EXPECT_EQ(pi.pKeyViolations, 3);
+
+    // h0's port joins partition 0x0001 (as a limited member: h1 is the full one): its QP's
+    // packets carry 0x0001 now and arrive.
+    setPkey0(a.lid, 0x0001);
+    ASSERT_EQ(send(4), 0);
+    RunFor(MilliSeconds(1));
+    const auto rc = b.PollRecv();
+    ASSERT_EQ(rc.size(), 1u);
+    EXPECT_EQ(rc[0].status, RdmaWcStatus::SUCCESS);
+    EXPECT_EQ(b.hca.port->GetPkeyViolations(), 3u);
 }
 
 TEST(RdmaPkey, MatchRulesOfIba10_9_3)

@@ -32,14 +32,14 @@ extern "C" {
 #endif
 
 /* Raised whenever a struct below or the meaning of a field changes. */
-#define CNUAS_UMAD_ABI_VERSION 1u
+#define CNUAS_UMAD_ABI_VERSION 2u
 
 /* The environment variable `cnuas exec` sets: the path of the host's umad socket. */
 #define CNUAS_UMAD_SOCKET_ENV "CNUAS_UMAD_SOCKET"
 
 #define CNUAS_UMAD_MAD_BYTES 256u
 #define CNUAS_UMAD_MAX_PORTS 4u   /* ports a CA answer carries (an emulated HCA has one) */
-#define CNUAS_UMAD_MAX_PKEYS 64u  /* P_Key table entries a port answer carries */
+#define CNUAS_UMAD_MAX_PKEYS 128u /* P_Key table entries a port answer carries */
 #define CNUAS_UMAD_MAX_AGENTS 32u /* per open port, as the kernel's IB_UMAD_MAX_AGENTS */
 
 enum cnuas_umad_op {

@@ -706,6 +706,8 @@ EmuHcaService::Start(const std::string& socketPath,
             m_ibPort->TraceConnectWithoutContext("Lid", MakeCallback(&EmuHcaService::OnLid, this));
             m_ibPort->TraceConnectWithoutContext("SmLid",
                                                  MakeCallback(&EmuHcaService::OnSmLid, this));
+            m_ibPort->TraceConnectWithoutContext(
+                "PkeyTable", MakeCallback(&EmuHcaService::OnPkeyTable, this));
         }
         m_traceConnected = true;
     }
@@ -1217,6 +1219,11 @@ EmuHcaService::FillPortAttr(uint32_t portNum, cnuas_hca_port_attr& a) const
         a.lid = m_ibPort->GetLid();
         a.sm_lid = m_ibPort->GetSmLid();
         a.lmc = m_ibPort->GetLmc();
+        // The table the SM writes and the transport checks (IbNetDevice::GetPkeyTable).
+        a.pkey_tbl_len = static_cast<uint16_t>(
+            std::min<size_t>(pa.pkey_tbl_len, m_ibPort->GetPkeyTable().size()));
+        a.bad_pkey_cntr = static_cast<uint32_t>(
+            std::min<uint64_t>(m_ibPort->GetPkeyViolations(), 0xFFFF)); // PortInfo's 16 bits
         // CapabilityMask (IBA vol. 1 §14.2.5.6): IsTrapSupported, IsAutomaticMigration-
         // Supported, IsSLMappingSupported, IsSystemImageGUIDSupported, IsCommunication-
         // ManagementSupported, IsVendorClassSupported, IsCapabilityMaskNoticeSupported,
@@ -2251,6 +2258,14 @@ void
 EmuHcaService::OnSmLid(uint16_t /* oldLid */, uint16_t /* newLid */)
 {
     BroadcastPortEvent(static_cast<uint32_t>(RdmaEventType::SM_CHANGE));
+}
+
+void
+EmuHcaService::OnPkeyTable(uint16_t /* first */, uint16_t /* end */)
+{
+    // The SM wrote the port's P_Key table (opensm's partitions): the kernel's IB_EVENT_PKEY_
+    // CHANGE, which IPoIB and the programs' async event channels see.
+    BroadcastPortEvent(static_cast<uint32_t>(RdmaEventType::PKEY_CHANGE));
 }
 
 void

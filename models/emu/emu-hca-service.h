@@ -195,6 +195,7 @@ class EmuHcaService : public Object
     void OnPortState(uint8_t oldState, uint8_t newState);
     void OnLid(uint16_t oldLid, uint16_t newLid);
     void OnSmLid(uint16_t oldLid, uint16_t newLid);
+    void OnPkeyTable(uint16_t first, uint16_t end);
     void BroadcastPortEvent(uint32_t type);
     /// A completion of the context was written: wakes its pollers asleep on an empty CQ, now or,
     /// while the loop lags (WakeModerationLag), at its next idle turn.

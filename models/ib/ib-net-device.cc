@@ -240,7 +240,16 @@ IbNetDevice::GetTypeId()
             .AddTraceSource("SmLid",
                             "MasterSMLID changed (a SubnSet(PortInfo)): (old, new).",
                             MakeTraceSourceAccessor(&IbNetDevice::m_smLidTrace),
-                            "ns3::IbNetDevice::LidCallback");
+                            "ns3::IbNetDevice::LidCallback")
+            .AddTraceSource("PkeyTable",
+                            "P_Key table entries changed (a SubnSet(P_KeyTable)): (first, end).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_pkeyTableTrace),
+                            "ns3::IbNetDevice::PkeyTableCallback")
+            .AddTraceSource("PkeyViolation",
+                            "The transport discarded a packet for its P_Key: (its P_Key, "
+                            "LIDs, SL, QPs and GIDs).",
+                            MakeTraceSourceAccessor(&IbNetDevice::m_pkeyViolationTrace),
+                            "ns3::IbNetDevice::PkeyViolationCallback");
     return tid;
 }
 
@@ -859,6 +868,72 @@ IbNetDevice::SetSmLid(uint16_t lid)
     {
         m_smLidTrace(old, lid);
     }
+}
+
+const std::vector<uint16_t>&
+IbNetDevice::GetPkeyTable() const
+{
+    return m_pkeys;
+}
+
+bool
+IbNetDevice::GetPkey(uint16_t index, uint16_t& pkey) const
+{
+    if (index >= m_pkeys.size())
+    {
+        return false;
+    }
+    pkey = m_pkeys[index];
+    return true;
+}
+
+void
+IbNetDevice::SetPkeyTable(const std::vector<uint16_t>& table)
+{
+    if (table == m_pkeys)
+    {
+        return;
+    }
+    // What changed, for the listeners: up to the end of the longer of the two tables.
+    const size_t common = std::min(table.size(), m_pkeys.size());
+    size_t first = 0;
+    while (first < common && table[first] == m_pkeys[first])
+    {
+        ++first;
+    }
+    const size_t end = std::max(table.size(), m_pkeys.size());
+    m_pkeys = table;
+    m_pkeyTableTrace(static_cast<uint16_t>(std::min<size_t>(first, 0xFFFF)),
+                     static_cast<uint16_t>(std::min<size_t>(end, 0xFFFF)));
+}
+
+bool
+IbNetDevice::SetPkeys(uint16_t first, const uint16_t* entries, uint16_t count)
+{
+    if (size_t(first) + count > m_pkeys.size())
+    {
+        return false;
+    }
+    if (std::equal(entries, entries + count, m_pkeys.begin() + first))
+    {
+        return true;
+    }
+    std::copy(entries, entries + count, m_pkeys.begin() + first);
+    m_pkeyTableTrace(first, static_cast<uint16_t>(first + count));
+    return true;
+}
+
+void
+IbNetDevice::NotifyPkeyViolation(const IbPkeyViolation& v)
+{
+    ++m_pkeyViolations;
+    m_pkeyViolationTrace(v);
+}
+
+uint64_t
+IbNetDevice::GetPkeyViolations() const
+{
+    return m_pkeyViolations;
 }
 
 IbPortState

@@ -130,6 +130,21 @@ struct IbRxInfo
     uint32_t bytes = 0; ///< LRH through VCRC
 };
 
+/// A packet the transport above a CA port discarded for its P_Key (IBA vol. 1 §10.9.3): the
+/// fields of the Bad P_Key trap (Notice 257, §14.2.5.1).
+struct IbPkeyViolation
+{
+    uint16_t pkey = 0;  ///< the packet's BTH P_Key
+    uint16_t slid = 0;  ///< the sender's LID (LRH SLID)
+    uint16_t dlid = 0;  ///< the LID it was sent to (LRH DLID)
+    uint8_t sl = 0;     ///< LRH SL
+    uint32_t srcQp = 0; ///< the sender's QP
+    uint32_t dstQp = 0; ///< the BTH DestQP
+    bool global = false; ///< the packet had a GRH: the GIDs below are its
+    std::array<uint8_t, 16> sgid{};
+    std::array<uint8_t, 16> dgid{};
+};
+
 /**
  * \brief One InfiniBand port (IBA vol. 1 ch. 7, the link layer): transmit side with VL
  * arbitration and credit-based flow control, receive side with per-VL buffers counted in 64-byte
@@ -199,6 +214,10 @@ class IbNetDevice : public NetDevice
     typedef void (*StateCallback)(uint8_t oldState, uint8_t newState);
     /// A LID field (the port's own, or its master SM's) changed: (old, new).
     typedef void (*LidCallback)(uint16_t oldLid, uint16_t newLid);
+    /// PkeyTable: the first and one past the last entry that changed.
+    typedef void (*PkeyTableCallback)(uint16_t first, uint16_t end);
+    /// PkeyViolation: the packet the transport discarded.
+    typedef void (*PkeyViolationCallback)(const IbPkeyViolation& v);
 
     // ---- cabling and identity --------------------------------------------------------------
     void Attach(Ptr<IbChannel> channel);
@@ -252,6 +271,25 @@ class IbNetDevice : public NetDevice
     /// SLtoVLMappingTable of a CA port (switches keep theirs per port pair in IbSwitch).
     void SetSlToVl(const std::array<uint8_t, 16>& table);
     uint8_t MapSlToVl(uint8_t sl) const;
+    /**
+     * The port's P_Key table (IBA vol. 1 §10.9.2): what the SM writes (SubnSet(P_KeyTable),
+     * §14.2.5.7, through the node's SMA) and what the transport checks each packet against, one
+     * table for both. Entry 0 holds the default partition as a full member (0xFFFF) until an SM
+     * writes it (§10.9.1.2). Its size is the port's capacity: the SMA makes it its node's
+     * PartitionCap when it is installed.
+     */
+    const std::vector<uint16_t>& GetPkeyTable() const;
+    /// Entry `index`; false past the end of the table.
+    bool GetPkey(uint16_t index, uint16_t& pkey) const;
+    /// Replaces the table (its size becomes the capacity); "PkeyTable" fires if entries changed.
+    void SetPkeyTable(const std::vector<uint16_t>& table);
+    /// Writes `count` entries from `first` (within the table); false, changing nothing, if they
+    /// do not fit. "PkeyTable" fires if entries changed.
+    bool SetPkeys(uint16_t first, const uint16_t* entries, uint16_t count);
+    /// The transport discarded a packet whose P_Key did not match its QP's (§10.9.3):
+    /// PortInfo.P_KeyViolations counts it (§14.2.5.6), "PkeyViolation" tells the SMA (Trap 257).
+    void NotifyPkeyViolation(const IbPkeyViolation& v);
+    uint64_t GetPkeyViolations() const;
 
     // ---- channel-adapter data path ---------------------------------------------------------
     /**
@@ -645,6 +683,8 @@ class IbNetDevice : public NetDevice
     // PortInfo state
     uint8_t m_lmc = 0;
     uint16_t m_smLid = 0;
+    std::vector<uint16_t> m_pkeys{0xFFFF};
+    uint64_t m_pkeyViolations = 0;
     bool m_cabled = false;
     bool m_physDisabled = false;
     IbLinkRate m_activeRate;
@@ -696,6 +736,8 @@ class IbNetDevice : public NetDevice
     TracedCallback<uint8_t, uint8_t> m_stateTrace;     ///< old, new PortState
     TracedCallback<uint16_t, uint16_t> m_lidTrace;     ///< old, new LID
     TracedCallback<uint16_t, uint16_t> m_smLidTrace;   ///< old, new MasterSMLID
+    TracedCallback<uint16_t, uint16_t> m_pkeyTableTrace; ///< first, end of the entries changed
+    TracedCallback<const IbPkeyViolation&> m_pkeyViolationTrace; ///< the packet discarded
 };
 
 } // namespace ns3

@@ -4,6 +4,7 @@
 #include "ib-gid.h"
 #include "ib-grh-header.h"
 
+#include "ns3/abort.h"
 #include "ns3/log.h"
 #include "ns3/nstime.h"
 #include "ns3/simulator.h"
@@ -89,7 +90,8 @@ IbRdmaPort::GetNetDevice() const
 void
 IbRdmaPort::SetPkeyTable(const std::vector<uint16_t>& table)
 {
-    m_pkeys = table;
+    NS_ABORT_MSG_IF(!m_dev, "IbRdmaPort::SetPkeyTable before SetNetDevice");
+    m_dev->SetPkeyTable(table);
 }
 
 bool
@@ -245,18 +247,30 @@ IbRdmaPort::GetGid(uint8_t index, RdmaGid& gid) const
 bool
 IbRdmaPort::GetPkey(uint16_t index, uint16_t& pkey) const
 {
-    if (index >= m_pkeys.size())
-    {
-        return false;
-    }
-    pkey = m_pkeys[index];
-    return true;
+    return m_dev && m_dev->GetPkey(index, pkey);
 }
 
 void
-IbRdmaPort::NotifyPkeyViolation()
+IbRdmaPort::NotifyPkeyViolation(const RdmaPkeyViolation& v)
 {
-    ++m_pkeyViolations;
+    if (!m_dev)
+    {
+        return;
+    }
+    IbPkeyViolation n;
+    n.pkey = v.pkey;
+    n.srcQp = v.srcQp;
+    n.dstQp = v.dstQp;
+    if (v.rx)
+    {
+        n.slid = v.rx->slid;
+        n.dlid = v.rx->dlid;
+        n.sl = v.rx->sl;
+        n.global = v.rx->global;
+        n.sgid = v.rx->sgid;
+        n.dgid = v.rx->dgid;
+    }
+    m_dev->NotifyPkeyViolation(n);
 }
 
 void

@@ -22,8 +22,9 @@ namespace ns3
  *
  * Receive: packets to DestQP 0 and 1 (subnet and general management, IBA vol. 1 §13.5.1) are
  * not the RDMA engine's: they are counted and dropped here (GetManagementDropped), as are raw
- * packets. The P_Key table (IBA vol. 1 §10.9.2) lives here; a transport-level P_Key mismatch
- * is counted in GetPkeyViolations (PortInfo P_KeyViolations, §14.2.5.6).
+ * packets. The P_Key table (IBA vol. 1 §10.9.2) is the port's (IbNetDevice::GetPkeyTable),
+ * which the SM writes through the node's SMA; a transport-level P_Key mismatch is counted there
+ * (PortInfo P_KeyViolations, §14.2.5.6).
  */
 class IbRdmaPort : public RdmaLinkPort
 {
@@ -35,7 +36,8 @@ class IbRdmaPort : public RdmaLinkPort
     /// Bind to a CA port (takes its IbFrameReceiveCallback and TxReadyCallback).
     void SetNetDevice(Ptr<IbNetDevice> dev);
     Ptr<IbNetDevice> GetNetDevice() const;
-    /// Replace the P_Key table (entry 0 first). Default: { 0xFFFF }.
+    /// Replaces the port's P_Key table (entry 0 first; IbNetDevice::SetPkeyTable), as an SM
+    /// would. Needs the net device.
     void SetPkeyTable(const std::vector<uint16_t>& table);
 
     using RdmaLinkPort::Send;
@@ -51,11 +53,11 @@ class IbRdmaPort : public RdmaLinkPort
     uint16_t GetLid() const override;
     bool GetGid(uint8_t index, RdmaGid& gid) const override;
     bool GetPkey(uint16_t index, uint16_t& pkey) const override;
-    void NotifyPkeyViolation() override;
+    void NotifyPkeyViolation(const RdmaPkeyViolation& v) override;
 
     uint64_t GetPkeyViolations() const
     {
-        return m_pkeyViolations;
+        return m_dev ? m_dev->GetPkeyViolations() : 0;
     }
 
     /// Packets to QP0/QP1 (management) and raw packets this port did not hand to the engine.
@@ -95,7 +97,6 @@ class IbRdmaPort : public RdmaLinkPort
     void OnTxReady(Ptr<IbNetDevice> dev);
 
     Ptr<IbNetDevice> m_dev;
-    std::vector<uint16_t> m_pkeys{0xFFFF};
     uint64_t m_subnetPrefix;
     ReceiveCallback m_rx;
     Callback<void> m_txReady;
@@ -106,7 +107,6 @@ class IbRdmaPort : public RdmaLinkPort
     /// m_rxBuf holds only zeros from here on (OnFrame writes the implied zeros only where a
     /// previous packet left bytes).
     uint32_t m_rxBufDirty = 0;
-    uint64_t m_pkeyViolations{0};
     uint64_t m_mgmtDropped{0};
     uint64_t m_malformed{0};
 };

@@ -208,8 +208,9 @@ IbSmaAgent::GetTypeId()
                           MakeUintegerChecker<uint16_t>())
             .AddAttribute("PKeyBlocks",
                           "P_KeyTable blocks of 32 entries per port (NodeInfo.PartitionCap = "
-                          "32 x this).",
-                          UintegerValue(1),
+                          "32 x this; 4 gives a ConnectX's 128, the verbs device's "
+                          "ns3::RdmaDevice::PkeyTableLength).",
+                          UintegerValue(4),
                           MakeUintegerAccessor(&IbSmaAgent::m_pkeyBlocks),
                           MakeUintegerChecker<uint16_t>(1, 2047))
             .AddAttribute("TrapsEnabled",
@@ -280,10 +281,25 @@ IbSmaAgent::Install(Ptr<IbMadDispatcher> dispatcher)
     static const Ptr<const TraceSourceAccessor> portState =
         IbNetDevice::GetTypeId().LookupTraceSourceByName("PortState");
     NS_ASSERT(portState);
+    static const Ptr<const TraceSourceAccessor> pkeyViolation =
+        IbNetDevice::GetTypeId().LookupTraceSourceByName("PkeyViolation");
+    NS_ASSERT(pkeyViolation);
     for (auto& p : m_disp->GetPorts())
     {
         const uint8_t n = p->GetPortNumber();
         State(n);
+        if (!m_disp->IsSwitch())
+        {
+            pkeyViolation->ConnectWithoutContext(
+                PeekPointer(p),
+                Callback<void, const IbPkeyViolation&>(
+                    [this, n](const IbPkeyViolation& v) { SendTrap257(n, v); }));
+        }
+        // The port's P_Key table holds PartitionCap entries (NodeInfo, §14.2.5.3); what it
+        // held stays (entry 0, the default partition).
+        std::vector<uint16_t> pkeys = p->GetPkeyTable();
+        pkeys.resize(IbPKeyTableBlock::kEntries * m_pkeyBlocks, 0);
+        p->SetPkeyTable(pkeys);
         portState->ConnectWithoutContext(
             PeekPointer(p),
             Callback<void, uint8_t, uint8_t>(
@@ -675,6 +691,7 @@ IbSmaAgent::FillPortInfo(uint8_t port, uint8_t localPort, bool hideMKey, IbPortI
     }
     pi.portState = static_cast<uint8_t>(d->GetPortState());
     pi.portPhysicalState = static_cast<uint8_t>(d->GetPhysState());
+    pi.pKeyViolations = static_cast<uint16_t>(std::min<uint64_t>(d->GetPkeyViolations(), 0xFFFF));
     pi.neighborMtu = MtuCode(d->GetMtu());
     pi.mtuCap = 5;
     pi.vlCap = VlCode(d->GetVlCap());
@@ -901,19 +918,34 @@ IbSmaAgent::DoPKeyTable(const IbReceivedMad& req, IbSmp& smp, bool set)
     {
         return IbMadStatus::InvalidField;
     }
-    PortState& st = State(port);
     if (block >= m_pkeyBlocks)
     {
         return IbMadStatus::InvalidField;
     }
+    // A port with a link keeps its table in the net device, where the transport checks packets
+    // against it (IBA vol. 1 §10.9.3); a switch's management port 0 has only the SMA's.
+    Ptr<IbNetDevice> dev = port == 0 ? nullptr : m_disp->GetPort(port);
+    const uint16_t first = static_cast<uint16_t>(IbPKeyTableBlock::kEntries * block);
     IbPKeyTableBlock b;
     if (set)
     {
         b.ReadFrom(smp.Data());
-        std::copy(b.pkey.begin(), b.pkey.end(), st.pkeys.begin() + 32 * block);
+        if (dev)
+        {
+            // Install sized the table to PartitionCap: the block fits.
+            dev->SetPkeys(first, b.pkey.data(), IbPKeyTableBlock::kEntries);
+        }
+        else
+        {
+            std::copy(b.pkey.begin(), b.pkey.end(), State(port).pkeys.begin() + first);
+        }
         return IbMadStatus::Ok;
     }
-    std::copy(st.pkeys.begin() + 32 * block, st.pkeys.begin() + 32 * (block + 1), b.pkey.begin());
+    const std::vector<uint16_t>& table = dev ? dev->GetPkeyTable() : State(port).pkeys;
+    for (uint32_t i = 0; i < IbPKeyTableBlock::kEntries; ++i)
+    {
+        b.pkey[i] = first + i < table.size() ? table[first + i] : 0;
+    }
     b.WriteTo(smp.Data());
     return IbMadStatus::Ok;
 }
@@ -1251,6 +1283,52 @@ IbSmaAgent::SendTrap256(const IbReceivedMad& req)
     }
     n.WriteTo(smp.Data());
     SendTrap(smp, port, smLid, m_trapRepeats);
+}
+
+void
+IbSmaAgent::SendTrap257(uint8_t port, const IbPkeyViolation& v)
+{
+    Ptr<IbNetDevice> d = m_disp ? m_disp->GetPort(port) : nullptr;
+    if (!m_trapsEnabled || !d || d->GetLid() == 0 || d->GetSmLid() == 0)
+    {
+        return; // no SM to tell yet; P_KeyViolations counts it
+    }
+    PortState& st = State(port);
+    if (st.badPkeyTrapTid != 0 && m_pendingTraps.count(st.badPkeyTrapTid) != 0)
+    {
+        return; // the last one is still repeated: a flood of bad packets is one trap
+    }
+    IbSmp smp = IbSmp::MakeLidRouted(IbMadMethod::Trap, IbSmAttr::Notice, 0, m_nextTid++);
+    smp.SetMKey(st.mKey);
+    IbNotice n;
+    n.isGeneric = true;
+    n.type = 2;         // security
+    n.producerType = 1; // channel adapter
+    n.trapNumber = 257;
+    n.issuerLid = d->GetLid();
+    // Trap 257 DataDetails (§14.2.5.1 Table 121; byte positions as Wireshark 4.0 decodes
+    // them): reserved (2), LIDADDR1 and LIDADDR2 (the packet's SLID and DLID), the P_Key in a
+    // 32-bit Key, SL in the high 4 bits of a byte, QP1 (the sender's) and, after a reserved
+    // byte, QP2 (the destination's), then GIDADDR1 and GIDADDR2 when the packet had a GRH.
+    uint8_t* dd = n.dataDetails.data();
+    IbMadStore16(dd + 2, v.slid);
+    IbMadStore16(dd + 4, v.dlid);
+    IbMadStore16(dd + 8, v.pkey);
+    dd[10] = static_cast<uint8_t>((v.sl & 0x0F) << 4);
+    dd[11] = static_cast<uint8_t>(v.srcQp >> 16);
+    dd[12] = static_cast<uint8_t>(v.srcQp >> 8);
+    dd[13] = static_cast<uint8_t>(v.srcQp);
+    dd[15] = static_cast<uint8_t>(v.dstQp >> 16);
+    dd[16] = static_cast<uint8_t>(v.dstQp >> 8);
+    dd[17] = static_cast<uint8_t>(v.dstQp);
+    if (v.global)
+    {
+        std::copy(v.sgid.begin(), v.sgid.end(), dd + 18);
+        std::copy(v.dgid.begin(), v.dgid.end(), dd + 34);
+    }
+    n.WriteTo(smp.Data());
+    st.badPkeyTrapTid = smp.Mad().GetTransactionId();
+    SendTrap(smp, port, d->GetSmLid(), m_trapRepeats);
 }
 
 void

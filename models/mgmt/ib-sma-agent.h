@@ -19,6 +19,8 @@
 namespace ns3
 {
 
+struct IbPkeyViolation;
+
 /// Why the SMA discarded an SMP without answering (trace source "SmpDropped").
 enum class IbSmaDropReason : uint8_t
 {
@@ -45,6 +47,12 @@ enum class IbSmaDropReason : uint8_t
  * timer (M_KeyLeasePeriod seconds, 0 = never expires); an SMP with the right M_Key stops it;
  * if it runs out, the protection bits drop to 0 so that a new SM can take over (§14.2.4.2).
  * Each violation also sends Trap 256 (bad M_Key) to the port's SM LID when the port has a LID.
+ *
+ * P_Key (§10.9): each port's P_Key table (PartitionCap = 32 x PKeyBlocks entries) is its net
+ * device's, which the transport checks packets against; a Set of a block writes it there. A
+ * packet the transport of a CA port discards for its P_Key counts in PortInfo.P_KeyViolations
+ * and sends Trap 257 (bad P_Key: LIDs, P_Key, SL, QPs, GIDs) to the SM LID; while that trap is
+ * repeated (not yet repressed), further violations are only counted.
  *
  * Traps: a switch one of whose external ports goes from Down to Init or from Init, Armed or
  * Active to Down sets SwitchInfo.PortStateChange (§14.2.5.4: the SM's own Sets to Armed and
@@ -128,7 +136,8 @@ class IbSmaAgent : public Object
         uint8_t hoqLife = 19;
         uint8_t vlStallCount = 7;
         bool isSm = false;
-        std::vector<uint16_t> pkeys;
+        std::vector<uint16_t> pkeys; ///< a switch's port 0 only: others' are the net device's
+        uint64_t badPkeyTrapTid = 0; ///< the port's last Trap 257 (0: none yet)
         std::vector<uint64_t> guids;
     };
 
@@ -158,6 +167,9 @@ class IbSmaAgent : public Object
     void SendTrap128();
     /// Trap 256 (bad M_Key) about `req`, to the SM LID of the port it hit.
     void SendTrap256(const IbReceivedMad& req);
+    /// Trap 257 (bad P_Key) about a packet the transport above CA port `port` discarded, to
+    /// its SM LID; not while the port's previous one is still repeated (counted only).
+    void SendTrap257(uint8_t port, const IbPkeyViolation& v);
     /// Sends (again) a trap from `port` (0 at a switch) and schedules its next repetition.
     void SendTrap(IbSmp smp, uint8_t port, uint16_t dlid, uint32_t repeatsLeft);
 

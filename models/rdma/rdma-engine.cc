@@ -1110,7 +1110,12 @@ RdmaEngine::DispatchToQp(Ptr<RdmaLinkPort> port, const IbTransportHeaders& h, Pt
     if (!RdmaPkeyMatch(h.bth.GetPkey(), QpPkey(*qp)))
     {
         m_counters.pkeyViolations++;
-        port->NotifyPkeyViolation();
+        RdmaPkeyViolation v;
+        v.pkey = h.bth.GetPkey();
+        v.srcQp = h.deth ? h.deth->GetSrcQp() : qp->GetAttr().dest_qp_num;
+        v.dstQp = h.bth.GetDestQp();
+        v.rx = &info;
+        port->NotifyPkeyViolation(v);
         Drop(qpn, RdmaDropReason::PkeyMismatch);
         return;
     }

@@ -43,6 +43,16 @@ struct RdmaRxInfo
     const IntStack* intStack = nullptr;
 };
 
+/// A packet the transport discarded for its P_Key: what the Bad P_Key trap (Notice 257, IBA
+/// vol. 1 §14.2.5.1) says of it.
+struct RdmaPkeyViolation
+{
+    uint16_t pkey = 0;  ///< the packet's BTH P_Key
+    uint32_t srcQp = 0; ///< the sender's QP: a UD packet's DETH SrcQP, else the receiver's peer
+    uint32_t dstQp = 0; ///< the BTH DestQP
+    const RdmaRxInfo* rx = nullptr; ///< the packet's addressing (LIDs, SL, GIDs)
+};
+
 /**
  * \brief A link-layer port as the RDMA transport sees it.
  *
@@ -112,9 +122,9 @@ class RdmaLinkPort : public Object
     virtual bool GetGid(uint8_t index, RdmaGid& gid) const = 0;
     /// P_Key table entry `index` (IBA vol. 1 §10.9.2); false if there is none.
     virtual bool GetPkey(uint16_t index, uint16_t& pkey) const = 0;
-    /// A packet was discarded by the transport for a P_Key mismatch: a port that keeps the
-    /// PortInfo P_KeyViolations counter (IBA vol. 1 §14.2.5.6) counts it.
-    virtual void NotifyPkeyViolation() = 0;
+    /// The transport discarded a packet for its P_Key (IBA vol. 1 §10.9.3): a port that keeps
+    /// the PortInfo P_KeyViolations counter (§14.2.5.6) counts it, and may report it to its SM.
+    virtual void NotifyPkeyViolation(const RdmaPkeyViolation& v) = 0;
 };
 
 /**

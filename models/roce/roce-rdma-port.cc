@@ -647,7 +647,7 @@ RoceRdmaPort::GetPkey(uint16_t index, uint16_t& pkey) const
 }
 
 void
-RoceRdmaPort::NotifyPkeyViolation()
+RoceRdmaPort::NotifyPkeyViolation(const RdmaPkeyViolation& /* v */)
 {
     ++m_pkeyViolations;
 }

@@ -112,7 +112,7 @@ class RoceRdmaPort : public RdmaLinkPort
     uint16_t GetLid() const override;
     bool GetGid(uint8_t index, RdmaGid& gid) const override;
     bool GetPkey(uint16_t index, uint16_t& pkey) const override;
-    void NotifyPkeyViolation() override;
+    void NotifyPkeyViolation(const RdmaPkeyViolation& v) override;
 
     /// The traffic class a packet of address-vector SL `sl` uses.
     uint8_t PriorityFor(uint8_t sl) const;
