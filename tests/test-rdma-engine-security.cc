@@ -8,10 +8,12 @@
 #include "ib-test-packets.h"
 #include "rdma-engine-fixture.h"
 
+#include "helpers/mgmt/ib-sm-helper.h"
 #include "helpers/mgmt/mgmt-helper.h"
 #include "models/ib/ib-net-device.h"
 #include "models/mgmt/ib-mad-dispatcher.h"
 #include "models/mgmt/ib-smp-attributes.h"
+#include "models/mgmt/ib-subnet-manager.h"
 #include "models/rdma/ib-opcode.h"
 #include "models/rdma/ib-reth-header.h"
 
@@ -361,6 +363,49 @@ TEST_F(RdmaEngineSecurity, ThePartitionTheSmWritesIsTheOneTheTransportEnforces)
     ASSERT_EQ(rc.size(), 1u);
     EXPECT_EQ(rc[0].status, RdmaWcStatus::SUCCESS);
     EXPECT_EQ(b.hca.port->GetPkeyViolations(), 3u);
+}
+
+/// The built-in SM takes a Trap 257 for what it is, a refused packet: repressed and counted,
+/// without a sweep (it swept the subnet after every trap, so a program sending outside its
+/// partition would have had it sweep after each repressed one).
+TEST_F(RdmaEngineSecurity, TheBuiltInSmRepressesABadPkeyTrapWithoutSweeping)
+{
+    fabric = IbFabricHelper().Build(BuildTopologyFromSpec("pair"));
+    Ptr<IbSubnetManager> sm = IbSmHelper().Install(fabric, fabric.hosts.Get(0), MicroSeconds(2));
+    hcas = RdmaHelper().Install(fabric);
+    RunFor(MilliSeconds(2));
+    ASSERT_GE(sm->GetLastSubnetUp(), Seconds(0));
+    QpOptions o;
+    o.type = RdmaQpType::UD;
+    MakeSide(a, 0, o);
+    MakeSide(b, 1, o);
+    a.lid = hcas[0].port->GetLid();
+    b.lid = hcas[1].port->GetLid();
+    ASSERT_NE(b.lid, 0);
+    for (Ptr<RdmaQp> qp : {a.qp, b.qp})
+    {
+        ASSERT_EQ(TryConnectQp(qp, RdmaLidAddress(0), 0, QpConnectOptions(o, 0)), "");
+    }
+    // h1's port is in partition 0x0001 only, as an SM's partitions could leave it.
+    hcas[1].port->SetPkeyTable({0x8001});
+    const uint64_t sweeps = sm->GetHeavySweeps();
+    const uint64_t traps = sm->GetTrapsReceived();
+    RdmaAhAttr av;
+    av.dlid = b.lid;
+    av.port_num = 1;
+    Ptr<RdmaAh> ah = a.hca.device->CreateAh(a.pd, av);
+    ASSERT_TRUE(ah);
+    RdmaSendWr w = Wr(1, RdmaWrOpcode::SEND, {a.Sge(0, 64)});
+    w.ud.ah = PeekPointer(ah);
+    w.ud.remote_qpn = b.qp->GetQpNum();
+    w.ud.remote_qkey = o.qkey;
+    ASSERT_EQ(a.qp->PostSend(w), 0);
+    // Past the SMA's repeat interval (100 ms): a trap the SM did not repress comes again.
+    RunFor(MilliSeconds(300));
+    EXPECT_EQ(b.hca.port->GetPkeyViolations(), 1u);
+    EXPECT_EQ(sm->GetTrapsReceived() - traps, 1u); // repressed at once: not repeated
+    EXPECT_EQ(sm->GetSecurityTrapsReceived(), 1u);
+    EXPECT_EQ(sm->GetHeavySweeps(), sweeps);
 }
 
 TEST(RdmaPkey, MatchRulesOfIba10_9_3)

@@ -484,6 +484,15 @@ IbSubnetManager::ReceiveSmp(const IbSmp& smp)
             return;
         }
         NS_LOG_INFO("trap " << notice.trapNumber << " from LID " << notice.issuerLid);
+        // Security traps (256 bad M_Key, 257 bad P_Key, 258 bad Q_Key, 259 bad P_Key at a
+        // switch port, §14.2.5.1 Table 121) say a packet was refused, not that the fabric
+        // changed: counted, no sweep (a program sending outside its partition would otherwise
+        // have the SM sweep the subnet after each repressed trap).
+        if (notice.isGeneric && notice.trapNumber >= 256 && notice.trapNumber <= 259)
+        {
+            m_securityTraps++;
+            return;
+        }
         if (m_smState == IbSmState::Master && m_phase == IbSweepPhase::Up)
         {
             m_sweepTimer.Cancel();

@@ -183,6 +183,8 @@ class IbSubnetManager : public Object
     uint64_t GetHeavySweeps() const { return m_heavySweeps; }
     uint64_t GetLightSweeps() const { return m_lightSweeps; }
     uint64_t GetTrapsReceived() const { return m_trapsReceived; }
+    /// Security traps (256-259: bad M_Key, P_Key, Q_Key) among them: counted, no sweep.
+    uint64_t GetSecurityTrapsReceived() const { return m_securityTraps; }
     uint32_t GetMaxOutstandingSeen() const { return m_maxOutstandingSeen; }
     /// Virtual layers of the last completed sweep's routes (one layer unless the routes have a
     /// credit loop on one VL, which only MinHop can produce; then at most OperationalVls).
@@ -408,6 +410,7 @@ class IbSubnetManager : public Object
     uint64_t m_heavySweeps = 0;
     uint64_t m_lightSweeps = 0;
     uint64_t m_trapsReceived = 0;
+    uint64_t m_securityTraps = 0;
     uint32_t m_maxOutstandingSeen = 0;
 
     TracedCallback<bool> m_sweepStartedTrace;

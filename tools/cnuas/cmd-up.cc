@@ -331,6 +331,8 @@ SmJson(const Daemon& d)
             {"subnet_up_s", sm.GetLastSubnetUp().GetSeconds()},
             {"smps_sent", sm.GetSmpsSent()},
             {"heavy_sweeps", sm.GetHeavySweeps()},
+            {"traps_received", sm.GetTrapsReceived()},
+            {"security_traps", sm.GetSecurityTrapsReceived()},
             {"handovers_sent", sm.GetHandoversSent()},
             {"handovers_received", sm.GetHandoversReceived()},
             {"acknowledges_sent", sm.GetAcknowledgesSent()},
