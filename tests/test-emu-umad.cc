@@ -659,6 +659,82 @@ TEST_F(EmuUmad, OpensmPartitionsAreWhatTheAdaptersEnforce)
     EXPECT_NE(log.find("to LID2:" + h1Lid), std::string::npos);
 }
 
+/// The built-in SM takes the same partitions.conf (`cnuas up --partitions`): it writes the
+/// members' P_Key tables in its sweep, a member pair runs perftest in the partition, a host
+/// outside it is refused by the receiving adapter, and the SM counts the Trap 257 it gets
+/// without sweeping for it. A bad file is `cnuas up`'s error, naming its line.
+TEST_F(EmuUmad, TheBuiltInSmTakesOpensmsPartitionsFile)
+{
+    if (access("/usr/bin/ib_send_bw", X_OK) != 0)
+    {
+        GTEST_SKIP() << "needs Debian's perftest";
+    }
+    const std::string bad = (m_dir / "bad.conf").string();
+    std::ofstream(bad) << "Default=0x7fff : ALL=full ;\nTenantA=0x8001 : ALL ;\n";
+    ShResult up = Up(std::string(kIbUp) + "--hosts 3 --partitions " + bad);
+    EXPECT_EQ(up.exit, 2) << up.out;
+    EXPECT_NE(up.out.find("--partitions " + bad + ": line 2: partition 'TenantA': P_Key "
+                          "'0x8001' is not in 0x0001-0x7fff"),
+              std::string::npos)
+        << up.out;
+    // The GUIDs are the fabric's (port GUID of host i: 0x0002c903000001 + i, then 01).
+    const std::string conf = (m_dir / "partitions.conf").string();
+    std::ofstream(conf) << "Default=0x7fff, ipoib : ALL=full ;\n"
+                        << "TenantA=0x0001 : 0x0002c90300000101=full, 0x0002c90300000201=full ;\n";
+    up = Up(std::string(kIbUp) + "--hosts 3 --partitions " + conf);
+    ASSERT_EQ(up.exit, 0) << up.out;
+    for (const std::string h : {"h0", "h1", "h2"})
+    {
+        IbstatUntil(h, "State: Active");
+    }
+    EXPECT_EQ(Field(Exec("h1", "ibstat").out, "Port GUID"), "0x0002c90300000201");
+    const nlohmann::json sm = Status().at("live").at("sm");
+    EXPECT_EQ(sm.value("partitions", 0), 2) << sm.dump();
+    EXPECT_EQ(sm.value("partition_error", "?"), "") << sm.dump();
+    EXPECT_EQ(sm.value("pkey_blocks_written", 0), 3) << sm.dump();
+    auto pkey1 = [this](const std::string& h) {
+        return Exec(h, "cat /sys/class/infiniband/cnuas_0/ports/1/pkeys/1").out;
+    };
+    EXPECT_EQ(pkey1("h0"), "0x8001\n");
+    EXPECT_EQ(pkey1("h1"), "0x8001\n");
+    EXPECT_EQ(pkey1("h2"), "0x0000\n");
+
+    ExecBackground("h1", "timeout 60 ib_send_bw --pkey_index=1 -n 20", "inside-server.txt");
+    ShResult client;
+    for (int attempt = 0; attempt < 20; ++attempt)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        client = Exec("h0", "timeout 60 ib_send_bw --pkey_index=1 -n 20 h1");
+        if (client.out.find("Couldn't connect") == std::string::npos)
+        {
+            break;
+        }
+    }
+    EXPECT_EQ(client.exit, 0) << client.out;
+    EXPECT_TRUE(std::regex_search(client.out, std::regex(R"(\n\s*65536\s+20\s+[0-9.]+)")))
+        << client.out;
+
+    const int64_t sweeps = Status().at("live").at("sm").value("heavy_sweeps", int64_t{-1});
+    ExecBackground("h1", "timeout 20 ib_send_bw -c UD --pkey_index=1 -n 5", "outside-server.txt");
+    for (int attempt = 0; attempt < 20; ++attempt)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+        client = Exec("h2", "timeout 30 ib_send_bw -c UD -n 5 h1");
+        if (client.out.find("Couldn't connect") == std::string::npos)
+        {
+            break;
+        }
+    }
+    const int64_t traps = Eventually(
+        [&]() { return Status().at("live").at("sm").value("security_traps", int64_t{0}) > 0; },
+        true);
+    EXPECT_TRUE(traps);
+    const nlohmann::json after = Status().at("live");
+    EXPECT_GE(after["hosts"][1]["verbs"]["transport"]["drops"].value("P_Key mismatch", 0), 5)
+        << after["hosts"][1].dump();
+    EXPECT_EQ(after["sm"].value("heavy_sweeps", int64_t{-2}), sweeps) << after["sm"].dump();
+}
+
 // ---- multicast: groups joined through the SA, trees in the switches' MFTs --------------------
 
 /// librdmacm-utils' mckey under opensm: the receivers' rdma_cm joins reach opensm's SA as

@@ -9,11 +9,14 @@
 #include "ns3/enum.h"
 #include "ns3/log.h"
 #include "ns3/simulator.h"
+#include "ns3/string.h"
 #include "ns3/uinteger.h"
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <iterator>
+#include <sstream>
 
 namespace ns3
 {
@@ -151,6 +154,14 @@ IbSubnetManager::GetTypeId()
                           BooleanValue(true),
                           MakeBooleanAccessor(&IbSubnetManager::m_ipoibBroadcast),
                           MakeBooleanChecker())
+            .AddAttribute("PartitionConfig",
+                          "A partition policy in opensm's partitions.conf format (a file "
+                          "path; \"\" for none: every port stays in the default partition "
+                          "0xFFFF alone). Read when the SM starts; the SM writes each channel "
+                          "adapter port's P_Key table from it in every heavy sweep.",
+                          StringValue(""),
+                          MakeStringAccessor(&IbSubnetManager::m_partitionConfig),
+                          MakeStringChecker())
             .AddTraceSource("SweepStarted",
                             "A sweep started: (heavy).",
                             MakeTraceSourceAccessor(&IbSubnetManager::m_sweepStartedTrace),
@@ -260,6 +271,27 @@ IbSubnetManager::Start()
         return;
     }
     m_running = true;
+    m_partitions = IbPartitionPolicy();
+    m_partitionError.clear();
+    if (!m_partitionConfig.empty())
+    {
+        std::ifstream in(m_partitionConfig);
+        std::stringstream text;
+        text << in.rdbuf();
+        if (!in)
+        {
+            m_partitionError = m_partitionConfig + ": cannot be read";
+        }
+        else if (!m_partitions.Parse(text.str(), &m_partitionError))
+        {
+            m_partitionError = m_partitionConfig + ": " + m_partitionError;
+        }
+        if (!m_partitionError.empty())
+        {
+            // Ports stay as they are (the default partition): nothing is half applied.
+            NS_LOG_ERROR("partition policy not used: " << m_partitionError);
+        }
+    }
     if (m_ipoibBroadcast)
     {
         // opensm makes its partitions' IPoIB groups before its first sweep; a restarted SM
@@ -580,6 +612,7 @@ IbSubnetManager::Answered(Request& req, const IbSmp& smp)
     case Purpose::Acknowledge:
     case Purpose::SetLft:
     case Purpose::SetSlToVl:
+    case Purpose::SetPKeyTable:
         break;
     case Purpose::SetMft:
         MftSetDone();
@@ -619,6 +652,15 @@ IbSubnetManager::Failed(Request& req)
             m_slVlProgrammed.erase(
                 {n.IsSwitch() ? n.nodeGuid : n.ports[req.port].guid,
                  req.smp.Mad().GetAttributeModifier()});
+        }
+        m_rediscover = true;
+        break;
+    case Purpose::SetPKeyTable:
+        // Unknown block now: written again on the next heavy sweep (a failed SMP makes one).
+        if (req.node >= 0 && req.node < m_subnet.NodeCount())
+        {
+            m_pkeysProgrammed.erase({m_subnet.Node(req.node).ports[req.port].guid,
+                                     req.smp.Mad().GetAttributeModifier()});
         }
         m_rediscover = true;
         break;
@@ -1206,6 +1248,55 @@ IbSubnetManager::RouteAndConfigure()
     SetPhase(IbSweepPhase::Configure);
     ConfigurePorts();
     ConfigureSlToVl();
+    ConfigurePartitions();
+}
+
+void
+IbSubnetManager::ConfigurePartitions()
+{
+    if (m_partitions.Empty())
+    {
+        return; // every port keeps the default partition its SMA starts with
+    }
+    for (int32_t i = 0; i < m_subnet.NodeCount(); ++i)
+    {
+        const IbSmNode& n = m_subnet.Node(i);
+        if (n.IsSwitch())
+        {
+            continue; // switches do not enforce partitions here (docs/management.md §3)
+        }
+        for (uint8_t port = 1; port <= n.numPorts; ++port)
+        {
+            const IbSmPort& p = n.ports[port];
+            if (p.peerNode < 0)
+            {
+                continue;
+            }
+            std::vector<uint16_t> keys = m_partitions.CaPortPkeys(p.guid, p.guid == GetGuid());
+            // IBA vol. 1 §14.2.5.7: 32 entries a block; at least block 0, so that a port in no
+            // partition has its default entry cleared as well.
+            const uint32_t blocks = std::max<uint32_t>(1, (keys.size() + 31) / 32);
+            keys.resize(blocks * 32, 0);
+            for (uint32_t b = 0; b < blocks; ++b)
+            {
+                std::vector<uint16_t> block(keys.begin() + 32 * b, keys.begin() + 32 * (b + 1));
+                auto& done = m_pkeysProgrammed[{p.guid, b}];
+                if (done == block)
+                {
+                    continue;
+                }
+                done = block;
+                IbPKeyTableBlock t;
+                std::copy(block.begin(), block.end(), t.pkey.begin());
+                uint8_t data[IbSmp::kDataBytes] = {};
+                t.WriteTo(data);
+                m_pkeyBlocksWritten++;
+                Enqueue(Purpose::SetPKeyTable, IbMadMethod::Set, IbSmAttr::PKeyTable, b,
+                        PathTo(i, port), i, port, data);
+            }
+        }
+    }
+    Pump();
 }
 
 void

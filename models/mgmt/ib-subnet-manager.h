@@ -8,6 +8,7 @@
 #include "ib-routing-engine.h"
 #include "ib-sm-info.h"
 #include "ib-sm-multicast.h"
+#include "ib-sm-partitions.h"
 #include "ib-sm-subnet.h"
 #include "ib-smp.h"
 
@@ -145,6 +146,12 @@ class IbSubnetManager : public Object
     uint64_t GetSaAnswered() const { return m_saAnswered; }
     /// The multicast groups the SA's joins made.
     const IbSmMulticast& GetMulticast() const { return m_multicast; }
+    /// The partition policy in force (empty: every port in the default partition only).
+    const IbPartitionPolicy& GetPartitions() const { return m_partitions; }
+    /// Why PartitionConfig could not be used ("" when it was, or when there is none).
+    const std::string& GetPartitionError() const { return m_partitionError; }
+    /// P_KeyTable blocks this SM wrote (Sets answered or not).
+    uint64_t GetPkeyBlocksWritten() const { return m_pkeyBlocksWritten; }
     /// SubnSet(MulticastForwardingTable) SMPs queued (one per block and port-mask position).
     uint64_t GetMftBlocksWritten() const { return m_mftBlocksWritten; }
     /// SA answers held back until the MFT SMPs they wait for are answered.
@@ -216,6 +223,7 @@ class IbSubnetManager : public Object
         SetSwitchInfo,
         SetLft,
         SetSlToVl,
+        SetPKeyTable,
         SetMft,
         LightSwitchInfo,
         LightSmInfo,
@@ -303,6 +311,9 @@ class IbSubnetManager : public Object
     /// When the routes use more than one virtual layer: SLtoVLMappingTable Sets (SL l -> VL l)
     /// on every linked switch port pair and CA port not yet given this mapping.
     void ConfigureSlToVl();
+    /// Writes each CA port's P_Key table from the partition policy (PartitionConfig), where it
+    /// differs from what this SM last wrote there; nothing without a policy.
+    void ConfigurePartitions();
     void SetPortStates(uint8_t from, uint8_t to);
     void FinishHeavySweep();
     /// Writes the MFT blocks the groups' trees need that differ from what each switch of the
@@ -359,6 +370,12 @@ class IbSubnetManager : public Object
     /// Layers each SL-to-VL table was last written for, by (node or CA port GUID, modifier).
     std::map<std::pair<uint64_t, uint32_t>, uint8_t> m_slVlProgrammed;
     IbSmMulticast m_multicast;
+    std::string m_partitionConfig;     ///< PartitionConfig: a partitions.conf path, or ""
+    IbPartitionPolicy m_partitions;    ///< read from it when the SM starts
+    std::string m_partitionError;      ///< why it could not be read ("" if it was)
+    /// P_Key table blocks written, by (port GUID, block): what each holds.
+    std::map<std::pair<uint64_t, uint32_t>, std::vector<uint16_t>> m_pkeysProgrammed;
+    uint64_t m_pkeyBlocksWritten = 0;
     /// What each switch's MFT was last written to, by node GUID (entry i: MLID 0xC000 + i);
     /// a block whose write failed reads 0xFFFF, so that it is written again.
     std::map<uint64_t, std::vector<IbMftEntry>> m_mftProgrammed;

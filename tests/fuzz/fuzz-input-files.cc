@@ -6,6 +6,7 @@
 //  3  an HPCC-simulator config (`roce-hpcc --param config=`)
 //  4  an HPCC-simulator topology, then (when it reads) the same bytes as its flow file
 //  5  a capture (`cnuas pcap check`)
+//  6  a partition policy (`cnuas up --partitions`, opensm's partitions.conf)
 // Bad input must end in the reader's exception with a message (or, for the trace checker, a
 // report), never in a crash, an abort or a hang.
 #include "helpers/formats/rack-file.h"
@@ -13,6 +14,7 @@
 #include "helpers/formats/topology.h"
 #include "helpers/scenario/scenario-file.h"
 #include "helpers/trace/trace-check.h"
+#include "models/mgmt/ib-sm-partitions.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -88,7 +90,7 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         return 0;
     }
     const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
-    switch (data[0] % 6)
+    switch (data[0] % 7)
     {
     case 0:
         Expecting([&] { ParseTopologyText(text, "fuzz.topo"); });
@@ -118,6 +120,33 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
             ReadHpccFlows(InputPath(), topo, 0.0);
         });
         break;
+    case 6: {
+        // Accepted or refused with a line number; an accepted policy gives every port valid
+        // keys (never 0x0000 or 0x8000), the default partition's first.
+        IbPartitionPolicy policy;
+        std::string why;
+        if (!policy.Parse(text, &why))
+        {
+            if (why.rfind("line ", 0) != 0)
+            {
+                std::fprintf(stderr, "fuzz-input-files: a refused policy without its line\n");
+                std::abort();
+            }
+            break;
+        }
+        for (uint64_t guid : {uint64_t{0x12}, uint64_t{0x0002c90300000101}})
+        {
+            for (uint16_t key : policy.CaPortPkeys(guid, guid == 0x12))
+            {
+                if ((key & 0x7FFF) == 0)
+                {
+                    std::fprintf(stderr, "fuzz-input-files: an invalid P_Key in a table\n");
+                    std::abort();
+                }
+            }
+        }
+        break;
+    }
     default:
         WriteInput(text);
         Expecting([&] { CheckTrace(InputPath()).Summary(); });

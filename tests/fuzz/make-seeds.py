@@ -210,6 +210,10 @@ def main():
         add_file(4, os.path.join(hpcc, "topology.txt"), "hpcc-topology", 4096)
         add_file(4, os.path.join(hpcc, "incast60.txt"), "hpcc-flows", 4096)
     add_file(5, tmp + "/ib/h0-flow-control.pcap", "pcap-ib")
+    write("input-files", "partitions",
+          b"\x06# two tenants\nDefault=0x7fff, ipoib, rate=7 : ALL=full, SELF=full ;\n"
+          b"TenantA=0x0001, defmember=full : 0x0002c90300000101, 0x12 ;\n"
+          b"TenantB=0x0002 : 0x12=limited, ALL_CAS=both, ALL_SWITCHES ;\n")
     with open(tmp + "/roce/h1.pcap", "rb") as f:
         write("input-files", "pcap-roce", b"\x05" + f.read(24 + 8 * (16 + 1082)))
     shutil.rmtree(tmp)

@@ -27,6 +27,7 @@
 #include "models/emu/emu-umad-service.h" // umad (issue 14)
 #include "models/emu/emu-cm-service.h"   // rdma_cm (issue 13)
 #include "models/mgmt/ib-cm-agent.h"
+#include "models/mgmt/ib-sm-partitions.h"
 #include "models/mgmt/ib-sma-agent.h"     // umad (issue 14)
 #include "models/emu/emu-realtime-simulator-impl.h"
 #include "models/emu/eth-tap-bridge.h"
@@ -65,6 +66,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -91,6 +93,7 @@ struct UpOptions
     std::string name = kDefaultFabric;
     std::string sm = "builtin";
     int smPriority = 0; ///< the built-in SM's SMInfo.Priority (0-15)
+    std::string partitions; ///< the built-in SM's partitions.conf (absolute path), or ""
     std::string pcapDir;
     double dilation = 1;
     std::string hostRate;
@@ -331,6 +334,9 @@ SmJson(const Daemon& d)
             {"subnet_up_s", sm.GetLastSubnetUp().GetSeconds()},
             {"smps_sent", sm.GetSmpsSent()},
             {"heavy_sweeps", sm.GetHeavySweeps()},
+            {"partitions", sm.GetPartitions().Partitions().size()},
+            {"partition_error", sm.GetPartitionError()},
+            {"pkey_blocks_written", sm.GetPkeyBlocksWritten()},
             {"traps_received", sm.GetTrapsReceived()},
             {"security_traps", sm.GetSecurityTrapsReceived()},
             {"handovers_sent", sm.GetHandoversSent()},
@@ -1517,6 +1523,7 @@ BuildIbHosts(Daemon& d)
     {
         ns3::IbSmHelper smh;
         smh.SetSmAttribute("Priority", ns3::UintegerValue(d.opt.smPriority));
+        smh.SetSmAttribute("PartitionConfig", ns3::StringValue(d.opt.partitions));
         // As many data VLs as the ports have, which is what opensm enables (its max_op_vls,
         // 15, capped by each link's VLCap): the two SMs then configure the links alike, and a
         // handover either way changes no port's OperationalVLs (opensm would take a CA port
@@ -1965,7 +1972,7 @@ DaemonMain(Daemon& d)
 const char* const kUpUsage =
     "usage: cnuas up [--fabric roce|ib|hybrid] [--hosts N | --topology SPEC]\n"
     "                [--roce-topology SPEC] [--sm builtin|none]\n"
-    "                [--sm-priority P] [--name NAME]\n"
+    "                [--sm-priority P] [--partitions FILE] [--name NAME]\n"
     "                [--pcap DIR] [--dilation F] [--host-rate R] [--fabric-rate R] [--mtu B]\n"
     "                [--set ATTRIBUTE=VALUE]... [--state-dir DIR] [--timeout S] [--nice N]\n"
     "\n"
@@ -1985,6 +1992,9 @@ const char* const kUpUsage =
     "                         an SM starts (opensm in a host, or 'cnuas sm start')\n"
     "  --sm-priority P        the built-in SM's priority, 0-15 (default 0, as opensm's):\n"
     "                         beside opensm the higher priority is master, then the lower GUID\n"
+    "  --partitions FILE      InfiniBand: the built-in SM's partitions, in opensm's\n"
+    "                         partitions.conf format (Name=PKey[,ipoib] : GUID=full, ... ;):\n"
+    "                         it writes each adapter port's P_Key table from them\n"
     "  --hosts N              N hosts on one switch (star; default 2)\n"
     "  --topology SPEC        pair, star:hosts=N, dumbbell:left=L,right=R,\n"
     "                         leaf-spine:leaves=L,spines=S,hosts=H, fat-tree:k=K, or a file\n"
@@ -2074,6 +2084,31 @@ RunUp(const std::vector<std::string>& args)
             else if (a == "--sm")
             {
                 o.sm = value();
+            }
+            else if (a == "--partitions")
+            {
+                // Read and checked here, so that a bad file is the command's error, not a
+                // policy the daemon's SM leaves unused.
+                const std::string file = value();
+                std::ifstream in(file);
+                std::stringstream text;
+                text << in.rdbuf();
+                ns3::IbPartitionPolicy policy;
+                std::string why;
+                if (!in)
+                {
+                    std::fprintf(stderr, "cnuas up: --partitions %s: cannot be read\n",
+                                 file.c_str());
+                    return 2;
+                }
+                if (!policy.Parse(text.str(), &why))
+                {
+                    std::fprintf(stderr, "cnuas up: --partitions %s: %s\n", file.c_str(),
+                                 why.c_str());
+                    return 2;
+                }
+                std::error_code ec;
+                o.partitions = std::filesystem::absolute(file, ec).string();
             }
             else if (a == "--sm-priority")
             {
@@ -2177,6 +2212,11 @@ RunUp(const std::vector<std::string>& args)
     if (o.fabric == "roce" && (o.sm != "builtin"))
     {
         std::fprintf(stderr, "cnuas up: --sm is for InfiniBand fabrics\n");
+        return 2;
+    }
+    if (o.fabric == "roce" && !o.partitions.empty())
+    {
+        std::fprintf(stderr, "cnuas up: --partitions is for InfiniBand fabrics\n");
         return 2;
     }
     if (o.fabric == "ib" && (!o.hostRate.empty() || !o.fabricRate.empty()))
