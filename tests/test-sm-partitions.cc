@@ -4,6 +4,9 @@
 #include "helpers/ib/ib-fabric-helper.h"
 #include "helpers/mgmt/ib-sm-helper.h"
 #include "models/ib/ib-net-device.h"
+#include "models/mgmt/ib-gmp.h"
+#include "models/mgmt/ib-mad-header.h"
+#include "models/mgmt/ib-sa-records.h"
 #include "models/mgmt/ib-sm-partitions.h"
 #include "models/mgmt/ib-subnet-manager.h"
 
@@ -132,6 +135,20 @@ TEST(SmPartitions, TheBuiltInSmWritesEachAdaptersTableFromThePolicy)
     }
     // One block per port, once: the light sweeps since wrote nothing again.
     EXPECT_EQ(sm->GetPkeyBlocksWritten(), 3u);
+    // The SA's P_KeyTableRecord of host 1 is what the SM wrote (`saquery PKTR`).
+    IbSaMad q = IbSaMad::Make(IbMadMethod::Get, IbSaAttr::PKeyTableRecord, 0, 1);
+    q.SetComponentMask(1u << 0);
+    IbMadStore16(q.Data(), f.HostPort(1)->GetLid());
+    uint8_t request[kIbMadBytes];
+    uint8_t response[kIbMadBytes];
+    q.WriteTo(request);
+    ASSERT_TRUE(sm->AnswerSa(request, response));
+    IbSaMad a;
+    a.ReadFrom(response);
+    EXPECT_EQ(a.Mad().GetStatus(), IbMadStatus::Ok);
+    EXPECT_EQ(IbMadLoad16(a.Data() + 8), 0xFFFF);
+    EXPECT_EQ(IbMadLoad16(a.Data() + 10), 0x8001);
+    EXPECT_EQ(IbMadLoad16(a.Data() + 12), 0);
     Simulator::Destroy();
 }
 

@@ -126,6 +126,7 @@ struct IbSaView
     const IbVlLayers* layers;
     const std::vector<IbSaSmEntry>* sms;
     const IbSmMulticast* multicast;
+    const IbSaPartitions* partitions;
 };
 
 using RecordSink = std::function<void(std::vector<uint8_t>)>;
@@ -284,18 +285,34 @@ GuidInfoRecords(const IbSaView& v, const RecordSink& sink)
     }
 }
 
-/// Block 0 of every endport's P_Key table: the default partition's full-member key 0xFFFF at
-/// index 0, which is what the SMAs hold (the built-in SM configures no partitions).
+/// Every endport's P_Key table as the SM wrote it (§15.2.5.11: LID, BlockNum, PortNum, the
+/// block): from the partition policy, one record a block in use; without one, block 0 with the
+/// default partition's full-member key 0xFFFF at index 0, what the SMAs start with.
 void
 PKeyTableRecords(const IbSaView& v, const RecordSink& sink)
 {
+    const bool policy = v.partitions && v.partitions->policy && !v.partitions->policy->Empty();
     for (const auto& [lid, at] : v.subnet.Lids())
     {
-        std::vector<uint8_t> bytes(IbSaRecordBytes::PKeyTableRecord, 0);
-        IbMadStore16(bytes.data(), lid);
-        bytes[4] = at.port;
-        IbMadStore16(bytes.data() + 8, 0xFFFF);
-        sink(std::move(bytes));
+        std::vector<uint16_t> keys{0xFFFF};
+        if (policy)
+        {
+            const uint64_t guid = v.subnet.Node(at.node).ports[at.port].guid;
+            keys = v.partitions->policy->CaPortPkeys(guid, guid == v.partitions->smPortGuid);
+        }
+        const size_t blocks = std::max<size_t>(1, (keys.size() + 31) / 32);
+        for (size_t b = 0; b < blocks; ++b)
+        {
+            std::vector<uint8_t> bytes(IbSaRecordBytes::PKeyTableRecord, 0);
+            IbMadStore16(bytes.data(), lid);
+            IbMadStore16(bytes.data() + 2, static_cast<uint16_t>(b));
+            bytes[4] = at.port;
+            for (size_t i = 0; i < 32 && 32 * b + i < keys.size(); ++i)
+            {
+                IbMadStore16(bytes.data() + 8 + 2 * i, keys[32 * b + i]);
+            }
+            sink(std::move(bytes));
+        }
     }
 }
 
@@ -497,7 +514,8 @@ namespace
 bool
 Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
       const IbVlLayers* layers, const std::vector<IbSaSmEntry>* sms, IbSmMulticast* multicast,
-      uint64_t smKey, bool multi, std::vector<std::array<uint8_t, kIbMadBytes>>& out)
+      uint64_t smKey, const IbSaPartitions* partitions, bool multi,
+      std::vector<std::array<uint8_t, kIbMadBytes>>& out)
 {
     out.clear();
     out.emplace_back();
@@ -542,7 +560,7 @@ Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* re
         return answer(IbMadStatus::UnsupportedMethodAttr); // no other record is written here
     }
     const uint64_t mask = req.GetComponentMask();
-    const IbSaView view{subnet, tables, layers, sms, multicast};
+    const IbSaView view{subnet, tables, layers, sms, multicast, partitions};
     std::vector<std::vector<uint8_t>> records;
     uint32_t recordBytes = 0;
     // Every candidate record of the attribute, kept when the components the request selects
@@ -755,10 +773,10 @@ Serve(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* re
 bool
 IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
           uint8_t* response, const IbVlLayers* layers, const std::vector<IbSaSmEntry>* sms,
-          IbSmMulticast* multicast, uint64_t smKey)
+          IbSmMulticast* multicast, uint64_t smKey, const IbSaPartitions* partitions)
 {
     std::vector<std::array<uint8_t, kIbMadBytes>> out;
-    if (!Serve(subnet, tables, request, layers, sms, multicast, smKey, false, out))
+    if (!Serve(subnet, tables, request, layers, sms, multicast, smKey, partitions, false, out))
     {
         return false;
     }
@@ -769,10 +787,11 @@ IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t
 std::vector<std::array<uint8_t, kIbMadBytes>>
 IbSaServeSegments(const IbSmSubnet& subnet, const IbRoutingTables& tables,
                   const uint8_t* request, const IbVlLayers* layers,
-                  const std::vector<IbSaSmEntry>* sms, IbSmMulticast* multicast, uint64_t smKey)
+                  const std::vector<IbSaSmEntry>* sms, IbSmMulticast* multicast, uint64_t smKey,
+                  const IbSaPartitions* partitions)
 {
     std::vector<std::array<uint8_t, kIbMadBytes>> out;
-    if (!Serve(subnet, tables, request, layers, sms, multicast, smKey, true, out))
+    if (!Serve(subnet, tables, request, layers, sms, multicast, smKey, partitions, true, out))
     {
         out.clear();
     }

@@ -7,6 +7,7 @@
 #include "ib-sm-info.h"
 #include "ib-routing-engine.h"
 #include "ib-sa-records.h"
+#include "ib-sm-partitions.h"
 #include "ib-sm-subnet.h"
 
 #include <array>
@@ -17,6 +18,15 @@ namespace ns3
 {
 
 class IbSmMulticast;
+
+/// The SM's partition policy, for the P_KeyTableRecords the SA gives: what the SM wrote into
+/// each endport (`policy` empty or absent: the default partition alone). `smPortGuid` is the
+/// port the policy's SELF names.
+struct IbSaPartitions
+{
+    const IbPartitionPolicy* policy = nullptr;
+    uint64_t smPortGuid = 0;
+};
 
 /// An SM the SA reports in SMInfoRecords: the LID of its port and its SMInfo.
 struct IbSaSmEntry
@@ -33,7 +43,8 @@ struct IbSaSmEntry
  * Records (IBA vol. 1 §15.2.5), Get and GetTable, selected by ComponentMask as §15.2.4.1 says
  * (every selected field must agree; PortInfoRecord's CapabilityMask as a bit subset):
  * ClassPortInfo (Get), NodeRecord, PortInfoRecord, LinkRecord, SwitchInfoRecord,
- * LinearForwardingTableRecord, GUIDInfoRecord, P_KeyTableRecord, SMInfoRecord (from `sms`) and
+ * LinearForwardingTableRecord, GUIDInfoRecord, P_KeyTableRecord (from `partitions`: the blocks
+ * the SM wrote), SMInfoRecord (from `sms`) and
  * PathRecord. PathRecord: each end by LID or GID, or, not given, every endport (half- and
  * whole-world queries, GetTable); LMC 0: one path a pair; the route the LFTs give, checked to
  * arrive; MTU and rate the smallest along it; SL the route's virtual layer when `layers` has
@@ -56,7 +67,8 @@ struct IbSaSmEntry
 bool IbSaServe(const IbSmSubnet& subnet, const IbRoutingTables& tables, const uint8_t* request,
                uint8_t* response, const IbVlLayers* layers = nullptr,
                const std::vector<IbSaSmEntry>* sms = nullptr,
-               IbSmMulticast* multicast = nullptr, uint64_t smKey = 0);
+               IbSmMulticast* multicast = nullptr, uint64_t smKey = 0,
+               const IbSaPartitions* partitions = nullptr);
 
 /**
  * The same answer, where a GetTable larger than one MAD becomes several RMPP DATA segments
@@ -71,7 +83,8 @@ std::vector<std::array<uint8_t, kIbMadBytes>> IbSaServeSegments(const IbSmSubnet
                                                                const IbVlLayers* layers = nullptr,
                                                                const std::vector<IbSaSmEntry>* sms = nullptr,
                                                                IbSmMulticast* multicast = nullptr,
-                                                               uint64_t smKey = 0);
+                                                               uint64_t smKey = 0,
+                                                               const IbSaPartitions* partitions = nullptr);
 
 } // namespace ns3
 

@@ -1722,8 +1722,9 @@ IbSubnetManager::AnswerSaSegments(const uint8_t* request, SaResponder later)
     }
     const std::vector<IbSaSmEntry> sms = KnownSms();
     const uint64_t changes = m_multicast.GetChanges();
+    const IbSaPartitions partitions{&m_partitions, GetGuid()};
     auto out = IbSaServeSegments(m_lastSubnet, m_lastTables, request, &m_lastLayers, &sms,
-                                 &m_multicast, m_smKey);
+                                 &m_multicast, m_smKey, &partitions);
     if (!out.empty())
     {
         m_saAnswered++;
@@ -1750,8 +1751,9 @@ IbSubnetManager::AnswerSa(const uint8_t* request, uint8_t* response)
     }
     const std::vector<IbSaSmEntry> sms = KnownSms();
     const uint64_t changes = m_multicast.GetChanges();
+    const IbSaPartitions partitions{&m_partitions, GetGuid()};
     if (!IbSaServe(m_lastSubnet, m_lastTables, request, response, &m_lastLayers, &sms,
-                   &m_multicast, m_smKey))
+                   &m_multicast, m_smKey, &partitions))
     {
         return false;
     }
