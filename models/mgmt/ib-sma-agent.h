@@ -48,8 +48,9 @@ enum class IbSmaDropReason : uint8_t
  * if it runs out, the protection bits drop to 0 so that a new SM can take over (§14.2.4.2).
  * Each violation also sends Trap 256 (bad M_Key) to the port's SM LID when the port has a LID.
  *
- * P_Key (§10.9): each port's P_Key table (PartitionCap = 32 x PKeyBlocks entries) is its net
- * device's, which the transport checks packets against; a Set of a block writes it there. A
+ * P_Key (§10.9): each port's P_Key table (PartitionCap = 32 x PKeyBlocks entries, or
+ * SwitchPKeyBlocks at a switch) is its net device's, which the transport checks packets
+ * against; a Set of a block writes it there. A
  * packet the transport of a CA port discards for its P_Key counts in PortInfo.P_KeyViolations
  * and sends Trap 257 (bad P_Key: LIDs, P_Key, SL, QPs, GIDs) to the SM LID; while that trap is
  * repeated (not yet repressed), further violations are only counted.
@@ -181,7 +182,13 @@ class IbSmaAgent : public Object
     uint32_t m_vendorId = 0x0002C9;
     uint16_t m_deviceId = 0;
     uint32_t m_revision = 0;
-    uint16_t m_pkeyBlocks = 1;
+    uint16_t m_pkeyBlocks = 4;       ///< PKeyBlocks (a channel adapter's)
+    uint16_t m_switchPkeyBlocks = 1; ///< SwitchPKeyBlocks
+    /// P_KeyTable blocks per port of this node (a switch's or a CA's attribute).
+    uint16_t PkeyBlocks() const
+    {
+        return m_disp && m_disp->IsSwitch() ? m_switchPkeyBlocks : m_pkeyBlocks;
+    }
     bool m_trapsEnabled = true;
     uint8_t m_lifeTime = 0;
     bool m_portStateChange = false;
