@@ -91,6 +91,42 @@ class EmuUmad : public EmuFixture
         return text;
     }
 
+    /// Entry `index` of host `h`'s P_Key table as its sysfs view shows it ("0x8001\n").
+    std::string SysfsPkey(const std::string& h, int index)
+    {
+        return Exec(h, "cat /sys/class/infiniband/cnuas_0/ports/1/pkeys/" + std::to_string(index))
+            .out;
+    }
+
+    /// Runs perftest client command `cmd` in `host`, again every half second (up to 10 s)
+    /// while perftest says its server is not listening on the control port yet.
+    ShResult PerftestClient(const std::string& host, const std::string& cmd)
+    {
+        ShResult r;
+        for (int attempt = 0; attempt < 20; ++attempt)
+        {
+            std::this_thread::sleep_for(std::chrono::milliseconds(500));
+            r = Exec(host, cmd);
+            if (r.out.find("Couldn't connect") == std::string::npos)
+            {
+                break;
+            }
+        }
+        return r;
+    }
+
+    /// perftest's ib_send_bw from `client` to `server`, both on P_Key index 1 (the client
+    /// retried while the server is not listening yet): all 20 messages must go.
+    void ExpectSendBwInsidePartition(const std::string& server, const std::string& client)
+    {
+        ExecBackground(server, "timeout 60 ib_send_bw --pkey_index=1 -n 20", "inside-server.txt");
+        const ShResult r =
+            PerftestClient(client, "timeout 60 ib_send_bw --pkey_index=1 -n 20 " + server);
+        EXPECT_EQ(r.exit, 0) << r.out;
+        EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(\n\s*65536\s+20\s+[0-9.]+)")))
+            << r.out;
+    }
+
     /// Five perftest UD messages from `from` (its default partition) to a UD QP of `to` on
     /// P_Key index 1, both in the background: perftest's server waits for messages that never
     /// come and its client for the server's closing handshake, so the test reads the
@@ -613,9 +649,7 @@ TEST_F(EmuUmad, OpensmPartitionsAreWhatTheAdaptersEnforce)
     const std::string text = OpensmLogUntil("SUBNET UP", 90);
     ASSERT_NE(text.find("SUBNET UP"), std::string::npos);
     // The tables as the hosts' programs read them (a view taken as each starts).
-    auto pkey1 = [this](const std::string& h) {
-        return Exec(h, "cat /sys/class/infiniband/cnuas_0/ports/1/pkeys/1").out;
-    };
+    auto pkey1 = [this](const std::string& h) { return SysfsPkey(h, 1); };
     std::string h1Key;
     for (int i = 0; i < 100 && h1Key != "0x8001\n"; ++i)
     {
@@ -628,29 +662,17 @@ TEST_F(EmuUmad, OpensmPartitionsAreWhatTheAdaptersEnforce)
     EXPECT_EQ(h1Key, "0x8001\n");
     EXPECT_EQ(pkey1("h0"), "0x8001\n");
     EXPECT_EQ(pkey1("h2"), "0x0000\n");
-    EXPECT_EQ(Exec("h2", "cat /sys/class/infiniband/cnuas_0/ports/1/pkeys/0").out, "0xffff\n");
+    EXPECT_EQ(SysfsPkey("h2", 0), "0xffff\n");
     EXPECT_NE(WaitForLines("async.txt", 2, 10).find("IBV_EVENT_PKEY_CHANGE"), std::string::npos)
         << ReadFile(m_dir / "async.txt");
 
     // Inside the partition: h0 to h1 on P_Key index 1.
-    ExecBackground("h1", "timeout 60 ib_send_bw --pkey_index=1 -n 20", "inside-server.txt");
-    ShResult client;
-    for (int attempt = 0; attempt < 20; ++attempt)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        client = Exec("h0", "timeout 60 ib_send_bw --pkey_index=1 -n 20 h1");
-        if (client.out.find("Couldn't connect") == std::string::npos)
-        {
-            break;
-        }
-    }
-    EXPECT_EQ(client.exit, 0) << client.out;
-    EXPECT_TRUE(std::regex_search(client.out, std::regex(R"(\n\s*65536\s+20\s+[0-9.]+)")))
-        << client.out;
+    ExpectSendBwInsidePartition("h1", "h0");
 
     // From outside: h2's UD packets, in the default partition, reach h1's QP in partition 1.
     SendUdFromOutside("h2", "h1");
-    const int64_t refused = Eventually([&]() { return PkeyDrops(1) >= 5; }, true) ? PkeyDrops(1) : 0;
+    Eventually([&]() { return PkeyDrops(1) >= 5; }, true);
+    const int64_t refused = PkeyDrops(1);
     EXPECT_GE(refused, 5) << Status()["live"]["hosts"][1].dump();
     const std::string devinfo = Exec("h1", "ibv_devinfo -v").out;
     std::smatch bad;
@@ -701,27 +723,12 @@ TEST_F(EmuUmad, TheBuiltInSmTakesOpensmsPartitionsFile)
     EXPECT_EQ(sm.value("partitions", 0), 2) << sm.dump();
     EXPECT_EQ(sm.value("partition_error", "?"), "") << sm.dump();
     EXPECT_EQ(sm.value("pkey_blocks_written", 0), 3) << sm.dump();
-    auto pkey1 = [this](const std::string& h) {
-        return Exec(h, "cat /sys/class/infiniband/cnuas_0/ports/1/pkeys/1").out;
-    };
+    auto pkey1 = [this](const std::string& h) { return SysfsPkey(h, 1); };
     EXPECT_EQ(pkey1("h0"), "0x8001\n");
     EXPECT_EQ(pkey1("h1"), "0x8001\n");
     EXPECT_EQ(pkey1("h2"), "0x0000\n");
 
-    ExecBackground("h1", "timeout 60 ib_send_bw --pkey_index=1 -n 20", "inside-server.txt");
-    ShResult client;
-    for (int attempt = 0; attempt < 20; ++attempt)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        client = Exec("h0", "timeout 60 ib_send_bw --pkey_index=1 -n 20 h1");
-        if (client.out.find("Couldn't connect") == std::string::npos)
-        {
-            break;
-        }
-    }
-    EXPECT_EQ(client.exit, 0) << client.out;
-    EXPECT_TRUE(std::regex_search(client.out, std::regex(R"(\n\s*65536\s+20\s+[0-9.]+)")))
-        << client.out;
+    ExpectSendBwInsidePartition("h1", "h0");
 
     const int64_t sweeps = Status().at("live").at("sm").value("heavy_sweeps", int64_t{-1});
     SendUdFromOutside("h2", "h1");
@@ -816,16 +823,8 @@ TEST_F(EmuUmad, PerftestsMulticastSendJoinsThroughTheBuiltInSa)
     ActiveLidsOfTheDumbbell();
     ExecBackground("h2", "sh -c 'timeout 120 ib_send_bw -c UD -g -n 200; echo exit=$?'",
                    "send-bw-server.txt");
-    ShResult client;
-    for (int attempt = 0; attempt < 20; ++attempt)
-    {
-        std::this_thread::sleep_for(std::chrono::milliseconds(500));
-        client = Exec("h0", "timeout 120 ib_send_bw -c UD -g -n 200 10.255.0.3");
-        if (client.out.find("Couldn't connect") == std::string::npos)
-        {
-            break; // the server was listening on its control port
-        }
-    }
+    const ShResult client =
+        PerftestClient("h0", "timeout 120 ib_send_bw -c UD -g -n 200 10.255.0.3");
     EXPECT_EQ(client.exit, 0) << client.out;
     EXPECT_NE(client.out.find("Send BW Multicast Test"), std::string::npos) << client.out;
     // The first MLID after IPoIB's broadcast group's (0xc000, as with opensm).

@@ -84,7 +84,8 @@ std::vector<std::array<uint8_t, kIbMadBytes>> IbSaServeSegments(const IbSmSubnet
                                                                const std::vector<IbSaSmEntry>* sms = nullptr,
                                                                IbSmMulticast* multicast = nullptr,
                                                                uint64_t smKey = 0,
-                                                               const IbSaPartitions* partitions = nullptr);
+                                                               const IbSaPartitions* partitions =
+                                                                   nullptr);
 
 } // namespace ns3
 

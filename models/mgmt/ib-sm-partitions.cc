@@ -33,7 +33,8 @@ Split(const std::string& s, char sep)
     while (true)
     {
         const size_t next = s.find(sep, at);
-        out.push_back(Trim(s.substr(at, next == std::string::npos ? std::string::npos : next - at)));
+        const size_t len = next == std::string::npos ? std::string::npos : next - at;
+        out.push_back(Trim(s.substr(at, len)));
         if (next == std::string::npos)
         {
             return out;
