@@ -149,6 +149,37 @@ TEST(SmPartitions, TheBuiltInSmWritesEachAdaptersTableFromThePolicy)
     EXPECT_EQ(IbMadLoad16(a.Data() + 8), 0xFFFF);
     EXPECT_EQ(IbMadLoad16(a.Data() + 10), 0x8001);
     EXPECT_EQ(IbMadLoad16(a.Data() + 12), 0);
+    // PathRecords in a partition: only between ends that share it (h1 full, h2 limited: yes;
+    // h0 is not in it: no path), carrying the P_Key asked for; without one, a key both share.
+    auto path = [&](uint32_t from, uint32_t to, int pkey, IbPathRecord* out) {
+        IbSaMad p = IbSaMad::Make(IbMadMethod::Get, IbSaAttr::PathRecord, 0, 2);
+        IbPathRecord r;
+        r.slid = f.HostPort(from)->GetLid();
+        r.dlid = f.HostPort(to)->GetLid();
+        uint64_t mask = IbPathRecord::kCompSlid | IbPathRecord::kCompDlid;
+        if (pkey >= 0)
+        {
+            r.pkey = static_cast<uint16_t>(pkey);
+            mask |= IbPathRecord::kCompPkey;
+        }
+        r.WriteTo(p.Data());
+        p.SetComponentMask(mask);
+        p.WriteTo(request);
+        EXPECT_TRUE(sm->AnswerSa(request, response));
+        IbSaMad answer;
+        answer.ReadFrom(response);
+        out->ReadFrom(answer.Data());
+        return answer.Mad().GetStatus();
+    };
+    IbPathRecord got;
+    EXPECT_EQ(path(1, 2, 0x8001, &got), IbMadStatus::Ok);
+    EXPECT_EQ(got.pkey, 0x8001);
+    EXPECT_EQ(path(2, 1, 0x0001, &got), IbMadStatus::Ok);
+    EXPECT_EQ(got.pkey, 0x0001);
+    EXPECT_NE(path(0, 1, 0x8001, &got), IbMadStatus::Ok); // h0 is no member
+    EXPECT_EQ(path(0, 1, -1, &got), IbMadStatus::Ok);     // the default partition
+    EXPECT_EQ(got.pkey, 0xFFFF);
+    EXPECT_EQ(path(0, 1, 0xFFFF, &got), IbMadStatus::Ok);
     Simulator::Destroy();
 }
 

@@ -397,8 +397,9 @@ PassesSelector(uint8_t selector, double have, double want)
  * PathRecords (§15.2.5.16) for every (source, destination) pair the request names: an end
  * given by LID or GID is that endport, an end not given is every endport (opensm's "half
  * world" and "whole world" queries: `ibqueryerrors` asks for the paths from its own port to
- * all). LMC 0 gives one path a pair. P_Key (the default partition), SL, MTU and Rate
- * components with their selectors narrow the answer. False if the table would exceed
+ * all). LMC 0 gives one path a pair. P_Key (the default partition, or with a partition policy
+ * one the two ends share), SL, MTU and Rate components with their selectors narrow the
+ * answer. False if the table would exceed
  * kMaxTableBytes.
  */
 bool
@@ -431,14 +432,49 @@ PathRecords(const IbSaView& v, const IbPathRecord& q, uint64_t mask,
     {
         return false;
     }
-    if ((mask & IbPathRecord::kCompPkey) && (q.pkey & 0x7FFF) != 0x7FFF)
+    const bool policy = v.partitions && v.partitions->policy && !v.partitions->policy->Empty();
+    if (!policy && (mask & IbPathRecord::kCompPkey) && (q.pkey & 0x7FFF) != 0x7FFF)
     {
         return true; // no partition but the default one: no path for another P_Key
     }
+    // With a partition policy a path exists in a partition both ends share, one of them as a
+    // full member (IBA vol. 1 §10.9.3): the one asked for, else the first of the source's
+    // table the destination shares (as opensm picks a common P_Key); none, no path.
+    auto keysOf = [&](const IbSmLidTarget& t) {
+        const uint64_t guid = subnet.Node(t.node).ports[t.port].guid;
+        return v.partitions->policy->CaPortPkeys(guid, guid == v.partitions->smPortGuid);
+    };
+    auto shared = [](uint16_t a, uint16_t b) {
+        return (a & 0x7FFF) == (b & 0x7FFF) && (a & 0x7FFF) != 0 && ((a | b) & 0x8000) != 0;
+    };
     for (const IbSmLidTarget& src : sources)
     {
         for (const IbSmLidTarget& dst : dests)
         {
+            uint16_t pkey = 0xFFFF;
+            if (policy)
+            {
+                const std::vector<uint16_t> from = keysOf(src);
+                const std::vector<uint16_t> to = keysOf(dst);
+                bool found = false;
+                for (uint16_t a : from)
+                {
+                    for (uint16_t b : to)
+                    {
+                        const bool asked = !(mask & IbPathRecord::kCompPkey) ||
+                                           (a & 0x7FFF) == (q.pkey & 0x7FFF);
+                        if (!found && asked && shared(a, b))
+                        {
+                            found = true;
+                            pkey = (mask & IbPathRecord::kCompPkey) ? q.pkey : a;
+                        }
+                    }
+                }
+                if (!found)
+                {
+                    continue;
+                }
+            }
             double gbps = 0;
             uint8_t mtu = 0;
             if (!WalkPath(subnet, v.tables, src, dst, &gbps, &mtu))
@@ -467,7 +503,7 @@ PathRecords(const IbSaView& v, const IbPathRecord& q, uint64_t mask,
             r.dlid = subnet.LidOf(dst.node, dst.port);
             r.reversible = true;
             r.numbPath = 1;
-            r.pkey = 0xFFFF;
+            r.pkey = pkey;
             if (mask & IbPathRecord::kCompServiceId)
             {
                 r.serviceId = q.serviceId; // the path is the same for every service here
