@@ -133,7 +133,7 @@ TEST(SmPartitions, TheBuiltInSmWritesEachAdaptersTableFromThePolicy)
         ASSERT_GE(t.size(), 32u) << "host " << h;
         EXPECT_EQ(std::vector<uint16_t>(t.begin(), t.begin() + 2), want[h]) << "host " << h;
     }
-    // One block per port, once: the light sweeps since wrote nothing again.
+    // One block per port in the one heavy sweep; light sweeps write nothing.
     EXPECT_EQ(sm->GetPkeyBlocksWritten(), 3u);
     // The SA's P_KeyTableRecord of host 1 is what the SM wrote (`saquery PKTR`).
     IbSaMad q = IbSaMad::Make(IbMadMethod::Get, IbSaAttr::PKeyTableRecord, 0, 1);

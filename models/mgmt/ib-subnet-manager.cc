@@ -656,13 +656,7 @@ IbSubnetManager::Failed(Request& req)
         m_rediscover = true;
         break;
     case Purpose::SetPKeyTable:
-        // Unknown block now: written again on the next heavy sweep (a failed SMP makes one).
-        if (req.node >= 0 && req.node < m_subnet.NodeCount())
-        {
-            m_pkeysProgrammed.erase({m_subnet.Node(req.node).ports[req.port].guid,
-                                     req.smp.Mad().GetAttributeModifier()});
-        }
-        m_rediscover = true;
+        m_rediscover = true; // the next heavy sweep writes the block again
         break;
     case Purpose::SetMft: {
         // Unknown block now: it reads 0xFFFF, which no tree gives a switch, so the next
@@ -1274,20 +1268,15 @@ IbSubnetManager::ConfigurePartitions()
             }
             std::vector<uint16_t> keys = m_partitions.CaPortPkeys(p.guid, p.guid == GetGuid());
             // IBA vol. 1 §14.2.5.7: 32 entries a block; at least block 0, so that a port in no
-            // partition has its default entry cleared as well.
+            // partition has its default entry cleared as well. Written in every heavy sweep,
+            // not only where this SM remembers writing something else: another SM (opensm
+            // while this one was stopped or standby) may have written the tables since.
             const uint32_t blocks = std::max<uint32_t>(1, (keys.size() + 31) / 32);
             keys.resize(blocks * 32, 0);
             for (uint32_t b = 0; b < blocks; ++b)
             {
-                std::vector<uint16_t> block(keys.begin() + 32 * b, keys.begin() + 32 * (b + 1));
-                auto& done = m_pkeysProgrammed[{p.guid, b}];
-                if (done == block)
-                {
-                    continue;
-                }
-                done = block;
                 IbPKeyTableBlock t;
-                std::copy(block.begin(), block.end(), t.pkey.begin());
+                std::copy(keys.begin() + 32 * b, keys.begin() + 32 * (b + 1), t.pkey.begin());
                 uint8_t data[IbSmp::kDataBytes] = {};
                 t.WriteTo(data);
                 m_pkeyBlocksWritten++;

@@ -311,8 +311,8 @@ class IbSubnetManager : public Object
     /// When the routes use more than one virtual layer: SLtoVLMappingTable Sets (SL l -> VL l)
     /// on every linked switch port pair and CA port not yet given this mapping.
     void ConfigureSlToVl();
-    /// Writes each CA port's P_Key table from the partition policy (PartitionConfig), where it
-    /// differs from what this SM last wrote there; nothing without a policy.
+    /// Writes each CA port's P_Key table from the partition policy (PartitionConfig), every
+    /// block in use; nothing without a policy.
     void ConfigurePartitions();
     void SetPortStates(uint8_t from, uint8_t to);
     void FinishHeavySweep();
@@ -373,8 +373,6 @@ class IbSubnetManager : public Object
     std::string m_partitionConfig;     ///< PartitionConfig: a partitions.conf path, or ""
     IbPartitionPolicy m_partitions;    ///< read from it when the SM starts
     std::string m_partitionError;      ///< why it could not be read ("" if it was)
-    /// P_Key table blocks written, by (port GUID, block): what each holds.
-    std::map<std::pair<uint64_t, uint32_t>, std::vector<uint16_t>> m_pkeysProgrammed;
     uint64_t m_pkeyBlocksWritten = 0;
     /// What each switch's MFT was last written to, by node GUID (entry i: MLID 0xC000 + i);
     /// a block whose write failed reads 0xFFFF, so that it is written again.
