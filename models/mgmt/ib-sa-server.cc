@@ -5,11 +5,13 @@
 #include "ib-sm-multicast.h"
 
 #include "models/rdma/ib-wire-bytes.h"
+#include "models/rdma/rdma-link-port.h" // RdmaPkeyMatch
 
 #include <algorithm>
 #include <array>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace ns3
@@ -294,22 +296,23 @@ PKeyTableRecords(const IbSaView& v, const RecordSink& sink)
     const bool policy = v.partitions && v.partitions->policy && !v.partitions->policy->Empty();
     for (const auto& [lid, at] : v.subnet.Lids())
     {
-        std::vector<uint16_t> keys{0xFFFF};
+        std::vector<std::array<uint16_t, 32>> blocks(1);
+        blocks[0].fill(0);
+        blocks[0][0] = 0xFFFF;
         if (policy)
         {
             const uint64_t guid = v.subnet.Node(at.node).ports[at.port].guid;
-            keys = v.partitions->policy->CaPortPkeys(guid, guid == v.partitions->smPortGuid);
+            blocks = v.partitions->policy->CaPortPkeyBlocks(guid, guid == v.partitions->smPortGuid);
         }
-        const size_t blocks = std::max<size_t>(1, (keys.size() + 31) / 32);
-        for (size_t b = 0; b < blocks; ++b)
+        for (size_t b = 0; b < blocks.size(); ++b)
         {
             std::vector<uint8_t> bytes(IbSaRecordBytes::PKeyTableRecord, 0);
             IbMadStore16(bytes.data(), lid);
             IbMadStore16(bytes.data() + 2, static_cast<uint16_t>(b));
             bytes[4] = at.port;
-            for (size_t i = 0; i < 32 && 32 * b + i < keys.size(); ++i)
+            for (size_t i = 0; i < blocks[b].size(); ++i)
             {
-                IbMadStore16(bytes.data() + 8 + 2 * i, keys[32 * b + i]);
+                IbMadStore16(bytes.data() + 8 + 2 * i, blocks[b][i]);
             }
             sink(std::move(bytes));
         }
@@ -393,6 +396,30 @@ PassesSelector(uint8_t selector, double have, double want)
     }
 }
 
+/// A path's P_Key between ports with P_Key tables `from` and `to`: the first entry of `from`
+/// that matches one of `to` (IBA vol. 1 §10.9.3), within `asked`'s partition when one is asked
+/// for (then that key); 0 when they share none.
+uint16_t
+CommonPkey(const std::vector<uint16_t>& from, const std::vector<uint16_t>& to,
+           std::optional<uint16_t> asked)
+{
+    for (uint16_t a : from)
+    {
+        if (asked && (a & 0x7FFF) != (*asked & 0x7FFF))
+        {
+            continue;
+        }
+        for (uint16_t b : to)
+        {
+            if (RdmaPkeyMatch(a, b))
+            {
+                return asked ? *asked : a;
+            }
+        }
+    }
+    return 0;
+}
+
 /**
  * PathRecords (§15.2.5.16) for every (source, destination) pair the request names: an end
  * given by LID or GID is that endport, an end not given is every endport (opensm's "half
@@ -439,38 +466,37 @@ PathRecords(const IbSaView& v, const IbPathRecord& q, uint64_t mask,
     }
     // With a partition policy a path exists in a partition both ends share, one of them as a
     // full member (IBA vol. 1 §10.9.3): the one asked for, else the first of the source's
-    // table the destination shares (as opensm picks a common P_Key); none, no path.
-    auto keysOf = [&](const IbSmLidTarget& t) {
-        const uint64_t guid = subnet.Node(t.node).ports[t.port].guid;
-        return v.partitions->policy->CaPortPkeys(guid, guid == v.partitions->smPortGuid);
-    };
-    auto shared = [](uint16_t a, uint16_t b) {
-        return (a & 0x7FFF) == (b & 0x7FFF) && (a & 0x7FFF) != 0 && ((a | b) & 0x8000) != 0;
-    };
-    for (const IbSmLidTarget& src : sources)
+    // table the destination shares (as opensm picks a common P_Key); none, no path. Each end's
+    // table once, not once a pair (a whole-world query pairs every endport with every other).
+    std::vector<std::vector<uint16_t>> sourceKeys;
+    std::vector<std::vector<uint16_t>> destKeys;
+    if (policy)
     {
-        for (const IbSmLidTarget& dst : dests)
+        auto keysOf = [&](const std::vector<IbSmLidTarget>& ends,
+                          std::vector<std::vector<uint16_t>>& keys) {
+            for (const IbSmLidTarget& t : ends)
+            {
+                const uint64_t guid = subnet.Node(t.node).ports[t.port].guid;
+                keys.push_back(
+                    v.partitions->policy->CaPortPkeys(guid, guid == v.partitions->smPortGuid));
+            }
+        };
+        keysOf(sources, sourceKeys);
+        keysOf(dests, destKeys);
+    }
+    const std::optional<uint16_t> askedPkey =
+        (mask & IbPathRecord::kCompPkey) ? std::optional<uint16_t>(q.pkey) : std::nullopt;
+    for (size_t s = 0; s < sources.size(); ++s)
+    {
+        const IbSmLidTarget& src = sources[s];
+        for (size_t d = 0; d < dests.size(); ++d)
         {
+            const IbSmLidTarget& dst = dests[d];
             uint16_t pkey = 0xFFFF;
             if (policy)
             {
-                const std::vector<uint16_t> from = keysOf(src);
-                const std::vector<uint16_t> to = keysOf(dst);
-                bool found = false;
-                for (uint16_t a : from)
-                {
-                    for (uint16_t b : to)
-                    {
-                        const bool asked = !(mask & IbPathRecord::kCompPkey) ||
-                                           (a & 0x7FFF) == (q.pkey & 0x7FFF);
-                        if (!found && asked && shared(a, b))
-                        {
-                            found = true;
-                            pkey = (mask & IbPathRecord::kCompPkey) ? q.pkey : a;
-                        }
-                    }
-                }
-                if (!found)
+                pkey = CommonPkey(sourceKeys[s], destKeys[d], askedPkey);
+                if (pkey == 0)
                 {
                     continue;
                 }

@@ -1,8 +1,11 @@
 #include "ib-sm-partitions.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 namespace ns3
 {
@@ -99,6 +102,7 @@ IbPartitionPolicy::Parse(const std::string& text, std::string* error)
     int line = 1;
     int statementLine = 1;
     std::string statement;
+    bool statementStarted = false; ///< `statement` holds more than blanks
     std::string why;
     // One definition, `head : members`, without its ';'. Sets `why` on a fault.
     auto define = [&](const std::string& def) {
@@ -239,15 +243,17 @@ IbPartitionPolicy::Parse(const std::string& text, std::string* error)
         {
             define(statement);
             statement.clear();
+            statementStarted = false;
             continue;
         }
-        if (Trim(statement).empty() && c != ' ' && c != '\t' && c != '\r')
+        if (!statementStarted && c != ' ' && c != '\t' && c != '\r')
         {
+            statementStarted = true; // its first character: the line an error names
             statementLine = line;
         }
         statement += c;
     }
-    if (why.empty() && !Trim(statement).empty())
+    if (why.empty() && statementStarted)
     {
         why = "a definition without its closing ';'";
     }
@@ -267,6 +273,41 @@ IbPartitionPolicy::Parse(const std::string& text, std::string* error)
         return false;
     }
     return true;
+}
+
+bool
+IbPartitionPolicy::ReadFile(const std::string& path, std::string* error)
+{
+    m_partitions.clear();
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string why = "cannot be read";
+    if (in && Parse(text.str(), &why))
+    {
+        return true;
+    }
+    if (error != nullptr)
+    {
+        *error = path + ": " + why;
+    }
+    return false;
+}
+
+std::vector<std::array<uint16_t, 32>>
+IbPartitionPolicy::CaPortPkeyBlocks(uint64_t portGuid, bool isSmPort) const
+{
+    const std::vector<uint16_t> keys = CaPortPkeys(portGuid, isSmPort);
+    std::vector<std::array<uint16_t, 32>> blocks(std::max<size_t>(1, (keys.size() + 31) / 32));
+    for (auto& b : blocks)
+    {
+        b.fill(0);
+    }
+    for (size_t i = 0; i < keys.size(); ++i)
+    {
+        blocks[i / 32][i % 32] = keys[i];
+    }
+    return blocks;
 }
 
 std::vector<uint16_t>

@@ -3,6 +3,7 @@
 #ifndef CNUAS_IB_SM_PARTITIONS_H
 #define CNUAS_IB_SM_PARTITIONS_H
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,6 +62,9 @@ class IbPartitionPolicy
   public:
     /// Parses `text`; on a fault returns false with *error "line N: what", the policy empty.
     bool Parse(const std::string& text, std::string* error);
+    /// Reads and parses the file at `path`; on a fault returns false with *error "PATH: what"
+    /// ("cannot be read", or Parse's "line N: ..."), the policy empty.
+    bool ReadFile(const std::string& path, std::string* error);
     bool Empty() const
     {
         return m_partitions.empty();
@@ -76,6 +80,10 @@ class IbPartitionPolicy
      * an empty table (every entry 0: it can talk to nobody).
      */
     std::vector<uint16_t> CaPortPkeys(uint64_t portGuid, bool isSmPort) const;
+    /// CaPortPkeys as P_KeyTable blocks of 32 entries (IBA vol. 1 §14.2.5.7), the rest of the
+    /// last one 0: what an SM writes into the port and its SA reports. At least block 0, so
+    /// that a port in no partition has its default entry cleared too.
+    std::vector<std::array<uint16_t, 32>> CaPortPkeyBlocks(uint64_t portGuid, bool isSmPort) const;
 
   private:
     std::vector<IbPartition> m_partitions;

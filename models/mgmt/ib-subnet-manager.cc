@@ -14,9 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <iterator>
-#include <sstream>
 
 namespace ns3
 {
@@ -273,24 +271,10 @@ IbSubnetManager::Start()
     m_running = true;
     m_partitions = IbPartitionPolicy();
     m_partitionError.clear();
-    if (!m_partitionConfig.empty())
+    if (!m_partitionConfig.empty() && !m_partitions.ReadFile(m_partitionConfig, &m_partitionError))
     {
-        std::ifstream in(m_partitionConfig);
-        std::stringstream text;
-        text << in.rdbuf();
-        if (!in)
-        {
-            m_partitionError = m_partitionConfig + ": cannot be read";
-        }
-        else if (!m_partitions.Parse(text.str(), &m_partitionError))
-        {
-            m_partitionError = m_partitionConfig + ": " + m_partitionError;
-        }
-        if (!m_partitionError.empty())
-        {
-            // Ports stay as they are (the default partition): nothing is half applied.
-            NS_LOG_ERROR("partition policy not used: " << m_partitionError);
-        }
+        // Ports stay as they are (the default partition): nothing is half applied.
+        NS_LOG_ERROR("partition policy not used: " << m_partitionError);
     }
     if (m_ipoibBroadcast)
     {
@@ -1266,17 +1250,14 @@ IbSubnetManager::ConfigurePartitions()
             {
                 continue;
             }
-            std::vector<uint16_t> keys = m_partitions.CaPortPkeys(p.guid, p.guid == GetGuid());
-            // IBA vol. 1 §14.2.5.7: 32 entries a block; at least block 0, so that a port in no
-            // partition has its default entry cleared as well. Written in every heavy sweep,
-            // not only where this SM remembers writing something else: another SM (opensm
-            // while this one was stopped or standby) may have written the tables since.
-            const uint32_t blocks = std::max<uint32_t>(1, (keys.size() + 31) / 32);
-            keys.resize(blocks * 32, 0);
-            for (uint32_t b = 0; b < blocks; ++b)
+            // Written in every heavy sweep, not only where this SM remembers writing something
+            // else: another SM (opensm while this one was stopped or standby) may have written
+            // the tables since.
+            const auto blocks = m_partitions.CaPortPkeyBlocks(p.guid, p.guid == GetGuid());
+            for (uint32_t b = 0; b < blocks.size(); ++b)
             {
                 IbPKeyTableBlock t;
-                std::copy(keys.begin() + 32 * b, keys.begin() + 32 * (b + 1), t.pkey.begin());
+                t.pkey = blocks[b];
                 uint8_t data[IbSmp::kDataBytes] = {};
                 t.WriteTo(data);
                 m_pkeyBlocksWritten++;

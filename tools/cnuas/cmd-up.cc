@@ -2090,21 +2090,11 @@ RunUp(const std::vector<std::string>& args)
                 // Read and checked here, so that a bad file is the command's error, not a
                 // policy the daemon's SM leaves unused.
                 const std::string file = value();
-                std::ifstream in(file);
-                std::stringstream text;
-                text << in.rdbuf();
                 ns3::IbPartitionPolicy policy;
                 std::string why;
-                if (!in)
+                if (!policy.ReadFile(file, &why))
                 {
-                    std::fprintf(stderr, "cnuas up: --partitions %s: cannot be read\n",
-                                 file.c_str());
-                    return 2;
-                }
-                if (!policy.Parse(text.str(), &why))
-                {
-                    std::fprintf(stderr, "cnuas up: --partitions %s: %s\n", file.c_str(),
-                                 why.c_str());
+                    std::fprintf(stderr, "cnuas up: --partitions %s\n", why.c_str());
                     return 2;
                 }
                 std::error_code ec;
