@@ -64,6 +64,19 @@ CountLines(const std::string& s)
     return n;
 }
 
+/// The state letter of a process or thread (R, S, T, ...) from its `stat` file in /proc, '?'
+/// if it cannot be read. The state follows the command name, which is in parentheses and may
+/// hold any character: it is read after the last ')'.
+inline char
+ProcessState(const std::filesystem::path& stat)
+{
+    std::ifstream in(stat);
+    std::string line;
+    std::getline(in, line);
+    const auto close = line.rfind(')');
+    return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+}
+
 /// Waits until every thread of process `pid` is stopped (state T or t in
 /// /proc/PID/task/*/stat), for at most `seconds`. kill(SIGSTOP) returns once the signal is
 /// queued: the thread chosen to take it, on a loaded machine, may run only milliseconds
@@ -81,12 +94,7 @@ WaitUntilStopped(int pid, double seconds)
         std::error_code ec;
         for (const auto& t : std::filesystem::directory_iterator(tasks, ec))
         {
-            std::ifstream stat(t.path() / "stat");
-            std::string line;
-            std::getline(stat, line);
-            const auto close = line.rfind(')');
-            const char state =
-                close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+            const char state = ProcessState(t.path() / "stat");
             ++seen;
             all = all && (state == 'T' || state == 't');
         }

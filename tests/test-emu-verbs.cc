@@ -89,13 +89,7 @@ class EmuVerbs : public EmuFixture, public ::testing::WithParamInterface<FabricC
                            std::chrono::milliseconds(static_cast<int>(seconds * 1000));
         while (pid > 0 && std::chrono::steady_clock::now() < until)
         {
-            std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-            std::string line;
-            std::getline(stat, line);
-            // The state follows the command name, which is in parentheses and may hold any
-            // character: look after the last ')'.
-            const auto close = line.rfind(')');
-            if (close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'S')
+            if (ProcessState("/proc/" + std::to_string(pid) + "/stat") == 'S')
             {
                 return true;
             }
